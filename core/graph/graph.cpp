@@ -1,0 +1,366 @@
+#include "core/graph/graph.h"
+
+#include <algorithm>
+#include <cassert>
+#include <queue>
+#include <set>
+#include <unordered_set>
+
+#include "core/graph/op_registry.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+// ---------------------------------------------------------------------------------------------
+// Node
+
+const std::string& Node::target() const { return op_ ? op_->name() : name_; }
+
+const Arg& Node::arg(std::string_view param) const {
+  assert(op_ && "arg() on a node without an op");
+  int idx = op_->schema.index_of(std::string(param));
+  if (idx < 0) throw Error("graph", "%" + name_, "op " + op_->name() + " has no parameter '" + std::string(param) + "'");
+  if (static_cast<size_t>(idx) < args_.size() && !op_->schema.params[idx].kwarg_only) return args_[idx];
+  for (const auto& [k, v] : kwargs_)
+    if (k == param) return v;
+  throw Error("graph", "%" + name_, "parameter '" + std::string(param) + "' is not bound");
+}
+
+static void collect_nodes(const Arg& a, std::vector<Node*>& out) {
+  if (a.is_node()) {
+    if (std::find(out.begin(), out.end(), a.node()) == out.end()) out.push_back(a.node());
+  } else if (a.is_list()) {
+    for (const auto& e : a.list()) collect_nodes(e, out);
+  }
+}
+
+std::vector<Node*> Node::input_nodes() const {
+  std::vector<Node*> out;
+  for (const auto& a : args_) collect_nodes(a, out);
+  for (const auto& [k, v] : kwargs_) collect_nodes(v, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binding a call to its schema
+
+static std::string describe(const Arg& a) {
+  if (a.is_node()) return "tensor %" + a.node()->name();
+  return arg_str(a);
+}
+
+static bool type_ok(const ParamSpec& p, const Arg& a) {
+  if (a.is_absent()) return p.optional;
+  switch (p.type) {
+    case ParamType::Tensor: return a.is_node();
+    case ParamType::TensorList:
+      if (!a.is_list()) return false;
+      for (const auto& e : a.list())
+        if (!e.is_node() && !e.is_none()) return false;
+      return true;
+    case ParamType::Scalar: return a.is_number();
+    case ParamType::Int: return a.is_int() || a.is_bool();
+    case ParamType::IntList:
+      if (a.is_int()) return true;
+      if (!a.is_list()) return false;
+      for (const auto& e : a.list())
+        if (!e.is_int()) return false;
+      return true;
+    case ParamType::Float: return a.is_int() || a.is_double();
+    case ParamType::Bool: return a.is_bool() || a.is_int();
+    case ParamType::Str: return a.is_string();
+    case ParamType::ScalarType: return a.is_dtype();
+    case ParamType::Layout: return true;
+    case ParamType::Generator: return a.is_absent();
+  }
+  return false;
+}
+
+BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const std::string& where) {
+  const auto& params = op.schema.params;
+  size_t n_positional = 0;
+  while (n_positional < params.size() && !params[n_positional].kwarg_only) ++n_positional;
+  if (args.size() > n_positional) {
+    throw Error("graph", where,
+                op.name() + " takes at most " + std::to_string(n_positional) +
+                    " positional arguments but " + std::to_string(args.size()) +
+                    " were given; schema: " + op.schema.str());
+  }
+  std::vector<std::optional<Arg>> bound(params.size());
+  for (size_t i = 0; i < args.size(); ++i) bound[i] = std::move(args[i]);
+  for (auto& [k, v] : kwargs) {
+    int idx = op.schema.index_of(k);
+    if (idx < 0)
+      throw Error("graph", where, op.name() + " got an unexpected keyword argument '" + k +
+                                      "'; schema: " + op.schema.str());
+    if (bound[idx])
+      throw Error("graph", where, op.name() + " got multiple values for argument '" + k + "'");
+    bound[idx] = std::move(v);
+  }
+  BoundCall out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    if (!bound[i]) {
+      if (!p.default_value)
+        throw Error("graph", where, op.name() + " missing required argument '" + p.name +
+                                        "'; schema: " + op.schema.str());
+      bound[i] = *p.default_value;
+    }
+    Arg& a = *bound[i];
+    if (!type_ok(p, a)) {
+      std::string hint;
+      if (p.type == ParamType::Tensor && a.is_number() && op.schema.overload == "Tensor")
+        hint = " (a Python number goes to the " + op.schema.base + ".Scalar overload)";
+      throw Error("graph", where,
+                  op.name() + " expected " + op.schema.str().substr(op.schema.str().find('(')) +
+                      "; argument '" + p.name + "' got " + describe(a) + hint);
+    }
+    // Canonical forms: int[] given as a single int becomes a list; Float given an int stays.
+    if (p.type == ParamType::IntList && a.is_int()) a = Arg(std::vector<int64_t>{a.to_int()});
+    if (p.kwarg_only)
+      out.kwargs.emplace_back(p.name, std::move(a));
+    else
+      out.args.push_back(std::move(a));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph
+
+Graph::Graph() : registry_(&default_registry()) {}
+Graph::Graph(const OpRegistry& registry) : registry_(&registry) {}
+
+std::string Graph::unique_name(std::string_view base_in) {
+  // Names that shadow Python builtins start at _0 (sum_0); others are bare first, then _0, _1 ...
+  // (seed Listing 5.2: matmul, matmul_0; sum_0).
+  static const std::set<std::string, std::less<>> kReserved = {
+      "sum", "max", "min", "abs", "all", "any", "pow", "round", "slice", "input", "output",
+      "range", "format", "index", "float", "int", "bool", "list", "type", "len", "map", "zip",
+      "filter", "id", "hash", "iter", "next", "open", "print", "repr", "set", "str", "tuple",
+      "vars", "view"};
+  std::string base(base_in);
+  if (base.empty()) base = "node";
+  int& count = name_counter_[base];
+  bool reserved = kReserved.count(base) > 0;
+  for (;;) {
+    int k = count++;
+    std::string cand;
+    if (!reserved && k == 0)
+      cand = base;
+    else
+      cand = base + "_" + std::to_string(reserved ? k : k - 1);
+    if (!by_name_.count(cand)) return cand;
+  }
+}
+
+Node* Graph::add_node(NodeKind kind, std::string name, const OpDef* op, std::vector<Arg> args,
+                      Kwargs kwargs, TensorMeta meta) {
+  if (by_name_.count(name))
+    throw Error("graph", "%" + name, "a value named '" + name + "' is already defined");
+  auto node = std::make_unique<Node>();
+  Node* n = node.get();
+  n->name_ = std::move(name);
+  n->kind_ = kind;
+  n->op_ = op;
+  n->args_ = std::move(args);
+  n->kwargs_ = std::move(kwargs);
+  n->meta_ = std::move(meta);
+  storage_.push_back(std::move(node));
+  by_name_[n->name_] = n;
+  // Insert before the insert point (or the output node), or append.
+  Node* before = insert_before_;
+  if (!before && kind != NodeKind::Output) before = output_node();
+  if (before) {
+    auto it = std::find(order_.begin(), order_.end(), before);
+    order_.insert(it, n);
+    recompute_users();
+  } else {
+    n->index_ = static_cast<int64_t>(order_.size());
+    order_.push_back(n);
+    for (Node* in : n->input_nodes()) in->users_.push_back(n);
+  }
+  return n;
+}
+
+Node* Graph::placeholder(std::string name, TensorMeta meta) {
+  if (name.empty()) {
+    do name = "primals_" + std::to_string(next_primal_++);
+    while (by_name_.count(name));
+  }
+  if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
+  return add_node(NodeKind::Placeholder, std::move(name), nullptr, {}, {}, std::move(meta));
+}
+
+Node* Graph::placeholder(std::string name, Shape sizes, DType dtype) {
+  return placeholder(std::move(name), TensorMeta::contiguous(std::move(sizes), dtype));
+}
+
+Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs, std::string name) {
+  const OpDef& op = registry_->get(target, name.empty() ? "" : "%" + name);
+  if (name.empty()) name = unique_name(op.schema.base);
+  std::string where = "%" + name;
+  BoundCall b = bind_call(op, std::move(args), std::move(kwargs), where);
+  CallArgs ca(op, b.args, b.kwargs, where);
+  TensorMeta meta = op.infer(ca);
+  if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
+  return add_node(NodeKind::CallFunction, std::move(name), &op, std::move(b.args),
+                  std::move(b.kwargs), std::move(meta));
+}
+
+Node* Graph::output(std::vector<Node*> values) {
+  if (Node* old = output_node()) {
+    order_.erase(std::find(order_.begin(), order_.end(), old));
+    by_name_.erase(old->name_);
+    recompute_users();
+  }
+  std::vector<Arg> args;
+  for (Node* v : values) args.emplace_back(v);
+  Node* saved = insert_before_;
+  insert_before_ = nullptr;
+  Node* out = add_node(NodeKind::Output, "output", nullptr, std::move(args), {}, TensorMeta{});
+  insert_before_ = saved;
+  return out;
+}
+
+std::vector<Node*> Graph::placeholders() const {
+  std::vector<Node*> out;
+  for (Node* n : order_)
+    if (n->is_placeholder()) out.push_back(n);
+  return out;
+}
+
+Node* Graph::output_node() const {
+  return !order_.empty() && order_.back()->is_output() ? order_.back() : nullptr;
+}
+
+std::vector<Node*> Graph::outputs() const {
+  std::vector<Node*> out;
+  if (Node* o = output_node())
+    for (const auto& a : o->args()) out.push_back(a.is_node() ? a.node() : nullptr);
+  return out;
+}
+
+Node* Graph::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+static void replace_in(Arg& a, Node* from, Node* to) {
+  if (a.is_node() && a.node() == from) a = Arg(to);
+  else if (a.is_list())
+    for (auto& e : std::get<Arg::List>(a.v)) replace_in(e, from, to);
+}
+
+void Graph::replace_all_uses(Node* from, Node* to) {
+  for (Node* u : from->users_) {
+    for (auto& a : u->args_) replace_in(a, from, to);
+    for (auto& kv : u->kwargs_) replace_in(kv.second, from, to);
+  }
+  recompute_users();
+}
+
+void Graph::erase(Node* n) {
+  if (!n->users_.empty())
+    throw Error("graph", "%" + n->name_, "cannot erase a node that still has users");
+  if (insert_before_ == n) insert_before_ = nullptr;
+  order_.erase(std::find(order_.begin(), order_.end(), n));
+  by_name_.erase(n->name_);
+  recompute_users();
+  // The storage stays alive until the graph dies (cheap, and keeps stale pointers harmless).
+}
+
+void Graph::recompute_users() {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    order_[i]->index_ = static_cast<int64_t>(i);
+    order_[i]->users_.clear();
+  }
+  for (Node* n : order_)
+    for (Node* in : n->input_nodes()) in->users_.push_back(n);
+}
+
+void Graph::topo_sort() {
+  recompute_users();
+  std::unordered_map<Node*, size_t> pending;
+  std::priority_queue<std::pair<int64_t, Node*>, std::vector<std::pair<int64_t, Node*>>, std::greater<>> ready;
+  for (Node* n : order_) {
+    size_t deps = 0;
+    for (Node* in : n->input_nodes())
+      if (by_name_.count(in->name_) && by_name_.at(in->name_) == in) ++deps;
+    pending[n] = deps;
+    if (deps == 0) ready.push({n->index_, n});
+  }
+  std::vector<Node*> sorted;
+  while (!ready.empty()) {
+    Node* n = ready.top().second;
+    ready.pop();
+    sorted.push_back(n);
+    for (Node* u : n->users_)
+      if (--pending[u] == 0) ready.push({u->index_, u});
+  }
+  if (sorted.size() != order_.size()) {
+    // Report one cycle: walk from an unsorted node through unsorted inputs until a repeat.
+    std::unordered_set<Node*> done(sorted.begin(), sorted.end());
+    Node* cur = nullptr;
+    for (Node* n : order_)
+      if (!done.count(n)) {
+        cur = n;
+        break;
+      }
+    std::vector<Node*> path;
+    std::unordered_map<Node*, size_t> pos;
+    while (!pos.count(cur)) {
+      pos[cur] = path.size();
+      path.push_back(cur);
+      for (Node* in : cur->input_nodes())
+        if (!done.count(in)) {
+          cur = in;
+          break;
+        }
+    }
+    std::string cyc;
+    for (size_t i = pos[cur]; i < path.size(); ++i) cyc += "%" + path[i]->name_ + " <- ";
+    cyc += "%" + cur->name_;
+    throw Error("graph", "%" + cur->name_, "the graph has a cycle: " + cyc);
+  }
+  // Keep the output node last.
+  auto it = std::find_if(sorted.begin(), sorted.end(), [](Node* n) { return n->is_output(); });
+  if (it != sorted.end()) {
+    Node* o = *it;
+    sorted.erase(it);
+    sorted.push_back(o);
+  }
+  order_ = std::move(sorted);
+  recompute_users();
+}
+
+static Arg remap(const Arg& a, const std::unordered_map<const Node*, Node*>& m) {
+  if (a.is_node()) return Arg(m.at(a.node()));
+  if (a.is_list()) {
+    Arg::List l;
+    for (const auto& e : a.list()) l.push_back(remap(e, m));
+    return Arg(std::move(l));
+  }
+  return a;
+}
+
+Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
+  Graph g(*registry_);
+  std::unordered_map<const Node*, Node*> m;
+  for (Node* n : order_) {
+    std::vector<Arg> args;
+    for (const auto& a : n->args_) args.push_back(remap(a, m));
+    Kwargs kw;
+    for (const auto& [k, v] : n->kwargs_) kw.emplace_back(k, remap(v, m));
+    Node* c = g.add_node(n->kind_, n->name_, n->op_, std::move(args), std::move(kw), n->meta_);
+    c->phase_ = n->phase_;
+    c->attrs = n->attrs;
+    m[n] = c;
+  }
+  g.name_counter_ = name_counter_;
+  g.next_primal_ = next_primal_;
+  if (mapping) *mapping = std::move(m);
+  return g;
+}
+
+}  // namespace stax

@@ -1,0 +1,103 @@
+// The op registry: every op overload Stax knows, with its schema, category, type-promotion mode and
+// shape/dtype inference rule. Other tables (interpreter kernels, VJP/JVP rules, lowering rules,
+// decompositions) are keyed by the same overload names and live with their own modules.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/graph/op_schema.h"
+
+namespace stax {
+
+enum class OpCategory {
+  Pointwise,  // elementwise (incl. the *_backward pointwise ops, where, clamp, casts)
+  Reduction,  // sum, amax, argmax, mean, var, ...
+  View,       // view, permute, expand, slice, ... (no data movement)
+  Indexing,   // cat, gather, index, index_put, scatter_add
+  Extern,     // mm, bmm, matmul, addmm: template / library kernels
+  Random,     // rand, randn, bernoulli, dropout-like: never CSE'd, never recomputed freely
+  Creation,   // full, zeros, ones, arange (no tensor inputs)
+  Composite,  // softmax, log_softmax, layer_norm ...: have a decomposition
+};
+std::string_view category_name(OpCategory c);
+
+// PyTorch's elementwise type-promotion kinds.
+enum class Promotion {
+  None,         // the rule computes its own dtype
+  Default,      // common dtype of the tensor/scalar inputs
+  IntToFloat,   // common dtype, integers and bool promoted to the default float (div, sqrt, exp ...)
+  AlwaysBool,   // comparisons, logical ops
+  KeepFirst,    // dtype of the first tensor input (where the schema fixes it)
+};
+
+// A view of a call's normalized arguments for inference rules.
+class CallArgs {
+ public:
+  CallArgs(const OpDef& op, const std::vector<Arg>& args, const Kwargs& kwargs, std::string where)
+      : op_(op), args_(args), kwargs_(kwargs), where_(std::move(where)) {}
+  const Arg& get(std::string_view param) const;
+  const TensorMeta& tensor(std::string_view param) const;  // the meta of a Tensor parameter
+  bool has(std::string_view param) const { return !get(param).is_absent(); }
+  const OpDef& op() const { return op_; }
+  const std::vector<Arg>& args() const { return args_; }
+  const Kwargs& kwargs() const { return kwargs_; }
+  const std::string& where() const { return where_; }
+  [[noreturn]] void fail(const std::string& message) const;  // throws Error("shape", where, msg)
+
+ private:
+  const OpDef& op_;
+  const std::vector<Arg>& args_;
+  const Kwargs& kwargs_;
+  std::string where_;
+};
+
+using InferFn = std::function<TensorMeta(const CallArgs&)>;
+
+struct OpDef {
+  OpSchema schema;
+  OpCategory category = OpCategory::Pointwise;
+  Promotion promotion = Promotion::Default;
+  InferFn infer;
+  bool differentiable = true;   // false for comparisons, argmax, integer-only ops ...
+  const std::string& name() const { return schema.name; }
+};
+
+class OpRegistry {
+ public:
+  // Registers an op: `schema` as in op_schema.h. Throws on a duplicate name.
+  OpDef& add(const std::string& schema, OpCategory category, Promotion promotion, InferFn infer);
+
+  // Looks up "add.Tensor", "tp.add.Tensor", "tensorplay.ops.tp.add.Tensor", or a bare "relu"
+  // (meaning relu.default). Null when unknown.
+  const OpDef* find(std::string_view target) const;
+  // Like find, but throws stax::Error(stage, where, "unknown op 'X'; did you mean: a, b, c?").
+  const OpDef& get(std::string_view target, const std::string& where = "") const;
+  // Up to n known names closest to `target` by edit distance.
+  std::vector<std::string> suggest(std::string_view target, size_t n = 3) const;
+  std::vector<const OpDef*> all() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
+};
+
+// The op table of this build (built once on first use, immutable afterwards).
+const OpRegistry& default_registry();
+
+// Strips "tensorplay.ops.", "tp." prefixes and appends ".default" to a bare name.
+std::string canonical_target(std::string_view target);
+
+// Broadcasts two shapes by NumPy rules; throws Error("shape", where, ...) naming both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& where);
+
+// The dtype PyTorch's elementwise type promotion picks for the named parameters of a call
+// (tensors of rank > 0, then 0-d tensors, then Python scalars, ranked as torch.result_type does),
+// with `mode` applied (IntToFloat turns integral/bool into float32, AlwaysBool gives bool).
+DType result_type(const CallArgs& call, const std::vector<std::string>& params, Promotion mode);
+
+}  // namespace stax

@@ -1,0 +1,8 @@
+#include "core/graph/ops/infer_helpers.h"
+#include "core/graph/ops/register_ops.h"
+
+namespace stax {
+
+void register_indexing_ops(OpRegistry&) {}
+
+}  // namespace stax

@@ -1,0 +1,20 @@
+// Shared pieces of shape/dtype inference rules (used by core/graph/ops/*.cpp only).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph/op_registry.h"
+
+namespace stax::infer {
+
+// Broadcast shape of the tensor-valued params among `params`; result dtype by `mode`.
+TensorMeta elementwise(const CallArgs& c, const std::vector<std::string>& params, Promotion mode);
+
+// An InferFn for an elementwise op over `params` with the op's own promotion mode.
+InferFn elementwise_rule(std::vector<std::string> params);
+
+// Reduced shape of `in` over `dims` (all dims when empty), keeping reduced dims as 1 if keepdim.
+Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims, bool keepdim, const CallArgs& c);
+
+}  // namespace stax::infer

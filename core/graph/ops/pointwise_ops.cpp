@@ -1,0 +1,74 @@
+// Pointwise ops: unary math, binary arithmetic (.Tensor and .Scalar), comparisons, logical ops,
+// where, clamp and dtype conversion. Shapes broadcast; dtypes follow PyTorch's promotion modes.
+#include "core/graph/ops/infer_helpers.h"
+#include "core/graph/ops/register_ops.h"
+
+namespace stax {
+
+void register_pointwise_ops(OpRegistry& r) {
+  using P = Promotion;
+  auto unary = [&](const char* name, P mode, bool differentiable = true) {
+    auto& d = r.add(std::string(name) + "(Tensor self) -> Tensor", OpCategory::Pointwise, mode,
+                    infer::elementwise_rule({"self"}));
+    d.differentiable = differentiable;
+  };
+  // Float-valued math: integers promote to float32 (torch's INT_TO_FLOAT).
+  for (const char* n : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+                        "sin", "cos", "tan", "tanh", "sigmoid", "erf", "reciprocal"})
+    unary(n, P::IntToFloat);
+  for (const char* n : {"neg", "abs", "relu"}) unary(n, P::Default);
+  for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) unary(n, P::Default);
+  unary("logical_not", P::AlwaysBool, false);
+  unary("isnan", P::AlwaysBool, false);
+  r.add("gelu(Tensor self, str approximate='none') -> Tensor", OpCategory::Pointwise, P::Default,
+        infer::elementwise_rule({"self"}));
+  r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default,
+        infer::elementwise_rule({"self"}));
+
+  auto binary = [&](const char* base, P mode, bool with_alpha, bool differentiable = true) {
+    std::string alpha = with_alpha ? ", *, Scalar alpha=1" : "";
+    auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" + alpha + ") -> Tensor",
+                    OpCategory::Pointwise, mode, infer::elementwise_rule({"self", "other"}));
+    auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" + alpha + ") -> Tensor",
+                    OpCategory::Pointwise, mode, infer::elementwise_rule({"self", "other"}));
+    t.differentiable = s.differentiable = differentiable;
+  };
+  binary("add", P::Default, true);
+  binary("sub", P::Default, true);
+  binary("mul", P::Default, false);
+  binary("div", P::IntToFloat, false);
+  binary("pow", P::Default, false);  // pow.Tensor_Tensor / pow.Tensor_Scalar in torch; .Tensor/.Scalar here
+  binary("remainder", P::Default, false);
+  binary("floor_divide", P::Default, false, false);
+  for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, P::AlwaysBool, false, false);
+  for (const char* n : {"maximum", "minimum"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise, P::Default,
+          infer::elementwise_rule({"self", "other"}));
+  for (const char* n : {"logical_and", "logical_or"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+          P::AlwaysBool, infer::elementwise_rule({"self", "other"}))
+        .differentiable = false;
+
+  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+        P::None, [](const CallArgs& c) {
+          if (c.tensor("condition").dtype != DType::Bool)
+            c.fail("condition must be a bool tensor, got " + std::string(dtype_name(c.tensor("condition").dtype)));
+          TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
+          m.dtype = result_type(c, {"self", "other"}, P::Default);
+          return m;
+        });
+  r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", OpCategory::Pointwise,
+        P::Default, [](const CallArgs& c) {
+          if (!c.has("min") && !c.has("max")) c.fail("at least one of 'min' and 'max' must be given");
+          return infer::elementwise(c, {"self", "min", "max"}, P::Default);
+        });
+  // Type conversion (torch's _to_copy / convert_element_type).
+  r.add("to.dtype(Tensor self, ScalarType dtype) -> Tensor", OpCategory::Pointwise, P::None,
+        [](const CallArgs& c) {
+          TensorMeta m = TensorMeta::contiguous(c.tensor("self").sizes, c.get("dtype").dtype(),
+                                                c.tensor("self").device);
+          return m;
+        });
+}
+
+}  // namespace stax

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything Stax needs on a fresh Debian 12 machine. Idempotent; quiet when all is there.
+set -euo pipefail
+PKGS=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev
+      libboost-dev libboost-filesystem-dev libopenblas-dev libsleef-dev
+      llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 python3 python3-pip)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# numpy is used by the tests that compare against numpy (they skip without it).
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "setup: installing numpy"
+  python3 -m pip install -q numpy 2>/dev/null || python3 -m pip install -q --break-system-packages numpy || true
+fi

@@ -1,0 +1,183 @@
+// The scalar semantics of every loop-level op of ops.def: the single definition that the reference
+// interpreter executes and that C-like CPU printers (cpu_cpp) embed verbatim as their kernel prelude,
+// so that compiled pointwise code and the interpreter agree bit for bit (seed §6.9, class-1
+// transformations). Constraints, because this text is compiled inside JIT kernels:
+//   * no #include of any system header; math goes through __builtin_* (GCC and Clang both lower
+//     them to the libm call or to an exact instruction: sqrt, floor, ...);
+//   * C++17, header-only, no exceptions; everything is defined for every input (integer division
+//     by zero yields 0 rather than trapping: documented, never a crash).
+// Floating ops are defined for float and double; half/bfloat16 compute in float (promote on load,
+// round on store), as the seed §6.2 prescribes. Integer ops are defined on int64_t (narrower ints
+// compute in int64 and are narrowed on store), bool ops on bool.
+#ifndef STAX_SDK_SCALAR_OPS_HPP
+#define STAX_SDK_SCALAR_OPS_HPP
+
+namespace stax_scalar {
+
+typedef long long i64;
+
+// ---- math dispatch by type -------------------------------------------------------------------
+#define STAX_SCALAR_MATH1(name)                                      \
+  inline float name(float x) { return __builtin_##name##f(x); }     \
+  inline double name(double x) { return __builtin_##name(x); }
+namespace m {
+STAX_SCALAR_MATH1(exp)
+STAX_SCALAR_MATH1(exp2)
+STAX_SCALAR_MATH1(expm1)
+STAX_SCALAR_MATH1(log)
+STAX_SCALAR_MATH1(log2)
+STAX_SCALAR_MATH1(log10)
+STAX_SCALAR_MATH1(log1p)
+STAX_SCALAR_MATH1(sqrt)
+STAX_SCALAR_MATH1(sin)
+STAX_SCALAR_MATH1(cos)
+STAX_SCALAR_MATH1(tan)
+STAX_SCALAR_MATH1(tanh)
+STAX_SCALAR_MATH1(erf)
+STAX_SCALAR_MATH1(floor)
+STAX_SCALAR_MATH1(ceil)
+STAX_SCALAR_MATH1(trunc)
+STAX_SCALAR_MATH1(nearbyint)
+STAX_SCALAR_MATH1(fabs)
+inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
+inline double fmod(double a, double b) { return __builtin_fmod(a, b); }
+inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
+inline double copysign(double a, double b) { return __builtin_copysign(a, b); }
+inline float pow(float a, float b) { return __builtin_powf(a, b); }
+inline double pow(double a, double b) { return __builtin_pow(a, b); }
+}  // namespace m
+#undef STAX_SCALAR_MATH1
+
+// ---- unary, floating ---------------------------------------------------------------------------
+template <class T> inline T neg(T x) { return -x; }
+inline bool neg(bool x) { return x; }
+inline float abs(float x) { return m::fabs(x); }
+inline double abs(double x) { return m::fabs(x); }
+inline i64 abs(i64 x) { return x < 0 ? -x : x; }
+inline bool abs(bool x) { return x; }
+template <class T> inline T exp(T x) { return m::exp(x); }
+template <class T> inline T exp2(T x) { return m::exp2(x); }
+template <class T> inline T expm1(T x) { return m::expm1(x); }
+template <class T> inline T log(T x) { return m::log(x); }
+template <class T> inline T log2(T x) { return m::log2(x); }
+template <class T> inline T log10(T x) { return m::log10(x); }
+template <class T> inline T log1p(T x) { return m::log1p(x); }
+template <class T> inline T sqrt(T x) { return m::sqrt(x); }
+template <class T> inline T rsqrt(T x) { return T(1) / m::sqrt(x); }
+template <class T> inline T sin(T x) { return m::sin(x); }
+template <class T> inline T cos(T x) { return m::cos(x); }
+template <class T> inline T tan(T x) { return m::tan(x); }
+template <class T> inline T tanh(T x) { return m::tanh(x); }
+template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + m::exp(-x)); }
+template <class T> inline T erf(T x) { return m::erf(x); }
+// relu keeps NaN (x < 0 is false for NaN) and -0.0.
+template <class T> inline T relu(T x) { return x < T(0) ? T(0) : x; }
+inline bool relu(bool x) { return x; }
+template <class T> inline T reciprocal(T x) { return T(1) / x; }
+// sign: -1, 0 or 1; NaN and signed zeros are returned unchanged.
+template <class T> inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+inline bool sign(bool x) { return x; }
+template <class T> inline T floor(T x) { return m::floor(x); }
+inline i64 floor(i64 x) { return x; }
+template <class T> inline T ceil(T x) { return m::ceil(x); }
+inline i64 ceil(i64 x) { return x; }
+// Round half to even (the default rounding mode), like torch.round.
+template <class T> inline T round(T x) { return m::nearbyint(x); }
+inline i64 round(i64 x) { return x; }
+template <class T> inline T trunc(T x) { return m::trunc(x); }
+inline i64 trunc(i64 x) { return x; }
+template <class T> inline bool logical_not(T x) { return !(x != T(0)); }
+template <class T> inline bool isnan(T x) { return x != x; }
+inline bool isnan(i64) { return false; }
+inline bool isnan(bool) { return false; }
+
+// ---- binary ----------------------------------------------------------------------------------
+template <class T> inline T add(T a, T b) { return a + b; }
+inline bool add(bool a, bool b) { return a || b; }
+template <class T> inline T sub(T a, T b) { return a - b; }
+template <class T> inline T mul(T a, T b) { return a * b; }
+inline bool mul(bool a, bool b) { return a && b; }
+template <class T> inline T truediv(T a, T b) { return a / b; }
+inline i64 truediv(i64 a, i64 b) { return b == 0 ? 0 : a / b; }
+
+// Python floor division. Floating: torch's div_floor (fmod-based, exact for representable results).
+template <class T> inline T floordiv(T a, T b) {
+  if (b == T(0)) return a / b;
+  T mod = m::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  T fl;
+  if (div != T(0)) {
+    fl = m::floor(div);
+    if (div - fl > T(0.5)) fl += T(1);
+  } else {
+    fl = m::copysign(T(0), a / b);  // signed zero of the true quotient
+  }
+  return fl;
+}
+inline i64 floordiv(i64 a, i64 b) {
+  if (b == 0) return 0;
+  i64 q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+// Python remainder: the result has the sign of the divisor.
+template <class T> inline T mod(T a, T b) {
+  T r = m::fmod(a, b);
+  if (r != T(0) && ((b < T(0)) != (r < T(0)))) r += b;
+  return r;
+}
+inline i64 mod(i64 a, i64 b) {
+  if (b == 0) return 0;
+  i64 r = a % b;
+  if (r != 0 && ((b < 0) != (r < 0))) r += b;
+  return r;
+}
+template <class T> inline T pow(T a, T b) { return m::pow(a, b); }
+inline i64 pow(i64 a, i64 b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  i64 r = 1;
+  while (b) {
+    if (b & 1) r *= a;
+    a *= a;
+    b >>= 1;
+  }
+  return r;
+}
+// NaN-propagating max/min (torch.maximum): a NaN operand wins, the first one if both are NaN.
+template <class T> inline T maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <class T> inline T minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <class T> inline bool logical_and(T a, T b) { return (a != T(0)) && (b != T(0)); }
+template <class T> inline bool logical_or(T a, T b) { return (a != T(0)) || (b != T(0)); }
+
+template <class T> inline bool eq(T a, T b) { return a == b; }
+template <class T> inline bool ne(T a, T b) { return a != b; }
+template <class T> inline bool lt(T a, T b) { return a < b; }
+template <class T> inline bool le(T a, T b) { return a <= b; }
+template <class T> inline bool gt(T a, T b) { return a > b; }
+template <class T> inline bool ge(T a, T b) { return a >= b; }
+
+template <class T> inline T where(bool c, T a, T b) { return c ? a : b; }
+
+// ---- conversions -------------------------------------------------------------------------------
+// Floating -> integer truncates toward zero; out-of-range and NaN saturate (defined, never UB).
+template <class To, class From> inline To convert(From x) { return (To)x; }
+template <> inline i64 convert<i64, float>(float x) {
+  if (x != x) return 0;
+  if (x >= 9.2233720368547758e18f) return (i64)0x7fffffffffffffffLL;
+  if (x <= -9.2233720368547758e18f) return (i64)(-0x7fffffffffffffffLL - 1);
+  return (i64)x;
+}
+template <> inline i64 convert<i64, double>(double x) {
+  if (x != x) return 0;
+  if (x >= 9.2233720368547758e18) return (i64)0x7fffffffffffffffLL;
+  if (x <= -9.2233720368547758e18) return (i64)(-0x7fffffffffffffffLL - 1);
+  return (i64)x;
+}
+template <> inline bool convert<bool, float>(float x) { return x != 0.0f; }
+template <> inline bool convert<bool, double>(double x) { return x != 0.0; }
+template <> inline bool convert<bool, i64>(i64 x) { return x != 0; }
+
+}  // namespace stax_scalar
+
+#endif  // STAX_SDK_SCALAR_OPS_HPP
