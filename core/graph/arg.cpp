@@ -17,7 +17,12 @@ Arg::Arg(const std::vector<int64_t>& ints) {
 Arg::Arg(const std::vector<Node*>& nodes) {
   List l;
   l.reserve(nodes.size());
-  for (auto* n : nodes) l.push_back(n ? Arg(n) : Arg());
+  for (auto* n : nodes) {
+    if (n)
+      l.emplace_back(n);
+    else
+      l.emplace_back();
+  }
   v = std::move(l);
 }
 
