@@ -1,0 +1,484 @@
+// In-process Clang -> LLVM IR -> ORC LLJIT. See clang_jit.h for the contract and
+// /work/shared/TOOLCHAIN.md for the measured facts this follows.
+#include "plugins/cpu_cpp/clang_jit.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <unordered_set>
+
+#include "clang/Basic/Diagnostic.h"
+#include "clang/Basic/DiagnosticOptions.h"
+#include "clang/CodeGen/CodeGenAction.h"
+#include "clang/Driver/Compilation.h"
+#include "clang/Driver/Driver.h"
+#include "clang/Driver/Job.h"
+#include "clang/Driver/Tool.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/CompilerInvocation.h"
+#include "clang/Frontend/TextDiagnosticPrinter.h"
+#include "clang/Lex/PreprocessorOptions.h"
+#include "core/support/error.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+
+#ifndef STAX_CLANG_EXECUTABLE
+#define STAX_CLANG_EXECUTABLE "/usr/lib/llvm-19/bin/clang"
+#endif
+
+namespace stax::cpu {
+
+namespace {
+
+constexpr const char* kStage = "cpu_cpp jit";
+// The input name given to the driver; each compile renames it to "<kernel name>.cpp".
+constexpr const char* kDriverInput = "kernel.cpp";
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string to_string(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+void initialize_llvm_targets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+llvm::CodeGenOptLevel codegen_level(int opt_level) {
+  switch (opt_level) {
+    case 0:
+      return llvm::CodeGenOptLevel::None;
+    case 1:
+      return llvm::CodeGenOptLevel::Less;
+    case 2:
+      return llvm::CodeGenOptLevel::Default;
+    default:
+      return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+// Kernel names end up in file names of diagnostics; keep them to a safe alphabet.
+std::string file_name_for(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    out += ok ? c : '_';
+  }
+  if (out.empty()) out = "kernel";
+  return out + ".cpp";
+}
+
+std::string trim_trailing_newlines(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// The driver's command line, from the defaults of the header and the options.
+std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
+  std::vector<std::string> args = {"clang",
+                                   "-x",
+                                   "c++",
+                                   "-std=c++17",
+                                   "-c",
+                                   kDriverInput,
+                                   "-O" + std::to_string(options.opt_level),
+                                   "-fno-math-errno",
+                                   "-ffp-contract=off",
+                                   "-fno-exceptions",
+                                   "-fno-rtti",
+                                   "-fno-color-diagnostics"};
+  if (options.native_cpu) args.push_back("-march=native");
+  args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return args;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
+}  // namespace
+
+std::string number_source_lines(std::string_view source) {
+  std::vector<std::string_view> lines;
+  for (size_t pos = 0;;) {
+    const size_t end = source.find('\n', pos);
+    if (end == std::string_view::npos) {
+      if (pos < source.size() || lines.empty()) lines.push_back(source.substr(pos));
+      break;
+    }
+    lines.push_back(source.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  const size_t width = std::max<size_t>(4, std::to_string(lines.size()).size());
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string num = std::to_string(i + 1);
+    out += std::string(width - num.size(), ' ') + num + " | ";
+    out.append(lines[i]);
+    out += '\n';
+  }
+  return out;
+}
+
+namespace detail {
+
+struct JitState {
+  ClangJitOptions options;
+  std::mutex mutex;  // guards everything below during compile() and module removal
+  std::vector<std::string> cc1_args;
+  std::string target_cpu;
+  bool sleef = false;
+  // Errors ORC reports asynchronously (e.g. "Symbols not found" while materialising); collected
+  // here instead of being printed, and folded into the next Error. Declared before `jit`, whose
+  // teardown may still report.
+  std::string orc_errors;
+  // Errors of LLVM's code generation for the kernel being compiled (e.g. a bad inline asm
+  // string): without a handler LLVMContext prints them and calls exit(1).
+  std::string backend_errors;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+
+  std::string take_orc_errors() {
+    std::string out = trim_trailing_newlines(std::move(orc_errors));
+    orc_errors.clear();
+    return out;
+  }
+};
+
+}  // namespace detail
+
+using detail::JitState;
+
+// ---------------------------------------------------------------------------------------------
+// CompiledModule
+
+struct CompiledModule::Impl {
+  std::shared_ptr<JitState> state;  // declared first: destroyed after the tracker
+  llvm::orc::ResourceTrackerSP tracker;
+  std::string name;
+  std::string diagnostics;
+  std::vector<std::pair<std::string, void*>> symbols;
+  CompileTimes times;
+
+  ~Impl() {
+    if (!tracker) return;
+    std::lock_guard<std::mutex> lock(state->mutex);
+    // Nothing sensible to do with a failure in a destructor; never print it.
+    llvm::consumeError(tracker->remove());
+    tracker = nullptr;
+  }
+};
+
+CompiledModule::CompiledModule() = default;
+CompiledModule::CompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompiledModule::CompiledModule(CompiledModule&& other) noexcept = default;
+CompiledModule& CompiledModule::operator=(CompiledModule&& other) noexcept = default;
+CompiledModule::~CompiledModule() = default;
+
+void CompiledModule::reset() { impl_.reset(); }
+
+void* CompiledModule::address(std::string_view symbol) const {
+  if (!impl_) throw Error(kStage, "", "address('" + std::string(symbol) + "') of an empty module");
+  for (const auto& [name, addr] : impl_->symbols)
+    if (name == symbol) return addr;
+  std::vector<std::string> known;
+  for (const auto& entry : impl_->symbols) known.push_back(entry.first);
+  throw Error(kStage, impl_->name,
+              "symbol '" + std::string(symbol) +
+                  "' was not asked for in compile() (known: " + join(known) + ")");
+}
+
+const std::vector<std::pair<std::string, void*>>& CompiledModule::symbols() const {
+  static const std::vector<std::pair<std::string, void*>> none;
+  return impl_ ? impl_->symbols : none;
+}
+
+const std::string& CompiledModule::name() const {
+  static const std::string none;
+  return impl_ ? impl_->name : none;
+}
+
+const std::string& CompiledModule::diagnostics() const {
+  static const std::string none;
+  return impl_ ? impl_->diagnostics : none;
+}
+
+const CompileTimes& CompiledModule::times() const {
+  static const CompileTimes none;
+  return impl_ ? impl_->times : none;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClangJit: construction
+
+namespace {
+
+// Runs the driver once on the options' command line and returns the cc1 arguments (without
+// "-cc1"). The driver resolves -march=native into -target-cpu and -target-feature flags.
+std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
+  std::string diag_text;
+  llvm::raw_string_ostream diag_os(diag_text);
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
+  diag_opts->ShowColors = false;
+  clang::DiagnosticsEngine diags(new clang::DiagnosticIDs(), diag_opts,
+                                 new clang::TextDiagnosticPrinter(diag_os, diag_opts.get()),
+                                 /*ShouldOwnClient=*/true);
+
+  const std::vector<std::string> command = driver_command_line(options);
+  std::vector<const char*> argv;
+  for (const std::string& a : command) argv.push_back(a.c_str());
+
+  clang::driver::Driver driver(STAX_CLANG_EXECUTABLE, llvm::sys::getDefaultTargetTriple(), diags,
+                               "stax jit");
+  driver.setCheckInputsExist(false);
+  std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
+  diag_os.flush();
+  if (!compilation || diags.hasErrorOccurred()) {
+    throw Error(kStage, "",
+                "the clang driver rejected the command line `" + join(command) + "`:\n" +
+                    trim_trailing_newlines(diag_text));
+  }
+  const clang::driver::JobList& jobs = compilation->getJobs();
+  if (jobs.size() != 1 || !llvm::isa<clang::driver::Command>(*jobs.begin())) {
+    throw Error(kStage, "",
+                "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
+                    join(command) + "`, expected one cc1 job");
+  }
+  const auto& job = llvm::cast<clang::driver::Command>(*jobs.begin());
+  if (llvm::StringRef(job.getCreator().getName()) != "clang") {
+    throw Error(kStage, "",
+                "the clang driver's job for `" + join(command) + "` is not cc1 but " +
+                    job.getCreator().getName());
+  }
+  std::vector<std::string> args;
+  for (const char* a : job.getArguments()) args.emplace_back(a);
+  if (!args.empty() && args.front() == "-cc1") args.erase(args.begin());
+  return args;
+}
+
+}  // namespace
+
+ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
+  if (options.opt_level < 0 || options.opt_level > 3) {
+    throw Error(kStage, "", "opt_level must be 0..3, got " + std::to_string(options.opt_level));
+  }
+  JitState& s = *state_;
+  s.options = std::move(options);
+  initialize_llvm_targets();
+
+  if (s.options.load_sleef && !s.options.sleef_library.empty()) {
+    // Kept open for the life of the process: JIT'd code may hold its addresses.
+    s.sleef = dlopen(s.options.sleef_library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  }
+
+  s.cc1_args = build_cc1_args(s.options);
+  for (size_t i = 0; i + 1 < s.cc1_args.size(); ++i)
+    if (s.cc1_args[i] == "-target-cpu") s.target_cpu = s.cc1_args[i + 1];
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    throw Error(kStage, "", "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
+  }
+  jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) throw Error(kStage, "", "cannot create the LLJIT: " + to_string(jit.takeError()));
+  s.jit = std::move(*jit);
+  JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
+  s.jit->getExecutionSession().setErrorReporter(
+      [raw](llvm::Error err) { raw->orc_errors += to_string(std::move(err)) + "\n"; });
+}
+
+ClangJit::~ClangJit() = default;
+
+const ClangJitOptions& ClangJit::options() const { return state_->options; }
+bool ClangJit::sleef_available() const { return state_->sleef; }
+const std::vector<std::string>& ClangJit::cc1_args() const { return state_->cc1_args; }
+const std::string& ClangJit::target_cpu() const { return state_->target_cpu; }
+
+// ---------------------------------------------------------------------------------------------
+// ClangJit::compile
+
+namespace {
+
+// Collects the errors LLVM reports while generating the kernel's code and swallows everything
+// else, so nothing is printed and LLVMContext::diagnose never exits.
+class CollectingDiagnosticHandler : public llvm::DiagnosticHandler {
+ public:
+  explicit CollectingDiagnosticHandler(std::string* errors) : errors_(errors) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (info.getSeverity() != llvm::DS_Error) return true;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    info.print(printer);
+    os.flush();
+    *errors_ += "error: " + text + "\n";
+    return true;
+  }
+
+ private:
+  std::string* errors_;  // JitState::backend_errors, which outlives every kernel's context
+};
+
+// Gives every external definition that is not asked for internal linkage, so that helpers of two
+// live kernels cannot collide in the JIT's one dylib.
+void internalize_all_but(llvm::Module& module, const std::unordered_set<std::string>& keep) {
+  for (llvm::GlobalValue& gv : module.global_values()) {
+    if (gv.isDeclaration() || gv.hasLocalLinkage() || gv.hasAppendingLinkage()) continue;
+    if (gv.getName().starts_with("llvm.") || keep.count(gv.getName().str())) continue;
+    if (auto* go = llvm::dyn_cast<llvm::GlobalObject>(&gv)) go->setComdat(nullptr);
+    gv.setLinkage(llvm::GlobalValue::InternalLinkage);
+    gv.setVisibility(llvm::GlobalValue::DefaultVisibility);
+    gv.setDSOLocal(true);
+  }
+}
+
+}  // namespace
+
+CompiledModule ClangJit::compile(std::string_view source,
+                                 const std::vector<std::string>& symbol_names,
+                                 std::string_view name) {
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
+  const std::string file_name = file_name_for(kernel_name);
+  auto fail = [&](const std::string& what, const std::string& details) -> Error {
+    std::string message = what;
+    if (!details.empty()) message += ":\n" + trim_trailing_newlines(details);
+    message += "\nsource of kernel '" + kernel_name + "' (" + file_name + "):\n" +
+               number_source_lines(source);
+    return Error(kStage, file_name, trim_trailing_newlines(message));
+  };
+  s.orc_errors.clear();
+  s.backend_errors.clear();
+
+  // 1. Clang: source -> optimised LLVM IR.
+  const auto t_frontend = Clock::now();
+  std::string diag_text;
+  llvm::raw_string_ostream diag_os(diag_text);
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> module;
+  {
+    auto invocation = std::make_shared<clang::CompilerInvocation>();
+    {
+      std::vector<const char*> argv;
+      for (const std::string& a : s.cc1_args) argv.push_back(a.c_str());
+      llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> arg_diag_opts =
+          new clang::DiagnosticOptions();
+      clang::DiagnosticsEngine arg_diags(
+          new clang::DiagnosticIDs(), arg_diag_opts,
+          new clang::TextDiagnosticPrinter(diag_os, arg_diag_opts.get()), true);
+      if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, arg_diags) ||
+          arg_diags.hasErrorOccurred()) {
+        diag_os.flush();
+        throw fail("clang rejected the cc1 arguments", diag_text);
+      }
+    }
+    clang::FrontendOptions& fe = invocation->getFrontendOpts();
+    fe.DisableFree = false;
+    clang::InputKind kind =
+        fe.Inputs.empty() ? clang::InputKind(clang::Language::CXX) : fe.Inputs.front().getKind();
+    fe.Inputs.clear();
+    fe.Inputs.emplace_back(file_name, kind);
+    invocation->getCodeGenOpts().DisableFree = false;
+    invocation->getCodeGenOpts().MainFileName = file_name;
+    invocation->getDiagnosticOpts().ShowColors = false;
+    clang::PreprocessorOptions& pp = invocation->getPreprocessorOpts();
+    pp.RetainRemappedFileBuffers = false;  // the SourceManager takes ownership of the buffer
+    pp.addRemappedFile(file_name, llvm::MemoryBuffer::getMemBufferCopy(
+                                      llvm::StringRef(source.data(), source.size()), file_name)
+                                      .release());
+
+    clang::CompilerInstance ci;
+    ci.setInvocation(std::move(invocation));
+    ci.createDiagnostics(new clang::TextDiagnosticPrinter(diag_os, &ci.getDiagnosticOpts()),
+                         /*ShouldOwnClient=*/true);
+    ci.setVerboseOutputStream(diag_os);  // "N errors generated." goes here, not to stderr
+    clang::EmitLLVMOnlyAction action(context.get());
+    const bool ok = ci.ExecuteAction(action) && !ci.getDiagnostics().hasErrorOccurred();
+    if (ok) module = action.takeModule();
+  }
+  diag_os.flush();
+  if (!module) throw fail("clang failed to compile kernel '" + kernel_name + "'", diag_text);
+  const double frontend_ms = ms_since(t_frontend);
+
+  // 2. Check and prepare the module.
+  const std::unordered_set<std::string> wanted(symbol_names.begin(), symbol_names.end());
+  for (const std::string& symbol : symbol_names) {
+    const llvm::GlobalValue* gv = module->getNamedValue(symbol);
+    if (gv && !gv->isDeclaration()) continue;
+    std::vector<std::string> defined;
+    for (const llvm::Function& f : module->functions())
+      if (!f.isDeclaration() && !f.hasLocalLinkage()) defined.push_back(f.getName().str());
+    std::string hint = "external functions it defines: " +
+                       (defined.empty() ? std::string("none") : join(defined)) +
+                       "; a symbol to look up needs extern \"C\"";
+    throw fail("kernel '" + kernel_name + "' does not define symbol '" + symbol + "'", hint);
+  }
+  internalize_all_but(*module, wanted);
+  // Clang's own handler was only installed for the frontend; code generation happens in ORC.
+  context->setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&s.backend_errors));
+
+  // 3. ORC: add under a fresh tracker and look the symbols up (this generates the code).
+  const auto t_jit = Clock::now();
+  llvm::orc::ResourceTrackerSP tracker = s.jit->getMainJITDylib().createResourceTracker();
+  auto discard = [&] {
+    if (llvm::Error err = tracker->remove()) s.orc_errors += to_string(std::move(err)) + "\n";
+  };
+  if (llvm::Error err = s.jit->addIRModule(
+          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    std::string details = to_string(std::move(err));
+    discard();
+    std::string more = s.take_orc_errors();
+    throw fail("the JIT rejected kernel '" + kernel_name + "'",
+               details + (more.empty() ? "" : "\n" + more));
+  }
+  auto impl = std::make_unique<CompiledModule::Impl>();
+  for (const std::string& symbol : symbol_names) {
+    auto addr = s.jit->lookup(symbol);
+    if (!addr) {
+      std::string details = to_string(addr.takeError());
+      std::string more = s.take_orc_errors();
+      discard();
+      throw fail("the JIT could not link symbol '" + symbol + "' of kernel '" + kernel_name + "'",
+                 (more.empty() ? "" : more + "\n") + details);
+    }
+    impl->symbols.emplace_back(symbol, addr->toPtr<void*>());
+  }
+  if (!s.backend_errors.empty()) {
+    std::string details = s.backend_errors;
+    discard();
+    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", details);
+  }
+  impl->state = state_;
+  impl->tracker = std::move(tracker);
+  impl->name = kernel_name;
+  impl->diagnostics = trim_trailing_newlines(std::move(diag_text));
+  impl->times = CompileTimes{frontend_ms, ms_since(t_jit)};
+  return CompiledModule(std::move(impl));
+}
+
+}  // namespace stax::cpu

@@ -1,0 +1,130 @@
+// stax::cpu::ClangJit: compiles a C++17 source string in-process with Clang into LLVM IR and
+// JIT-links it with LLVM ORC (LLJIT). One ClangJit per configuration (opt level, flags); each
+// compile() returns a CompiledModule that owns the machine code of that kernel and frees it when
+// destroyed.
+//
+// This header is plain C++ on purpose: the LLVM/Clang headers stay in clang_jit.cpp.
+//
+// Kernel sources should not #include system headers (<cmath> costs ~200 ms per compile): declare
+// what is needed (`extern "C" float expf(float);`) and use clang vector extensions. Functions to
+// look up must have C linkage (`extern "C"`). Symbols of the process (libm, the host runtime) and,
+// when loaded, of SLEEF (`Sleef_expf16_u10`, ...) resolve from the kernel. Every other external
+// definition of a kernel that is not asked for in compile() is made internal, so helper functions
+// of two kernels never clash; the asked-for names must be unique among the live modules of a
+// ClangJit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace stax::cpu {
+
+namespace detail {
+struct JitState;  // the driver's cc1 arguments, the LLJIT instance, the mutex (clang_jit.cpp)
+}  // namespace detail
+
+// Options of a ClangJit, with their defaults. The driver command line is always
+//   clang -x c++ -std=c++17 -c kernel.cpp -O<opt_level> -fno-math-errno -ffp-contract=off
+//         -fno-exceptions -fno-rtti -fno-color-diagnostics [-march=native] <extra_flags...>
+// (-ffp-contract=off: no FMA contraction, so kernels round like the reference interpreter).
+struct ClangJitOptions {
+  // -O<opt_level> for Clang's pipeline, and the matching LLVM code generation level
+  // (0 None, 1 Less, 2 Default, 3 Aggressive). 0..3; anything else is a stax::Error.
+  int opt_level = 3;
+  // -march=native (the driver expands it to the host CPU and its exact features). When false,
+  // kernels target the triple's baseline CPU (x86-64 without AVX).
+  bool native_cpu = true;
+  // Appended to the driver command line after the defaults, e.g. {"-DN=4", "-ffast-math"}.
+  // An unknown flag is a stax::Error from the constructor.
+  std::vector<std::string> extra_flags;
+  // dlopen(sleef_library, RTLD_NOW | RTLD_GLOBAL) in the constructor so that kernels can call
+  // Sleef_* functions. A missing library is not an error: sleef_available() is then false.
+  bool load_sleef = true;
+  std::string sleef_library = "libsleef.so.3";
+};
+
+// Wall time of one compile(), in milliseconds.
+struct CompileTimes {
+  double frontend_ms = 0;  // Clang: parse, IR generation and the -O pipeline
+  double jit_ms = 0;       // ORC: code generation, linking, symbol lookup
+  double total_ms() const { return frontend_ms + jit_ms; }
+};
+
+class ClangJit;
+
+// The machine code of one compiled source. Move-only; destruction (or reset()) removes the code
+// from the JIT (ResourceTracker::remove). It keeps the JIT state alive, so it may outlive the
+// ClangJit that made it. Not for concurrent use with its own reset()/destruction.
+class CompiledModule {
+ public:
+  CompiledModule();  // empty
+  CompiledModule(CompiledModule&& other) noexcept;
+  CompiledModule& operator=(CompiledModule&& other) noexcept;
+  CompiledModule(const CompiledModule&) = delete;
+  CompiledModule& operator=(const CompiledModule&) = delete;
+  ~CompiledModule();
+
+  // Address of a symbol asked for in compile(); a stax::Error for any other name.
+  void* address(std::string_view symbol) const;
+  // address() as a function pointer: module.function<void(const float*, float*, long)>("k").
+  template <class Fn>
+  Fn* function(std::string_view symbol) const {
+    return reinterpret_cast<Fn*>(reinterpret_cast<std::uintptr_t>(address(symbol)));
+  }
+  // The asked-for symbols with their addresses, in the order of compile()'s symbol_names.
+  const std::vector<std::pair<std::string, void*>>& symbols() const;
+  const std::string& name() const;
+  // Clang's warnings (and notes) for this source; empty when it compiled cleanly.
+  const std::string& diagnostics() const;
+  const CompileTimes& times() const;
+
+  bool empty() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+  // Frees the machine code now; the module becomes empty.
+  void reset();
+
+ private:
+  friend class ClangJit;
+  struct Impl;
+  explicit CompiledModule(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The compiler. The constructor builds the cc1 command line with the Clang driver and creates the
+// LLJIT instance (a stax::Error on failure, e.g. an unknown extra flag). compile() is
+// thread-safe (serialised by a mutex).
+class ClangJit {
+ public:
+  explicit ClangJit(ClangJitOptions options = {});
+  ~ClangJit();
+  ClangJit(const ClangJit&) = delete;
+  ClangJit& operator=(const ClangJit&) = delete;
+  ClangJit(ClangJit&&) noexcept = default;  // a moved-from ClangJit may only be destroyed
+  ClangJit& operator=(ClangJit&&) noexcept = default;
+
+  // Compiles `source` (C++17) and looks up `symbol_names`. `name` names the kernel in diagnostics
+  // ("<name>.cpp:3:7: error: ...") and in the stax::Error location. A failure (compile error,
+  // a missing symbol, a link error) is a stax::Error with stage "cpu_cpp jit" whose message holds
+  // Clang's diagnostics and the source with line numbers. Nothing is printed.
+  CompiledModule compile(std::string_view source, const std::vector<std::string>& symbol_names,
+                         std::string_view name = "kernel");
+
+  const ClangJitOptions& options() const;
+  bool sleef_available() const;
+  // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps.
+  const std::vector<std::string>& cc1_args() const;
+  // The host CPU LLVM targets, e.g. "znver5".
+  const std::string& target_cpu() const;
+
+ private:
+  std::shared_ptr<detail::JitState> state_;
+};
+
+// "   1 | first line\n   2 | ...": the source as it appears in compile errors.
+std::string number_source_lines(std::string_view source);
+
+}  // namespace stax::cpu
