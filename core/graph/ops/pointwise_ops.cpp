@@ -4,6 +4,34 @@
 #include "core/graph/ops/register_ops.h"
 
 namespace stax {
+namespace {
+
+// An elementwise rule that also requires a floating-point result (gelu, silu: torch has no
+// integer kernels for them).
+InferFn floating_rule(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, params, c.op().promotion);
+    if (!is_floating(m.dtype))
+      c.fail("expected a floating-point input, got " + std::string(dtype_name(m.dtype)));
+    return m;
+  };
+}
+
+// add / sub: self +- alpha * other. Like torch: a floating alpha needs a floating result, and
+// bool tensors cannot be subtracted.
+InferFn alpha_rule(std::string base) {
+  return [base = std::move(base)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, {"self", "other"}, c.op().promotion);
+    if (c.get("alpha").is_double() && !is_floating(m.dtype))
+      c.fail("for integral input tensors, argument alpha must not be a floating point number");
+    if (base == "sub" && m.dtype == DType::Bool)
+      c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
+             "logical_xor or logical_not");
+    return m;
+  };
+}
+
+}  // namespace
 
 void register_pointwise_ops(OpRegistry& r) {
   using P = Promotion;
@@ -16,33 +44,42 @@ void register_pointwise_ops(OpRegistry& r) {
   for (const char* n : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                         "sin", "cos", "tan", "tanh", "sigmoid", "erf", "reciprocal"})
     unary(n, P::IntToFloat);
-  for (const char* n : {"neg", "abs", "relu"}) unary(n, P::Default);
+  for (const char* n : {"abs", "relu"}) unary(n, P::Default);
   for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) unary(n, P::Default);
   unary("logical_not", P::AlwaysBool, false);
   unary("isnan", P::AlwaysBool, false);
+  r.add("neg(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default, [](const CallArgs& c) {
+    if (c.tensor("self").dtype == DType::Bool)
+      c.fail("negation, the `-` operator, on a bool tensor is not supported; use logical_not");
+    return infer::elementwise(c, {"self"}, P::Default);
+  });
+  // gelu and silu are formulas (core/graph/pointwise_formulas.h) on floating inputs.
   r.add("gelu(Tensor self, str approximate='none') -> Tensor", OpCategory::Pointwise, P::Default,
-        infer::elementwise_rule({"self"}));
-  r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default,
-        infer::elementwise_rule({"self"}));
+        floating_rule({"self"}));
+  // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
+  r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default, floating_rule({"self"}));
 
   auto binary = [&](const char* base, P mode, bool with_alpha, bool differentiable = true) {
     std::string alpha = with_alpha ? ", *, Scalar alpha=1" : "";
+    InferFn rule = with_alpha ? alpha_rule(base) : infer::elementwise_rule({"self", "other"});
     auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" + alpha + ") -> Tensor",
-                    OpCategory::Pointwise, mode, infer::elementwise_rule({"self", "other"}));
+                    OpCategory::Pointwise, mode, rule);
     auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" + alpha + ") -> Tensor",
-                    OpCategory::Pointwise, mode, infer::elementwise_rule({"self", "other"}));
+                    OpCategory::Pointwise, mode, rule);
     t.differentiable = s.differentiable = differentiable;
   };
   binary("add", P::Default, true);
   binary("sub", P::Default, true);
   binary("mul", P::Default, false);
   binary("div", P::IntToFloat, false);
-  binary("pow", P::Default, false);  // pow.Tensor_Tensor / pow.Tensor_Scalar in torch; .Tensor/.Scalar here
+  // pow.Tensor_Tensor / pow.Tensor_Scalar in torch; .Tensor / .Scalar here.
+  binary("pow", P::Default, false);
   binary("remainder", P::Default, false);
   binary("floor_divide", P::Default, false, false);
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, P::AlwaysBool, false, false);
   for (const char* n : {"maximum", "minimum"})
-    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise, P::Default,
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+          P::Default,
           infer::elementwise_rule({"self", "other"}));
   for (const char* n : {"logical_and", "logical_or"})
     r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
@@ -52,14 +89,32 @@ void register_pointwise_ops(OpRegistry& r) {
   r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
         P::None, [](const CallArgs& c) {
           if (c.tensor("condition").dtype != DType::Bool)
-            c.fail("condition must be a bool tensor, got " + std::string(dtype_name(c.tensor("condition").dtype)));
+            c.fail("condition must be a bool tensor, got " +
+                   std::string(dtype_name(c.tensor("condition").dtype)));
           TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
           m.dtype = result_type(c, {"self", "other"}, P::Default);
           return m;
         });
+  // where with Python-number branches (torch's where.ScalarSelf / ScalarOther / Scalar); the
+  // numbers take part in type promotion as Python scalars do.
+  auto where_rule = [](const CallArgs& c) {
+    if (c.tensor("condition").dtype != DType::Bool)
+      c.fail("condition must be a bool tensor, got " +
+             std::string(dtype_name(c.tensor("condition").dtype)));
+    TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
+    m.dtype = result_type(c, {"self", "other"}, P::Default);
+    return m;
+  };
+  r.add("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
+  r.add("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
+  r.add("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
   r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", OpCategory::Pointwise,
         P::Default, [](const CallArgs& c) {
-          if (!c.has("min") && !c.has("max")) c.fail("at least one of 'min' and 'max' must be given");
+          if (!c.has("min") && !c.has("max"))
+            c.fail("at least one of 'min' and 'max' must be given");
           return infer::elementwise(c, {"self", "min", "max"}, P::Default);
         });
   // Type conversion (torch's _to_copy / convert_element_type).
