@@ -172,9 +172,18 @@ Node* Graph::add_node(NodeKind kind, std::string name, const OpDef* op, std::vec
   Node* before = insert_before_;
   if (!before && kind != NodeKind::Output) before = output_node();
   if (before) {
-    auto it = std::find(order_.begin(), order_.end(), before);
-    order_.insert(it, n);
-    recompute_users();
+    // Incremental: shift indices after the insertion point and splice n into its inputs' user
+    // lists at its graph position (no full recomputation: keeps bulk insertion cheap).
+    auto it = order_.begin() + before->index_;
+    assert(*it == before);
+    it = order_.insert(it, n);
+    for (auto j = it; j != order_.end(); ++j) (*j)->index_ = j - order_.begin();
+    for (Node* in : n->input_nodes()) {
+      auto& us = in->users_;
+      us.insert(std::upper_bound(us.begin(), us.end(), n,
+                                 [](Node* a, Node* b) { return a->index_ < b->index_; }),
+                n);
+    }
   } else {
     n->index_ = static_cast<int64_t>(order_.size());
     order_.push_back(n);

@@ -116,9 +116,10 @@ class Graph {
   void replace_all_uses(Node* from, Node* to);
   // Removes a node that has no users.
   void erase(Node* n);
-  // Moves nodes created after `anchor` ... used by passes that insert; nodes created by call() are
-  // appended before the output node. insert_point() returns where new nodes go (null = before output).
+  // Where call()/placeholder() put new nodes: before `before`, or (null) before the output node.
+  // Passes that insert replacements set it to the node being replaced.
   void set_insert_point(Node* before) { insert_before_ = before; }
+  Node* insert_point() const { return insert_before_; }
   // Recomputes users and indices (every mutation above does it already).
   void recompute_users();
   // Re-sorts nodes topologically (stable: keeps the current order where it is valid). Throws

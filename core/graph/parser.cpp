@@ -1,0 +1,860 @@
+#include "core/graph/parser.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/graph/op_registry.h"
+#include "core/support/error.h"
+
+namespace stax {
+namespace {
+
+// ---- tokens ------------------------------------------------------------------------------------
+
+struct Loc {
+  int line = 1, col = 1;
+};
+
+enum class Tok { Ident, Ref, Int, Float, String, Punct, Newline, End };
+
+struct Token {
+  Tok kind = Tok::End;
+  std::string text;  // the lexeme as written ("" at the end of the file)
+  std::string str;   // Ref: the name without '%'; String: the decoded value
+  int64_t ival = 0;
+  double dval = 0;
+  Loc loc;
+
+  bool is_punct(char c) const { return kind == Tok::Punct && text[0] == c; }
+  bool is_word(std::string_view w) const { return kind == Tok::Ident && text == w; }
+};
+
+std::string describe(const Token& t) {
+  switch (t.kind) {
+    case Tok::End: return "end of file";
+    case Tok::Newline: return "end of line";
+    case Tok::String: return "string " + t.text;
+    default: return "'" + t.text + "'";
+  }
+}
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// Produces tokens on demand, so that errors are reported in source order.
+class Lexer {
+ public:
+  Lexer(std::string_view src, std::function<std::string(Loc)> where)
+      : src_(src), where_(std::move(where)) {}
+
+  const Token& peek() {
+    if (!has_) {
+      tok_ = lex();
+      has_ = true;
+    }
+    return tok_;
+  }
+  Token next() {
+    peek();
+    has_ = false;
+    return std::move(tok_);
+  }
+
+ private:
+  char at(size_t k = 0) const { return pos_ + k < src_.size() ? src_[pos_ + k] : '\0'; }
+  bool at_end() const { return pos_ >= src_.size(); }
+  void advance() {
+    if (src_[pos_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++pos_;
+  }
+  [[noreturn]] void fail(Loc l, const std::string& msg) const {
+    throw Error("parse", where_(l), msg);
+  }
+
+  Token lex() {
+    for (;;) {
+      while (!at_end() && (at() == ' ' || at() == '\t' || at() == '\r')) advance();
+      if (at() != '#') break;
+      while (!at_end() && at() != '\n') advance();
+    }
+    Token t;
+    t.loc = {line_, col_};
+    if (at_end()) return t;
+    size_t begin = pos_;
+    char c = at();
+    if (c == '\n') {
+      advance();
+      t.kind = Tok::Newline;
+      t.text = "\n";
+    } else if (ident_start(c)) {
+      t.kind = Tok::Ident;
+      while (ident_char(at())) advance();
+      while (at() == '.' && ident_char(at(1))) {
+        advance();
+        while (ident_char(at())) advance();
+      }
+    } else if (c == '%') {
+      advance();
+      if (!ident_start(at())) fail(t.loc, "expected a value name after '%'");
+      while (ident_char(at())) advance();
+      t.kind = Tok::Ref;
+      t.str = std::string(src_.substr(begin + 1, pos_ - begin - 1));
+    } else if (digit(c) || (c == '.' && digit(at(1))) ||
+               ((c == '-' || c == '+') && (digit(at(1)) || (at(1) == '.' && digit(at(2))) ||
+                                           src_.substr(pos_ + 1, 3) == "inf"))) {
+      lex_number(t);
+    } else if (c == '\'' || c == '"') {
+      lex_string(t);
+    } else if (std::strchr("()[]{},:=", c)) {
+      advance();
+      t.kind = Tok::Punct;
+    } else {
+      char buf[8];
+      if (std::isprint(static_cast<unsigned char>(c)))
+        std::snprintf(buf, sizeof buf, "%c", c);
+      else
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      fail(t.loc, std::string("unexpected character '") + buf + "'");
+    }
+    if (t.text.empty()) t.text = std::string(src_.substr(begin, pos_ - begin));
+    return t;
+  }
+
+  void lex_number(Token& t) {
+    size_t begin = pos_;
+    bool neg = at() == '-';
+    if (at() == '-' || at() == '+') advance();
+    bool is_float = false, bad = false;
+    if (src_.substr(pos_, 3) == "inf") {
+      for (int i = 0; i < 3; ++i) advance();
+      is_float = true;
+    } else {
+      while (digit(at())) advance();
+      if (at() == '.') {
+        is_float = true;
+        advance();
+        while (digit(at())) advance();
+      }
+      if (at() == 'e' || at() == 'E') {
+        is_float = true;
+        advance();
+        if (at() == '+' || at() == '-') advance();
+        if (!digit(at())) bad = true;
+        while (digit(at())) advance();
+      }
+    }
+    if (ident_char(at()) || at() == '.') bad = true;
+    while (ident_char(at()) || at() == '.') advance();
+    t.text = std::string(src_.substr(begin, pos_ - begin));
+    if (bad) fail(t.loc, "bad number '" + t.text + "'");
+    std::string_view body = src_.substr(begin, pos_ - begin);
+    if (body[0] == '+' || body[0] == '-') body.remove_prefix(1);
+    if (is_float) {
+      t.kind = Tok::Float;
+      if (body == "inf") {
+        t.dval = std::numeric_limits<double>::infinity();
+      } else {
+        auto r = std::from_chars(body.data(), body.data() + body.size(), t.dval);
+        if (r.ec != std::errc() || r.ptr != body.data() + body.size())
+          fail(t.loc, "bad number '" + t.text + "' (not representable as a 64-bit float)");
+      }
+      if (neg) t.dval = -t.dval;
+    } else {
+      t.kind = Tok::Int;
+      uint64_t u = 0;
+      auto r = std::from_chars(body.data(), body.data() + body.size(), u);
+      uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + (neg ? 1 : 0);
+      if (r.ec != std::errc() || r.ptr != body.data() + body.size() || u > limit)
+        fail(t.loc, "bad number '" + t.text + "' (out of range for a 64-bit integer)");
+      t.ival = neg ? static_cast<int64_t>(0 - u) : static_cast<int64_t>(u);
+    }
+  }
+
+  void lex_string(Token& t) {
+    char quote = at();
+    advance();
+    std::string value;
+    for (;;) {
+      if (at_end() || at() == '\n')
+        fail(t.loc, std::string("unterminated string literal (missing the closing ") + quote + ")");
+      char c = at();
+      if (c == quote) {
+        advance();
+        break;
+      }
+      if (c == '\\') {
+        advance();
+        if (at_end() || at() == '\n') continue;  // reported as unterminated above
+        char e = at();
+        switch (e) {
+          case 'n': value += '\n'; break;
+          case 't': value += '\t'; break;
+          case '\\':
+          case '\'':
+          case '"': value += e; break;
+          default: value += '\\'; value += e;
+        }
+        advance();
+        continue;
+      }
+      value += c;
+      advance();
+    }
+    t.kind = Tok::String;
+    t.str = std::move(value);
+  }
+
+  std::string_view src_;
+  std::function<std::string(Loc)> where_;
+  size_t pos_ = 0;
+  int line_ = 1, col_ = 1;
+  Token tok_;
+  bool has_ = false;
+};
+
+// ---- parsed records ----------------------------------------------------------------------------
+
+struct RawValue {
+  enum class Kind { Literal, Ref, List } kind = Kind::Literal;
+  Arg literal;
+  std::string ref;
+  Loc loc;
+  std::vector<RawValue> items;
+};
+
+struct NodeRec {
+  std::string name;
+  Loc loc;
+  Phase phase = Phase::None;
+  bool is_placeholder = false;
+  std::optional<Shape> shape;
+  std::optional<DType> dtype;
+  std::optional<std::string> device;
+  std::optional<int64_t> num_users;
+  Loc shape_loc, dtype_loc, device_loc, num_users_loc;
+  std::string target;
+  Loc args_loc;
+  std::vector<RawValue> args;
+  std::vector<std::pair<std::string, RawValue>> kwargs;
+};
+
+struct ReturnRec {
+  bool present = false;
+  Phase phase = Phase::None;
+  Loc loc;
+  std::vector<std::pair<std::string, Loc>> values;
+};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// ---- the parser --------------------------------------------------------------------------------
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& file, const ParseOptions& options)
+      : file_(file),
+        options_(options),
+        registry_(options.registry ? *options.registry : default_registry()),
+        lex_(text, [this](Loc l) { return where(l); }) {}
+
+  Graph run() {
+    parse_text();
+    return build();
+  }
+
+ private:
+  std::string where(Loc l) const {
+    return file_ + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
+  }
+  [[noreturn]] void fail(Loc l, const std::string& msg) const {
+    throw Error("parse", where(l), msg);
+  }
+
+  Token expect_punct(char c, const std::string& context) {
+    Token t = lex_.next();
+    if (!t.is_punct(c))
+      fail(t.loc, std::string("expected '") + c + "' " + context + ", found " + describe(t));
+    return t;
+  }
+  Token expect_word(std::string_view w, const std::string& context) {
+    Token t = lex_.next();
+    if (!t.is_word(w))
+      fail(t.loc, "expected '" + std::string(w) + "' " + context + ", found " + describe(t));
+    return t;
+  }
+  void skip_newlines() {
+    while (lex_.peek().kind == Tok::Newline) lex_.next();
+  }
+
+  // file := [ "graph(" NL ] { stmt NL } [ ")" ]
+  void parse_text() {
+    skip_newlines();
+    bool wrapped = false;
+    Loc open;
+    if (lex_.peek().is_word("graph")) {
+      open = lex_.next().loc;
+      wrapped = true;
+      expect_punct('(', "after 'graph'");
+      Token t = lex_.next();
+      if (t.kind != Tok::Newline && t.kind != Tok::End)
+        fail(t.loc, "expected end of line after 'graph(', found " + describe(t));
+    }
+    for (;;) {
+      skip_newlines();
+      const Token& t = lex_.peek();
+      if (t.kind == Tok::End) {
+        if (wrapped)
+          fail(t.loc,
+               "expected ')' to close 'graph(' (opened at " + where(open) + "), found end of file");
+        break;
+      }
+      if (wrapped && t.is_punct(')')) {
+        lex_.next();
+        skip_newlines();
+        const Token& e = lex_.peek();
+        if (e.kind != Tok::End)
+          fail(e.loc, "expected end of file after the ')' closing 'graph(', found " + describe(e));
+        break;
+      }
+      if (ret_.present)
+        fail(t.loc, std::string("expected ") + (wrapped ? "')' closing 'graph('" : "end of file") +
+                        " after the 'return' line, found " + describe(t));
+      parse_statement();
+    }
+    if (!ret_.present)
+      fail(lex_.peek().loc, "expected a 'return (...)' line: the graph names no outputs");
+  }
+
+  // stmt := [ "[FW]" | "[BW]" ] ( node | return )
+  void parse_statement() {
+    Phase phase = Phase::None;
+    if (lex_.peek().is_punct('[')) {
+      lex_.next();
+      Token p = lex_.next();
+      if (p.is_word("FW"))
+        phase = Phase::Forward;
+      else if (p.is_word("BW"))
+        phase = Phase::Backward;
+      else
+        fail(p.loc, "expected 'FW' or 'BW' after '[', found " + describe(p));
+      expect_punct(']', "after '[" + p.text);
+    }
+    const Token& t = lex_.peek();
+    std::string what;
+    if (t.is_word("return")) {
+      parse_return(phase);
+      what = "'return'";
+    } else if (t.kind == Tok::Ref) {
+      what = "the definition of %" + t.str;
+      parse_node(phase);
+    } else {
+      fail(t.loc,
+           "expected a node ('%name ... = placeholder[...]' or '... = call_function[...]') "
+           "or 'return', found " +
+               describe(t));
+    }
+    const Token& e = lex_.peek();
+    if (e.kind != Tok::Newline && e.kind != Tok::End)
+      fail(e.loc, "expected end of line after " + what + ", found " + describe(e));
+  }
+
+  void parse_node(Phase phase) {
+    Token r = lex_.next();
+    NodeRec rec;
+    rec.name = r.str;
+    rec.loc = r.loc;
+    rec.phase = phase;
+    if (rec.name == "output")
+      fail(r.loc, "the name '%output' is reserved for the graph's return node");
+    if (auto it = index_.find(rec.name); it != index_.end())
+      fail(r.loc, "redefinition of '%" + rec.name + "' (first defined at " +
+                      where(records_[it->second].loc) + ")");
+    // Annotations.
+    for (;;) {
+      const Token& a = lex_.peek();
+      if (!(a.is_word("shape") || a.is_word("dtype") || a.is_word("device"))) break;
+      Token attr = lex_.next();
+      bool dup = (attr.text == "shape" && rec.shape) || (attr.text == "dtype" && rec.dtype) ||
+                 (attr.text == "device" && rec.device);
+      if (dup) fail(attr.loc, "'" + attr.text + "=' given twice for %" + rec.name);
+      expect_punct('=', "after '" + attr.text + "'");
+      if (attr.text == "shape") {
+        rec.shape = parse_shape();
+        rec.shape_loc = attr.loc;
+      } else {
+        Token v = lex_.next();
+        if (attr.text == "device" && v.kind == Tok::String) {  // device='cuda:0'
+          rec.device = v.str;
+          rec.device_loc = attr.loc;
+          continue;
+        }
+        if (v.kind != Tok::Ident)
+          fail(v.loc, "expected a " + attr.text + " name after '" + attr.text + "=', found " +
+                          describe(v));
+        if (attr.text == "dtype") {
+          auto dt = parse_dtype(v.text);
+          if (!dt) fail(v.loc, "unknown dtype '" + v.text + "'");
+          rec.dtype = *dt;
+          rec.dtype_loc = attr.loc;
+        } else {
+          rec.device = v.text;
+          rec.device_loc = attr.loc;
+        }
+      }
+    }
+    if (lex_.peek().is_punct(':')) {
+      lex_.next();
+      expect_punct('[', "after ':'");
+      rec.num_users_loc = expect_word("num_users", "after ': ['").loc;
+      expect_punct('=', "after 'num_users'");
+      Token n = lex_.next();
+      if (n.kind != Tok::Int || n.ival < 0)
+        fail(n.loc, "expected a non-negative integer after 'num_users=', found " + describe(n));
+      rec.num_users = n.ival;
+      expect_punct(']', "after the num_users count");
+    }
+    Token eq = lex_.next();
+    if (!eq.is_punct('='))
+      fail(eq.loc, "expected 'shape=', 'dtype=', 'device=', ': [num_users=N]' or '=' after %" +
+                       rec.name + ", found " + describe(eq));
+    Token kind = lex_.next();
+    if (kind.is_word("placeholder")) {
+      rec.is_placeholder = true;
+      expect_punct('[', "after 'placeholder'");
+      expect_word("target", "after 'placeholder['");
+      expect_punct('=', "after 'target'");
+      Token nm = lex_.next();
+      if (nm.kind != Tok::Ident)
+        fail(nm.loc, "expected the placeholder's name after 'target=', found " + describe(nm));
+      if (nm.text != rec.name)
+        fail(nm.loc, "placeholder target '" + nm.text + "' differs from the node's name '%" +
+                         rec.name + "' (they must be the same)");
+      expect_punct(']', "after the placeholder's target");
+    } else if (kind.is_word("call_function")) {
+      expect_punct('[', "after 'call_function'");
+      expect_word("target", "after 'call_function['");
+      expect_punct('=', "after 'target'");
+      Token tg = lex_.next();
+      if (tg.kind != Tok::Ident)
+        fail(tg.loc,
+             "expected an op overload (e.g. add.Tensor) after 'target=', found " + describe(tg));
+      if (!registry_.find(tg.text)) check_unknown_target(tg);
+      rec.target = tg.text;
+      expect_punct(']', "after the call's target");
+      expect_punct('(', "after 'call_function[...]'");
+      expect_word("args", "after '('");
+      expect_punct('=', "after 'args'");
+      rec.args_loc = expect_punct('(', "after 'args ='").loc;
+      rec.args = parse_sequence(')', "in args");
+      if (lex_.peek().is_punct(',')) {
+        lex_.next();
+        expect_word("kwargs", "after ','");
+        expect_punct('=', "after 'kwargs'");
+        expect_punct('{', "after 'kwargs ='");
+        parse_kwargs(rec);
+        expect_punct(')', "after kwargs");
+      } else {
+        expect_punct(')', "after args");
+      }
+    } else {
+      fail(kind.loc,
+           "expected 'placeholder' or 'call_function' after '=', found " + describe(kind));
+    }
+    index_[rec.name] = records_.size();
+    records_.push_back(std::move(rec));
+  }
+
+  // Reports an unknown call target: a misspelled namespace (tensorplay.ops.tp. / tp.) is named as
+  // such; otherwise the registry suggests the closest op names.
+  [[noreturn]] void check_unknown_target(const Token& tg) const {
+    std::string canon = canonical_target(tg.text);
+    std::string op = canon;
+    size_t last = canon.rfind('.');
+    if (last != std::string::npos && last > 0) {
+      size_t prev = canon.rfind('.', last - 1);
+      if (prev != std::string::npos) op = canon.substr(prev + 1);  // a prefix it did not know
+    }
+    if (op != canon && registry_.find(op))
+      fail(tg.loc, "unknown op namespace in '" + tg.text + "': write tensorplay.ops.tp." + op +
+                       ", tp." + op + " or " + op);
+    std::string msg = "unknown op '" + tg.text + "'";
+    auto names = registry_.suggest(op);
+    for (size_t i = 0; i < names.size(); ++i)
+      msg += (i ? ", " : "; did you mean: ") + names[i] + (i + 1 == names.size() ? "?" : "");
+    fail(tg.loc, msg);
+  }
+
+  Shape parse_shape() {
+    expect_punct('(', "after 'shape='");
+    Shape s;
+    if (lex_.peek().is_punct(')')) {
+      lex_.next();
+      return s;
+    }
+    for (;;) {
+      Token d = lex_.next();
+      if (d.kind != Tok::Int || d.ival < 0)
+        fail(d.loc, "expected a non-negative integer size in shape, found " + describe(d));
+      s.push_back(d.ival);
+      Token t = lex_.next();
+      if (t.is_punct(')')) return s;
+      if (!t.is_punct(',')) fail(t.loc, "expected ',' or ')' in shape, found " + describe(t));
+      if (lex_.peek().is_punct(')')) {
+        lex_.next();
+        return s;
+      }
+    }
+  }
+
+  // The items of a list / tuple whose opening bracket was consumed, up to `close`.
+  std::vector<RawValue> parse_sequence(char close, const std::string& context) {
+    std::vector<RawValue> items;
+    if (lex_.peek().is_punct(close)) {
+      lex_.next();
+      return items;
+    }
+    for (;;) {
+      items.push_back(parse_value(context));
+      Token t = lex_.next();
+      if (t.is_punct(close)) return items;
+      if (!t.is_punct(','))
+        fail(t.loc,
+             std::string("expected ',' or '") + close + "' " + context + ", found " + describe(t));
+      if (lex_.peek().is_punct(close)) {
+        lex_.next();
+        return items;
+      }
+    }
+  }
+
+  void parse_kwargs(NodeRec& rec) {
+    if (lex_.peek().is_punct('}')) {
+      lex_.next();
+      return;
+    }
+    for (;;) {
+      Token k = lex_.next();
+      if (k.kind != Tok::Ident && k.kind != Tok::String)
+        fail(k.loc, "expected a keyword name in kwargs, found " + describe(k));
+      std::string key = k.kind == Tok::Ident ? k.text : k.str;
+      for (const auto& kv : rec.kwargs)
+        if (kv.first == key) fail(k.loc, "keyword '" + key + "' given twice in kwargs");
+      expect_punct(':', "after the keyword '" + key + "'");
+      rec.kwargs.emplace_back(key, parse_value("for keyword '" + key + "'"));
+      Token t = lex_.next();
+      if (t.is_punct('}')) return;
+      if (!t.is_punct(',')) fail(t.loc, "expected ',' or '}' in kwargs, found " + describe(t));
+      if (lex_.peek().is_punct('}')) {
+        lex_.next();
+        return;
+      }
+    }
+  }
+
+  RawValue parse_value(const std::string& context) {
+    Token t = lex_.next();
+    RawValue v;
+    v.loc = t.loc;
+    switch (t.kind) {
+      case Tok::Ref:
+        v.kind = RawValue::Kind::Ref;
+        v.ref = t.str;
+        return v;
+      case Tok::Int: v.literal = Arg(t.ival); return v;
+      case Tok::Float: v.literal = Arg(t.dval); return v;
+      case Tok::String: v.literal = Arg(t.str); return v;
+      case Tok::Ident:
+        if (t.text == "True" || t.text == "False") {
+          v.literal = Arg(t.text == "True");
+        } else if (t.text == "None") {
+          v.literal = Arg();
+        } else if (t.text == "inf") {
+          v.literal = Arg(std::numeric_limits<double>::infinity());
+        } else if (t.text == "nan") {
+          v.literal = Arg(std::numeric_limits<double>::quiet_NaN());
+        } else if (t.text == "tensorplay.undefined") {
+          v.literal = Arg(Undefined{});
+        } else if (auto dt =
+                       t.text.find('.') != std::string::npos ? parse_dtype(t.text) : std::nullopt) {
+          v.literal = Arg(*dt);
+        } else {
+          fail(t.loc, "expected a value " + context +
+                          " (%name, a number, True, False, None, "
+                          "a string, a list or tensorplay.<dtype>), found " +
+                          describe(t));
+        }
+        return v;
+      case Tok::Punct:
+        if (t.is_punct('[') || t.is_punct('(')) {
+          v.kind = RawValue::Kind::List;
+          bool tuple = t.is_punct('(');
+          v.items = parse_sequence(tuple ? ')' : ']', tuple ? "in the tuple" : "in the list");
+          return v;
+        }
+        break;
+      default: break;
+    }
+    fail(t.loc, "expected a value " + context + ", found " + describe(t));
+  }
+
+  // return := "return" ( "(" [ ref { "," ref } [","] ] ")" | ref )
+  void parse_return(Phase phase) {
+    Token r = lex_.next();
+    ret_.present = true;
+    ret_.phase = phase;
+    ret_.loc = r.loc;
+    auto name = [&] {
+      Token t = lex_.next();
+      if (t.kind == Tok::Ref) return std::make_pair(t.str, t.loc);
+      if (t.kind == Tok::Ident && t.text.find('.') == std::string::npos)
+        return std::make_pair(t.text, t.loc);
+      fail(t.loc, "expected an output name after 'return', found " + describe(t));
+    };
+    if (!lex_.peek().is_punct('(')) {
+      ret_.values.push_back(name());
+      return;
+    }
+    lex_.next();
+    if (lex_.peek().is_punct(')')) {
+      lex_.next();
+      return;
+    }
+    for (;;) {
+      ret_.values.push_back(name());
+      Token t = lex_.next();
+      if (t.is_punct(')')) return;
+      if (!t.is_punct(',')) fail(t.loc, "expected ',' or ')' in return, found " + describe(t));
+      if (lex_.peek().is_punct(')')) {
+        lex_.next();
+        return;
+      }
+    }
+  }
+
+  // ---- building ----
+
+  size_t lookup(const std::string& name, Loc loc) const {
+    auto it = index_.find(name);
+    if (it != index_.end()) return it->second;
+    std::string best;
+    size_t best_d = 3;
+    for (const auto& r : records_) {
+      size_t d = edit_distance(name, r.name);
+      if (d < best_d) {
+        best_d = d;
+        best = r.name;
+      }
+    }
+    fail(loc, "undefined value '%" + name + "'" +
+                  (best.empty() ? "" : " (did you mean '%" + best + "'?)"));
+  }
+
+  void collect_refs(const RawValue& v, std::vector<std::pair<size_t, Loc>>& out) const {
+    if (v.kind == RawValue::Kind::Ref) out.emplace_back(lookup(v.ref, v.loc), v.loc);
+    for (const auto& e : v.items) collect_refs(e, out);
+  }
+
+  Arg resolve(const RawValue& v) const {
+    switch (v.kind) {
+      case RawValue::Kind::Literal: return v.literal;
+      case RawValue::Kind::Ref: return Arg(nodes_.at(index_.at(v.ref)));
+      case RawValue::Kind::List: {
+        Arg::List l;
+        for (const auto& e : v.items) l.push_back(resolve(e));
+        return Arg(std::move(l));
+      }
+    }
+    return {};
+  }
+
+  // A stable topological order of the records (text order wherever it is valid).
+  std::vector<size_t> order_records() const {
+    size_t n = records_.size();
+    std::vector<std::vector<std::pair<size_t, Loc>>> deps(n);
+    std::vector<std::vector<size_t>> users(n);
+    std::vector<size_t> pending(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<std::pair<size_t, Loc>> refs;
+      for (const auto& a : records_[i].args) collect_refs(a, refs);
+      for (const auto& kv : records_[i].kwargs) collect_refs(kv.second, refs);
+      std::set<size_t> seen;
+      for (const auto& [j, loc] : refs) {
+        if (!seen.insert(j).second) continue;
+        deps[i].emplace_back(j, loc);
+        users[j].push_back(i);
+        ++pending[i];
+      }
+    }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] == 0) ready.push(i);
+    std::vector<size_t> order;
+    while (!ready.empty()) {
+      size_t i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (size_t u : users[i])
+        if (--pending[u] == 0) ready.push(u);
+    }
+    if (order.size() == n) return order;
+    // A cycle: walk from the first unsorted record through unsorted inputs until one repeats.
+    std::vector<bool> done(n, false);
+    for (size_t i : order) done[i] = true;
+    size_t cur = std::find(done.begin(), done.end(), false) - done.begin();
+    std::vector<size_t> path;
+    std::vector<Loc> via;
+    std::unordered_map<size_t, size_t> pos;
+    while (!pos.count(cur)) {
+      pos[cur] = path.size();
+      path.push_back(cur);
+      for (const auto& [j, loc] : deps[cur])
+        if (!done[j]) {
+          via.push_back(loc);
+          cur = j;
+          break;
+        }
+    }
+    std::vector<size_t> cycle(path.begin() + pos[cur], path.end());
+    std::vector<Loc> cycle_via(via.begin() + pos[cur], via.end());
+    size_t first = std::min_element(cycle.begin(), cycle.end()) - cycle.begin();
+    std::string text;
+    for (size_t k = 0; k <= cycle.size(); ++k)
+      text += (k ? " -> %" : "%") + records_[cycle[(first + k) % cycle.size()]].name;
+    fail(cycle_via[first], "the graph has a cycle: " + text + " (each node uses the next)");
+  }
+
+  TensorMeta placeholder_meta(const NodeRec& rec, std::set<std::string>& used) const {
+    auto it = options_.placeholder_meta.find(rec.name);
+    if (it != options_.placeholder_meta.end()) {
+      used.insert(rec.name);
+      TensorMeta m = it->second;
+      if (m.strides.empty() && !m.sizes.empty()) m.strides = contiguous_strides(m.sizes);
+      if (rec.shape && (*rec.shape != m.sizes || rec.dtype.value_or(DType::Float32) != m.dtype))
+        fail(rec.shape_loc,
+             "placeholder %" + rec.name + ": the text says shape=" + shape_str(*rec.shape) +
+                 " dtype=" + std::string(dtype_name(rec.dtype.value_or(DType::Float32))) +
+                 ", but shape=" + shape_str(m.sizes) +
+                 " dtype=" + std::string(dtype_name(m.dtype)) + " was given");
+      return m;
+    }
+    if (!rec.shape)
+      fail(rec.loc, "placeholder %" + rec.name +
+                        " needs its metadata: write shape=(...) (and dtype=... unless float32)");
+    return TensorMeta::contiguous(*rec.shape, rec.dtype.value_or(DType::Float32),
+                                  rec.device.value_or("cpu"));
+  }
+
+  void check_call_meta(const NodeRec& rec, const Node& n) const {
+    const std::string node = "%" + rec.name;
+    if (rec.shape && *rec.shape != n.shape())
+      fail(rec.shape_loc, node + ": shape=" + shape_str(*rec.shape) +
+                              " given, but the inferred shape is " + shape_str(n.shape()));
+    if (rec.dtype && *rec.dtype != n.dtype())
+      fail(rec.dtype_loc, node + ": dtype=" + std::string(dtype_name(*rec.dtype)) +
+                              " given, but the inferred dtype is " +
+                              std::string(dtype_name(n.dtype())));
+    if (rec.device && *rec.device != n.meta().device)
+      fail(rec.device_loc, node + ": device=" + *rec.device +
+                               " given, but the inferred device is " + n.meta().device);
+  }
+
+  Graph build() {
+    Graph g(registry_);
+    std::vector<size_t> order = order_records();
+    nodes_.assign(records_.size(), nullptr);
+    std::set<std::string> used;
+    for (size_t i : order) {
+      const NodeRec& rec = records_[i];
+      Node* n = nullptr;
+      if (rec.is_placeholder) {
+        n = g.placeholder(rec.name, placeholder_meta(rec, used));
+      } else {
+        std::vector<Arg> args;
+        for (const auto& a : rec.args) args.push_back(resolve(a));
+        Kwargs kwargs;
+        for (const auto& [k, v] : rec.kwargs) kwargs.emplace_back(k, resolve(v));
+        try {
+          n = g.call(rec.target, std::move(args), std::move(kwargs), rec.name);
+        } catch (const Error& e) {
+          fail(rec.args_loc, "%" + rec.name + ": " + e.message());
+        }
+        check_call_meta(rec, *n);
+      }
+      n->set_phase(rec.phase);
+      nodes_[i] = n;
+    }
+    for (const auto& [name, meta] : options_.placeholder_meta)
+      if (!used.count(name))
+        throw Error(
+            "parse", file_,
+            "metadata was given for '" + name + "', which is not a placeholder of the graph");
+    std::vector<Node*> outs;
+    for (const auto& [name, loc] : ret_.values) outs.push_back(nodes_[lookup(name, loc)]);
+    g.output(std::move(outs))->set_phase(ret_.phase);
+    for (size_t i = 0; i < records_.size(); ++i) {
+      const NodeRec& rec = records_[i];
+      const Node& n = *nodes_[i];
+      if (!rec.num_users || static_cast<size_t>(*rec.num_users) == n.num_users()) continue;
+      std::string users;
+      for (const Node* u : n.users())
+        users += (users.empty() ? "" : ", ") +
+                 (u->is_output() ? std::string("return") : "%" + u->name());
+      fail(rec.num_users_loc, "%" + rec.name + ": num_users=" + std::to_string(*rec.num_users) +
+                                  " given, but it has " + std::to_string(n.num_users()) +
+                                  (n.num_users() == 1 ? " user" : " users") +
+                                  (users.empty() ? "" : " (" + users + ")"));
+    }
+    return g;
+  }
+
+  std::string file_;
+  const ParseOptions& options_;
+  const OpRegistry& registry_;
+  Lexer lex_;
+  std::vector<NodeRec> records_;
+  std::unordered_map<std::string, size_t> index_;
+  ReturnRec ret_;
+  std::vector<Node*> nodes_;
+};
+
+}  // namespace
+
+Graph parse_graph(std::string_view text, const std::string& file_name,
+                  const ParseOptions& options) {
+  return Parser(text, file_name, options).run();
+}
+
+Graph parse_graph_file(const std::string& path, const ParseOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("parse", path, std::string("cannot open the file: ") + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_graph(ss.str(), path, options);
+}
+
+}  // namespace stax
