@@ -1,0 +1,250 @@
+#include "core/backend/plugin.h"
+
+#include "core/backend/plugin_loader.h"
+#include "stax/sdk/types.hpp"
+
+namespace stax {
+
+namespace detail {
+
+// A backend handle and the library that made it; destroyed after the last compiled kernel.
+struct BackendState {
+  std::shared_ptr<PluginLibrary> lib;
+  StaxBackend* backend = nullptr;
+
+  const StaxPluginApi& api() const { return lib->api(); }
+
+  ~BackendState() {
+    if (backend) lib->api().backend_destroy(backend);
+  }
+
+  // Turns a StaxError into a PluginCallError (and frees it).
+  void check(StaxError* err, const std::string& call) const {
+    if (!err) return;
+    StaxErrorArgs a = sdk::make_struct<StaxErrorArgs>();
+    a.error = err;
+    api().error_info(&a);
+    std::string message = a.message ? a.message : "(no message)";
+    int32_t code = a.code;
+    api().error_destroy(err);
+    throw PluginCallError(lib->path().string(),
+                          "plugin '" + lib->name() + "': " + call + " failed (" +
+                              error_code_name(code) + "): " + message,
+                          code);
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+// The option tree in pre-order (plugin_api.h StaxOptions); pointers into `v` stay valid while
+// `v` lives.
+void flatten(const OptionValue& v, int32_t parent, const char* key,
+             std::vector<StaxOptionNode>& out) {
+  StaxOptionNode n;
+  n.parent = parent;
+  n.key = key;
+  n.value = nullptr;
+  n.location = v.location.empty() ? nullptr : v.location.c_str();
+  switch (v.kind) {
+    case OptionValue::Kind::Null: n.kind = STAX_OPTION_NULL; break;
+    case OptionValue::Kind::Scalar:
+      n.kind = STAX_OPTION_SCALAR;
+      n.value = v.scalar.c_str();
+      break;
+    case OptionValue::Kind::List: n.kind = STAX_OPTION_LIST; break;
+    case OptionValue::Kind::Map: n.kind = STAX_OPTION_MAP; break;
+  }
+  int32_t self = static_cast<int32_t>(out.size());
+  out.push_back(n);
+  if (v.kind == OptionValue::Kind::List)
+    for (const OptionValue& item : v.items) flatten(item, self, nullptr, out);
+  if (v.kind == OptionValue::Kind::Map)
+    for (const auto& [k, item] : v.entries) flatten(item, self, k.c_str(), out);
+}
+
+}  // namespace
+
+const char* error_code_name(int32_t code) {
+  switch (code) {
+    case STAX_ERROR_OK: return "ok";
+    case STAX_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case STAX_ERROR_INVALID_OPTION: return "invalid option";
+    case STAX_ERROR_UNSUPPORTED: return "unsupported";
+    case STAX_ERROR_COMPILE: return "compile error";
+    case STAX_ERROR_RUNTIME: return "runtime error";
+    case STAX_ERROR_UNAVAILABLE: return "unavailable";
+    case STAX_ERROR_INTERNAL: return "internal error";
+    default: return "unknown error code";
+  }
+}
+
+// ---- CompiledKernel ----------------------------------------------------------------------------
+
+CompiledKernel::~CompiledKernel() {
+  if (handle_) backend_->api().compiled_kernel_destroy(handle_);
+}
+
+void CompiledKernel::run(void* const* buffers, size_t num_buffers, void* stream) const {
+  StaxRunArgs a = sdk::make_struct<StaxRunArgs>();
+  a.compiled = handle_;
+  a.buffers = buffers;
+  a.num_buffers = num_buffers;
+  a.stream = stream;
+  backend_->check(backend_->api().run(&a), "run of kernel '" + name_ + "'");
+}
+
+// ---- Plugin --------------------------------------------------------------------------------
+
+std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
+                                       const OptionValue& options, int32_t device_index) {
+  std::unique_ptr<Plugin> p(new Plugin());
+  p->device_index_ = device_index;
+  p->state_ = std::make_shared<detail::BackendState>();
+  p->state_->lib = std::move(library);
+  const detail::BackendState& s = *p->state_;
+
+  StaxBackendCreateArgs c = sdk::make_struct<StaxBackendCreateArgs>();
+  c.device_index = device_index;
+  s.check(s.api().backend_create(&c), "backend_create");
+  if (!c.backend)
+    throw PluginCallError(s.lib->path().string(),
+                          "plugin '" + s.lib->name() + "': backend_create returned no backend",
+                          STAX_ERROR_INTERNAL);
+  p->state_->backend = c.backend;
+
+  // configure exactly once, before anything else
+  std::vector<StaxOptionNode> nodes;
+  if (options.kind == OptionValue::Kind::Map) flatten(options, -1, nullptr, nodes);
+  else flatten(OptionValue::map(), -1, nullptr, nodes);
+  StaxOptions opts = sdk::make_struct<StaxOptions>();
+  opts.nodes = nodes.data();
+  opts.num_nodes = nodes.size();
+  StaxBackendConfigureArgs cfg = sdk::make_struct<StaxBackendConfigureArgs>();
+  cfg.backend = s.backend;
+  cfg.options = &opts;
+  s.check(s.api().backend_configure(&cfg), "configure");
+
+  StaxDeviceProperties props = sdk::make_struct<StaxDeviceProperties>();
+  StaxPropertiesArgs pa = sdk::make_struct<StaxPropertiesArgs>();
+  pa.backend = s.backend;
+  pa.properties = &props;
+  s.check(s.api().device_properties(&pa), "device_properties");
+  sdk::DeviceProperties& d = p->properties_;
+  if (props.kind != STAX_DEVICE_CPU && props.kind != STAX_DEVICE_CUDA)
+    throw PluginCallError(s.lib->path().string(),
+                          "plugin '" + s.lib->name() + "': unknown device kind " +
+                              std::to_string(props.kind),
+                          STAX_ERROR_INTERNAL);
+  d.kind = static_cast<sdk::DeviceKind>(props.kind);
+  d.device_name = props.device_name ? props.device_name : "";
+  d.multiprocessor_count = props.multiprocessor_count;
+  d.warp_size = props.warp_size;
+  d.max_threads_per_multiprocessor = props.max_threads_per_multiprocessor;
+  d.max_threads_per_block = props.max_threads_per_block;
+  d.cores = props.cores;
+  d.vector_bytes = props.vector_bytes;
+  d.compute_capability = props.compute_capability;
+  d.memory_bytes = props.memory_bytes;
+  d.l2_cache_bytes = props.l2_cache_bytes;
+  d.shared_memory_per_block = props.shared_memory_per_block;
+  return p;
+}
+
+Plugin::~Plugin() = default;
+
+const std::string& Plugin::name() const { return state_->lib->name(); }
+const std::filesystem::path& Plugin::path() const { return state_->lib->path(); }
+const PluginLibrary& Plugin::library() const { return *state_->lib; }
+
+std::string Plugin::device_kind_name() const {
+  return kind() == sdk::DeviceKind::CPU ? "cpu" : "cuda";
+}
+
+sdk::RealizationThresholds Plugin::thresholds() const {
+  StaxRealizationThresholds t = sdk::make_struct<StaxRealizationThresholds>();
+  StaxThresholdsArgs a = sdk::make_struct<StaxThresholdsArgs>();
+  a.backend = state_->backend;
+  a.thresholds = &t;
+  state_->check(state_->api().realization_thresholds(&a), "realization_thresholds");
+  sdk::RealizationThresholds r;
+  r.op_limit = t.op_limit;
+  r.users_limit = t.users_limit;
+  r.users_near_op_limit = t.users_near_op_limit;
+  r.max_reads = t.max_reads;
+  r.max_accumulated_reads = t.max_accumulated_reads;
+  if (t.transcendental_ops)
+    r.transcendental_ops.assign(t.transcendental_ops,
+                                t.transcendental_ops + t.num_transcendental_ops);
+  return r;
+}
+
+int64_t Plugin::split_reduction(int64_t reduction_numel, int64_t output_numel,
+                                sdk::ReductionType type) const {
+  StaxSplitReductionArgs a = sdk::make_struct<StaxSplitReductionArgs>();
+  a.backend = state_->backend;
+  a.reduction_numel = reduction_numel;
+  a.output_numel = output_numel;
+  a.reduction_type = static_cast<int32_t>(type);
+  a.segments = 1;
+  state_->check(state_->api().split_reduction(&a), "split_reduction");
+  return a.segments < 1 ? 1 : a.segments;
+}
+
+std::unique_ptr<CompiledKernel> Plugin::compile(const StaxKernelDesc& kernel) const {
+  std::string kname = kernel.name ? kernel.name : "";
+  StaxCompileArgs a = sdk::make_struct<StaxCompileArgs>();
+  a.backend = state_->backend;
+  a.kernel = &kernel;
+  state_->check(state_->api().compile(&a), "compile of kernel '" + kname + "'");
+  std::unique_ptr<CompiledKernel> k(new CompiledKernel());
+  k->backend_ = state_;
+  k->handle_ = a.compiled;
+  k->name_ = kname;
+  if (!a.compiled)
+    throw PluginCallError(path().string(),
+                          "plugin '" + name() + "': compile of kernel '" + kname +
+                              "' returned no kernel",
+                          STAX_ERROR_INTERNAL);
+  StaxKernelSourceArgs s = sdk::make_struct<StaxKernelSourceArgs>();
+  s.compiled = a.compiled;
+  state_->check(state_->api().kernel_source(&s), "kernel_source of '" + kname + "'");
+  if (s.source) k->source_.assign(s.source, s.source_size);
+  return k;
+}
+
+std::vector<std::string> Plugin::extern_kernels() const {
+  StaxExternKernelsArgs a = sdk::make_struct<StaxExternKernelsArgs>();
+  a.backend = state_->backend;
+  state_->check(state_->api().extern_kernels(&a), "extern_kernels");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < a.num_names; ++i)
+    if (a.names[i]) out.emplace_back(a.names[i]);
+  return out;
+}
+
+bool Plugin::has_extern_kernel(const std::string& n) const {
+  for (const std::string& e : extern_kernels())
+    if (e == n) return true;
+  return false;
+}
+
+void Plugin::run_extern(const std::string& kname, const std::vector<StaxTensorDesc>& tensors,
+                        size_t num_inputs, const std::vector<double>& scalars,
+                        void* stream) const {
+  std::vector<const StaxTensorDesc*> ptrs;
+  for (const StaxTensorDesc& t : tensors) ptrs.push_back(&t);
+  StaxRunExternArgs a = sdk::make_struct<StaxRunExternArgs>();
+  a.backend = state_->backend;
+  a.name = kname.c_str();
+  a.tensors = ptrs.data();
+  a.num_tensors = ptrs.size();
+  a.num_inputs = num_inputs;
+  a.scalars = scalars.data();
+  a.num_scalars = scalars.size();
+  a.stream = stream;
+  state_->check(state_->api().run_extern(&a), "extern kernel '" + kname + "'");
+}
+
+}  // namespace stax

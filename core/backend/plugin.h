@@ -1,0 +1,110 @@
+// Plugin: one configured backend instance of a loaded plugin library, with C++ signatures over
+// the C table (plugin_api.h). Every StaxError the plugin returns becomes a PluginCallError
+// (a stax::Error, stage "plugin", location = the library path) naming the plugin and the call.
+// Lifetimes are safe in any order: compiled kernels keep their backend alive, backends keep
+// their library loaded.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/options.h"
+#include "core/support/error.h"
+#include "stax/plugin_api.h"
+#include "stax/sdk/backend.hpp"
+
+namespace stax {
+
+class PluginLibrary;
+
+namespace detail {
+struct BackendState;
+}
+
+// A failed plugin call; code() is the plugin's StaxErrorCode.
+class PluginCallError : public Error {
+ public:
+  PluginCallError(std::string location, std::string message, int32_t code)
+      : Error("plugin", std::move(location), std::move(message)), code_(code) {}
+  int32_t code() const { return code_; }
+
+ private:
+  int32_t code_;
+};
+
+// "invalid_option", "compile", ... for a StaxErrorCode.
+const char* error_code_name(int32_t code);
+
+class CompiledKernel {
+ public:
+  ~CompiledKernel();
+  CompiledKernel(const CompiledKernel&) = delete;
+  CompiledKernel& operator=(const CompiledKernel&) = delete;
+
+  const std::string& name() const { return name_; }
+  // The generated source text (for dumps).
+  const std::string& source() const { return source_; }
+  // One data pointer per buffer of the kernel description, in its order.
+  void run(void* const* buffers, size_t num_buffers, void* stream = nullptr) const;
+  void run(const std::vector<void*>& buffers, void* stream = nullptr) const {
+    run(buffers.data(), buffers.size(), stream);
+  }
+
+ private:
+  friend class Plugin;
+  CompiledKernel() = default;
+
+  std::shared_ptr<detail::BackendState> backend_;
+  StaxCompiledKernel* handle_ = nullptr;
+  std::string name_;
+  std::string source_;
+};
+
+class Plugin {
+ public:
+  // Creates a backend instance for device `device_index` and configures it with `options`
+  // (a Map; the plugin rejects unknown keys). Throws PluginCallError.
+  static std::unique_ptr<Plugin> create(std::shared_ptr<PluginLibrary> library,
+                                        const OptionValue& options = OptionValue::map(),
+                                        int32_t device_index = 0);
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  const std::string& name() const;
+  const std::filesystem::path& path() const;
+  const PluginLibrary& library() const;
+  int32_t device_index() const { return device_index_; }
+
+  // Queried once, at creation.
+  const sdk::DeviceProperties& properties() const { return properties_; }
+  sdk::DeviceKind kind() const { return properties_.kind; }
+  // "cpu" or "cuda"
+  std::string device_kind_name() const;
+
+  // The backend's own §6.6 thresholds (config overrides: PluginRegistry::thresholds).
+  sdk::RealizationThresholds thresholds() const;
+  // §6.5: segments k >= 1 for an inner reduction.
+  int64_t split_reduction(int64_t reduction_numel, int64_t output_numel,
+                          sdk::ReductionType type) const;
+  std::unique_ptr<CompiledKernel> compile(const StaxKernelDesc& kernel) const;
+
+  std::vector<std::string> extern_kernels() const;
+  bool has_extern_kernel(const std::string& name) const;
+  // Inputs first, then outputs.
+  void run_extern(const std::string& name, const std::vector<StaxTensorDesc>& tensors,
+                  size_t num_inputs, const std::vector<double>& scalars = {},
+                  void* stream = nullptr) const;
+
+ private:
+  Plugin() = default;
+
+  std::shared_ptr<detail::BackendState> state_;
+  int32_t device_index_ = 0;
+  sdk::DeviceProperties properties_;
+};
+
+}  // namespace stax

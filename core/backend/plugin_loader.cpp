@@ -1,0 +1,199 @@
+#include "core/backend/plugin_loader.h"
+
+#include <dlfcn.h>
+
+#include <boost/dll/shared_library.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <fstream>
+#include <map>
+
+#include "core/graph/dtype.h"
+#include "core/support/error.h"
+
+namespace fs = std::filesystem;
+
+namespace stax {
+
+// The C enum and core's DType share their numbering (plugin_api.h promises it).
+static_assert(static_cast<int>(DType::Float32) == STAX_DTYPE_FLOAT32);
+static_assert(static_cast<int>(DType::Float64) == STAX_DTYPE_FLOAT64);
+static_assert(static_cast<int>(DType::Float16) == STAX_DTYPE_FLOAT16);
+static_assert(static_cast<int>(DType::BFloat16) == STAX_DTYPE_BFLOAT16);
+static_assert(static_cast<int>(DType::Int64) == STAX_DTYPE_INT64);
+static_assert(static_cast<int>(DType::Int32) == STAX_DTYPE_INT32);
+static_assert(static_cast<int>(DType::Int8) == STAX_DTYPE_INT8);
+static_assert(static_cast<int>(DType::UInt8) == STAX_DTYPE_UINT8);
+static_assert(static_cast<int>(DType::Bool) == STAX_DTYPE_BOOL);
+static_assert(kNumDTypes == STAX_NUM_DTYPES);
+
+namespace {
+
+const char* kStage = "plugin";
+
+std::string version_text(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+bool has_elf_header(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {0, 0, 0, 0};
+  in.read(magic, 4);
+  return in && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+}
+
+// Boost.DLL resets dlerror(); ask the dynamic loader once more for its reason.
+std::string dlopen_reason(const fs::path& path) {
+  dlerror();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    dlclose(h);
+    return "";
+  }
+  const char* e = dlerror();
+  return e ? e : "";
+}
+
+}  // namespace
+
+struct PluginLibrary::Impl {
+  boost::dll::shared_library lib;
+};
+
+std::string plugin_file_name(const std::string& name) { return "libstax_" + name + ".so"; }
+
+fs::path find_plugin(const std::string& name, const std::vector<fs::path>& dirs) {
+  std::string file = plugin_file_name(name);
+  std::string searched;
+  for (const fs::path& d : dirs) {
+    std::error_code ec;
+    fs::path p = d / file;
+    if (fs::is_regular_file(p, ec)) return p;
+    searched += "\n  " + d.string();
+    if (!fs::is_directory(d, ec)) searched += " (does not exist)";
+  }
+  if (dirs.empty()) searched = " (the search path is empty)";
+  throw Error(kStage, name,
+              "plugin '" + name + "' not found: no " + file + " in the plugin path; searched:" +
+                  searched);
+}
+
+std::vector<fs::path> discover_plugins(const std::vector<fs::path>& dirs) {
+  std::map<std::string, fs::path> found;
+  for (const fs::path& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    for (const fs::directory_entry& e : fs::directory_iterator(d, ec)) {
+      std::string f = e.path().filename().string();
+      if (f.rfind("libstax_", 0) != 0 || f.size() < 12 || f.substr(f.size() - 3) != ".so")
+        continue;
+      std::string name = f.substr(8, f.size() - 11);
+      found.emplace(name, e.path());
+    }
+  }
+  std::vector<fs::path> out;
+  for (const auto& [n, p] : found) out.push_back(p);
+  return out;
+}
+
+PluginLibrary::~PluginLibrary() = default;
+
+std::string PluginLibrary::plugin_version() const {
+  return api_->plugin_version ? api_->plugin_version : "";
+}
+
+std::string PluginLibrary::describe() const {
+  return "plugin '" + name_ + "' (" + path_.string() + ")";
+}
+
+std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const std::string& name,
+                                                   uint32_t required_minor) {
+  const std::string loc = path.string();
+  const std::string who = "plugin '" + name + "'";
+  std::error_code fec;
+  if (!fs::exists(path, fec)) throw Error(kStage, loc, who + ": file does not exist");
+
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->impl_ = std::make_unique<Impl>();
+  lib->name_ = name;
+  lib->path_ = path;
+
+  // 1. a loadable shared library
+  boost::dll::fs::error_code ec;
+  lib->impl_->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
+                       ec);
+  if (ec || !lib->impl_->lib.is_loaded()) {
+    std::string reason = dlopen_reason(path);
+    if (reason.empty()) reason = ec.message();
+    if (!has_elf_header(path))
+      throw Error(kStage, loc, who + ": not a shared library (" + reason + ")");
+    throw Error(kStage, loc, who + ": cannot load the shared library: " + reason);
+  }
+
+  // 2. the entry point
+  if (!lib->impl_->lib.has(STAX_PLUGIN_ENTRY_POINT))
+    throw Error(kStage, loc,
+                who + ": missing entry point '" STAX_PLUGIN_ENTRY_POINT
+                      "' (a Stax plugin exports it with STAX_DEFINE_PLUGIN)");
+  const StaxPluginApi* api = nullptr;
+  try {
+    auto& entry = lib->impl_->lib.get_alias<const StaxPluginApi*()>(STAX_PLUGIN_ENTRY_POINT);
+    api = entry();
+  } catch (const std::exception& e) {
+    throw Error(kStage, loc, who + ": cannot call '" STAX_PLUGIN_ENTRY_POINT "': " + e.what());
+  }
+  if (!api) throw Error(kStage, loc, who + ": '" STAX_PLUGIN_ENTRY_POINT "' returned no table");
+
+  // 3. the version, before anything else in the table is touched
+  const std::string host = version_text(STAX_PLUGIN_API_MAJOR, required_minor);
+  if (api->struct_size < offsetof(StaxPluginApi, abi_minor) + sizeof(api->abi_minor))
+    throw Error(kStage, loc, who + ": the table is too small to hold a version (struct_size " +
+                                 std::to_string(api->struct_size) + ")");
+  const std::string theirs = version_text(api->abi_major, api->abi_minor);
+  if (api->abi_major != STAX_PLUGIN_API_MAJOR)
+    throw Error(kStage, loc,
+                who + ": plugin ABI version " + theirs + " is incompatible with the host's " +
+                    host + " (major versions differ; rebuild the plugin against this SDK)");
+  if (api->abi_minor < required_minor)
+    throw Error(kStage, loc,
+                who + ": plugin ABI version " + theirs + " is older than the required " + host +
+                    " (minor " + std::to_string(api->abi_minor) + " < " +
+                    std::to_string(required_minor) + "; rebuild the plugin against this SDK)");
+
+  // 4. a complete table of that version, naming the right plugin
+  if (api->struct_size < offsetof(StaxPluginApi, run_extern) + sizeof(api->run_extern))
+    throw Error(kStage, loc, who + ": the function table of ABI " + theirs +
+                                 " is truncated (struct_size " + std::to_string(api->struct_size) +
+                                 ")");
+  struct Fn {
+    const char* name;
+    bool present;
+  };
+  const Fn fns[] = {{"error_destroy", api->error_destroy != nullptr},
+                    {"error_info", api->error_info != nullptr},
+                    {"backend_create", api->backend_create != nullptr},
+                    {"backend_destroy", api->backend_destroy != nullptr},
+                    {"backend_configure", api->backend_configure != nullptr},
+                    {"device_properties", api->device_properties != nullptr},
+                    {"realization_thresholds", api->realization_thresholds != nullptr},
+                    {"split_reduction", api->split_reduction != nullptr},
+                    {"compile", api->compile != nullptr},
+                    {"kernel_source", api->kernel_source != nullptr},
+                    {"run", api->run != nullptr},
+                    {"compiled_kernel_destroy", api->compiled_kernel_destroy != nullptr},
+                    {"extern_kernels", api->extern_kernels != nullptr},
+                    {"run_extern", api->run_extern != nullptr}};
+  for (const Fn& f : fns)
+    if (!f.present)
+      throw Error(kStage, loc, who + ": the function table lacks '" + std::string(f.name) + "'");
+  std::string reported = api->plugin_name ? api->plugin_name : "";
+  if (reported != name)
+    throw Error(kStage, loc,
+                who + ": the library calls itself '" + reported + "' (expected '" + name +
+                    "', from the file name " + plugin_file_name(name) + ")");
+  lib->api_ = api;
+  return lib;
+}
+
+}  // namespace stax

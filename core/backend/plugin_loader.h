@@ -1,0 +1,66 @@
+// Finding and loading plugin libraries (libstax_<name>.so) and checking their ABI version
+// (plugin_api.h). Boost.DLL stays in plugin_loader.cpp. Every failure is a stax::Error with
+// stage "plugin", the library path (or the plugin name) as location, and a message naming the
+// plugin and, for version problems, both versions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stax/plugin_api.h"
+
+namespace stax {
+
+// "libstax_<name>.so"
+std::string plugin_file_name(const std::string& name);
+
+// The first dirs[i]/libstax_<name>.so that exists. Throws Error("plugin not found") listing
+// every directory searched (and which of them do not exist).
+std::filesystem::path find_plugin(const std::string& name,
+                                  const std::vector<std::filesystem::path>& dirs);
+
+// Every libstax_*.so in the directories (first occurrence of a name wins), sorted by name.
+std::vector<std::filesystem::path> discover_plugins(
+    const std::vector<std::filesystem::path>& dirs);
+
+// One loaded plugin library with a checked function table. Unloaded when the last owner goes
+// (backends and compiled kernels keep it alive through shared_ptr).
+class PluginLibrary {
+ public:
+  ~PluginLibrary();
+  PluginLibrary(const PluginLibrary&) = delete;
+  PluginLibrary& operator=(const PluginLibrary&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::filesystem::path& path() const { return path_; }
+  uint32_t abi_major() const { return api_->abi_major; }
+  uint32_t abi_minor() const { return api_->abi_minor; }
+  std::string plugin_version() const;
+  const StaxPluginApi& api() const { return *api_; }
+  // "plugin 'toy_cpu' (/path/libstax_toy_cpu.so)"
+  std::string describe() const;
+
+  // Loads `path` and checks it is a Stax plugin named `name` with a compatible ABI:
+  //  * the file must be a loadable shared library (the dlopen error text is reported),
+  //  * it must export the entry point `stax_plugin_api` (STAX_DEFINE_PLUGIN),
+  //  * its abi_major must equal STAX_PLUGIN_API_MAJOR and its abi_minor must be at least
+  //    `required_minor` (default: this build's STAX_PLUGIN_API_MINOR); read before anything else,
+  //  * its table must hold every function of that version and name itself `name`.
+  static std::shared_ptr<PluginLibrary> load(const std::filesystem::path& path,
+                                             const std::string& name,
+                                             uint32_t required_minor = STAX_PLUGIN_API_MINOR);
+
+ private:
+  struct Impl;
+  PluginLibrary() = default;
+
+  std::unique_ptr<Impl> impl_;  // the Boost.DLL handle
+  std::string name_;
+  std::filesystem::path path_;
+  const StaxPluginApi* api_ = nullptr;
+};
+
+}  // namespace stax

@@ -1,0 +1,82 @@
+// Config: the YAML configuration, read once into typed fields (DESIGN.md §4). yaml-cpp stays in
+// config.cpp. Every problem in the file is a stax::Error whose location is "FILE:LINE:COL":
+//   x.yaml:4:5: error: unknown key 'foo' in 'devices.cpu' (expected one of: backend, options)
+//
+//   plugin_path: [build/plugins]          # list (or one string) of directories
+//   devices:
+//     cpu:  { backend: cpu_cpp,    options: { opt_level: 3 } }   # options: the plugin's subtree
+//     cuda: { backend: cuda_nvrtc, options: { arch: sm_90 } }
+//   realization: { op_limit: 50 }         # overrides of the backend's §6.6 thresholds
+//   cache_dir: ~/.cache/stax
+//   dump: { dir: null, stages: [graph, joint, partition, loop_ir, kernels] }
+//
+// plugin_path resolution: `~/` is the home directory; a relative entry P becomes, in this
+// order, CONFIG_DIR/P, SOURCE_DIR/P (the Stax source tree, so `build/plugins` names the repo's
+// build directory) and BUILD_DIR/P (the build tree this stax_core belongs to, so `plugins`
+// names its plugin directory). The build tree's own plugin directory (STAX_DEFAULT_PLUGIN_DIR)
+// is always appended last. Directories that do not exist are kept (the loader skips them and
+// lists them when a plugin is not found).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/options.h"
+
+namespace stax {
+
+struct DeviceConfig {
+  std::string backend;   // the plugin name: libstax_<backend>.so
+  OptionValue options;   // a Map (empty when the file has none)
+  std::string location;  // of the device's entry, for messages
+};
+
+// Overrides of the backend's realization thresholds (plugin_api.h StaxRealizationThresholds);
+// unset fields keep the backend's value.
+struct RealizationConfig {
+  std::optional<int> op_limit;
+  std::optional<int> users_limit;
+  std::optional<int> users_near_op_limit;
+  std::optional<int> max_reads;
+  std::optional<int> max_accumulated_reads;
+  std::optional<std::vector<std::string>> transcendental;  // op names of ops.def
+};
+
+struct DumpConfig {
+  std::optional<std::filesystem::path> dir;  // null: dumps go to the tool's output
+  std::vector<std::string> stages;           // subset of all_stages(), in the file's order
+  bool wants(const std::string& stage) const;
+
+  static const std::vector<std::string>& all_stages();  // graph joint partition loop_ir kernels
+};
+
+struct Config {
+  Config() = default;  // not an aggregate: {paths} must not convert to a Config
+
+  std::string source = "<default>";  // the file it was read from
+  std::vector<std::filesystem::path> plugin_path;
+  std::map<std::string, DeviceConfig> devices;  // keys: "cpu", "cuda"
+  RealizationConfig realization;
+  std::optional<std::filesystem::path> cache_dir;
+  DumpConfig dump;
+
+  // Reads and checks a YAML file. Throws stax::Error (stage "config").
+  static Config load(const std::filesystem::path& file);
+  // The same from text; `source_name` is used in locations, `base_dir` resolves relative paths.
+  static Config parse(const std::string& yaml_text, const std::string& source_name,
+                      const std::filesystem::path& base_dir);
+  // No file: the cpu device on backend cpu_cpp with default options, plugins from the build
+  // tree's plugin directory.
+  static Config default_cpu();
+
+  // The device's entry, or nullptr.
+  const DeviceConfig* device(const std::string& kind) const;
+};
+
+// The plugin directory of the build tree stax_core was built in (STAX_DEFAULT_PLUGIN_DIR).
+std::filesystem::path default_plugin_dir();
+
+}  // namespace stax

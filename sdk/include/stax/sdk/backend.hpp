@@ -1,0 +1,221 @@
+// The C++ side of a backend: what a plugin author subclasses. STAX_DEFINE_PLUGIN (plugin.hpp)
+// adapts a Backend subclass to the C table of plugin_api.h. This header has no Boost dependency,
+// so the host may use its helpers too (default thresholds, Algorithm 6.1).
+#ifndef STAX_SDK_BACKEND_HPP
+#define STAX_SDK_BACKEND_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stax/sdk/loop_body.hpp"
+#include "stax/sdk/options.hpp"
+#include "stax/sdk/types.hpp"
+
+namespace stax {
+namespace sdk {
+
+struct DeviceProperties {
+  DeviceKind kind = DeviceKind::CPU;
+  std::string device_name;
+  int32_t multiprocessor_count = 0;            // GPU: S (132 on H200)
+  int32_t warp_size = 1;                       // GPU: w (32)
+  int32_t max_threads_per_multiprocessor = 0;  // GPU: T (2048)
+  int32_t max_threads_per_block = 0;
+  int32_t cores = 0;         // CPU: threads the backend uses
+  int32_t vector_bytes = 0;  // CPU: SIMD width
+  int32_t compute_capability = 0;
+  int64_t memory_bytes = 0;
+  int64_t l2_cache_bytes = 0;
+  int64_t shared_memory_per_block = 0;
+};
+
+// Seed §6.6. Defaults per device kind: cpu() / gpu().
+struct RealizationThresholds {
+  int32_t op_limit = 50;
+  int32_t users_limit = 5;           // 0 = rule 2 off
+  int32_t users_near_op_limit = 40;  // "close to the limit"
+  int32_t max_reads = 4;
+  int32_t max_accumulated_reads = 12;
+  std::vector<int32_t> transcendental_ops;  // opcodes
+
+  static RealizationThresholds cpu() {
+    RealizationThresholds t;
+    t.transcendental_ops = {STAX_OP_exp,  STAX_OP_log,     STAX_OP_log10, STAX_OP_log1p,
+                            STAX_OP_log2, STAX_OP_sigmoid, STAX_OP_tanh};
+    return t;
+  }
+  static RealizationThresholds gpu() {
+    RealizationThresholds t;
+    t.op_limit = 30;
+    t.users_limit = 0;
+    t.users_near_op_limit = 0;
+    t.max_reads = 4;
+    t.max_accumulated_reads = 8;
+    return t;
+  }
+  static RealizationThresholds for_kind(DeviceKind k) {
+    return k == DeviceKind::CPU ? cpu() : gpu();
+  }
+};
+
+// Parameters of Algorithm 6.1 the seed leaves open; the defaults are Stax's choices.
+struct SplitReductionParams {
+  int64_t min_elements_per_thread = 0;  // e_min; 0 = the warp size w
+  int64_t max_elements_per_thread = 512;  // e_max
+  int64_t threads_per_block = 0;        // m; 0 = 8w
+  int64_t no_split_numel = 8192;        // line 4: n_r <= this is never split
+  int64_t divisor_slack_mid = 30;       // line 6: a divisor within this of the target is used
+  int64_t divisor_slack_max = 50;       // line 7: "within 50" of e_max
+};
+
+namespace detail {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The divisor of n closest to target (the smaller one on a tie).
+inline int64_t closest_divisor(int64_t n, int64_t target) {
+  int64_t best = 1;
+  auto consider = [&](int64_t d) {
+    int64_t db = best > target ? best - target : target - best;
+    int64_t dd = d > target ? d - target : target - d;
+    if (dd < db || (dd == db && d < best)) best = d;
+  };
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    consider(d);
+    consider(n / d);
+  }
+  return best;
+}
+
+inline int64_t abs_diff(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+
+}  // namespace detail
+
+// Algorithm 6.1 (seed §6.5): the number of segments k for an inner reduction of n_r elements
+// per output and n outputs on a GPU with S SMs, warp w and T threads per SM.
+//   1 e_min = w, e_max = 512, m = 8w         2 D_min = e_min*S*T, D_max = e_max*S*T
+//   3 n >= 2S -> 1                           4 n_r <= no-split threshold -> 1
+//   5 n*n_r <= D_min: s = e_min
+//   6 n*n_r <  D_max: b = S*T/(2m); t = ceil(n_r / (m*ceil(b/n))); s = the divisor of n_r
+//     closest to t if within `divisor_slack_mid` (and at least e_min), else t
+//   7 else: s = the divisor of n_r closest to e_max if within 50, else e_max
+//   8 k = ceil(n_r / (s*m))
+// Reductions that carry an index (argmax, argmin) are never split.
+// Example 6.2: n_r = 16384, n = 64, S = 132, w = 32, T = 2048 -> k = 2.
+inline int64_t split_reduction_gpu(int64_t reduction_numel, int64_t output_numel,
+                                   ReductionType type, const DeviceProperties& dev,
+                                   const SplitReductionParams& p = SplitReductionParams()) {
+  using detail::abs_diff;
+  using detail::ceil_div;
+  using detail::closest_divisor;
+  if (type == ReductionType::ArgMax || type == ReductionType::ArgMin) return 1;
+  const int64_t S = dev.multiprocessor_count, w = dev.warp_size > 0 ? dev.warp_size : 32;
+  const int64_t T = dev.max_threads_per_multiprocessor;
+  const int64_t n_r = reduction_numel, n = output_numel;
+  if (S <= 0 || T <= 0 || n_r <= 0 || n <= 0) return 1;
+  const int64_t e_min = p.min_elements_per_thread > 0 ? p.min_elements_per_thread : w;
+  const int64_t e_max = p.max_elements_per_thread;
+  const int64_t m = p.threads_per_block > 0 ? p.threads_per_block : 8 * w;
+  const int64_t d_min = e_min * S * T, d_max = e_max * S * T;
+  if (n >= 2 * S) return 1;                 // line 3
+  if (n_r <= p.no_split_numel) return 1;    // line 4
+  int64_t s;
+  if (n * n_r <= d_min) {                   // line 5
+    s = e_min;
+  } else if (n * n_r < d_max) {             // line 6
+    int64_t b = S * T / (2 * m);
+    int64_t blocks_per_output = ceil_div(b, n);
+    int64_t target = ceil_div(n_r, m * blocks_per_output);
+    int64_t d = closest_divisor(n_r, target);
+    s = abs_diff(d, target) < p.divisor_slack_mid ? (d > e_min ? d : e_min) : target;
+  } else {                                  // line 7
+    int64_t d = closest_divisor(n_r, e_max);
+    s = abs_diff(d, e_max) < p.divisor_slack_max ? d : e_max;
+  }
+  return ceil_div(n_r, s * m);              // line 8
+}
+
+// A tensor argument of an extern kernel.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // elements
+  int64_t offset = 0;            // elements
+};
+
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  // The generated source (for dumps and error messages).
+  virtual const std::string& source() const = 0;
+  // buffers: one data pointer per kernel buffer, in description order.
+  virtual void run(void* const* buffers, size_t num_buffers, void* stream) = 0;
+};
+
+// Subclass this and register it with STAX_DEFINE_PLUGIN(MyBackend). The class needs a default
+// constructor and `static constexpr const char* kName = "my_backend";` (the <name> of
+// libstax_<name>.so); optionally `static constexpr const char* kVersion = "1.2";`.
+// Every method may throw: PluginError picks the error code, anything else is INTERNAL.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The device this instance drives. The adapter sets name and index before configure().
+  virtual DeviceProperties properties() const = 0;
+
+  // The backend's YAML subtree (`devices.<kind>.options`). The default accepts no option.
+  virtual void configure(const Options& options) { options.check_known({}); }
+
+  // Seed §6.6 thresholds; default: the seed's values for the device kind.
+  virtual RealizationThresholds thresholds() const {
+    return RealizationThresholds::for_kind(properties().kind);
+  }
+
+  // Seed §6.5: segments for an inner reduction. Default: 1 on CPUs (they parallelise over
+  // outputs), Algorithm 6.1 on GPUs.
+  virtual int64_t split_reduction(int64_t reduction_numel, int64_t output_numel,
+                                  ReductionType type) const {
+    DeviceProperties p = properties();
+    if (p.kind == DeviceKind::CPU) return 1;
+    return split_reduction_gpu(reduction_numel, output_numel, type, p);
+  }
+
+  // Prints and compiles a kernel (already validated). A compiler failure should throw
+  // PluginError(STAX_ERROR_COMPILE, message + source).
+  virtual std::unique_ptr<CompiledKernel> compile(const Kernel& kernel) = 0;
+
+  // Library kernels / templates this backend offers ("mm", "bmm", "addmm", "matmul", ...).
+  virtual std::vector<std::string> extern_kernels() const { return {}; }
+  // Inputs first, then outputs (allocated by the host).
+  virtual void run_extern(const std::string& name, const std::vector<TensorView>& tensors,
+                          size_t num_inputs, const std::vector<double>& scalars, void* stream) {
+    (void)tensors;
+    (void)num_inputs;
+    (void)scalars;
+    (void)stream;
+    throw PluginError(STAX_ERROR_UNSUPPORTED, "backend '" + name_ + "' has no extern kernel '" +
+                                                  name + "'");
+  }
+
+  const std::string& name() const { return name_; }
+  int32_t device_index() const { return device_index_; }
+
+  // Used by the adapter (plugin.hpp) only.
+  void set_identity(std::string name, int32_t device_index) {
+    name_ = std::move(name);
+    device_index_ = device_index;
+  }
+
+ private:
+  std::string name_;
+  int32_t device_index_ = 0;
+};
+
+}  // namespace sdk
+}  // namespace stax
+
+#endif  // STAX_SDK_BACKEND_HPP

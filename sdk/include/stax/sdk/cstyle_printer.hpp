@@ -1,0 +1,411 @@
+// CStylePrinter: an OpsHandler<std::string> that prints the statements of a kernel body for C-like
+// targets (C++, CUDA C, OpenCL, HIP). A target specialises it with small tables (type names per
+// dtype, op spellings, kernel prefix) and, where tables are not enough, by overriding hooks.
+//
+//   CStylePrinter p(kernel);                    // defaults: C++ with stax_scalar (scalar_ops.hpp)
+//   PrintedBody b = p.print(kernel.body(0));
+//   // b.prologue: before the reduction loop   float acc0 = 0.0f;
+//   // b.lines:    the body                      auto tmp0 = in_ptr0[128*i0 + r0_0];
+//   //                                           auto tmp2 = stax_scalar::add(tmp0, tmp1);
+//   //                                           acc0 = stax_scalar::add(acc0, tmp2);
+//   // b.epilogue: after the reduction loop     out_ptr0[i0] = acc0;
+//
+// The default spelling of an ops.def op `foo` is `stax_scalar::foo(a, b)` (the prelude that the
+// cpu_cpp plugin embeds). Identical right-hand sides are computed once (in-kernel CSE, seed §6.5:
+// the loop IR keeps the redundant loads of x*x; this removes them); a store to a buffer forgets
+// the loads of that buffer. The framing (loops over i<k> / r0_<k>, pointer parameters) is the
+// plugin's: iter_var(), reduce_var(), buffer_name() and signature() give the matching names.
+#ifndef STAX_SDK_CSTYLE_PRINTER_HPP
+#define STAX_SDK_CSTYLE_PRINTER_HPP
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stax/sdk/expr.hpp"
+#include "stax/sdk/loop_body.hpp"
+#include "stax/sdk/ops_handler.hpp"
+#include "stax/sdk/types.hpp"
+
+namespace stax {
+namespace sdk {
+
+struct CStyleTables {
+  // Indexed by DType. Storage: the element type of buffers. Compute: the type values are held
+  // in (half types compute in float, narrow integers in 64 bits, as scalar_ops.hpp prescribes).
+  std::array<std::string, kNumDTypes> storage_types = {
+      "float", "double", "_Float16", "__bf16", "long long", "int", "signed char", "unsigned char",
+      "bool"};
+  std::array<std::string, kNumDTypes> compute_types = {
+      "float", "double", "float", "float", "long long", "long long", "long long", "long long",
+      "bool"};
+  // Default spelling of op `foo`: op_prefix + "foo(" args ")".
+  std::string op_prefix = "stax_scalar::";
+  // Per-opcode spelling overrides with placeholders {0} {1} {2}, e.g. {STAX_OP_add, "{0} + {1}"}.
+  std::map<int32_t, std::string> op_templates;
+  // Conversion of {0} to the type {T}.
+  std::string convert_template = "stax_scalar::convert<{T}>({0})";
+  std::string declare = "auto";  // "<declare> tmp3 = ...;"
+  std::string value_prefix = "tmp";
+  std::string acc_prefix = "acc";
+  std::string index_type = "long long";
+  std::string iter_var_prefix = "i";
+  std::string reduce_var_prefix = "r0_";
+  std::string input_prefix = "in_ptr";
+  std::string output_prefix = "out_ptr";  // OUTPUT and INOUT buffers
+  std::string temp_prefix = "tmp_ptr";
+  std::string kernel_prefix = "extern \"C\" void";
+  std::string pointer_qualifier;  // e.g. "__restrict__"
+  std::string check_macro = "STAX_CHECK";  // CHECK(cond, "message"); for indirect indexing
+  std::string floordiv = " / ";  // index expressions are nonnegative
+  std::string mod = " % ";
+  std::string min = "stax_scalar::minimum";
+  std::string max = "stax_scalar::maximum";
+};
+
+// The statements of one body, by where the framing puts them.
+struct PrintedBody {
+  std::vector<std::string> prologue;  // before the reduction loop (accumulators)
+  std::vector<std::string> lines;     // the body (inside the reduction loop if it has one)
+  std::vector<std::string> epilogue;  // after the reduction loop (store_reduction)
+};
+
+class CStylePrinter : public OpsHandler<std::string> {
+ public:
+  explicit CStylePrinter(const Kernel& kernel, CStyleTables tables = CStyleTables())
+      : kernel_(kernel), t_(std::move(tables)) {
+    int counts[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < kernel_.num_buffers(); ++i) {
+      Buffer b = kernel_.buffer(i);
+      int slot = b.role() == BufferRole::Input ? 0 : (b.role() == BufferRole::Temp ? 2 : 1);
+      const std::string& prefix =
+          slot == 0 ? t_.input_prefix : (slot == 2 ? t_.temp_prefix : t_.output_prefix);
+      buffer_names_.push_back(prefix + std::to_string(counts[slot]++));
+    }
+  }
+  ~CStylePrinter() override = default;
+
+  // Prints one body. Temporaries are numbered across the whole kernel (one printer per kernel).
+  PrintedBody print(const LoopBody& body) {
+    out_ = PrintedBody();
+    cse_.clear();
+    loads_of_.clear();
+    op_values_.assign(body.num_ops(), std::string());
+    replay(body, *this);
+    return std::move(out_);
+  }
+
+  const CStyleTables& tables() const { return t_; }
+  const Kernel& kernel() const { return kernel_; }
+
+  // ---- names the framing uses ----
+  virtual std::string iter_var(int32_t k) const { return t_.iter_var_prefix + std::to_string(k); }
+  virtual std::string reduce_var(int32_t k) const {
+    return t_.reduce_var_prefix + std::to_string(k);
+  }
+  virtual std::string buffer_name(const Buffer& b) const { return buffer_names_[b.index()]; }
+  std::string storage_type(DType d) const { return t_.storage_types[static_cast<int>(d)]; }
+  std::string compute_type(DType d) const { return t_.compute_types[static_cast<int>(d)]; }
+  // "extern "C" void kernel0(const float* in_ptr0, float* out_ptr0)"
+  virtual std::string signature() const {
+    std::string s = t_.kernel_prefix + " " + kernel_.name() + "(";
+    bool first = true;
+    for (size_t i = 0; i < kernel_.num_buffers(); ++i) {
+      Buffer b = kernel_.buffer(i);
+      if (!first) s += ", ";
+      first = false;
+      s += (b.is_input() ? "const " : "") + storage_type(b.dtype()) + "* ";
+      if (!t_.pointer_qualifier.empty()) s += t_.pointer_qualifier + " ";
+      s += buffer_name(b);
+    }
+    for (const std::string& p : extra_params()) {
+      if (!first) s += ", ";
+      first = false;
+      s += p;
+    }
+    return s + ")";
+  }
+  virtual std::vector<std::string> extra_params() const { return {}; }
+
+  // ---- spelling hooks ----
+  // An index expression in C syntax (buffer offsets are added by load/store).
+  virtual std::string format_index(const Expr& e) const {
+    ExprSyntax s;
+    s.iter_var = [this](int32_t k) { return iter_var(k); };
+    s.reduce_var = [this](int32_t k) { return reduce_var(k); };
+    s.indirect = [this](int32_t op) { return op_values_.at(op); };
+    s.floordiv = t_.floordiv;
+    s.mod = t_.mod;
+    s.min = t_.min;
+    s.max = t_.max;
+    return format_expr(e, s);
+  }
+  // `op(args)` for any opcode with a name (ops.def ops and where).
+  virtual std::string op_call(int32_t opcode, const std::vector<std::string>& args) const {
+    auto it = t_.op_templates.find(opcode);
+    if (it != t_.op_templates.end()) return fill(it->second, args);
+    std::string s = t_.op_prefix + opcode_name(opcode) + "(";
+    for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+    return s + ")";
+  }
+  virtual std::string convert(const std::string& x, const std::string& type) const {
+    std::string s = fill(t_.convert_template, {x});
+    size_t p;
+    while ((p = s.find("{T}")) != std::string::npos) s.replace(p, 3, type);
+    return s;
+  }
+  // A literal of dtype's compute type.
+  virtual std::string literal(const Scalar& v, DType dtype) const {
+    if (dtype == DType::Bool) return v.as_int() ? "true" : "false";
+    if (is_integral(dtype)) {
+      int64_t i = v.as_int();
+      if (i == INT64_MIN) return "(-9223372036854775807LL - 1)";
+      return std::to_string(i) + "LL";
+    }
+    bool dbl = dtype == DType::Float64;
+    double x = v.as_double();
+    if (std::isnan(x)) return dbl ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+    if (std::isinf(x)) {
+      std::string inf = dbl ? "__builtin_huge_val()" : "__builtin_huge_valf()";
+      return x < 0 ? "-" + inf : inf;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", x);
+    std::string s = buf;
+    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+    return dbl ? s : s + "f";
+  }
+  // The statement that fails the kernel when `cond` is false.
+  virtual std::string check(const std::string& cond, const std::string& message) const {
+    return t_.check_macro + "(" + cond + ", \"" + message + "\");";
+  }
+
+  // ---- OpsHandler ----
+#define STAX_UNARY_OP(name) \
+  std::string name(std::string x) override { return emit(op_call(STAX_OP_##name, {x})); }
+#define STAX_BINARY_OP(name)                            \
+  std::string name(std::string a, std::string b) override { \
+    return emit(op_call(STAX_OP_##name, {a, b}));       \
+  }
+#define STAX_COMPARE_OP(name) STAX_BINARY_OP(name)
+#include "stax/sdk/ops.def"
+
+  std::string constant(Scalar value, DType dtype) override { return emit(literal(value, dtype)); }
+
+  std::string load(const Buffer& buffer, const Expr& index) override {
+    std::string rhs = converted(element(buffer, index), buffer.dtype(), cur_dtype_);
+    std::string name = emit(rhs);
+    loads_of_[buffer.index()].insert(rhs);
+    return name;
+  }
+
+  std::string masked_load(const Buffer& buffer, const Expr& index, std::string mask,
+                          Scalar other) override {
+    std::string rhs = mask + " ? " + converted(element(buffer, index), buffer.dtype(), cur_dtype_) +
+                      " : " + literal(other, cur_dtype_);
+    std::string name = emit(rhs);
+    loads_of_[buffer.index()].insert(rhs);
+    return name;
+  }
+
+  std::string index_expr(const Expr& index, DType dtype) override {
+    return emit(convert(format_index(index), compute_type(dtype)));
+  }
+
+  std::string to_dtype(std::string x, DType dtype) override {
+    DType from = dtype_of(x);
+    std::string v = x;
+    std::string held = compute_type(from);
+    if (is_floating(from) && dtype != DType::Bool && !is_floating(dtype) &&
+        held != compute_type(DType::Int64)) {
+      // floating -> narrow integer: saturating via int64 first (scalar_ops' defined conversion)
+      v = convert(v, compute_type(DType::Int64));
+      held = compute_type(DType::Int64);
+    }
+    if (storage_type(dtype) != held) {
+      v = convert(v, storage_type(dtype));  // round / wrap to the target's storage type
+      held = storage_type(dtype);
+    }
+    if (compute_type(dtype) != held) v = convert(v, compute_type(dtype));
+    if (v == x) return x;
+    return emit(v);
+  }
+
+  std::string where(std::string cond, std::string a, std::string b) override {
+    return emit(op_call(STAX_OP_WHERE, {cond, a, b}));
+  }
+
+  std::string indirect_indexing(std::string x, int64_t size, bool check_bounds,
+                                bool wrap_negative) override {
+    std::string v = x;
+    std::string sz = std::to_string(size);
+    if (wrap_negative) v = emit(x + " < 0 ? " + x + " + " + sz + " : " + x);
+    if (check_bounds)
+      out_.lines.push_back(check("0 <= " + v + " && " + v + " < " + sz,
+                                 "index out of bounds: 0 <= " + v + " < " + sz));
+    return v;
+  }
+
+  std::string reduction(ReductionType type, DType dtype, std::string value) override {
+    std::string acc = t_.acc_prefix + std::to_string(acc_counter_++);
+    DType vt = dtype_of(value);
+    bool arg = type == ReductionType::ArgMax || type == ReductionType::ArgMin;
+    DType acc_type = arg ? vt : dtype;
+    std::string acc_ctype = compute_type(acc_type);
+    out_.prologue.push_back(acc_ctype + " " + acc + " = " + reduction_identity(type, acc_type) +
+                            ";");
+    if (arg) {
+      std::string idx = acc + "_index";
+      out_.prologue.push_back(compute_type(dtype) + " " + idx + " = 0;");
+      const char* cmp = type == ReductionType::ArgMax ? " > " : " < ";
+      // first occurrence wins on ties; NaN counts as the extreme and the first NaN sticks
+      out_.lines.push_back("if (!(" + acc + " != " + acc + ") && (" + value + cmp + acc + " || " +
+                           value + " != " + value + ")) { " + acc + " = " + value + "; " + idx +
+                           " = " + linear_reduction_index() + "; }");
+      value_dtype_[idx] = dtype;
+      return idx;
+    }
+    int32_t op = STAX_OP_add;
+    switch (type) {
+      case ReductionType::Sum: op = STAX_OP_add; break;
+      case ReductionType::Prod: op = STAX_OP_mul; break;
+      case ReductionType::Max: op = STAX_OP_maximum; break;
+      case ReductionType::Min: op = STAX_OP_minimum; break;
+      case ReductionType::Any: op = STAX_OP_logical_or; break;
+      case ReductionType::All: op = STAX_OP_logical_and; break;
+      default:
+        throw PluginError(STAX_ERROR_UNSUPPORTED,
+                          std::string("reduction type ") + reduction_type_name(type));
+    }
+    std::string v = vt == dtype ? value : convert(value, acc_ctype);
+    out_.lines.push_back(acc + " = " + op_call(op, {acc, v}) + ";");
+    value_dtype_[acc] = dtype;
+    return acc;
+  }
+
+  void store(const Buffer& buffer, const Expr& index, std::string value) override {
+    out_.lines.push_back(element(buffer, index) + " = " +
+                         converted(value, dtype_of(value), buffer.dtype(), true) + ";");
+    forget_loads(buffer);
+  }
+
+  void store_reduction(const Buffer& buffer, const Expr& index, std::string value) override {
+    out_.epilogue.push_back(element(buffer, index) + " = " +
+                            converted(value, dtype_of(value), buffer.dtype(), true) + ";");
+    forget_loads(buffer);
+  }
+
+  void begin_op(int32_t, DType result_dtype) override { cur_dtype_ = result_dtype; }
+  void on_result(int32_t op_index, const std::string& value) override {
+    op_values_[op_index] = value;
+    if (!value_dtype_.count(value)) value_dtype_[value] = cur_dtype_;
+  }
+
+ protected:
+  // Emits `<declare> tmpN = rhs;` unless an identical rhs was emitted before; returns the name.
+  std::string emit(const std::string& rhs, bool cse = true) {
+    if (cse) {
+      auto it = cse_.find(rhs);
+      if (it != cse_.end()) return it->second;
+    }
+    std::string name = t_.value_prefix + std::to_string(value_counter_++);
+    out_.lines.push_back(t_.declare + " " + name + " = " + rhs + ";");
+    value_dtype_[name] = cur_dtype_;
+    if (cse) cse_[rhs] = name;
+    return name;
+  }
+  PrintedBody& out() { return out_; }
+
+  // `ptr[offset + index]`
+  std::string element(const Buffer& b, const Expr& index) const {
+    std::string idx = format_index(index);
+    if (b.offset() != 0) idx = std::to_string(b.offset()) + " + " + idx;
+    return buffer_name(b) + "[" + idx + "]";
+  }
+  // x (of dtype `from`) as the compute (or, for stores, storage) type of `to`.
+  std::string converted(const std::string& x, DType from, DType to, bool to_storage = false) const {
+    std::string have = to_storage ? compute_type(from) : storage_type(from);
+    std::string want = to_storage ? storage_type(to) : compute_type(to);
+    return have == want ? x : convert(x, want);
+  }
+  DType dtype_of(const std::string& value) const {
+    auto it = value_dtype_.find(value);
+    return it == value_dtype_.end() ? cur_dtype_ : it->second;
+  }
+  virtual std::string reduction_identity(ReductionType type, DType dtype) const {
+    bool fl = is_floating(dtype);
+    switch (type) {
+      case ReductionType::Sum: return literal(Scalar::integer(0), fl ? dtype : dtype);
+      case ReductionType::Prod: return literal(Scalar::integer(1), dtype);
+      case ReductionType::Max:
+      case ReductionType::ArgMax:
+        if (fl) return literal(Scalar::floating(-HUGE_VAL), dtype);
+        if (dtype == DType::Bool) return "false";
+        return literal(Scalar::integer(INT64_MIN), dtype);
+      case ReductionType::Min:
+      case ReductionType::ArgMin:
+        if (fl) return literal(Scalar::floating(HUGE_VAL), dtype);
+        if (dtype == DType::Bool) return "true";
+        return literal(Scalar::integer(INT64_MAX), dtype);
+      case ReductionType::Any: return "false";
+      case ReductionType::All: return "true";
+      default: return "0";
+    }
+  }
+  // The row-major linear index over the reduction ranges: `r0_0*128 + r0_1`.
+  std::string linear_reduction_index() const {
+    Span<int64_t> rr = kernel_.reduction_ranges();
+    std::string s;
+    for (size_t k = 0; k < rr.size(); ++k) {
+      int64_t stride = 1;
+      for (size_t j = k + 1; j < rr.size(); ++j) stride *= rr[j];
+      std::string term = reduce_var(static_cast<int32_t>(k));
+      if (stride != 1) term = std::to_string(stride) + "*" + term;
+      s += (k ? " + " : "") + term;
+    }
+    return s.empty() ? "0" : s;
+  }
+  static std::string fill(const std::string& pattern, const std::vector<std::string>& args) {
+    std::string s;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      if (pattern[i] == '{' && i + 2 < pattern.size() && pattern[i + 2] == '}' &&
+          pattern[i + 1] >= '0' && pattern[i + 1] <= '9') {
+        size_t a = static_cast<size_t>(pattern[i + 1] - '0');
+        s += a < args.size() ? args[a] : std::string();
+        i += 2;
+      } else {
+        s += pattern[i];
+      }
+    }
+    return s;
+  }
+
+ private:
+  void forget_loads(const Buffer& b) {
+    auto it = loads_of_.find(b.index());
+    if (it == loads_of_.end()) return;
+    for (const std::string& rhs : it->second) cse_.erase(rhs);
+    loads_of_.erase(it);
+  }
+
+  Kernel kernel_;
+  CStyleTables t_;
+  std::vector<std::string> buffer_names_;
+  PrintedBody out_;
+  std::map<std::string, std::string> cse_;
+  std::map<int32_t, std::set<std::string>> loads_of_;
+  std::map<std::string, DType> value_dtype_;
+  std::vector<std::string> op_values_;
+  DType cur_dtype_ = DType::Float32;
+  int value_counter_ = 0;
+  int acc_counter_ = 0;
+};
+
+}  // namespace sdk
+}  // namespace stax
+
+#endif  // STAX_SDK_CSTYLE_PRINTER_HPP

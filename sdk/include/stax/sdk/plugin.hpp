@@ -1,0 +1,299 @@
+// STAX_DEFINE_PLUGIN(MyBackend): adapts a stax::sdk::Backend subclass to the C table of
+// plugin_api.h and exports it as `stax_plugin_api` (Boost.DLL's BOOST_DLL_ALIAS; Boost is needed
+// for its headers only). Every C++ exception is caught at the boundary and becomes a StaxError:
+// PluginError keeps its code, anything else is STAX_ERROR_INTERNAL.
+//
+//   #include "stax/sdk/plugin.hpp"
+//   class ToyBackend : public stax::sdk::Backend {
+//    public:
+//     static constexpr const char* kName = "toy";        // libstax_toy.so
+//     stax::sdk::DeviceProperties properties() const override { ... }
+//     std::unique_ptr<stax::sdk::CompiledKernel> compile(const stax::sdk::Kernel& k) override;
+//   };
+//   STAX_DEFINE_PLUGIN(ToyBackend)
+//
+// Use the macro once per plugin, at global scope, in one source file.
+#ifndef STAX_SDK_PLUGIN_HPP
+#define STAX_SDK_PLUGIN_HPP
+
+#include <boost/dll/alias.hpp>
+
+#include <exception>
+#include <memory>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "stax/plugin_api.h"
+#include "stax/sdk/backend.hpp"
+#include "stax/sdk/loop_body.hpp"
+#include "stax/sdk/options.hpp"
+#include "stax/sdk/types.hpp"
+
+// The opaque error type of plugin_api.h, defined by each plugin (the host only holds pointers).
+struct StaxError {
+  int32_t code;
+  std::string message;
+};
+
+namespace stax {
+namespace sdk {
+namespace detail {
+
+struct BackendHolder {
+  std::unique_ptr<Backend> backend;
+  std::set<std::string> strings;  // stable storage for returned names
+  std::vector<int32_t> transcendental;
+  std::vector<std::string> extern_names;
+  std::vector<const char*> extern_ptrs;
+
+  const char* keep(const std::string& s) { return strings.insert(s).first->c_str(); }
+};
+
+struct KernelHolder {
+  std::unique_ptr<CompiledKernel> kernel;
+};
+
+inline BackendHolder* holder(StaxBackend* b) {
+  if (!b) throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "null backend");
+  return reinterpret_cast<BackendHolder*>(b);
+}
+inline KernelHolder* holder(StaxCompiledKernel* k) {
+  if (!k) throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "null compiled kernel");
+  return reinterpret_cast<KernelHolder*>(k);
+}
+
+inline StaxError* make_error(int32_t code, const std::string& message) noexcept {
+  try {
+    return new StaxError{code, message};
+  } catch (...) {
+    return nullptr;  // out of memory while reporting an error: nothing better to do
+  }
+}
+
+// Runs f, turning every exception into a StaxError.
+template <class F>
+StaxError* guarded(const char* what, F&& f) noexcept {
+  try {
+    f();
+    return nullptr;
+  } catch (const PluginError& e) {
+    return make_error(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return make_error(STAX_ERROR_INTERNAL, std::string(what) + ": " + e.what());
+  } catch (...) {
+    return make_error(STAX_ERROR_INTERNAL, std::string(what) + ": unknown exception");
+  }
+}
+
+#define STAX_SDK_REQUIRE_ARGS(args, Type, last_field)                                    \
+  do {                                                                                   \
+    if (!(args) || !STAX_SDK_HAS_FIELD(args, Type, last_field))                          \
+      throw PluginError(STAX_ERROR_INVALID_ARGUMENT, #Type " is null or too small");     \
+  } while (0)
+
+template <class B, class = void>
+struct VersionOf {
+  static const char* get() { return "unversioned"; }
+};
+template <class B>
+struct VersionOf<B, std::void_t<decltype(B::kVersion)>> {
+  static const char* get() { return B::kVersion; }
+};
+
+template <class B>
+struct Adapter {
+  static void error_destroy(StaxError* e) { delete e; }
+
+  static void error_info(StaxErrorArgs* a) {
+    if (!a || !STAX_SDK_HAS_FIELD(a, StaxErrorArgs, message) || !a->error) return;
+    a->code = a->error->code;
+    a->message = a->error->message.c_str();
+  }
+
+  static StaxError* backend_create(StaxBackendCreateArgs* a) {
+    return guarded("backend_create", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxBackendCreateArgs, backend);
+      std::unique_ptr<BackendHolder> h(new BackendHolder());
+      h->backend.reset(new B());
+      h->backend->set_identity(B::kName, a->device_index);
+      a->backend = reinterpret_cast<StaxBackend*>(h.release());
+    });
+  }
+
+  static void backend_destroy(StaxBackend* b) {
+    try {
+      delete reinterpret_cast<BackendHolder*>(b);
+    } catch (...) {
+      // a destructor that throws: nothing sensible to report, never cross the boundary
+    }
+  }
+
+  static StaxError* backend_configure(StaxBackendConfigureArgs* a) {
+    return guarded("configure", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxBackendConfigureArgs, options);
+      holder(a->backend)->backend->configure(Options(a->options, B::kName));
+    });
+  }
+
+  static StaxError* device_properties(StaxPropertiesArgs* a) {
+    return guarded("device_properties", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxPropertiesArgs, properties);
+      BackendHolder* h = holder(a->backend);
+      DeviceProperties p = h->backend->properties();
+      StaxDeviceProperties c = make_struct<StaxDeviceProperties>();
+      c.backend_name = h->keep(B::kName);
+      c.kind = static_cast<int32_t>(p.kind);
+      c.device_name = h->keep(p.device_name);
+      c.multiprocessor_count = p.multiprocessor_count;
+      c.warp_size = p.warp_size;
+      c.max_threads_per_multiprocessor = p.max_threads_per_multiprocessor;
+      c.max_threads_per_block = p.max_threads_per_block;
+      c.cores = p.cores;
+      c.vector_bytes = p.vector_bytes;
+      c.compute_capability = p.compute_capability;
+      c.memory_bytes = p.memory_bytes;
+      c.l2_cache_bytes = p.l2_cache_bytes;
+      c.shared_memory_per_block = p.shared_memory_per_block;
+      copy_out(a->properties, c);
+    });
+  }
+
+  static StaxError* realization_thresholds(StaxThresholdsArgs* a) {
+    return guarded("realization_thresholds", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxThresholdsArgs, thresholds);
+      BackendHolder* h = holder(a->backend);
+      RealizationThresholds t = h->backend->thresholds();
+      h->transcendental = t.transcendental_ops;
+      StaxRealizationThresholds c = make_struct<StaxRealizationThresholds>();
+      c.op_limit = t.op_limit;
+      c.users_limit = t.users_limit;
+      c.users_near_op_limit = t.users_near_op_limit;
+      c.max_reads = t.max_reads;
+      c.max_accumulated_reads = t.max_accumulated_reads;
+      c.transcendental_ops = h->transcendental.data();
+      c.num_transcendental_ops = h->transcendental.size();
+      copy_out(a->thresholds, c);
+    });
+  }
+
+  static StaxError* split_reduction(StaxSplitReductionArgs* a) {
+    return guarded("split_reduction", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxSplitReductionArgs, segments);
+      int64_t k = holder(a->backend)->backend->split_reduction(
+          a->reduction_numel, a->output_numel, static_cast<ReductionType>(a->reduction_type));
+      if (k < 1)
+        throw PluginError(STAX_ERROR_INTERNAL, "split_reduction returned " + std::to_string(k));
+      a->segments = k;
+    });
+  }
+
+  static StaxError* compile(StaxCompileArgs* a) {
+    return guarded("compile", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxCompileArgs, compiled);
+      validate(a->kernel);
+      std::unique_ptr<KernelHolder> k(new KernelHolder());
+      k->kernel = holder(a->backend)->backend->compile(Kernel(a->kernel));
+      if (!k->kernel) throw PluginError(STAX_ERROR_INTERNAL, "compile returned no kernel");
+      a->compiled = reinterpret_cast<StaxCompiledKernel*>(k.release());
+    });
+  }
+
+  static StaxError* kernel_source(StaxKernelSourceArgs* a) {
+    return guarded("kernel_source", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxKernelSourceArgs, source_size);
+      const std::string& s = holder(a->compiled)->kernel->source();
+      a->source = s.c_str();
+      a->source_size = s.size();
+    });
+  }
+
+  static StaxError* run(StaxRunArgs* a) {
+    return guarded("run", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxRunArgs, stream);
+      holder(a->compiled)->kernel->run(a->buffers, a->num_buffers, a->stream);
+    });
+  }
+
+  static void compiled_kernel_destroy(StaxCompiledKernel* k) {
+    try {
+      delete reinterpret_cast<KernelHolder*>(k);
+    } catch (...) {
+    }
+  }
+
+  static StaxError* extern_kernels(StaxExternKernelsArgs* a) {
+    return guarded("extern_kernels", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxExternKernelsArgs, num_names);
+      BackendHolder* h = holder(a->backend);
+      h->extern_names = h->backend->extern_kernels();
+      h->extern_ptrs.clear();
+      for (const std::string& n : h->extern_names) h->extern_ptrs.push_back(n.c_str());
+      a->names = h->extern_ptrs.data();
+      a->num_names = h->extern_ptrs.size();
+    });
+  }
+
+  static StaxError* run_extern(StaxRunExternArgs* a) {
+    return guarded("run_extern", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxRunExternArgs, stream);
+      std::vector<TensorView> tensors;
+      for (size_t i = 0; i < a->num_tensors; ++i) {
+        const StaxTensorDesc* t = a->tensors[i];
+        if (!t || !STAX_SDK_HAS_FIELD(t, StaxTensorDesc, offset) || !valid_dtype(t->dtype))
+          throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "bad tensor " + std::to_string(i));
+        TensorView v;
+        v.data = t->data;
+        v.dtype = static_cast<DType>(t->dtype);
+        v.sizes.assign(t->sizes, t->sizes + t->ndim);
+        v.strides.assign(t->strides, t->strides + t->ndim);
+        v.offset = t->offset;
+        tensors.push_back(std::move(v));
+      }
+      std::vector<double> scalars(a->scalars, a->scalars + a->num_scalars);
+      holder(a->backend)->backend->run_extern(a->name ? a->name : "", tensors, a->num_inputs,
+                                              scalars, a->stream);
+    });
+  }
+
+  static const StaxPluginApi* table() {
+    static const StaxPluginApi api = [] {
+      StaxPluginApi t = make_struct<StaxPluginApi>();
+      t.abi_major = STAX_PLUGIN_API_MAJOR;
+      t.abi_minor = STAX_PLUGIN_API_MINOR;
+      t.plugin_name = B::kName;
+      t.plugin_version = VersionOf<B>::get();
+      t.error_destroy = &error_destroy;
+      t.error_info = &error_info;
+      t.backend_create = &backend_create;
+      t.backend_destroy = &backend_destroy;
+      t.backend_configure = &backend_configure;
+      t.device_properties = &device_properties;
+      t.realization_thresholds = &realization_thresholds;
+      t.split_reduction = &split_reduction;
+      t.compile = &compile;
+      t.kernel_source = &kernel_source;
+      t.run = &run;
+      t.compiled_kernel_destroy = &compiled_kernel_destroy;
+      t.extern_kernels = &extern_kernels;
+      t.run_extern = &run_extern;
+      return t;
+    }();
+    return &api;
+  }
+};
+
+}  // namespace detail
+}  // namespace sdk
+}  // namespace stax
+
+#define STAX_DEFINE_PLUGIN(BackendClass)                                               \
+  extern "C" const StaxPluginApi* stax_sdk_plugin_api_impl() {                         \
+    static_assert(std::is_base_of<::stax::sdk::Backend, BackendClass>::value,           \
+                  #BackendClass " must derive from stax::sdk::Backend");                \
+    return ::stax::sdk::detail::Adapter<BackendClass>::table();                         \
+  }                                                                                    \
+  BOOST_DLL_ALIAS(stax_sdk_plugin_api_impl, stax_plugin_api)
+
+#endif  // STAX_SDK_PLUGIN_HPP
