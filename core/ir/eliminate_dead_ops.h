@@ -1,0 +1,14 @@
+// Dead-op elimination on a LoopBody.
+#pragma once
+
+#include "core/ir/loop_body.h"
+
+namespace stax {
+
+// Returns `body` without the ops no store depends on (through operands or through the indirect
+// variables of kept index expressions), renumbering ops, operands, indirect variables (tmp<op>)
+// and the index list. Index propagation leaves such ops behind: `(3*i0) % 128` computed with
+// index_expr/mul/mod becomes a direct index and the value ops die (seed Example 6.3).
+LoopBody eliminate_dead_ops(const LoopBody& body);
+
+}  // namespace stax

@@ -1,0 +1,214 @@
+#include "core/ir/ir.h"
+
+#include <algorithm>
+
+#include "core/ir/eliminate_dead_ops.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+void IRNode::add_origins(const Origins& more) {
+  for (const Node* n : more)
+    if (std::find(origins_.begin(), origins_.end(), n) == origins_.end()) origins_.push_back(n);
+  std::stable_sort(origins_.begin(), origins_.end(),
+                   [](const Node* a, const Node* b) { return a->index() < b->index(); });
+}
+
+Index iter_index(const Shape& ranges) {
+  Index v;
+  for (size_t k = 0; k < ranges.size(); ++k)
+    v.push_back(Expr::iter(static_cast<int32_t>(k), ranges[k]));
+  return v;
+}
+
+Index reduce_index(const Shape& reduction_ranges) {
+  Index v;
+  for (size_t k = 0; k < reduction_ranges.size(); ++k)
+    v.push_back(Expr::reduce(static_cast<int32_t>(k), reduction_ranges[k]));
+  return v;
+}
+
+Loader Reduction::make_loader() const {
+  throw Error("lowering", "", "internal: a Reduction is read before being realized");
+}
+
+Loader Buffer::make_loader() const {
+  auto self = std::static_pointer_cast<const Buffer>(shared_from_this());
+  return [self](OpsBuilder& b, const Index& index) {
+    return b.load(self->name(), self->dtype(), self->layout().index(index));
+  };
+}
+
+namespace {
+
+struct Recorded {
+  OpsBuilder builder;
+  Index index;
+  Val value;
+};
+
+Recorded record(const Loops& data) {
+  const auto* red =
+      data.kind() == IRKind::Reduction ? static_cast<const Reduction*>(&data) : nullptr;
+  Recorded r{OpsBuilder(data.ranges(), red ? red->reduction_ranges() : Shape{}),
+             iter_index(data.ranges()), Val{}};
+  if (red) {
+    Val v = red->inner_fn()(r.builder, r.index, reduce_index(red->reduction_ranges()));
+    r.value = r.builder.reduction(red->reduction_type(), red->acc_dtype(), v);
+  } else {
+    r.value = static_cast<const Pointwise&>(data).inner_fn()(r.builder, r.index);
+  }
+  return r;
+}
+
+}  // namespace
+
+LoopBody ComputedBuffer::record_inner() const { return record(*data_).builder.take(); }
+
+LoopBody ComputedBuffer::record_body() const {
+  Recorded r = record(*data_);
+  Expr out = layout().index(r.index);
+  if (data_->kind() == IRKind::Reduction)
+    r.builder.store_reduction(name(), out, r.value);
+  else
+    r.builder.store(name(), out, r.value);
+  return eliminate_dead_ops(r.builder.take());
+}
+
+Loader StorageBox::make_loader() const {
+  auto self = std::static_pointer_cast<const StorageBox>(shared_from_this());
+  return
+      [self](OpsBuilder& b, const Index& index) { return self->data()->make_loader()(b, index); };
+}
+
+bool StorageBox::is_realized() const { return buffer() != nullptr; }
+
+BufferPtr StorageBox::buffer() const { return std::dynamic_pointer_cast<Buffer>(data_); }
+
+Loader View::make_loader() const {
+  auto self = std::static_pointer_cast<const View>(shared_from_this());
+  return [self](OpsBuilder& b, const Index& index) {
+    return self->base()->make_loader()(b, self->reindex()(index));
+  };
+}
+
+Loader ReinterpretView::make_loader() const {
+  auto self = std::static_pointer_cast<const ReinterpretView>(shared_from_this());
+  return [self](OpsBuilder& b, const Index& index) {
+    return b.load(self->base()->name(), self->dtype(), self->layout().index(index));
+  };
+}
+
+std::optional<KernelInput> as_fixed_storage(const IRPtr& node) {
+  if (auto rv = std::dynamic_pointer_cast<ReinterpretView>(node))
+    return KernelInput{rv->base(), rv->layout()};
+  BufferPtr buf = std::dynamic_pointer_cast<Buffer>(node);
+  if (auto box = std::dynamic_pointer_cast<StorageBox>(node)) buf = box->buffer();
+  if (buf && buf->layout().is_fixed()) return KernelInput{buf, buf->layout()};
+  return std::nullopt;
+}
+
+IRPtr make_view(const IRPtr& base, Shape size, Reindex reindex) {
+  if (auto fs = as_fixed_storage(base)) {
+    Index vars = iter_index(size);
+    Expr e = fs->layout.index(reindex(vars));
+    Shape strides(size.size(), 0);
+    Expr rest = e;
+    bool affine = true;
+    for (size_t k = 0; k < vars.size() && affine; ++k) {
+      auto c = linear_coeff(e, vars[k]);
+      if (!c)
+        affine = false;
+      else {
+        strides[k] = *c;
+        rest = rest - vars[k] * Expr(*c);
+      }
+    }
+    if (affine && rest.is_const()) {
+      Layout l = Layout::fixed(fs->layout.device, fs->layout.dtype, size, strides, rest.value());
+      return std::make_shared<ReinterpretView>(fs->buffer, std::move(l));
+    }
+  }
+  return std::make_shared<View>(base, std::move(size), std::move(reindex));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+namespace {
+
+std::string origins_str(const Origins& o) {
+  std::string s = "OrderedSet([";
+  for (size_t i = 0; i < o.size(); ++i) s += (i ? ", " : "") + o[i]->name();
+  return s + "])";
+}
+
+std::string kernel_inputs_str(const std::vector<KernelInput>& inputs) {
+  std::string s = "[";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ", ";
+    const KernelInput& in = inputs[i];
+    if (in.layout == in.buffer->layout())
+      s += "'" + in.buffer->name() + "'";
+    else
+      s += "ReinterpretView('" + in.buffer->name() + "', " + in.layout.str() + ")";
+  }
+  return s + "]";
+}
+
+std::string format_computed(const ComputedBuffer& buf, FormatStyle style) {
+  const Loops& data = *buf.data();
+  bool reduction = data.kind() == IRKind::Reduction;
+  bool tuple = !reduction;
+  std::string s = "ComputedBuffer(name='" + buf.name() + "', layout=" + buf.layout().str(tuple) +
+                  ", data=" + (reduction ? "Reduction(" : "Pointwise(") + "\n";
+  if (style == FormatStyle::Full) {
+    s += "  '" + device_type(data.device()) + "',\n";
+    s += "  tensorplay." + std::string(dtype_name(buf.dtype())) + ",\n";
+  }
+  s += format_inner_fn(buf.body(), "  ");
+  s += "  ,\n";
+  std::string ranges = tuple ? shape_str(data.ranges()) : shape_list_str(data.ranges());
+  std::vector<std::string> fields{"ranges=" + ranges};
+  if (reduction) {
+    const auto& red = static_cast<const Reduction&>(data);
+    fields.push_back("reduction_ranges=" + shape_list_str(red.reduction_ranges()));
+    fields.push_back("reduction_type=" + std::string(reduction_type_name(red.reduction_type())));
+  }
+  if (style == FormatStyle::Full) {
+    fields.push_back("origins=" + origins_str(buf.origins()));
+    for (size_t i = 0; i < fields.size(); ++i)
+      s += "  " + fields[i] + (i + 1 < fields.size() ? ",\n" : "\n");
+  } else {
+    s += "  ";
+    for (size_t i = 0; i < fields.size(); ++i) s += (i ? " " : "") + fields[i] + ",";
+    s += "\n";
+  }
+  return s + "))";
+}
+
+}  // namespace
+
+std::string format_buffer(const Buffer& buffer, FormatStyle style) {
+  std::string head = "(name='" + buffer.name() + "', layout=" + buffer.layout().str();
+  switch (buffer.kind()) {
+    case IRKind::InputBuffer:
+      return "InputBuffer" + head + ")";
+    case IRKind::ComputedBuffer:
+      return format_computed(static_cast<const ComputedBuffer&>(buffer), style);
+    case IRKind::ExternKernel: {
+      const auto& k = static_cast<const ExternKernel&>(buffer);
+      return "ExternKernel" + head + ", kernel='" + k.kernel() +
+             "', inputs=" + kernel_inputs_str(k.inputs()) + ")";
+    }
+    case IRKind::FallbackKernel: {
+      const auto& k = static_cast<const FallbackKernel&>(buffer);
+      return "FallbackKernel" + head + ", op='" + k.node()->target() +
+             "', inputs=" + kernel_inputs_str(k.inputs()) + ")";
+    }
+    default:
+      return "Buffer" + head + ")";
+  }
+}
+
+}  // namespace stax

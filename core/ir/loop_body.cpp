@@ -1,0 +1,367 @@
+#include "core/ir/loop_body.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/graph/arg.h"
+#include "stax/plugin_api.h"
+
+namespace stax {
+
+// The opcode and reduction numbering crosses the plugin boundary unchanged.
+static_assert(static_cast<int32_t>(Opcode::indirect_indexing) == STAX_OP_INDIRECT_INDEXING);
+static_assert(static_cast<int32_t>(Opcode::store_reduction) == STAX_OP_STORE_REDUCTION);
+static_assert(static_cast<int32_t>(Opcode::neg) == STAX_OP_neg);
+static_assert(static_cast<int32_t>(Opcode::ge) == STAX_OP_ge);
+static_assert(static_cast<int32_t>(Opcode::num_opcodes) == STAX_NUM_OPCODES);
+static_assert(static_cast<int32_t>(ReductionType::All) == STAX_REDUCTION_ALL);
+static_assert(static_cast<int32_t>(ReductionType::ArgMax) == STAX_REDUCTION_ARGMAX);
+
+std::string_view opcode_name(Opcode op) {
+  const char* n = stax_opcode_name(static_cast<int32_t>(op));
+  return n ? std::string_view(n) : std::string_view("invalid");
+}
+
+std::optional<Opcode> opcode_from_name(std::string_view name) {
+  for (int32_t i = 1; i < static_cast<int32_t>(Opcode::num_opcodes); ++i)
+    if (opcode_name(static_cast<Opcode>(i)) == name) return static_cast<Opcode>(i);
+  return std::nullopt;
+}
+
+bool is_unary_op(Opcode op) {
+  switch (op) {
+#define STAX_UNARY_OP(name) case Opcode::name:
+#include "stax/sdk/ops.def"
+    return true;
+    default:
+      return false;
+  }
+}
+
+bool is_binary_op(Opcode op) {
+  switch (op) {
+#define STAX_BINARY_OP(name) case Opcode::name:
+#include "stax/sdk/ops.def"
+    return true;
+    default:
+      return false;
+  }
+}
+
+bool is_compare_op(Opcode op) {
+  switch (op) {
+#define STAX_COMPARE_OP(name) case Opcode::name:
+#include "stax/sdk/ops.def"
+    return true;
+    default:
+      return false;
+  }
+}
+
+DType op_result_dtype(Opcode op, DType operand) {
+  if (is_compare_op(op)) return DType::Bool;
+  switch (op) {
+    case Opcode::logical_not:
+    case Opcode::isnan:
+    case Opcode::logical_and:
+    case Opcode::logical_or:
+      return DType::Bool;
+    default:
+      return operand;
+  }
+}
+
+std::string_view reduction_type_name(ReductionType r) {
+  switch (r) {
+    case ReductionType::None:
+      return "none";
+    case ReductionType::Sum:
+      return "sum";
+    case ReductionType::Prod:
+      return "prod";
+    case ReductionType::Max:
+      return "max";
+    case ReductionType::Min:
+      return "min";
+    case ReductionType::ArgMax:
+      return "argmax";
+    case ReductionType::ArgMin:
+      return "argmin";
+    case ReductionType::Any:
+      return "any";
+    case ReductionType::All:
+      return "all";
+  }
+  return "?";
+}
+
+std::string ScalarValue::str() const { return integral ? std::to_string(i) : double_repr(f); }
+
+int LoopOp::num_operands() const {
+  int n = 0;
+  while (n < 3 && operands[static_cast<size_t>(n)] >= 0) ++n;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// LoopBody
+
+int32_t LoopBody::add_index(const Expr& e) {
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i] == e) return static_cast<int32_t>(i);
+  indices.push_back(e);
+  return static_cast<int32_t>(indices.size() - 1);
+}
+
+std::vector<Expr> LoopBody::iter_vars() const {
+  std::vector<Expr> v;
+  for (size_t k = 0; k < ranges.size(); ++k)
+    v.push_back(Expr::iter(static_cast<int32_t>(k), ranges[k]));
+  return v;
+}
+
+std::vector<Expr> LoopBody::reduce_vars() const {
+  std::vector<Expr> v;
+  for (size_t k = 0; k < reduction_ranges.size(); ++k)
+    v.push_back(Expr::reduce(static_cast<int32_t>(k), reduction_ranges[k]));
+  return v;
+}
+
+ReductionType LoopBody::reduction_type() const {
+  for (const LoopOp& op : ops)
+    if (op.opcode == Opcode::reduction) return op.reduction;
+  return ReductionType::None;
+}
+
+int32_t LoopBody::result() const {
+  for (const LoopOp& op : ops)
+    if (op.opcode == Opcode::store || op.opcode == Opcode::reduction) return op.operands[0];
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replays
+
+namespace {
+std::vector<std::string> distinct(const std::vector<MemoryDep>& deps) {
+  std::vector<std::string> out;
+  for (const auto& d : deps)
+    if (std::find(out.begin(), out.end(), d.buffer) == out.end()) out.push_back(d.buffer);
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> ReadWrites::read_buffers() const { return distinct(reads); }
+std::vector<std::string> ReadWrites::write_buffers() const { return distinct(writes); }
+
+ReadWrites read_writes(const LoopBody& body) {
+  ReadWrites rw;
+  for (const LoopOp& op : body.ops) {
+    switch (op.opcode) {
+      case Opcode::load:
+      case Opcode::masked_load:
+        rw.reads.push_back({op.buffer, body.index_of(op)});
+        break;
+      case Opcode::store:
+      case Opcode::store_reduction:
+        rw.writes.push_back({op.buffer, body.index_of(op)});
+        break;
+      default:
+        break;
+    }
+  }
+  return rw;
+}
+
+OpCounts count_ops(const LoopBody& body) {
+  OpCounts c;
+  for (const LoopOp& op : body.ops) {
+    c.ops.insert(op.opcode);
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction ||
+        op.opcode == Opcode::reduction)
+      continue;
+    ++c.num_ops;
+    if (op.opcode == Opcode::load || op.opcode == Opcode::masked_load) {
+      ++c.num_loads;
+      if (std::find(c.buffers_read.begin(), c.buffers_read.end(), op.buffer) ==
+          c.buffers_read.end())
+        c.buffers_read.push_back(op.buffer);
+    }
+  }
+  return c;
+}
+
+namespace {
+
+std::string tmp(int32_t id) { return "tmp" + std::to_string(id); }
+std::string qtmp(int32_t id) { return "'" + tmp(id) + "'"; }
+std::string dtype_str(DType t) { return "tensorplay." + std::string(dtype_name(t)); }
+
+// The right-hand side of one op: `ops.add('tmp0', 'tmp1')`.
+std::string format_op(const LoopBody& body, const LoopOp& op) {
+  std::string name = "ops." + std::string(opcode_name(op.opcode)) + "(";
+  auto idx = [&] { return body.index_of(op).str(); };
+  switch (op.opcode) {
+    case Opcode::constant:
+      return name + op.imm.str() + ", " + dtype_str(op.dtype) + ")";
+    case Opcode::load:
+      return name + "'" + op.buffer + "', " + idx() + ")";
+    case Opcode::masked_load:
+      return name + "'" + op.buffer + "', " + idx() + ", " + qtmp(op.operands[0]) + ", " +
+             op.imm.str() + ")";
+    case Opcode::index_expr:
+      return name + idx() + ", " + dtype_str(op.dtype) + ")";
+    case Opcode::to_dtype:
+      return name + qtmp(op.operands[0]) + ", " + dtype_str(op.dtype) + ")";
+    case Opcode::indirect_indexing: {
+      std::string s = name + qtmp(op.operands[0]) + ", " + std::to_string(op.size);
+      if (!op.check) s += ", check=False";
+      if (!op.wrap_negative) s += ", wrap_neg=False";
+      return s + ")";
+    }
+    case Opcode::reduction:
+      return name + "'" + std::string(reduction_type_name(op.reduction)) + "', " +
+             dtype_str(op.dtype) + ", " + qtmp(op.operands[0]) + ")";
+    case Opcode::store:
+    case Opcode::store_reduction:
+      return name + "'" + op.buffer + "', " + idx() + ", " + qtmp(op.operands[0]) + ")";
+    default: {
+      std::string s = name;
+      for (int i = 0; i < op.num_operands(); ++i) {
+        if (i) s += ", ";
+        s += qtmp(op.operands[static_cast<size_t>(i)]);
+      }
+      return s + ")";
+    }
+  }
+}
+
+std::string unpack_line(const std::string& prefix, size_t n, const std::string& rhs) {
+  if (n == 0) return "";
+  std::string names;
+  for (size_t k = 0; k < n; ++k) names += (k ? ", " : "") + prefix + std::to_string(k);
+  return names + " = " + rhs;
+}
+
+}  // namespace
+
+std::string format_inner_fn(const LoopBody& body, const std::string& indent) {
+  std::string in = indent + "    ";
+  std::string out =
+      indent + (body.is_reduction() ? "def inner_fn(index, rindex):\n" : "def inner_fn(index):\n");
+  if (!body.ranges.empty()) out += in + unpack_line("i", body.ranges.size(), "index") + "\n";
+  if (body.is_reduction())
+    out += in + unpack_line("r0_", body.reduction_ranges.size(), "rindex") + "\n";
+  for (size_t i = 0; i < body.ops.size(); ++i) {
+    const LoopOp& op = body.ops[i];
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction ||
+        op.opcode == Opcode::reduction)
+      continue;
+    out += in + tmp(static_cast<int32_t>(i)) + " = " + format_op(body, op) + "\n";
+  }
+  int32_t r = body.result();
+  if (r >= 0) out += in + "return " + tmp(r) + "\n";
+  return out;
+}
+
+std::string format_loop_body(const LoopBody& body) {
+  std::string out;
+  for (size_t i = 0; i < body.ops.size(); ++i) {
+    const LoopOp& op = body.ops[i];
+    if (op.produces_value()) out += tmp(static_cast<int32_t>(i)) + " = ";
+    out += format_op(body, op) + "\n";
+  }
+  return out;
+}
+
+std::vector<int> fill_order_by_strides(const std::vector<Expr>& accesses,
+                                       const std::vector<Expr>& vars) {
+  size_t n = vars.size();
+  std::vector<std::vector<int64_t>> stride;  // stride[k][a]: |coefficient| of vars[a] in access k
+  for (const Expr& e : accesses) {
+    std::vector<int64_t> s(n, 0);
+    for (size_t a = 0; a < n; ++a)
+      if (auto c = linear_coeff(e, vars[a])) s[a] = *c < 0 ? -*c : *c;
+    stride.push_back(std::move(s));
+  }
+  auto inner_than = [&](int a, int b) {
+    for (const auto& s : stride) {
+      int64_t sa = s[static_cast<size_t>(a)], sb = s[static_cast<size_t>(b)];
+      if (sa == 0 || sb == 0 || sa == sb) continue;
+      return sa < sb;
+    }
+    return a > b;  // row-major
+  };
+  std::vector<int> order;
+  for (size_t a = n; a-- > 0;) {
+    int d = static_cast<int>(a);
+    auto pos = order.begin();
+    while (pos != order.end() && !inner_than(d, *pos)) ++pos;
+    order.insert(pos, d);
+  }
+  return order;
+}
+
+std::vector<Interval> value_ranges(const LoopBody& body) {
+  std::vector<Interval> r(body.ops.size(), Interval::unbounded());
+  auto arg = [&](const LoopOp& op, size_t k) { return r[static_cast<size_t>(op.operands[k])]; };
+  for (size_t i = 0; i < body.ops.size(); ++i) {
+    const LoopOp& op = body.ops[i];
+    Interval v = Interval::unbounded();
+    bool integral = !is_floating(op.dtype);
+    switch (op.opcode) {
+      case Opcode::constant:
+        if (integral)
+          v = Interval::point(op.imm.integral ? op.imm.i : static_cast<int64_t>(op.imm.f));
+        break;
+      case Opcode::index_expr:
+        v = bound(body.index_of(op));
+        break;
+      case Opcode::to_dtype:
+        // Widening integer conversions keep the range; others are unknown.
+        if (integral && !is_floating(body.ops[static_cast<size_t>(op.operands[0])].dtype) &&
+            dtype_size(op.dtype) >= dtype_size(body.ops[static_cast<size_t>(op.operands[0])].dtype))
+          v = arg(op, 0);
+        break;
+      case Opcode::where:
+        v = interval_union(arg(op, 1), arg(op, 2));
+        break;
+      case Opcode::indirect_indexing:
+        v = op.check || op.wrap_negative ? Interval{0, op.size - 1} : arg(op, 0);
+        break;
+      case Opcode::add:
+        v = interval_add(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::sub:
+        v = interval_add(arg(op, 0), interval_neg(arg(op, 1)));
+        break;
+      case Opcode::mul:
+        v = interval_mul(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::neg:
+        v = interval_neg(arg(op, 0));
+        break;
+      case Opcode::floordiv:
+        v = interval_floordiv(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::mod:
+        v = interval_mod(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::minimum:
+        v = interval_min(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::maximum:
+        v = interval_max(arg(op, 0), arg(op, 1));
+        break;
+      default:
+        if (op.dtype == DType::Bool) v = {0, 1};
+        break;
+    }
+    if (!integral) v = Interval::unbounded();
+    if (op.dtype == DType::Bool) v = interval_max(interval_min(v, {1, 1}), {0, 0});
+    r[i] = v;
+  }
+  return r;
+}
+
+}  // namespace stax

@@ -1,0 +1,115 @@
+// GraphLowering (seed §6.1): interprets the operator-level graph node by node in topological
+// order, producing IR nodes instead of tensors.
+//   placeholder    -> InputBuffer with the example input's FixedLayout
+//   call_function  -> the op's lowering rule (lowering_rules.h), or a FallbackKernel
+//   output         -> every returned value realized (FixedLayout, row-major unless it is a view of
+//                     fixed storage, which is returned as that view without a copy)
+// After each node: a value that a graph output is, or that an extern/fallback user needs in
+// memory, is realized at once; a pointwise value with several users is realized when the
+// backend's RealizationThresholds say so (§6.6); single-user values are always inlined.
+// When lowering ends, flexible layouts are frozen (§6.4) and every ComputedBuffer's LoopBody is
+// recorded; buffers are listed in an order where producers come before consumers.
+//
+// The result, LoweredGraph, is what the scheduler / code generation consumes: ComputedBuffers
+// (one kernel each for now, with their LoopBody; make_kernel_desc() in core/ir/kernel_desc.h turns
+// one into the plugin's C description), ExternKernels and FallbackKernels in execution order, plus
+// the graph's inputs and outputs. It refers to the graph's nodes (origins, extern and fallback
+// kernels, and the closures of inner_fn): the Graph must outlive it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/ir/ir.h"
+#include "core/lowering/lowering_rules.h"
+#include "core/lowering/realization.h"
+#include "core/lowering/split_reduction.h"
+
+namespace stax {
+
+struct LoweringOptions {
+  RealizationThresholds thresholds = RealizationThresholds::cpu();  // the backend's §6.6 rules
+  SplitReductionFn split_reduction;  // the backend's §6.5 policy; null: never split
+};
+
+// One returned value: the buffer holding it and the layout to read it with (the buffer's own
+// layout, or a view of its storage, possibly of a graph input).
+struct GraphOutput {
+  BufferPtr buffer;
+  Layout layout;
+};
+
+struct LoweredGraph {
+  std::vector<std::shared_ptr<InputBuffer>> inputs;  // one per placeholder, in graph order
+  std::vector<BufferPtr>
+      buffers;  // ComputedBuffer / ExternKernel / FallbackKernel, producers first
+  std::vector<GraphOutput> outputs;  // in return order
+
+  const Buffer* find(std::string_view name) const;  // an input or a buffer, or null
+  // The Listing 6.2 dump: every InputBuffer, then every buffer, one per paragraph.
+  std::string str(FormatStyle style = FormatStyle::Full) const;
+};
+
+// Lowers `g` (every call must have a registered op; metas inferred).
+LoweredGraph lower_graph(const Graph& g, const LoweringOptions& options = {},
+                         const LoweringTable& table = default_lowering_table());
+
+// The interpreter state lowering rules work with.
+class GraphLowering {
+ public:
+  GraphLowering(const Graph& g, const LoweringOptions& options, const LoweringTable& table);
+  LoweredGraph run();
+
+  // ---- for lowering rules ----
+  const Graph& graph() const { return graph_; }
+  const LoweringOptions& options() const { return options_; }
+  const Node& current() const { return *current_; }          // the node being lowered
+  IRPtr value(const Node* n) const;                          // a lowered node's value
+  IRPtr input(const Node& n, std::string_view param) const;  // the value of a Tensor parameter
+
+  // The origins of a node built from `inputs` while lowering current(): current() plus what the
+  // inputs were lowered from (realized computed buffers contribute nothing).
+  Origins origins_for(const std::vector<IRPtr>& inputs) const;
+  // Wraps new Loops built from `inputs` into a StorageBox (origins set).
+  IRPtr box(const std::shared_ptr<Loops>& loops, const std::vector<IRPtr>& inputs);
+  // make_view() of `base` with origins set.
+  IRPtr view(const IRPtr& base, Shape size, Reindex reindex);
+
+  // Realizes a StorageBox's Loops into a ComputedBuffer with a FlexibleLayout (a no-op when it is
+  // realized already) and returns the buffer. Other values are first copied into a new box.
+  BufferPtr realize(const IRPtr& value);
+  // A realized buffer + fixed layout for an extern / fallback kernel argument: fixed storage and
+  // its views as they are; other views of realized buffers over the frozen buffer when affine;
+  // anything else realized (copied) into a row-major buffer.
+  KernelInput realize_input(const IRPtr& value);
+  // Names and registers a new buffer ("buf<N>", N counting graph inputs and buffers so far).
+  std::string new_buffer_name();
+  void register_buffer(const BufferPtr& buffer);
+
+ private:
+  void lower_placeholder(const Node& n);
+  void lower_call(const Node& n);
+  IRPtr fallback(const Node& n);
+  GraphOutput realize_output(const Node& n);
+  bool user_needs_memory(const Node& n) const;
+  void finalize(LoweredGraph& out);
+
+  const Graph& graph_;
+  LoweringOptions options_;
+  const LoweringTable& table_;
+  const Node* current_ = nullptr;
+  std::unordered_map<const Node*, IRPtr> env_;
+  std::map<const Node*, GraphOutput> outputs_done_;
+  std::vector<std::shared_ptr<InputBuffer>> inputs_;
+  std::vector<BufferPtr> buffers_;
+  int name_counter_ = 0;
+};
+
+// Records `value`'s loader over its size on fresh iteration variables (no store): what the
+// realization rules count (§6.6).
+LoopBody record_loader(const IRPtr& value);
+
+}  // namespace stax
