@@ -21,6 +21,9 @@
 //     Intermediate values are held in `auto`, so a domain may give comparisons another C++ type.
 //   * Operand order is part of the formula: a*b and b*a round the same in IEEE arithmetic, but the
 //     lowering must replay the listed order so that printed kernels read like the seed's listings.
+//   * Every op is its own statement (no nested calls): C++ leaves the evaluation order of function
+//     arguments unspecified (GCC goes right to left), and a recording domain must see the ops in
+//     the order written here on every compiler.
 #pragma once
 
 #include <optional>
@@ -53,14 +56,20 @@ inline constexpr double kGeluTanhKappa3 = 3 * kGeluTanhKappa;  // folded in doub
 // (exact either way: 1 * b == b bit for bit).
 template <class Ops, class V>
 V add(Ops& o, V self, V other, double alpha, DType dt) {
-  if (alpha != 1.0) other = o.mul(o.constant(alpha, dt), other);
+  if (alpha != 1.0) {
+    auto a = o.constant(alpha, dt);
+    other = o.mul(a, other);
+  }
   return o.add(self, other);
 }
 
 // sub.Tensor / sub.Scalar: self - alpha * other.
 template <class Ops, class V>
 V sub(Ops& o, V self, V other, double alpha, DType dt) {
-  if (alpha != 1.0) other = o.mul(o.constant(alpha, dt), other);
+  if (alpha != 1.0) {
+    auto a = o.constant(alpha, dt);
+    other = o.mul(a, other);
+  }
   return o.sub(self, other);
 }
 
@@ -68,29 +77,45 @@ V sub(Ops& o, V self, V other, double alpha, DType dt) {
 // NaN), and min > max gives max, like torch.clamp.
 template <class Ops, class V>
 V clamp(Ops& o, V x, std::optional<double> lo, std::optional<double> hi, DType dt) {
-  if (lo) x = o.maximum(x, o.constant(*lo, dt));
-  if (hi) x = o.minimum(x, o.constant(*hi, dt));
+  if (lo) {
+    auto c = o.constant(*lo, dt);
+    x = o.maximum(x, c);
+  }
+  if (hi) {
+    auto c = o.constant(*hi, dt);
+    x = o.minimum(x, c);
+  }
   return x;
 }
 
 // Φ(h) = 0.5 * (1 + erf(h * 0.7071067811865476)), the standard normal CDF (seed Listing 5.3).
 template <class Ops, class V>
 V normal_cdf(Ops& o, V h, DType dt) {
-  auto e = o.erf(o.mul(h, o.constant(kSqrt1_2, dt)));
-  return o.mul(o.constant(0.5, dt), o.add(o.constant(1.0, dt), e));
+  auto c = o.constant(kSqrt1_2, dt);
+  auto scaled = o.mul(h, c);
+  auto e = o.erf(scaled);
+  auto one = o.constant(1.0, dt);
+  auto sum = o.add(one, e);
+  auto half = o.constant(0.5, dt);
+  return o.mul(half, sum);
 }
 
 // φ(h) = 0.3989422804014327 * exp(-0.5 * (h * h)), the standard normal density (Listing 5.4).
 template <class Ops, class V>
 V normal_pdf(Ops& o, V h, DType dt) {
-  auto e = o.exp(o.mul(o.constant(-0.5, dt), o.mul(h, h)));
-  return o.mul(o.constant(kInvSqrt2Pi, dt), e);
+  auto sq = o.mul(h, h);
+  auto minus_half = o.constant(-0.5, dt);
+  auto arg = o.mul(minus_half, sq);
+  auto e = o.exp(arg);
+  auto c = o.constant(kInvSqrt2Pi, dt);
+  return o.mul(c, e);
 }
 
 // gelu(h, approximate='none') = h * Φ(h).
 template <class Ops, class V>
 V gelu(Ops& o, V h, DType dt) {
-  return o.mul(h, normal_cdf(o, h, dt));
+  auto cdf = normal_cdf(o, h, dt);
+  return o.mul(h, cdf);
 }
 
 // gelu_backward(grad, h, approximate='none') = grad * (Φ(h) + h * φ(h)) (Listings 5.3 / 5.4).
@@ -98,7 +123,9 @@ template <class Ops, class V>
 V gelu_backward(Ops& o, V grad, V h, DType dt) {
   auto cdf = normal_cdf(o, h, dt);
   auto pdf = normal_pdf(o, h, dt);
-  return o.mul(grad, o.add(cdf, o.mul(h, pdf)));
+  auto h_pdf = o.mul(h, pdf);
+  auto derivative = o.add(cdf, h_pdf);
+  return o.mul(grad, derivative);
 }
 
 // The inner argument of the tanh approximation: sqrt(2/pi) * (x + 0.044715 * (x * x * x)).
@@ -107,8 +134,11 @@ template <class Ops, class V>
 V gelu_tanh_inner(Ops& o, V x, V& x_sq, DType dt) {
   x_sq = o.mul(x, x);
   auto x_cube = o.mul(x_sq, x);
-  auto inner = o.mul(o.constant(kSqrt2OverPi, dt),
-                     o.add(x, o.mul(o.constant(kGeluTanhKappa, dt), x_cube)));
+  auto kappa = o.constant(kGeluTanhKappa, dt);
+  auto k_cube = o.mul(kappa, x_cube);
+  auto sum = o.add(x, k_cube);
+  auto c = o.constant(kSqrt2OverPi, dt);
+  auto inner = o.mul(c, sum);
   return o.tanh(inner);
 }
 
@@ -117,7 +147,11 @@ template <class Ops, class V>
 V gelu_tanh(Ops& o, V x, DType dt) {
   V x_sq = x;
   auto t = gelu_tanh_inner(o, x, x_sq, dt);
-  return o.mul(o.mul(o.constant(0.5, dt), x), o.add(o.constant(1.0, dt), t));
+  auto half = o.constant(0.5, dt);
+  auto left = o.mul(half, x);
+  auto one = o.constant(1.0, dt);
+  auto right = o.add(one, t);
+  return o.mul(left, right);
 }
 
 // gelu_backward(grad, x, approximate='tanh'), as torch's decomposition:
@@ -127,21 +161,29 @@ template <class Ops, class V>
 V gelu_tanh_backward(Ops& o, V grad, V x, DType dt) {
   V x_sq = x;
   auto t = gelu_tanh_inner(o, x, x_sq, dt);
-  auto left = o.mul(o.constant(0.5, dt), x);
-  auto right = o.add(o.constant(1.0, dt), t);
-  auto left_derivative = o.mul(o.constant(0.5, dt), right);
-  auto tanh_derivative = o.sub(o.constant(1.0, dt), o.mul(t, t));
-  auto inner_derivative =
-      o.mul(o.constant(kSqrt2OverPi, dt),
-            o.add(o.constant(1.0, dt), o.mul(o.constant(kGeluTanhKappa3, dt), x_sq)));
-  auto right_derivative = o.mul(o.mul(left, tanh_derivative), inner_derivative);
-  return o.mul(grad, o.add(left_derivative, right_derivative));
+  auto half = o.constant(0.5, dt);
+  auto one = o.constant(1.0, dt);
+  auto left = o.mul(half, x);
+  auto right = o.add(one, t);
+  auto left_derivative = o.mul(half, right);
+  auto t_sq = o.mul(t, t);
+  auto tanh_derivative = o.sub(one, t_sq);
+  auto kappa3 = o.constant(kGeluTanhKappa3, dt);
+  auto k_sq = o.mul(kappa3, x_sq);
+  auto k_sum = o.add(one, k_sq);
+  auto c = o.constant(kSqrt2OverPi, dt);
+  auto inner_derivative = o.mul(c, k_sum);
+  auto lt = o.mul(left, tanh_derivative);
+  auto right_derivative = o.mul(lt, inner_derivative);
+  auto derivative = o.add(left_derivative, right_derivative);
+  return o.mul(grad, derivative);
 }
 
 // silu(x) = x * sigmoid(x).
 template <class Ops, class V>
 V silu(Ops& o, V x, DType) {
-  return o.mul(x, o.sigmoid(x));
+  auto s = o.sigmoid(x);
+  return o.mul(x, s);
 }
 
 // silu_backward(grad, x) = (grad * s) * (1 + x * (1 - s)), s = sigmoid(x).
@@ -149,26 +191,39 @@ template <class Ops, class V>
 V silu_backward(Ops& o, V grad, V x, DType dt) {
   auto s = o.sigmoid(x);
   auto one = o.constant(1.0, dt);
-  return o.mul(o.mul(grad, s), o.add(one, o.mul(x, o.sub(one, s))));
+  auto gs = o.mul(grad, s);
+  auto one_minus_s = o.sub(one, s);
+  auto x_oms = o.mul(x, one_minus_s);
+  auto factor = o.add(one, x_oms);
+  return o.mul(gs, factor);
 }
 
 // sigmoid_backward(grad, y) = grad * (y * (1 - y)), y = sigmoid(x) saved by the forward.
 template <class Ops, class V>
 V sigmoid_backward(Ops& o, V grad, V y, DType dt) {
-  return o.mul(grad, o.mul(y, o.sub(o.constant(1.0, dt), y)));
+  auto one = o.constant(1.0, dt);
+  auto one_minus_y = o.sub(one, y);
+  auto derivative = o.mul(y, one_minus_y);
+  return o.mul(grad, derivative);
 }
 
 // tanh_backward(grad, y) = grad * (1 - y * y), y = tanh(x) saved by the forward.
 template <class Ops, class V>
 V tanh_backward(Ops& o, V grad, V y, DType dt) {
-  return o.mul(grad, o.sub(o.constant(1.0, dt), o.mul(y, y)));
+  auto one = o.constant(1.0, dt);
+  auto y_sq = o.mul(y, y);
+  auto derivative = o.sub(one, y_sq);
+  return o.mul(grad, derivative);
 }
 
 // threshold_backward(grad, x, threshold) = where(x <= threshold, 0, grad) (relu's backward with
 // threshold 0; a NaN x passes the gradient through, as in PyTorch).
 template <class Ops, class V>
 V threshold_backward(Ops& o, V grad, V x, double threshold, DType dt) {
-  return o.where(o.le(x, o.constant(threshold, dt)), o.constant(0.0, dt), grad);
+  auto t = o.constant(threshold, dt);
+  auto below = o.le(x, t);
+  auto zero = o.constant(0.0, dt);
+  return o.where(below, zero, grad);
 }
 
 }  // namespace formulas
