@@ -1,5 +1,7 @@
 #include "core/config/config.h"
 
+#include <algorithm>
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -140,7 +142,10 @@ class Reader {
 #endif
       push(build_dir / p);
     }
-    push(default_plugin_dir());
+    // The build tree's plugins/ comes last, even when an entry above already named it.
+    fs::path def = default_plugin_dir().lexically_normal();
+    out.erase(std::remove(out.begin(), out.end(), def), out.end());
+    out.push_back(def);
     return out;
   }
 

@@ -28,16 +28,27 @@ const Arg& Node::arg(std::string_view param) const {
 
 static void collect_nodes(const Arg& a, std::vector<Node*>& out) {
   if (a.is_node()) {
-    if (std::find(out.begin(), out.end(), a.node()) == out.end()) out.push_back(a.node());
+    out.push_back(a.node());
   } else if (a.is_list()) {
     for (const auto& e : a.list()) collect_nodes(e, out);
   }
 }
 
 std::vector<Node*> Node::input_nodes() const {
+  std::vector<Node*> all;
+  for (const auto& a : args_) collect_nodes(a, all);
+  for (const auto& [k, v] : kwargs_) collect_nodes(v, all);
+  if (all.size() <= 16) {  // the common case: a linear scan beats hashing
+    std::vector<Node*> out;
+    for (Node* n : all)
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    return out;
+  }
+  // Output nodes of big joint graphs return thousands of values: keep this linear.
   std::vector<Node*> out;
-  for (const auto& a : args_) collect_nodes(a, out);
-  for (const auto& [k, v] : kwargs_) collect_nodes(v, out);
+  std::unordered_set<Node*> seen;
+  for (Node* n : all)
+    if (seen.insert(n).second) out.push_back(n);
   return out;
 }
 
