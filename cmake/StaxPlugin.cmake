@@ -6,8 +6,7 @@
 #   * placed in OUTPUT_DIR, default ${STAX_PLUGIN_DIR} (in the Stax tree:
 #     ${CMAKE_BINARY_DIR}/plugins; out of tree: the plugin project's ${CMAKE_BINARY_DIR}/plugins),
 #   * compiled with hidden visibility: only the entry point `stax_plugin_api` is exported,
-#   * linked with the SDK (stax_sdk in tree, StaxSDK::stax_sdk from find_package(StaxSDK)) and
-#     Boost's headers (BOOST_DLL_ALIAS; no Boost library is linked),
+#   * linked with the SDK only (stax_sdk in tree, StaxSDK::stax_sdk from find_package(StaxSDK)),
 #   * added to the `stax_all_plugins` target when it exists, unless NO_ALL_PLUGINS.
 # Works in the Stax build (include(cmake/StaxPlugin.cmake)) and from the installed package.
 include_guard(GLOBAL)
@@ -51,12 +50,6 @@ function(stax_add_plugin)
   else()
     message(FATAL_ERROR "stax_add_plugin(${P_NAME}): no Stax SDK target; use find_package(StaxSDK)")
   endif()
-  if(NOT TARGET Boost::headers)
-    find_package(Boost 1.74 REQUIRED)
-  endif()
-  target_link_libraries(${target} PRIVATE Boost::headers)
-  # Boost.DLL on std::filesystem: no Boost.Filesystem/System headers or symbols in the plugin.
-  target_compile_definitions(${target} PRIVATE BOOST_DLL_USE_STD_FS)
   if(P_LIBS)
     target_link_libraries(${target} PRIVATE ${P_LIBS})
   endif()

@@ -138,7 +138,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
                       "' (a Stax plugin exports it with STAX_DEFINE_PLUGIN)");
   const StaxPluginApi* api = nullptr;
   try {
-    auto& entry = lib->impl_->lib.get_alias<const StaxPluginApi*()>(STAX_PLUGIN_ENTRY_POINT);
+    auto& entry = lib->impl_->lib.get<const StaxPluginApi*()>(STAX_PLUGIN_ENTRY_POINT);
     api = entry();
   } catch (const std::exception& e) {
     throw Error(kStage, loc, who + ": cannot call '" STAX_PLUGIN_ENTRY_POINT "': " + e.what());

@@ -1,10 +1,9 @@
 // A plugin built against a different ABI MAJOR: only the three fixed fields are meaningful;
 // the loader must refuse it before touching anything else (every function pointer is null).
-#include <boost/dll/alias.hpp>
 
 #include "stax/plugin_api.h"
 
-extern "C" const StaxPluginApi* abi_major_api() {
+extern "C" STAX_PLUGIN_EXPORT const StaxPluginApi* stax_plugin_api(void) {
   static StaxPluginApi api = {};
   api.struct_size = sizeof(StaxPluginApi);
   api.abi_major = STAX_PLUGIN_API_MAJOR + 1;
@@ -12,4 +11,3 @@ extern "C" const StaxPluginApi* abi_major_api() {
   api.plugin_name = "abi_major";
   return &api;
 }
-BOOST_DLL_ALIAS(abi_major_api, stax_plugin_api)

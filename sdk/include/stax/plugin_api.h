@@ -1,8 +1,10 @@
 /* The Stax plugin boundary: plain C (C99 and C++), no exceptions, no C++ types.
  *
  * A plugin is a shared library `libstax_<name>.so` exporting ONE symbol, `stax_plugin_api`, a
- * function `const StaxPluginApi* (void)` (bound with Boost.DLL's BOOST_DLL_ALIAS by
- * STAX_DEFINE_PLUGIN in stax/sdk/plugin.hpp). The table it returns lives as long as the library.
+ * plain C function `const StaxPluginApi* stax_plugin_api(void)` with default visibility
+ * (STAX_DEFINE_PLUGIN in stax/sdk/plugin.hpp writes it; a C plugin writes it by hand with
+ * STAX_PLUGIN_EXPORT). The host binds it with Boost.DLL; the plugin needs no Boost at all.
+ * The table it returns lives as long as the library.
  *
  * VERSIONING RULE
  *   STAX_PLUGIN_API_MAJOR is bumped for ANY incompatible change: a removed or reordered field or
@@ -56,8 +58,15 @@ extern "C" {
 #define STAX_PLUGIN_API_MAJOR 1
 #define STAX_PLUGIN_API_MINOR 0
 
-/* The exported entry point's name (what BOOST_DLL_ALIAS binds and the loader looks up). */
+/* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
+
+/* Marks the entry point exported even when the plugin builds with -fvisibility=hidden. */
+#if defined(_WIN32)
+#define STAX_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define STAX_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
 
 /* ---- small enums (crossing as int32_t fields; values never change within a MAJOR) ---------- */
 

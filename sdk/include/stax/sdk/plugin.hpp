@@ -1,6 +1,6 @@
 // STAX_DEFINE_PLUGIN(MyBackend): adapts a stax::sdk::Backend subclass to the C table of
-// plugin_api.h and exports it as `stax_plugin_api` (Boost.DLL's BOOST_DLL_ALIAS; Boost is needed
-// for its headers only). Every C++ exception is caught at the boundary and becomes a StaxError:
+// plugin_api.h and exports it as the plain C function `stax_plugin_api` (no Boost or other
+// dependency on the plugin side). Every C++ exception is caught at the boundary and becomes a StaxError:
 // PluginError keeps its code, anything else is STAX_ERROR_INTERNAL.
 //
 //   #include "stax/sdk/plugin.hpp"
@@ -15,8 +15,6 @@
 // Use the macro once per plugin, at global scope, in one source file.
 #ifndef STAX_SDK_PLUGIN_HPP
 #define STAX_SDK_PLUGIN_HPP
-
-#include <boost/dll/alias.hpp>
 
 #include <exception>
 #include <memory>
@@ -289,11 +287,10 @@ struct Adapter {
 }  // namespace stax
 
 #define STAX_DEFINE_PLUGIN(BackendClass)                                               \
-  extern "C" const StaxPluginApi* stax_sdk_plugin_api_impl() {                         \
+  extern "C" STAX_PLUGIN_EXPORT const StaxPluginApi* stax_plugin_api(void) {           \
     static_assert(std::is_base_of<::stax::sdk::Backend, BackendClass>::value,           \
                   #BackendClass " must derive from stax::sdk::Backend");                \
     return ::stax::sdk::detail::Adapter<BackendClass>::table();                         \
-  }                                                                                    \
-  BOOST_DLL_ALIAS(stax_sdk_plugin_api_impl, stax_plugin_api)
+  }
 
 #endif  // STAX_SDK_PLUGIN_HPP
