@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "bench/external_compiler.h"
-#include "core/support/error.h"
 #include "plugins/cpu_cpp/clang_jit.h"
 
 namespace {

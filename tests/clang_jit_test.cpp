@@ -11,8 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/support/error.h"
-
 namespace stax::cpu {
 namespace {
 
@@ -33,10 +31,10 @@ ClangJitOptions make_options(int opt_level, bool load_sleef, std::vector<std::st
 std::string error_text(const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const Error& e) {
+  } catch (const JitError& e) {
     return e.what();
   }
-  return "<no stax::Error thrown>";
+  return "<no JitError thrown>";
 }
 
 const char* kAxpy = R"(
@@ -107,11 +105,12 @@ TEST(ClangJit, SyntaxErrorCarriesDiagnosticsAndNumberedSource) {
   std::string what;
   try {
     jit().compile(src, {"f"}, "broken");
-    FAIL() << "expected a stax::Error";
-  } catch (const Error& e) {
+    FAIL() << "expected a JitError";
+  } catch (const JitError& e) {
     what = e.what();
     EXPECT_EQ(e.stage(), "cpu_cpp jit");
     EXPECT_EQ(e.location(), "broken.cpp");
+    EXPECT_EQ(e.code(), STAX_ERROR_COMPILE);
   }
   const std::string stderr_text = testing::internal::GetCapturedStderr();
   EXPECT_EQ(stderr_text, "") << "the JIT must not print";

@@ -20,7 +20,6 @@
 #include "clang/Frontend/CompilerInvocation.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PreprocessorOptions.h"
-#include "core/support/error.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -144,6 +143,17 @@ std::string number_source_lines(std::string_view source) {
   return out;
 }
 
+JitError::JitError(StaxErrorCode code, std::string location, std::string message)
+    : sdk::PluginError(code, (location.empty() ? std::string(kStage) : location) + ": error: " +
+                                 message),
+      location_(std::move(location)),
+      message_(std::move(message)) {}
+
+const std::string& JitError::stage() const {
+  static const std::string stage = kStage;
+  return stage;
+}
+
 namespace detail {
 
 struct JitState {
@@ -201,14 +211,16 @@ CompiledModule::~CompiledModule() = default;
 void CompiledModule::reset() { impl_.reset(); }
 
 void* CompiledModule::address(std::string_view symbol) const {
-  if (!impl_) throw Error(kStage, "", "address('" + std::string(symbol) + "') of an empty module");
+  if (!impl_)
+    throw JitError(STAX_ERROR_INVALID_ARGUMENT, "",
+                   "address('" + std::string(symbol) + "') of an empty module");
   for (const auto& [name, addr] : impl_->symbols)
     if (name == symbol) return addr;
   std::vector<std::string> known;
   for (const auto& entry : impl_->symbols) known.push_back(entry.first);
-  throw Error(kStage, impl_->name,
-              "symbol '" + std::string(symbol) +
-                  "' was not asked for in compile() (known: " + join(known) + ")");
+  throw JitError(STAX_ERROR_INVALID_ARGUMENT, impl_->name,
+                 "symbol '" + std::string(symbol) +
+                     "' was not asked for in compile() (known: " + join(known) + ")");
 }
 
 const std::vector<std::pair<std::string, void*>>& CompiledModule::symbols() const {
@@ -257,21 +269,21 @@ std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
   std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
   diag_os.flush();
   if (!compilation || diags.hasErrorOccurred()) {
-    throw Error(kStage, "",
-                "the clang driver rejected the command line `" + join(command) + "`:\n" +
-                    trim_trailing_newlines(diag_text));
+    throw JitError(STAX_ERROR_INVALID_OPTION, "",
+                   "the clang driver rejected the command line `" + join(command) + "`:\n" +
+                       trim_trailing_newlines(diag_text));
   }
   const clang::driver::JobList& jobs = compilation->getJobs();
   if (jobs.size() != 1 || !llvm::isa<clang::driver::Command>(*jobs.begin())) {
-    throw Error(kStage, "",
-                "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
-                    join(command) + "`, expected one cc1 job");
+    throw JitError(STAX_ERROR_INVALID_OPTION, "",
+                   "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
+                       join(command) + "`, expected one cc1 job");
   }
   const auto& job = llvm::cast<clang::driver::Command>(*jobs.begin());
   if (llvm::StringRef(job.getCreator().getName()) != "clang") {
-    throw Error(kStage, "",
-                "the clang driver's job for `" + join(command) + "` is not cc1 but " +
-                    job.getCreator().getName());
+    throw JitError(STAX_ERROR_INVALID_OPTION, "",
+                   "the clang driver's job for `" + join(command) + "` is not cc1 but " +
+                       job.getCreator().getName());
   }
   std::vector<std::string> args;
   for (const char* a : job.getArguments()) args.emplace_back(a);
@@ -283,7 +295,8 @@ std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
 
 ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
   if (options.opt_level < 0 || options.opt_level > 3) {
-    throw Error(kStage, "", "opt_level must be 0..3, got " + std::to_string(options.opt_level));
+    throw JitError(STAX_ERROR_INVALID_OPTION, "",
+                   "opt_level must be 0..3, got " + std::to_string(options.opt_level));
   }
   JitState& s = *state_;
   s.options = std::move(options);
@@ -300,11 +313,14 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
-    throw Error(kStage, "", "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
   jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
-  if (!jit) throw Error(kStage, "", "cannot create the LLJIT: " + to_string(jit.takeError()));
+  if (!jit)
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot create the LLJIT: " + to_string(jit.takeError()));
   s.jit = std::move(*jit);
   JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
   s.jit->getExecutionSession().setErrorReporter(
@@ -365,12 +381,12 @@ CompiledModule ClangJit::compile(std::string_view source,
   std::lock_guard<std::mutex> lock(s.mutex);
   const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
   const std::string file_name = file_name_for(kernel_name);
-  auto fail = [&](const std::string& what, const std::string& details) -> Error {
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
     std::string message = what;
     if (!details.empty()) message += ":\n" + trim_trailing_newlines(details);
     message += "\nsource of kernel '" + kernel_name + "' (" + file_name + "):\n" +
                number_source_lines(source);
-    return Error(kStage, file_name, trim_trailing_newlines(message));
+    return JitError(STAX_ERROR_COMPILE, file_name, trim_trailing_newlines(message));
   };
   s.orc_errors.clear();
   s.backend_errors.clear();

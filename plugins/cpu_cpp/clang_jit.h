@@ -3,7 +3,9 @@
 // compile() returns a CompiledModule that owns the machine code of that kernel and frees it when
 // destroyed.
 //
-// This header is plain C++ on purpose: the LLVM/Clang headers stay in clang_jit.cpp.
+// This header is plain C++ on purpose: the LLVM/Clang headers stay in clang_jit.cpp. It depends on
+// the plugin SDK only (sdk/include): failures are JitError, an sdk::PluginError, so that a plugin's
+// STAX_DEFINE_PLUGIN boundary turns them into StaxErrors with the right code.
 //
 // Kernel sources should not #include system headers (<cmath> costs ~200 ms per compile): declare
 // what is needed (`extern "C" float expf(float);`) and use clang vector extensions. Functions to
@@ -21,7 +23,26 @@
 #include <utility>
 #include <vector>
 
+#include "stax/sdk/types.hpp"
+
 namespace stax::cpu {
+
+// What ClangJit throws. code(): STAX_ERROR_COMPILE (the source failed to compile, link or look
+// up: the message holds Clang's diagnostics and the numbered source), STAX_ERROR_INVALID_OPTION
+// (bad opt_level or driver flags), STAX_ERROR_INVALID_ARGUMENT (misuse of a CompiledModule),
+// STAX_ERROR_UNAVAILABLE (no host target / LLJIT). what() is "LOCATION: error: MESSAGE" (or
+// "cpu_cpp jit: error: MESSAGE" without a location), like stax::Error.
+class JitError : public sdk::PluginError {
+ public:
+  JitError(StaxErrorCode code, std::string location, std::string message);
+  const std::string& stage() const;  // "cpu_cpp jit"
+  const std::string& location() const { return location_; }  // "<kernel>.cpp" or empty
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string location_;
+  std::string message_;
+};
 
 namespace detail {
 struct JitState;  // the driver's cc1 arguments, the LLJIT instance, the mutex (clang_jit.cpp)
@@ -33,13 +54,13 @@ struct JitState;  // the driver's cc1 arguments, the LLJIT instance, the mutex (
 // (-ffp-contract=off: no FMA contraction, so kernels round like the reference interpreter).
 struct ClangJitOptions {
   // -O<opt_level> for Clang's pipeline, and the matching LLVM code generation level
-  // (0 None, 1 Less, 2 Default, 3 Aggressive). 0..3; anything else is a stax::Error.
+  // (0 None, 1 Less, 2 Default, 3 Aggressive). 0..3; anything else is a JitError.
   int opt_level = 3;
   // -march=native (the driver expands it to the host CPU and its exact features). When false,
   // kernels target the triple's baseline CPU (x86-64 without AVX).
   bool native_cpu = true;
   // Appended to the driver command line after the defaults, e.g. {"-DN=4", "-ffast-math"}.
-  // An unknown flag is a stax::Error from the constructor.
+  // An unknown flag is a JitError from the constructor.
   std::vector<std::string> extra_flags;
   // dlopen(sleef_library, RTLD_NOW | RTLD_GLOBAL) in the constructor so that kernels can call
   // Sleef_* functions. A missing library is not an error: sleef_available() is then false.
@@ -68,7 +89,7 @@ class CompiledModule {
   CompiledModule& operator=(const CompiledModule&) = delete;
   ~CompiledModule();
 
-  // Address of a symbol asked for in compile(); a stax::Error for any other name.
+  // Address of a symbol asked for in compile(); a JitError for any other name.
   void* address(std::string_view symbol) const;
   // address() as a function pointer: module.function<void(const float*, float*, long)>("k").
   template <class Fn>
@@ -95,7 +116,7 @@ class CompiledModule {
 };
 
 // The compiler. The constructor builds the cc1 command line with the Clang driver and creates the
-// LLJIT instance (a stax::Error on failure, e.g. an unknown extra flag). compile() is
+// LLJIT instance (a JitError on failure, e.g. an unknown extra flag). compile() is
 // thread-safe (serialised by a mutex).
 class ClangJit {
  public:
@@ -107,8 +128,8 @@ class ClangJit {
   ClangJit& operator=(ClangJit&&) noexcept = default;
 
   // Compiles `source` (C++17) and looks up `symbol_names`. `name` names the kernel in diagnostics
-  // ("<name>.cpp:3:7: error: ...") and in the stax::Error location. A failure (compile error,
-  // a missing symbol, a link error) is a stax::Error with stage "cpu_cpp jit" whose message holds
+  // ("<name>.cpp:3:7: error: ...") and in the JitError location. A failure (compile error,
+  // a missing symbol, a link error) is a JitError (code STAX_ERROR_COMPILE) whose message holds
   // Clang's diagnostics and the source with line numbers. Nothing is printed.
   CompiledModule compile(std::string_view source, const std::vector<std::string>& symbol_names,
                          std::string_view name = "kernel");

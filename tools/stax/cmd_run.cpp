@@ -1,22 +1,39 @@
-// stax run GRAPH: runs a graph on the reference interpreter (core/runtime/interpreter.h).
+// stax run GRAPH: runs a graph, on the reference interpreter (core/runtime/interpreter.h) or, with
+// --config / --compiled / --check, compiled by the configured backend (core/runtime/compiler.h).
 // Placeholders get their data from --input NAME=FILE.npy, or else seeded random data:
 //   floating dtypes: standard normal (Tensor::randn); integer dtypes: uniform in [0, 10)
 //   (Tensor::randint); bool: uniform in {false, true}. Every random input is drawn with the run's
 //   --seed, the k-th one at Philox offset = the element count of the random inputs before it, so
 //   the data is reproducible and independent of the other inputs' sources.
 // Prints one line per input and per output ("NAME: float32(64,) min=... max=... mean=... [...]")
-// and the interpreter's wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order.
+// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order.
+//
+// Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml) compiles
+// the graph first and prints the compile summary (kernels, fallbacks, compile ms per kernel).
+// --check (implies compiled mode) also runs the interpreter on the same inputs and prints, per
+// output, the max abs / max rel difference and whether the two are bit-identical. An element
+// passes when |c - r| <= atol * max(1, max|r|) + rtol * |r| (r the interpreter's value, max|r|
+// over the output), NaN matches NaN and infinities match exactly, with
+//     float64 (rtol 1e-12, atol 1e-14)   float32 (1e-5, 1e-6)
+//     float16 (2e-3, 1e-3)                bfloat16 (1.6e-2, 1e-2)    integers, bool: exact.
+// These cover rounding differences (a reassociated reduction, BLAS's summation order, a
+// decomposed composite op) with a wide margin; the compiled kernels of cpu_cpp are in fact
+// bit-identical on pointwise code and sequential reductions. Exit status 1 when an output fails.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 
+#include "core/runtime/compiler.h"
 #include "core/runtime/interpreter.h"
 #include "core/runtime/npy.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
+#include "tools/stax/compile_support.h"
 
 namespace stax::cli {
 
@@ -28,7 +45,69 @@ struct RunOptions {
   std::vector<std::string> shapes;
   uint64_t seed = 0;
   std::string save;
+  std::string config;
+  bool compiled = false;
+  bool check = false;
 };
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+Tolerance tolerance_for(DType d) {
+  switch (d) {
+    case DType::Float64: return {1e-12, 1e-14};
+    case DType::Float32: return {1e-5, 1e-6};
+    case DType::Float16: return {2e-3, 1e-3};
+    case DType::BFloat16: return {1.6e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// Compares a compiled output with the interpreter's; prints one line; returns whether it passes.
+bool check_output(size_t i, const std::string& name, const Tensor& got, const Tensor& want) {
+  std::cout << "check out" << i << " " << name << ": ";
+  if (got.sizes() != want.sizes() || got.dtype() != want.dtype()) {
+    std::cout << "FAIL: compiled " << dtype_name(got.dtype()) << shape_str(got.sizes())
+              << ", interpreter " << dtype_name(want.dtype()) << shape_str(want.sizes()) << "\n";
+    return false;
+  }
+  Tolerance tol = tolerance_for(want.dtype());
+  double max_ref = 0;
+  for (int64_t k = 0; k < want.numel(); ++k)
+    if (std::isfinite(want.get_double(k))) max_ref = std::max(max_ref, std::fabs(want.get_double(k)));
+  double max_abs = 0, max_rel = 0;
+  int64_t bad = 0;
+  for (int64_t k = 0; k < want.numel(); ++k) {
+    double c = got.get_double(k), r = want.get_double(k);
+    if (std::isnan(c) || std::isnan(r) || std::isinf(c) || std::isinf(r)) {
+      if (!(std::isnan(c) && std::isnan(r)) && c != r) ++bad;
+      continue;
+    }
+    double d = std::fabs(c - r);
+    max_abs = std::max(max_abs, d);
+    if (r != 0) max_rel = std::max(max_rel, d / std::fabs(r));
+    if (d > tol.atol * std::max(1.0, max_ref) + tol.rtol * std::fabs(r)) ++bad;
+  }
+  std::cout << "max abs diff " << number(max_abs) << ", max rel diff " << number(max_rel)
+            << ", bit-identical " << (got.equal(want) ? "yes" : "no") << ": ";
+  if (bad == 0) {
+    std::cout << "ok";
+    if (is_floating(want.dtype()))
+      std::cout << " (rtol " << number(tol.rtol) << ", atol " << number(tol.atol) << ")";
+    std::cout << "\n";
+    return true;
+  }
+  std::cout << "FAIL (" << bad << " of " << want.numel() << " elements outside rtol "
+            << number(tol.rtol) << ", atol " << number(tol.atol) << ")\n";
+  return false;
+}
 
 Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
   if (is_floating(m.dtype)) return Tensor::randn(m.sizes, m.dtype, seed, offset);
@@ -70,20 +149,64 @@ int run(const RunOptions& o) {
                 << "): " << inputs.back().summary() << "\n";
     }
   }
-  InterpreterOptions options;
-  options.seed = o.seed;
-  auto start = std::chrono::steady_clock::now();
-  std::vector<Tensor> outputs = interpret(g, inputs, options);
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::vector<Node*> returned = g.outputs();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string name = i < returned.size() && returned[i] ? returned[i]->name() : "?";
-    std::cout << "out" << i << " " << name << ": " << outputs[i].summary() << "\n";
+  auto name_of = [&](size_t i) {
+    return i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
+  };
+  auto ms_text = [](double ms) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", ms);
+    return std::string(buf);
+  };
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  const bool compiled = o.compiled || o.check || !o.config.empty();
+  std::vector<Tensor> outputs;
+  double ms = 0;
+  int status = 0;
+  if (!compiled) {
+    InterpreterOptions options;
+    options.seed = o.seed;
+    auto start = std::chrono::steady_clock::now();
+    outputs = interpret(g, inputs, options);
+    ms = since(start);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::cout << "out" << i << " " << name_of(i) << ": " << outputs[i].summary() << "\n";
+    std::cout << "wall time: " << ms_text(ms) << " ms (reference interpreter)\n";
+  } else {
+    Compiler compiler(load_cli_config(o.config));
+    CompiledGraph cg = compiler.compile(g);
+    std::cout << "compiled: " << cg.summary() << "\n";
+    GraphRunOptions options;
+    options.seed = o.seed;
+    auto start = std::chrono::steady_clock::now();
+    outputs = cg.run(inputs, options);
+    ms = since(start);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::cout << "out" << i << " " << name_of(i) << ": " << outputs[i].summary() << "\n";
+    std::cout << "wall time: " << ms_text(ms) << " ms (compiled, backend " << cg.backend_name()
+              << ")\n";
+    if (o.check) {
+      InterpreterOptions io;
+      io.seed = o.seed;
+      auto t = std::chrono::steady_clock::now();
+      std::vector<Tensor> want = interpret(g, inputs, io);
+      double ref_ms = since(t);
+      std::cout << "wall time: " << ms_text(ref_ms) << " ms (reference interpreter, for --check)\n";
+      size_t failed = 0;
+      for (size_t i = 0; i < outputs.size() && i < want.size(); ++i)
+        if (!check_output(i, name_of(i), outputs[i], want[i])) ++failed;
+      if (failed == 0) {
+        std::cout << "check: all " << outputs.size()
+                  << " output(s) agree with the reference interpreter\n";
+      } else {
+        std::cout << "check: " << failed << " of " << outputs.size()
+                  << " output(s) disagree with the reference interpreter\n";
+        status = 1;
+      }
+    }
   }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", ms);
-  std::cout << "wall time: " << buf << " ms (reference interpreter)\n";
   if (!o.save.empty()) {
     std::filesystem::create_directories(o.save);
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -93,14 +216,15 @@ int run(const RunOptions& o) {
     }
     std::cout << "saved " << outputs.size() << " output(s) to " << o.save << "\n";
   }
-  return 0;
+  return status;
 }
 
 }  // namespace
 
 Subcommand make_run_command(CLI::App& parent) {
   auto opts = std::make_shared<RunOptions>();
-  CLI::App* sub = parent.add_subcommand("run", "Run a graph (.stax) on the reference interpreter");
+  CLI::App* sub = parent.add_subcommand(
+      "run", "Run a graph (.stax) on the reference interpreter, or compiled (--config, --check)");
   sub->add_option("graph", opts->graph, "Graph text file (.stax)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -113,6 +237,14 @@ Subcommand make_run_command(CLI::App& parent) {
       ->capture_default_str();
   sub->add_option("--save", opts->save, "Write the outputs to DIR/out0.npy, DIR/out1.npy, ...")
       ->type_name("DIR");
+  sub->add_option("--config,-c", opts->config,
+                  "Compile with the backends of this YAML config and run the compiled graph")
+      ->type_name("FILE");
+  sub->add_flag("--compiled", opts->compiled,
+                "Compile and run with the default config (" + default_config_path() + ")");
+  sub->add_flag("--check", opts->check,
+                "Run compiled and on the interpreter; compare every output (max abs / rel "
+                "difference) and fail beyond the documented tolerance");
   return {sub, [opts] { return run(*opts); }};
 }
 

@@ -25,6 +25,9 @@ using SubcommandFactory = Subcommand (*)(CLI::App& parent);
 
 Subcommand make_check_command(CLI::App& parent);  // cmd_check.cpp
 Subcommand make_run_command(CLI::App& parent);    // cmd_run.cpp
+Subcommand make_grad_command(CLI::App& parent);   // cmd_grad.cpp
+Subcommand make_compile_command(CLI::App& parent);  // cmd_compile.cpp
+Subcommand make_plugins_command(CLI::App& parent);  // cmd_plugins.cpp
 
 // ---- helpers shared by subcommands (common.cpp) ----
 

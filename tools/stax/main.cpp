@@ -10,6 +10,9 @@ namespace {
 constexpr stax::cli::SubcommandFactory kSubcommands[] = {
     stax::cli::make_check_command,
     stax::cli::make_run_command,
+    stax::cli::make_grad_command,
+    stax::cli::make_compile_command,
+    stax::cli::make_plugins_command,
 };
 
 }  // namespace

@@ -1,0 +1,293 @@
+#include "core/runtime/compiled_graph.h"
+
+#include <cstdio>
+#include <functional>
+#include <unordered_map>
+
+#include "core/runtime/compiled_graph_impl.h"
+#include "core/runtime/interpreter.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+namespace {
+
+using Impl = CompiledGraph::Impl;
+
+// The interpreter's per-node seed (core/runtime/interpreter.cpp keeps its copy private):
+// mix64(run seed ^ mix64(key)), key = the node's "rng_seed" attr (int, or FNV-1a of a string),
+// else FNV-1a of its name. Kept identical so that random fallback ops draw what `interpret` draws.
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+uint64_t node_seed(uint64_t seed, const Node& n) {
+  uint64_t key;
+  auto it = n.attrs.find("rng_seed");
+  if (it != n.attrs.end() && (it->second.is_int() || it->second.is_bool()))
+    key = static_cast<uint64_t>(it->second.to_int());
+  else if (it != n.attrs.end() && it->second.is_string())
+    key = fnv1a(it->second.str());
+  else
+    key = fnv1a(n.name());
+  return mix64(seed ^ mix64(key));
+}
+
+// Same sizes and the same strides wherever they matter (extent > 1).
+bool same_layout(const Tensor& t, const Shape& sizes, const Shape& strides) {
+  if (t.sizes() != sizes || strides.size() != sizes.size()) return false;
+  if (shape_numel(sizes) == 0) return true;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && t.strides()[d] != strides[d]) return false;
+  return true;
+}
+
+// Storage for the buffers of one run, from the CompiledGraph's pool when an entry is free
+// (referenced by the pool only): kernels, extern kernels and copies write every element of the
+// buffers they produce, so reused storage needs no clearing. New storage is zero-filled.
+class Allocator {
+ public:
+  explicit Allocator(std::vector<Tensor>& pool) : pool_(pool) {
+    // Entries the caller still holds (returned outputs) are the caller's now.
+    std::vector<Tensor> keep;
+    for (Tensor& t : pool_)
+      if (t.storage().use_count() == 1) keep.push_back(std::move(t));
+    pool_ = std::move(keep);
+  }
+
+  // A tensor viewing storage with exactly `layout` (offset included).
+  Tensor allocate(const Layout& layout) {
+    int64_t need = std::max<int64_t>(layout.storage_numel(), 1);
+    for (const Tensor& t : pool_) {
+      if (t.dtype() != layout.dtype || t.storage().use_count() != 1) continue;
+      if (t.numel() >= need && t.numel() <= 2 * need + 64)
+        return t.as_strided(layout.size, layout.stride, layout.offset);
+    }
+    pool_.push_back(Tensor::empty({need}, layout.dtype));
+    return pool_.back().as_strided(layout.size, layout.stride, layout.offset);
+  }
+
+ private:
+  std::vector<Tensor>& pool_;  // 1-D tensors, storage offset 0
+};
+
+// The run's buffers: one Tensor per slot, viewing the slot buffer's storage with its layout.
+class Slots {
+ public:
+  explicit Slots(const Impl& impl) : impl_(impl), tensors_(impl.slots.size()) {}
+
+  Tensor& at(size_t s) { return tensors_.at(s); }
+  const Layout& layout(size_t s) const { return impl_.slots[s]->layout(); }
+
+  const Tensor& get(size_t s) const {
+    const Tensor& t = tensors_.at(s);
+    if (!t.defined())
+      throw Error("runtime", impl_.slots[s]->name(),
+                  "internal: buffer used before it was computed or after it was released");
+    return t;
+  }
+  // The address of element 0 of the slot's storage frame (what layout offsets count from).
+  void* base(size_t s) const {
+    const Tensor& t = get(s);
+    return t.data_ptr() - layout(s).offset * t.itemsize();
+  }
+  // A view of slot s's storage with `view` (a layout over the same storage frame).
+  Tensor view(size_t s, const Layout& view) const {
+    const Tensor& t = get(s);
+    int64_t offset = t.storage_offset() - layout(s).offset + view.offset;
+    return t.as_strided(view.size, view.stride, offset);
+  }
+
+ private:
+  const Impl& impl_;
+  std::vector<Tensor> tensors_;
+};
+
+StaxTensorDesc tensor_desc(void* base, const Layout& l) {
+  StaxTensorDesc d{};
+  d.struct_size = sizeof(StaxTensorDesc);
+  d.data = base;
+  d.dtype = static_cast<int32_t>(l.dtype);
+  d.ndim = l.size.size();
+  d.sizes = l.size.data();
+  d.strides = l.stride.data();
+  d.offset = l.offset;
+  return d;
+}
+
+// Runs `node` with the reference interpreter's kernel on `args` (bound to arg_nodes) and returns
+// its result.
+Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_nodes,
+                      const std::vector<Tensor>& args, uint64_t run_seed) {
+  const std::string where = "%" + node.name();
+  const KernelFn* kernel = default_interpreter_table().find(node.target());
+  if (!kernel) throw Error("runtime", where, "no interpreter kernel for op " + node.target());
+  std::unordered_map<const Node*, const Tensor*> bound;
+  for (size_t i = 0; i < arg_nodes.size() && i < args.size(); ++i) bound[arg_nodes[i]] = &args[i];
+  std::function<const Tensor&(const Node*)> lookup = [&](const Node* n) -> const Tensor& {
+    auto it = bound.find(n);
+    if (it == bound.end())
+      throw Error(
+          "runtime", where,
+          "fallback kernel reads %" + (n ? n->name() : "?") + ", which is not one of its inputs");
+    return *it->second;
+  };
+  KernelContext ctx(node, lookup, node_seed(run_seed, node));
+  Tensor r;
+  try {
+    r = (*kernel)(ctx);
+  } catch (const Error& e) {
+    if (e.location() == where) throw;
+    throw Error("runtime", where, node.target() + ": " + e.message());
+  }
+  if (!r.defined() || r.sizes() != node.shape() || r.dtype() != node.dtype())
+    throw Error("runtime", where,
+                node.target() +
+                    ": the interpreter kernel's result does not "
+                    "match the node's metadata");
+  return r;
+}
+
+// The tensor arguments of an extern kernel's node, in argument order (duplicates kept): they
+// correspond one to one to ExternKernel::inputs().
+std::vector<const Node*> tensor_args(const Node& n) {
+  std::vector<const Node*> out;
+  for (const Arg& a : n.args())
+    if (a.is_node()) out.push_back(a.node());
+  return out;
+}
+
+}  // namespace
+
+CompiledGraph::CompiledGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
+                                       const GraphRunOptions& options) const {
+  const Impl& impl = *impl_;
+  const LoweredGraph& l = impl.lowered;
+  if (inputs.size() != l.inputs.size())
+    throw Error("runtime", "",
+                "the graph has " + std::to_string(l.inputs.size()) + " placeholders but " +
+                    std::to_string(inputs.size()) + " inputs were given");
+  std::lock_guard<std::mutex> lock(impl.shared->run_mutex);
+  Allocator alloc(impl.pool);
+  auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
+  Slots slots(impl);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const Layout& want = l.inputs[i]->layout();
+    const std::string where = "%" + l.inputs[i]->name();
+    if (!t.defined()) throw Error("runtime", where, "input tensor is undefined");
+    if (t.sizes() != want.size || t.dtype() != want.dtype)
+      throw Error("runtime", where,
+                  "input has " + std::string(dtype_name(t.dtype())) + shape_str(t.sizes()) +
+                      " but the placeholder expects " + std::string(dtype_name(want.dtype)) +
+                      shape_str(want.size));
+    if (same_layout(t, want.size, want.stride) && want.offset == 0) {
+      slots.at(i) = t;
+    } else {
+      slots.at(i) = allocate(want);
+      slots.at(i).copy_from(t);
+    }
+  }
+
+  for (const Impl::Step& step : impl.steps) {
+    const Buffer& produced = *impl.slots[step.slot];
+    switch (step.kind) {
+      case Impl::StepKind::Kernel: {
+        slots.at(step.slot) = allocate(produced.layout());
+        std::vector<void*> ptrs;
+        for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
+        impl.compiled[step.kernel]->run(ptrs);
+        break;
+      }
+      case Impl::StepKind::Extern: {
+        const auto& ek = static_cast<const ExternKernel&>(produced);
+        slots.at(step.slot) = allocate(produced.layout());
+        if (impl.plugin->has_extern_kernel(ek.kernel())) {
+          std::vector<StaxTensorDesc> descs;
+          for (size_t k = 0; k < ek.inputs().size(); ++k)
+            descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
+          descs.push_back(tensor_desc(slots.base(step.slot), produced.layout()));
+          impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
+        } else {
+          std::vector<Tensor> args;
+          for (size_t k = 0; k < ek.inputs().size(); ++k)
+            args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
+          slots.at(step.slot).copy_from(
+              interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
+        }
+        break;
+      }
+      case Impl::StepKind::Fallback: {
+        const auto& fk = static_cast<const FallbackKernel&>(produced);
+        std::vector<Tensor> args;
+        for (size_t k = 0; k < fk.inputs().size(); ++k)
+          args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
+        Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
+        const Layout& want = produced.layout();
+        if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+          slots.at(step.slot) = r;
+        } else {
+          slots.at(step.slot) = allocate(want);
+          slots.at(step.slot).copy_from(r);
+        }
+        break;
+      }
+    }
+    for (size_t s : step.frees) slots.at(s) = Tensor();
+  }
+
+  std::vector<Tensor> outputs;
+  for (const GraphOutput& o : l.outputs) {
+    size_t s = 0;
+    while (s < impl.slots.size() && impl.slots[s] != o.buffer.get()) ++s;
+    if (s == impl.slots.size())
+      throw Error("runtime", o.buffer->name(), "internal: output buffer has no slot");
+    outputs.push_back(slots.view(s, o.layout));
+  }
+  return outputs;
+}
+
+const Graph& CompiledGraph::graph() const { return *impl_->graph; }
+const LoweredGraph& CompiledGraph::lowered() const { return impl_->lowered; }
+std::string CompiledGraph::loop_ir() const { return impl_->lowered.str(); }
+const std::vector<CompiledKernelInfo>& CompiledGraph::kernels() const { return impl_->infos; }
+size_t CompiledGraph::num_kernels() const { return impl_->infos.size(); }
+size_t CompiledGraph::num_externs() const { return impl_->num_externs; }
+size_t CompiledGraph::num_fallbacks() const { return impl_->num_fallbacks; }
+const CompileStats& CompiledGraph::stats() const { return impl_->stats; }
+const std::string& CompiledGraph::backend_name() const { return impl_->plugin->name(); }
+
+std::string CompiledGraph::summary() const {
+  auto ms = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f ms", v);
+    return std::string(buf);
+  };
+  std::string s = "kernels: " + std::to_string(num_kernels());
+  if (!impl_->infos.empty()) {
+    s += " (";
+    for (size_t i = 0; i < impl_->infos.size(); ++i)
+      s += (i ? ", " : "") + impl_->infos[i].name + " " + ms(impl_->infos[i].compile_ms);
+    s += ")";
+  }
+  s += " | extern kernels: " + std::to_string(num_externs());
+  s += " | fallbacks: " + std::to_string(num_fallbacks());
+  s += " | backend " + backend_name();
+  const CompileStats& st = impl_->stats;
+  s += " | lowering " + ms(st.lower_ms) + ", compile " + ms(st.compile_ms) + ", total " +
+       ms(st.total_ms);
+  return s;
+}
+
+}  // namespace stax

@@ -1,0 +1,83 @@
+// CompiledGraph: a graph compiled by a Compiler (compiler.h), ready to run on tensors.
+//
+// run(inputs) executes the lowered graph's steps in order (producers before consumers):
+//   * a ComputedBuffer: its kernel, compiled by the backend plugin, on contiguous buffers;
+//   * an ExternKernel (matmul family): the plugin's extern kernel, or the reference interpreter's
+//     kernel when the plugin does not offer that name;
+//   * a FallbackKernel (an op without a lowering rule): the reference interpreter's kernel for the
+//     op, on views of the buffers it reads; random ops get the interpreter's per-node seed, so they
+//     draw the numbers `interpret` draws for the same run seed.
+// Buffers get storage when their step runs and give it back after their last reader; the storage
+// comes from a pool the CompiledGraph keeps between runs (a caching allocator): an entry nobody
+// else references (a released intermediate of this or an earlier run, an output the caller has
+// dropped) is reused, so a steady stream of runs neither allocates nor page-faults; returned
+// outputs the caller keeps are never reused. Fresh storage is zero-filled; reused storage is not
+// cleared (every producer writes all elements of its buffer). Graph inputs whose strides differ
+// from the placeholder's are copied into the placeholder's layout first. Outputs are returned in
+// return order as views of their buffers (a returned view of an input is a view of that input,
+// without a copy).
+//
+// run() may be called from several threads; calls are serialised per Compiler (the plugin ABI
+// serialises calls on one backend instance).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/lowering/graph_lowering.h"
+#include "core/runtime/tensor.h"
+
+namespace stax {
+
+// One compiled kernel.
+struct CompiledKernelInfo {
+  std::string name;       // "kernel0"
+  std::string buffer;     // the ComputedBuffer it computes, "buf2"
+  std::string source;     // the source the plugin generated
+  double compile_ms = 0;  // the plugin's compile call (print + compile), wall time
+};
+
+struct CompileStats {
+  double decompose_ms = 0;
+  double lower_ms = 0;    // lower_graph
+  double codegen_ms = 0;  // kernel descriptions (plan_kernels)
+  double compile_ms = 0;  // every plugin compile call
+  double total_ms = 0;
+};
+
+struct GraphRunOptions {
+  uint64_t seed = 0;  // random fallback ops (as InterpreterOptions::seed)
+};
+
+class CompiledGraph {
+ public:
+  struct Impl;
+  explicit CompiledGraph(std::shared_ptr<const Impl> impl);
+
+  // One tensor per placeholder, in graph order (shapes and dtypes must match). Throws stax::Error.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs,
+                          const GraphRunOptions& options = {}) const;
+
+  // The graph as compiled (after decomposition).
+  const Graph& graph() const;
+  const LoweredGraph& lowered() const;
+  // The Listing 6.2 form of every buffer (LoweredGraph::str()).
+  std::string loop_ir() const;
+  const std::vector<CompiledKernelInfo>& kernels() const;
+  size_t num_kernels() const;
+  size_t num_externs() const;
+  size_t num_fallbacks() const;
+  const CompileStats& stats() const;
+  const std::string& backend_name() const;
+  // "kernels: 1 (kernel0 12.3 ms) | extern kernels: 0 | fallbacks: 0 | backend cpu_cpp |
+  //  lowering 0.4 ms, compile 12.3 ms, total 13.1 ms"
+  std::string summary() const;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace stax

@@ -1,0 +1,304 @@
+#include "plugins/cpu_cpp/cpp_printer.h"
+
+#include <regex>
+#include <vector>
+
+#include "plugins/cpu_cpp/embedded_text.h"
+#include "stax/sdk/cstyle_printer.hpp"
+
+namespace stax::cpu {
+
+namespace {
+
+using sdk::DType;
+
+// What follows scalar_ops.hpp and half_bits.hpp in the prelude: the 16-bit float storage types
+// (distinct structs, so that stax_scalar::convert can tell them apart from integers), their
+// conversions to and from every compute type (double and integers go through float, like the
+// reference runtime), and the bounds-check macro of indirect indexing.
+constexpr const char kPreludeTail[] = R"(
+struct stax_half { unsigned short bits; };
+struct stax_bf16 { unsigned short bits; };
+
+namespace stax_scalar {
+inline float stax_to_float(stax_half x) { return stax_f16::half_to_float(x.bits); }
+inline float stax_to_float(stax_bf16 x) { return stax_f16::bf16_to_float(x.bits); }
+template <class H> inline H stax_from_float(float x);
+template <> inline stax_half stax_from_float<stax_half>(float x) {
+  return stax_half{stax_f16::float_to_half(x)};
+}
+template <> inline stax_bf16 stax_from_float<stax_bf16>(float x) {
+  return stax_bf16{stax_f16::float_to_bf16(x)};
+}
+#define STAX_F16_CONVERSIONS(H)                                                         \
+  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
+  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
+  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
+  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
+  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
+  template <> inline H convert<H, double>(double x) {                                   \
+    return stax_from_float<H>((float)x);                                                \
+  }                                                                                     \
+  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
+  template <> inline H convert<H, bool>(bool x) {                                       \
+    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
+  }
+STAX_F16_CONVERSIONS(stax_half)
+STAX_F16_CONVERSIONS(stax_bf16)
+#undef STAX_F16_CONVERSIONS
+}  // namespace stax_scalar
+
+// min / max of index expressions (int64; constants print as plain int literals).
+inline long long stax_index_min(long long a, long long b) { return a < b ? a : b; }
+inline long long stax_index_max(long long a, long long b) { return a < b ? b : a; }
+
+// Indirect indexing out of bounds: report to the host and stop the kernel.
+#define STAX_CHECK(cond, message) \
+  do {                            \
+    if (!(cond)) {                \
+      *stax_error = message;      \
+      return;                     \
+    }                             \
+  } while (0)
+)";
+
+sdk::CStyleTables cpp_tables() {
+  sdk::CStyleTables t;
+  t.storage_types[static_cast<int>(DType::Float16)] = "stax_half";
+  t.storage_types[static_cast<int>(DType::BFloat16)] = "stax_bf16";
+  t.pointer_qualifier = "__restrict";
+  t.min = "stax_index_min";
+  t.max = "stax_index_max";
+  return t;
+}
+
+std::string loop(const std::string& var, const std::string& begin, const std::string& end) {
+  return "for (long long " + var + " = " + begin + "; " + var + " < " + end + "; ++" + var + ") {";
+}
+
+class SourceWriter {
+ public:
+  void line(const std::string& text) { out_ += std::string(2 * depth_, ' ') + text + "\n"; }
+  void open(const std::string& text) {
+    line(text);
+    ++depth_;
+  }
+  void close() {
+    --depth_;
+    line("}");
+  }
+  int depth() const { return depth_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+  int depth_ = 0;
+};
+
+// Lane interleaving of reduction kernels whose loads are contiguous (or constant) along the
+// innermost iteration variable L (a column reduction, a reduction over an outer dimension): up to
+// kMaxWideLanes neighbouring outputs along L per block, their accumulators in an array and the
+// lane loop innermost, so that Clang turns each lane loop into vector loads and vector adds. The
+// results stay bit-identical: every output is still accumulated alone, in index order; only
+// outputs are interleaved. (Row reductions, contiguous along the reduction variable, gain little
+// from interleaving rows: Clang packs the rows' loads into gathers; they stay sequential unless
+// reorder_reductions lets Clang vectorise the reduction loop itself.)
+constexpr int64_t kMaxWideLanes = 128;
+constexpr int64_t kMinWideLanes = 16;
+
+// Whether every load of the kernel moves by 0 or 1 element when iteration variable `dim` grows
+// by one (evaluated at the origin; a non-affine index counts as not contiguous).
+bool contiguous_along(const sdk::Kernel& k, int32_t dim) {
+  std::vector<int64_t> zero_i(k.ranges().size(), 0), one_i = zero_i;
+  one_i[static_cast<size_t>(dim)] = 1;
+  std::vector<int64_t> zero_r(std::max<size_t>(k.reduction_ranges().size(), 1), 0);
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    sdk::LoopBody body = k.body(b);
+    std::vector<int64_t> ind(body.num_ops(), 0);
+    for (size_t i = 0; i < body.num_ops(); ++i) {
+      sdk::OpNode op = body.op(i);
+      if (op.opcode() != STAX_OP_LOAD && op.opcode() != STAX_OP_MASKED_LOAD) continue;
+      sdk::Expr e = body.index_of(op);
+      int64_t d = sdk::evaluate(e, one_i.data(), zero_r.data(), ind.data()) -
+                  sdk::evaluate(e, zero_i.data(), zero_r.data(), ind.data());
+      if (d != 0 && d != 1) return false;
+    }
+  }
+  return true;
+}
+
+class CppPrinter : public sdk::CStylePrinter {
+ public:
+  explicit CppPrinter(const sdk::Kernel& k) : sdk::CStylePrinter(k, cpp_tables()) {}
+  // Iteration variable `dim` reads as (i<dim> + offset) from now on ("" = plain).
+  void set_lane(int32_t dim, std::string offset) {
+    lane_dim_ = dim;
+    lane_offset_ = std::move(offset);
+  }
+  std::string iter_var(int32_t k) const override {
+    std::string v = loop_var(k);
+    return k == lane_dim_ && !lane_offset_.empty() ? "(" + v + " + " + lane_offset_ + ")" : v;
+  }
+  std::string loop_var(int32_t k) const { return sdk::CStylePrinter::iter_var(k); }
+
+ private:
+  int32_t lane_dim_ = -1;
+  std::string lane_offset_;
+};
+
+// `acc3` / `acc3_index` -> `acc3[stax_lane]` (the accumulators of a wide-lane body).
+std::string lane_accumulators(const std::string& line) {
+  static const std::regex acc("\\b(acc[0-9]+(_index)?)\\b");
+  return std::regex_replace(line, acc, "$1[stax_lane]");
+}
+
+std::string lane_loop(int64_t lanes) {
+  return "for (long long stax_lane = 0; stax_lane < " + std::to_string(lanes) + "; ++stax_lane) {";
+}
+
+void open_reduction_loops(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
+                          bool pragma) {
+  for (size_t r = 0; r < rranges.size(); ++r) {
+    if (pragma && r + 1 == rranges.size()) w.line("#pragma clang loop vectorize(enable)");
+    w.open(loop(p.reduce_var(static_cast<int32_t>(r)), "0", std::to_string(rranges[r]) + "LL"));
+  }
+}
+
+// One body inside the iteration loops: accumulators, the reduction loop(s), the statements, the
+// stores.
+void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
+               sdk::Span<int64_t> rranges, bool reduction, bool pragma) {
+  for (const std::string& l : pb.prologue) w.line(l);
+  int outer = w.depth();
+  if (reduction) open_reduction_loops(w, p, rranges, pragma);
+  for (const std::string& l : pb.lines) w.line(l);
+  while (w.depth() > outer) w.close();
+  for (const std::string& l : pb.epilogue) w.line(l);
+}
+
+// A wide-lane body: accumulators become arrays of `lanes`; the statements run in a lane loop
+// inside the reduction loop(s), the stores in one after them.
+void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
+                    sdk::Span<int64_t> rranges, int64_t lanes) {
+  std::vector<std::string> inits;
+  for (const std::string& l : pb.prologue) {  // "<type> <name> = <init>;"
+    size_t eq = l.find(" = "), sp = l.rfind(' ', eq - 1);
+    w.line(l.substr(0, eq) + "[" + std::to_string(lanes) + "];");
+    inits.push_back(l.substr(sp + 1, eq - sp - 1) + "[stax_lane] = " + l.substr(eq + 3));
+  }
+  if (!inits.empty()) {
+    w.open(lane_loop(lanes));
+    for (const std::string& l : inits) w.line(l);
+    w.close();
+  }
+  int outer = w.depth();
+  open_reduction_loops(w, p, rranges, false);
+  w.open(lane_loop(lanes));
+  for (const std::string& l : pb.lines) w.line(lane_accumulators(l));
+  while (w.depth() > outer) w.close();
+  if (!pb.epilogue.empty()) {
+    w.open(lane_loop(lanes));
+    for (const std::string& l : pb.epilogue) w.line(lane_accumulators(l));
+    w.close();
+  }
+}
+
+}  // namespace
+
+const std::string& kernel_prelude() {
+  static const std::string prelude = std::string("// Prelude: stax/sdk/scalar_ops.hpp\n") +
+                                     embedded::kScalarOps + "\n// Prelude: half_bits.hpp\n" +
+                                     embedded::kHalfBits + kPreludeTail;
+  return prelude;
+}
+
+std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& options) {
+  sdk::Span<int64_t> ranges = k.ranges();
+  sdk::Span<int64_t> rranges = k.reduction_ranges();
+  // Wide lanes (see above) for kernels made of reduction loops, contiguous along the innermost
+  // iteration variable with an extent of at least kMinWideLanes.
+  int64_t lanes = 0;
+  const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
+  bool all_reductions = k.num_bodies() > 0;
+  for (size_t b = 0; b < k.num_bodies(); ++b)
+    all_reductions = all_reductions && k.body(b).is_reduction_loop();
+  if (all_reductions && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
+    int64_t extent = ranges[static_cast<size_t>(lane_dim)];
+    lanes = kMaxWideLanes;
+    while (lanes > extent && lanes > kMinWideLanes) lanes /= 2;
+    if (lanes > extent) lanes = 0;
+  }
+
+  // Print the bodies first (lane versions first, so that they get the low temporary numbers):
+  // whether a bounds check appears decides the (void) casts below.
+  CppPrinter p(k);
+  std::vector<sdk::PrintedBody> bodies, lane_bodies;
+  bool checks = false;
+  if (lanes > 0) {
+    p.set_lane(lane_dim, "stax_lane");
+    for (size_t b = 0; b < k.num_bodies(); ++b) lane_bodies.push_back(p.print(k.body(b)));
+    p.set_lane(-1, "");
+  }
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    bodies.push_back(p.print(k.body(b)));
+    for (const std::string& l : bodies.back().lines)
+      if (l.rfind(p.tables().check_macro + "(", 0) == 0) checks = true;
+  }
+
+  SourceWriter w;
+  w.open("extern \"C\" void " + k.name() +
+         "(void* const* stax_buffers, long long stax_begin, long long stax_end, "
+         "const char** stax_error) {");
+  for (size_t i = 0; i < k.num_buffers(); ++i) {
+    sdk::Buffer b = k.buffer(i);
+    std::string type = (b.is_input() ? "const " : "") + p.storage_type(b.dtype()) + "*";
+    w.line(type + " __restrict " + p.buffer_name(b) + " = (" + type + ")stax_buffers[" +
+           std::to_string(i) + "];");
+  }
+  if (ranges.empty()) w.line("(void)stax_begin;");
+  if (ranges.empty()) w.line("(void)stax_end;");
+  if (!checks) w.line("(void)stax_error;");
+  const size_t loops = lanes == 0 ? ranges.size() : ranges.size() - 1;
+  for (size_t d = 0; d < loops; ++d) {
+    std::string v = p.loop_var(static_cast<int32_t>(d));
+    if (d == 0)
+      w.open(loop(v, "stax_begin", "stax_end"));
+    else
+      w.open(loop(v, "0", std::to_string(ranges[d]) + "LL"));
+  }
+  auto scalar_bodies = [&] {
+    for (size_t b = 0; b < k.num_bodies(); ++b) {
+      sdk::LoopBody body = k.body(b);
+      if (!body.name().empty()) w.line("// " + body.name());
+      emit_body(w, p, bodies[b], rranges, body.is_reduction_loop(), options.reorder_reductions);
+    }
+  };
+  if (lanes == 0) {
+    scalar_bodies();
+  } else {
+    std::string v = p.loop_var(lane_dim);
+    bool chunked = lane_dim == 0;  // the innermost loop is also the one split across threads
+    std::string lo = chunked ? "stax_begin" : "0";
+    std::string hi = chunked ? "stax_end" : std::to_string(ranges[lane_dim]) + "LL";
+    std::string n = std::to_string(lanes);
+    w.line("// " + n + " outputs along " + v + " at a time, each reduced in order");
+    w.line("long long " + v + " = " + lo + ";");
+    w.open("for (; " + v + " + " + n + " <= " + hi + "; " + v + " += " + n + ") {");
+    for (size_t b = 0; b < k.num_bodies(); ++b) {
+      if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
+      emit_wide_body(w, p, lane_bodies[b], rranges, lanes);
+    }
+    w.close();
+    w.open("for (; " + v + " < " + hi + "; ++" + v + ") {");
+    scalar_bodies();
+    w.close();
+  }
+  while (w.depth() > 0) w.close();
+  return w.take();
+}
+
+std::string print_kernel_source(const sdk::Kernel& kernel, const PrintOptions& options) {
+  return kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(kernel, options);
+}
+
+}  // namespace stax::cpu

@@ -1,0 +1,211 @@
+// The cpu_cpp backend (libstax_cpu_cpp.so): prints each kernel as scalar C++ (cpp_printer.h),
+// compiles it in-process with Clang + ORC (clang_jit.h) and runs it through its function pointer,
+// optionally over a host thread pool (thread_pool.h). Extern kernels: the matmul family
+// (extern_kernels.h, OpenBLAS).
+//
+// Options (`devices.cpu.options` in the YAML config; unknown keys are errors naming the file line):
+//   opt_level: 3             -O level of Clang and of LLVM code generation (0..3)
+//   threads: 1               threads a kernel runs on (the outermost loop is cut into one chunk
+//                            per thread; kernels with fewer than kParallelMinPoints iteration
+//                            points run on the calling thread). Default 1: on the 2-vCPU VMs we
+//                            measure on, 2 threads are slower (TOOLCHAIN.md).
+//   native_cpu: true         -march=native (false: the baseline x86-64 target)
+//   reorder_reductions: false  let Clang vectorise reduction loops (#pragma clang loop vectorize):
+//                            faster, results within the §6.5 bound instead of bit-identical to
+//                            the reference interpreter's sequential order
+//   dump_source: false       print every kernel's source to stderr when it is compiled
+//   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
+//                            compile error in tests)
+// Thresholds: the seed's CPU values (§6.6: op limit 50, users 5 near 40 ops, 4 reads, 12
+// accumulated reads, transcendental exp log log10 log1p log2 sigmoid tanh). split_reduction: 1.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cpu_cpp/cpp_printer.h"
+#include "plugins/cpu_cpp/extern_kernels.h"
+#include "plugins/cpu_cpp/thread_pool.h"
+#include "stax/sdk/plugin.hpp"
+
+namespace stax::cpu {
+
+namespace {
+
+using KernelFn = void(void* const*, long long, long long, const char**);
+
+// Below this many iteration points (times the reduction length) a kernel runs single-threaded.
+constexpr int64_t kParallelMinPoints = 1 << 16;
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    size_t start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "cpu" : line.substr(start);
+  }
+  return "cpu";
+}
+
+int32_t simd_bytes() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx2")) return 32;
+#endif
+  return 16;
+}
+
+class CpuKernel : public sdk::CompiledKernel {
+ public:
+  CpuKernel(CompiledModule module, KernelFn* fn, std::string source, std::string name,
+            size_t num_buffers, int64_t outer, int64_t points, std::shared_ptr<ThreadPool> pool)
+      : module_(std::move(module)),
+        fn_(fn),
+        source_(std::move(source)),
+        name_(std::move(name)),
+        num_buffers_(num_buffers),
+        outer_(outer),
+        points_(points),
+        pool_(std::move(pool)) {}
+
+  const std::string& source() const override { return source_; }
+
+  void run(void* const* buffers, size_t num_buffers, void*) override {
+    if (num_buffers != num_buffers_)
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT, "cpu_cpp: kernel '" + name_ + "' takes " +
+                                                              std::to_string(num_buffers_) +
+                                                              " buffers, got " +
+                                                              std::to_string(num_buffers));
+    for (size_t i = 0; i < num_buffers; ++i)
+      if (!buffers[i])
+        throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                               "cpu_cpp: kernel '" + name_ + "': null buffer " + std::to_string(i));
+    if (outer_ <= 0) return;
+    int64_t chunks = 1;
+    if (pool_ && pool_->threads() > 1 && points_ >= kParallelMinPoints)
+      chunks = std::min<int64_t>(pool_->threads(), outer_);
+    std::vector<const char*> errors(static_cast<size_t>(chunks), nullptr);
+    if (chunks == 1) {
+      fn_(buffers, 0, outer_, &errors[0]);
+    } else {
+      pool_->parallel_for(chunks, [&](int64_t c) {
+        int64_t begin = outer_ * c / chunks, end = outer_ * (c + 1) / chunks;
+        fn_(buffers, begin, end, &errors[static_cast<size_t>(c)]);
+      });
+    }
+    for (const char* e : errors)
+      if (e) throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + e);
+  }
+
+ private:
+  CompiledModule module_;
+  KernelFn* fn_;
+  std::string source_;
+  std::string name_;
+  size_t num_buffers_;
+  int64_t outer_;   // extent of the outermost loop (1 for a kernel without ranges)
+  int64_t points_;  // iteration points times reduction length: the parallelism cut-off
+  std::shared_ptr<ThreadPool> pool_;
+};
+
+class CpuCppBackend : public sdk::Backend {
+ public:
+  static constexpr const char* kName = "cpu_cpp";
+  static constexpr const char* kVersion = "0.1 (Clang/ORC in-process JIT, OpenBLAS)";
+
+  void configure(const sdk::Options& o) override {
+    o.check_known({"opt_level", "threads", "native_cpu", "reorder_reductions", "dump_source",
+                   "test_inject_source"});
+    opt_level_ = o.get_int("opt_level", 3);
+    if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
+    threads_ = o.get_int("threads", 1);
+    if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
+    native_cpu_ = o.get_bool("native_cpu", true);
+    print_.reorder_reductions = o.get_bool("reorder_reductions", false);
+    dump_source_ = o.get_bool("dump_source", false);
+    inject_ = o.get_string("test_inject_source", "");
+    if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+  }
+
+  sdk::DeviceProperties properties() const override {
+    sdk::DeviceProperties p;
+    p.kind = sdk::DeviceKind::CPU;
+    p.device_name = cpu_model_name();
+    p.cores = static_cast<int32_t>(threads_);
+    p.vector_bytes = simd_bytes();
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    p.l2_cache_bytes = l2 > 0 ? l2 : 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    p.memory_bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+    return p;
+  }
+
+  sdk::RealizationThresholds thresholds() const override {
+    return sdk::RealizationThresholds::cpu();
+  }
+
+  int64_t split_reduction(int64_t, int64_t, sdk::ReductionType) const override { return 1; }
+
+  std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    std::string function = print_kernel_function(k, print_);
+    std::string source = kernel_prelude() + kKernelMarker + "\n" + function + inject_;
+    if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
+    // The JIT needs names unique among its live modules: the kernel function is wrapped by a
+    // unique entry point (the kernel itself becomes internal and is inlined).
+    std::string entry = "stax_entry_" + std::to_string(next_entry_++);
+    std::string jit_source = source + "\nextern \"C\" void " + entry +
+                             "(void* const* b, long long s, long long e, const char** err) { " +
+                             k.name() + "(b, s, e, err); }\n";
+    CompiledModule module = jit().compile(jit_source, {entry}, k.name());
+    KernelFn* fn = module.function<KernelFn>(entry);
+    sdk::Span<int64_t> ranges = k.ranges();
+    int64_t outer = ranges.empty() ? 1 : ranges[0];
+    int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
+    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
+                                       k.num_buffers(), outer, points, pool_);
+  }
+
+  std::vector<std::string> extern_kernels() const override { return extern_kernel_names(); }
+
+  void run_extern(const std::string& name, const std::vector<sdk::TensorView>& tensors,
+                  size_t num_inputs, const std::vector<double>& scalars, void*) override {
+    run_extern_kernel(name, tensors, num_inputs, scalars);
+  }
+
+ private:
+  ClangJit& jit() {
+    if (!jit_) {
+      ClangJitOptions o;
+      o.opt_level = static_cast<int>(opt_level_);
+      o.native_cpu = native_cpu_;
+      o.load_sleef = false;
+      jit_ = std::make_unique<ClangJit>(std::move(o));
+    }
+    return *jit_;
+  }
+
+  int64_t opt_level_ = 3;
+  int64_t threads_ = 1;
+  bool native_cpu_ = true;
+  bool dump_source_ = false;
+  std::string inject_;
+  PrintOptions print_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::unique_ptr<ClangJit> jit_;  // created by the first compile
+  uint64_t next_entry_ = 0;
+};
+
+}  // namespace
+
+}  // namespace stax::cpu
+
+STAX_DEFINE_PLUGIN(stax::cpu::CpuCppBackend)

@@ -1,0 +1,45 @@
+// A small host thread pool for cpu_cpp kernels (no OpenMP: libomp in JIT'd code clashes with GCC's
+// libgomp, TOOLCHAIN.md). Kernels are compiled with their outermost loop over [stax_begin,
+// stax_end); run() cuts that range into contiguous chunks, one per thread, and calls the kernel
+// once per chunk. The calling thread takes part, so `threads` = 1 spawns nothing.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace stax::cpu {
+
+class ThreadPool {
+ public:
+  // threads >= 1: the caller plus threads - 1 workers.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls task(t) for t in [0, tasks), spread over the pool and the calling thread; returns when
+  // every call has returned. Calls are serialised: one parallel_for at a time per pool. `task`
+  // must not throw.
+  void parallel_for(int64_t tasks, const std::function<void(int64_t)>& task);
+
+ private:
+  void work();
+  void drain();  // runs tasks of the current batch until none is left
+
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // serialises parallel_for
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t)>* task_ = nullptr;
+  int64_t tasks_ = 0, next_ = 0, finished_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace stax::cpu

@@ -1,0 +1,212 @@
+// The stax CLI's compile path, run as a process (popen): `stax plugins`, `stax compile --dump`,
+// `stax run --config ... --check` on the examples, and their failures (a kernel that does not
+// compile, bad options, unknown stages). Configs are written per test and point at this build
+// tree's plugin directory.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string example(const std::string& name) {
+  return std::string(STAX_SOURCE_DIR) + "/examples/" + name;
+}
+
+class CliCompile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(STAX_BINARY_DIR) / "test_tmp" /
+           ("cli_compile_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    config_ = write_config("{ opt_level: 3 }");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A config selecting cpu_cpp from this build tree with the given options (a YAML flow map).
+  std::string write_config(const std::string& options, const std::string& name = "cpu.yaml") {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << "plugin_path: [" << STAX_PLUGIN_DIR << "]\n"
+                     << "devices:\n"
+                     << "  cpu:\n"
+                     << "    backend: cpu_cpp\n"
+                     << "    options: " << options << "\n";
+    return p.string();
+  }
+
+  // Runs `stax ARGS`: stdout through popen, stderr into a file.
+  Result stax(const std::string& args) {
+    fs::path err = dir_ / "stderr.txt";
+    std::string cmd = std::string(STAX_BINARY_DIR) + "/bin/stax " + args + " 2>" + err.string();
+    Result r;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+    int status = pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path dir_;
+  std::string config_;
+};
+
+TEST_F(CliCompile, PluginsListsTheCpuBackend) {
+  Result r = stax("plugins --config " + config_);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "plugins (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  cpu_cpp  " + std::string(STAX_PLUGIN_DIR) + "/libstax_cpu_cpp.so"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "ABI 1.0 (host 1.0)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "device: cpu '")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "thresholds: op_limit 50, users_limit 5 (at >= 40 ops), "
+                       "max_reads 4, max_accumulated_reads 12, transcendental: exp log "
+                       "log10 log1p log2 sigmoid tanh"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "split_reduction: 1 segment(s)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "extern kernels: mm bmm addmm matmul")) << r.out;
+  EXPECT_TRUE(contains(r.out, "configured for: cpu")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  cpu -> cpu_cpp\n")) << r.out;
+}
+
+TEST_F(CliCompile, PluginsReportsAMissingBackend) {
+  fs::path p = dir_ / "missing.yaml";
+  std::ofstream(p) << "plugin_path: [" << dir_.string()
+                   << "]\ndevices:\n  cpu: { backend: nope }\n";
+  Result r = stax("plugins --config " + p.string());
+  EXPECT_TRUE(contains(r.out, "  cpu -> nope (not found)")) << r.out << r.err;
+}
+
+TEST_F(CliCompile, CompileDumpAll) {
+  Result r =
+      stax("compile " + example("example_1_1.stax") + " --config " + config_ + " --dump all");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  // graph, loop IR (Listing 6.2), kernel source, summary: in this order
+  size_t graph = r.out.find("# graph"), ir = r.out.find("# loop IR"),
+         kernel = r.out.find("# kernel kernel0 (computes buf2)"),
+         summary = r.out.find("kernels: 1");
+  ASSERT_NE(graph, std::string::npos) << r.out;
+  ASSERT_NE(ir, std::string::npos) << r.out;
+  ASSERT_NE(kernel, std::string::npos) << r.out;
+  ASSERT_NE(summary, std::string::npos) << r.out;
+  EXPECT_LT(graph, ir);
+  EXPECT_LT(ir, kernel);
+  EXPECT_LT(kernel, summary);
+  EXPECT_TRUE(contains(r.out, "call_function[target=tensorplay.ops.tp.sum.dim_IntList]")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "ComputedBuffer(name='buf2', layout=FixedLayout('cpu', float32, "
+                       "size=[64], stride=[1]), data=Reduction("))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "      tmp0 = ops.load('primals_1', 128*i0 + r0_0)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "prelude lines omitted")) << r.out;
+  EXPECT_TRUE(contains(r.out, "extern \"C\" void kernel0(")) << r.out;
+  EXPECT_TRUE(contains(r.out, "      acc0 = stax_scalar::add(acc0, tmp5);")) << r.out;
+  EXPECT_TRUE(contains(r.out, "kernels: 1 (kernel0 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "| extern kernels: 0 | fallbacks: 0 | backend cpu_cpp | lowering "))
+      << r.out;
+}
+
+TEST_F(CliCompile, CompileDumpDirWritesCompleteFiles) {
+  fs::path out = dir_ / "dump";
+  Result r = stax("compile " + example("softmax.stax") + " --config " + config_ + " --dump-dir " +
+                  out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(out / "graph.stax"));
+  EXPECT_TRUE(contains(slurp(out / "loop_ir.txt"), "ComputedBuffer("));
+  std::string k0 = slurp(out / "kernel0.cpp");
+  EXPECT_TRUE(contains(k0, "namespace stax_scalar {")) << "the full source, prelude included";
+  EXPECT_TRUE(contains(k0, "extern \"C\" void kernel0("));
+  EXPECT_TRUE(contains(r.out, "wrote " + (out / "kernel0.cpp").string())) << r.out;
+  // The dumped graph is a valid graph: stax check reads it back.
+  EXPECT_EQ(stax("check " + (out / "graph.stax").string()).code, 0);
+}
+
+TEST_F(CliCompile, CompileRejectsAnUnknownStage) {
+  Result r = stax("compile " + example("example_1_1.stax") + " --config " + config_ +
+                  " --dump loop_ir,bogus");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "unknown stage 'bogus'")) << r.err;
+}
+
+TEST_F(CliCompile, RunCheckOnEveryExample) {
+  for (const char* name : {"example_1_1.stax", "softmax.stax", "mlp_layer.stax", "layer_norm.stax",
+                           "example_5_1_forward.stax", "example_5_1_joint.stax"}) {
+    SCOPED_TRACE(name);
+    Result r = stax("run " + example(name) + " --config " + config_ + " --check --seed 3");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "compiled: kernels: ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "ms (compiled, backend cpu_cpp)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "check out0 ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "max abs diff ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "output(s) agree with the reference interpreter")) << r.out;
+  }
+  // Example 1.1: the compiled sum is bit for bit the interpreter's.
+  Result r = stax("run " + example("example_1_1.stax") + " --config " + config_ + " --check");
+  EXPECT_TRUE(contains(r.out,
+                       "check out0 sum_0: max abs diff 0, max rel diff 0, bit-identical "
+                       "yes: ok"))
+      << r.out;
+}
+
+TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {
+  fs::path a = dir_ / "a", b = dir_ / "b";
+  Result ri = stax("run " + example("layer_norm.stax") + " --seed 5 --save " + a.string());
+  ASSERT_EQ(ri.code, 0) << ri.err;
+  EXPECT_TRUE(contains(ri.out, "(reference interpreter)")) << ri.out;
+  EXPECT_FALSE(contains(ri.out, "compiled")) << ri.out;
+  Result rc = stax("run " + example("layer_norm.stax") + " --seed 5 --config " + config_ +
+                   " --save " + b.string());
+  ASSERT_EQ(rc.code, 0) << rc.err;
+  EXPECT_EQ(slurp(a / "out0.npy"), slurp(b / "out0.npy"));
+}
+
+TEST_F(CliCompile, RunCheckFailsCleanlyWhenAKernelDoesNotCompile) {
+  std::string bad = write_config("{ test_inject_source: 'int broken = nope;' }", "bad.yaml");
+  Result r = stax("run " + example("example_1_1.stax") + " --config " + bad + " --check");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "compile of kernel 'kernel0' failed (compile error)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "error: use of undeclared identifier 'nope'")) << r.err;
+  EXPECT_TRUE(contains(r.err, " | extern \"C\" void kernel0(")) << r.err;
+}
+
+TEST_F(CliCompile, BadConfigsAreErrorsWithLocations) {
+  std::string bad = write_config("{ opt_level: 3, frobnicate: 1 }", "bad.yaml");
+  Result r = stax("compile " + example("example_1_1.stax") + " --config " + bad);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:5:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown option 'frobnicate' for backend 'cpu_cpp'")) << r.err;
+  r = stax("compile " + example("example_1_1.stax") + " --config " + (dir_ / "none.yaml").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "config file not found")) << r.err;
+}
+
+}  // namespace

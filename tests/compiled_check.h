@@ -1,0 +1,115 @@
+// Helpers of the compiled-path tests (cpu_cpp_test, compiled_e2e_test): a Compiler on this build
+// tree's cpu_cpp plugin, and comparisons of compiled results with the reference interpreter.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/runtime/compiler.h"
+#include "core/runtime/interpreter.h"
+#include "core/support/error.h"
+
+namespace stax::test {
+
+// cpu -> cpu_cpp from this build tree's plugin directory, with `options` as its YAML options.
+inline Config cpu_config(OptionValue options = OptionValue::map()) {
+  Config c;
+  c.source = "<test>";
+  c.plugin_path = {STAX_PLUGIN_DIR};
+  DeviceConfig cpu;
+  cpu.backend = "cpu_cpp";
+  cpu.options = std::move(options);
+  cpu.location = "<test>";
+  c.devices["cpu"] = std::move(cpu);
+  return c;
+}
+
+// One Compiler per test binary with the default options (the JIT's cold start is paid once).
+inline Compiler& cpu_compiler() {
+  static Compiler compiler(cpu_config());
+  return compiler;
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Bit-for-bit equality (sizes, dtype, every element's bits), except that a NaN equals any NaN:
+// IEEE 754 leaves the sign and payload of a NaN result open when several operands are NaN (x86
+// propagates the first operand's, and compilers may commute operands), so only NaN-ness is part
+// of the compared semantics.
+inline bool is_nan_at(const Tensor& t, int64_t i) {
+  return is_floating(t.dtype()) && std::isnan(t.get_double(i));
+}
+
+inline ::testing::AssertionResult bitwise_equal(const Tensor& got, const Tensor& want) {
+  if (got.sizes() != want.sizes() || got.dtype() != want.dtype())
+    return ::testing::AssertionFailure()
+           << "got " << dtype_name(got.dtype()) << shape_str(got.sizes()) << ", want "
+           << dtype_name(want.dtype()) << shape_str(want.sizes());
+  if (got.equal(want)) return ::testing::AssertionSuccess();
+  Tensor a = got.contiguous(), b = want.contiguous();
+  size_t item = static_cast<size_t>(a.itemsize());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(a.data_ptr() + i * static_cast<int64_t>(item),
+                    b.data_ptr() + i * static_cast<int64_t>(item), item) != 0 &&
+        !(is_nan_at(a, i) && is_nan_at(b, i)))
+      return ::testing::AssertionFailure()
+             << "element " << i << " differs: got " << a.get_double(i) << ", want "
+             << b.get_double(i) << "\n got:  " << got.summary() << "\n want: " << want.summary();
+  return ::testing::AssertionSuccess();  // differences in NaN bits only
+}
+
+// |got_i - want_i| <= bound_i elementwise (bound as a tensor of the same shape, as double);
+// infinities and NaNs must match exactly.
+inline ::testing::AssertionResult within_bound(const Tensor& got, const Tensor& want,
+                                               const std::vector<double>& bound) {
+  if (got.sizes() != want.sizes() || got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "shape or dtype differs";
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double a = got.get_double(i), b = want.get_double(i);
+    if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
+      if (!(std::isnan(a) && std::isnan(b)) && a != b)
+        return ::testing::AssertionFailure() << "element " << i << ": " << a << " vs " << b;
+      continue;
+    }
+    if (std::fabs(a - b) > bound[static_cast<size_t>(i)])
+      return ::testing::AssertionFailure()
+             << "element " << i << ": |" << a << " - " << b << "| = " << std::fabs(a - b)
+             << " > bound " << bound[static_cast<size_t>(i)];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Unit roundoff of a floating dtype's computation type (half types compute in float32).
+inline double unit_roundoff(DType d) {
+  return d == DType::Float64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+}
+
+// Seeded inputs for g's placeholders: normal for floats, [lo, hi) for integers, {0,1} for bool.
+inline std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed = 1, int64_t lo = -5,
+                                         int64_t hi = 6) {
+  std::vector<Tensor> out;
+  uint64_t offset = 0;
+  for (const Node* p : g.placeholders()) {
+    const TensorMeta& m = p->meta();
+    Tensor t;
+    if (is_floating(m.dtype))
+      t = Tensor::randn(m.sizes, m.dtype, seed, offset);
+    else if (m.dtype == DType::Bool)
+      t = Tensor::randint(m.sizes, 0, 2, m.dtype, seed, offset);
+    else
+      t = Tensor::randint(m.sizes, lo, hi, m.dtype, seed, offset);
+    offset += static_cast<uint64_t>(m.numel()) + 7;
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace stax::test

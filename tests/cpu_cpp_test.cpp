@@ -1,0 +1,353 @@
+// The cpu_cpp backend plugin (plugins/cpu_cpp) through the Compiler: Example 1.1 end to end, the
+// golden C++ source of its kernel, the plugin's options / thresholds / extern kernels, and every
+// way the compile path can fail cleanly (a kernel that does not compile, a missing plugin, bad
+// configuration, out-of-bounds indirect indices, wrong inputs).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/backend/plugin.h"
+#include "core/backend/plugin_registry.h"
+#include "core/codegen/kernel_codegen.h"
+#include "core/graph/parser.h"
+#include "core/runtime/compiler.h"
+#include "core/runtime/interpreter.h"
+#include "tests/compiled_check.h"
+
+namespace stax {
+namespace {
+
+using test::bitwise_equal;
+using test::contains;
+using test::cpu_compiler;
+using test::cpu_config;
+
+Graph example_1_1(int64_t rows = 64, int64_t cols = 128) {
+  Graph g;
+  Node* x = g.placeholder("primals_1", {rows, cols});
+  Node* y = g.placeholder("primals_2", {rows, cols});
+  Node* add = g.call("add.Tensor", {x, y});
+  Node* relu = g.call("relu", {add});
+  Node* mul = g.call("mul.Scalar", {relu, 2});
+  Node* sum = g.call("sum.dim_IntList", {mul, std::vector<int64_t>{-1}});
+  g.output({sum});
+  return g;
+}
+
+// The error text of f(), which must throw a stax::Error.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no stax::Error thrown";
+  return "";
+}
+
+OptionValue options(std::vector<std::pair<std::string, std::string>> kv) {
+  OptionValue o = OptionValue::map();
+  for (auto& [k, v] : kv) o.set(k, OptionValue::make_scalar(v, "test.yaml:1:1"));
+  return o;
+}
+
+// ---- Example 1.1 -----------------------------------------------------------------------------
+
+TEST(CpuCpp, Example11IsOneKernelEqualToTheInterpreter) {
+  Graph g = example_1_1();
+  CompiledGraph cg = cpu_compiler().compile(g);
+  ASSERT_EQ(cg.lowered().buffers.size(), 1u);
+  EXPECT_EQ(cg.lowered().buffers[0]->kind(), IRKind::ComputedBuffer);
+  EXPECT_EQ(cg.num_kernels(), 1u);
+  EXPECT_EQ(cg.num_externs(), 0u);
+  EXPECT_EQ(cg.num_fallbacks(), 0u);
+  EXPECT_EQ(cg.backend_name(), "cpu_cpp");
+  EXPECT_EQ(cg.kernels()[0].name, "kernel0");
+  EXPECT_EQ(cg.kernels()[0].buffer, "buf2");
+  std::vector<Tensor> in = test::random_inputs(g, 11);
+  std::vector<Tensor> got = cg.run(in);
+  std::vector<Tensor> want = interpret(g, in);
+  ASSERT_EQ(got.size(), 1u);
+  // The kernel sums each row sequentially in index order, as the interpreter does, so the
+  // result is not merely within the §6.5 bound (n-1)·u·Σ|a_i| but bit for bit the same.
+  EXPECT_TRUE(bitwise_equal(got[0], want[0]));
+  // The §6.5 bound against an exact (double) sum of the same float summands holds as well.
+  const float* a = in[0].data<float>();
+  const float* b = in[1].data<float>();
+  for (int64_t r = 0; r < 64; ++r) {
+    double exact = 0, mag = 0;
+    for (int64_t c = 0; c < 128; ++c) {
+      float v = std::max(0.0f, a[r * 128 + c] + b[r * 128 + c]) * 2.0f;
+      exact += v;
+      mag += std::fabs(v);
+    }
+    double bound = 127 * test::unit_roundoff(DType::Float32) * mag;
+    EXPECT_LE(std::fabs(got[0].get_double(r) - exact), bound * (1 + 1e-6)) << "row " << r;
+  }
+}
+
+TEST(CpuCpp, Example11FromTheExampleFile) {
+  Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/example_1_1.stax");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.num_kernels(), 1u);
+  std::vector<Tensor> in = test::random_inputs(g, 3);
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+}
+
+// The golden kernel source of Example 1.1 (the part after the prelude). Stable text: a change
+// here is a change of the generated code and must be deliberate.
+const char* kExample11Kernel =
+    R"(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, const char** stax_error) {
+  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
+  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
+  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  (void)stax_error;
+  for (long long i0 = stax_begin; i0 < stax_end; ++i0) {
+    // buf2
+    float acc0 = 0.0f;
+    for (long long r0_0 = 0; r0_0 < 128LL; ++r0_0) {
+      auto tmp0 = in_ptr0[128*i0 + r0_0];
+      auto tmp1 = in_ptr1[128*i0 + r0_0];
+      auto tmp2 = stax_scalar::add(tmp0, tmp1);
+      auto tmp3 = stax_scalar::relu(tmp2);
+      auto tmp4 = 2.0f;
+      auto tmp5 = stax_scalar::mul(tmp3, tmp4);
+      acc0 = stax_scalar::add(acc0, tmp5);
+    }
+    out_ptr0[i0] = acc0;
+  }
+}
+)";
+
+TEST(CpuCpp, GoldenKernelSourceOfExample11) {
+  CompiledGraph cg = cpu_compiler().compile(example_1_1());
+  const std::string& src = cg.kernels().at(0).source;
+  const std::string marker = "// ---- stax kernel ----\n";
+  size_t at = src.find(marker);
+  ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_EQ(src.substr(at + marker.size()), kExample11Kernel);
+  // The prelude is scalar_ops.hpp verbatim (no system header anywhere in the kernel).
+  std::ifstream f(std::string(STAX_SOURCE_DIR) + "/sdk/include/stax/sdk/scalar_ops.hpp");
+  std::string scalar_ops((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(scalar_ops.empty());
+  EXPECT_TRUE(contains(src.substr(0, at), scalar_ops));
+  EXPECT_FALSE(contains(src, "\n#include")) << "kernels must not include system headers";
+}
+
+// ---- the plugin's queries ----------------------------------------------------------------------
+
+TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
+  Plugin& p = cpu_compiler().registry().backend("cpu");
+  EXPECT_EQ(p.name(), "cpu_cpp");
+  EXPECT_EQ(p.kind(), sdk::DeviceKind::CPU);
+  EXPECT_GT(p.properties().vector_bytes, 0);
+  EXPECT_EQ(p.properties().cores, 1);  // threads: 1 by default
+  sdk::RealizationThresholds t = p.thresholds(), seed = sdk::RealizationThresholds::cpu();
+  EXPECT_EQ(t.op_limit, 50);
+  EXPECT_EQ(t.users_limit, seed.users_limit);
+  EXPECT_EQ(t.users_near_op_limit, seed.users_near_op_limit);
+  EXPECT_EQ(t.max_reads, 4);
+  EXPECT_EQ(t.max_accumulated_reads, 12);
+  EXPECT_EQ(t.transcendental_ops, seed.transcendental_ops);
+  EXPECT_EQ(p.split_reduction(1 << 20, 4, sdk::ReductionType::Sum), 1);
+  EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul"}));
+}
+
+TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {
+  // op_limit 1: a two-user value with a couple of ops is realized instead of inlined.
+  Graph g;
+  Node* x = g.placeholder("x", {8, 8});
+  Node* y = g.call("mul.Scalar", {g.call("add.Scalar", {x, 1}), 3});
+  g.output({g.call("relu", {y}), g.call("neg", {y})});
+  EXPECT_EQ(cpu_compiler().compile(g).num_kernels(), 2u);
+  Config c = cpu_config();
+  c.realization.op_limit = 1;
+  Compiler strict(c);
+  CompiledGraph cg = strict.compile(g);
+  EXPECT_EQ(cg.num_kernels(), 3u);
+  std::vector<Tensor> in = test::random_inputs(g, 2);
+  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i]));
+}
+
+// ---- options -----------------------------------------------------------------------------------
+
+TEST(CpuCpp, ThreadsGiveTheSameBits) {
+  Compiler two(cpu_config(options({{"threads", "2"}})));
+  EXPECT_EQ(two.registry().backend("cpu").properties().cores, 2);
+  Graph g = example_1_1(1024, 256);  // above the parallel cut-off
+  Node* x = g.placeholders()[0];
+  Node* big = g.call("exp", {g.call("mul.Scalar", {x, 0.01})});
+  g.output({g.outputs()[0], big});
+  std::vector<Tensor> in = test::random_inputs(g, 5);
+  std::vector<Tensor> got = two.compile(g).run(in), want = interpret(g, in);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
+}
+
+TEST(CpuCpp, OptLevelZeroAndBaselineCpu) {
+  Compiler plain(cpu_config(options({{"opt_level", "0"}, {"native_cpu", "false"}})));
+  Graph g = example_1_1();
+  std::vector<Tensor> in = test::random_inputs(g, 6);
+  EXPECT_TRUE(bitwise_equal(plain.compile(g).run(in)[0], interpret(g, in)[0]));
+}
+
+TEST(CpuCpp, DumpSourcePrintsEveryKernel) {
+  Compiler dumping(cpu_config(options({{"dump_source", "true"}})));
+  testing::internal::CaptureStderr();
+  dumping.compile(example_1_1());
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(err, "// cpu_cpp kernel 'kernel0'")) << err;
+  EXPECT_TRUE(contains(err, "acc0 = stax_scalar::add(acc0, tmp5);")) << err;
+}
+
+// ---- must-fail ----------------------------------------------------------------------------------
+
+TEST(CpuCppErrors, AKernelThatDoesNotCompileReportsSourceAndDiagnostics) {
+  Compiler broken(
+      cpu_config(options({{"test_inject_source", "\nint broken = undeclared_name;\n"}})));
+  std::string what;
+  try {
+    broken.compile(example_1_1());
+    ADD_FAILURE() << "no error";
+  } catch (const PluginCallError& e) {
+    what = e.what();
+    EXPECT_EQ(e.stage(), "plugin");
+    EXPECT_EQ(e.code(), STAX_ERROR_COMPILE);
+  }
+  EXPECT_TRUE(contains(what, "compile of kernel 'kernel0' failed")) << what;
+  EXPECT_TRUE(contains(what, "clang failed to compile kernel 'kernel0'")) << what;
+  // Clang's diagnostic, with file:line:col of the generated source ...
+  EXPECT_TRUE(contains(what, "kernel0.cpp:")) << what;
+  EXPECT_TRUE(contains(what, "error: use of undeclared identifier 'undeclared_name'")) << what;
+  // ... and the numbered source itself.
+  EXPECT_TRUE(contains(what, " | extern \"C\" void kernel0(void* const* stax_buffers")) << what;
+  EXPECT_TRUE(contains(what, " | int broken = undeclared_name;")) << what;
+}
+
+TEST(CpuCppErrors, MissingPlugin) {
+  Config c = cpu_config();
+  c.devices["cpu"].backend = "no_such_backend";
+  Compiler compiler(c);
+  std::string what = error_of([&] { compiler.compile(example_1_1()); });
+  EXPECT_TRUE(contains(what, "plugin 'no_such_backend' not found")) << what;
+  EXPECT_TRUE(contains(what, "libstax_no_such_backend.so")) << what;
+  EXPECT_TRUE(contains(what, STAX_PLUGIN_DIR)) << what;
+}
+
+TEST(CpuCppErrors, NoBackendForTheGraphsDevice) {
+  Config c = cpu_config();
+  c.devices.erase("cpu");
+  Compiler compiler(c);
+  std::string what = error_of([&] { compiler.compile(example_1_1()); });
+  EXPECT_TRUE(contains(what, "no backend configured for device 'cpu'")) << what;
+}
+
+TEST(CpuCppErrors, BadOptionsNameTheYamlLocation) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("stax_cpu_cpp_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto compile_with = [&](const std::string& options_yaml) {
+    std::string yaml = "plugin_path: [" + std::string(STAX_PLUGIN_DIR) +
+                       "]\ndevices:\n  cpu:\n    backend: cpu_cpp\n    options:\n" + options_yaml;
+    Compiler compiler(Config::parse(yaml, "bad.yaml", dir));
+    return error_of([&] { compiler.compile(example_1_1()); });
+  };
+  std::string what = compile_with("      opt_level: 3\n      frobnicate: 1\n");
+  EXPECT_TRUE(contains(what, "bad.yaml:7:19: unknown option 'frobnicate' for backend 'cpu_cpp'"))
+      << what;
+  EXPECT_TRUE(contains(what, "known options: opt_level, threads")) << what;
+  what = compile_with("      opt_level: 9\n");
+  EXPECT_TRUE(contains(what, "bad.yaml:6:18: option 'opt_level' of backend 'cpu_cpp' must be 0..3"))
+      << what;
+  what = compile_with("      threads: many\n");
+  EXPECT_TRUE(contains(what, "option 'threads' of backend 'cpu_cpp' must be an integer")) << what;
+  what = compile_with("      reorder_reductions: perhaps\n");
+  EXPECT_TRUE(contains(what, "must be true or false, got 'perhaps'")) << what;
+  fs::remove_all(dir);
+}
+
+TEST(CpuCppErrors, IndexOutOfBoundsIsARuntimeError) {
+  Graph g;
+  Node* x = g.placeholder("x", {5, 3});
+  Node* idx = g.placeholder("idx", {2}, DType::Int64);
+  g.output({g.call("index.Tensor", {x, Arg(Arg::List{Arg(idx)})})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  Tensor xs = Tensor::randn({5, 3});
+  EXPECT_TRUE(bitwise_equal(cg.run({xs, Tensor::from_vector<int64_t>({2}, {4, -5})})[0],
+                            interpret(g, {xs, Tensor::from_vector<int64_t>({2}, {4, -5})})[0]));
+  std::string what = error_of([&] { cg.run({xs, Tensor::from_vector<int64_t>({2}, {1, 7})}); });
+  EXPECT_TRUE(contains(what, "index out of bounds")) << what;
+  EXPECT_TRUE(contains(what, "< 5")) << what;
+}
+
+TEST(CpuCppErrors, WrongInputs) {
+  CompiledGraph cg = cpu_compiler().compile(example_1_1());
+  EXPECT_TRUE(contains(error_of([&] {
+                         cg.run({Tensor::randn({64, 128})});
+                       }),
+                       "2 placeholders but 1 inputs"));
+  std::string what = error_of([&] {
+    cg.run({Tensor::randn({64, 128}), Tensor::randn({64, 127})});
+  });
+  EXPECT_TRUE(contains(what, "%primals_2: error: input has float32(64, 127)")) << what;
+  what = error_of([&] {
+    cg.run({Tensor::randn({64, 128}), Tensor::randn({64, 128}, DType::Float64)});
+  });
+  EXPECT_TRUE(contains(what, "expects float32(64, 128)")) << what;
+}
+
+// ---- code generation details
+// ---------------------------------------------------------------------
+
+TEST(CpuCpp, KernelDescriptionsCrossTheBoundaryNormalized) {
+  // (4, 8, 16) contiguous + 1: the three loops merge into one of 512 (Prop. 6.3).
+  Graph g;
+  Node* x = g.placeholder("x", {4, 8, 16});
+  g.output({g.call("add.Scalar", {x, 1})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<KernelPlan> plans = plan_kernels(cg.lowered());
+  ASSERT_EQ(plans.size(), 1u);
+  const StaxKernelDesc& k = *plans[0].desc.get();
+  ASSERT_EQ(k.num_ranges, 1u);
+  EXPECT_EQ(k.ranges[0], 512);
+  EXPECT_EQ(k.num_buffers, 2u);
+  EXPECT_EQ(std::string(k.buffers[0]->name), "x");
+  EXPECT_EQ(k.buffers[0]->role, STAX_BUFFER_INPUT);
+  EXPECT_EQ(k.buffers[1]->role, STAX_BUFFER_OUTPUT);
+  EXPECT_TRUE(contains(cg.kernels()[0].source, "for (long long i0 = stax_begin; i0 < stax_end;"));
+  EXPECT_TRUE(contains(cg.kernels()[0].source, "in_ptr0[i0]"));
+  // Without normalization the loops stay as lowered.
+  CodegenOptions raw;
+  raw.normalize_loops = false;
+  EXPECT_EQ(plan_kernels(cg.lowered(), raw)[0].desc.get()->num_ranges, 3u);
+}
+
+TEST(CpuCpp, HalfStorageGoesThroughTheBitHelpers) {
+  Graph g;
+  Node* x = g.placeholder("x", {16}, DType::Float16);
+  Node* y = g.placeholder("y", {16}, DType::BFloat16);
+  g.output({g.call("mul.Tensor", {x, g.call("to.dtype", {y, DType::Float16})})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  const std::string& src = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(src, "const stax_half* __restrict in_ptr0")) << src;
+  EXPECT_TRUE(contains(src, "const stax_bf16* __restrict in_ptr1")) << src;
+  EXPECT_TRUE(contains(src, "stax_scalar::convert<stax_half>(")) << src;
+  std::vector<Tensor> in = test::random_inputs(g, 9);
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+}
+
+TEST(CpuCpp, SummaryAndDumps) {
+  CompiledGraph cg = cpu_compiler().compile(example_1_1());
+  std::string s = cg.summary();
+  EXPECT_TRUE(contains(s, "kernels: 1 (kernel0 ")) << s;
+  EXPECT_TRUE(contains(s, "extern kernels: 0 | fallbacks: 0 | backend cpu_cpp")) << s;
+  EXPECT_GT(cg.kernels()[0].compile_ms, 0.0);
+  EXPECT_TRUE(contains(cg.loop_ir(), "ComputedBuffer(name='buf2'")) << cg.loop_ir();
+  EXPECT_TRUE(contains(cg.loop_ir(), "reduction_type=sum")) << cg.loop_ir();
+}
+
+}  // namespace
+}  // namespace stax

@@ -1,0 +1,318 @@
+// stax grad GRAPH --wrt NAME[,NAME]: reverse-mode gradients of a forward graph, compiled
+// (seed §5.3-5.6).
+//
+// Prints, in order:
+//   1. the joint graph in the style of seed Listing 5.2 ([FW] / [BW] prefixes);
+//   2. the partitioner's report: the rematerialization network of Definition 5.2 with every
+//      capacity (Table 5.1), every edge with its flow, the max flow, the cut, the saved set;
+//   3. the forward graph (primals -> outputs, saved values) and the backward graph (saved primals,
+//      saved values, tangents -> gradients), in canonical text;
+//   4. the run: inputs, outputs and gradients computed by CompiledFunction
+//      (core/runtime/compiled_function.h: forward compiled, backward compiled on its first call),
+//      or by the reference interpreter with --interpret, plus memory and compile-time stats.
+// --dump adds stages of the compiled forward and backward graphs, as `stax compile --dump`
+// shows them: graph (after decomposition), loop_ir, kernels; `all` is every stage.
+//
+// Inputs: --input NAME=FILE.npy for forward placeholders and for the upstream gradients
+// tangents_1, tangents_2, ... (one per differentiable output, in output order); forward
+// placeholders without a file get seeded random data exactly as `stax run` draws it, upstream
+// gradients default to ones. --save DIR writes DIR/out0.npy, ... and DIR/grad_NAME.npy per --wrt
+// name. --check compares everything with the joint graph run by the reference interpreter.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "core/graph/printer.h"
+#include "core/partition/partitioner.h"
+#include "core/runtime/compiled_function.h"
+#include "core/runtime/npy.h"
+#include "core/support/error.h"
+#include "tools/stax/command.h"
+#include "tools/stax/compile_support.h"
+
+namespace stax::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GradOptions {
+  std::string graph;
+  std::vector<std::string> wrt;
+  std::string config;
+  std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
+  uint64_t seed = 0;
+  std::string save;
+  std::vector<std::string> dump;
+  std::string dot;
+  int64_t budget = -1;
+  std::string algorithm = "dinic";
+  bool interpret = false;
+  bool check = false;
+};
+
+const std::vector<std::string>& dump_stages() {
+  static const std::vector<std::string> stages = {"graph", "joint", "partition", "loop_ir",
+                                                  "kernels"};
+  return stages;
+}
+
+// `stax run`'s recipe for random inputs (cmd_run.cpp), so both tools see the same data per seed.
+Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
+  if (is_floating(m.dtype)) return Tensor::randn(m.sizes, m.dtype, seed, offset);
+  if (is_bool(m.dtype)) return Tensor::randint(m.sizes, 0, 2, m.dtype, seed, offset);
+  return Tensor::randint(m.sizes, 0, 10, m.dtype, seed, offset);
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+partition::FlowAlgorithm parse_algorithm(const std::string& name) {
+  for (auto a : {partition::FlowAlgorithm::kDinic, partition::FlowAlgorithm::kEdmondsKarp})
+    if (partition::algorithm_name(a) == name) return a;
+  throw Error("cli", "--algorithm " + name, "expected dinic or edmonds-karp");
+}
+
+void print_section(const std::string& title) { std::cout << "== " << title << " ==\n"; }
+
+// Largest |a - b| over the elements (as double); 0 for non-floating or empty tensors.
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  double m = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+int run(const GradOptions& o) {
+  Graph g = load_graph(o.graph, o.shapes);
+  std::vector<Node*> placeholders = g.placeholders();
+  auto placeholder_names = [&] {
+    std::vector<std::string> names;
+    for (const Node* p : placeholders) names.push_back(p->name());
+    return join(names);
+  };
+  // --wrt: comma lists, each name a placeholder of the graph.
+  std::vector<std::string> wrt;
+  for (const std::string& spec : o.wrt) {
+    std::stringstream ss(spec);
+    for (std::string name; std::getline(ss, name, ',');) {
+      if (name.empty()) continue;
+      Node* n = g.find(name);
+      if (!n || !n->is_placeholder())
+        throw Error("cli", "--wrt " + name,
+                    "the graph has no placeholder named '" + name +
+                        "' (placeholders: " + placeholder_names() + ")");
+      wrt.push_back(name);
+    }
+  }
+  if (wrt.empty()) throw Error("cli", "--wrt", "no placeholder named");
+  std::set<std::string> wanted(o.dump.begin(), o.dump.end());
+  if (wanted.erase("all")) wanted.insert(dump_stages().begin(), dump_stages().end());
+  for (const std::string& s : wanted)
+    if (std::find(dump_stages().begin(), dump_stages().end(), s) == dump_stages().end())
+      throw Error("cli", "--dump " + s,
+                  "unknown stage (expected a comma list of: " + join(dump_stages()) + ", or all)");
+
+  CompiledFunctionOptions options;
+  options.partition.algorithm = parse_algorithm(o.algorithm);
+  if (o.budget >= 0) options.partition.memory_budget = o.budget;
+  options.interpret = o.interpret;
+  options.seed = o.seed;
+  Config config = o.interpret ? Config::default_cpu() : load_cli_config(o.config);
+
+  CompiledFunction f(g, wrt, std::move(config), options);
+  const JointGraph& joint = f.joint();
+  const partition::PartitionResult& part = f.partition();
+
+  // --input files, checked before anything is printed: forward placeholders and tangents
+  // (the data: files for forward placeholders and tangents, random / ones otherwise).
+  std::map<std::string, std::string> files;
+  for (const auto& spec : o.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw Error("cli", "--input " + spec, "expected NAME=FILE.npy");
+    std::string name = spec.substr(0, eq);
+    bool known = std::count(joint.tangents.begin(), joint.tangents.end(), name) > 0;
+    for (const Node* p : placeholders) known = known || p->name() == name;
+    if (!known)
+      throw Error("cli", "--input " + spec,
+                  "no placeholder or upstream gradient named '" + name + "' (placeholders: " +
+                      placeholder_names() + "; upstream gradients: " + join(joint.tangents) + ")");
+    if (!files.emplace(name, spec.substr(eq + 1)).second)
+      throw Error("cli", "--input " + spec, "'" + name + "' is given twice");
+  }
+  print_section("joint graph (Listing 5.2 style)");
+  std::cout << print_graph(joint.graph, PrintOptions::listing52());
+  print_section("rematerialization network (Definition 5.2, Table 5.1) and min cut");
+  std::cout << partition::format_partition_report(part);
+  std::cout << "summary: max flow "
+            << (part.save_all_fallback ? std::string("infinite (save-all fallback)")
+                                       : std::to_string(part.max_flow))
+            << ", saved = {" << join(part.saved) << "} (" << part.saved_bytes
+            << " bytes), recomputed = {" << join(part.recomputed) << "}\n";
+  print_section("forward graph (primals -> outputs..., saved...)");
+  std::cout << print_graph(part.forward);
+  print_section("backward graph (saved primals..., saved..., tangents... -> gradients)");
+  std::cout << print_graph(part.backward);
+  if (!o.dot.empty()) {
+    std::ofstream out(o.dot, std::ios::binary);
+    if (!out) throw Error("cli", "--dot " + o.dot, "cannot write the file");
+    out << partition::partition_to_dot(part);
+    std::cout << "wrote the network and its cut (Graphviz DOT) to " << o.dot << "\n";
+  }
+
+  print_section(o.interpret ? "run (reference interpreter)" : "run (compiled)");
+  std::vector<Tensor> inputs;
+  uint64_t offset = 0;
+  for (const Node* p : placeholders) {
+    auto it = files.find(p->name());
+    if (it != files.end()) {
+      inputs.push_back(load_npy(it->second));
+      std::cout << "input " << p->name() << " (" << it->second << "): ";
+    } else {
+      inputs.push_back(random_input(p->meta(), o.seed, offset));
+      offset += static_cast<uint64_t>(p->meta().numel());
+      std::cout << "input " << p->name() << " (random, seed " << o.seed << "): ";
+    }
+    std::cout << inputs.back().summary() << "\n";
+  }
+  std::vector<Node*> returned = g.outputs();
+  std::vector<Tensor> upstream(returned.size());
+  for (size_t k = 0; k < returned.size(); ++k) {
+    int ti = joint.output_tangent[k];
+    if (ti < 0) continue;
+    const std::string& name = joint.tangents[static_cast<size_t>(ti)];
+    auto it = files.find(name);
+    if (it != files.end()) {
+      upstream[k] = load_npy(it->second);
+      std::cout << "upstream " << name << " (" << it->second << "): ";
+    } else {
+      upstream[k] = Tensor::ones(returned[k]->shape(), returned[k]->dtype());
+      std::cout << "upstream " << name << " (ones): ";
+    }
+    std::cout << upstream[k].summary() << "\n";
+  }
+
+  ForwardResult fr = f.forward(inputs);
+  if (const CompiledGraph* cg = f.compiled_forward())
+    std::cout << "forward: " << cg->summary() << "\n";
+  for (size_t i = 0; i < fr.outputs.size(); ++i)
+    std::cout << "out" << i << " " << returned[i]->name() << ": " << fr.outputs[i].summary()
+              << "\n";
+  std::vector<Tensor> grads = f.backward(*fr.ctx, upstream);
+  if (const CompiledGraph* cg = f.compiled_backward())
+    std::cout << "backward: " << cg->summary() << "\n";
+  for (size_t i = 0; i < grads.size(); ++i)
+    std::cout << "grad " << wrt[i] << ": " << grads[i].summary() << "\n";
+  std::cout << "stats: " << f.stats_str() << "\n";
+
+  for (const char* stage : {"graph", "loop_ir", "kernels"}) {
+    if (!wanted.count(stage)) continue;
+    for (const auto& [label, cg] : {std::pair{"forward", f.compiled_forward()},
+                                    std::pair{"backward", f.compiled_backward()}}) {
+      if (!cg) continue;
+      print_section(std::string(stage) + " (" + label + ")");
+      if (std::string(stage) == "graph") {
+        std::cout << print_graph(cg->graph());
+      } else if (std::string(stage) == "loop_ir") {
+        std::cout << cg->loop_ir();
+      } else {
+        for (const CompiledKernelInfo& k : cg->kernels())
+          std::cout << "// " << k.name << " (" << k.buffer << ")\n"
+                    << displayed_kernel_source(k.source) << "\n";
+      }
+    }
+  }
+
+  int code = 0;
+  if (o.check) {
+    std::vector<Tensor> ref = f.reference(inputs, upstream);
+    std::vector<Tensor> got = fr.outputs;
+    got.insert(got.end(), grads.begin(), grads.end());
+    double worst = 0;
+    bool ok = ref.size() == got.size();
+    for (size_t i = 0; ok && i < ref.size(); ++i) {
+      worst = std::max(worst, max_abs_diff(got[i], ref[i]));
+      ok = got[i].allclose(ref[i], kGradientRtol, kGradientAtol);
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", worst);
+    std::cout << "check against the interpreter's joint graph: " << (ok ? "ok" : "MISMATCH")
+              << " (max |diff| " << buf << ", bound " << kGradientAtol << " + " << kGradientRtol
+              << " |ref|)\n";
+    if (!ok) code = 1;
+  }
+
+  if (!o.save.empty()) {
+    fs::create_directories(o.save);
+    for (size_t i = 0; i < fr.outputs.size(); ++i)
+      save_npy((fs::path(o.save) / ("out" + std::to_string(i) + ".npy")).string(), fr.outputs[i]);
+    for (size_t i = 0; i < grads.size(); ++i)
+      save_npy((fs::path(o.save) / ("grad_" + wrt[i] + ".npy")).string(), grads[i]);
+    std::cout << "saved " << fr.outputs.size() << " output(s) and " << grads.size()
+              << " gradient(s) to " << o.save << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+Subcommand make_grad_command(CLI::App& parent) {
+  auto opts = std::make_shared<GradOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "grad",
+      "Gradients of a graph (.stax): joint graph, min-cut partition, compiled forward and "
+      "backward (seed §5.3-5.6)");
+  sub->add_option("graph", opts->graph, "Forward graph text file (.stax)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--wrt", opts->wrt, "Placeholders to differentiate with respect to")
+      ->required()
+      ->delimiter(',')
+      ->type_name("NAME[,NAME]");
+  add_config_option(*sub, opts->config);
+  sub->add_option("--input,-i", opts->inputs,
+                  "Data of a placeholder or of an upstream gradient (tangents_N) as NAME=FILE.npy "
+                  "(repeatable); placeholders default to seeded random data as in `stax run`, "
+                  "upstream gradients to ones")
+      ->type_name("NAME=FILE");
+  add_shape_option(*sub, opts->shapes);
+  sub->add_option("--seed", opts->seed, "Seed of the random inputs and random ops")
+      ->capture_default_str();
+  sub->add_option("--save", opts->save,
+                  "Write DIR/out0.npy, ... and DIR/grad_NAME.npy per --wrt name")
+      ->type_name("DIR");
+  sub->add_option("--dump", opts->dump,
+                  "Extra stages to print: graph, loop_ir, kernels, or all (joint and partition "
+                  "are always printed)")
+      ->delimiter(',')
+      ->type_name("STAGES");
+  sub->add_option("--dot", opts->dot, "Write the network and its cut as Graphviz DOT")
+      ->type_name("FILE");
+  sub->add_option("--budget", opts->budget,
+                  "Memory budget: most bytes of saved values (partitioner memory_budget)")
+      ->type_name("BYTES")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--algorithm", opts->algorithm, "Max-flow algorithm")
+      ->check(CLI::IsMember({"dinic", "edmonds-karp"}))
+      ->capture_default_str();
+  sub->add_flag("--interpret", opts->interpret,
+                "Run forward and backward on the reference interpreter instead of compiling");
+  sub->add_flag("--check", opts->check,
+                "Compare outputs and gradients with the joint graph on the reference "
+                "interpreter (exit 1 on a mismatch)");
+  return {sub, [opts] { return run(*opts); }};
+}
+
+}  // namespace stax::cli

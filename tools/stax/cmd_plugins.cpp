@@ -1,0 +1,125 @@
+// stax plugins [--config C]: the backend plugins on the config's plugin path. For each
+// libstax_<name>.so found: its ABI and plugin version, the device it drives (properties), its
+// §6.6 realization thresholds (with the config's overrides when a device uses it), its §6.5 split
+// policy on two sample reductions, its extern kernels and the devices the config assigns to it.
+// A plugin that fails to load or configure is reported with its error; the exit status is then 1.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "core/backend/plugin.h"
+#include "core/backend/plugin_loader.h"
+#include "core/backend/plugin_registry.h"
+#include "core/support/error.h"
+#include "tools/stax/command.h"
+#include "tools/stax/compile_support.h"
+
+namespace stax::cli {
+
+namespace {
+
+struct PluginsOptions {
+  std::string config;
+};
+
+std::string kib(int64_t bytes) {
+  if (bytes <= 0) return "unknown";
+  if (bytes >= (int64_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (int64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes >> 10) + " KiB";
+}
+
+std::string describe_thresholds(const sdk::RealizationThresholds& t) {
+  std::string s = "op_limit " + std::to_string(t.op_limit) + ", users_limit " +
+                  std::to_string(t.users_limit) +
+                  " (at >= " + std::to_string(t.users_near_op_limit) + " ops), max_reads " +
+                  std::to_string(t.max_reads) + ", max_accumulated_reads " +
+                  std::to_string(t.max_accumulated_reads) + ", transcendental:";
+  if (t.transcendental_ops.empty()) s += " none";
+  for (int32_t op : t.transcendental_ops) s += " " + sdk::opcode_name(op);
+  return s;
+}
+
+void describe_plugin(PluginRegistry& reg, const std::string& name, std::ostream& out) {
+  std::shared_ptr<PluginLibrary> lib = reg.library(name);
+  out << "  " << name << "  " << lib->path().string() << "\n";
+  out << "    ABI " << lib->abi_major() << "." << lib->abi_minor() << " (host "
+      << STAX_PLUGIN_API_MAJOR << "." << STAX_PLUGIN_API_MINOR << "), version "
+      << lib->plugin_version() << "\n";
+  // The devices the config assigns to this plugin; its options come from the first of them.
+  std::vector<std::string> devices;
+  const DeviceConfig* dc = nullptr;
+  for (const auto& [kind, d] : reg.config().devices)
+    if (d.backend == name) {
+      devices.push_back(kind);
+      if (!dc) dc = &d;
+    }
+  std::unique_ptr<Plugin> p = reg.create(name, dc ? dc->options : OptionValue::map());
+  const sdk::DeviceProperties& d = p->properties();
+  out << "    device: " << p->device_kind_name() << " '" << d.device_name << "'";
+  if (d.kind == sdk::DeviceKind::CPU)
+    out << ", " << d.cores << " thread(s), " << d.vector_bytes << "-byte vectors, L2 "
+        << kib(d.l2_cache_bytes);
+  else
+    out << ", " << d.multiprocessor_count << " SMs, warp " << d.warp_size << ", sm_"
+        << d.compute_capability;
+  out << ", memory " << kib(d.memory_bytes) << "\n";
+  sdk::RealizationThresholds t = p->thresholds();
+  if (!devices.empty()) t = apply_realization_overrides(t, reg.config().realization);
+  out << "    thresholds: " << describe_thresholds(t)
+      << (devices.empty() ? "" : " (with the config's overrides)") << "\n";
+  out << "    split_reduction: " << p->split_reduction(16384, 64, sdk::ReductionType::Sum)
+      << " segment(s) for 64 x 16384, " << p->split_reduction(1 << 20, 1, sdk::ReductionType::Sum)
+      << " for 1 x 1048576\n";
+  std::vector<std::string> ext = p->extern_kernels();
+  out << "    extern kernels:";
+  if (ext.empty()) out << " none";
+  for (const std::string& e : ext) out << " " << e;
+  out << "\n    configured for: ";
+  if (devices.empty()) out << "no device";
+  for (size_t i = 0; i < devices.size(); ++i) out << (i ? ", " : "") << devices[i];
+  out << "\n";
+}
+
+int run(const PluginsOptions& o) {
+  PluginRegistry reg(load_cli_config(o.config));
+  std::cout << "config: " << reg.config().source << "\nplugin path:\n";
+  for (const auto& dir : reg.search_path()) {
+    std::error_code ec;
+    std::cout << "  " << dir.string()
+              << (std::filesystem::is_directory(dir, ec) ? "" : " (missing)") << "\n";
+  }
+  std::vector<std::filesystem::path> found = reg.discover();
+  std::cout << "plugins (" << found.size() << "):\n";
+  int status = 0;
+  for (const auto& path : found) {
+    std::string file = path.filename().string();  // libstax_<name>.so
+    std::string name = file.substr(8, file.size() - 8 - 3);
+    try {
+      describe_plugin(reg, name, std::cout);
+    } catch (const Error& e) {
+      std::cout << "  " << name << "  " << path.string() << "\n    error: " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  std::cout << "devices:\n";
+  for (const auto& [kind, d] : reg.config().devices) {
+    bool present = false;
+    for (const auto& path : found)
+      present = present || path.filename() == plugin_file_name(d.backend);
+    std::cout << "  " << kind << " -> " << d.backend << (present ? "" : " (not found)") << "\n";
+  }
+  return status;
+}
+
+}  // namespace
+
+Subcommand make_plugins_command(CLI::App& parent) {
+  auto opts = std::make_shared<PluginsOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "plugins", "List the backend plugins on the plugin path: ABI, device, thresholds, kernels");
+  add_config_option(*sub, opts->config);
+  return {sub, [opts] { return run(*opts); }};
+}
+
+}  // namespace stax::cli
