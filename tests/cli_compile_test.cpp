@@ -3,79 +3,38 @@
 // compile, bad options, unknown stages). Configs are written per test and point at this build
 // tree's plugin directory.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
+#include "tests/support/cli_runner.h"
+
 namespace fs = std::filesystem;
+using namespace stax::test;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string example(const std::string& name) {
-  return std::string(STAX_SOURCE_DIR) + "/examples/" + name;
-}
-
-class CliCompile : public ::testing::Test {
+class CliCompile : public CliTest {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(STAX_BINARY_DIR) / "test_tmp" /
-           ("cli_compile_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    CliTest::SetUp();
     config_ = write_config("{ opt_level: 3 }");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A config selecting cpu_cpp from this build tree with the given options (a YAML flow map).
   std::string write_config(const std::string& options, const std::string& name = "cpu.yaml") {
-    fs::path p = dir_ / name;
-    std::ofstream(p) << "plugin_path: [" << STAX_PLUGIN_DIR << "]\n"
-                     << "devices:\n"
-                     << "  cpu:\n"
-                     << "    backend: cpu_cpp\n"
-                     << "    options: " << options << "\n";
-    return p.string();
+    std::string text = "plugin_path: [" + std::string(STAX_PLUGIN_DIR) + "]\n" +
+                       "devices:\n"
+                       "  cpu:\n"
+                       "    backend: cpu_cpp\n"
+                       "    options: " +
+                       options + "\n";
+    return write(name, text).string();
   }
 
-  // Runs `stax ARGS`: stdout through popen, stderr into a file.
-  Result stax(const std::string& args) {
-    fs::path err = dir_ / "stderr.txt";
-    std::string cmd = std::string(STAX_BINARY_DIR) + "/bin/stax " + args + " 2>" + err.string();
-    Result r;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-    int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = slurp(err);
-    return r;
-  }
-
-  fs::path dir_;
   std::string config_;
 };
 

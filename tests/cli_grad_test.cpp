@@ -2,76 +2,37 @@
 // flow and the saved set; --save writes gradients equal to the interpreter's joint graph; --dot,
 // --budget, --algorithm, --dump, upstream gradients as inputs, and clear errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/parser.h"
 #include "core/runtime/compiled_function.h"
 #include "core/runtime/interpreter.h"
 #include "core/runtime/npy.h"
+#include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;
 using namespace stax;
+using namespace stax::test;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool contains(const std::string& s, const std::string& piece) {
-  return s.find(piece) != std::string::npos;
-}
-
-std::string example(const std::string& name) {
-  return (fs::path(STAX_SOURCE_DIR) / "examples" / name).string();
-}
-
-class CliGrad : public ::testing::Test {
+class CliGrad : public CliTest {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(STAX_BINARY_DIR) / "test_tmp" /
-           ("cli_grad_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    CliTest::SetUp();
     // The build tree's plugins, whatever else configs/cpu.yaml's search path would find.
     config_ = write("cpu.yaml", "plugin_path: [" + std::string(STAX_PLUGIN_DIR) +
                                     "]\ndevices:\n  cpu: { backend: cpu_cpp }\n");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Runs `stax grad ARGS --config <test config>` with stdout and stderr captured separately.
   Result grad(const std::string& args) {
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = std::string(STAX_BINARY_DIR) + "/bin/stax grad " + args + " --config " +
-                      config_.string() + " >" + out.string() + " 2>" + err.string();
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
+    return stax("grad " + args + " --config " + config_.string());
   }
 
   fs::path write_npy(const std::string& name, const Tensor& t) {
@@ -80,7 +41,7 @@ class CliGrad : public ::testing::Test {
     return p;
   }
 
-  fs::path dir_, config_;
+  fs::path config_;
 };
 
 }  // namespace

@@ -1,74 +1,17 @@
 // The stax CLI, run as a process: exit codes, stdout and stderr of `check` and `run` on the
 // examples and on bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "core/runtime/npy.h"
+#include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;
-
-namespace {
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(STAX_BINARY_DIR) / "test_tmp" /
-           ("cli_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs `stax ARGS` with stdout and stderr captured separately.
-  Result stax(const std::string& args) {
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = std::string(STAX_BINARY_DIR) + "/bin/stax " + args + " >" + out.string() +
-                      " 2>" + err.string();
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-
-  static std::string example(const std::string& name) {
-    return (fs::path(STAX_SOURCE_DIR) / "examples" / name).string();
-  }
-
-  fs::path dir_;
-};
-
-bool contains(const std::string& s, const std::string& piece) {
-  return s.find(piece) != std::string::npos;
-}
-
-}  // namespace
+using namespace stax::test;
+using Result = CliResult;
+using Cli = CliTest;
 
 TEST_F(Cli, HelpListsSubcommands) {
   Result r = stax("--help");

@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "core/graph/parser.h"
-#include "tests/compiled_check.h"
+#include "tests/support/compiled_check.h"
 
 namespace stax {
 namespace {

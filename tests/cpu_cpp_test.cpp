@@ -14,7 +14,7 @@
 #include "core/graph/parser.h"
 #include "core/runtime/compiler.h"
 #include "core/runtime/interpreter.h"
-#include "tests/compiled_check.h"
+#include "tests/support/compiled_check.h"
 
 namespace stax {
 namespace {

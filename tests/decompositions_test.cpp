@@ -16,11 +16,13 @@
 #include "core/graph/printer.h"
 #include "core/runtime/interpreter.h"
 #include "core/support/error.h"
+#include "tests/support/interp_helpers.h"
 
 using namespace stax;
 
 namespace {
 
+using test::error_of;
 using Ints = std::vector<int64_t>;
 
 std::multiset<std::string> call_targets(const Graph& g) {
@@ -59,15 +61,6 @@ std::set<std::string> check_decomposition(const Graph& g, const std::vector<Tens
                                                         << want[i].summary();
   }
   return base_names(d);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 }  // namespace

@@ -7,23 +7,12 @@
 #include "core/graph/op_registry.h"
 #include "core/runtime/interpreter.h"
 #include "core/support/error.h"
+#include "tests/support/interp_helpers.h"
 
 using namespace stax;
+using namespace stax::test;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 using Ints = std::vector<int64_t>;
 

@@ -3,33 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <optional>
 
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
 #include "core/support/error.h"
+#include "tests/support/interp_helpers.h"
 
 using namespace stax;
+using namespace stax::test;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // numpy.matmul semantics written plainly, in double: (result, sum of |a_ik b_kj| per element).
 std::pair<Tensor, Tensor> naive_matmul(const Tensor& a_in, const Tensor& b_in) {
@@ -248,8 +232,6 @@ TEST(MatmulInterp, AddmmBetaZeroIgnoresNan) {
 }
 
 TEST(MatmulInterp, BatchedBroadcastMatchesNumpy) {
-  static const bool have = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
-  if (!have) GTEST_SKIP() << "python3 with numpy is not available";
   Graph g;
   Node* a = g.placeholder("a", {3, 1, 4, 6}, DType::Float64);
   Node* b = g.placeholder("b", {5, 6, 2}, DType::Float64);
@@ -257,15 +239,7 @@ TEST(MatmulInterp, BatchedBroadcastMatchesNumpy) {
   Tensor ta = Tensor::randn({3, 1, 4, 6}, DType::Float64, 21);
   Tensor tb = Tensor::randn({5, 6, 2}, DType::Float64, 22);
   Tensor got = run1(g, {ta, tb});
-  char tmpl[] = "/tmp/stax_extern_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  save_npy(dir + "/a.npy", ta);
-  save_npy(dir + "/b.npy", tb);
-  std::string cmd = "python3 -c \"import numpy as np; d='" + dir +
-                    "'; np.save(d + '/out.npy', np.matmul(np.load(d + '/a.npy'), "
-                    "np.load(d + '/b.npy')))\"";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  Tensor want = load_npy(dir + "/out.npy");
-  std::filesystem::remove_all(dir);
-  EXPECT_TRUE(got.allclose(want, 1e-12, 1e-12)) << got.summary() << " vs " << want.summary();
+  auto want = numpy_eval({ta, tb}, "a, b = ins\nout = np.matmul(a, b)");
+  if (!want) GTEST_SKIP() << "python3 with numpy is not available";
+  EXPECT_TRUE(got.allclose(*want, 1e-12, 1e-12)) << got.summary() << " vs " << want->summary();
 }

@@ -1,65 +1,19 @@
 // Indexing ops: inference, must-fail errors, interpreter values by hand and against numpy.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <optional>
-
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
 #include "core/support/error.h"
+#include "tests/support/interp_helpers.h"
 
 using namespace stax;
+using namespace stax::test;
 
 namespace {
 
-Tensor iota(const Shape& sizes, DType dtype = DType::Float32) {
-  Tensor flat = Tensor::arange(shape_numel(sizes), dtype);
-  return flat.as_strided(sizes, contiguous_strides(sizes), 0);
-}
-
 Tensor ints(const Shape& sizes, const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>(sizes, v);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::optional<Tensor> numpy_eval(const std::vector<Tensor>& inputs, const std::string& body) {
-  static const bool have = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
-  if (!have) return std::nullopt;
-  char tmpl[] = "/tmp/stax_indexing_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    save_npy(dir + "/in" + std::to_string(i) + ".npy", inputs[i]);
-  std::ofstream(dir + "/run.py") << "import sys, numpy as np\nd = sys.argv[1]\n"
-                                 << "ins = [np.load(f'{d}/in{i}.npy') for i in range("
-                                 << inputs.size() << ")]\n"
-                                 << body
-                                 << "\nnp.save(f'{d}/out.npy', np.ascontiguousarray(out))\n";
-  std::string cmd = "python3 " + dir + "/run.py " + dir + " > " + dir + "/log.txt 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(dir + "/log.txt");
-    ADD_FAILURE() << "numpy script failed: "
-                  << std::string(std::istreambuf_iterator<char>(log), {});
-    return std::nullopt;
-  }
-  Tensor out = load_npy(dir + "/out.npy");
-  std::filesystem::remove_all(dir);
-  return out;
 }
 
 }  // namespace

@@ -2,66 +2,14 @@
 // the interpreter's kernels (results share storage; values checked by hand and against numpy).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <optional>
-
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
 #include "core/support/error.h"
+#include "tests/support/interp_helpers.h"
 
 using namespace stax;
-
-namespace {
-
-// 0, 1, 2, ... in a row-major tensor of the given shape.
-Tensor iota(const Shape& sizes, DType dtype = DType::Float32) {
-  Tensor flat = Tensor::arange(shape_numel(sizes), dtype);
-  return flat.as_strided(sizes, contiguous_strides(sizes), 0);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// Runs `body` (Python; inputs in `ins`, result in `out`) under numpy; nullopt without numpy.
-std::optional<Tensor> numpy_eval(const std::vector<Tensor>& inputs, const std::string& body) {
-  static const bool have = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
-  if (!have) return std::nullopt;
-  char tmpl[] = "/tmp/stax_views_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    save_npy(dir + "/in" + std::to_string(i) + ".npy", inputs[i]);
-  std::ofstream(dir + "/run.py") << "import sys, numpy as np\nd = sys.argv[1]\nins = "
-                                    "[np.load(f'{d}/in{i}.npy') for i in range("
-                                 << inputs.size() << ")]\n"
-                                 << body
-                                 << "\nnp.save(f'{d}/out.npy', np.ascontiguousarray(out))\n";
-  std::string cmd = "python3 " + dir + "/run.py " + dir + " > " + dir + "/log.txt 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(dir + "/log.txt");
-    ADD_FAILURE() << "numpy script failed: "
-                  << std::string(std::istreambuf_iterator<char>(log), {});
-    return std::nullopt;
-  }
-  Tensor out = load_npy(dir + "/out.npy");
-  std::filesystem::remove_all(dir);
-  return out;
-}
-
-}  // namespace
+using namespace stax::test;
 
 TEST(ViewInference, StridesAreTheViewsOwn) {
   Graph g;

@@ -80,7 +80,8 @@ ComputedBuffer(name='buf2', layout=FixedLayout('cpu', float32, size=[64], stride
 ))
 )";
 
-TEST(Lowering, Example11IsOneComputedBufferAsListing62) {
+// Example 1.1: sum(relu(primals_1 + primals_2) * 2, dim=-1), both inputs (64, 128).
+Graph example_1_1() {
   Graph g;
   Node* x = g.placeholder("primals_1", {64, 128});
   Node* y = g.placeholder("primals_2", {64, 128});
@@ -89,6 +90,11 @@ TEST(Lowering, Example11IsOneComputedBufferAsListing62) {
   Node* mul = g.call("mul.Scalar", {relu, 2});
   Node* sum = g.call("sum.dim_IntList", {mul, std::vector<int64_t>{-1}});
   g.output({sum});
+  return g;
+}
+
+TEST(Lowering, Example11IsOneComputedBufferAsListing62) {
+  Graph g = example_1_1();
   LoweredGraph l = lower_graph(g);
   ASSERT_EQ(l.inputs.size(), 2u);
   ASSERT_EQ(l.buffers.size(), 1u);
@@ -652,14 +658,7 @@ TEST(Lowering, BufferNamesCountInputs) {
 // ---- The bridge to the plugin boundary ----------------------------------------------------------
 
 TEST(KernelDesc, Example11BecomesAValidCKernelDescription) {
-  Graph g;
-  Node* x = g.placeholder("primals_1", {64, 128});
-  Node* y = g.placeholder("primals_2", {64, 128});
-  Node* add = g.call("add.Tensor", {x, y});
-  Node* relu = g.call("relu", {add});
-  Node* mul = g.call("mul.Scalar", {relu, 2});
-  Node* sum = g.call("sum.dim_IntList", {mul, std::vector<int64_t>{-1}});
-  g.output({sum});
+  Graph g = example_1_1();
   LoweredGraph l = lower_graph(g);
   const ComputedBuffer& buf = computed(l, 0);
   KernelDesc k = make_kernel_desc("kernel0", {&buf.body()}, {buf.name()},

@@ -1,42 +1,26 @@
 // examples/train_mlp: the training example, run as a process for a few steps with --check (the
 // first and final steps' gradients against the interpreter, one compilation per graph).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "tests/support/cli_runner.h"
+
+using namespace stax::test;
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(STAX_BINARY_DIR) + "/bin/stax_train_mlp " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-bool contains(const std::string& s, const std::string& piece) {
-  return s.find(piece) != std::string::npos;
+// Runs `stax_train_mlp ARGS`, its stderr merged into its stdout.
+CliResult run(const std::string& args) {
+  return run_command(binary("stax_train_mlp") + " " + args);
 }
 
 }  // namespace
 
 TEST(TrainMlp, FewCompiledStepsPassTheirChecks) {
-  ASSERT_TRUE(std::filesystem::exists(std::string(STAX_BINARY_DIR) + "/bin/stax_train_mlp"));
-  Result r = run("--steps 12 --print-every 4 --check");
+  ASSERT_TRUE(std::filesystem::exists(binary("stax_train_mlp")));
+  CliResult r = run("--steps 12 --print-every 4 --check");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "(compiled)")) << r.out;
   EXPECT_TRUE(contains(r.out,
@@ -55,9 +39,9 @@ TEST(TrainMlp, FewCompiledStepsPassTheirChecks) {
 }
 
 TEST(TrainMlp, InterpreterPathAndUsageErrors) {
-  Result r = run("--steps 3 --interpret");
+  CliResult r = run("--steps 3 --interpret");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "(reference interpreter)")) << r.out;
-  Result bad = run("--steps 0");
+  CliResult bad = run("--steps 0");
   EXPECT_NE(bad.code, 0) << bad.out;
 }

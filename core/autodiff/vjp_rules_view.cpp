@@ -2,10 +2,8 @@
 // the upstream gradient. Slices and selects put the gradient into a zero tensor of the input's
 // shape: a cat with zero blocks for unit steps, an index_put at arange positions for larger steps.
 // as_strided has no rule (its inputs may overlap; torch's as_strided_backward is not mirrored).
-#include <algorithm>
-#include <limits>
-
 #include "core/autodiff/vjp.h"
+#include "core/graph/ops/view_layout.h"
 
 namespace stax {
 namespace {
@@ -73,15 +71,8 @@ void register_view_vjps(VjpTable& t) {
     const Shape& full = c.in("self")->shape();
     int64_t dim = wrap_dim(c.arg("dim").to_int(), static_cast<int64_t>(full.size()), "slice");
     int64_t size = full[dim];
-    // Python slice clamping, as the view's layout rule does.
-    const Arg& s = c.arg("start");
-    const Arg& e = c.arg("end");
-    int64_t start = s.is_absent() ? 0 : s.to_int();
-    int64_t end = e.is_absent() ? std::numeric_limits<int64_t>::max() : e.to_int();
-    if (start < 0) start += size;
-    if (end < 0) end += size;
-    start = std::clamp<int64_t>(start, 0, size);
-    end = std::clamp<int64_t>(end, start, size);
+    // Python slice clamping, shared with the view's layout rule.
+    auto [start, end] = clamp_slice_bounds(c.arg("start"), c.arg("end"), size);
     if (start == end) return;  // an empty slice: zero gradient
     int64_t step = c.arg("step").to_int();
     c.give("self", embed_slice(c, c.grad(), full, dim, start, end, step));

@@ -73,7 +73,7 @@ const OpDef* OpRegistry::find(std::string_view target) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
-static size_t edit_distance(std::string_view a, std::string_view b) {
+size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {

@@ -3,6 +3,7 @@
 // decompositions) are keyed by the same overload names and live with their own modules.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -91,6 +92,10 @@ const OpRegistry& default_registry();
 
 // Strips "tensorplay.ops.", "tp." prefixes and appends ".default" to a bare name.
 std::string canonical_target(std::string_view target);
+
+// The Levenshtein distance of two strings (insertions, deletions and substitutions each cost 1):
+// how OpRegistry::suggest and the parser's "did you mean" hints rank names.
+size_t edit_distance(std::string_view a, std::string_view b);
 
 // Broadcasts two shapes by NumPy rules; throws Error("shape", where, ...) naming both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& where);

@@ -1,7 +1,8 @@
 // Lowering rules of indirect reads and concatenation (seed §6.2, Table 6.1).
 //   gather / index_select / index.Tensor: the i-th element reads x at an index read from memory,
-//     turned into an index variable with ops.indirect_indexing (negative indices wrap, bounds are
-//     checked); an index computed from the loop variables is propagated into the expression
+//     turned into an index variable with ops.indirect_indexing (bounds are checked; negative
+//     indices wrap for index.Tensor only, as in eager mode: gather and index_select reject them,
+//     so the compiled graph accepts exactly the inputs the interpreter accepts); an index computed from the loop variables is propagated into the expression
 //     instead (Example 6.3).
 //   cat: one pointwise node; for every input a read at the clamped local index, merged by
 //     conditional selection on the position along the concatenated dimension.
@@ -29,7 +30,8 @@ IRPtr gather(GraphLowering& g, const Node& n) {
   Loader xl = x->make_loader(), il = index->make_loader();
   bool scalar = x->size().empty();
   Loader inner = [xl, il, d, extent, scalar](OpsBuilder& b, const Index& at) {
-    Expr e = b.indirect_indexing(load_index(b, il, at), extent);
+    Expr e = b.indirect_indexing(load_index(b, il, at), extent, /*check=*/true,
+                                 /*wrap_negative=*/false);
     if (scalar) return xl(b, {});
     Index xi = at;
     xi[d] = e;
@@ -49,7 +51,8 @@ IRPtr index_select(GraphLowering& g, const Node& n) {
   Loader inner = [xl, il, d, extent, rank, vector_index](OpsBuilder& b, const Index& at) {
     Index ii;
     if (vector_index) ii.push_back(rank == 0 ? at[0] : at[d]);
-    Expr e = b.indirect_indexing(load_index(b, il, ii), extent);
+    Expr e = b.indirect_indexing(load_index(b, il, ii), extent, /*check=*/true,
+                                 /*wrap_negative=*/false);
     if (rank == 0) return xl(b, {});
     Index xi = at;
     xi[d] = e;

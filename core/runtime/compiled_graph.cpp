@@ -14,33 +14,6 @@ namespace {
 
 using Impl = CompiledGraph::Impl;
 
-// The interpreter's per-node seed (core/runtime/interpreter.cpp keeps its copy private):
-// mix64(run seed ^ mix64(key)), key = the node's "rng_seed" attr (int, or FNV-1a of a string),
-// else FNV-1a of its name. Kept identical so that random fallback ops draw what `interpret` draws.
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
-uint64_t node_seed(uint64_t seed, const Node& n) {
-  uint64_t key;
-  auto it = n.attrs.find("rng_seed");
-  if (it != n.attrs.end() && (it->second.is_int() || it->second.is_bool()))
-    key = static_cast<uint64_t>(it->second.to_int());
-  else if (it != n.attrs.end() && it->second.is_string())
-    key = fnv1a(it->second.str());
-  else
-    key = fnv1a(n.name());
-  return mix64(seed ^ mix64(key));
-}
 
 // Same sizes and the same strides wherever they matter (extent > 1).
 bool same_layout(const Tensor& t, const Shape& sizes, const Shape& strides) {

@@ -79,6 +79,12 @@ uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
+std::string describe_meta(const Shape& sizes, DType dtype) {
+  return std::string(dtype_name(dtype)) + shape_str(sizes);
+}
+
+}  // namespace
+
 // The seed a node's random kernel gets: mix64(run seed ^ mix64(key)), where key is the node's
 // "rng_seed" attr (an int, or a string hashed with FNV-1a) when present, else FNV-1a of its name.
 // So a backward-graph recomputation carrying the forward node's rng_seed draws the same numbers.
@@ -93,12 +99,6 @@ uint64_t node_seed(uint64_t seed, const Node& n) {
     key = fnv1a(n.name());
   return mix64(seed ^ mix64(key));
 }
-
-std::string describe_meta(const Shape& sizes, DType dtype) {
-  return std::string(dtype_name(dtype)) + shape_str(sizes);
-}
-
-}  // namespace
 
 // ---- interpret --------------------------------------------------------------------------------
 

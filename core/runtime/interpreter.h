@@ -66,6 +66,12 @@ struct InterpreterOptions {
   bool check_meta = true;     // verify each result against the node's inferred shape/dtype
 };
 
+// The seed a node's random kernel gets in a run seeded with `seed`: mix64(seed ^ mix64(key)), key =
+// the node's "rng_seed" attr (an int, or a string hashed with FNV-1a) when present, else FNV-1a
+// of its name. Every executor (interpreter, compiled fallbacks) uses this, so a recomputation that
+// carries the forward node's rng_seed draws the same numbers (seed §5.3 item 5).
+uint64_t node_seed(uint64_t seed, const Node& n);
+
 // Runs `g` on `inputs` (one per placeholder, in graph order) and returns the outputs in return
 // order. Throws stax::Error naming the node on a kernel failure, a missing kernel, or an input
 // whose shape/dtype disagrees with its placeholder.

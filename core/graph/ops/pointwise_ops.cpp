@@ -45,7 +45,15 @@ void register_pointwise_ops(OpRegistry& r) {
                         "sin", "cos", "tan", "tanh", "sigmoid", "erf", "reciprocal"})
     unary(n, P::IntToFloat);
   for (const char* n : {"abs", "relu"}) unary(n, P::Default);
-  for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) unary(n, P::Default);
+  // Rounding and sign have no bool kernels (as in torch): rejected when the graph is built.
+  for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) {
+    r.add(std::string(n) + "(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default,
+          [](const CallArgs& c) {
+            if (c.tensor("self").dtype == DType::Bool)
+              c.fail("not implemented for 'bool' tensors");
+            return infer::elementwise(c, {"self"}, P::Default);
+          });
+  }
   unary("logical_not", P::AlwaysBool, false);
   unary("isnan", P::AlwaysBool, false);
   r.add("neg(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default, [](const CallArgs& c) {

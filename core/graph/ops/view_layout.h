@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/graph/arg.h"
 #include "core/graph/tensor_meta.h"
@@ -35,6 +36,11 @@ bool is_view_layout_op(std::string_view op);
 // The layout of view op `op` applied to `in`. reshape sets `copy` when the new shape cannot be
 // expressed over `in`'s strides (strides are then contiguous and offset 0).
 StridedLayout view_layout(std::string_view op, const StridedLayout& in, const ViewCall& call);
+
+// The [start, end) a slice with optional bounds `start` and `end` covers on a dim of `size`, by
+// Python's clamping: an absent start is 0 and an absent end is the dim's end, negative bounds
+// count from the end, then start is clamped into [0, size] and end into [start, size].
+std::pair<int64_t, int64_t> clamp_slice_bounds(const Arg& start, const Arg& end, int64_t size);
 
 // The strides that let `sizes` view memory laid out as (old_sizes, old_strides) without a copy, or
 // nullopt when none exist (splitting and merging only dims that are contiguous with each other).

@@ -197,15 +197,7 @@ StridedLayout slice_fn(const StridedLayout& in, const ViewCall& c) {
   int64_t size = in.sizes[d];
   int64_t step = c.arg("step").to_int();
   if (step <= 0) fail_view(c, "slice step must be positive, got " + std::to_string(step));
-  const Arg& s = c.arg("start");
-  const Arg& e = c.arg("end");
-  int64_t start = s.is_absent() ? 0 : s.to_int();
-  int64_t end = e.is_absent() ? std::numeric_limits<int64_t>::max() : e.to_int();
-  // Python slice clamping: negative bounds count from the end, then clamp into [0, size].
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
+  auto [start, end] = clamp_slice_bounds(c.arg("start"), c.arg("end"), size);
   StridedLayout out = in;
   out.sizes[d] = (end - start + step - 1) / step;
   out.offset += start * in.strides[d];
@@ -270,6 +262,16 @@ const std::map<std::string, LayoutFn, std::less<>>& layout_table() {
 }
 
 }  // namespace
+
+std::pair<int64_t, int64_t> clamp_slice_bounds(const Arg& start, const Arg& end, int64_t size) {
+  int64_t b = start.is_absent() ? 0 : start.to_int();
+  int64_t e = end.is_absent() ? std::numeric_limits<int64_t>::max() : end.to_int();
+  if (b < 0) b += size;
+  if (e < 0) e += size;
+  b = std::clamp<int64_t>(b, 0, size);
+  e = std::clamp<int64_t>(e, b, size);
+  return {b, e};
+}
 
 bool is_view_layout_op(std::string_view op) { return layout_table().count(op) > 0; }
 

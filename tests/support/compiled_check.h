@@ -15,6 +15,8 @@
 #include "core/runtime/interpreter.h"
 #include "core/support/error.h"
 
+#include "tests/support/strings.h"
+
 namespace stax::test {
 
 // cpu -> cpu_cpp from this build tree's plugin directory, with `options` as its YAML options.
@@ -34,10 +36,6 @@ inline Config cpu_config(OptionValue options = OptionValue::map()) {
 inline Compiler& cpu_compiler() {
   static Compiler compiler(cpu_config());
   return compiler;
-}
-
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Bit-for-bit equality (sizes, dtype, every element's bits), except that a NaN equals any NaN:
