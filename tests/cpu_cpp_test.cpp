@@ -283,6 +283,23 @@ TEST(CpuCppErrors, IndexOutOfBoundsIsARuntimeError) {
   EXPECT_TRUE(contains(what, "< 5")) << what;
 }
 
+// gather and index_select take no negative indices in eager mode; the compiled kernel must refuse
+// exactly what the interpreter refuses (index.Tensor, above, wraps them in both).
+TEST(CpuCppErrors, NegativeGatherIndexIsRejectedLikeTheInterpreter) {
+  Graph g;
+  Node* x = g.placeholder("x", {4, 3});
+  Node* idx = g.placeholder("idx", {4, 3}, DType::Int64);
+  g.output({g.call("gather", {x, 0, idx})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  Tensor xs = Tensor::randn({4, 3});
+  Tensor ok = Tensor::from_vector<int64_t>({4, 3}, {0, 1, 2, 3, 3, 2, 1, 0, 0, 0, 3, 3});
+  EXPECT_TRUE(bitwise_equal(cg.run({xs, ok})[0], interpret(g, {xs, ok})[0]));
+  Tensor neg = Tensor::from_vector<int64_t>({4, 3}, {0, 1, 2, 3, -1, 2, 1, 0, 0, 0, 3, 3});
+  EXPECT_FALSE(error_of([&] { interpret(g, {xs, neg}); }).empty());
+  std::string what = error_of([&] { cg.run({xs, neg}); });
+  EXPECT_TRUE(contains(what, "index out of bounds")) << what;
+}
+
 TEST(CpuCppErrors, WrongInputs) {
   CompiledGraph cg = cpu_compiler().compile(example_1_1());
   EXPECT_TRUE(contains(error_of([&] {

@@ -75,3 +75,18 @@ TEST(Graph, DoubleRepr) {
   EXPECT_EQ(double_repr(-0.001), "-0.001");
   EXPECT_EQ(double_repr(0.0001), "0.0001");
 }
+
+TEST(Graph, RoundingOpsRejectBoolAtBuildTime) {
+  Graph g;
+  Node* b = g.placeholder("b", {3}, DType::Bool);
+  for (const char* op : {"floor", "ceil", "round", "trunc", "sign"}) {
+    try {
+      g.call(op, {b});
+      FAIL() << op;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not implemented for 'bool'"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(g.call("floor", {g.placeholder("f", {3})})->dtype(), DType::Float32);
+}

@@ -20,21 +20,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// The backend's §6.6 thresholds in the lowering's own type (opcodes share plugin_api.h's
-// numbering; ones this build does not know are dropped).
-RealizationThresholds to_lowering_thresholds(const sdk::RealizationThresholds& t) {
-  RealizationThresholds out;
-  out.op_limit = t.op_limit;
-  out.users_limit = t.users_limit;
-  out.users_near_op_limit = t.users_near_op_limit;
-  out.max_reads = t.max_reads;
-  out.max_accumulated_reads = t.max_accumulated_reads;
-  for (int32_t op : t.transcendental_ops)
-    if (op > 0 && op < static_cast<int32_t>(Opcode::num_opcodes))
-      out.transcendental_ops.push_back(static_cast<Opcode>(op));
-  return out;
-}
-
 // The buffers a step reads (by name).
 std::vector<std::string> read_buffer_names(const Buffer& b) {
   std::vector<std::string> names;
@@ -91,7 +76,7 @@ CompiledGraph Compiler::compile(const Graph& source) {
 
   // 3. lowering with the backend's policies
   LoweringOptions lowering;
-  lowering.thresholds = to_lowering_thresholds(shared_->registry.thresholds(kind));
+  lowering.thresholds = realization_thresholds_from_sdk(shared_->registry.thresholds(kind));
   lowering.split_reduction = [&plugin](int64_t rn, int64_t n, ReductionType type) {
     return plugin.split_reduction(rn, n, static_cast<sdk::ReductionType>(type));
   };
