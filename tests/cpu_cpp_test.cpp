@@ -366,5 +366,21 @@ TEST(CpuCpp, SummaryAndDumps) {
   EXPECT_TRUE(contains(cg.loop_ir(), "reduction_type=sum")) << cg.loop_ir();
 }
 
+// The summary names each extern and fallback step by its op (issue: fallbacks are listed).
+TEST(CpuCpp, SummaryListsExternAndFallbackOps) {
+  Graph g;
+  Node* a = g.placeholder("a", {8, 16});
+  Node* b = g.placeholder("b", {16, 4});
+  Node* m = g.call("mm", {a, b});
+  Node* v = g.call("var.correction", {m, std::vector<int64_t>{1}});
+  g.output({v});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::string s = cg.summary();
+  EXPECT_TRUE(contains(s, "extern kernels: 1 (buf2 = mm)")) << s;
+  EXPECT_TRUE(contains(s, "fallbacks: 1 (buf3 = var.correction)")) << s;
+  std::vector<Tensor> in = test::random_inputs(g, 3);
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+}
+
 }  // namespace
 }  // namespace stax

@@ -254,8 +254,21 @@ std::string CompiledGraph::summary() const {
       s += (i ? ", " : "") + impl_->infos[i].name + " " + ms(impl_->infos[i].compile_ms);
     s += ")";
   }
-  s += " | extern kernels: " + std::to_string(num_externs());
-  s += " | fallbacks: " + std::to_string(num_fallbacks());
+  // Extern and fallback steps are listed by op, e.g. "fallbacks: 1 (buf1 = var.correction)".
+  auto listed = [&](IRKind kind, size_t count) {
+    std::string out = std::to_string(count);
+    std::string names;
+    for (const BufferPtr& b : impl_->lowered.buffers) {
+      if (b->kind() != kind) continue;
+      std::string what = kind == IRKind::ExternKernel
+                             ? static_cast<const ExternKernel&>(*b).kernel()
+                             : static_cast<const FallbackKernel&>(*b).node()->target();
+      names += (names.empty() ? "" : ", ") + b->name() + " = " + what;
+    }
+    return names.empty() ? out : out + " (" + names + ")";
+  };
+  s += " | extern kernels: " + listed(IRKind::ExternKernel, num_externs());
+  s += " | fallbacks: " + listed(IRKind::FallbackKernel, num_fallbacks());
   s += " | backend " + backend_name();
   const CompileStats& st = impl_->stats;
   s += " | lowering " + ms(st.lower_ms) + ", compile " + ms(st.compile_ms) + ", total " +
