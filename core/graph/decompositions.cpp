@@ -141,9 +141,15 @@ Node* addmm_decomp(Graph& g, const Node& n) {
 // ---- pointwise composites
 // ------------------------------------------------------------------------
 
+// Half types compute in float32 and round once at the end, as the silu kernel does (x * sigmoid(x)
+// on float16 / bfloat16 values would round sigmoid's result to the half type first).
 Node* silu_decomp(Graph& g, const Node& n) {
   Node* x = n.input(0);
-  return g.call("mul.Tensor", {x, g.call("sigmoid", {x})});
+  DType in = x->dtype();
+  bool up = is_half_like(in);
+  if (up) x = cast(g, x, DType::Float32);
+  Node* y = g.call("mul.Tensor", {x, g.call("sigmoid", {x})});
+  return up ? cast(g, y, in) : y;
 }
 
 Node* gelu_decomp(Graph& g, const Node& n) {

@@ -23,7 +23,11 @@ std::vector<bool> reduced_dims(const Node& n, int64_t rank) {
   std::vector<int64_t> dims = a.to_int_list();
   if (dims.empty()) return reduced;
   std::fill(reduced.begin(), reduced.end(), false);
-  for (int64_t d : dims) reduced[static_cast<size_t>(wrap_dim(d, rank, "%" + n.name()))] = true;
+  for (int64_t d : dims) {
+    // A 0-d tensor accepts dim 0 and -1 (wrap_dim checks them) and has no dim to flag.
+    int64_t w = wrap_dim(d, rank, "%" + n.name());
+    if (rank > 0) reduced[static_cast<size_t>(w)] = true;
+  }
   return reduced;
 }
 
@@ -89,9 +93,15 @@ IRPtr reduce(GraphLowering& g, const IRPtr& x, const std::vector<bool>& reduced,
   }
   if (rn == 1) {  // one element: a pointwise copy (argmax/argmin: index 0)
     Shape ones(rr.size(), 1);
-    Loader one = [inner, ones, indexed, out](OpsBuilder& b, const Index& index) {
+    // A floating sum adds its one element to the identity +0.0, as eager's (and the
+    // interpreter's) accumulator does: the sum of {-0.0} is +0.0, not a copy of -0.0.
+    bool plus_zero = type == ReductionType::Sum && is_floating(value_dtype);
+    Loader one = [inner, ones, indexed, plus_zero, value_dtype, out](OpsBuilder& b,
+                                                                     const Index& index) {
       if (indexed) return b.constant(ScalarValue::integer(0), out);
-      return b.to_dtype(inner(b, index, Index(ones.size(), Expr(0))), out);
+      Val v = inner(b, index, Index(ones.size(), Expr(0)));
+      if (plus_zero) v = b.add(b.constant(0.0, value_dtype), v);
+      return b.to_dtype(v, out);
     };
     return g.box(std::make_shared<Pointwise>(device, out, ranges, one), {x});
   }

@@ -70,6 +70,15 @@ void register_pointwise_ops(OpRegistry& r) {
   auto binary = [&](const char* base, P mode, bool with_alpha, bool differentiable = true) {
     std::string alpha = with_alpha ? ", *, Scalar alpha=1" : "";
     InferFn rule = with_alpha ? alpha_rule(base) : infer::elementwise_rule({"self", "other"});
+    // Like torch ("pow" / "remainder_cpu" / "div_floor_cpu" not implemented for 'Bool'), these
+    // reject a bool computation when the call is built, not only when an executor runs it.
+    std::string b = base;
+    if (b == "pow" || b == "remainder" || b == "floor_divide")
+      rule = [b](const CallArgs& c) {
+        TensorMeta m = infer::elementwise(c, {"self", "other"}, c.op().promotion);
+        if (m.dtype == DType::Bool) c.fail("'" + b + "' is not defined for bool tensors");
+        return m;
+      };
     auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" + alpha + ") -> Tensor",
                     OpCategory::Pointwise, mode, rule);
     auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" + alpha + ") -> Tensor",
