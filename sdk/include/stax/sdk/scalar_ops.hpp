@@ -43,8 +43,21 @@ inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
 inline double fmod(double a, double b) { return __builtin_fmod(a, b); }
 inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 inline double copysign(double a, double b) { return __builtin_copysign(a, b); }
-inline float pow(float a, float b) { return __builtin_powf(a, b); }
-inline double pow(double a, double b) { return __builtin_pow(a, b); }
+// Compilers rewrite pow(a, 2) to a * a and pow(a, -1) to 1 / a when the exponent is a constant
+// (LLVM's library-call simplifier does so without fast-math), as it is in a compiled kernel of
+// pow.Scalar. The C library's pow is not correctly rounded (glibc's differs from a * a in about
+// one case in a thousand), so every caller takes these forms explicitly: the interpreter, with
+// a run-time exponent, then computes what the compiled kernel computes, bit for bit.
+inline float pow(float a, float b) {
+  if (b == 2.0f) return a * a;
+  if (b == -1.0f) return 1.0f / a;
+  return __builtin_powf(a, b);
+}
+inline double pow(double a, double b) {
+  if (b == 2.0) return a * a;
+  if (b == -1.0) return 1.0 / a;
+  return __builtin_pow(a, b);
+}
 }  // namespace m
 #undef STAX_SCALAR_MATH1
 
