@@ -43,19 +43,25 @@ inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
 inline double fmod(double a, double b) { return __builtin_fmod(a, b); }
 inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 inline double copysign(double a, double b) { return __builtin_copysign(a, b); }
-// Compilers rewrite pow(a, 2) to a * a and pow(a, -1) to 1 / a when the exponent is a constant
-// (LLVM's library-call simplifier does so without fast-math), as it is in a compiled kernel of
-// pow.Scalar. The C library's pow is not correctly rounded (glibc's differs from a * a in about
-// one case in a thousand), so every caller takes these forms explicitly: the interpreter, with
-// a run-time exponent, then computes what the compiled kernel computes, bit for bit.
+// With a constant operand, compilers rewrite pow without fast-math (LLVM's library-call
+// simplifier, as in a compiled kernel of pow.Scalar): pow(a, 2) -> a * a, pow(a, -1) -> 1 / a,
+// pow(a, 0.5) -> |sqrt(a)| (+inf for a = -inf), pow(2, b) -> exp2(b); pow(a, 0) and pow(a, 1)
+// fold to 1 and a, which the C library returns too. The C library's pow is not correctly rounded
+// (glibc's differs from a * a in about one case in a thousand), so every caller takes these forms
+// explicitly: the interpreter, with run-time operands, computes what the compiled kernel
+// computes, bit for bit.
 inline float pow(float a, float b) {
   if (b == 2.0f) return a * a;
   if (b == -1.0f) return 1.0f / a;
+  if (b == 0.5f) return a == -__builtin_inff() ? __builtin_inff() : __builtin_fabsf(__builtin_sqrtf(a));
+  if (a == 2.0f) return __builtin_exp2f(b);
   return __builtin_powf(a, b);
 }
 inline double pow(double a, double b) {
   if (b == 2.0) return a * a;
   if (b == -1.0) return 1.0 / a;
+  if (b == 0.5) return a == -__builtin_inf() ? __builtin_inf() : __builtin_fabs(__builtin_sqrt(a));
+  if (a == 2.0) return __builtin_exp2(b);
   return __builtin_pow(a, b);
 }
 }  // namespace m
