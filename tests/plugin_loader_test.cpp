@@ -19,6 +19,7 @@
 #include "core/config/config.h"
 #include "core/support/error.h"
 #include "stax/sdk/kernel_builder.hpp"
+#include "tests/support/example11_kernel.h"
 
 namespace fs = std::filesystem;
 using stax::Error;
@@ -72,24 +73,8 @@ OptionValue opts(std::initializer_list<std::pair<const char*, const char*>> kv) 
   return o;
 }
 
-// Example 1.1 / Listing 6.2: buf2[i0] = sum_r relu(p1[i0, r] + p2[i0, r]) * 2, 64 x 128.
-struct Example11 {
-  KernelBuilder kb{"kernel0"};
-  const StaxKernelDesc* desc = nullptr;
-  Example11() {
-    int p1 = kb.add_buffer("primals_1", DType::Float32, {64, 128}, BufferRole::Input);
-    int p2 = kb.add_buffer("primals_2", DType::Float32, {64, 128}, BufferRole::Input);
-    int out = kb.add_buffer("buf2", DType::Float32, {64}, BufferRole::Output);
-    kb.set_ranges({64}, {128});
-    BodyBuilder& b = kb.add_body("buf2", true);
-    int t0 = b.load(p1, b.linear({{128, b.i(0)}, {1, b.r(0)}}));
-    int t1 = b.load(p2, b.linear({{128, b.i(0)}, {1, b.r(0)}}));
-    int t3 = b.unary(STAX_OP_relu, b.binary(STAX_OP_add, t0, t1));
-    int t5 = b.binary(STAX_OP_mul, t3, b.constant(2, DType::Float32));
-    b.store_reduction(out, b.i(0), b.reduction(ReductionType::Sum, DType::Float32, t5));
-    desc = kb.desc();
-  }
-};
+// Example 1.1 (Listing 6.2) as a kernel description: tests/support/example11_kernel.h.
+using stax::sdk::test::Example11;
 
 // Runs Example 1.1 on a compiled kernel and compares with a plain loop.
 void check_example11(const stax::CompiledKernel& k) {
