@@ -400,6 +400,19 @@ std::string check_case(const FuzzCase& fc) {
   if (!interp_error.empty()) return "interpreter threw but the compiled graph ran: " + interp_error;
   if (got.size() != want.size()) return "output count differs";
   std::string msg;
+  // Theorem 6.1: fusion off and other realization thresholds give the same bytes.
+  for (const test::CompilerVariant& v : test::schedule_variants()) {
+    std::vector<Tensor> other;
+    try {
+      other = v.compiler->compile(fc.g).run(fc.inputs);
+    } catch (const Error& e) {
+      msg += std::string(v.name) + ": threw " + e.what() + "\n";
+      continue;
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      if (::testing::AssertionResult ok = bitwise_equal(other[i], got[i]); !ok)
+        msg += std::string(v.name) + ", output " + std::to_string(i) + ": " + ok.message() + "\n";
+  }
   for (size_t i = 0; i < got.size(); ++i) {
     const Check& c = fc.checks[i];
     auto operand = [&](int k) { return want[static_cast<size_t>(k)]; };

@@ -164,12 +164,13 @@ TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {
   Node* x = g.placeholder("x", {8, 8});
   Node* y = g.call("mul.Scalar", {g.call("add.Scalar", {x, 1}), 3});
   g.output({g.call("relu", {y}), g.call("neg", {y})});
-  EXPECT_EQ(cpu_compiler().compile(g).num_kernels(), 2u);
+  EXPECT_EQ(cpu_compiler().compile(g).lowered().buffers.size(), 2u);
   Config c = cpu_config();
   c.realization.op_limit = 1;
   Compiler strict(c);
   CompiledGraph cg = strict.compile(g);
-  EXPECT_EQ(cg.num_kernels(), 3u);
+  EXPECT_EQ(cg.lowered().buffers.size(), 3u);
+  EXPECT_EQ(cg.num_kernels(), 1u);  // y and its two users: one fused kernel
   std::vector<Tensor> in = test::random_inputs(g, 2);
   std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i]));
@@ -327,7 +328,7 @@ TEST(CpuCpp, KernelDescriptionsCrossTheBoundaryNormalized) {
   Node* x = g.placeholder("x", {4, 8, 16});
   g.output({g.call("add.Scalar", {x, 1})});
   CompiledGraph cg = cpu_compiler().compile(g);
-  std::vector<KernelPlan> plans = plan_kernels(cg.lowered());
+  std::vector<KernelPlan> plans = plan_kernels(cg.schedule(), cg.lowered());
   ASSERT_EQ(plans.size(), 1u);
   const StaxKernelDesc& k = *plans[0].desc.get();
   ASSERT_EQ(k.num_ranges, 1u);
@@ -341,7 +342,7 @@ TEST(CpuCpp, KernelDescriptionsCrossTheBoundaryNormalized) {
   // Without normalization the loops stay as lowered.
   CodegenOptions raw;
   raw.normalize_loops = false;
-  EXPECT_EQ(plan_kernels(cg.lowered(), raw)[0].desc.get()->num_ranges, 3u);
+  EXPECT_EQ(plan_kernels(cg.schedule(), cg.lowered(), raw)[0].desc.get()->num_ranges, 3u);
 }
 
 TEST(CpuCpp, HalfStorageGoesThroughTheBitHelpers) {

@@ -5,26 +5,30 @@
 
 namespace stax {
 
-KernelPlan plan_kernel(const ComputedBuffer& buffer, const LoweredGraph& graph,
+KernelPlan plan_kernel(const ScheduledKernel& kernel, const LoweredGraph& graph,
                        const std::string& name, const CodegenOptions& options) {
-  if (buffer.body().ops.empty())
-    throw Error("codegen", buffer.name(), "the buffer has no recorded loop body");
+  if (kernel.bodies.empty() || kernel.bodies.size() != kernel.buffers.size())
+    throw Error("codegen", name, "internal: a scheduled kernel without bodies");
   KernelPlan plan;
   plan.name = name;
-  plan.buffer = &buffer;
-  plan.body = options.normalize_loops ? normalize_loops(buffer.body()) : buffer.body();
-  plan.desc = make_kernel_desc(name, {&plan.body}, {buffer.name()},
+  plan.buffers = kernel.buffers;
+  plan.bodies = options.normalize_loops ? normalize_loops(kernel.bodies) : kernel.bodies;
+  std::vector<const LoopBody*> bodies;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < plan.bodies.size(); ++k) {
+    bodies.push_back(&plan.bodies[k]);
+    names.push_back(plan.buffers[k]->name());
+  }
+  plan.desc = make_kernel_desc(name, bodies, names,
                                [&graph](std::string_view n) { return graph.find(n); });
   return plan;
 }
 
-std::vector<KernelPlan> plan_kernels(const LoweredGraph& graph, const CodegenOptions& options) {
+std::vector<KernelPlan> plan_kernels(const Schedule& schedule, const LoweredGraph& graph,
+                                     const CodegenOptions& options) {
   std::vector<KernelPlan> plans;
-  for (const BufferPtr& b : graph.buffers) {
-    if (b->kind() != IRKind::ComputedBuffer) continue;
-    plans.push_back(plan_kernel(static_cast<const ComputedBuffer&>(*b), graph,
-                                "kernel" + std::to_string(plans.size()), options));
-  }
+  for (const ScheduledKernel& k : schedule.kernels)
+    plans.push_back(plan_kernel(k, graph, "kernel" + std::to_string(plans.size()), options));
   return plans;
 }
 

@@ -1,12 +1,13 @@
-// Code generation, host side (DESIGN.md §1, §3): every ComputedBuffer of a LoweredGraph becomes one
-// kernel description (plugin_api.h StaxKernelDesc) — what crosses the plugin boundary. The plugin
-// prints and compiles it (cpu_cpp: C++ through Clang).
+// Code generation, host side (DESIGN.md §1, §3): every kernel of a Schedule (core/scheduler)
+// becomes one kernel description (plugin_api.h StaxKernelDesc) — what crosses the plugin
+// boundary. The plugin prints and compiles it (cpu_cpp: C++ through Clang).
 //
-// Per buffer: its recorded LoopBody, normalized (§6.8 Prop. 6.3: unit dims dropped, mergeable
-// loops merged; lexicographic order and so reduction order unchanged), then copied one to one into
-// the C description by make_kernel_desc (core/ir/kernel_desc.h): buffers in first-use order with
+// Per kernel: its bodies (one per fused buffer, already in the kernel's iteration space),
+// normalized together (§6.8 Prop. 6.3: unit dims dropped, loops mergeable in every body merged;
+// lexicographic order and so reduction order unchanged), then copied one to one into the C
+// description by make_kernel_desc (core/ir/kernel_desc.h): buffers in first-use order with
 // roles, iteration / reduction ranges, the reduction type, ops and index expressions.
-// Kernels are named kernel0, kernel1, ... in execution order (unique per compiled graph).
+// Kernels are named kernel0, kernel1, ... in schedule order (unique per compiled graph).
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "core/ir/kernel_desc.h"
 #include "core/lowering/graph_lowering.h"
+#include "core/scheduler/schedule.h"
 
 namespace stax {
 
@@ -22,17 +24,18 @@ struct CodegenOptions {
 };
 
 struct KernelPlan {
-  std::string name;                        // "kernel0": the C function the plugin defines
-  const ComputedBuffer* buffer = nullptr;  // the buffer it computes
-  LoopBody body;                           // the (normalized) body it runs
-  KernelDesc desc;                         // the C description; desc.buffer_names() = run order
+  std::string name;                                // "kernel0": the C function the plugin defines
+  std::vector<const ComputedBuffer*> buffers;      // the buffers it computes, in order
+  std::vector<LoopBody> bodies;                    // the (normalized) bodies it runs
+  KernelDesc desc;  // the C description; desc.buffer_names() = run order
 };
 
-// The plan of one ComputedBuffer; `graph` resolves the buffers its body reads and writes.
-KernelPlan plan_kernel(const ComputedBuffer& buffer, const LoweredGraph& graph,
+// The plan of one scheduled kernel; `graph` resolves the buffers its bodies read and write.
+KernelPlan plan_kernel(const ScheduledKernel& kernel, const LoweredGraph& graph,
                        const std::string& name, const CodegenOptions& options = {});
 
-// One plan per ComputedBuffer of `graph`, in graph.buffers order, named kernel0, kernel1, ...
-std::vector<KernelPlan> plan_kernels(const LoweredGraph& graph, const CodegenOptions& options = {});
+// One plan per kernel of `schedule`, named kernel0, kernel1, ...
+std::vector<KernelPlan> plan_kernels(const Schedule& schedule, const LoweredGraph& graph,
+                                     const CodegenOptions& options = {});
 
 }  // namespace stax

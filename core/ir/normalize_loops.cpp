@@ -111,4 +111,37 @@ LoopBody normalize_loops(const LoopBody& body) {
   return out;
 }
 
+std::vector<LoopBody> normalize_loops(const std::vector<LoopBody>& bodies) {
+  if (bodies.size() == 1) return {normalize_loops(bodies[0])};
+  // One body holding every body's index expressions (and a memory op per access, for the
+  // reordering's stride order), normalized once; its indices are handed back.
+  LoopBody all;
+  std::vector<size_t> first_index;
+  for (const LoopBody& b : bodies) {
+    if (all.ranges.empty()) all.ranges = b.ranges;
+    if (all.reduction_ranges.empty()) all.reduction_ranges = b.reduction_ranges;
+    first_index.push_back(all.indices.size());
+    for (const LoopOp& op : b.ops)
+      if (op.opcode == Opcode::load || op.opcode == Opcode::masked_load ||
+          op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) {
+        LoopOp access;
+        access.opcode = Opcode::load;
+        access.index = static_cast<int32_t>(all.indices.size() + static_cast<size_t>(op.index));
+        all.ops.push_back(access);
+      }
+    all.indices.insert(all.indices.end(), b.indices.begin(), b.indices.end());
+  }
+  LoopBody n = normalize_loops(all);
+  std::vector<LoopBody> out;
+  for (size_t k = 0; k < bodies.size(); ++k) {
+    LoopBody b = bodies[k];
+    auto from = n.indices.begin() + static_cast<std::ptrdiff_t>(first_index[k]);
+    b.indices.assign(from, from + static_cast<std::ptrdiff_t>(b.indices.size()));
+    b.ranges = n.ranges;
+    b.reduction_ranges = b.is_reduction() ? n.reduction_ranges : std::vector<int64_t>{};
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 }  // namespace stax

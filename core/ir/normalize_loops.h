@@ -20,4 +20,9 @@ namespace stax {
 // `16384*i0 + 8192*i1 + r0_0` becomes ranges [128], `8192*i0 + r0_0`.
 LoopBody normalize_loops(const LoopBody& body);
 
+// The same for the bodies of one fused kernel, which share one iteration space (equal ranges;
+// the reduction loop's bodies equal reduction_ranges): the conditions above are checked on the
+// index expressions of ALL bodies, so every body gets the same new variables.
+std::vector<LoopBody> normalize_loops(const std::vector<LoopBody>& bodies);
+
 }  // namespace stax

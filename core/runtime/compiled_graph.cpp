@@ -154,6 +154,17 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   std::lock_guard<std::mutex> lock(impl.shared->run_mutex);
   Allocator alloc(impl.pool);
   auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
+  if (!impl.arena.defined() && impl.memory.arena_bytes > 0)
+    impl.arena = Tensor::empty({impl.memory.arena_bytes}, DType::UInt8);
+  // Storage for a slot a step writes: its place in the arena, or pool storage for an output.
+  auto storage_for = [&](size_t s) {
+    const Layout& want = impl.slots[s]->layout();
+    const BufferPlacement* p = impl.placements[s];
+    if (!p || p->kind != BufferPlacement::Kind::Arena) return allocate(want);
+    int64_t item = static_cast<int64_t>(dtype_size(want.dtype));
+    return impl.arena.reinterpret(want.dtype, want.size, want.stride,
+                                  p->offset / item + want.offset);
+  };
   Slots slots(impl);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
@@ -174,10 +185,11 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   }
 
   for (const Impl::Step& step : impl.steps) {
-    const Buffer& produced = *impl.slots[step.slot];
+    const size_t out_slot = step.outputs.front();
+    const Buffer& produced = *impl.slots[out_slot];
     switch (step.kind) {
       case Impl::StepKind::Kernel: {
-        slots.at(step.slot) = allocate(produced.layout());
+        for (size_t s : step.outputs) slots.at(s) = storage_for(s);
         std::vector<void*> ptrs;
         for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
         impl.compiled[step.kernel]->run(ptrs);
@@ -185,18 +197,18 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
       }
       case Impl::StepKind::Extern: {
         const auto& ek = static_cast<const ExternKernel&>(produced);
-        slots.at(step.slot) = allocate(produced.layout());
+        slots.at(out_slot) = storage_for(out_slot);
         if (impl.plugin->has_extern_kernel(ek.kernel())) {
           std::vector<StaxTensorDesc> descs;
           for (size_t k = 0; k < ek.inputs().size(); ++k)
             descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
-          descs.push_back(tensor_desc(slots.base(step.slot), produced.layout()));
+          descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
           impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
         } else {
           std::vector<Tensor> args;
           for (size_t k = 0; k < ek.inputs().size(); ++k)
             args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
-          slots.at(step.slot).copy_from(
+          slots.at(out_slot).copy_from(
               interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
         }
         break;
@@ -209,10 +221,10 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
         Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
         const Layout& want = produced.layout();
         if (same_layout(r, want.size, want.stride) && want.offset == 0) {
-          slots.at(step.slot) = r;
+          slots.at(out_slot) = r;
         } else {
-          slots.at(step.slot) = allocate(want);
-          slots.at(step.slot).copy_from(r);
+          slots.at(out_slot) = storage_for(out_slot);
+          slots.at(out_slot).copy_from(r);
         }
         break;
       }
@@ -233,6 +245,8 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
 
 const Graph& CompiledGraph::graph() const { return *impl_->graph; }
 const LoweredGraph& CompiledGraph::lowered() const { return impl_->lowered; }
+const Schedule& CompiledGraph::schedule() const { return impl_->schedule; }
+const MemoryPlan& CompiledGraph::memory_plan() const { return impl_->memory; }
 std::string CompiledGraph::loop_ir() const { return impl_->lowered.str(); }
 const std::vector<CompiledKernelInfo>& CompiledGraph::kernels() const { return impl_->infos; }
 size_t CompiledGraph::num_kernels() const { return impl_->infos.size(); }

@@ -7,12 +7,13 @@
 //   * a FallbackKernel (an op without a lowering rule): the reference interpreter's kernel for the
 //     op, on views of the buffers it reads; random ops get the interpreter's per-node seed, so they
 //     draw the numbers `interpret` draws for the same run seed.
-// Buffers get storage when their step runs and give it back after their last reader; the storage
-// comes from a pool the CompiledGraph keeps between runs (a caching allocator): an entry nobody
-// else references (a released intermediate of this or an earlier run, an output the caller has
-// dropped) is reused, so a steady stream of runs neither allocates nor page-faults; returned
-// outputs the caller keeps are never reused. Fresh storage is zero-filled; reused storage is not
-// cleared (every producer writes all elements of its buffer). Graph inputs whose strides differ
+// Storage follows the compile-time memory plan (core/scheduler/memory_plan.h): intermediates
+// live at fixed offsets of one arena the CompiledGraph allocates on its first run and reuses;
+// returned buffers come from a pool the CompiledGraph keeps between runs (a caching allocator):
+// an entry nobody else references (an output the caller has dropped) is reused, so a steady
+// stream of runs neither allocates nor page-faults; returned outputs the caller keeps are never
+// reused. Fresh storage is zero-filled; reused storage is not cleared (every producer writes all
+// elements of its buffer). Graph inputs whose strides differ
 // from the placeholder's are copied into the placeholder's layout first. Outputs are returned in
 // return order as views of their buffers (a returned view of an input is a view of that input,
 // without a copy).
@@ -29,13 +30,15 @@
 #include "core/graph/graph.h"
 #include "core/lowering/graph_lowering.h"
 #include "core/runtime/tensor.h"
+#include "core/scheduler/memory_plan.h"
+#include "core/scheduler/schedule.h"
 
 namespace stax {
 
 // One compiled kernel.
 struct CompiledKernelInfo {
   std::string name;       // "kernel0"
-  std::string buffer;     // the ComputedBuffer it computes, "buf2"
+  std::string buffer;     // the ComputedBuffers it computes, "buf2" or "buf0, buf1, buf2"
   std::string source;     // the source the plugin generated
   double compile_ms = 0;  // the plugin's compile call (print + compile), wall time
 };
@@ -43,6 +46,7 @@ struct CompiledKernelInfo {
 struct CompileStats {
   double decompose_ms = 0;
   double lower_ms = 0;    // lower_graph
+  double schedule_ms = 0;  // fusion and the memory plan
   double codegen_ms = 0;  // kernel descriptions (plan_kernels)
   double compile_ms = 0;  // every plugin compile call
   double total_ms = 0;
@@ -64,6 +68,9 @@ class CompiledGraph {
   // The graph as compiled (after decomposition).
   const Graph& graph() const;
   const LoweredGraph& lowered() const;
+  // The kernels, steps and memory plan it runs (schedule.h, memory_plan.h).
+  const Schedule& schedule() const;
+  const MemoryPlan& memory_plan() const;
   // The Listing 6.2 form of every buffer (LoweredGraph::str()).
   std::string loop_ir() const;
   const std::vector<CompiledKernelInfo>& kernels() const;

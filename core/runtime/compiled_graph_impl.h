@@ -12,6 +12,8 @@
 #include "core/codegen/kernel_codegen.h"
 #include "core/runtime/compiled_graph.h"
 #include "core/runtime/compiler.h"
+#include "core/scheduler/memory_plan.h"
+#include "core/scheduler/schedule.h"
 
 namespace stax {
 
@@ -25,7 +27,7 @@ struct CompiledGraph::Impl {
   enum class StepKind { Kernel, Extern, Fallback };
   struct Step {
     StepKind kind = StepKind::Kernel;
-    size_t slot = 0;                // the buffer it produces
+    std::vector<size_t> outputs;    // the buffers it produces (a fused kernel: several)
     size_t kernel = 0;              // Kernel: index into plans / compiled
     std::vector<size_t> arg_slots;  // Kernel: one per description buffer; Extern / Fallback:
                                     // one per input
@@ -36,17 +38,23 @@ struct CompiledGraph::Impl {
   Plugin* plugin = nullptr;  // owned by shared->registry
   std::unique_ptr<Graph> graph;
   LoweredGraph lowered;
+  Schedule schedule;
+  MemoryPlan memory;
   std::vector<KernelPlan> plans;
   std::vector<std::unique_ptr<CompiledKernel>> compiled;
   std::vector<CompiledKernelInfo> infos;
   std::vector<const Buffer*> slots;  // graph inputs first, then lowered.buffers
+  std::vector<const BufferPlacement*> placements;  // per slot: into memory; null for inputs
   std::vector<Step> steps;
   size_t num_externs = 0, num_fallbacks = 0;
   CompileStats stats;
-  // Storage kept between runs (1-D byte tensors), guarded by shared->run_mutex: an entry no one
-  // else references any more (a released intermediate, an output the caller dropped) is reused
+  // Storage for outputs kept between runs (1-D tensors), guarded by shared->run_mutex: an entry
+  // no one else references any more (an output the caller dropped, a copied input) is reused
   // instead of allocating (and page-faulting) fresh memory.
   mutable std::vector<Tensor> pool;
+  // The intermediates' arena (memory.arena_bytes bytes), allocated by the first run and reused
+  // by every later one (guarded by shared->run_mutex).
+  mutable Tensor arena;
 };
 
 }  // namespace stax

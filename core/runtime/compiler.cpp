@@ -32,6 +32,56 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
   return names;
 }
 
+// The executor's steps (compiled_graph_impl.h) from the schedule: slots (graph inputs first,
+// then the lowered buffers), what each step writes and reads, and when a slot is released.
+void build_steps(CompiledGraph::Impl& impl) {
+  using Impl = CompiledGraph::Impl;
+  const LoweredGraph& l = impl.lowered;
+  std::map<std::string, size_t> slot_of;
+  for (const auto& in : l.inputs) {
+    slot_of[in->name()] = impl.slots.size();
+    impl.slots.push_back(in.get());
+    impl.placements.push_back(nullptr);
+  }
+  for (const BufferPtr& b : l.buffers) {
+    slot_of[b->name()] = impl.slots.size();
+    impl.slots.push_back(b.get());
+    impl.placements.push_back(impl.memory.find(b->name()));
+  }
+  auto slot = [&](const std::string& name) {
+    auto it = slot_of.find(name);
+    if (it == slot_of.end()) throw Error("compile", name, "internal: unknown buffer");
+    return it->second;
+  };
+  for (const ScheduleStep& s : impl.schedule.steps) {
+    Impl::Step step;
+    for (const Buffer* b : impl.schedule.writes(s)) step.outputs.push_back(slot(b->name()));
+    if (s.kind == ScheduleStep::Kind::Kernel) {
+      step.kind = Impl::StepKind::Kernel;
+      step.kernel = s.kernel;
+      for (const std::string& name : impl.plans[s.kernel].desc.buffer_names())
+        step.arg_slots.push_back(slot(name));
+    } else {
+      bool ext = s.kind == ScheduleStep::Kind::Extern;
+      step.kind = ext ? Impl::StepKind::Extern : Impl::StepKind::Fallback;
+      ++(ext ? impl.num_externs : impl.num_fallbacks);
+      for (const std::string& name : read_buffer_names(*s.buffer))
+        step.arg_slots.push_back(slot(name));
+    }
+    impl.steps.push_back(std::move(step));
+  }
+  std::set<size_t> keep;  // graph inputs and outputs are never released
+  for (size_t s = 0; s < l.inputs.size(); ++s) keep.insert(s);
+  for (const GraphOutput& o : l.outputs) keep.insert(slot(o.buffer->name()));
+  std::map<size_t, size_t> last_step;
+  for (size_t i = 0; i < impl.steps.size(); ++i) {
+    for (size_t s : impl.steps[i].outputs) last_step[s] = i;
+    for (size_t s : impl.steps[i].arg_slots) last_step[s] = i;
+  }
+  for (const auto& [s, i] : last_step)
+    if (!keep.count(s)) impl.steps[i].frees.push_back(s);
+}
+
 }  // namespace
 
 std::string graph_device_kind(const Graph& graph) {
@@ -84,66 +134,28 @@ CompiledGraph Compiler::compile(const Graph& source) {
   impl->lowered = lower_graph(g, lowering);
   impl->stats.lower_ms = ms_since(t);
 
-  // 4. kernels
+  // 4. schedule: fused kernels in step order; memory plan
   t = Clock::now();
-  impl->plans = plan_kernels(impl->lowered, options_.codegen);
+  impl->schedule = schedule(impl->lowered, options_.schedule);
+  impl->memory = plan_memory(impl->lowered, impl->schedule);
+  impl->stats.schedule_ms = ms_since(t);
+
+  // 5. kernels
+  t = Clock::now();
+  impl->plans = plan_kernels(impl->schedule, impl->lowered, options_.codegen);
   impl->stats.codegen_ms = ms_since(t);
   for (const KernelPlan& plan : impl->plans) {
     auto tk = Clock::now();
     impl->compiled.push_back(plugin.compile(*plan.desc.get()));
     double ms = ms_since(tk);
     impl->stats.compile_ms += ms;
-    impl->infos.push_back({plan.name, plan.buffer->name(), impl->compiled.back()->source(), ms});
+    std::string names;
+    for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
+    impl->infos.push_back({plan.name, names, impl->compiled.back()->source(), ms});
   }
 
-  // 5. the run plan: slots, steps, last uses
-  const LoweredGraph& l = impl->lowered;
-  std::map<std::string, size_t> slot_of;
-  for (const auto& in : l.inputs) {
-    slot_of[in->name()] = impl->slots.size();
-    impl->slots.push_back(in.get());
-  }
-  for (const BufferPtr& b : l.buffers) {
-    slot_of[b->name()] = impl->slots.size();
-    impl->slots.push_back(b.get());
-  }
-  auto slot = [&](const std::string& name) {
-    auto it = slot_of.find(name);
-    if (it == slot_of.end()) throw Error("compile", name, "internal: unknown buffer");
-    return it->second;
-  };
-  std::map<const Buffer*, size_t> plan_of;
-  for (size_t k = 0; k < impl->plans.size(); ++k) plan_of[impl->plans[k].buffer] = k;
-  for (const BufferPtr& b : l.buffers) {
-    CompiledGraph::Impl::Step step;
-    step.slot = slot(b->name());
-    if (b->kind() == IRKind::ComputedBuffer) {
-      step.kind = CompiledGraph::Impl::StepKind::Kernel;
-      step.kernel = plan_of.at(b.get());
-      for (const std::string& name : impl->plans[step.kernel].desc.buffer_names())
-        step.arg_slots.push_back(slot(name));
-    } else {
-      bool ext = b->kind() == IRKind::ExternKernel;
-      step.kind =
-          ext ? CompiledGraph::Impl::StepKind::Extern : CompiledGraph::Impl::StepKind::Fallback;
-      if (ext)
-        ++impl->num_externs;
-      else
-        ++impl->num_fallbacks;
-      for (const std::string& name : read_buffer_names(*b)) step.arg_slots.push_back(slot(name));
-    }
-    impl->steps.push_back(std::move(step));
-  }
-  std::set<size_t> keep;  // graph inputs and outputs are never released
-  for (size_t s = 0; s < l.inputs.size(); ++s) keep.insert(s);
-  for (const GraphOutput& o : l.outputs) keep.insert(slot(o.buffer->name()));
-  std::map<size_t, size_t> last_step;
-  for (size_t i = 0; i < impl->steps.size(); ++i) {
-    last_step[impl->steps[i].slot] = i;
-    for (size_t s : impl->steps[i].arg_slots) last_step[s] = i;
-  }
-  for (const auto& [s, i] : last_step)
-    if (!keep.count(s)) impl->steps[i].frees.push_back(s);
+  // 6. the run plan: slots, steps, last uses
+  build_steps(*impl);
 
   impl->stats.total_ms = ms_since(t_start);
   return CompiledGraph(std::move(impl));

@@ -11,8 +11,10 @@
 //      "cpu" when it has none) from the PluginRegistry (loads libstax_<backend>.so on first use);
 //   3. lower (core/lowering) with the backend's §6.6 thresholds (plus the config's `realization:`
 //      overrides) and its §6.5 split_reduction policy;
-//   4. one kernel description per ComputedBuffer (core/codegen), compiled by the plugin;
-//   5. the run plan: step order, buffer slots, last uses (compiled_graph.h).
+//   4. schedule (core/scheduler): ComputedBuffers fused into kernels, steps in order, and the
+//      memory plan (intermediates at fixed offsets of one arena);
+//   5. one kernel description per scheduled kernel (core/codegen), compiled by the plugin;
+//   6. the run plan: step order, buffer slots, last uses (compiled_graph.h).
 // Errors (stax::Error): config and plugin loading ("plugin not found" lists the search path),
 // lowering, and kernel compilation (stage "plugin": the plugin's message carries the generated
 // source and the compiler's diagnostics).
@@ -26,12 +28,14 @@
 #include "core/config/config.h"
 #include "core/graph/graph.h"
 #include "core/runtime/compiled_graph.h"
+#include "core/scheduler/schedule.h"
 
 namespace stax {
 
 struct CompileOptions {
-  bool decompose = true;   // composite ops into base ops before lowering
-  CodegenOptions codegen;  // loop normalization
+  bool decompose = true;      // composite ops into base ops before lowering
+  SchedulerOptions schedule;  // fusion on / off and its limit
+  CodegenOptions codegen;     // loop normalization
 };
 
 class Compiler {

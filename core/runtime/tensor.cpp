@@ -354,6 +354,12 @@ Tensor Tensor::as_strided(const Shape& sizes, const Shape& strides, int64_t offs
   return Tensor(storage_, TensorMeta{sizes, strides, dtype(), meta_.device}, offset);
 }
 
+Tensor Tensor::reinterpret(DType dtype, const Shape& sizes, const Shape& strides,
+                           int64_t offset) const {
+  Tensor t(storage_, TensorMeta{{0}, {1}, dtype, meta_.device}, 0);
+  return t.as_strided(sizes, strides, offset);
+}
+
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {

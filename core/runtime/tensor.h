@@ -218,6 +218,9 @@ class Tensor {
   // -- views and copies --
   // A view of the same storage; `offset` is absolute (in elements), like torch.as_strided.
   Tensor as_strided(const Shape& sizes, const Shape& strides, int64_t offset) const;
+  // The same over the storage's bytes read as `dtype` (offset in elements of `dtype`): how an
+  // executor carves typed buffers out of one byte arena.
+  Tensor reinterpret(DType dtype, const Shape& sizes, const Shape& strides, int64_t offset) const;
   // This tensor if contiguous, else a row-major copy.
   Tensor contiguous() const;
   // A row-major copy with its own storage.

@@ -179,7 +179,7 @@ void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
 // A wide-lane body: accumulators become arrays of `lanes`; the statements run in a lane loop
 // inside the reduction loop(s), the stores in one after them.
 void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-                    sdk::Span<int64_t> rranges, int64_t lanes) {
+                    sdk::Span<int64_t> rranges, bool reduction, int64_t lanes) {
   std::vector<std::string> inits;
   for (const std::string& l : pb.prologue) {  // "<type> <name> = <init>;"
     size_t eq = l.find(" = "), sp = l.rfind(' ', eq - 1);
@@ -192,7 +192,7 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
     w.close();
   }
   int outer = w.depth();
-  open_reduction_loops(w, p, rranges, false);
+  if (reduction) open_reduction_loops(w, p, rranges, false);
   w.open(lane_loop(lanes));
   for (const std::string& l : pb.lines) w.line(lane_accumulators(l));
   while (w.depth() > outer) w.close();
@@ -215,14 +215,15 @@ const std::string& kernel_prelude() {
 std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& options) {
   sdk::Span<int64_t> ranges = k.ranges();
   sdk::Span<int64_t> rranges = k.reduction_ranges();
-  // Wide lanes (see above) for kernels made of reduction loops, contiguous along the innermost
-  // iteration variable with an extent of at least kMinWideLanes.
+  // Wide lanes (see above) for kernels with a reduction loop (a fused kernel may add pointwise
+  // bodies, e.g. a mean's division), contiguous along the innermost iteration variable with an
+  // extent of at least kMinWideLanes.
   int64_t lanes = 0;
   const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
-  bool all_reductions = k.num_bodies() > 0;
+  bool any_reduction = false;
   for (size_t b = 0; b < k.num_bodies(); ++b)
-    all_reductions = all_reductions && k.body(b).is_reduction_loop();
-  if (all_reductions && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
+    any_reduction = any_reduction || k.body(b).is_reduction_loop();
+  if (any_reduction && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
     int64_t extent = ranges[static_cast<size_t>(lane_dim)];
     lanes = kMaxWideLanes;
     while (lanes > extent && lanes > kMinWideLanes) lanes /= 2;
@@ -286,7 +287,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     w.open("for (; " + v + " + " + n + " <= " + hi + "; " + v + " += " + n + ") {");
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
-      emit_wide_body(w, p, lane_bodies[b], rranges, lanes);
+      emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes);
     }
     w.close();
     w.open("for (; " + v + " < " + hi + "; ++" + v + ") {");

@@ -38,6 +38,46 @@ inline Compiler& cpu_compiler() {
   return compiler;
 }
 
+// The schedule variants of seed Theorem 6.1: fusion off, and three realization settings
+// (realize every multi-user value, the GPU thresholds, never realize for a threshold). Compiling a
+// graph with any of them must give the bytes the default compiler gives.
+struct CompilerVariant {
+  const char* name;
+  Compiler* compiler;
+};
+inline std::vector<CompilerVariant> schedule_variants() {
+  auto make = [](bool fuse, auto set_realization) {
+    Config c = cpu_config();
+    set_realization(c.realization);
+    CompileOptions o;
+    o.schedule.fuse = fuse;
+    return new Compiler(c, o);
+  };
+  static std::vector<CompilerVariant> variants = {
+      {"fusion off", make(false, [](RealizationConfig&) {})},
+      {"realize eagerly", make(true,
+                               [](RealizationConfig& r) {
+                                 r.op_limit = 1;
+                                 r.max_reads = 1;
+                                 r.max_accumulated_reads = 1;
+                               })},
+      {"gpu thresholds", make(true,
+                              [](RealizationConfig& r) {
+                                r.op_limit = 30;
+                                r.max_accumulated_reads = 8;
+                                r.users_limit = 0;
+                                r.transcendental = std::vector<std::string>{};
+                              })},
+      {"inline everything", make(true, [](RealizationConfig& r) {
+         r.op_limit = 1 << 20;
+         r.max_reads = 1 << 20;
+         r.max_accumulated_reads = 1 << 20;
+         r.users_limit = 0;
+         r.transcendental = std::vector<std::string>{};
+       })}};
+  return variants;
+}
+
 // Bit-for-bit equality (sizes, dtype, every element's bits), except that a NaN equals any NaN:
 // IEEE 754 leaves the sign and payload of a NaN result open when several operands are NaN (x86
 // propagates the first operand's, and compilers may commute operands), so only NaN-ness is part

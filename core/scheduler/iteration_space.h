@@ -1,0 +1,53 @@
+// Iteration spaces of fused kernels: extent lists, their common refinement, and re-indexing a
+// LoopBody onto a finer space (seed §6.8, Prop. 6.3 read backwards).
+//
+// A body's iteration variables enumerate its points in row-major (lexicographic) order. Two
+// extent lists with the same product describe the same points when one refines the other: [32]
+// and [4, 8] do (i0 = 8*j0 + j1), [4, 6] and [6, 4] do not. A refinement splits each variable
+// into several and substitutes an affine expression for it, so addresses and the lexicographic
+// order (hence the order in which reductions accumulate) are unchanged.
+//
+//   common_refinement({8, 32}, {256}) == {8, 32}
+//   common_refinement({4, 6}, {6, 4}) == nullopt
+//   split_extents({8, 32}, 32)        == {{8}, {32}}      (outer part, inner part of product 32)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/ir/loop_body.h"
+
+namespace stax {
+
+using Extents = std::vector<int64_t>;
+
+int64_t extents_numel(const Extents& e);
+
+// The extents without the 1s.
+Extents drop_unit_extents(const Extents& e);
+
+// The coarsest extent list that refines both `a` and `b` (equal products required), or nullopt
+// when none exists. Unit extents are ignored; the result has none.
+std::optional<Extents> common_refinement(const Extents& a, const Extents& b);
+
+// Splits `e` (without unit extents) into an outer and an inner list whose product is
+// `inner_numel`, or nullopt when no dimension boundary has that inner product.
+std::optional<std::pair<Extents, Extents>> split_extents(const Extents& e, int64_t inner_numel);
+
+// Where a body's variables go in a kernel's iteration space (ranges G, reduction ranges R).
+enum class BodyPlacement {
+  Iteration,  // a pointwise body over G: runs once per iteration point
+  Full,       // a pointwise body over G x R: runs inside the reduction loop
+  Reduction,  // a reduction body: iteration variables over G, reduction variables over R
+};
+
+// `body` re-indexed onto the kernel space (`ranges`, `reduction_ranges`), which must refine the
+// body's own extents as `placement` requires (Full: the body's ranges against ranges ++
+// reduction_ranges). The result's ranges are `ranges`; its reduction_ranges are
+// `reduction_ranges` for Full and Reduction bodies and empty for Iteration bodies.
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges);
+
+}  // namespace stax

@@ -1,0 +1,308 @@
+#include "core/scheduler/schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/support/error.h"
+
+namespace stax {
+
+namespace {
+
+std::string extents_str(const Extents& e) {
+  std::string s = "[";
+  for (size_t k = 0; k < e.size(); ++k) s += (k ? ", " : "") + std::to_string(e[k]);
+  return s + "]";
+}
+
+std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
+  std::string s = extents_str(ranges);
+  if (!reduction_ranges.empty()) s += " x reduction " + extents_str(reduction_ranges);
+  return s;
+}
+
+// A buffer's body with unit extents dropped (a reduction over one point keeps {1}; an empty
+// body stays as it is).
+LoopBody unit_free(const LoopBody& b) {
+  if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return b;  // never fused
+  Extents ranges = drop_unit_extents(b.ranges);
+  Extents rr = drop_unit_extents(b.reduction_ranges);
+  if (b.is_reduction() && rr.empty()) rr = {1};
+  if (ranges == b.ranges && rr == b.reduction_ranges) return b;
+  BodyPlacement p = b.is_reduction() ? BodyPlacement::Reduction : BodyPlacement::Iteration;
+  return reindex_body(b, p, ranges, rr);
+}
+
+BodyPlacement placement_in(const LoopBody& b, const Extents& ranges, const Extents& rr) {
+  if (b.is_reduction()) return BodyPlacement::Reduction;
+  if (rr.empty() || extents_numel(b.ranges) == extents_numel(ranges)) return BodyPlacement::Iteration;
+  return BodyPlacement::Full;
+}
+
+// The write of a body (its one store / store_reduction): buffer and index.
+const LoopOp* store_of(const LoopBody& b) {
+  for (const LoopOp& op : b.ops)
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) return &op;
+  return nullptr;
+}
+
+struct Member {
+  const ComputedBuffer* buffer;
+  LoopBody body;  // unit_free(buffer->body())
+};
+
+struct Group {
+  std::vector<Member> members;
+  Extents ranges, reduction_ranges;
+  std::set<std::string> writes, reads;
+  size_t step = 0;
+  bool closed = false;  // a reduction over one point, or an empty space: kept alone
+};
+
+// The iteration space of `group` with `body` added, or nullopt when they do not fit.
+std::optional<std::pair<Extents, Extents>> joint_space(const Group& g, const LoopBody& b) {
+  const int64_t n = extents_numel(g.ranges);
+  if (g.reduction_ranges.empty()) {
+    if (!b.is_reduction()) {
+      auto r = common_refinement(g.ranges, b.ranges);
+      if (!r) return std::nullopt;
+      return std::make_pair(*r, Extents{});
+    }
+    const int64_t bi = extents_numel(b.ranges), br = extents_numel(b.reduction_ranges);
+    if (n == bi * br) {  // the group's pointwise bodies run inside the reduction loop
+      Extents both = b.ranges;
+      both.insert(both.end(), b.reduction_ranges.begin(), b.reduction_ranges.end());
+      auto r = common_refinement(g.ranges, both);
+      if (!r) return std::nullopt;
+      return split_extents(*r, br);
+    }
+    if (n == bi) {  // ... or once per iteration point, before the reduction
+      auto r = common_refinement(g.ranges, b.ranges);
+      if (!r) return std::nullopt;
+      return std::make_pair(*r, drop_unit_extents(b.reduction_ranges));
+    }
+    return std::nullopt;
+  }
+  const int64_t nr = extents_numel(g.reduction_ranges);
+  if (b.is_reduction()) {
+    auto r = common_refinement(g.ranges, b.ranges);
+    auto rr = common_refinement(g.reduction_ranges, b.reduction_ranges);
+    if (!r || !rr) return std::nullopt;
+    return std::make_pair(*r, *rr);
+  }
+  const int64_t bn = extents_numel(b.ranges);
+  if (bn == n) {
+    auto r = common_refinement(g.ranges, b.ranges);
+    if (!r) return std::nullopt;
+    return std::make_pair(*r, g.reduction_ranges);
+  }
+  if (bn == n * nr) {
+    Extents both = g.ranges;
+    both.insert(both.end(), g.reduction_ranges.begin(), g.reduction_ranges.end());
+    auto r = common_refinement(both, b.ranges);
+    if (!r) return std::nullopt;
+    return split_extents(*r, nr);
+  }
+  return std::nullopt;
+}
+
+LoopBody placed(const LoopBody& b, const Extents& ranges, const Extents& rr) {
+  return reindex_body(b, placement_in(b, ranges, rr), ranges, rr);
+}
+
+class Scheduler {
+ public:
+  Scheduler(const LoweredGraph& graph, const SchedulerOptions& options)
+      : graph_(graph), options_(options) {}
+
+  Schedule run() {
+    const Buffer* prev = nullptr;
+    for (const BufferPtr& b : graph_.buffers) {
+      if (b->kind() == IRKind::ComputedBuffer)
+        add_computed(static_cast<const ComputedBuffer&>(*b), prev);
+      else
+        add_single(*b, prev);
+      prev = b.get();
+    }
+    return finish();
+  }
+
+ private:
+  // Why `b` (body `body`) cannot join `g`; nullopt when it can. On success `space` is the joint
+  // iteration space.
+  std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
+                                     std::pair<Extents, Extents>& space) const {
+    if (!options_.fuse) return "fusion is off";
+    if (g.closed) return "the kernel is a reduction over one point or empty";
+    if (body.is_reduction() && extents_numel(body.reduction_ranges) == 1)
+      return "a reduction over one point";
+    if (extents_numel(body.ranges) * extents_numel(body.reduction_ranges) == 0)
+      return "an empty iteration space";
+    if (g.members.size() >= options_.max_buffers_per_kernel)
+      return "the kernel has reached the fusion limit of " +
+             std::to_string(options_.max_buffers_per_kernel) + " buffers";
+    // Every producer outside the group must run before it.
+    for (const std::string& name : read_writes(body).read_buffers()) {
+      if (g.writes.count(name)) continue;
+      auto it = step_of_.find(name);
+      if (it != step_of_.end() && it->second > g.step)
+        return "reads " + name + ", which a later step computes";
+    }
+    auto joint = joint_space(g, body);
+    if (!joint)
+      return "iteration space " + space_str(body.ranges, body.reduction_ranges) +
+             " does not fit the kernel's " + space_str(g.ranges, g.reduction_ranges);
+    // Reads of what the group writes: at the same address as the write, in the joint space.
+    LoopBody mine = placed(body, joint->first, joint->second);
+    int64_t shared = 0;
+    for (const LoopOp& op : mine.ops) {
+      if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+      if (g.reads.count(op.buffer)) shared = 1;
+      if (!g.writes.count(op.buffer)) continue;
+      shared = 1;
+      const Member& producer = *std::find_if(g.members.begin(), g.members.end(),
+                                             [&](const Member& m) { return m.buffer->name() == op.buffer; });
+      LoopBody theirs = placed(producer.body, joint->first, joint->second);
+      const LoopOp* st = store_of(theirs);
+      if (!st || theirs.index_of(*st) != mine.index_of(op))
+        return "reads " + op.buffer + " at " + mine.index_of(op).str() +
+               ", not where the kernel writes it (" +
+               (st ? theirs.index_of(*st).str() : std::string("?")) + ")";
+    }
+    if (!shared) return "shares no buffer with the kernel";
+    (void)b;
+    space = *joint;
+    return std::nullopt;
+  }
+
+  int64_t shared_bytes(const Group& g, const LoopBody& body) const {
+    int64_t bytes = 0;
+    for (const std::string& name : read_writes(body).read_buffers()) {
+      if (!g.writes.count(name) && !g.reads.count(name)) continue;
+      if (const Buffer* buf = graph_.find(name))
+        bytes += std::max<int64_t>(buf->layout().storage_numel(), 1) *
+                 static_cast<int64_t>(dtype_size(buf->dtype()));
+    }
+    return bytes;
+  }
+
+  void add_computed(const ComputedBuffer& b, const Buffer* prev) {
+    if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
+    LoopBody body = unit_free(b.body());
+    // The earliest step the buffer may run at: after every producer.
+    size_t best = groups_.size();
+    int64_t best_score = -1;
+    std::pair<Extents, Extents> best_space;
+    std::map<size_t, std::string> reasons;
+    for (size_t k = 0; k < groups_.size(); ++k) {
+      std::pair<Extents, Extents> space;
+      if (auto why = why_not(groups_[k], b, body, space)) {
+        reasons[k] = *why;
+        continue;
+      }
+      int64_t score = shared_bytes(groups_[k], body);
+      if (score > best_score || (score == best_score && k > best)) {
+        best = k;
+        best_score = score;
+        best_space = space;
+      }
+    }
+    // The reason the buffer is not with its predecessor in the graph's order.
+    if (prev && prev->kind() == IRKind::ComputedBuffer) {
+      size_t pg = group_of_.at(prev->name());
+      if (pg != best)
+        splits_.push_back({prev->name(), b.name(),
+                           reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
+    } else if (prev) {
+      splits_.push_back({prev->name(), b.name(),
+                         prev->name() + " is " +
+                             (prev->kind() == IRKind::ExternKernel ? "an extern" : "a fallback") +
+                             " kernel"});
+    }
+    if (best == groups_.size()) {
+      Group g;
+      g.ranges = body.ranges;
+      g.reduction_ranges = body.is_reduction() ? body.reduction_ranges : Extents{};
+      g.closed = (body.is_reduction() && extents_numel(body.reduction_ranges) == 1) ||
+                 extents_numel(body.ranges) * extents_numel(body.reduction_ranges) == 0;
+      g.step = steps_.size();
+      ScheduleStep step;
+      step.kind = ScheduleStep::Kind::Kernel;
+      step.kernel = groups_.size();
+      steps_.push_back(step);
+      groups_.push_back(std::move(g));
+    } else {
+      groups_[best].ranges = best_space.first;
+      groups_[best].reduction_ranges = best_space.second;
+    }
+    Group& g = groups_[best];
+    for (const std::string& name : read_writes(body).read_buffers()) g.reads.insert(name);
+    g.writes.insert(b.name());
+    g.members.push_back({&b, std::move(body)});
+    group_of_[b.name()] = best;
+    step_of_[b.name()] = g.step;
+  }
+
+  void add_single(const Buffer& b, const Buffer* prev) {
+    ScheduleStep step;
+    step.kind = b.kind() == IRKind::ExternKernel ? ScheduleStep::Kind::Extern
+                                                 : ScheduleStep::Kind::Fallback;
+    step.buffer = &b;
+    if (prev)
+      splits_.push_back({prev->name(), b.name(),
+                         b.name() + " is " + (b.kind() == IRKind::ExternKernel ? "an extern" : "a fallback") +
+                             " kernel"});
+    step_of_[b.name()] = steps_.size();
+    steps_.push_back(step);
+  }
+
+  Schedule finish() {
+    Schedule s;
+    for (Group& g : groups_) {
+      ScheduledKernel k;
+      if (g.members.size() == 1) {  // alone: the body as lowered
+        const LoopBody& body = g.members[0].buffer->body();
+        k.buffers.push_back(g.members[0].buffer);
+        k.bodies.push_back(body);
+        k.ranges = body.ranges;
+        k.reduction_ranges = body.reduction_ranges;
+        s.kernels.push_back(std::move(k));
+        continue;
+      }
+      k.ranges = g.ranges;
+      k.reduction_ranges = g.reduction_ranges;
+      for (Member& m : g.members) {
+        k.buffers.push_back(m.buffer);
+        k.bodies.push_back(placed(m.body, g.ranges, g.reduction_ranges));
+      }
+      s.kernels.push_back(std::move(k));
+    }
+    s.steps = std::move(steps_);
+    s.splits = std::move(splits_);
+    return s;
+  }
+
+  const LoweredGraph& graph_;
+  SchedulerOptions options_;
+  std::vector<Group> groups_;
+  std::vector<ScheduleStep> steps_;
+  std::map<std::string, size_t> group_of_;  // ComputedBuffer -> group
+  std::map<std::string, size_t> step_of_;   // every scheduled buffer -> step
+  std::vector<Schedule::Split> splits_;
+};
+
+}  // namespace
+
+std::vector<const Buffer*> Schedule::writes(const ScheduleStep& step) const {
+  if (step.kind != ScheduleStep::Kind::Kernel) return {step.buffer};
+  const ScheduledKernel& k = kernels.at(step.kernel);
+  return std::vector<const Buffer*>(k.buffers.begin(), k.buffers.end());
+}
+
+Schedule schedule(const LoweredGraph& graph, const SchedulerOptions& options) {
+  return Scheduler(graph, options).run();
+}
+
+}  // namespace stax

@@ -1,0 +1,217 @@
+// The scheduler (core/scheduler): iteration-space refinement, fusion decisions and their reasons,
+// the memory plan, and fused kernels' results against the reference interpreter.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/graph/parser.h"
+#include "core/ir/loop_body.h"
+#include "core/lowering/graph_lowering.h"
+#include "core/scheduler/iteration_space.h"
+#include "core/scheduler/memory_plan.h"
+#include "core/scheduler/schedule.h"
+#include "tests/support/compiled_check.h"
+
+namespace stax {
+namespace {
+
+using test::bitwise_equal;
+using test::contains;
+using test::cpu_compiler;
+
+Graph example(const std::string& name) {
+  return parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/" + name);
+}
+
+void expect_matches_interpreter(const CompiledGraph& cg, const Graph& g, uint64_t seed = 5) {
+  std::vector<Tensor> in = test::random_inputs(g, seed);
+  std::vector<Tensor> got = cg.run(in), want = interpret(cg.graph(), in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i;
+}
+
+// ---- iteration spaces ---------------------------------------------------------------------------
+
+TEST(IterationSpace, CommonRefinement) {
+  EXPECT_EQ(common_refinement({8, 32}, {256}), (Extents{8, 32}));
+  EXPECT_EQ(common_refinement({4, 8, 16}, {32, 16}), (Extents{4, 8, 16}));
+  EXPECT_EQ(common_refinement({6}, {2, 3}), (Extents{2, 3}));
+  EXPECT_EQ(common_refinement({8, 1, 32}, {8, 32}), (Extents{8, 32}));
+  EXPECT_EQ(common_refinement({4, 6}, {6, 4}), std::nullopt);  // no common refinement
+  EXPECT_EQ(common_refinement({4, 6}, {25}), std::nullopt);    // different sizes
+  EXPECT_EQ(common_refinement({}, {1, 1}), (Extents{}));
+}
+
+TEST(IterationSpace, SplitExtents) {
+  EXPECT_EQ(split_extents({8, 32}, 32), std::make_pair(Extents{8}, Extents{32}));
+  EXPECT_EQ(split_extents({4, 8, 16}, 128), std::make_pair(Extents{4}, Extents{8, 16}));
+  EXPECT_EQ(split_extents({4, 8, 16}, 32), std::nullopt);
+  EXPECT_EQ(split_extents({256}, 256), std::make_pair(Extents{}, Extents{256}));
+}
+
+TEST(IterationSpace, ReindexSplitsVariablesAffinely) {
+  // A pointwise body over [256] (i0 = 32*j + r) placed in the reduction loop of [8] x [32].
+  LoopBody b;
+  b.ranges = {256};
+  Expr i0 = Expr::iter(0, 256);
+  b.add_index(i0 * Expr(2) + Expr(1));
+  LoopBody full = reindex_body(b, BodyPlacement::Full, {8}, {32});
+  EXPECT_EQ(full.ranges, (Extents{8}));
+  EXPECT_EQ(full.reduction_ranges, (Extents{32}));
+  EXPECT_EQ(full.indices[0].str(), "64*i0 + 2*r0_0 + 1");
+  // A reduction [8, 1] x [32] onto [8] x [4, 8].
+  LoopBody r;
+  r.ranges = {8, 1};
+  r.reduction_ranges = {32};
+  r.add_index(Expr::iter(0, 8) * Expr(32) + Expr::reduce(0, 32));
+  LoopBody rr = reindex_body(r, BodyPlacement::Reduction, {8}, {4, 8});
+  EXPECT_EQ(rr.indices[0].str(), "32*i0 + 8*r0_0 + r0_1");
+}
+
+// ---- fusion -------------------------------------------------------------------------------------
+
+TEST(Scheduler, SoftmaxAndLayerNormAreOneKernelEach) {
+  for (const char* file : {"softmax.stax", "layer_norm.stax"}) {
+    SCOPED_TRACE(file);
+    Graph g = example(file);
+    CompiledGraph cg = cpu_compiler().compile(g);
+    EXPECT_GE(cg.lowered().buffers.size(), 3u);
+    EXPECT_EQ(cg.num_kernels(), 1u) << cg.schedule().str();
+    const ScheduledKernel& k = cg.schedule().kernels[0];
+    EXPECT_FALSE(k.reduction_ranges.empty());
+    EXPECT_TRUE(cg.schedule().splits.empty()) << cg.schedule().str();
+    expect_matches_interpreter(cg, g);
+  }
+}
+
+TEST(Scheduler, SoftmaxDumpShowsTheRowLoopsInSequence) {
+  Graph g = example("softmax.stax");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::string s = cg.schedule().str();
+  EXPECT_TRUE(contains(s, "1 kernels for 8 computed buffers")) << s;
+  EXPECT_TRUE(contains(s, "step 0: kernel0 ranges=[8] reduction_ranges=[32]")) << s;
+  EXPECT_TRUE(contains(s, "buf1: reduction max")) << s;
+  EXPECT_TRUE(contains(s, "buf2: pointwise, in the reduction loop")) << s;
+  EXPECT_TRUE(contains(s, "buf3: reduction sum")) << s;
+  // The kernel source runs the four row loops of each softmax one after another.
+  const std::string& src = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(src, "// buf1")) << src;
+  EXPECT_TRUE(contains(src, "// buf8")) << src;
+  EXPECT_EQ(cg.kernels()[0].buffer, "buf1, buf2, buf3, buf4, buf5, buf6, buf7, buf8");
+  std::string dot = cg.schedule().dot(cg.lowered());
+  EXPECT_TRUE(contains(dot, "digraph schedule")) << dot;
+  EXPECT_TRUE(contains(dot, "\"x\" -> s0")) << dot;
+}
+
+TEST(Scheduler, ExampleOneOneIsStillOneKernel) {
+  Graph g = example("example_1_1.stax");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.num_kernels(), 1u);
+  EXPECT_EQ(cg.schedule().kernels[0].bodies[0].ranges, cg.lowered().buffers[0]->size().empty()
+                                                           ? Extents{}
+                                                           : cg.schedule().kernels[0].ranges);
+  expect_matches_interpreter(cg, g);
+}
+
+TEST(Scheduler, TwoUsersOfOneValueWithTheSameRangesAreOneKernel) {
+  Graph g;
+  Node* x = g.placeholder("x", {16, 16});
+  Node* e = g.call("exp", {x});  // transcendental, two users: realized
+  g.output({g.call("mul.Scalar", {e, 2}), g.call("add.Scalar", {e, 1})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.lowered().buffers.size(), 3u);
+  EXPECT_EQ(cg.num_kernels(), 1u) << cg.schedule().str();
+  expect_matches_interpreter(cg, g);
+}
+
+TEST(Scheduler, PrologueAndEpilogueFuseIntoAReduction) {
+  // exp(x) realized (two users) read by a row sum and a row max; the mean's division is an
+  // epilogue over the rows.
+  Graph g;
+  Node* x = g.placeholder("x", {12, 40});
+  Node* e = g.call("exp", {x});
+  Node* s = g.call("sum.dim_IntList", {e, std::vector<int64_t>{1}});
+  Node* m = g.call("amax", {e, std::vector<int64_t>{1}});
+  g.output({g.call("div.Tensor", {s, m})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.num_kernels(), 1u) << cg.schedule().str();
+  expect_matches_interpreter(cg, g);
+}
+
+TEST(Scheduler, ReadingAtAnotherIndexIsNotFusedAndSaysWhy) {
+  // y = exp(x) realized; y.t() + y reads y transposed: not where the kernel wrote it.
+  Graph g;
+  Node* x = g.placeholder("x", {8, 8});
+  Node* y = g.call("exp", {x});
+  g.output({g.call("add.Tensor", {g.call("t", {y}), y})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.num_kernels(), 2u);
+  ASSERT_EQ(cg.schedule().splits.size(), 1u) << cg.schedule().str();
+  EXPECT_TRUE(contains(cg.schedule().splits[0].reason, "not where the kernel writes it"))
+      << cg.schedule().splits[0].reason;
+  expect_matches_interpreter(cg, g);
+}
+
+TEST(Scheduler, DifferentIterationSpacesAndExternKernelsSplit) {
+  Graph g;
+  Node* x = g.placeholder("x", {8, 16});
+  Node* w = g.placeholder("w", {16, 4});
+  Node* c = g.call("sum.dim_IntList", {x, std::vector<int64_t>{0}});  // [16] x [8]
+  Node* r = g.call("sum.dim_IntList", {x, std::vector<int64_t>{1}});  // [8] x [16]
+  Node* mm = g.call("mm", {g.call("relu", {x}), w});
+  g.output({c, r, g.call("relu", {mm})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::string s = cg.schedule().str();
+  EXPECT_TRUE(contains(s, "does not fit the kernel's")) << s;
+  EXPECT_TRUE(contains(s, "an extern kernel")) << s;
+  EXPECT_TRUE(contains(s, "extern mm")) << s;
+  expect_matches_interpreter(cg, g);
+}
+
+TEST(Scheduler, FusionOffAndTheFusionLimit) {
+  Graph g = example("softmax.stax");
+  LoweredGraph l = lower_graph(cpu_compiler().compile(g).graph());
+  Schedule off = schedule(l, {false, 64});
+  EXPECT_EQ(off.kernels.size(), l.buffers.size());
+  for (const Schedule::Split& s : off.splits) EXPECT_EQ(s.reason, "fusion is off");
+  Schedule two = schedule(l, {true, 2});
+  EXPECT_EQ(two.kernels.size(), 4u) << two.str();
+  EXPECT_TRUE(contains(two.str(), "fusion limit of 2 buffers")) << two.str();
+}
+
+// ---- memory plan --------------------------------------------------------------------------------
+
+TEST(MemoryPlan, IntermediatesShareTheArenaWhenTheirLifetimesAreDisjoint) {
+  // e_k = exp(e_{k-1}.t() + e_{k-1}): every e_k is realized (two users, transcendental) and read
+  // transposed, so each is its own kernel and dies one step after it is written.
+  Graph g;
+  Node* v = g.call("exp", {g.placeholder("x", {32, 32})});
+  for (int k = 0; k < 6; ++k) v = g.call("exp", {g.call("add.Tensor", {g.call("t", {v}), v})});
+  g.output({g.call("neg", {v})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  const MemoryPlan& m = cg.memory_plan();
+  EXPECT_GE(cg.num_kernels(), 6u) << cg.schedule().str();
+  EXPECT_GT(m.intermediate_bytes, 0);
+  EXPECT_LE(m.arena_bytes, 2 * 32 * 32 * 4) << m.str();  // two live buffers at a time
+  EXPECT_LT(m.arena_bytes, m.intermediate_bytes) << m.str();
+  // Buffers live at the same time never overlap.
+  for (const BufferPlacement& a : m.buffers)
+    for (const BufferPlacement& b : m.buffers) {
+      if (&a == &b || a.kind != BufferPlacement::Kind::Arena ||
+          b.kind != BufferPlacement::Kind::Arena)
+        continue;
+      bool live_together = !(a.last_step < b.first_step || b.last_step < a.first_step);
+      bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      EXPECT_FALSE(live_together && overlap) << a.buffer << " and " << b.buffer << "\n" << m.str();
+    }
+  // Outputs are not in the arena; repeated runs give the same results.
+  EXPECT_EQ(m.find(cg.lowered().outputs[0].buffer->name())->kind, BufferPlacement::Kind::Output);
+  std::vector<Tensor> in = test::random_inputs(g, 2);
+  std::vector<Tensor> a = cg.run(in), b = cg.run(in);
+  EXPECT_TRUE(bitwise_equal(a[0], b[0]));
+  expect_matches_interpreter(cg, g);
+}
+
+}  // namespace
+}  // namespace stax
