@@ -67,6 +67,7 @@ sdk::CStyleTables cpp_tables() {
   t.storage_types[static_cast<int>(DType::Float16)] = "stax_half";
   t.storage_types[static_cast<int>(DType::BFloat16)] = "stax_bf16";
   t.pointer_qualifier = "__restrict";
+  t.hoist_invariants = true;
   t.min = "stax_index_min";
   t.max = "stax_index_max";
   return t;
@@ -169,6 +170,7 @@ void open_reduction_loops(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_
 void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
                sdk::Span<int64_t> rranges, bool reduction, bool pragma) {
   for (const std::string& l : pb.prologue) w.line(l);
+  for (const std::string& l : pb.hoisted) w.line(l);
   int outer = w.depth();
   if (reduction) open_reduction_loops(w, p, rranges, pragma);
   for (const std::string& l : pb.lines) w.line(l);
@@ -194,6 +196,7 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
   int outer = w.depth();
   if (reduction) open_reduction_loops(w, p, rranges, false);
   w.open(lane_loop(lanes));
+  for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
   for (const std::string& l : pb.lines) w.line(lane_accumulators(l));
   while (w.depth() > outer) w.close();
   if (!pb.epilogue.empty()) {

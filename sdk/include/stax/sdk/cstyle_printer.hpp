@@ -21,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -63,6 +64,9 @@ struct CStyleTables {
   std::string check_macro = "STAX_CHECK";  // CHECK(cond, "message"); for indirect indexing
   std::string floordiv = " / ";  // index expressions are nonnegative
   std::string mod = " % ";
+  // Loop-invariant code motion: a reduction-loop body's statements that do not depend on the
+  // reduction variables go to PrintedBody::hoisted (the framing prints them before the loop).
+  bool hoist_invariants = false;
   std::string min = "stax_scalar::minimum";
   std::string max = "stax_scalar::maximum";
 };
@@ -70,6 +74,9 @@ struct CStyleTables {
 // The statements of one body, by where the framing puts them.
 struct PrintedBody {
   std::vector<std::string> prologue;  // before the reduction loop (accumulators)
+  std::vector<std::string> hoisted;   // with tables().hoist_invariants: a reduction-loop body's
+                                      // statements that do not depend on the reduction
+                                      // variables, for before the loop (after the prologue)
   std::vector<std::string> lines;     // the body (inside the reduction loop if it has one)
   std::vector<std::string> epilogue;  // after the reduction loop (store_reduction)
 };
@@ -95,6 +102,7 @@ class CStylePrinter : public OpsHandler<std::string> {
     cse_.clear();
     loads_of_.clear();
     op_values_.assign(body.num_ops(), std::string());
+    mark_invariant(body);
     replay(body, *this);
     return std::move(out_);
   }
@@ -245,7 +253,7 @@ class CStylePrinter : public OpsHandler<std::string> {
     std::string sz = std::to_string(size);
     if (wrap_negative) v = emit(x + " < 0 ? " + x + " + " + sz + " : " + x);
     if (check_bounds)
-      out_.lines.push_back(check("0 <= " + v + " && " + v + " < " + sz,
+      dest().push_back(check("0 <= " + v + " && " + v + " < " + sz,
                                  "index out of bounds: 0 <= " + v + " < " + sz));
     return v;
   }
@@ -299,7 +307,10 @@ class CStylePrinter : public OpsHandler<std::string> {
     forget_loads(buffer);
   }
 
-  void begin_op(int32_t, DType result_dtype) override { cur_dtype_ = result_dtype; }
+  void begin_op(int32_t op_index, DType result_dtype) override {
+    cur_op_ = op_index;
+    cur_dtype_ = result_dtype;
+  }
   void on_result(int32_t op_index, const std::string& value) override {
     op_values_[op_index] = value;
     if (!value_dtype_.count(value)) value_dtype_[value] = cur_dtype_;
@@ -313,7 +324,7 @@ class CStylePrinter : public OpsHandler<std::string> {
       if (it != cse_.end()) return it->second;
     }
     std::string name = t_.value_prefix + std::to_string(value_counter_++);
-    out_.lines.push_back(t_.declare + " " + name + " = " + rhs + ";");
+    dest().push_back(t_.declare + " " + name + " = " + rhs + ";");
     value_dtype_[name] = cur_dtype_;
     if (cse) cse_[rhs] = name;
     return name;
@@ -385,6 +396,67 @@ class CStylePrinter : public OpsHandler<std::string> {
   }
 
  private:
+  // Where the current op's statements go: `hoisted` for a loop-invariant op, else `lines`.
+  std::vector<std::string>& dest() {
+    bool hoist = cur_op_ >= 0 && static_cast<size_t>(cur_op_) < invariant_.size() &&
+                 invariant_[static_cast<size_t>(cur_op_)];
+    return hoist ? out_.hoisted : out_.lines;
+  }
+
+  // invariant_[op]: the op of a reduction-loop body computes the same value at every reduction
+  // point (no reduction variable in its index, no varying operand, not a load of a buffer the
+  // body writes), so it is printed once before the loop. Empty for other bodies.
+  void mark_invariant(const LoopBody& body) {
+    invariant_.assign(t_.hoist_invariants && body.is_reduction_loop() ? body.num_ops() : 0,
+                      false);
+    if (invariant_.empty()) return;
+    Span<int64_t> rr = kernel_.reduction_ranges();
+    for (size_t k = 0; k < rr.size(); ++k)
+      if (rr[k] == 0) return invariant_.assign(body.num_ops(), false);  // a loop that never runs
+    std::set<int32_t> written;
+    for (size_t i = 0; i < body.num_ops(); ++i) {
+      OpNode op = body.op(i);
+      if (!op.produces_value()) written.insert(op.buffer());
+    }
+    std::vector<bool>& inv = invariant_;
+    std::function<bool(const Expr&)> varies = [&](const Expr& e) -> bool {
+      switch (e.kind()) {
+        case ExprKind::ReduceVar: return true;
+        case ExprKind::Indirect: return !inv.at(static_cast<size_t>(e.value()));
+        case ExprKind::Const:
+        case ExprKind::IterVar: return false;
+        default: return varies(e.lhs()) || varies(e.rhs());
+      }
+    };
+    for (size_t i = 0; i < body.num_ops(); ++i) {
+      OpNode op = body.op(i);
+      bool v = false;
+      switch (op.opcode()) {
+        case STAX_OP_REDUCTION:
+        case STAX_OP_STORE:
+        case STAX_OP_STORE_REDUCTION: v = true; break;
+        case STAX_OP_LOAD:
+        case STAX_OP_MASKED_LOAD:
+          v = written.count(op.buffer()) || varies(body.index_of(op));
+          break;
+        case STAX_OP_INDEX_EXPR: v = varies(body.index_of(op)); break;
+        default: break;
+      }
+      for (int k = 0; k < op.num_operands(); ++k)
+        v = v || !inv.at(static_cast<size_t>(op.operand(k)));
+      inv[i] = !v;
+    }
+    // A constant moves only when a moved op uses it (nothing to gain otherwise).
+    std::vector<bool> needed(inv.size(), false);
+    for (size_t i = 0; i < body.num_ops(); ++i) {
+      OpNode op = body.op(i);
+      if (!inv[i] || op.opcode() == STAX_OP_CONSTANT) continue;
+      for (int k = 0; k < op.num_operands(); ++k) needed[static_cast<size_t>(op.operand(k))] = true;
+    }
+    for (size_t i = 0; i < body.num_ops(); ++i)
+      if (body.op(i).opcode() == STAX_OP_CONSTANT) inv[i] = inv[i] && needed[i];
+  }
+
   void forget_loads(const Buffer& b) {
     auto it = loads_of_.find(b.index());
     if (it == loads_of_.end()) return;
@@ -401,6 +473,8 @@ class CStylePrinter : public OpsHandler<std::string> {
   std::map<std::string, DType> value_dtype_;
   std::vector<std::string> op_values_;
   DType cur_dtype_ = DType::Float32;
+  int32_t cur_op_ = -1;
+  std::vector<bool> invariant_;
   int value_counter_ = 0;
   int acc_counter_ = 0;
 };
