@@ -4,7 +4,7 @@
 //
 // Per buffer: its recorded LoopBody, normalized (§6.8 Prop. 6.3: unit dims dropped, mergeable
 // loops merged; lexicographic order and so reduction order unchanged), then copied one to one into
-// the C description by make_kernel_desc (core/ir/kernel_desc.h): buffers in first-use order with
+// the C description by make_kernel_desc (core/codegen/kernel_desc.h): buffers in first-use order with
 // roles, iteration / reduction ranges, the reduction type, ops and index expressions.
 // Kernels are named kernel0, kernel1, ... in execution order (unique per compiled graph).
 #pragma once
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/kernel_desc.h"
+#include "core/codegen/kernel_desc.h"
 #include "core/lowering/graph_lowering.h"
 
 namespace stax {
