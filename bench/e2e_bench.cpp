@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "core/config/config.h"
-#include "core/runtime/compiler.h"
-#include "core/runtime/interpreter.h"
+#include "core/driver/compiler.h"
+#include "core/interpreter/interpreter.h"
 
 namespace {
 

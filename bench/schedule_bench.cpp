@@ -21,8 +21,8 @@
 #include "core/config/config.h"
 #include "core/graph/parser.h"
 #include "core/partition/partitioner.h"
-#include "core/runtime/compiler.h"
-#include "core/runtime/tensor.h"
+#include "core/driver/compiler.h"
+#include "core/tensor/tensor.h"
 
 using namespace stax;
 
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   std::printf("%-22s %9s %12s %12s %10s %10s %10s %8s %s\n", "graph", "kernels", "arena B",
               "interm. B", "faults/run", "off ms", "on ms", "off/on", "same bits");
   CompileOptions off_options;
-  off_options.schedule.fuse = false;
+  off_options.fuse = false;
   Compiler on(cpu_config()), off(cpu_config(), off_options);
   for (Case& c : cases()) {
     std::vector<Tensor> in;

@@ -16,8 +16,8 @@
 
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
-#include "core/runtime/interpreter.h"
-#include "core/runtime/tensor.h"
+#include "core/interpreter/interpreter.h"
+#include "core/tensor/tensor.h"
 
 namespace stax::testing {
 

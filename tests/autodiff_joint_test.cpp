@@ -7,7 +7,7 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/op_registry.h"
 #include "core/graph/printer.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 using namespace stax;

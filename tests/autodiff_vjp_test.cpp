@@ -24,7 +24,7 @@
 
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/op_registry.h"
-#include "core/runtime/npy.h"
+#include "core/tensor/npy.h"
 #include "core/support/error.h"
 #include "tests/autodiff_cases.h"
 

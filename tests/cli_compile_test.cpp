@@ -99,14 +99,14 @@ TEST_F(CliCompile, CompileDumpDirWritesCompleteFiles) {
   Result r = stax("compile " + example("softmax.stax") + " --config " + config_ + " --dump-dir " +
                   out.string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(fs::exists(out / "graph.stax"));
-  EXPECT_TRUE(contains(slurp(out / "loop_ir.txt"), "ComputedBuffer("));
-  std::string k0 = slurp(out / "kernel0.cpp");
+  EXPECT_TRUE(fs::exists(out / "softmax.graph.txt"));
+  EXPECT_TRUE(contains(slurp(out / "softmax.loop_ir.txt"), "ComputedBuffer("));
+  std::string k0 = slurp(out / "softmax.kernels.txt");
   EXPECT_TRUE(contains(k0, "namespace stax_scalar {")) << "the full source, prelude included";
   EXPECT_TRUE(contains(k0, "extern \"C\" void kernel0("));
-  EXPECT_TRUE(contains(r.out, "wrote " + (out / "kernel0.cpp").string())) << r.out;
+  EXPECT_TRUE(contains(r.out, "wrote " + (out / "softmax.kernels.txt").string())) << r.out;
   // The dumped graph is a valid graph: stax check reads it back.
-  EXPECT_EQ(stax("check " + (out / "graph.stax").string()).code, 0);
+  EXPECT_EQ(stax("check " + (out / "softmax.graph.txt").string()).code, 0);
 }
 
 TEST_F(CliCompile, CompileRejectsAnUnknownStage) {

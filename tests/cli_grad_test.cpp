@@ -8,9 +8,9 @@
 
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/parser.h"
-#include "core/runtime/compiled_function.h"
-#include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
+#include "core/driver/compiled_function.h"
+#include "core/interpreter/interpreter.h"
+#include "core/tensor/npy.h"
 #include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;

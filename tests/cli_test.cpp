@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/runtime/npy.h"
+#include "core/tensor/npy.h"
 #include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // CompiledFunction (seed §5.6): compiled forward + lazily compiled backward, checked against the
 // joint graph in the reference interpreter; double backward rejected where requested (§5.7,
 // Listing 5.5); memory_budget passed through to the partitioner (§5.8).
-#include "core/runtime/compiled_function.h"
+#include "core/driver/compiled_function.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff/double_backward.h"
+#include "core/interpreter/double_backward.h"
 #include "core/config/config.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 using namespace stax;

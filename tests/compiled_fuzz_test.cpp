@@ -23,8 +23,8 @@
 
 #include "core/graph/graph.h"
 #include "core/graph/printer.h"
-#include "core/runtime/compiler.h"
-#include "core/runtime/interpreter.h"
+#include "core/driver/compiler.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 #include "tests/support/compiled_check.h"
 
@@ -290,7 +290,7 @@ FuzzCase generate(uint64_t seed) {
     }
   }
   // softmax / log_softmax: the interpreter computes them in double, rounding once (the accurate
-  // oracle, core/runtime/kernels/composite_kernels.cpp); the compiled decomposition rounds after
+  // oracle, core/interpreter/kernels/composite_kernels.cpp); the compiled decomposition rounds after
   // every op, so they are compared within a bound, as the last op of a case.
   if (r.chance(0.15)) {
     std::vector<Node*> floats;

@@ -14,7 +14,7 @@
 #include "core/graph/op_registry.h"
 #include "core/graph/parser.h"
 #include "core/graph/printer.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 #include "tests/support/interp_helpers.h"
 

@@ -1,6 +1,6 @@
-// Tests of core/runtime/half.h: float16 and bfloat16 conversions against exhaustive enumeration
+// Tests of core/tensor/half.h: float16 and bfloat16 conversions against exhaustive enumeration
 // and an independent round-to-nearest-even oracle.
-#include "core/runtime/half.h"
+#include "core/tensor/half.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/runtime/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace stax {
 namespace {

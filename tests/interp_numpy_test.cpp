@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "core/graph/graph.h"
-#include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
+#include "core/interpreter/interpreter.h"
+#include "core/tensor/npy.h"
 
 using namespace stax;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 using namespace stax;

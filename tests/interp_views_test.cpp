@@ -4,7 +4,7 @@
 
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 #include "tests/support/interp_helpers.h"
 

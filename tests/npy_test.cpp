@@ -1,6 +1,6 @@
-// Tests of core/runtime/npy.h: .npy round trips, hand-made files (Fortran order, big-endian,
+// Tests of core/tensor/npy.h: .npy round trips, hand-made files (Fortran order, big-endian,
 // version 2.0, widened dtypes), malformed files, and interoperation with numpy when available.
-#include "core/runtime/npy.h"
+#include "core/tensor/npy.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -16,7 +16,7 @@
 #include "core/graph/op_registry.h"
 #include "core/graph/printer.h"
 #include "core/graph/verifier.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 using namespace stax;

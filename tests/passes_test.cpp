@@ -11,7 +11,7 @@
 #include "core/graph/parser.h"
 #include "core/graph/printer.h"
 #include "core/graph/verifier.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 
 using namespace stax;
 

@@ -172,10 +172,14 @@ TEST(Scheduler, DifferentIterationSpacesAndExternKernelsSplit) {
 TEST(Scheduler, FusionOffAndTheFusionLimit) {
   Graph g = example("softmax.stax");
   LoweredGraph l = lower_graph(cpu_compiler().compile(g).graph());
-  Schedule off = schedule(l, {false, 64});
+  FusionLimits no_fusion;
+  no_fusion.enable_fusion = false;
+  Schedule off = schedule(l, no_fusion);
   EXPECT_EQ(off.kernels.size(), l.buffers.size());
   for (const Schedule::Split& s : off.splits) EXPECT_EQ(s.reason, "fusion is off");
-  Schedule two = schedule(l, {true, 2});
+  FusionLimits two_per_kernel;
+  two_per_kernel.max_fused_nodes = 2;
+  Schedule two = schedule(l, two_per_kernel);
   EXPECT_EQ(two.kernels.size(), 4u) << two.str();
   EXPECT_TRUE(contains(two.str(), "fusion limit of 2 buffers")) << two.str();
 }

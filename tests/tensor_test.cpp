@@ -1,5 +1,5 @@
-// Tests of core/runtime/tensor.h (and the Philox generator of core/runtime/random.h).
-#include "core/runtime/tensor.h"
+// Tests of core/tensor/tensor.h (and the Philox generator of core/tensor/random.h).
+#include "core/tensor/tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/random.h"
+#include "core/tensor/random.h"
 
 namespace stax {
 namespace {

@@ -1,6 +1,7 @@
 #include "core/backend/plugin_registry.h"
 
 #include "core/backend/plugin_loader.h"
+#include "core/backend/policy_from_plugin.h"
 #include "core/support/error.h"
 #include "stax/sdk/types.hpp"
 
@@ -13,7 +14,18 @@ PluginRegistry::PluginRegistry(std::vector<fs::path> search_path) {
   config_.plugin_path = std::move(search_path);
 }
 
-PluginRegistry::PluginRegistry(Config config) : config_(std::move(config)) {}
+PluginRegistry::PluginRegistry(Config config) : config_(std::move(config)) {
+  // A configured device whose plugin is missing is an error now, never a fall-back later.
+  for (const auto& [kind, dc] : config_.devices) {
+    try {
+      find_plugin(dc.backend, config_.plugin_path);
+    } catch (const Error& e) {
+      throw Error("plugin", dc.location,
+                  "device '" + kind + "' is configured with backend '" + dc.backend +
+                      "', whose plugin is missing: " + e.message());
+    }
+  }
+}
 
 // Backends go before the libraries that made them (they also hold a reference).
 PluginRegistry::~PluginRegistry() { backends_.clear(); }
@@ -58,6 +70,19 @@ Plugin& PluginRegistry::backend(const std::string& device_kind, int32_t device_i
 
 sdk::RealizationThresholds PluginRegistry::thresholds(const std::string& device_kind) {
   return apply_realization_overrides(backend(device_kind).thresholds(), config_.realization);
+}
+
+BackendPolicy PluginRegistry::policy(const std::string& device_kind) {
+  Plugin& plugin = backend(device_kind);
+  BackendPolicy p;
+  p.thresholds = realization_thresholds_from_sdk(thresholds(device_kind));
+  p.split_reduction = [&plugin](int64_t reduction_numel, int64_t output_numel,
+                                ReductionType type) {
+    return plugin.split_reduction(reduction_numel, output_numel,
+                                  static_cast<sdk::ReductionType>(type));
+  };
+  p.device = device_info_from_sdk(plugin.properties(), plugin.device_kind_name());
+  return p;
 }
 
 std::vector<fs::path> PluginRegistry::discover() const {

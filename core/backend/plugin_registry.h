@@ -4,6 +4,7 @@
 //   PluginRegistry reg(config);
 //   Plugin& cpu = reg.backend("cpu");          // loads libstax_cpu_cpp.so, configures it once
 //   auto t = reg.thresholds("cpu");             // backend's §6.6 values + config overrides
+//   BackendPolicy p = reg.policy("cpu");        // what lowering and the scheduler ask of it
 //
 // Libraries are loaded once per name; backends are created once per (device kind, index).
 // Not thread-safe: one registry per compilation session, or guard it.
@@ -18,6 +19,7 @@
 
 #include "core/backend/plugin.h"
 #include "core/config/config.h"
+#include "core/policy/backend_policy.h"
 #include "stax/sdk/backend.hpp"
 
 namespace stax {
@@ -28,7 +30,9 @@ class PluginRegistry {
  public:
   // Only a search path: backends come from create().
   explicit PluginRegistry(std::vector<std::filesystem::path> search_path);
-  // Search path, devices and realization overrides from the config.
+  // Search path, devices and realization overrides from the config. Throws stax::Error naming
+  // the device, the backend and the search path when a configured device's plugin is not on the
+  // search path (plugins are still loaded on first use).
   explicit PluginRegistry(Config config);
   ~PluginRegistry();
   PluginRegistry(const PluginRegistry&) = delete;
@@ -53,6 +57,11 @@ class PluginRegistry {
 
   // The backend's thresholds with the config's `realization:` overrides applied.
   sdk::RealizationThresholds thresholds(const std::string& device_kind);
+
+  // The backend's policy for a device kind, built once from what the plugin reports: thresholds()
+  // as core types, split_reduction calling the plugin (valid while this registry lives), its
+  // device properties, default fusion limits.
+  BackendPolicy policy(const std::string& device_kind);
 
   // Every libstax_*.so on the search path.
   std::vector<std::filesystem::path> discover() const;

@@ -5,7 +5,7 @@
 // Per kernel: its bodies (one per fused buffer, already in the kernel's iteration space),
 // normalized together (§6.8 Prop. 6.3: unit dims dropped, loops mergeable in every body merged;
 // lexicographic order and so reduction order unchanged), then copied one to one into the C
-// description by make_kernel_desc (core/ir/kernel_desc.h): buffers in first-use order with
+// description by make_kernel_desc (core/codegen/kernel_desc.h): buffers in first-use order with
 // roles, iteration / reduction ranges, the reduction type, ops and index expressions.
 // Kernels are named kernel0, kernel1, ... in schedule order (unique per compiled graph).
 #pragma once
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/kernel_desc.h"
+#include "core/codegen/kernel_desc.h"
 #include "core/lowering/graph_lowering.h"
 #include "core/scheduler/schedule.h"
 

@@ -261,8 +261,8 @@ fs::path default_plugin_dir() {
 }
 
 const std::vector<std::string>& DumpConfig::all_stages() {
-  static const std::vector<std::string> stages = {"graph", "joint", "partition", "loop_ir",
-                                                  "kernels"};
+  static const std::vector<std::string> stages = {"graph",   "joint",    "partition",
+                                                  "loop_ir", "schedule", "kernels"};
   return stages;
 }
 

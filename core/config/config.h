@@ -8,7 +8,7 @@
 //     cuda: { backend: cuda_nvrtc, options: { arch: sm_90 } }
 //   realization: { op_limit: 50 }         # overrides of the backend's §6.6 thresholds
 //   cache_dir: ~/.cache/stax
-//   dump: { dir: null, stages: [graph, joint, partition, loop_ir, kernels] }
+//   dump: { dir: null, stages: [graph, loop_ir, kernels] }   # DumpConfig::all_stages()
 //
 // plugin_path resolution: `~/` is the home directory; a relative entry P becomes, in this
 // order, CONFIG_DIR/P, SOURCE_DIR/P (the Stax source tree, so `build/plugins` names the repo's
@@ -45,12 +45,15 @@ struct RealizationConfig {
   std::optional<std::vector<std::string>> transcendental;  // op names of ops.def
 };
 
+// Which stages the pipeline dumps, and where (files <dir>/<graph name>.<stage>.txt).
 struct DumpConfig {
   std::optional<std::filesystem::path> dir;  // null: dumps go to the tool's output
   std::vector<std::string> stages;           // subset of all_stages(), in the file's order
   bool wants(const std::string& stage) const;
 
-  static const std::vector<std::string>& all_stages();  // graph joint partition loop_ir kernels
+  // The one list of stage names, in pipeline order:
+  // graph joint partition loop_ir schedule kernels
+  static const std::vector<std::string>& all_stages();
 };
 
 struct Config {

@@ -4,22 +4,28 @@
 #include <cassert>
 
 #include "core/graph/arg.h"
-#include "stax/plugin_api.h"
 
 namespace stax {
 
-// The opcode and reduction numbering crosses the plugin boundary unchanged.
-static_assert(static_cast<int32_t>(Opcode::indirect_indexing) == STAX_OP_INDIRECT_INDEXING);
-static_assert(static_cast<int32_t>(Opcode::store_reduction) == STAX_OP_STORE_REDUCTION);
-static_assert(static_cast<int32_t>(Opcode::neg) == STAX_OP_neg);
-static_assert(static_cast<int32_t>(Opcode::ge) == STAX_OP_ge);
-static_assert(static_cast<int32_t>(Opcode::num_opcodes) == STAX_NUM_OPCODES);
-static_assert(static_cast<int32_t>(ReductionType::All) == STAX_REDUCTION_ALL);
-static_assert(static_cast<int32_t>(ReductionType::ArgMax) == STAX_REDUCTION_ARGMAX);
-
 std::string_view opcode_name(Opcode op) {
-  const char* n = stax_opcode_name(static_cast<int32_t>(op));
-  return n ? std::string_view(n) : std::string_view("invalid");
+  switch (op) {
+    case Opcode::constant: return "constant";
+    case Opcode::load: return "load";
+    case Opcode::masked_load: return "masked_load";
+    case Opcode::store: return "store";
+    case Opcode::reduction: return "reduction";
+    case Opcode::store_reduction: return "store_reduction";
+    case Opcode::index_expr: return "index_expr";
+    case Opcode::to_dtype: return "to_dtype";
+    case Opcode::where: return "where";
+    case Opcode::indirect_indexing: return "indirect_indexing";
+#define STAX_UNARY_OP(name) case Opcode::name: return #name;
+#define STAX_BINARY_OP(name) case Opcode::name: return #name;
+#define STAX_COMPARE_OP(name) case Opcode::name: return #name;
+#include "stax/sdk/ops.def"
+    default:
+      return "invalid";
+  }
 }
 
 std::optional<Opcode> opcode_from_name(std::string_view name) {

@@ -4,7 +4,7 @@
 //
 // Every later consumer replays the list (DESIGN.md §2): read_writes() for dependencies,
 // count_ops() for realization thresholds, format_inner_fn() for the Listing 6.2 text,
-// value_ranges() for range analysis, and the kernel bridge (core/ir/kernel_desc.h), which copies
+// value_ranges() for range analysis, and the kernel bridge (core/codegen/kernel_desc.h), which copies
 // ops and expressions into the plugin's C kernel description one to one (Opcode and
 // ReductionType use plugin_api.h's numbering), where plugins replay them into their
 // sdk::OpsHandler printers.

@@ -11,7 +11,7 @@
 // recorded; buffers are listed in an order where producers come before consumers.
 //
 // The result, LoweredGraph, is what the scheduler / code generation consumes: ComputedBuffers
-// (one kernel each for now, with their LoopBody; make_kernel_desc() in core/ir/kernel_desc.h turns
+// (one kernel each for now, with their LoopBody; make_kernel_desc() in core/codegen/kernel_desc.h turns
 // one into the plugin's C description), ExternKernels and FallbackKernels in execution order, plus
 // the graph's inputs and outputs. It refers to the graph's nodes (origins, extern and fallback
 // kernels, and the closures of inner_fn): the Graph must outlive it.
@@ -26,10 +26,11 @@
 #include "core/ir/ir.h"
 #include "core/lowering/lowering_rules.h"
 #include "core/lowering/realization.h"
-#include "core/lowering/split_reduction.h"
+#include "core/policy/backend_policy.h"
 
 namespace stax {
 
+// The lowering's part of the backend's BackendPolicy (core/policy/backend_policy.h).
 struct LoweringOptions {
   RealizationThresholds thresholds = RealizationThresholds::cpu();  // the backend's §6.6 rules
   SplitReductionFn split_reduction;  // the backend's §6.5 policy; null: never split

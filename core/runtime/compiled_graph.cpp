@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "core/runtime/compiled_graph_impl.h"
-#include "core/runtime/interpreter.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -151,7 +151,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     throw Error("runtime", "",
                 "the graph has " + std::to_string(l.inputs.size()) + " placeholders but " +
                     std::to_string(inputs.size()) + " inputs were given");
-  std::lock_guard<std::mutex> lock(impl.shared->run_mutex);
+  std::lock_guard<std::mutex> lock(impl.session->run_mutex);
   Allocator alloc(impl.pool);
   auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
   if (!impl.arena.defined() && impl.memory.arena_bytes > 0)

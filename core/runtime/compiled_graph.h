@@ -1,4 +1,4 @@
-// CompiledGraph: a graph compiled by a Compiler (compiler.h), ready to run on tensors.
+// CompiledGraph: a graph compiled by a Compiler (core/driver/compiler.h), ready to run on tensors.
 //
 // run(inputs) executes the lowered graph's steps in order (producers before consumers):
 //   * a ComputedBuffer: its kernel, compiled by the backend plugin, on contiguous buffers;
@@ -29,9 +29,9 @@
 
 #include "core/graph/graph.h"
 #include "core/lowering/graph_lowering.h"
-#include "core/runtime/tensor.h"
 #include "core/scheduler/memory_plan.h"
 #include "core/scheduler/schedule.h"
+#include "core/tensor/tensor.h"
 
 namespace stax {
 

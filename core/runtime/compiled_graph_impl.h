@@ -1,27 +1,19 @@
-// The inside of a CompiledGraph, shared by compiler.cpp (which builds it) and compiled_graph.cpp
-// (which runs it). Not part of the API.
+// The inside of a CompiledGraph, shared by core/driver/compiler.cpp (which builds it) and
+// compiled_graph.cpp (which runs it). Not part of the API.
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend/plugin.h"
-#include "core/backend/plugin_registry.h"
 #include "core/codegen/kernel_codegen.h"
+#include "core/runtime/backend_session.h"
 #include "core/runtime/compiled_graph.h"
-#include "core/runtime/compiler.h"
 #include "core/scheduler/memory_plan.h"
 #include "core/scheduler/schedule.h"
 
 namespace stax {
-
-struct Compiler::Shared {
-  explicit Shared(Config config) : registry(std::move(config)) {}
-  PluginRegistry registry;
-  std::mutex run_mutex;  // the plugin ABI serialises calls on one backend instance
-};
 
 struct CompiledGraph::Impl {
   enum class StepKind { Kernel, Extern, Fallback };
@@ -34,8 +26,8 @@ struct CompiledGraph::Impl {
     std::vector<size_t> frees;      // slots whose last reader this step is
   };
 
-  std::shared_ptr<Compiler::Shared> shared;
-  Plugin* plugin = nullptr;  // owned by shared->registry
+  std::shared_ptr<BackendSession> session;
+  Plugin* plugin = nullptr;  // owned by session->registry
   std::unique_ptr<Graph> graph;
   LoweredGraph lowered;
   Schedule schedule;
@@ -48,12 +40,12 @@ struct CompiledGraph::Impl {
   std::vector<Step> steps;
   size_t num_externs = 0, num_fallbacks = 0;
   CompileStats stats;
-  // Storage for outputs kept between runs (1-D tensors), guarded by shared->run_mutex: an entry
+  // Storage for outputs kept between runs (1-D tensors), guarded by session->run_mutex: an entry
   // no one else references any more (an output the caller dropped, a copied input) is reused
   // instead of allocating (and page-faulting) fresh memory.
   mutable std::vector<Tensor> pool;
   // The intermediates' arena (memory.arena_bytes bytes), allocated by the first run and reused
-  // by every later one (guarded by shared->run_mutex).
+  // by every later one (guarded by session->run_mutex).
   mutable Tensor arena;
 };
 

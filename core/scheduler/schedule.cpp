@@ -114,8 +114,8 @@ LoopBody placed(const LoopBody& b, const Extents& ranges, const Extents& rr) {
 
 class Scheduler {
  public:
-  Scheduler(const LoweredGraph& graph, const SchedulerOptions& options)
-      : graph_(graph), options_(options) {}
+  Scheduler(const LoweredGraph& graph, const FusionLimits& limits)
+      : graph_(graph), limits_(limits) {}
 
   Schedule run() {
     const Buffer* prev = nullptr;
@@ -134,15 +134,15 @@ class Scheduler {
   // iteration space.
   std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
                                      std::pair<Extents, Extents>& space) const {
-    if (!options_.fuse) return "fusion is off";
+    if (!limits_.enable_fusion) return "fusion is off";
     if (g.closed) return "the kernel is a reduction over one point or empty";
     if (body.is_reduction() && extents_numel(body.reduction_ranges) == 1)
       return "a reduction over one point";
     if (extents_numel(body.ranges) * extents_numel(body.reduction_ranges) == 0)
       return "an empty iteration space";
-    if (g.members.size() >= options_.max_buffers_per_kernel)
+    if (g.members.size() >= static_cast<size_t>(std::max(limits_.max_fused_nodes, 1)))
       return "the kernel has reached the fusion limit of " +
-             std::to_string(options_.max_buffers_per_kernel) + " buffers";
+             std::to_string(limits_.max_fused_nodes) + " buffers";
     // Every producer outside the group must run before it.
     for (const std::string& name : read_writes(body).read_buffers()) {
       if (g.writes.count(name)) continue;
@@ -285,7 +285,7 @@ class Scheduler {
   }
 
   const LoweredGraph& graph_;
-  SchedulerOptions options_;
+  FusionLimits limits_;
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
   std::map<std::string, size_t> group_of_;  // ComputedBuffer -> group
@@ -301,8 +301,8 @@ std::vector<const Buffer*> Schedule::writes(const ScheduleStep& step) const {
   return std::vector<const Buffer*>(k.buffers.begin(), k.buffers.end());
 }
 
-Schedule schedule(const LoweredGraph& graph, const SchedulerOptions& options) {
-  return Scheduler(graph, options).run();
+Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {
+  return Scheduler(graph, limits).run();
 }
 
 }  // namespace stax

@@ -16,7 +16,7 @@
 //     buffer up to the kernel's place creates no cycle;
 //   * it shares a buffer with the kernel (reads what the kernel writes or reads): fusion saves
 //     memory traffic; unrelated buffers stay apart, as in Inductor;
-//   * the kernel is below the backend's size limit.
+//   * the kernel is below the backend's size limit (FusionLimits).
 // Each buffer goes to the eligible kernel with the most shared bytes, else it starts a kernel.
 // Extern and fallback kernels are steps of their own. Fusion never changes a body's
 // computation: results are bit-identical with fusion on or off (Theorem 6.1).
@@ -28,14 +28,10 @@
 
 #include "core/ir/ir.h"
 #include "core/lowering/graph_lowering.h"
+#include "core/policy/backend_policy.h"
 #include "core/scheduler/iteration_space.h"
 
 namespace stax {
-
-struct SchedulerOptions {
-  bool fuse = true;                   // off: one kernel per ComputedBuffer
-  size_t max_buffers_per_kernel = 64;  // the backend's fusion limit
-};
 
 // One kernel: its buffers in execution order, each body re-indexed onto the kernel's iteration
 // space (ranges, reduction_ranges: no unit extents; reduction_ranges empty for a pointwise
@@ -72,6 +68,8 @@ struct Schedule {
   std::string dot(const LoweredGraph& graph) const;
 };
 
-Schedule schedule(const LoweredGraph& graph, const SchedulerOptions& options = {});
+// `limits` come from the backend (BackendPolicy::fusion): enable_fusion off gives one kernel per
+// ComputedBuffer; max_fused_nodes bounds the buffers of one kernel.
+Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits = {});
 
 }  // namespace stax

@@ -1,5 +1,5 @@
 // stax_train_mlp: a small regression MLP trained with SGD through the compiled forward and
-// backward (CompiledFunction, core/runtime/compiled_function.h; seed §5.6).
+// backward (CompiledFunction, core/driver/compiled_function.h; seed §5.6).
 //
 //   model:  pred = gelu(x @ W1 + b1) @ W2 + b2      x (256, 32), W1 (32, 64), b1 (64,),
 //   loss:   mean((pred - y)^2)                      W2 (64, 1), b2 (1,), y (256, 1)
@@ -24,8 +24,8 @@
 
 #include "core/config/config.h"
 #include "core/graph/graph.h"
-#include "core/runtime/compiled_function.h"
-#include "core/runtime/interpreter.h"
+#include "core/driver/compiled_function.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 using namespace stax;

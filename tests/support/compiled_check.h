@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/config/config.h"
-#include "core/runtime/compiler.h"
-#include "core/runtime/interpreter.h"
+#include "core/driver/compiler.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 #include "tests/support/strings.h"
@@ -50,7 +50,7 @@ inline std::vector<CompilerVariant> schedule_variants() {
     Config c = cpu_config();
     set_realization(c.realization);
     CompileOptions o;
-    o.schedule.fuse = fuse;
+    o.fuse = fuse;
     return new Compiler(c, o);
   };
   static std::vector<CompilerVariant> variants = {

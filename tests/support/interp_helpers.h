@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/npy.h"
-#include "core/runtime/tensor.h"
+#include "core/tensor/npy.h"
+#include "core/tensor/tensor.h"
 #include "core/support/error.h"
 
 namespace stax::test {

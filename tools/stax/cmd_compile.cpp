@@ -1,22 +1,24 @@
 // stax compile GRAPH [--config C] [--dump STAGES|all] [--dump-dir DIR]: compiles a graph with the
-// backend the config selects for its device and shows the pipeline's stages:
+// backend the config selects for its device and shows the pipeline's stages
+// (DumpConfig::all_stages(); `stax compile` produces these):
 //   graph    the graph as compiled (after decomposition of composite ops), Listing 5.1 text
 //   loop_ir  every buffer after lowering, in the Listing 6.2 form
 //   kernels  every kernel's generated source (the shared prelude left out on stdout)
-// --dump takes a comma-separated list of these stages or `all`; without it only the summary
-// line is printed. With --dump-dir the chosen stages are written to DIR/graph.stax,
-// DIR/loop_ir.txt and DIR/<kernel>.cpp (complete sources) instead of stdout (every stage when
-// --dump is not given). The last line is
+// --dump takes a comma-separated list of stages or `all`; without it only the summary line is
+// printed. --dump-dir only chooses where dumps go: the chosen stages (every stage when --dump is
+// not given) become the config's `dump: {dir, stages}` and the Compiler writes them to
+// DIR/<graph file stem>.<stage>.txt (complete kernel sources) instead of stdout. The last line is
 // always the summary: kernels (with each kernel's compile time), extern kernels, fallbacks,
 // backend, and the time of lowering and compilation.
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
 
+#include "core/config/config.h"
+#include "core/driver/compiler.h"
 #include "core/graph/printer.h"
-#include "core/runtime/compiler.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"
@@ -24,8 +26,6 @@
 namespace stax::cli {
 
 namespace {
-
-const std::vector<std::string> kStages = {"graph", "loop_ir", "kernels"};
 
 struct CompileCliOptions {
   std::string graph;
@@ -45,59 +45,57 @@ std::set<std::string> parse_stages(const std::vector<std::string>& items) {
           item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       start = comma == std::string::npos ? item.size() + 1 : comma + 1;
       if (s.empty()) continue;
+      const std::vector<std::string>& all = DumpConfig::all_stages();
       if (s == "all") {
-        stages.insert(kStages.begin(), kStages.end());
+        stages.insert(all.begin(), all.end());
         continue;
       }
-      if (std::find(kStages.begin(), kStages.end(), s) == kStages.end())
+      if (std::find(all.begin(), all.end(), s) == all.end()) {
+        std::string expected;
+        for (const std::string& a : all) expected += a + ", ";
         throw Error("cli", "--dump " + item,
-                    "unknown stage '" + s + "' (expected graph, loop_ir, kernels or all)");
+                    "unknown stage '" + s + "' (expected " + expected + "or all)");
+      }
       stages.insert(s);
     }
   }
   return stages;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error("cli", path.string(), "cannot write the file");
-  std::cout << "wrote " << path.string() << "\n";
-}
-
 int run(const CompileCliOptions& o) {
+  namespace fs = std::filesystem;
   std::set<std::string> stages = parse_stages(o.dump);
-  if (o.dump.empty() && !o.dump_dir.empty()) stages.insert(kStages.begin(), kStages.end());
+  const std::vector<std::string>& all = DumpConfig::all_stages();
+  if (o.dump.empty() && !o.dump_dir.empty()) stages.insert(all.begin(), all.end());
   Graph g = load_graph(o.graph, o.shapes);
-  Compiler compiler(load_cli_config(o.config));
+  Config config = load_cli_config(o.config);
+  CompileOptions options;
+  options.name = fs::path(o.graph).stem().string();
+  const bool to_dir = !o.dump_dir.empty();
+  if (to_dir) {
+    config.dump.dir = fs::path(o.dump_dir);
+    config.dump.stages.clear();
+    for (const std::string& s : all)  // pipeline order
+      if (stages.count(s)) config.dump.stages.push_back(s);
+  }
+  Compiler compiler(std::move(config), options);
   CompiledGraph cg = compiler.compile(g);
 
-  namespace fs = std::filesystem;
-  const bool to_dir = !o.dump_dir.empty();
-  if (to_dir) fs::create_directories(o.dump_dir);
-  if (stages.count("graph")) {
-    std::string text = print_graph(cg.graph());
-    if (to_dir)
-      write_file(fs::path(o.dump_dir) / "graph.stax", text);
-    else
-      std::cout << "# graph (as compiled, after decomposition)\n" << text << "\n";
-  }
-  if (stages.count("loop_ir")) {
-    std::string text = cg.loop_ir();
-    if (to_dir)
-      write_file(fs::path(o.dump_dir) / "loop_ir.txt", text);
-    else
-      std::cout << "# loop IR (after lowering)\n" << text << "\n";
-  }
-  if (stages.count("kernels")) {
-    for (const CompiledKernelInfo& k : cg.kernels()) {
-      if (to_dir) {
-        write_file(fs::path(o.dump_dir) / (k.name + ".cpp"), k.source);
-      } else {
+  if (to_dir) {
+    for (const std::string& s : all) {
+      fs::path p = fs::path(o.dump_dir) / (options.name + "." + s + ".txt");
+      if (stages.count(s) && fs::exists(p)) std::cout << "wrote " << p.string() << "\n";
+    }
+  } else {
+    if (stages.count("graph"))
+      std::cout << "# graph (as compiled, after decomposition)\n" << print_graph(cg.graph())
+                << "\n";
+    if (stages.count("loop_ir"))
+      std::cout << "# loop IR (after lowering)\n" << cg.loop_ir() << "\n";
+    if (stages.count("kernels"))
+      for (const CompiledKernelInfo& k : cg.kernels())
         std::cout << "# kernel " << k.name << " (computes " << k.buffer << ")\n"
                   << displayed_kernel_source(k.source) << "\n";
-      }
-    }
   }
   std::cout << cg.summary() << "\n";
   return 0;
@@ -118,8 +116,7 @@ Subcommand make_compile_command(CLI::App& parent) {
                   "Stages to show: graph, loop_ir, kernels (comma-separated, repeatable) or all")
       ->type_name("STAGES");
   sub->add_option("--dump-dir", opts->dump_dir,
-                  "Write the dumped stages to files in DIR (graph.stax, loop_ir.txt, "
-                  "<kernel>.cpp) instead of stdout")
+                  "Write the dumped stages to files DIR/<graph>.<stage>.txt instead of stdout")
       ->type_name("DIR");
   return {sub, [opts] { return run(*opts); }};
 }

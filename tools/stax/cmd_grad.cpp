@@ -8,7 +8,7 @@
 //   3. the forward graph (primals -> outputs, saved values) and the backward graph (saved primals,
 //      saved values, tangents -> gradients), in canonical text;
 //   4. the run: inputs, outputs and gradients computed by CompiledFunction
-//      (core/runtime/compiled_function.h: forward compiled, backward compiled on its first call),
+//      (core/driver/compiled_function.h: forward compiled, backward compiled on its first call),
 //      or by the reference interpreter with --interpret, plus memory and compile-time stats.
 // --dump adds stages of the compiled forward and backward graphs, as `stax compile --dump`
 // shows them: graph (after decomposition), loop_ir, kernels; `all` is every stage.
@@ -31,8 +31,8 @@
 
 #include "core/graph/printer.h"
 #include "core/partition/partitioner.h"
-#include "core/runtime/compiled_function.h"
-#include "core/runtime/npy.h"
+#include "core/driver/compiled_function.h"
+#include "core/tensor/npy.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"

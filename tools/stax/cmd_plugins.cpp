@@ -10,6 +10,7 @@
 #include "core/backend/plugin.h"
 #include "core/backend/plugin_loader.h"
 #include "core/backend/plugin_registry.h"
+#include "core/config/config.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"
@@ -40,7 +41,8 @@ std::string describe_thresholds(const sdk::RealizationThresholds& t) {
   return s;
 }
 
-void describe_plugin(PluginRegistry& reg, const std::string& name, std::ostream& out) {
+void describe_plugin(PluginRegistry& reg, const Config& config, const std::string& name,
+                     std::ostream& out) {
   std::shared_ptr<PluginLibrary> lib = reg.library(name);
   out << "  " << name << "  " << lib->path().string() << "\n";
   out << "    ABI " << lib->abi_major() << "." << lib->abi_minor() << " (host "
@@ -49,7 +51,7 @@ void describe_plugin(PluginRegistry& reg, const std::string& name, std::ostream&
   // The devices the config assigns to this plugin; its options come from the first of them.
   std::vector<std::string> devices;
   const DeviceConfig* dc = nullptr;
-  for (const auto& [kind, d] : reg.config().devices)
+  for (const auto& [kind, d] : config.devices)
     if (d.backend == name) {
       devices.push_back(kind);
       if (!dc) dc = &d;
@@ -65,7 +67,7 @@ void describe_plugin(PluginRegistry& reg, const std::string& name, std::ostream&
         << d.compute_capability;
   out << ", memory " << kib(d.memory_bytes) << "\n";
   sdk::RealizationThresholds t = p->thresholds();
-  if (!devices.empty()) t = apply_realization_overrides(t, reg.config().realization);
+  if (!devices.empty()) t = apply_realization_overrides(t, config.realization);
   out << "    thresholds: " << describe_thresholds(t)
       << (devices.empty() ? "" : " (with the config's overrides)") << "\n";
   out << "    split_reduction: " << p->split_reduction(16384, 64, sdk::ReductionType::Sum)
@@ -82,8 +84,11 @@ void describe_plugin(PluginRegistry& reg, const std::string& name, std::ostream&
 }
 
 int run(const PluginsOptions& o) {
-  PluginRegistry reg(load_cli_config(o.config));
-  std::cout << "config: " << reg.config().source << "\nplugin path:\n";
+  // A registry on the config's search path only: this command reports missing backends instead
+  // of failing on them (a Compiler's registry rejects them at load).
+  const Config config = load_cli_config(o.config);
+  PluginRegistry reg(config.plugin_path);
+  std::cout << "config: " << config.source << "\nplugin path:\n";
   for (const auto& dir : reg.search_path()) {
     std::error_code ec;
     std::cout << "  " << dir.string()
@@ -96,14 +101,14 @@ int run(const PluginsOptions& o) {
     std::string file = path.filename().string();  // libstax_<name>.so
     std::string name = file.substr(8, file.size() - 8 - 3);
     try {
-      describe_plugin(reg, name, std::cout);
+      describe_plugin(reg, config, name, std::cout);
     } catch (const Error& e) {
       std::cout << "  " << name << "  " << path.string() << "\n    error: " << e.what() << "\n";
       status = 1;
     }
   }
   std::cout << "devices:\n";
-  for (const auto& [kind, d] : reg.config().devices) {
+  for (const auto& [kind, d] : config.devices) {
     bool present = false;
     for (const auto& path : found)
       present = present || path.filename() == plugin_file_name(d.backend);

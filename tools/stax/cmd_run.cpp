@@ -1,5 +1,5 @@
-// stax run GRAPH: runs a graph, on the reference interpreter (core/runtime/interpreter.h) or, with
-// --config / --compiled / --check, compiled by the configured backend (core/runtime/compiler.h).
+// stax run GRAPH: runs a graph, on the reference interpreter (core/interpreter/interpreter.h) or, with
+// --config / --compiled / --check, compiled by the configured backend (core/driver/compiler.h).
 // Placeholders get their data from --input NAME=FILE.npy, or else seeded random data:
 //   floating dtypes: standard normal (Tensor::randn); integer dtypes: uniform in [0, 10)
 //   (Tensor::randint); bool: uniform in {false, true}. Every random input is drawn with the run's
@@ -28,9 +28,9 @@
 #include <map>
 #include <memory>
 
-#include "core/runtime/compiler.h"
-#include "core/runtime/interpreter.h"
-#include "core/runtime/npy.h"
+#include "core/driver/compiler.h"
+#include "core/interpreter/interpreter.h"
+#include "core/tensor/npy.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"

@@ -6,7 +6,7 @@
 // Default dtypes follow torch: full infers from the fill value (bool -> bool, int -> int64,
 // float -> float32); zeros / ones / rand / randn give float32; randint gives int64; arange gives
 // int64 when start, end and step are all integers and float32 otherwise; *_like keep self's dtype.
-// Random ops draw from a per-node seed (KernelContext::seed()), see core/runtime/random.h.
+// Random ops draw from a per-node seed (KernelContext::seed()), see core/tensor/random.h.
 #include <cmath>
 
 #include "core/graph/ops/infer_helpers.h"

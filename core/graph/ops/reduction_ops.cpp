@@ -1,6 +1,6 @@
 // Reductions over dims (keepdim), full reductions, argmax/argmin, mean/var, all/any.
 // An empty or absent dim list reduces every dim. The interpreter's reduction order and
-// accumulation dtype are documented in core/runtime/kernels/reduction_kernels.cpp.
+// accumulation dtype are documented in core/interpreter/kernels/reduction_kernels.cpp.
 #include "core/graph/ops/infer_helpers.h"
 #include "core/graph/ops/register_ops.h"
 

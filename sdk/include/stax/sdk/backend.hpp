@@ -11,6 +11,7 @@
 
 #include "stax/sdk/loop_body.hpp"
 #include "stax/sdk/options.hpp"
+#include "stax/sdk/threshold_defaults.h"
 #include "stax/sdk/types.hpp"
 
 namespace stax {
@@ -31,28 +32,29 @@ struct DeviceProperties {
   int64_t shared_memory_per_block = 0;
 };
 
-// Seed §6.6. Defaults per device kind: cpu() / gpu().
+// Seed §6.6. Defaults per device kind: cpu() / gpu() (the values: threshold_defaults.h).
 struct RealizationThresholds {
-  int32_t op_limit = 50;
-  int32_t users_limit = 5;           // 0 = rule 2 off
-  int32_t users_near_op_limit = 40;  // "close to the limit"
-  int32_t max_reads = 4;
-  int32_t max_accumulated_reads = 12;
+  int32_t op_limit = STAX_CPU_OP_LIMIT;
+  int32_t users_limit = STAX_CPU_USERS_LIMIT;                  // 0 = rule 2 off
+  int32_t users_near_op_limit = STAX_CPU_USERS_NEAR_OP_LIMIT;  // "close to the limit"
+  int32_t max_reads = STAX_CPU_MAX_READS;
+  int32_t max_accumulated_reads = STAX_CPU_MAX_ACCUMULATED_READS;
   std::vector<int32_t> transcendental_ops;  // opcodes
 
   static RealizationThresholds cpu() {
     RealizationThresholds t;
-    t.transcendental_ops = {STAX_OP_exp,  STAX_OP_log,     STAX_OP_log10, STAX_OP_log1p,
-                            STAX_OP_log2, STAX_OP_sigmoid, STAX_OP_tanh};
+#define STAX_SDK_OPCODE(name) STAX_OP_##name,
+    t.transcendental_ops = {STAX_CPU_TRANSCENDENTAL_OPS(STAX_SDK_OPCODE)};
+#undef STAX_SDK_OPCODE
     return t;
   }
   static RealizationThresholds gpu() {
     RealizationThresholds t;
-    t.op_limit = 30;
-    t.users_limit = 0;
-    t.users_near_op_limit = 0;
-    t.max_reads = 4;
-    t.max_accumulated_reads = 8;
+    t.op_limit = STAX_GPU_OP_LIMIT;
+    t.users_limit = STAX_GPU_USERS_LIMIT;
+    t.users_near_op_limit = STAX_GPU_USERS_NEAR_OP_LIMIT;
+    t.max_reads = STAX_GPU_MAX_READS;
+    t.max_accumulated_reads = STAX_GPU_MAX_ACCUMULATED_READS;
     return t;
   }
   static RealizationThresholds for_kind(DeviceKind k) {

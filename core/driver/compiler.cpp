@@ -1,0 +1,178 @@
+#include "core/driver/compiler.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "core/driver/stage_dumper.h"
+#include "core/graph/decompositions.h"
+#include "core/graph/printer.h"
+#include "core/ir/layout.h"
+#include "core/runtime/compiled_graph_impl.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// The buffers a step reads (by name).
+std::vector<std::string> read_buffer_names(const Buffer& b) {
+  std::vector<std::string> names;
+  if (b.kind() == IRKind::ExternKernel)
+    for (const KernelInput& in : static_cast<const ExternKernel&>(b).inputs())
+      names.push_back(in.buffer->name());
+  if (b.kind() == IRKind::FallbackKernel)
+    for (const KernelInput& in : static_cast<const FallbackKernel&>(b).inputs())
+      names.push_back(in.buffer->name());
+  return names;
+}
+
+// Compiles every kernel plan with the graph's backend, recording sources and times.
+void compile_kernels(CompiledGraph::Impl& impl) {
+  for (const KernelPlan& plan : impl.plans) {
+    auto t = Clock::now();
+    impl.compiled.push_back(impl.plugin->compile(*plan.desc.get()));
+    double ms = ms_since(t);
+    impl.stats.compile_ms += ms;
+    std::string names;
+    for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
+    impl.infos.push_back({plan.name, names, impl.compiled.back()->source(), ms});
+  }
+}
+
+// The "kernels" dump: every kernel's source under a header line.
+std::string kernels_text(const std::vector<CompiledKernelInfo>& kernels) {
+  std::string text;
+  for (const CompiledKernelInfo& k : kernels)
+    text += "# kernel " + k.name + " (computes " + k.buffer + ")\n" + k.source + "\n";
+  return text;
+}
+
+// The run plan from the schedule: one slot per input and buffer (with its place in the memory
+// plan), one step per scheduled step with the slots it writes and reads, and after each step the
+// slots whose last reader it is (graph inputs and outputs are never released).
+void plan_steps(CompiledGraph::Impl& impl) {
+  using Impl = CompiledGraph::Impl;
+  const LoweredGraph& l = impl.lowered;
+  std::map<std::string, size_t> slot_of;
+  for (const auto& in : l.inputs) {
+    slot_of[in->name()] = impl.slots.size();
+    impl.slots.push_back(in.get());
+    impl.placements.push_back(nullptr);
+  }
+  for (const BufferPtr& b : l.buffers) {
+    slot_of[b->name()] = impl.slots.size();
+    impl.slots.push_back(b.get());
+    impl.placements.push_back(impl.memory.find(b->name()));
+  }
+  auto slot = [&](const std::string& name) {
+    auto it = slot_of.find(name);
+    if (it == slot_of.end()) throw Error("compile", name, "internal: unknown buffer");
+    return it->second;
+  };
+  for (const ScheduleStep& s : impl.schedule.steps) {
+    Impl::Step step;
+    for (const Buffer* b : impl.schedule.writes(s)) step.outputs.push_back(slot(b->name()));
+    if (s.kind == ScheduleStep::Kind::Kernel) {
+      step.kind = Impl::StepKind::Kernel;
+      step.kernel = s.kernel;
+      for (const std::string& name : impl.plans[s.kernel].desc.buffer_names())
+        step.arg_slots.push_back(slot(name));
+    } else {
+      bool ext = s.kind == ScheduleStep::Kind::Extern;
+      step.kind = ext ? Impl::StepKind::Extern : Impl::StepKind::Fallback;
+      ++(ext ? impl.num_externs : impl.num_fallbacks);
+      for (const std::string& name : read_buffer_names(*s.buffer))
+        step.arg_slots.push_back(slot(name));
+    }
+    impl.steps.push_back(std::move(step));
+  }
+  std::set<size_t> keep;
+  for (size_t s = 0; s < l.inputs.size(); ++s) keep.insert(s);
+  for (const GraphOutput& o : l.outputs) keep.insert(slot(o.buffer->name()));
+  std::map<size_t, size_t> last_step;
+  for (size_t i = 0; i < impl.steps.size(); ++i) {
+    for (size_t s : impl.steps[i].outputs) last_step[s] = i;
+    for (size_t s : impl.steps[i].arg_slots) last_step[s] = i;
+  }
+  for (const auto& [s, i] : last_step)
+    if (!keep.count(s)) impl.steps[i].frees.push_back(s);
+}
+
+}  // namespace
+
+std::string graph_device_kind(const Graph& graph) {
+  std::string kind;
+  for (const Node* p : graph.placeholders()) {
+    std::string k = device_type(p->meta().device);
+    if (!kind.empty() && k != kind)
+      throw Error("compile", "%" + p->name(),
+                  "placeholders live on different device kinds ('" + kind + "' and '" + k + "')");
+    kind = k;
+  }
+  if (!kind.empty()) return kind;
+  for (const Node* n : graph.nodes())
+    if (n->is_call()) return device_type(n->meta().device);
+  return "cpu";
+}
+
+Compiler::Compiler(Config config, CompileOptions options)
+    : session_(std::make_shared<BackendSession>(std::move(config))), options_(std::move(options)) {}
+
+Compiler::~Compiler() = default;
+
+PluginRegistry& Compiler::registry() { return session_->registry; }
+const Config& Compiler::config() const { return session_->registry.config(); }
+
+CompiledGraph Compiler::compile(const Graph& source) {
+  const auto t_start = Clock::now();
+  auto impl = std::make_shared<CompiledGraph::Impl>();
+  impl->session = session_;
+  const StageDumper dump(session_->registry.config().dump, options_.name);
+
+  // decompose: own a copy, composite ops into base ops
+  impl->graph = std::make_unique<Graph>(source.clone());
+  Graph& g = *impl->graph;
+  auto t = Clock::now();
+  if (options_.decompose) decompose(g);
+  impl->stats.decompose_ms = ms_since(t);
+  dump("graph", [&] { return print_graph(g); });
+
+  // lower, with the policy of the backend serving the graph's device kind
+  const std::string kind = graph_device_kind(g);
+  impl->plugin = &session_->registry.backend(kind);
+  const BackendPolicy policy = session_->registry.policy(kind);
+  t = Clock::now();
+  impl->lowered = lower_graph(g, {policy.thresholds, policy.split_reduction});
+  impl->stats.lower_ms = ms_since(t);
+  dump("loop_ir", [&] { return impl->lowered.str(); });
+
+  // schedule: fused kernels in step order (the backend's fusion limits), the memory plan
+  FusionLimits fusion = policy.fusion;
+  if (!options_.fuse) fusion.enable_fusion = false;
+  t = Clock::now();
+  impl->schedule = schedule(impl->lowered, fusion);
+  impl->memory = plan_memory(impl->lowered, impl->schedule);
+  impl->stats.schedule_ms = ms_since(t);
+  dump("schedule", [&] { return impl->schedule.str() + impl->memory.str(); });
+
+  // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin
+  t = Clock::now();
+  impl->plans = plan_kernels(impl->schedule, impl->lowered, options_.codegen);
+  impl->stats.codegen_ms = ms_since(t);
+  compile_kernels(*impl);
+  dump("kernels", [&] { return kernels_text(impl->infos); });
+
+  // run plan: buffer slots, step order, last uses
+  plan_steps(*impl);
+  impl->stats.total_ms = ms_since(t_start);
+  return CompiledGraph(std::move(impl));
+}
+
+}  // namespace stax

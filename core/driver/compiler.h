@@ -1,0 +1,72 @@
+// Compiler: the C++ API of the compile path (DESIGN.md §1).
+//
+//   Compiler compiler(Config::load("configs/cpu.yaml"));
+//   CompiledGraph cg = compiler.compile(graph);
+//   std::vector<Tensor> out = cg.run({x, y});
+//
+// compile(graph), as a straight list of passes, each followed by a dump of its result (written to
+// <dump.dir>/<CompileOptions::name>.<stage>.txt when the config's `dump:` sets a dir and lists the
+// stage; core/driver/stage_dumper.h):
+//   decompose   clone the graph (the CompiledGraph owns its copy) and decompose composite ops
+//               (softmax, layer_norm, gelu, ...; core/graph/decompositions.h) unless
+//               CompileOptions::decompose is off                                  dump "graph"
+//   lower       with the BackendPolicy (PluginRegistry::policy) of the backend configured for the
+//               graph's device kind (the device of its placeholders, "cpu" when it has none):
+//               §6.6 thresholds (plus the config's `realization:` overrides), §6.5
+//               split_reduction                                                   dump "loop_ir"
+//   schedule    ComputedBuffers fused into kernels within the backend's FusionLimits, steps in
+//               order, and the memory plan (core/scheduler)                      dump "schedule"
+//   codegen     one kernel description per scheduled kernel (core/codegen), compiled by the
+//               plugin                                                            dump "kernels"
+//   run plan    step order, buffer slots, last uses (core/runtime/compiled_graph.h).
+// The Compiler owns the Config; nothing else reads it. A device the config names whose plugin is
+// missing fails when the Compiler is created (PluginRegistry).
+// Errors (stax::Error): config and plugin loading ("plugin not found" lists the search path),
+// lowering, and kernel compilation (stage "plugin": the plugin's message carries the generated
+// source and the compiler's diagnostics).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/backend/plugin_registry.h"
+#include "core/codegen/kernel_codegen.h"
+#include "core/config/config.h"
+#include "core/graph/graph.h"
+#include "core/runtime/compiled_graph.h"
+
+namespace stax {
+
+struct BackendSession;
+
+struct CompileOptions {
+  bool decompose = true;        // composite ops into base ops before lowering
+  bool fuse = true;             // false: one kernel per buffer (the backend's limits otherwise)
+  CodegenOptions codegen;       // loop normalization
+  std::string name = "graph";   // names the dump files
+};
+
+class Compiler {
+ public:
+  explicit Compiler(Config config, CompileOptions options = {});
+  ~Compiler();
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  CompiledGraph compile(const Graph& graph);
+
+  PluginRegistry& registry();
+  const Config& config() const;
+  const CompileOptions& options() const { return options_; }
+
+ private:
+  std::shared_ptr<BackendSession> session_;  // shared with every CompiledGraph it builds
+  CompileOptions options_;
+};
+
+// The device kind a graph runs on: device_type() of its placeholders' device ("cpu", "cuda"), or
+// of its first call's result when it has no placeholder; "cpu" for an empty graph. Throws
+// stax::Error when placeholders live on different device kinds.
+std::string graph_device_kind(const Graph& graph);
+
+}  // namespace stax

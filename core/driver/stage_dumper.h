@@ -1,0 +1,27 @@
+// StageDumper: writes the printable form of a pipeline stage to <dir>/<name>.<stage>.txt when the
+// config's `dump:` sets a dir and lists the stage (DumpConfig, core/config/config.h); without a
+// dir it writes nothing (the CLI prints stages itself). The Compiler calls it after each pass.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/config/config.h"
+
+namespace stax {
+
+class StageDumper {
+ public:
+  // `name` names the files (the graph's name, "graph" when it has none).
+  StageDumper(DumpConfig config, std::string name);
+
+  // Writes the stage (one of DumpConfig::all_stages()) when wanted; `text` is called only then.
+  // Creates the directory. Throws stax::Error (stage "dump") when the file cannot be written.
+  void operator()(const std::string& stage, const std::function<std::string()>& text) const;
+
+ private:
+  DumpConfig config_;
+  std::string name_;
+};
+
+}  // namespace stax

@@ -1,0 +1,81 @@
+// The reference interpreter (seed §6.1, executed eagerly): runs a Graph op by op on the CPU with
+// plainly written kernels. It is the oracle every compiled result is compared against.
+//
+// Kernels are registered per op overload in one table (InterpreterTable); each family of ops has
+// its own source file under core/interpreter/kernels/. Pointwise kernels evaluate the scalar
+// semantics of sdk/include/stax/sdk/scalar_ops.hpp (the same text compiled kernels embed), so
+// compiled pointwise code can be required to match bit for bit.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/tensor/tensor.h"
+
+namespace stax {
+
+// What a kernel sees: its node (normalized args, output meta) and the tensors bound to it.
+class KernelContext {
+ public:
+  KernelContext(const Node& node, const std::function<const Tensor&(const Node*)>& lookup,
+                uint64_t seed)
+      : node_(node), lookup_(lookup), seed_(seed) {}
+  const Node& node() const { return node_; }
+  const Arg& arg(std::string_view param) const { return node_.arg(param); }
+  // The tensor bound to a Tensor parameter (must not be None).
+  const Tensor& tensor(std::string_view param) const;
+  // The tensor of a node argument.
+  const Tensor& value(const Node* n) const { return lookup_(n); }
+  // A Tensor[] / Tensor?[] parameter (None entries are undefined Tensors).
+  std::vector<Tensor> tensor_list(std::string_view param) const;
+  // The result's metadata as inferred at graph-build time (kernels must produce exactly this
+  // shape and dtype; the interpreter checks).
+  const TensorMeta& out_meta() const { return node_.meta(); }
+  // Seed for random ops: derived from the run's seed and the node (its "rng_seed" attr if set,
+  // so that a recomputation in a backward graph reproduces the forward's numbers, §5.3 item 5).
+  uint64_t seed() const { return seed_; }
+  [[noreturn]] void fail(const std::string& message) const;  // Error("interpreter", "%node", msg)
+
+ private:
+  const Node& node_;
+  const std::function<const Tensor&(const Node*)>& lookup_;
+  uint64_t seed_;
+};
+
+using KernelFn = std::function<Tensor(const KernelContext&)>;
+
+class InterpreterTable {
+ public:
+  void add(const std::string& op_name, KernelFn fn);  // "add.Tensor"
+  const KernelFn* find(const std::string& op_name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, KernelFn, std::less<>> kernels_;
+};
+
+// The kernel table of this build (immutable after first use).
+const InterpreterTable& default_interpreter_table();
+
+struct InterpreterOptions {
+  uint64_t seed = 0;          // random ops and nothing else depend on it
+  bool check_meta = true;     // verify each result against the node's inferred shape/dtype
+};
+
+// The seed a node's random kernel gets in a run seeded with `seed`: mix64(seed ^ mix64(key)), key =
+// the node's "rng_seed" attr (an int, or a string hashed with FNV-1a) when present, else FNV-1a
+// of its name. Every executor (interpreter, compiled fallbacks) uses this, so a recomputation that
+// carries the forward node's rng_seed draws the same numbers (seed §5.3 item 5).
+uint64_t node_seed(uint64_t seed, const Node& n);
+
+// Runs `g` on `inputs` (one per placeholder, in graph order) and returns the outputs in return
+// order. Throws stax::Error naming the node on a kernel failure, a missing kernel, or an input
+// whose shape/dtype disagrees with its placeholder.
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs,
+                              const InterpreterOptions& options = {});
+
+}  // namespace stax

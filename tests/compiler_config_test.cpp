@@ -1,0 +1,144 @@
+// The Compiler and its Config: `dump: {dir, stages}` writes exactly the listed stages to
+// <dir>/<name>.<stage>.txt, and a config naming a device whose plugin is missing is an error when
+// the Compiler is created (never a silent fall-back), for a test config and the shipped ones.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/driver/compiler.h"
+#include "core/graph/graph.h"
+#include "core/support/error.h"
+
+namespace fs = std::filesystem;
+using namespace stax;
+
+namespace {
+
+Graph example_1_1() {
+  Graph g;
+  Node* x = g.placeholder("primals_1", {8, 16});
+  Node* y = g.placeholder("primals_2", {8, 16});
+  Node* relu = g.call("relu", {g.call("add.Tensor", {x, y})});
+  Node* mul = g.call("mul.Scalar", {relu, 2});
+  g.output({g.call("sum.dim_IntList", {mul, std::vector<int64_t>{-1}})});
+  return g;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CompilerConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stax_compiler_config_test_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string plugin_path() const {
+    return "plugin_path: [" + std::string(STAX_PLUGIN_DIR) + "]\n";
+  }
+  fs::path dir_;
+};
+
+// The message a Compiler built from `config` throws, or "" when it is created.
+std::string creation_error(Config config) {
+  try {
+    Compiler compiler(std::move(config));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_F(CompilerConfig, DumpWritesExactlyTheListedStages) {
+  fs::path out = dir_ / "dumps";  // created by the Compiler
+  Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
+                               "dump: {dir: " + out.string() + ", stages: [loop_ir, kernels]}\n",
+                           "dump.yaml", dir_);
+  CompileOptions options;
+  options.name = "ex11";
+  Compiler compiler(std::move(c), options);
+  compiler.compile(example_1_1());
+  std::set<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(out))
+    files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"ex11.loop_ir.txt", "ex11.kernels.txt"}));
+  std::string loop_ir = slurp(out / "ex11.loop_ir.txt");
+  EXPECT_TRUE(contains(loop_ir, "ComputedBuffer(")) << loop_ir;
+  std::string kernels = slurp(out / "ex11.kernels.txt");
+  EXPECT_TRUE(contains(kernels, "# kernel kernel0 (computes ")) << kernels;
+  EXPECT_TRUE(contains(kernels, "extern \"C\" void kernel0(")) << kernels;
+}
+
+TEST_F(CompilerConfig, NoDumpDirWritesNothing) {
+  Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
+                               "dump: {dir: null, stages: [graph, loop_ir, kernels]}\n",
+                           "nodump.yaml", dir_);
+  Compiler compiler(std::move(c));
+  compiler.compile(example_1_1());
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST(DumpConfig, OneListOfStagesInPipelineOrder) {
+  EXPECT_EQ(DumpConfig::all_stages(), (std::vector<std::string>{"graph", "joint", "partition",
+                                                                "loop_ir", "schedule", "kernels"}));
+}
+
+TEST_F(CompilerConfig, MissingPluginIsAnErrorAtLoad) {
+  Config c = Config::parse(
+      plugin_path() + "devices:\n  cpu: {backend: cpu_cpp}\n  cuda: {backend: no_such_gpu}\n",
+      "missing.yaml", dir_);
+  std::string what = creation_error(std::move(c));
+  EXPECT_TRUE(contains(what, "missing.yaml:4:")) << what;
+  EXPECT_TRUE(contains(what, "device 'cuda' is configured with backend 'no_such_gpu'")) << what;
+  EXPECT_TRUE(contains(what, "no libstax_no_such_gpu.so in the plugin path; searched:")) << what;
+  EXPECT_TRUE(contains(what, std::string(STAX_PLUGIN_DIR))) << what;
+}
+
+TEST_F(CompilerConfig, GraphOnAnUnconfiguredDeviceIsAnError) {
+  Config c = Config::parse(plugin_path() + "devices: {}\n", "empty.yaml", dir_);
+  Compiler compiler(std::move(c));
+  try {
+    compiler.compile(example_1_1());
+    FAIL() << "compiled a cpu graph without a cpu backend";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "no backend configured for device 'cpu'")) << e.what();
+  }
+}
+
+// The shipped configs: cpu.yaml compiles; a cuda config whose plugin is not built fails at load,
+// naming the device, the backend and the search path (a CPU graph does not fall back to cpu_cpp).
+TEST(ShippedConfigs, CpuWorksAndCudaWithoutItsPluginFailsAtLoad) {
+  const fs::path configs = fs::path(STAX_SOURCE_DIR) / "configs";
+  Compiler cpu(Config::load(configs / "cpu.yaml"));
+  EXPECT_EQ(cpu.compile(example_1_1()).num_kernels(), 1u);
+  const std::vector<std::pair<std::string, std::string>> cuda_configs = {
+      {"cuda.yaml", "cuda_nvrtc"}, {"cuda_triton.yaml", "cuda_triton"}};
+  for (const auto& [file, backend] : cuda_configs) {
+    if (fs::exists(fs::path(STAX_PLUGIN_DIR) / ("libstax_" + backend + ".so"))) continue;
+    std::string what = creation_error(Config::load(configs / file));
+    EXPECT_TRUE(contains(what, "device 'cuda' is configured with backend '" + backend + "'"))
+        << file << ": " << what;
+    EXPECT_TRUE(contains(what, "searched:")) << what;
+    EXPECT_TRUE(contains(what, std::string(STAX_PLUGIN_DIR))) << what;
+  }
+}
