@@ -1,5 +1,6 @@
 #include "core/codegen/kernel_codegen.h"
 
+#include "core/ir/index_bounds.h"
 #include "core/ir/normalize_loops.h"
 #include "core/support/error.h"
 
@@ -12,7 +13,8 @@ KernelPlan plan_kernel(const ComputedBuffer& buffer, const LoweredGraph& graph,
   KernelPlan plan;
   plan.name = name;
   plan.buffer = &buffer;
-  plan.body = options.normalize_loops ? normalize_loops(buffer.body()) : buffer.body();
+  plan.body = drop_redundant_index_checks(options.normalize_loops ? normalize_loops(buffer.body())
+                                                                  : buffer.body());
   plan.desc = make_kernel_desc(name, {&plan.body}, {buffer.name()},
                                [&graph](std::string_view n) { return graph.find(n); });
   return plan;

@@ -3,9 +3,11 @@
 // prints and compiles it (cpu_cpp: C++ through Clang).
 //
 // Per buffer: its recorded LoopBody, normalized (§6.8 Prop. 6.3: unit dims dropped, mergeable
-// loops merged; lexicographic order and so reduction order unchanged), then copied one to one into
+// loops merged; lexicographic order and so reduction order unchanged), its redundant indirect-index
+// guards dropped (drop_redundant_index_checks, core/ir/index_bounds.h), then copied one to one into
 // the C description by make_kernel_desc (core/ir/kernel_desc.h): buffers in first-use order with
-// roles, iteration / reduction ranges, the reduction type, ops and index expressions.
+// roles, iteration / reduction ranges, the reduction type, ops and index expressions, and the
+// index bit width (32 when every index fits int32).
 // Kernels are named kernel0, kernel1, ... in execution order (unique per compiled graph).
 #pragma once
 
@@ -24,7 +26,7 @@ struct CodegenOptions {
 struct KernelPlan {
   std::string name;                        // "kernel0": the C function the plugin defines
   const ComputedBuffer* buffer = nullptr;  // the buffer it computes
-  LoopBody body;                           // the (normalized) body it runs
+  LoopBody body;                           // the (normalized, guard-dropped) body it runs
   KernelDesc desc;                         // the C description; desc.buffer_names() = run order
 };
 
