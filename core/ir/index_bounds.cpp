@@ -1,5 +1,6 @@
 #include "core/ir/index_bounds.h"
 
+#include <utility>
 #include <vector>
 
 namespace stax {

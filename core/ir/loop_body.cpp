@@ -380,7 +380,8 @@ std::vector<Interval> value_ranges(const LoopBody& body) {
         v = interval_max(arg(op, 0), arg(op, 1));
         break;
       default:
-        v = held;
+        // Narrow integers are held in 64 bits between ops: only bool results are bounded.
+        if (op.dtype == DType::Bool) v = held;
         break;
     }
     // Floating values are unbounded; so is an integer result outside its dtype's range (an
