@@ -192,8 +192,9 @@ static inline const char* stax_opcode_name(int32_t opcode) {
 
 /* ---- index expressions ------------------------------------------------------------------------
  * An expression is a DAG stored as an array of nodes in topological order (operands come before
- * their users); a root is a node index. Integer arithmetic on int64. Index expressions are
- * nonnegative wherever they address memory (the IR guarantees it), so printers may use C `/`, `%`.
+ * their users); a root is a node index. Integer arithmetic on int64 (int32 suffices when
+ * StaxKernelDesc.index_bits is 32). Index expressions are nonnegative wherever they address
+ * memory (the IR guarantees it), so printers may use C `/`, `%`.
  */
 typedef enum StaxExprKind {
   STAX_EXPR_CONST = 0,     /* value */
