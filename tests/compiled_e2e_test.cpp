@@ -325,6 +325,9 @@ TEST(CompiledIndexing, GatherIndexSelectIndexCat) {
       g.call("index_select", {x, 0, idx}),
       g.call("index_select", {x, 1, idx}),
       g.call("gather", {x, 1, gidx}),
+      // clamped into the dim (negative ones too): no wrap, no check in the kernel
+      g.call("index_select",
+             {x, 1, g.call("clamp", {nidx}, {{"min", Arg(0)}, {"max", Arg(6)}})}),
       g.call("index.Tensor", {x, Arg(Arg::List{Arg(nidx)})}),
       g.call("cat", {std::vector<Node*>{x, y}, 0}),
       g.call("relu", {g.call("cat", {std::vector<Node*>{g.call("t", {x}), g.call("t", {y})}, 1})}),

@@ -107,10 +107,10 @@ const char* kExample11Kernel =
   const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
   float* __restrict out_ptr0 = (float*)stax_buffers[2];
   (void)stax_error;
-  for (long long i0 = stax_begin; i0 < stax_end; ++i0) {
+  for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
     // buf2
     float acc0 = 0.0f;
-    for (long long r0_0 = 0; r0_0 < 128LL; ++r0_0) {
+    for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
       auto tmp0 = in_ptr0[128*i0 + r0_0];
       auto tmp1 = in_ptr1[128*i0 + r0_0];
       auto tmp2 = stax_scalar::add(tmp0, tmp1);
@@ -338,7 +338,8 @@ TEST(CpuCpp, KernelDescriptionsCrossTheBoundaryNormalized) {
   EXPECT_EQ(std::string(k.buffers[0]->name), "x");
   EXPECT_EQ(k.buffers[0]->role, STAX_BUFFER_INPUT);
   EXPECT_EQ(k.buffers[1]->role, STAX_BUFFER_OUTPUT);
-  EXPECT_TRUE(contains(cg.kernels()[0].source, "for (long long i0 = stax_begin; i0 < stax_end;"));
+  EXPECT_EQ(k.index_bits, 32);  // 512 elements: 32-bit index arithmetic
+  EXPECT_TRUE(contains(cg.kernels()[0].source, "for (int i0 = (int)stax_begin; i0 < (int)stax_end;"));
   EXPECT_TRUE(contains(cg.kernels()[0].source, "in_ptr0[i0]"));
   // Without normalization the loops stay as lowered.
   CodegenOptions raw;

@@ -315,6 +315,19 @@ TEST(PluginLoader, MinorVersionTooOld) {
       << e;
 }
 
+// ABI 1.1 appended only a field the host writes (StaxKernelDesc.index_bits), so a plugin built
+// against 1.0 still loads, compiles and runs (it indexes in 64 bits).
+TEST(PluginLoader, MinorZeroPluginStillLoadsAndRuns) {
+  EXPECT_EQ(stax::kRequiredPluginMinor, 0u);
+  PluginRegistry reg({kTestPlugins});
+  std::shared_ptr<PluginLibrary> lib = reg.library("abi_minor0");
+  EXPECT_EQ(lib->abi_major(), static_cast<uint32_t>(STAX_PLUGIN_API_MAJOR));
+  EXPECT_EQ(lib->abi_minor(), 0u);
+  Example11 ex;
+  std::unique_ptr<stax::CompiledKernel> k = reg.create("abi_minor0")->compile(*ex.desc);
+  check_example11(*k);
+}
+
 TEST(PluginLoader, LibraryNamedDifferentlyThanItsFile) {
   TempDir tmp;
   fs::copy_file(test_plugin("toy_cpu"), tmp.path() / "libstax_impostor.so");
@@ -357,7 +370,8 @@ TEST(PluginLoader, DiscoverListsPlugins) {
   PluginRegistry reg({kTestPlugins});
   std::vector<std::string> names;
   for (const fs::path& p : reg.discover()) names.push_back(p.filename().string());
-  for (const char* n : {"libstax_toy_cpu.so", "libstax_throwing.so", "libstax_no_entry.so"})
+  for (const char* n : {"libstax_toy_cpu.so", "libstax_throwing.so", "libstax_no_entry.so",
+                        "libstax_abi_minor0.so"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 

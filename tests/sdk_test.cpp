@@ -386,6 +386,46 @@ TEST(CStylePrinter, ArgMaxAndStoreForgetsLoads) {
             "L: out_ptr0[i0] = tmp5;\n");
 }
 
+// ABI 1.1: index_bits. The view reads it only when the host's struct holds it; the printer indexes
+// in int when it is 32 (the checked indirect index narrowed after its check).
+TEST(CStylePrinter, IndexBitsChooseTheIndexType) {
+  KernelBuilder kb("kernel4");
+  int x = kb.add_buffer("x", DType::Float32, {128}, BufferRole::Input);
+  int idx = kb.add_buffer("idx", DType::Int64, {16}, BufferRole::Input);
+  int y = kb.add_buffer("y", DType::Float32, {16}, BufferRole::Output);
+  kb.set_ranges({16});
+  BodyBuilder& b = kb.add_body("y");
+  int t1 = b.indirect_indexing(b.load(idx, b.i(0)), 128, STAX_INDIRECT_CHECK);
+  b.store(y, b.i(0), b.load(x, b.indirect(t1)));
+  EXPECT_EQ(Kernel(kb.desc()).index_bits(), 64);  // the builder's default
+  kb.set_index_bits(32);
+  Kernel k(kb.desc());
+  validate(k.raw());
+  EXPECT_EQ(k.index_bits(), 32);
+  CStylePrinter p(k);
+  EXPECT_EQ(p.index_type(), "int");
+  EXPECT_EQ(join(p.print(k.body(0))),
+            "L: auto tmp0 = in_ptr1[i0];\n"
+            "L: STAX_CHECK(0 <= tmp0 && tmp0 < 128, \"index out of bounds: 0 <= tmp0 < 128\");\n"
+            "L: auto tmp1 = stax_scalar::convert<int>(tmp0);\n"
+            "L: auto tmp2 = in_ptr0[tmp1];\n"
+            "L: out_ptr0[i0] = tmp2;\n");
+
+  // An ABI 1.0 host's description ends before the field: 64 bits, whatever lies beyond.
+  StaxKernelDesc old = *kb.desc();
+  old.struct_size = offsetof(StaxKernelDesc, index_bits);
+  EXPECT_EQ(Kernel(&old).index_bits(), 64);
+  validate(&old);
+  EXPECT_EQ(CStylePrinter(Kernel(&old)).index_type(), "long long");
+  // 0 (a host that left it unset) is 64 too; other values are invalid
+  StaxKernelDesc unset = *kb.desc();
+  unset.index_bits = 0;
+  EXPECT_EQ(Kernel(&unset).index_bits(), 64);
+  validate(&unset);
+  unset.index_bits = 48;
+  EXPECT_THROW(validate(&unset), PluginError);
+}
+
 // ---- validation -------------------------------------------------------------------------------
 
 TEST(Validate, RejectsBrokenDescriptions) {

@@ -146,7 +146,8 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
   if (!api) throw Error(kStage, loc, who + ": '" STAX_PLUGIN_ENTRY_POINT "' returned no table");
 
   // 3. the version, before anything else in the table is touched
-  const std::string host = version_text(STAX_PLUGIN_API_MAJOR, required_minor);
+  const std::string host = version_text(STAX_PLUGIN_API_MAJOR, STAX_PLUGIN_API_MINOR);
+  const std::string required = version_text(STAX_PLUGIN_API_MAJOR, required_minor);
   if (api->struct_size < offsetof(StaxPluginApi, abi_minor) + sizeof(api->abi_minor))
     throw Error(kStage, loc, who + ": the table is too small to hold a version (struct_size " +
                                  std::to_string(api->struct_size) + ")");
@@ -157,7 +158,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
                     host + " (major versions differ; rebuild the plugin against this SDK)");
   if (api->abi_minor < required_minor)
     throw Error(kStage, loc,
-                who + ": plugin ABI version " + theirs + " is older than the required " + host +
+                who + ": plugin ABI version " + theirs + " is older than the required " + required +
                     " (minor " + std::to_string(api->abi_minor) + " < " +
                     std::to_string(required_minor) + "; rebuild the plugin against this SDK)");
 

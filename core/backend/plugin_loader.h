@@ -26,6 +26,10 @@ std::filesystem::path find_plugin(const std::string& name,
 std::vector<std::filesystem::path> discover_plugins(
     const std::vector<std::filesystem::path>& dirs);
 
+// The oldest plugin ABI MINOR this host loads: every function it calls is in the 1.0 table
+// (ABI 1.1 only appended StaxKernelDesc.index_bits, which the host writes and 1.0 plugins ignore).
+inline constexpr uint32_t kRequiredPluginMinor = 0;
+
 // One loaded plugin library with a checked function table. Unloaded when the last owner goes
 // (backends and compiled kernels keep it alive through shared_ptr).
 class PluginLibrary {
@@ -47,11 +51,11 @@ class PluginLibrary {
   //  * the file must be a loadable shared library (the dlopen error text is reported),
   //  * it must export the entry point `stax_plugin_api` (STAX_DEFINE_PLUGIN),
   //  * its abi_major must equal STAX_PLUGIN_API_MAJOR and its abi_minor must be at least
-  //    `required_minor` (default: this build's STAX_PLUGIN_API_MINOR); read before anything else,
+  //    `required_minor` (default: kRequiredPluginMinor); read before anything else,
   //  * its table must hold every function of that version and name itself `name`.
   static std::shared_ptr<PluginLibrary> load(const std::filesystem::path& path,
                                              const std::string& name,
-                                             uint32_t required_minor = STAX_PLUGIN_API_MINOR);
+                                             uint32_t required_minor = kRequiredPluginMinor);
 
  private:
   struct Impl;

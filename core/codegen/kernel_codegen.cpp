@@ -1,5 +1,6 @@
 #include "core/codegen/kernel_codegen.h"
 
+#include "core/ir/index_bounds.h"
 #include "core/ir/normalize_loops.h"
 #include "core/support/error.h"
 
@@ -13,6 +14,7 @@ KernelPlan plan_kernel(const ScheduledKernel& kernel, const LoweredGraph& graph,
   plan.name = name;
   plan.buffers = kernel.buffers;
   plan.bodies = options.normalize_loops ? normalize_loops(kernel.bodies) : kernel.bodies;
+  for (LoopBody& b : plan.bodies) b = drop_redundant_index_checks(b);
   std::vector<const LoopBody*> bodies;
   std::vector<std::string> names;
   for (size_t k = 0; k < plan.bodies.size(); ++k) {

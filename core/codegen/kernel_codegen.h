@@ -4,9 +4,11 @@
 //
 // Per kernel: its bodies (one per fused buffer, already in the kernel's iteration space),
 // normalized together (§6.8 Prop. 6.3: unit dims dropped, loops mergeable in every body merged;
-// lexicographic order and so reduction order unchanged), then copied one to one into the C
+// lexicographic order and so reduction order unchanged), their redundant indirect-index guards
+// dropped (drop_redundant_index_checks, core/ir/index_bounds.h), then copied one to one into the C
 // description by make_kernel_desc (core/codegen/kernel_desc.h): buffers in first-use order with
-// roles, iteration / reduction ranges, the reduction type, ops and index expressions.
+// roles, iteration / reduction ranges, the reduction type, ops and index expressions, and the
+// index bit width (32 when every index of every body fits int32).
 // Kernels are named kernel0, kernel1, ... in schedule order (unique per compiled graph).
 #pragma once
 
@@ -26,7 +28,7 @@ struct CodegenOptions {
 struct KernelPlan {
   std::string name;                                // "kernel0": the C function the plugin defines
   std::vector<const ComputedBuffer*> buffers;      // the buffers it computes, in order
-  std::vector<LoopBody> bodies;                    // the (normalized) bodies it runs
+  std::vector<LoopBody> bodies;                    // the (normalized, guard-dropped) bodies
   KernelDesc desc;  // the C description; desc.buffer_names() = run order
 };
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/ir/index_bounds.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -250,6 +251,10 @@ KernelDesc make_kernel_desc(const std::string& kernel_name,
   d.reduction_type = reduction_type;
   d.bodies = s.body_ptrs.data();
   d.num_bodies = s.body_ptrs.size();
+  d.index_bits = 32;
+  auto offset_of = [&](const std::string& n) { return lookup(n)->layout().offset; };
+  for (const LoopBody* b : bodies)
+    if (index_bits(*b, offset_of) == 64) d.index_bits = 64;
   return k;
 }
 

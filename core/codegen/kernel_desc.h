@@ -45,7 +45,8 @@ class KernelDesc {
 // reduction bodies the same reduction ranges) named `kernel_name`. `body_names` names each body
 // (the IR node it came from). `lookup` gives every buffer a body loads or stores. Buffers are
 // listed in first-use order; written ones get role OUTPUT (INOUT when also read before), the rest
-// INPUT. Throws stax::Error for an unknown buffer.
+// INPUT. index_bits is 32 when every body's index arithmetic fits int32 (index_bits(),
+// core/ir/index_bounds.h). Throws stax::Error for an unknown buffer.
 KernelDesc make_kernel_desc(const std::string& kernel_name,
                             const std::vector<const LoopBody*>& bodies,
                             const std::vector<std::string>& body_names,

@@ -308,32 +308,58 @@ std::vector<int> fill_order_by_strides(const std::vector<Expr>& accesses,
   return order;
 }
 
+namespace {
+
+// The values a dtype can hold (integers and bool; others are unbounded).
+Interval dtype_range(DType t) {
+  switch (t) {
+    case DType::Bool: return {0, 1};
+    case DType::Int8: return {-128, 127};
+    case DType::UInt8: return {0, 255};
+    case DType::Int32: return {INT32_MIN, INT32_MAX};
+    default: return Interval::unbounded();
+  }
+}
+
+}  // namespace
+
 std::vector<Interval> value_ranges(const LoopBody& body) {
   std::vector<Interval> r(body.ops.size(), Interval::unbounded());
   auto arg = [&](const LoopOp& op, size_t k) { return r[static_cast<size_t>(op.operands[k])]; };
   for (size_t i = 0; i < body.ops.size(); ++i) {
     const LoopOp& op = body.ops[i];
     Interval v = Interval::unbounded();
-    bool integral = !is_floating(op.dtype);
+    Interval held = dtype_range(op.dtype);
     switch (op.opcode) {
-      case Opcode::constant:
-        if (integral)
-          v = Interval::point(op.imm.integral ? op.imm.i : static_cast<int64_t>(op.imm.f));
+      case Opcode::constant:  // imm.i holds the value of an integer or bool constant
+        v = Interval::point(op.imm.i);
+        break;
+      case Opcode::load:
+        v = held;  // memory holds only values of its dtype
+        break;
+      case Opcode::masked_load:
+        v = interval_union(held, Interval::point(op.imm.i));
         break;
       case Opcode::index_expr:
         v = bound(body.index_of(op));
         break;
-      case Opcode::to_dtype:
-        // Widening integer conversions keep the range; others are unknown.
-        if (integral && !is_floating(body.ops[static_cast<size_t>(op.operands[0])].dtype) &&
-            dtype_size(op.dtype) >= dtype_size(body.ops[static_cast<size_t>(op.operands[0])].dtype))
-          v = arg(op, 0);
+      case Opcode::to_dtype: {
+        // An integer that fits the target keeps its value; anything else wraps, rounds or
+        // saturates into the target's range.
+        Interval x = arg(op, 0);
+        bool from_integer = !is_floating(body.ops[static_cast<size_t>(op.operands[0])].dtype);
+        v = from_integer && x.within(held.lo, held.hi) ? x : held;
         break;
+      }
       case Opcode::where:
         v = interval_union(arg(op, 1), arg(op, 2));
         break;
       case Opcode::indirect_indexing:
-        v = op.check || op.wrap_negative ? Interval{0, op.size - 1} : arg(op, 0);
+        // Checked: [0, size). Unchecked: the value itself, or (wrapped) it plus size.
+        v = op.check            ? Interval{0, op.size - 1}
+            : op.wrap_negative ? interval_union(arg(op, 0),
+                                                interval_add(arg(op, 0), Interval::point(op.size)))
+                               : arg(op, 0);
         break;
       case Opcode::add:
         v = interval_add(arg(op, 0), arg(op, 1));
@@ -360,11 +386,13 @@ std::vector<Interval> value_ranges(const LoopBody& body) {
         v = interval_max(arg(op, 0), arg(op, 1));
         break;
       default:
-        if (op.dtype == DType::Bool) v = {0, 1};
+        // Narrow integers are held in 64 bits between ops: only bool results are bounded.
+        if (op.dtype == DType::Bool) v = held;
         break;
     }
-    if (!integral) v = Interval::unbounded();
-    if (op.dtype == DType::Bool) v = interval_max(interval_min(v, {1, 1}), {0, 0});
+    // Floating values are unbounded; so is an integer result outside its dtype's range (an
+    // overflow the interval arithmetic does not follow).
+    if (is_floating(op.dtype) || !v.within(held.lo, held.hi)) v = Interval::unbounded();
     r[i] = v;
   }
   return r;

@@ -157,8 +157,11 @@ std::vector<int> fill_order_by_strides(const std::vector<Expr>& accesses,
                                        const std::vector<Expr>& vars);
 
 // Value ranges (Def. 6.4) of every op's result (integer and bool values; floating ones are
-// unbounded): index_expr gives its expression's interval, constants points, loads [-inf, +inf],
-// add/sub/mul/neg/floordiv/mod/minimum/maximum/where/to_dtype propagate.
+// unbounded): index_expr gives its expression's interval, constants points, loads their dtype's
+// range (int64: [-inf, +inf]; bool, int8, uint8, int32: bounded), to_dtype keeps an integer that
+// fits its target and gives the target's range otherwise, a checked indirect_indexing [0, size),
+// add/sub/mul/neg/floordiv/mod/minimum/maximum (hence clamp)/where propagate; other ops are
+// [0, 1] for bool and [-inf, +inf] otherwise, as is a result outside its dtype's range.
 std::vector<Interval> value_ranges(const LoopBody& body);
 
 }  // namespace stax

@@ -73,8 +73,11 @@ sdk::CStyleTables cpp_tables() {
   return t;
 }
 
-std::string loop(const std::string& var, const std::string& begin, const std::string& end) {
-  return "for (long long " + var + " = " + begin + "; " + var + " < " + end + "; ++" + var + ") {";
+// `for (<type> var = begin; var < end; ++var) {`
+std::string loop(const std::string& type, const std::string& var, const std::string& begin,
+                 const std::string& end) {
+  return "for (" + type + " " + var + " = " + begin + "; " + var + " < " + end + "; ++" + var +
+         ") {";
 }
 
 class SourceWriter {
@@ -153,15 +156,19 @@ std::string lane_accumulators(const std::string& line) {
   return std::regex_replace(line, acc, "$1[stax_lane]");
 }
 
-std::string lane_loop(int64_t lanes) {
-  return "for (long long stax_lane = 0; stax_lane < " + std::to_string(lanes) + "; ++stax_lane) {";
+// A loop bound: `128LL` for 64-bit indices, `128` for 32-bit ones (`narrow`).
+std::string extent(int64_t n, bool narrow) { return std::to_string(n) + (narrow ? "" : "LL"); }
+
+std::string lane_loop(const std::string& index_type, int64_t lanes) {
+  return loop(index_type, "stax_lane", "0", std::to_string(lanes));
 }
 
 void open_reduction_loops(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
                           bool pragma) {
   for (size_t r = 0; r < rranges.size(); ++r) {
     if (pragma && r + 1 == rranges.size()) w.line("#pragma clang loop vectorize(enable)");
-    w.open(loop(p.reduce_var(static_cast<int32_t>(r)), "0", std::to_string(rranges[r]) + "LL"));
+    w.open(loop(p.index_type(), p.reduce_var(static_cast<int32_t>(r)), "0",
+                extent(rranges[r], p.kernel().index_bits() == 32)));
   }
 }
 
@@ -189,18 +196,18 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
     inits.push_back(l.substr(sp + 1, eq - sp - 1) + "[stax_lane] = " + l.substr(eq + 3));
   }
   if (!inits.empty()) {
-    w.open(lane_loop(lanes));
+    w.open(lane_loop(p.index_type(), lanes));
     for (const std::string& l : inits) w.line(l);
     w.close();
   }
   int outer = w.depth();
   if (reduction) open_reduction_loops(w, p, rranges, false);
-  w.open(lane_loop(lanes));
+  w.open(lane_loop(p.index_type(), lanes));
   for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
   for (const std::string& l : pb.lines) w.line(lane_accumulators(l));
   while (w.depth() > outer) w.close();
   if (!pb.epilogue.empty()) {
-    w.open(lane_loop(lanes));
+    w.open(lane_loop(p.index_type(), lanes));
     for (const std::string& l : pb.epilogue) w.line(lane_accumulators(l));
     w.close();
   }
@@ -262,13 +269,19 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   if (ranges.empty()) w.line("(void)stax_begin;");
   if (ranges.empty()) w.line("(void)stax_end;");
   if (!checks) w.line("(void)stax_error;");
+  // 32-bit indices (the host proved they fit): loop variables are int; the chunk bounds stay
+  // long long at the ABI and are narrowed here.
+  const bool narrow = k.index_bits() == 32;
+  const std::string ix = p.index_type();
+  const std::string begin = narrow ? "(" + ix + ")stax_begin" : "stax_begin";
+  const std::string end = narrow ? "(" + ix + ")stax_end" : "stax_end";
   const size_t loops = lanes == 0 ? ranges.size() : ranges.size() - 1;
   for (size_t d = 0; d < loops; ++d) {
     std::string v = p.loop_var(static_cast<int32_t>(d));
     if (d == 0)
-      w.open(loop(v, "stax_begin", "stax_end"));
+      w.open(loop(ix, v, begin, end));
     else
-      w.open(loop(v, "0", std::to_string(ranges[d]) + "LL"));
+      w.open(loop(ix, v, "0", extent(ranges[d], narrow)));
   }
   auto scalar_bodies = [&] {
     for (size_t b = 0; b < k.num_bodies(); ++b) {
@@ -282,12 +295,13 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   } else {
     std::string v = p.loop_var(lane_dim);
     bool chunked = lane_dim == 0;  // the innermost loop is also the one split across threads
-    std::string lo = chunked ? "stax_begin" : "0";
-    std::string hi = chunked ? "stax_end" : std::to_string(ranges[lane_dim]) + "LL";
+    std::string lo = chunked ? begin : "0";
+    std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);
     w.line("// " + n + " outputs along " + v + " at a time, each reduced in order");
-    w.line("long long " + v + " = " + lo + ";");
-    w.open("for (; " + v + " + " + n + " <= " + hi + "; " + v + " += " + n + ") {");
+    w.line(ix + " " + v + " = " + lo + ";");
+    // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
+    w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
       emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes);

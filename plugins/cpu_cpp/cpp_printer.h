@@ -8,10 +8,10 @@
 //                           const char** stax_error) {
 //     const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
 //     float* __restrict out_ptr0 = (float*)stax_buffers[2];
-//     for (long long i0 = stax_begin; i0 < stax_end; ++i0) {   // i0 in [begin, end): the host
-//       // buf2                                                 // splits it across threads
+//     for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {  // i0 in [begin, end): the
+//       // buf2                                                    // host splits it across threads
 //       float acc0 = 0.0f;
-//       for (long long r0_0 = 0; r0_0 < 128; ++r0_0) {
+//       for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
 //         auto tmp0 = in_ptr0[128*i0 + r0_0];
 //         ...
 //         acc0 = stax_scalar::add(acc0, tmp5);
@@ -28,6 +28,10 @@
 // lane-interleaved: up to 128 neighbouring outputs per block, accumulators in an array, the lane
 // loop innermost (vector loads and adds; each output still accumulated alone and in order, so
 // still bit-identical). No system header is included.
+// Index arithmetic is long long, or int when the host proved every index fits int32
+// (Kernel::index_bits() == 32, ABI 1.1): then loop variables are int (`for (int i0 =
+// (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
+// narrowed to int after its check; loaded values and INDEX_EXPR results keep their dtypes.
 // A kernel without iteration ranges (a 0-d result) ignores stax_begin / stax_end (the host passes
 // [0, 1)). A failed bounds check of an indirect index stores its message in *stax_error and
 // returns.

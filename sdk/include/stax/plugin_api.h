@@ -15,8 +15,12 @@
  *   `struct_size`, when functions are appended to StaxPluginApi, or when enum values / opcodes are
  *   appended. MINOR resets to 0 when MAJOR is bumped.
  *   The host refuses a plugin whose MAJOR differs from its own, or whose MINOR is lower than the
- *   MINOR the host requires (STAX_PLUGIN_API_MINOR of the host build); the message names both
- *   versions. A plugin with a HIGHER minor loads (the host just ignores what it does not know).
+ *   MINOR the host requires: the oldest MINOR whose function table holds everything the host
+ *   calls (core/backend/plugin_loader.h). A MINOR that only appends fields the host writes raises
+ *   nothing, since an older plugin never reads them; the message names both versions. A plugin
+ *   with a HIGHER minor loads (the host just ignores what it does not know).
+ *   History: 1.0 the initial table; 1.1 appended StaxKernelDesc.index_bits (host-written: 1.0
+ *   plugins still load and index in 64 bits).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -56,7 +60,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 0
+#define STAX_PLUGIN_API_MINOR 1
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -188,8 +192,9 @@ static inline const char* stax_opcode_name(int32_t opcode) {
 
 /* ---- index expressions ------------------------------------------------------------------------
  * An expression is a DAG stored as an array of nodes in topological order (operands come before
- * their users); a root is a node index. Integer arithmetic on int64. Index expressions are
- * nonnegative wherever they address memory (the IR guarantees it), so printers may use C `/`, `%`.
+ * their users); a root is a node index. Integer arithmetic on int64 (int32 suffices when
+ * StaxKernelDesc.index_bits is 32). Index expressions are nonnegative wherever they address
+ * memory (the IR guarantees it), so printers may use C `/`, `%`.
  */
 typedef enum StaxExprKind {
   STAX_EXPR_CONST = 0,     /* value */
@@ -268,6 +273,11 @@ typedef struct StaxKernelDesc {
   int32_t reduction_type; /* StaxReductionType of the (first) REDUCTION op, NONE if none */
   const StaxLoopBody* const* bodies;
   size_t num_bodies;
+  /* ABI 1.1: the bit width the host proved enough for index arithmetic: 32 when every index
+   * value (loop variables, every subexpression of the LOAD / STORE / INDEX_EXPR expressions with
+   * the buffer offset added, indirect indices in [0, size)) fits int32; a plugin may then compute
+   * indices in 32 bits (it may always use 64). */
+  int32_t index_bits; /* 32 or 64; 0 (an older host) = 64 */
 } StaxKernelDesc;
 
 /* ---- options (the backend's YAML subtree) --------------------------------------------------

@@ -14,7 +14,8 @@
 // cpu_cpp plugin embeds). Identical right-hand sides are computed once (in-kernel CSE, seed §6.5:
 // the loop IR keeps the redundant loads of x*x; this removes them); a store to a buffer forgets
 // the loads of that buffer. The framing (loops over i<k> / r0_<k>, pointer parameters) is the
-// plugin's: iter_var(), reduce_var(), buffer_name() and signature() give the matching names.
+// plugin's: iter_var(), reduce_var(), buffer_name() and signature() give the matching names, and
+// index_type() the type of loop variables (`int` when the kernel's index_bits() is 32).
 #ifndef STAX_SDK_CSTYLE_PRINTER_HPP
 #define STAX_SDK_CSTYLE_PRINTER_HPP
 
@@ -53,7 +54,8 @@ struct CStyleTables {
   std::string declare = "auto";  // "<declare> tmp3 = ...;"
   std::string value_prefix = "tmp";
   std::string acc_prefix = "acc";
-  std::string index_type = "long long";
+  std::string index_type = "long long";  // loop variables and index arithmetic ...
+  std::string index_type32 = "int";      // ... when the kernel's index_bits() is 32
   std::string iter_var_prefix = "i";
   std::string reduce_var_prefix = "r0_";
   std::string input_prefix = "in_ptr";
@@ -116,6 +118,11 @@ class CStylePrinter : public OpsHandler<std::string> {
     return t_.reduce_var_prefix + std::to_string(k);
   }
   virtual std::string buffer_name(const Buffer& b) const { return buffer_names_[b.index()]; }
+  // The type of loop variables and index arithmetic: index_type32 for a kernel whose indices fit
+  // int32 (Kernel::index_bits() == 32), index_type otherwise.
+  std::string index_type() const {
+    return kernel_.index_bits() == 32 ? t_.index_type32 : t_.index_type;
+  }
   std::string storage_type(DType d) const { return t_.storage_types[static_cast<int>(d)]; }
   std::string compute_type(DType d) const { return t_.compute_types[static_cast<int>(d)]; }
   // "extern "C" void kernel0(const float* in_ptr0, float* out_ptr0)"
@@ -255,6 +262,9 @@ class CStylePrinter : public OpsHandler<std::string> {
     if (check_bounds)
       dest().push_back(check("0 <= " + v + " && " + v + " < " + sz,
                                  "index out of bounds: 0 <= " + v + " < " + sz));
+    // 32-bit indexing: the (checked or proven) index in [0, size) joins the index arithmetic as
+    // index_type32.
+    if (kernel_.index_bits() == 32) v = emit(convert(v, index_type()));
     return v;
   }
 

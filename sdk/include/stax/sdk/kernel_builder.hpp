@@ -201,6 +201,8 @@ class KernelBuilder {
     reduction_ranges_ = std::move(reduction_ranges);
   }
   void set_reduction_type(ReductionType t) { reduction_type_ = t; }
+  // StaxKernelDesc.index_bits: 32 or 64 (the default: always correct).
+  void set_index_bits(int32_t bits) { index_bits_ = bits; }
   BodyBuilder& add_body(std::string name, bool reduction_loop = false) {
     bodies_.emplace_back(new BodyBuilder(this, std::move(name), reduction_loop));
     return *bodies_.back();
@@ -239,6 +241,7 @@ class KernelBuilder {
     desc_.reduction_type = rt;
     desc_.bodies = body_ptrs_.data();
     desc_.num_bodies = body_ptrs_.size();
+    desc_.index_bits = index_bits_;
     return &desc_;
   }
 
@@ -255,6 +258,7 @@ class KernelBuilder {
   std::deque<Buf> buffers_;  // stable addresses
   std::vector<int64_t> ranges_, reduction_ranges_;
   ReductionType reduction_type_ = ReductionType::None;
+  int32_t index_bits_ = 64;
   std::vector<std::unique_ptr<BodyBuilder>> bodies_;
   std::vector<const StaxBufferDesc*> buffer_ptrs_;
   std::vector<const StaxLoopBody*> body_ptrs_;

@@ -121,6 +121,11 @@ class Kernel {
     return n;
   }
   ReductionType reduction_type() const { return static_cast<ReductionType>(k_->reduction_type); }
+  // 32 when the host proved that every index value fits int32 (ABI 1.1), else 64: also for a
+  // host whose description ends before the field (ABI 1.0) or leaves it 0.
+  int32_t index_bits() const {
+    return STAX_SDK_HAS_FIELD(k_, StaxKernelDesc, index_bits) && k_->index_bits == 32 ? 32 : 64;
+  }
   size_t num_bodies() const { return k_->num_bodies; }
   LoopBody body(size_t i) const { return LoopBody(k_, k_->bodies[i]); }
   const StaxKernelDesc* raw() const { return k_; }
@@ -145,9 +150,13 @@ inline void validate(const StaxKernelDesc* k) {
   if (!k) invalid("kernel", "null description");
   std::string kn = k->name ? k->name : "<unnamed>";
   if (k->struct_size < sizeof(StaxKernelDesc)) {
-    // Older hosts are fine as long as every field we read exists; all fields are MAJOR 1.0.
+    // Older hosts are fine as long as every 1.0 field exists; index_bits (1.1) is read only
+    // when present.
     if (!STAX_SDK_HAS_FIELD(k, StaxKernelDesc, num_bodies)) invalid(kn, "struct too small");
   }
+  if (STAX_SDK_HAS_FIELD(k, StaxKernelDesc, index_bits) && k->index_bits != 0 &&
+      k->index_bits != 32 && k->index_bits != 64)
+    invalid(kn, "index_bits " + std::to_string(k->index_bits) + " is not 0, 32 or 64");
   if (k->num_buffers && !k->buffers) invalid(kn, "null buffer list");
   if (k->num_ranges && !k->ranges) invalid(kn, "null ranges");
   if (k->num_reduction_ranges && !k->reduction_ranges) invalid(kn, "null reduction ranges");
