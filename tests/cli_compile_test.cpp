@@ -109,6 +109,26 @@ TEST_F(CliCompile, CompileDumpDirWritesCompleteFiles) {
   EXPECT_EQ(stax("check " + (out / "softmax.graph.txt").string()).code, 0);
 }
 
+TEST_F(CliCompile, CompileDumpScheduleShowsTheFusion) {
+  Result r = stax("compile " + example("softmax.stax") + " --config " + config_ +
+                  " --dump schedule");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "# schedule")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 kernels for 8 computed buffers")) << r.out;
+  EXPECT_TRUE(contains(r.out, "step 0: kernel0 ranges=[8] reduction_ranges=[32]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "arena: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "kernels: 1 (kernel0 ")) << r.out;
+  // With a directory: the text and the kernel graph as DOT.
+  fs::path out = dir_ / "sched";
+  r = stax("compile " + example("softmax.stax") + " --config " + config_ +
+           " --dump schedule --dump-dir " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(slurp(out / "softmax.schedule.txt"), "buf1: reduction max"));
+  EXPECT_TRUE(contains(slurp(out / "softmax.schedule.dot"), "digraph schedule"));
+  EXPECT_FALSE(fs::exists(out / "softmax.kernels.txt"));
+  EXPECT_TRUE(contains(r.out, "wrote " + (out / "softmax.schedule.dot").string())) << r.out;
+}
+
 TEST_F(CliCompile, CompileRejectsAnUnknownStage) {
   Result r = stax("compile " + example("example_1_1.stax") + " --config " + config_ +
                   " --dump loop_ir,bogus");

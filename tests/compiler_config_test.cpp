@@ -89,6 +89,25 @@ TEST_F(CompilerConfig, DumpWritesExactlyTheListedStages) {
   EXPECT_TRUE(contains(kernels, "extern \"C\" void kernel0(")) << kernels;
 }
 
+TEST_F(CompilerConfig, YamlDumpOfTheScheduleStage) {
+  fs::path out = dir_ / "sched";
+  Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
+                               "dump: {dir: " + out.string() + ", stages: [schedule]}\n",
+                           "sched.yaml", dir_);
+  CompileOptions options;
+  options.name = "ex11";
+  Compiler compiler(std::move(c), options);
+  compiler.compile(example_1_1());
+  std::set<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(out))
+    files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"ex11.schedule.txt", "ex11.schedule.dot"}));
+  std::string text = slurp(out / "ex11.schedule.txt");
+  EXPECT_TRUE(contains(text, "step 0: kernel0 ranges=[8] reduction_ranges=[16]")) << text;
+  EXPECT_TRUE(contains(text, "buf2: reduction sum")) << text;
+  EXPECT_TRUE(contains(text, "arena: 0 bytes")) << text;
+}
+
 TEST_F(CompilerConfig, NoDumpDirWritesNothing) {
   Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
                                "dump: {dir: null, stages: [graph, loop_ir, kernels]}\n",

@@ -9,6 +9,7 @@
 #include "core/graph/printer.h"
 #include "core/ir/layout.h"
 #include "core/runtime/compiled_graph_impl.h"
+#include "core/scheduler/in_place.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -159,8 +160,10 @@ CompiledGraph Compiler::compile(const Graph& source) {
   t = Clock::now();
   impl->schedule = schedule(impl->lowered, fusion);
   impl->memory = plan_memory(impl->lowered, impl->schedule);
+  apply_in_place(impl->schedule, impl->memory);
   impl->stats.schedule_ms = ms_since(t);
   dump("schedule", [&] { return impl->schedule.str() + impl->memory.str(); });
+  dump("schedule", [&] { return impl->schedule.dot(impl->lowered); }, "dot");
 
   // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin
   t = Clock::now();

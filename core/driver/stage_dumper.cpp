@@ -12,15 +12,15 @@ namespace stax {
 StageDumper::StageDumper(DumpConfig config, std::string name)
     : config_(std::move(config)), name_(std::move(name)) {}
 
-void StageDumper::operator()(const std::string& stage,
-                             const std::function<std::string()>& text) const {
+void StageDumper::operator()(const std::string& stage, const std::function<std::string()>& text,
+                             const std::string& extension) const {
   const auto& all = DumpConfig::all_stages();
   assert(std::find(all.begin(), all.end(), stage) != all.end());
   (void)all;
   if (!config_.dir || !config_.wants(stage)) return;
   std::error_code ec;
   std::filesystem::create_directories(*config_.dir, ec);
-  const std::filesystem::path path = *config_.dir / (name_ + "." + stage + ".txt");
+  const std::filesystem::path path = *config_.dir / (name_ + "." + stage + "." + extension);
   std::ofstream out(path);
   out << text();
   if (!out) throw Error("dump", path.string(), "cannot write the dump file");

@@ -16,8 +16,10 @@ class StageDumper {
   StageDumper(DumpConfig config, std::string name);
 
   // Writes the stage (one of DumpConfig::all_stages()) when wanted; `text` is called only then.
+  // `extension` names a second form of a stage ("dot": <name>.<stage>.dot, a picture).
   // Creates the directory. Throws stax::Error (stage "dump") when the file cannot be written.
-  void operator()(const std::string& stage, const std::function<std::string()>& text) const;
+  void operator()(const std::string& stage, const std::function<std::string()>& text,
+                  const std::string& extension = "txt") const;
 
  private:
   DumpConfig config_;

@@ -1,6 +1,7 @@
 #include "core/scheduler/memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -29,6 +30,40 @@ std::vector<std::set<std::string>> step_reads(const Schedule& s) {
   return reads;
 }
 
+// The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
+// "" (see memory_plan.h: in place).
+std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
+                           const BufferPlacement& out, const std::vector<BufferPlacement>& all,
+                           const LoweredGraph& graph, const std::set<std::string>& taken) {
+  const LoopBody& b = kernel.bodies[body];
+  const LoopOp* store = nullptr;
+  for (const LoopOp& op : b.ops)
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) store = &op;
+  if (!store) return "";
+  const Buffer* o = graph.find(out.buffer);
+  for (const std::string& name : read_writes(b).read_buffers()) {
+    auto donor = std::find_if(all.begin(), all.end(),
+                              [&](const BufferPlacement& p) { return p.buffer == name; });
+    if (donor == all.end() || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
+        donor->last_step != out.first_step || donor->first_step >= out.first_step)
+      continue;
+    const Buffer* in = graph.find(name);
+    const Layout &li = in->layout(), &lo = o->layout();
+    if (li.dtype != lo.dtype || li.size != lo.size || li.stride != lo.stride ||
+        li.offset != lo.offset)
+      continue;
+    bool ok = true;
+    for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
+      for (const LoopOp& op : kernel.bodies[k].ops) {
+        if ((op.opcode != Opcode::load && op.opcode != Opcode::masked_load) || op.buffer != name)
+          continue;
+        if (k > body || kernel.bodies[k].index_of(op) != b.index_of(*store)) ok = false;
+      }
+    if (ok) return name;
+  }
+  return "";
+}
+
 }  // namespace
 
 const BufferPlacement* MemoryPlan::find(const std::string& buffer) const {
@@ -54,6 +89,7 @@ std::string MemoryPlan::str() const {
       case BufferPlacement::Kind::Arena: s += "arena[" + std::to_string(p.offset) + ", +" +
                                               std::to_string(p.bytes) + ")"; break;
     }
+    if (!p.in_place_of.empty()) s += " in place of " + p.in_place_of;
     s += " steps " + std::to_string(p.first_step) + ".." + std::to_string(p.last_step) + "\n";
   }
   return s;
@@ -85,34 +121,68 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     plan.buffers.push_back(p);
   }
 
-  // Greedy by size: each arena buffer at the lowest aligned offset where it overlaps no placed
-  // buffer whose lifetime intersects its own.
-  std::vector<size_t> order;
-  for (size_t k = 0; k < plan.buffers.size(); ++k)
-    if (plan.buffers[k].kind == BufferPlacement::Kind::Arena) order.push_back(k);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return plan.buffers[a].bytes > plan.buffers[b].bytes;
-  });
-  std::vector<size_t> placed;
-  for (size_t k : order) {
-    BufferPlacement& p = plan.buffers[k];
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live placed buffers
-    for (size_t j : placed) {
-      const BufferPlacement& q = plan.buffers[j];
-      if (q.last_step < p.first_step || p.last_step < q.first_step) continue;
-      busy.push_back({q.offset, q.offset + q.bytes});
+  // In place: kernel buffers taking over a dying input's bytes. Chains (I -> O -> P) share one
+  // storage; root[k] is the first buffer of k's chain.
+  std::map<std::string, size_t> index_of;
+  for (size_t k = 0; k < plan.buffers.size(); ++k) index_of[plan.buffers[k].buffer] = k;
+  std::vector<size_t> root(plan.buffers.size());
+  for (size_t k = 0; k < root.size(); ++k) root[k] = k;
+  std::set<std::string> taken;
+  for (const ScheduleStep& step : schedule.steps) {
+    if (step.kind != ScheduleStep::Kind::Kernel) continue;
+    const ScheduledKernel& kernel = schedule.kernels[step.kernel];
+    for (size_t b = 0; b < kernel.buffers.size(); ++b) {
+      BufferPlacement& out = plan.buffers[index_of.at(kernel.buffers[b]->name())];
+      if (out.kind != BufferPlacement::Kind::Arena) continue;
+      std::string donor = in_place_donor(kernel, b, out, plan.buffers, graph, taken);
+      if (donor.empty()) continue;
+      taken.insert(donor);
+      out.in_place_of = donor;
+      root[index_of.at(out.buffer)] = root[index_of.at(donor)];
+    }
+  }
+  // One storage per chain: its lifetime spans the chain's.
+  struct Storage {
+    int64_t bytes = 0, offset = 0;
+    size_t first = SIZE_MAX, last = 0;
+  };
+  std::map<size_t, Storage> storages;
+  for (size_t k = 0; k < plan.buffers.size(); ++k) {
+    const BufferPlacement& p = plan.buffers[k];
+    if (p.kind != BufferPlacement::Kind::Arena) continue;
+    Storage& s = storages[root[k]];
+    s.bytes = std::max(s.bytes, p.bytes);
+    s.first = std::min(s.first, p.first_step);
+    s.last = std::max(s.last, p.last_step);
+    plan.intermediate_bytes += p.bytes;
+  }
+
+  // Greedy by size: each storage at the lowest aligned offset where it overlaps no placed
+  // storage whose lifetime intersects its own.
+  std::vector<Storage*> order;
+  for (auto& [k, s] : storages) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Storage* a, const Storage* b) { return a->bytes > b->bytes; });
+  std::vector<const Storage*> placed;
+  for (Storage* p : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live placed storages
+    for (const Storage* q : placed) {
+      if (q->last < p->first || p->last < q->first) continue;
+      busy.push_back({q->offset, q->offset + q->bytes});
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
-      if (offset + p.bytes <= begin) break;
+      if (offset + p->bytes <= begin) break;
       offset = std::max(offset, align_up(end, MemoryPlan::kArenaAlignment));
     }
-    p.offset = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + p.bytes);
-    plan.intermediate_bytes += p.bytes;
-    placed.push_back(k);
+    p->offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + p->bytes);
+    placed.push_back(p);
   }
+  for (size_t k = 0; k < plan.buffers.size(); ++k)
+    if (plan.buffers[k].kind == BufferPlacement::Kind::Arena)
+      plan.buffers[k].offset = storages.at(root[k]).offset;
   plan.arena_bytes = align_up(plan.arena_bytes, MemoryPlan::kArenaAlignment);
   return plan;
 }

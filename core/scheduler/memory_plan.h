@@ -10,6 +10,12 @@
 //     reads and writes never overlap); buffers whose lifetimes are disjoint share bytes.
 //     Offsets are assigned greedily, largest buffer first, at the lowest 64-byte-aligned offset
 //     free over its lifetime.
+//   * in place: a kernel's arena buffer O takes over the bytes of an arena buffer I that an
+//     earlier step wrote and this kernel reads for the last time, when both have the same layout
+//     and dtype and every read of I in the kernel is at the address where O is written, in O's
+//     body or an earlier one (so each element of I is read before O overwrites it, in the same
+//     iteration point). apply_in_place() (in_place.h) then points those reads at O, so the
+//     kernel sees one buffer (INOUT) and no two of its pointers alias.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +36,7 @@ struct BufferPlacement {
   int64_t bytes = 0;       // the storage the buffer's layout spans
   size_t first_step = 0;   // the step that writes it
   size_t last_step = 0;    // the last step that reads it (first_step if none)
+  std::string in_place_of;  // Arena: the buffer whose bytes it takes over at first_step, or ""
 };
 
 struct MemoryPlan {

@@ -191,12 +191,19 @@ class Scheduler {
   void add_computed(const ComputedBuffer& b, const Buffer* prev) {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
     LoopBody body = unit_free(b.body());
-    // The earliest step the buffer may run at: after every producer.
+    // Candidates: the kernels that write or read a buffer this one reads (the others share
+    // nothing with it), and the kernel of its predecessor (for the reason of a split).
+    std::set<size_t> candidates;
+    for (const std::string& name : read_writes(body).read_buffers()) {
+      auto it = groups_touching_.find(name);
+      if (it != groups_touching_.end()) candidates.insert(it->second.begin(), it->second.end());
+    }
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of_.at(prev->name()));
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
     std::map<size_t, std::string> reasons;
-    for (size_t k = 0; k < groups_.size(); ++k) {
+    for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
       if (auto why = why_not(groups_[k], b, body, space)) {
         reasons[k] = *why;
@@ -238,8 +245,12 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    for (const std::string& name : read_writes(body).read_buffers()) g.reads.insert(name);
+    for (const std::string& name : read_writes(body).read_buffers()) {
+      g.reads.insert(name);
+      groups_touching_[name].insert(best);
+    }
     g.writes.insert(b.name());
+    groups_touching_[b.name()].insert(best);
     g.members.push_back({&b, std::move(body)});
     group_of_[b.name()] = best;
     step_of_[b.name()] = g.step;
@@ -290,6 +301,7 @@ class Scheduler {
   std::vector<ScheduleStep> steps_;
   std::map<std::string, size_t> group_of_;  // ComputedBuffer -> group
   std::map<std::string, size_t> step_of_;   // every scheduled buffer -> step
+  std::map<std::string, std::set<size_t>> groups_touching_;  // buffer -> groups reading/writing it
   std::vector<Schedule::Split> splits_;
 };
 

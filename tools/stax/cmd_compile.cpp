@@ -85,6 +85,8 @@ int run(const CompileCliOptions& o) {
     for (const std::string& s : all) {
       fs::path p = fs::path(o.dump_dir) / (options.name + "." + s + ".txt");
       if (stages.count(s) && fs::exists(p)) std::cout << "wrote " << p.string() << "\n";
+      fs::path dot = fs::path(o.dump_dir) / (options.name + "." + s + ".dot");
+      if (stages.count(s) && fs::exists(dot)) std::cout << "wrote " << dot.string() << "\n";
     }
   } else {
     if (stages.count("graph"))
@@ -92,6 +94,9 @@ int run(const CompileCliOptions& o) {
                 << "\n";
     if (stages.count("loop_ir"))
       std::cout << "# loop IR (after lowering)\n" << cg.loop_ir() << "\n";
+    if (stages.count("schedule"))
+      std::cout << "# schedule (kernels, memory plan)\n"
+                << cg.schedule().str() << cg.memory_plan().str() << "\n";
     if (stages.count("kernels"))
       for (const CompiledKernelInfo& k : cg.kernels())
         std::cout << "# kernel " << k.name << " (computes " << k.buffer << ")\n"
