@@ -139,6 +139,22 @@ TEST_F(CliCompile, RunCheckOnEveryExample) {
       << r.out;
 }
 
+// stax bench: compiles once, times the runs, reports traffic and bandwidth (values not checked:
+// they are timings; the traffic of Example 1.1 is fixed: two 64 x 128 inputs, 64 outputs).
+TEST_F(CliCompile, BenchPrintsMedianSpreadAndBandwidth) {
+  Result r = stax("bench " + example("example_1_1.stax") + " --config " + config_ +
+                  " --threads 2 --reps 5");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "compiled: kernels: 1 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "runs: 5; median ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "spread: min ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "bytes moved: 65792 (inputs read once, outputs written once); "))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "of the measured read bandwidth")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(2 threads)")) << r.out;
+  EXPECT_EQ(stax("bench " + example("example_1_1.stax") + " --reps 0").code, 2);
+}
+
 TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {
   fs::path a = dir_ / "a", b = dir_ / "b";
   Result ri = stax("run " + example("layer_norm.stax") + " --seed 5 --save " + a.string());
