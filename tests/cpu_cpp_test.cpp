@@ -142,6 +142,7 @@ const char* kExample11Kernel =
     {
       int r0_0 = 0;
       for (; r0_0 <= 128 - 16; r0_0 += 16) {
+        #pragma clang loop unroll(disable) vectorize(enable) vectorize_width(16)
         for (int stax_seg = 0; stax_seg < 16; ++stax_seg) {
           auto tmp0 = in_ptr0[128*i0 + (r0_0 + stax_seg)];
           auto tmp1 = in_ptr1[128*i0 + (r0_0 + stax_seg)];

@@ -304,6 +304,10 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
     w.open("{");  // the scope of v (a kernel may have several reduction bodies)
     w.line(ix + " " + v + " = 0;");
     w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
+    // One vector operation per statement: without the pragma Clang fully unrolls the segment
+    // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
+    // reordering: every segment keeps its own chain.)
+    w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
     w.open(segment_loop(ix, kSegments));
     statements();
     w.close();

@@ -25,8 +25,10 @@
 // interpreter's ReductionOrder::Segmented: `float acc0[16]`, one chain per segment j mod 16 of the
 // flat reduction index, then a fixed tree. When the segment follows the innermost reduction
 // variable (one reduction loop, or an innermost extent divisible by 16) that loop steps by 16 over
-// a `stax_seg` loop of 16 that Clang turns into vector code (plus a tail loop); otherwise a running
-// counter `stax_seg` picks the chain. argmax / argmin, and every reduction with strict_order,
+// a `stax_seg` loop of 16 (plus a tail loop), marked `#pragma clang loop unroll(disable)
+// vectorize(enable) vectorize_width(16)` so that Clang turns it into one 512-bit operation per
+// statement with the chains in one register (left alone, it unrolls the loop first and packs the
+// chains into 128-bit pairs); otherwise a running counter `stax_seg` picks the chain. argmax / argmin, and every reduction with strict_order,
 // accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit).
 // A reduction kernel whose loads are contiguous along its innermost iteration variable (a
 // reduction over an outer dimension) is lane-interleaved: up to 128 neighbouring outputs per
