@@ -12,14 +12,11 @@
 // that against the read bandwidth measured at start-up on the same thread count (a read-reduce
 // probe: a fused pass may exceed it a little); err = max |stax - hand| / max |hand|.
 // Torch eager is not timed here: Debian's python3-torch is not installed on the measured machine.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -43,28 +40,16 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-typedef int32_t v16i __attribute__((vector_size(64)));
-
-// Read bandwidth (bytes/s) on `threads` threads: best of 5 sums over 256 MiB of int32 (64-byte
-// vector loads, so that the probe is bound by memory, not by the loop).
+// Read bandwidth (bytes/s) on `threads` threads: best of 5 sums over 256 MiB of int32 (the probe
+// is compiled with the hand kernels, -O3 -march=native).
 double measure_bandwidth(int threads) {
   const int64_t n = (256 << 20) / 4;
   std::vector<int32_t> a(static_cast<size_t>(n), 1);
   double best = 0;
-  volatile int32_t sink = 0;
+  volatile int64_t sink = 0;
   for (int rep = 0; rep < 5; ++rep) {
     auto t = Clock::now();
-#pragma omp parallel num_threads(threads)
-    {
-      v16i s = {};
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; i += 16) {
-        v16i v;
-        std::memcpy(&v, &a[static_cast<size_t>(i)], sizeof v);
-        s += v;
-      }
-      sink = sink + s[0];
-    }
+    sink = sink + bench::hand_read_sum(a.data(), n, threads);
     best = std::max(best, static_cast<double>(n) * 4 / (ms_since(t) / 1e3));
   }
   return best;

@@ -66,4 +66,11 @@ void hand_layer_norm(const float* x, const float* w, const float* b, float* out,
   }
 }
 
+int64_t hand_read_sum(const int32_t* a, int64_t n, int threads) {
+  int64_t s = 0;
+#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i];
+  return s;
+}
+
 }  // namespace stax::bench

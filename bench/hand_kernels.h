@@ -18,4 +18,7 @@ void hand_w4(const float* x, float* out, int64_t rows, int64_t cols, int threads
 void hand_layer_norm(const float* x, const float* w, const float* b, float* out, int64_t rows,
                      int64_t cols, int threads);
 
+// The read-bandwidth probe: Σ a_i over n int32 (the sum, so that the reads are not dropped).
+int64_t hand_read_sum(const int32_t* a, int64_t n, int threads);
+
 }  // namespace stax::bench
