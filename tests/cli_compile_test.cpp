@@ -88,7 +88,9 @@ TEST_F(CliCompile, CompileDumpAll) {
   EXPECT_TRUE(contains(r.out, "      tmp0 = ops.load('primals_1', 128*i0 + r0_0)")) << r.out;
   EXPECT_TRUE(contains(r.out, "prelude lines omitted")) << r.out;
   EXPECT_TRUE(contains(r.out, "extern \"C\" void kernel0(")) << r.out;
-  EXPECT_TRUE(contains(r.out, "      acc0 = stax_scalar::add(acc0, tmp5);")) << r.out;
+  // the default segmented order: 16 chains
+  EXPECT_TRUE(contains(r.out, "      acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], tmp5);"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "kernels: 1 (kernel0 ")) << r.out;
   EXPECT_TRUE(contains(r.out, "| extern kernels: 0 | fallbacks: 0 | backend cpu_cpp | lowering "))
       << r.out;
@@ -148,12 +150,29 @@ TEST_F(CliCompile, RunCheckOnEveryExample) {
     EXPECT_TRUE(contains(r.out, "max abs diff ")) << r.out;
     EXPECT_TRUE(contains(r.out, "output(s) agree with the reference interpreter")) << r.out;
   }
-  // Example 1.1: the compiled sum is bit for bit the interpreter's.
-  Result r = stax("run " + example("example_1_1.stax") + " --config " + config_ + " --check");
+  // Example 1.1 with strict_order: the compiled sum is bit for bit the interpreter's.
+  std::string strict = write_config("{ strict_order: true }", "strict.yaml");
+  Result r = stax("run " + example("example_1_1.stax") + " --config " + strict + " --check");
   EXPECT_TRUE(contains(r.out,
                        "check out0 sum_0: max abs diff 0, max rel diff 0, bit-identical "
                        "yes: ok"))
       << r.out;
+}
+
+// stax bench: compiles once, times the runs, reports traffic and bandwidth (values not checked:
+// they are timings; the traffic of Example 1.1 is fixed: two 64 x 128 inputs, 64 outputs).
+TEST_F(CliCompile, BenchPrintsMedianSpreadAndBandwidth) {
+  Result r = stax("bench " + example("example_1_1.stax") + " --config " + config_ +
+                  " --threads 2 --reps 5");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "compiled: kernels: 1 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "runs: 5; median ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "spread: min ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "bytes moved: 65792 (inputs read once, outputs written once); "))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "of the measured read bandwidth")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(2 threads)")) << r.out;
+  EXPECT_EQ(stax("bench " + example("example_1_1.stax") + " --reps 0").code, 2);
 }
 
 TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {
@@ -162,7 +181,8 @@ TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {
   ASSERT_EQ(ri.code, 0) << ri.err;
   EXPECT_TRUE(contains(ri.out, "(reference interpreter)")) << ri.out;
   EXPECT_FALSE(contains(ri.out, "compiled")) << ri.out;
-  Result rc = stax("run " + example("layer_norm.stax") + " --seed 5 --config " + config_ +
+  std::string strict = write_config("{ strict_order: true }", "strict.yaml");
+  Result rc = stax("run " + example("layer_norm.stax") + " --seed 5 --config " + strict +
                    " --save " + b.string());
   ASSERT_EQ(rc.code, 0) << rc.err;
   EXPECT_EQ(slurp(a / "out0.npy"), slurp(b / "out0.npy"));

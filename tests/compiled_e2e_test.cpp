@@ -2,8 +2,9 @@
 // the reference interpreter on the same inputs.
 //   * pointwise ops, views, broadcasting, creation, indexing: bit for bit (float32, float64,
 //     float16, bfloat16, integers, bool; NaN / Inf / signed zeros among the inputs);
-//   * reductions: bit for bit by default (the kernels accumulate sequentially in the
-//     interpreter's order); with reorder_reductions within the §6.5 bound (n-1)·u·Σ|a_i|;
+//   * reductions: bit for bit in both of cpu_cpp's orders against the interpreter in the same
+//     order (segmented by default, sequential with strict_order); the two orders within the §6.5
+//     bound 2·(n-1)·u·Σ|a_i| of each other; 1, 2 and 3 threads give the same bits;
 //   * the matmul family (extern kernels): within the gemm bound k·u·Σ|a_ik·b_kj|;
 //   * fallback ops (no lowering rule) run through the interpreter's kernels and agree;
 //   * graphs mixing fused pointwise, reductions and matmuls (MLP layer, softmax, layer_norm).
@@ -13,6 +14,7 @@
 
 #include "core/graph/parser.h"
 #include "tests/support/compiled_check.h"
+#include "tests/support/reduction_bound.h"
 
 namespace stax {
 namespace {
@@ -44,20 +46,24 @@ std::vector<Tensor> special_inputs(const Graph& g, uint64_t seed = 7) {
   return in;
 }
 
-// Compiles g, runs it and the interpreter on `in`, and expects every output bit for bit equal.
+// In both reduction orders: compiles g, runs it and the interpreter (in the same order) on `in`,
+// and expects every output bit for bit equal.
 void expect_bitwise(const Graph& g, const std::vector<Tensor>& in, const std::string& what) {
   SCOPED_TRACE(what);
-  CompiledGraph cg = cpu_compiler().compile(g);
-  std::vector<Tensor> got = cg.run(in);
-  std::vector<Tensor> want = interpret(g, in);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i;
-  // Theorem 6.1: the schedule (fusion, realization) does not change a bit.
-  for (const test::CompilerVariant& v : test::schedule_variants()) {
-    std::vector<Tensor> other = v.compiler->compile(g).run(in);
+  for (test::Order order : {test::Order::Segmented, test::Order::Strict}) {
+    SCOPED_TRACE(test::order_name(order));
+    CompiledGraph cg = cpu_compiler(order).compile(g);
+    std::vector<Tensor> got = cg.run(in);
+    std::vector<Tensor> want = test::reference(g, in, order);
+    ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(bitwise_equal(other[i], got[i])) << v.name << ", out " << i;
+      EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i;
+    // Theorem 6.1: the schedule (fusion, realization) does not change a bit.
+    for (const test::CompilerVariant& v : test::schedule_variants(order)) {
+      std::vector<Tensor> other = v.compiler->compile(g).run(in);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(other[i], got[i])) << v.name << ", out " << i;
+    }
   }
 }
 
@@ -192,8 +198,8 @@ TEST(CompiledPointwise, CompositeFormulas) {
     CompiledGraph cg = cpu_compiler().compile(g);
     std::vector<Tensor> in = special_inputs(g);
     std::vector<Tensor> got = cg.run(in);
-    std::vector<Tensor> want = interpret(cg.graph(), in);
-    std::vector<Tensor> orig = interpret(g, in);
+    std::vector<Tensor> want = test::reference(cg.graph(), in);
+    std::vector<Tensor> orig = test::reference(g, in);
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_TRUE(bitwise_equal(got[i], want[i])) << dtype_name(dt) << " out " << i;
       EXPECT_TRUE(got[i].allclose(orig[i],
@@ -244,7 +250,7 @@ TEST(CompiledPointwise, RemainingOverloadsAndUndecomposedComposites) {
   Compiler compiler(test::cpu_config(), keep);
   CompiledGraph cg = compiler.compile(g);
   std::vector<Tensor> in = special_inputs(g);
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i;
 }
 
@@ -288,7 +294,7 @@ TEST(CompiledViews, ViewsReturnedDirectlyAndNonContiguousInputs) {
   for (const std::vector<Tensor>& inputs : {in, std::vector<Tensor>{strided}}) {
     CompiledGraph cg = cpu_compiler().compile(g);
     std::vector<Tensor> got = cg.run(inputs);
-    std::vector<Tensor> want = interpret(g, inputs);
+    std::vector<Tensor> want = test::reference(g, inputs);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
   }
 }
@@ -391,7 +397,7 @@ TEST(CompiledReductions, OuterDimensionReductionsInterleaveOutputs) {
     CompiledGraph cg = cpu_compiler().compile(g);
     EXPECT_TRUE(test::contains(cg.kernels()[0].source, "128 outputs along i0 at a time"))
         << cg.kernels()[0].source;
-    std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+    std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_TRUE(bitwise_equal(got[i], want[i])) << dtype_name(dt) << " out " << i;
   }
@@ -429,35 +435,70 @@ TEST(CompiledReductions, ArgmaxTiesAndNaNs) {
   EXPECT_EQ(got[1].to_vector<int64_t>(), (std::vector<int64_t>{5, 1, 0}));
 }
 
-// With reorder_reductions the reduction loops may be vectorised (reassociated): the sums are then
-// only within the §6.5 bound |ŝ - s| <= (n-1)·u·Σ|a_i| of the interpreter's (also rounded) sums,
-// i.e. |ŝ - s_ref| <= 2·(n-1)·u·Σ|a_i|; max / argmax stay exact.
-TEST(CompiledReductions, ReorderedSumsWithinTheBound) {
-  Compiler reorder(test::cpu_config([] {
-    OptionValue o = OptionValue::map();
-    o.set("reorder_reductions", OptionValue::make_scalar("true"));
-    return o;
-  }()));
-  const int64_t rows = 16, n = 4096;
-  Graph g;
-  Node* x = g.placeholder("x", {rows, n});
-  Node* sq = g.call("mul.Tensor", {x, x});
-  g.output({g.call("sum.dim_IntList", {g.call("sub.Scalar", {sq, 0.5}), std::vector<int64_t>{1}}),
-            g.call("amax", {x, std::vector<int64_t>{1}}), g.call("argmax", {x, 1})});
-  CompiledGraph cg = reorder.compile(g);
-  EXPECT_TRUE(test::contains(cg.kernels()[0].source, "#pragma clang loop vectorize(enable)"));
-  std::vector<Tensor> in = random_inputs(g, 21);
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
-  std::vector<double> bound(rows);
-  const float* px = in[0].data<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    double mag = 0;
-    for (int64_t c = 0; c < n; ++c) mag += std::fabs(double(px[r * n + c] * px[r * n + c] - 0.5f));
-    bound[r] = 2 * (n - 1) * test::unit_roundoff(DType::Float32) * mag;
+// The segmented order (cpu_cpp's default) against the sequential one (strict_order, the
+// interpreter's default): within the §6.5 bound 2·(n-1)·u·Σ|a_i| of each other
+// (tests/support/reduction_bound.h), and against the float64 sum within the segmented order's own
+// tighter bound (⌈n/16⌉ - 1 + log2 16)·u·Σ|a_i|. The summands a_i = x² - 0.5 are computed in the
+// graph; Σ|a_i| and the exact sum come from the same a_i converted to float64.
+TEST(CompiledReductions, SegmentedSumsWithinTheBoundOfTheSequentialOrder) {
+  struct Case {
+    std::vector<int64_t> shape, dims;
+  };
+  const Case cases[] = {{{16, 4096}, {1}},   {{7, 1000}, {-1}}, {{37, 150}, {0}},
+                        {{3, 5, 77}, {0, 2}}, {{200003}, {0}},  {{4, 33, 16}, {1, 2}}};
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    for (const Case& c : cases) {
+      if (dt == DType::Float16 && c.shape[0] == 200003) continue;  // the sum overflows float16
+      Graph g;
+      Node* x = g.placeholder("x", c.shape, dt);
+      Node* a = g.call("sub.Scalar", {g.call("mul.Tensor", {x, x}), 0.5});
+      Node* a64 = g.call("to.dtype", {a, DType::Float64});
+      g.output({g.call("sum.dim_IntList", {a, c.dims}),
+                g.call("sum.dim_IntList", {g.call("abs", {a64}), c.dims}),
+                g.call("sum.dim_IntList", {a64, c.dims})});
+      std::string what = std::string(dtype_name(dt)) + " " + shape_str(c.shape);
+      int64_t n = 1;
+      for (int64_t d : c.dims) n *= c.shape[static_cast<size_t>(d < 0 ? d + c.shape.size() : d)];
+      std::vector<Tensor> in = random_inputs(g, 21);
+      std::vector<Tensor> seg = cpu_compiler().compile(g).run(in);
+      std::vector<Tensor> seq = cpu_compiler(test::Order::Strict).compile(g).run(in);
+      EXPECT_TRUE(bitwise_equal(seg[0], test::reference(g, in)[0])) << what;
+      EXPECT_TRUE(bitwise_equal(seq[0], interpret(g, in)[0])) << what;
+      EXPECT_TRUE(test::within_reorder_bound(seg[0], seq[0], seg[1], n)) << what;
+      double u = test::unit_roundoff(dt), levels = (n + 15) / 16 - 1 + 4;
+      for (int64_t i = 0; i < seg[0].numel(); ++i) {
+        double exact = seg[2].get_double(i), mag = seg[1].get_double(i);
+        EXPECT_LE(std::fabs(seg[0].get_double(i) - exact),
+                  levels * u * mag * 1.01 + test::storage_roundoff(dt) * std::fabs(exact))
+            << what << " element " << i;
+      }
+    }
   }
-  EXPECT_TRUE(test::within_bound(got[0], want[0], bound));
-  EXPECT_TRUE(bitwise_equal(got[1], want[1]));
-  EXPECT_TRUE(bitwise_equal(got[2], want[2]));
+}
+
+// Threads split the outer iteration dimension only, and the order of every reduction depends on
+// its length alone: 1, 2 and 3 threads give the same bits, in both orders.
+TEST(CompiledThreads, OneTwoAndThreeThreadsGiveTheSameBits) {
+  Graph g;
+  Node* x = g.placeholder("x", {300, 1000});
+  Node* y = g.placeholder("y", {300, 1000});
+  Node* s = g.call("relu", {g.call("add.Tensor", {x, y})});
+  g.output({g.call("sum.dim_IntList", {g.call("mul.Scalar", {s, 2}), std::vector<int64_t>{-1}}),
+            g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{0}}),
+            g.call("softmax.int", {x, -1}), g.call("amax", {y, std::vector<int64_t>{1}}),
+            g.call("sum.default", {x})});
+  std::vector<Tensor> in = random_inputs(g, 5);
+  for (test::Order order : {test::Order::Segmented, test::Order::Strict}) {
+    for (int threads : {1, 2, 3}) {
+      Compiler c(test::cpu_config(test::cpu_options(order, threads)));
+      CompiledGraph cg = c.compile(g);
+      std::vector<Tensor> got = cg.run(in);
+      std::vector<Tensor> want = test::reference(cg.graph(), in, order);  // softmax decomposed
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(got[i], want[i]))
+            << test::order_name(order) << ", " << threads << " threads, out " << i;
+    }
+  }
 }
 
 // ---- extern kernels: the matmul family
@@ -475,7 +516,7 @@ void expect_gemm_bound(const Graph& g, std::vector<Tensor> in, int64_t k, const 
   SCOPED_TRACE(what);
   CompiledGraph cg = cpu_compiler().compile(g);
   EXPECT_EQ(cg.num_externs(), 1u);
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
   std::vector<Tensor> abs_in;
   for (const Tensor& t : in) abs_in.push_back(abs_of(t));
   Tensor mag = interpret(g, abs_in)[0];
@@ -597,7 +638,7 @@ TEST(CompiledMixed, MlpLayerSoftmaxLayerNorm) {
     std::vector<Tensor> got = cg.run(in);
     // Bit for bit against the graph as compiled (decomposed), except where a matmul's BLAS
     // order enters; to rounding against the original graph.
-    std::vector<Tensor> dec = interpret(cg.graph(), in), orig = interpret(g, in);
+    std::vector<Tensor> dec = test::reference(cg.graph(), in), orig = interpret(g, in);
     for (size_t i = 0; i < got.size(); ++i) {
       if (c.externs == 0) {
         EXPECT_TRUE(bitwise_equal(got[i], dec[i])) << "out " << i;

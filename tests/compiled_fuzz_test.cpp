@@ -1,9 +1,10 @@
 // Differential fuzzing of the compile path: seeded random small graphs (pointwise ops with
 // broadcasting, views, reductions, cat, dtype conversions, matmul; values with several users;
 // non-contiguous inputs; NaN / inf / negative values) compiled with the cpu_cpp plugin and run
-// against the reference interpreter. Pointwise graphs must agree bit for bit (NaN == NaN); the
-// compiled reductions run sequentially in the interpreter's order with the default options, so
-// graphs with reductions must agree bit for bit as well (which implies the seed's §6.5 bound);
+// against the reference interpreter, in both of cpu_cpp's reduction orders: by default against the
+// interpreter's ReductionOrder::Segmented, with strict_order against its sequential default order.
+// Pointwise graphs and graphs with reductions must agree bit for bit (NaN == NaN; the two orders
+// are within the §6.5 bound of each other, tested in compiled_e2e_test);
 // matmul results (an extern gemm) must lie within the gemm bound k·u·(|A|·|B|)_ij, and softmax /
 // log_softmax (which the interpreter computes in double, rounding once) within their float
 // rounding bound. A failing case prints its seed, graph text and inputs. Minimized regressions
@@ -380,18 +381,19 @@ FuzzCase generate(uint64_t seed) {
   return test::within_bound(got, want, bound);
 }
 
-// Compiles and runs fc, comparing with the interpreter. Returns "" or the failure.
-std::string check_case(const FuzzCase& fc) {
+// Compiles and runs fc in `order`, comparing with the interpreter in the same order. Returns "" or
+// the failure.
+std::string check_case(const FuzzCase& fc, test::Order order) {
   std::vector<Tensor> want;
   std::string interp_error;
   try {
-    want = interpret(fc.g, fc.inputs);
+    want = test::reference(fc.g, fc.inputs, order);
   } catch (const Error& e) {
     interp_error = e.what();
   }
   std::vector<Tensor> got;
   try {
-    CompiledGraph cg = cpu_compiler().compile(fc.g);
+    CompiledGraph cg = cpu_compiler(order).compile(fc.g);
     got = cg.run(fc.inputs);
   } catch (const Error& e) {
     if (!interp_error.empty()) return "";  // both reject the inputs
@@ -401,7 +403,7 @@ std::string check_case(const FuzzCase& fc) {
   if (got.size() != want.size()) return "output count differs";
   std::string msg;
   // Theorem 6.1: fusion off and other realization thresholds give the same bytes.
-  for (const test::CompilerVariant& v : test::schedule_variants()) {
+  for (const test::CompilerVariant& v : test::schedule_variants(order)) {
     std::vector<Tensor> other;
     try {
       other = v.compiler->compile(fc.g).run(fc.inputs);
@@ -437,7 +439,8 @@ std::string describe(const FuzzCase& fc) {
 
 constexpr uint64_t kNumSeeds = 300;
 
-TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) {
+// The fuzz run in one reduction order (two TESTs, two ctest entries that run in parallel).
+void fuzz(test::Order order) {
   auto t0 = std::chrono::steady_clock::now();
   int failures = 0, with_reduction = 0, with_mm = 0;
   // STAX_FUZZ_SEEDS=N runs N seeds instead (longer fuzzing sessions), from STAX_FUZZ_FIRST (0).
@@ -451,7 +454,7 @@ TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) {
       std::cerr << "seed " << seed << ":\n" << describe(fc) << std::flush;
     with_reduction += fc.has_reduction;
     with_mm += fc.checks.size() > 2 && fc.checks[2].kind == Check::Gemm;
-    std::string err = check_case(fc);
+    std::string err = check_case(fc, order);
     if (!err.empty()) {
       ++failures;
       ADD_FAILURE() << "seed " << seed << ":\n" << err << describe(fc);
@@ -459,9 +462,14 @@ TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) {
   }
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << num_seeds << " graphs (" << with_reduction << " with reductions, " << with_mm
+  std::cout << test::order_name(order) << ": " << num_seeds << " graphs (" << with_reduction << " with reductions, " << with_mm
             << " with matmul), " << failures
             << " failures, " << secs << " s\n";
+}
+
+TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) { fuzz(test::Order::Segmented); }
+TEST(CompiledFuzzStrict, RandomGraphsAgreeWithTheInterpreterInStrictOrder) {
+  fuzz(test::Order::Strict);
 }
 
 // ---- minimized regressions found by the fuzzer ----------------------------------------------
@@ -469,7 +477,7 @@ TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) {
 // Compiles g and compares every output bit for bit with the interpreter on seeded inputs.
 void expect_compiled_equals_interpreter(const Graph& g, uint64_t seed = 3) {
   std::vector<Tensor> in = test::random_inputs(g, seed);
-  std::vector<Tensor> want = interpret(g, in);
+  std::vector<Tensor> want = test::reference(g, in);
   std::vector<Tensor> got = cpu_compiler().compile(g).run(in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
@@ -533,7 +541,7 @@ TEST(CompiledFuzz, FloatSumOverOneElementOfNegativeZeroIsPositiveZero) {
     Node* prod = g.call("prod.dim_int", {x, 0});  // 1 * -0.0 = -0.0: the sign stays
     g.output({sum, mean, all, inv, prod});
     Tensor in = Tensor::from_vector<double>({1, 3}, {-0.0, 2.0, -0.0}, dt);
-    std::vector<Tensor> want = interpret(g, {in});
+    std::vector<Tensor> want = test::reference(g, {in});
     std::vector<Tensor> got = cpu_compiler().compile(g).run({in});
     EXPECT_FALSE(std::signbit(want[0].get_double(0)));
     EXPECT_EQ(want[3].get_double(0), INFINITY);
@@ -554,7 +562,7 @@ TEST(CompiledFuzz, HalfSiluRoundsOnce) {
     g.output({y});
     Tensor in = Tensor::randn({64}, DType::Float32, 5);
     in.set_double(0, -0.90625);  // bf16: x * bf16(sigmoid(x)) = -0.259765625, once: -0.26171875
-    std::vector<Tensor> want = interpret(g, {in});
+    std::vector<Tensor> want = test::reference(g, {in});
     std::vector<Tensor> got = cpu_compiler().compile(g).run({in});
     EXPECT_TRUE(bitwise_equal(got[0], want[0])) << dtype_name(dt);
   }

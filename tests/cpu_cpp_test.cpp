@@ -71,7 +71,7 @@ TEST(CpuCpp, Example11IsOneKernelEqualToTheInterpreter) {
   EXPECT_EQ(cg.kernels()[0].buffer, "buf2");
   std::vector<Tensor> in = test::random_inputs(g, 11);
   std::vector<Tensor> got = cg.run(in);
-  std::vector<Tensor> want = interpret(g, in);
+  std::vector<Tensor> want = test::reference(g, in);
   ASSERT_EQ(got.size(), 1u);
   // The kernel sums each row sequentially in index order, as the interpreter does, so the
   // result is not merely within the §6.5 bound (n-1)·u·Σ|a_i| but bit for bit the same.
@@ -96,12 +96,13 @@ TEST(CpuCpp, Example11FromTheExampleFile) {
   CompiledGraph cg = cpu_compiler().compile(g);
   EXPECT_EQ(cg.num_kernels(), 1u);
   std::vector<Tensor> in = test::random_inputs(g, 3);
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
 }
 
-// The golden kernel source of Example 1.1 (the part after the prelude). Stable text: a change
-// here is a change of the generated code and must be deliberate.
-const char* kExample11Kernel =
+// The golden kernel source of Example 1.1 (the part after the prelude) with strict_order: the
+// sequential order. Stable text: a change here is a change of the generated code and must be
+// deliberate.
+const char* kExample11StrictKernel =
     R"(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, const char** stax_error) {
   const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
   const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
@@ -124,6 +125,52 @@ const char* kExample11Kernel =
 }
 )";
 
+// The same kernel in the default segmented order (stax/sdk/reduction_order.hpp): 16 chains that
+// Clang vectorises, then the fixed tree.
+const char* kExample11Kernel =
+    R"(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, const char** stax_error) {
+  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
+  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
+  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  (void)stax_error;
+  for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
+    // buf2
+    float acc0[16];
+    for (int stax_seg = 0; stax_seg < 16; ++stax_seg) {
+      acc0[stax_seg] = 0.0f;
+    }
+    {
+      int r0_0 = 0;
+      for (; r0_0 <= 128 - 16; r0_0 += 16) {
+        #pragma clang loop unroll(disable) vectorize(enable) vectorize_width(16)
+        for (int stax_seg = 0; stax_seg < 16; ++stax_seg) {
+          auto tmp0 = in_ptr0[128*i0 + (r0_0 + stax_seg)];
+          auto tmp1 = in_ptr1[128*i0 + (r0_0 + stax_seg)];
+          auto tmp2 = stax_scalar::add(tmp0, tmp1);
+          auto tmp3 = stax_scalar::relu(tmp2);
+          auto tmp4 = 2.0f;
+          auto tmp5 = stax_scalar::mul(tmp3, tmp4);
+          acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], tmp5);
+        }
+      }
+    }
+    for (int stax_seg = 0; stax_seg < 8; ++stax_seg) {
+      acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], acc0[stax_seg + 8]);
+    }
+    for (int stax_seg = 0; stax_seg < 4; ++stax_seg) {
+      acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], acc0[stax_seg + 4]);
+    }
+    for (int stax_seg = 0; stax_seg < 2; ++stax_seg) {
+      acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], acc0[stax_seg + 2]);
+    }
+    for (int stax_seg = 0; stax_seg < 1; ++stax_seg) {
+      acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], acc0[stax_seg + 1]);
+    }
+    out_ptr0[i0] = acc0[0];
+  }
+}
+)";
+
 TEST(CpuCpp, GoldenKernelSourceOfExample11) {
   CompiledGraph cg = cpu_compiler().compile(example_1_1());
   const std::string& src = cg.kernels().at(0).source;
@@ -131,6 +178,9 @@ TEST(CpuCpp, GoldenKernelSourceOfExample11) {
   size_t at = src.find(marker);
   ASSERT_NE(at, std::string::npos) << src;
   EXPECT_EQ(src.substr(at + marker.size()), kExample11Kernel);
+  const std::string strict =
+      cpu_compiler(test::Order::Strict).compile(example_1_1()).kernels().at(0).source;
+  EXPECT_EQ(strict.substr(strict.find(marker) + marker.size()), kExample11StrictKernel);
   // The prelude is scalar_ops.hpp verbatim (no system header anywhere in the kernel).
   std::ifstream f(std::string(STAX_SOURCE_DIR) + "/sdk/include/stax/sdk/scalar_ops.hpp");
   std::string scalar_ops((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -172,7 +222,7 @@ TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {
   EXPECT_EQ(cg.lowered().buffers.size(), 3u);
   EXPECT_EQ(cg.num_kernels(), 1u);  // y and its two users: one fused kernel
   std::vector<Tensor> in = test::random_inputs(g, 2);
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i]));
 }
 
@@ -186,7 +236,7 @@ TEST(CpuCpp, ThreadsGiveTheSameBits) {
   Node* big = g.call("exp", {g.call("mul.Scalar", {x, 0.01})});
   g.output({g.outputs()[0], big});
   std::vector<Tensor> in = test::random_inputs(g, 5);
-  std::vector<Tensor> got = two.compile(g).run(in), want = interpret(g, in);
+  std::vector<Tensor> got = two.compile(g).run(in), want = test::reference(g, in);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
 }
 
@@ -194,7 +244,7 @@ TEST(CpuCpp, OptLevelZeroAndBaselineCpu) {
   Compiler plain(cpu_config(options({{"opt_level", "0"}, {"native_cpu", "false"}})));
   Graph g = example_1_1();
   std::vector<Tensor> in = test::random_inputs(g, 6);
-  EXPECT_TRUE(bitwise_equal(plain.compile(g).run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(plain.compile(g).run(in)[0], test::reference(g, in)[0]));
 }
 
 TEST(CpuCpp, DumpSourcePrintsEveryKernel) {
@@ -203,7 +253,7 @@ TEST(CpuCpp, DumpSourcePrintsEveryKernel) {
   dumping.compile(example_1_1());
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(contains(err, "// cpu_cpp kernel 'kernel0'")) << err;
-  EXPECT_TRUE(contains(err, "acc0 = stax_scalar::add(acc0, tmp5);")) << err;
+  EXPECT_TRUE(contains(err, "acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], tmp5);")) << err;
 }
 
 // ---- must-fail ----------------------------------------------------------------------------------
@@ -268,7 +318,7 @@ TEST(CpuCppErrors, BadOptionsNameTheYamlLocation) {
       << what;
   what = compile_with("      threads: many\n");
   EXPECT_TRUE(contains(what, "option 'threads' of backend 'cpu_cpp' must be an integer")) << what;
-  what = compile_with("      reorder_reductions: perhaps\n");
+  what = compile_with("      strict_order: perhaps\n");
   EXPECT_TRUE(contains(what, "must be true or false, got 'perhaps'")) << what;
   fs::remove_all(dir);
 }
@@ -281,7 +331,7 @@ TEST(CpuCppErrors, IndexOutOfBoundsIsARuntimeError) {
   CompiledGraph cg = cpu_compiler().compile(g);
   Tensor xs = Tensor::randn({5, 3});
   EXPECT_TRUE(bitwise_equal(cg.run({xs, Tensor::from_vector<int64_t>({2}, {4, -5})})[0],
-                            interpret(g, {xs, Tensor::from_vector<int64_t>({2}, {4, -5})})[0]));
+                            test::reference(g, {xs, Tensor::from_vector<int64_t>({2}, {4, -5})})[0]));
   std::string what = error_of([&] { cg.run({xs, Tensor::from_vector<int64_t>({2}, {1, 7})}); });
   EXPECT_TRUE(contains(what, "index out of bounds")) << what;
   EXPECT_TRUE(contains(what, "< 5")) << what;
@@ -297,9 +347,9 @@ TEST(CpuCppErrors, NegativeGatherIndexIsRejectedLikeTheInterpreter) {
   CompiledGraph cg = cpu_compiler().compile(g);
   Tensor xs = Tensor::randn({4, 3});
   Tensor ok = Tensor::from_vector<int64_t>({4, 3}, {0, 1, 2, 3, 3, 2, 1, 0, 0, 0, 3, 3});
-  EXPECT_TRUE(bitwise_equal(cg.run({xs, ok})[0], interpret(g, {xs, ok})[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run({xs, ok})[0], test::reference(g, {xs, ok})[0]));
   Tensor neg = Tensor::from_vector<int64_t>({4, 3}, {0, 1, 2, 3, -1, 2, 1, 0, 0, 0, 3, 3});
-  EXPECT_FALSE(error_of([&] { interpret(g, {xs, neg}); }).empty());
+  EXPECT_FALSE(error_of([&] { test::reference(g, {xs, neg}); }).empty());
   std::string what = error_of([&] { cg.run({xs, neg}); });
   EXPECT_TRUE(contains(what, "index out of bounds")) << what;
 }
@@ -358,7 +408,7 @@ TEST(CpuCpp, HalfStorageGoesThroughTheBitHelpers) {
   EXPECT_TRUE(contains(src, "const stax_bf16* __restrict in_ptr1")) << src;
   EXPECT_TRUE(contains(src, "stax_scalar::convert<stax_half>(")) << src;
   std::vector<Tensor> in = test::random_inputs(g, 9);
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
 }
 
 TEST(CpuCpp, SummaryAndDumps) {
@@ -386,7 +436,7 @@ TEST(CpuCpp, PowWithConstantExponentIsBitIdentical) {
       std::vector<double> v(8192);
       for (double& d : v) d = u(rng);
       Tensor scaled = Tensor::from_vector<double>({8192}, v, dt);
-      EXPECT_TRUE(bitwise_equal(cg.run({scaled})[0], interpret(g, {scaled})[0]))
+      EXPECT_TRUE(bitwise_equal(cg.run({scaled})[0], test::reference(g, {scaled})[0]))
           << dtype_name(dt) << " exponent " << e;
     }
   }
@@ -405,7 +455,7 @@ TEST(CpuCpp, SummaryListsExternAndFallbackOps) {
   EXPECT_TRUE(contains(s, "extern kernels: 1 (buf2 = mm)")) << s;
   EXPECT_TRUE(contains(s, "fallbacks: 1 (buf3 = var.correction)")) << s;
   std::vector<Tensor> in = test::random_inputs(g, 3);
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
 }
 
 }  // namespace

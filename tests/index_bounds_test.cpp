@@ -243,7 +243,7 @@ TEST(CompiledIndexBounds, ClampedGatherAndIndexSelectHaveNoGuards) {
   std::vector<Tensor> in = {Tensor::randn({4, 128}), Tensor::randn({128, 3}),
                             Tensor::randint({4, 8}, -300, 300, DType::Int64, 5),
                             Tensor::randint({10}, -300, 300, DType::Int64, 6)};
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(bitwise_equal(got[0], want[0]));
   EXPECT_TRUE(bitwise_equal(got[1], want[1]));
@@ -261,7 +261,7 @@ TEST(CompiledIndexBounds, LoadedIndexKeepsWrapAndCheck) {
   EXPECT_TRUE(contains(src, kWrap)) << src;
   std::vector<Tensor> in = {Tensor::randn({128}),
                             Tensor::randint({16}, -128, 128, DType::Int64, 3)};
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
   // out of range on either side: the clean run-time error
   for (int64_t bad : {128, -129}) {
     in[1].set_double(7, static_cast<double>(bad));
@@ -283,7 +283,7 @@ TEST(CompiledIndexBounds, TooWideClampKeepsTheCheck) {
   EXPECT_FALSE(contains(src, kWrap)) << src;
   std::vector<Tensor> in = {Tensor::randn({128}),
                             Tensor::randint({16}, -50, 128, DType::Int64, 4)};
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
   in[1].set_double(3, 150.0);
   EXPECT_TRUE(contains(test::error_of([&] { cg.run(in); }), "index out of bounds"));
 }
@@ -300,7 +300,7 @@ TEST(CompiledIndexBounds, ArangeIndexHasNoGuards) {
   EXPECT_FALSE(contains(src, kCheck)) << src;
   EXPECT_FALSE(contains(src, kWrap)) << src;
   std::vector<Tensor> in = {Tensor::randn({128})};
-  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+  EXPECT_TRUE(bitwise_equal(cg.run(in)[0], test::reference(g, in)[0]));
 }
 
 TEST(CompiledIndexBounds, SmallKernelsIndexIn32Bits) {
@@ -319,7 +319,7 @@ TEST(CompiledIndexBounds, SmallKernelsIndexIn32Bits) {
   EXPECT_FALSE(contains(src, "for (long long")) << src;
   std::vector<Tensor> in = {Tensor::randn({64, 128}),
                             Tensor::randint({64}, 0, 64, DType::Int64, 8)};
-  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
   ASSERT_EQ(got.size(), 3u);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
   in[1].set_double(5, 64.0);

@@ -24,14 +24,16 @@ using F = std::vector<float>;
 using B = std::vector<bool>;
 
 Tensor reduce(const std::string& op, const Tensor& x, std::vector<Arg> args = {},
-              Kwargs kwargs = {}) {
+              Kwargs kwargs = {}, ReductionOrder order = ReductionOrder::Sequential) {
   Graph g;
   Node* p = g.placeholder("x", x.sizes(), x.dtype());
   std::vector<Arg> all(1 + args.size());
   all[0] = Arg(p);
   std::copy(args.begin(), args.end(), all.begin() + 1);
   g.output({g.call(op, std::move(all), std::move(kwargs))});
-  return interpret(g, {x}).at(0);
+  InterpreterOptions o;
+  o.reduction_order = order;
+  return interpret(g, {x}, o).at(0);
 }
 
 Tensor f32(const Shape& s, F v) { return Tensor::from_vector(s, v); }
@@ -94,6 +96,34 @@ TEST(InterpReduction, SumOrderIsSequentialInFloat32) {
   Tensor t = base.as_strided({2, 2}, {1, 2}, 0);
   EXPECT_EQ(reduce("sum.default", t).item(), 1.0);    // 1e8 + 1 -> 1e8, -1e8 -> 0, + 1
   EXPECT_EQ(reduce("sum.default", base).item(), 2.0);  // 1e8 - 1e8 + 1 + 1
+}
+
+// ReductionOrder::Segmented (stax/sdk/reduction_order.hpp): 16 chains (index mod 16), then the
+// tree 8, 4, 2, 1. x = [1e8, 1 x 16] (n = 17), float32 (ulp(1e8) = 8):
+//   sequential: 1e8 + 1 rounds to 1e8 sixteen times           -> 1e8
+//   segmented: s0 = 1e8 + x16 = 1e8, s1..s15 = 1; tree h=8: s0 = 1e8 + 1 = 1e8, s1..7 = 2;
+//              h=4: s0 = 1e8 + 2 = 1e8, s1..3 = 4; h=2: s0 = 1e8 + 4 = 1e8 (tie to even),
+//              s1 = 8; h=1: s0 = 1e8 + 8                        -> 100000008 (exact: 100000016)
+TEST(InterpReduction, SegmentedOrderIsSixteenChainsAndATree) {
+  F v(17, 1.0f);
+  v[0] = 1e8f;
+  Tensor x = f32({17}, v);
+  EXPECT_EQ(reduce("sum.default", x).item(), 1e8);
+  EXPECT_EQ(reduce("sum.default", x, {}, {}, ReductionOrder::Segmented).item(), 100000008.0);
+  // mean divides the same sum; along a dim, per row; the order ignores the strides.
+  Tensor rows = f32({2, 17}, [&] {
+    F r = v;
+    r.insert(r.end(), v.begin(), v.end());
+    return r;
+  }());
+  Tensor m = reduce("mean.dim", rows, {I{1}}, {}, ReductionOrder::Segmented);
+  EXPECT_EQ(m.get_double(0), static_cast<double>(100000008.0f / 17.0f));
+  Tensor t = rows.as_strided({17, 2}, {1, 17}, 0);  // the transpose: reduce dim 0
+  Tensor st = reduce("sum.dim_IntList", t, {I{0}}, {}, ReductionOrder::Segmented);
+  EXPECT_EQ(st.get_double(1), 100000008.0);
+  // argmax stays sequential (first index wins); amax is order-independent here.
+  Tensor am = reduce("argmax", x, {}, {}, ReductionOrder::Segmented);
+  EXPECT_EQ(am.item(), 0.0);
 }
 
 TEST(InterpReduction, StridedInputs) {

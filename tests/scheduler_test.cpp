@@ -28,7 +28,7 @@ Graph example(const std::string& name) {
 
 void expect_matches_interpreter(const CompiledGraph& cg, const Graph& g, uint64_t seed = 5) {
   std::vector<Tensor> in = test::random_inputs(g, seed);
-  std::vector<Tensor> got = cg.run(in), want = interpret(cg.graph(), in);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(cg.graph(), in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i;
 }

@@ -149,7 +149,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs,
       if (!kernel)
         throw Error("interpreter", where, "no interpreter kernel for op " + op + " (node " +
                                               n->name() + ")");
-      KernelContext ctx(*n, lookup, node_seed(options.seed, *n));
+      KernelContext ctx(*n, lookup, node_seed(options.seed, *n), options.reduction_order);
       Tensor r;
       try {
         r = (*kernel)(ctx);

@@ -18,12 +18,20 @@
 
 namespace stax {
 
+// The accumulation order of the float reductions (sum, prod, mean, amax, amin):
+//   Sequential  the reference semantics of seed §6.9: one chain in lexicographic order (what
+//               cpu_cpp computes with `strict_order: true`);
+//   Segmented   the fixed segmented order of stax/sdk/reduction_order.hpp (16 chains, then a
+//               fixed tree), what cpu_cpp computes by default; within the §6.5 bound of the former.
+// argmax / argmin / any / all and var (a fallback of compiled graphs) are sequential in both.
+enum class ReductionOrder { Sequential, Segmented };
+
 // What a kernel sees: its node (normalized args, output meta) and the tensors bound to it.
 class KernelContext {
  public:
   KernelContext(const Node& node, const std::function<const Tensor&(const Node*)>& lookup,
-                uint64_t seed)
-      : node_(node), lookup_(lookup), seed_(seed) {}
+                uint64_t seed, ReductionOrder order = ReductionOrder::Sequential)
+      : node_(node), lookup_(lookup), seed_(seed), order_(order) {}
   const Node& node() const { return node_; }
   const Arg& arg(std::string_view param) const { return node_.arg(param); }
   // The tensor bound to a Tensor parameter (must not be None).
@@ -38,12 +46,15 @@ class KernelContext {
   // Seed for random ops: derived from the run's seed and the node (its "rng_seed" attr if set,
   // so that a recomputation in a backward graph reproduces the forward's numbers, §5.3 item 5).
   uint64_t seed() const { return seed_; }
+  // The accumulation order of sum / prod / mean / amax / amin.
+  ReductionOrder reduction_order() const { return order_; }
   [[noreturn]] void fail(const std::string& message) const;  // Error("interpreter", "%node", msg)
 
  private:
   const Node& node_;
   const std::function<const Tensor&(const Node*)>& lookup_;
   uint64_t seed_;
+  ReductionOrder order_;
 };
 
 using KernelFn = std::function<Tensor(const KernelContext&)>;
@@ -64,6 +75,7 @@ const InterpreterTable& default_interpreter_table();
 struct InterpreterOptions {
   uint64_t seed = 0;          // random ops and nothing else depend on it
   bool check_meta = true;     // verify each result against the node's inferred shape/dtype
+  ReductionOrder reduction_order = ReductionOrder::Sequential;
 };
 
 // The seed a node's random kernel gets in a run seeded with `seed`: mix64(seed ^ mix64(key)), key =

@@ -1,10 +1,12 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 
+#include <map>
 #include <regex>
 #include <vector>
 
 #include "plugins/cpu_cpp/embedded_text.h"
 #include "stax/sdk/cstyle_printer.hpp"
+#include "stax/sdk/reduction_order.hpp"
 
 namespace stax::cpu {
 
@@ -102,11 +104,10 @@ class SourceWriter {
 // Lane interleaving of reduction kernels whose loads are contiguous (or constant) along the
 // innermost iteration variable L (a column reduction, a reduction over an outer dimension): up to
 // kMaxWideLanes neighbouring outputs along L per block, their accumulators in an array and the
-// lane loop innermost, so that Clang turns each lane loop into vector loads and vector adds. The
-// results stay bit-identical: every output is still accumulated alone, in index order; only
-// outputs are interleaved. (Row reductions, contiguous along the reduction variable, gain little
-// from interleaving rows: Clang packs the rows' loads into gathers; they stay sequential unless
-// reorder_reductions lets Clang vectorise the reduction loop itself.)
+// lane loop innermost, so that Clang turns each lane loop into vector loads and vector adds. Only
+// outputs are interleaved: each output keeps its own accumulation order (sequential, or segmented
+// with a segment counter). Row reductions, contiguous along the reduction variable, vectorise
+// through the segmented order instead (emit_segmented_body).
 constexpr int64_t kMaxWideLanes = 128;
 constexpr int64_t kMinWideLanes = 16;
 
@@ -139,21 +140,82 @@ class CppPrinter : public sdk::CStylePrinter {
     lane_dim_ = dim;
     lane_offset_ = std::move(offset);
   }
+  // Reduction variable `dim` reads as (r0_<dim> + offset) from now on ("" = plain).
+  void set_segment(int32_t dim, std::string offset) {
+    segment_dim_ = dim;
+    segment_offset_ = std::move(offset);
+  }
   std::string iter_var(int32_t k) const override {
     std::string v = loop_var(k);
     return k == lane_dim_ && !lane_offset_.empty() ? "(" + v + " + " + lane_offset_ + ")" : v;
   }
+  std::string reduce_var(int32_t k) const override {
+    std::string v = reduce_loop_var(k);
+    return k == segment_dim_ && !segment_offset_.empty() ? "(" + v + " + " + segment_offset_ + ")"
+                                                         : v;
+  }
   std::string loop_var(int32_t k) const { return sdk::CStylePrinter::iter_var(k); }
+  std::string reduce_loop_var(int32_t k) const { return sdk::CStylePrinter::reduce_var(k); }
+
+  // Records each accumulator's combining op (the segmented order's tree needs it).
+  std::string reduction(sdk::ReductionType type, DType dtype, std::string value) override {
+    std::string acc = sdk::CStylePrinter::reduction(type, dtype, value);
+    switch (type) {
+      case sdk::ReductionType::Sum: combine_[acc] = STAX_OP_add; break;
+      case sdk::ReductionType::Prod: combine_[acc] = STAX_OP_mul; break;
+      case sdk::ReductionType::Max: combine_[acc] = STAX_OP_maximum; break;
+      case sdk::ReductionType::Min: combine_[acc] = STAX_OP_minimum; break;
+      case sdk::ReductionType::Any: combine_[acc] = STAX_OP_logical_or; break;
+      case sdk::ReductionType::All: combine_[acc] = STAX_OP_logical_and; break;
+      default: break;  // argmax / argmin: sequential only
+    }
+    return acc;
+  }
+  // `a = op(a, b);` for accumulator `acc` (a, b: its segment elements).
+  std::string combine(const std::string& acc, const std::string& a, const std::string& b) const {
+    return a + " = " + op_call(combine_.at(acc), {a, b}) + ";";
+  }
 
  private:
   int32_t lane_dim_ = -1;
   std::string lane_offset_;
+  int32_t segment_dim_ = -1;
+  std::string segment_offset_;
+  std::map<std::string, int32_t> combine_;
 };
 
-// `acc3` / `acc3_index` -> `acc3[stax_lane]` (the accumulators of a wide-lane body).
-std::string lane_accumulators(const std::string& line) {
+// Whether a reduction-loop body accumulates in the segmented order: it has a reduction, and no
+// argmax / argmin (a body without one, e.g. softmax's exp stored over the reduction loop, runs
+// as a plain loop that Clang vectorises).
+bool segmentable(const sdk::LoopBody& body) {
+  if (!body.is_reduction_loop()) return false;
+  bool any = false;
+  for (size_t i = 0; i < body.num_ops(); ++i) {
+    sdk::OpNode op = body.op(i);
+    if (op.opcode() != STAX_OP_REDUCTION) continue;
+    if (op.reduction_type() == sdk::ReductionType::ArgMax ||
+        op.reduction_type() == sdk::ReductionType::ArgMin)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+// `acc3` / `acc3_index` -> `acc3<subscript>` (`acc3[stax_lane]`: the accumulators of a wide-lane
+// body; `acc3[stax_seg]`: of a segmented one).
+std::string subscript_accumulators(const std::string& line,
+                                   const std::string& subscript = "[stax_lane]") {
   static const std::regex acc("\\b(acc[0-9]+(_index)?)\\b");
-  return std::regex_replace(line, acc, "$1[stax_lane]");
+  return std::regex_replace(line, acc, "$1" + subscript);
+}
+
+// "<type> <name> = <init>;" -> {"<type> <name>", "<name>", "<init>"}
+struct Declaration {
+  std::string declarator, name, init;
+};
+Declaration split_declaration(const std::string& l) {
+  size_t eq = l.find(" = "), sp = l.rfind(' ', eq - 1);
+  return {l.substr(0, eq), l.substr(sp + 1, eq - sp - 1), l.substr(eq + 3, l.size() - eq - 4)};
 }
 
 // A loop bound: `128LL` for 64-bit indices, `128` for 32-bit ones (`narrow`).
@@ -163,52 +225,147 @@ std::string lane_loop(const std::string& index_type, int64_t lanes) {
   return loop(index_type, "stax_lane", "0", std::to_string(lanes));
 }
 
-void open_reduction_loops(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
-                          bool pragma) {
-  for (size_t r = 0; r < rranges.size(); ++r) {
-    if (pragma && r + 1 == rranges.size()) w.line("#pragma clang loop vectorize(enable)");
-    w.open(loop(p.index_type(), p.reduce_var(static_cast<int32_t>(r)), "0",
-                extent(rranges[r], p.kernel().index_bits() == 32)));
-  }
+std::string segment_loop(const std::string& index_type, int64_t segments) {
+  return loop(index_type, "stax_seg", "0", std::to_string(segments));
 }
 
-// One body inside the iteration loops: accumulators, the reduction loop(s), the statements, the
-// stores.
+constexpr int64_t kSegments = sdk::kReductionSegments;
+
+void open_reduction_loops(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
+                          size_t count) {
+  for (size_t r = 0; r < count; ++r)
+    w.open(loop(p.index_type(), p.reduce_loop_var(static_cast<int32_t>(r)), "0",
+                extent(rranges[r], p.kernel().index_bits() == 32)));
+}
+
+// Whether the segment of the flat reduction index (its value mod kSegments) equals the innermost
+// reduction variable's plus an offset that steps by kSegments: one reduction loop, or an innermost
+// extent divisible by kSegments. Then the innermost loop steps by kSegments over a segment loop
+// that Clang turns into vector code; otherwise a running segment counter is kept.
+bool vector_segments(sdk::Span<int64_t> rranges) {
+  return rranges.size() == 1 || (!rranges.empty() && rranges[rranges.size() - 1] % kSegments == 0);
+}
+
+// One body inside the iteration loops, sequential order: accumulators, the reduction loop(s), the
+// statements, the stores.
 void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-               sdk::Span<int64_t> rranges, bool reduction, bool pragma) {
+               sdk::Span<int64_t> rranges, bool reduction) {
   for (const std::string& l : pb.prologue) w.line(l);
   for (const std::string& l : pb.hoisted) w.line(l);
   int outer = w.depth();
-  if (reduction) open_reduction_loops(w, p, rranges, pragma);
+  if (reduction) open_reduction_loops(w, p, rranges, rranges.size());
   for (const std::string& l : pb.lines) w.line(l);
   while (w.depth() > outer) w.close();
   for (const std::string& l : pb.epilogue) w.line(l);
 }
 
-// A wide-lane body: accumulators become arrays of `lanes`; the statements run in a lane loop
-// inside the reduction loop(s), the stores in one after them.
-void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-                    sdk::Span<int64_t> rranges, bool reduction, int64_t lanes) {
-  std::vector<std::string> inits;
-  for (const std::string& l : pb.prologue) {  // "<type> <name> = <init>;"
-    size_t eq = l.find(" = "), sp = l.rfind(' ', eq - 1);
-    w.line(l.substr(0, eq) + "[" + std::to_string(lanes) + "];");
-    inits.push_back(l.substr(sp + 1, eq - sp - 1) + "[stax_lane] = " + l.substr(eq + 3));
-  }
-  if (!inits.empty()) {
-    w.open(lane_loop(p.index_type(), lanes));
-    for (const std::string& l : inits) w.line(l);
+// The tree of the segmented order (stax/sdk/reduction_order.hpp) over `subscript`ed accumulator
+// elements: `<acc>[stax_seg]<lane>`, the result in segment 0.
+void emit_segment_tree(SourceWriter& w, const CppPrinter& p,
+                       const std::vector<Declaration>& accs, const std::string& lane_subscript,
+                       int64_t lanes) {
+  for (int64_t h = kSegments / 2; h >= 1; h /= 2) {
+    w.open(segment_loop(p.index_type(), h));
+    if (lanes > 0) w.open(lane_loop(p.index_type(), lanes));
+    for (const Declaration& a : accs)
+      w.line(p.combine(a.name, a.name + "[stax_seg]" + lane_subscript,
+                       a.name + "[stax_seg + " + std::to_string(h) + "]" + lane_subscript));
+    if (lanes > 0) w.close();
     w.close();
   }
+}
+
+// One reduction-loop body in the segmented order: accumulators `T acc[kSegments]`; with
+// vector_segments() the innermost reduction loop steps by kSegments over `stax_seg` (the body was
+// printed with that variable reading as (r + stax_seg)) and a tail loop finishes it, else a running
+// counter `stax_seg` follows the flat reduction index; then the tree, and the stores read segment 0.
+void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
+                         sdk::Span<int64_t> rranges) {
+  const std::string ix = p.index_type();
+  const std::string k = std::to_string(kSegments);
+  std::vector<Declaration> accs;
+  for (const std::string& l : pb.prologue) {
+    accs.push_back(split_declaration(l));
+    w.line(accs.back().declarator + "[" + k + "];");
+  }
+  w.open(segment_loop(ix, kSegments));
+  for (const Declaration& a : accs) w.line(a.name + "[stax_seg] = " + a.init + ";");
+  w.close();
+  for (const std::string& l : pb.hoisted) w.line(l);
+  auto statements = [&] {
+    for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, "[stax_seg]"));
+  };
   int outer = w.depth();
-  if (reduction) open_reduction_loops(w, p, rranges, false);
-  w.open(lane_loop(p.index_type(), lanes));
-  for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
-  for (const std::string& l : pb.lines) w.line(lane_accumulators(l));
+  if (vector_segments(rranges)) {
+    const size_t last = rranges.size() - 1;
+    open_reduction_loops(w, p, rranges, last);
+    std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
+    std::string n = extent(rranges[last], p.kernel().index_bits() == 32);
+    w.open("{");  // the scope of v (a kernel may have several reduction bodies)
+    w.line(ix + " " + v + " = 0;");
+    w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
+    // One vector operation per statement: without the pragma Clang fully unrolls the segment
+    // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
+    // reordering: every segment keeps its own chain.)
+    w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+    w.open(segment_loop(ix, kSegments));
+    statements();
+    w.close();
+    w.close();
+    if (rranges[last] % kSegments != 0) {
+      w.open("for (" + ix + " stax_seg = 0; stax_seg < " + n + " - " + v + "; ++stax_seg) {");
+      statements();
+      w.close();
+    }
+  } else {
+    w.open("{");  // the scope of the counter
+    w.line(ix + " stax_seg = 0;");
+    open_reduction_loops(w, p, rranges, rranges.size());
+    statements();
+    w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
+  }
   while (w.depth() > outer) w.close();
+  emit_segment_tree(w, p, accs, "", 0);
+  for (const std::string& l : pb.epilogue) w.line(subscript_accumulators(l, "[0]"));
+}
+
+// A wide-lane body: accumulators become arrays of `lanes` (`segmented`: of kSegments × `lanes`,
+// the segment a running counter over the flat reduction index); the statements run in a lane loop
+// inside the reduction loop(s), the stores in one after them.
+void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
+                    sdk::Span<int64_t> rranges, bool reduction, int64_t lanes, bool segmented) {
+  const std::string ix = p.index_type();
+  const std::string n = "[" + std::to_string(lanes) + "]";
+  const std::string seg = segmented ? "[stax_seg]" : "";
+  std::vector<Declaration> accs;
+  for (const std::string& l : pb.prologue) {
+    accs.push_back(split_declaration(l));
+    w.line(accs.back().declarator + (segmented ? "[" + std::to_string(kSegments) + "]" : "") + n +
+           ";");
+  }
+  if (!accs.empty()) {
+    if (segmented) w.open(segment_loop(ix, kSegments));
+    w.open(lane_loop(ix, lanes));
+    for (const Declaration& a : accs) w.line(a.name + seg + "[stax_lane] = " + a.init + ";");
+    w.close();
+    if (segmented) w.close();
+  }
+  int outer = w.depth();
+  if (segmented) w.open("{");  // the scope of the counter
+  if (segmented) w.line(ix + " stax_seg = 0;");
+  if (reduction) open_reduction_loops(w, p, rranges, rranges.size());
+  w.open(lane_loop(ix, lanes));
+  for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
+  for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, seg + "[stax_lane]"));
+  w.close();
+  if (segmented)
+    w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
+  while (w.depth() > outer) w.close();
+  if (segmented) emit_segment_tree(w, p, accs, "[stax_lane]", lanes);
   if (!pb.epilogue.empty()) {
-    w.open(lane_loop(p.index_type(), lanes));
-    for (const std::string& l : pb.epilogue) w.line(lane_accumulators(l));
+    w.open(lane_loop(ix, lanes));
+    for (const std::string& l : pb.epilogue)
+      w.line(subscript_accumulators(l, (segmented ? "[0]" : "") + std::string("[stax_lane]")));
     w.close();
   }
 }
@@ -231,8 +388,11 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   int64_t lanes = 0;
   const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
   bool any_reduction = false;
-  for (size_t b = 0; b < k.num_bodies(); ++b)
+  std::vector<bool> segmented(k.num_bodies(), false);
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
     any_reduction = any_reduction || k.body(b).is_reduction_loop();
+    segmented[b] = !options.strict_order && segmentable(k.body(b));
+  }
   if (any_reduction && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
     int64_t extent = ranges[static_cast<size_t>(lane_dim)];
     lanes = kMaxWideLanes;
@@ -241,7 +401,8 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   }
 
   // Print the bodies first (lane versions first, so that they get the low temporary numbers):
-  // whether a bounds check appears decides the (void) casts below.
+  // whether a bounds check appears decides the (void) casts below. Segmented bodies outside the
+  // wide lanes read the innermost reduction variable as (r + stax_seg) when vector_segments().
   CppPrinter p(k);
   std::vector<sdk::PrintedBody> bodies, lane_bodies;
   bool checks = false;
@@ -251,7 +412,10 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     p.set_lane(-1, "");
   }
   for (size_t b = 0; b < k.num_bodies(); ++b) {
+    if (segmented[b] && vector_segments(rranges))
+      p.set_segment(static_cast<int32_t>(rranges.size()) - 1, "stax_seg");
     bodies.push_back(p.print(k.body(b)));
+    p.set_segment(-1, "");
     for (const std::string& l : bodies.back().lines)
       if (l.rfind(p.tables().check_macro + "(", 0) == 0) checks = true;
   }
@@ -287,7 +451,10 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       sdk::LoopBody body = k.body(b);
       if (!body.name().empty()) w.line("// " + body.name());
-      emit_body(w, p, bodies[b], rranges, body.is_reduction_loop(), options.reorder_reductions);
+      if (segmented[b])
+        emit_segmented_body(w, p, bodies[b], rranges);
+      else
+        emit_body(w, p, bodies[b], rranges, body.is_reduction_loop());
     }
   };
   if (lanes == 0) {
@@ -298,13 +465,14 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     std::string lo = chunked ? begin : "0";
     std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);
-    w.line("// " + n + " outputs along " + v + " at a time, each reduced in order");
+    w.line("// " + n + " outputs along " + v + " at a time");
     w.line(ix + " " + v + " = " + lo + ";");
     // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
     w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
-      emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes);
+      emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes,
+                     segmented[b]);
     }
     w.close();
     w.open("for (; " + v + " < " + hi + "; ++" + v + ") {");

@@ -20,14 +20,21 @@
 //     }
 //   }
 //
-// Scalar loops only: pointwise loops are left to Clang's vectoriser; reduction loops accumulate
-// sequentially in lexicographic order (the reference interpreter's order, so results agree bit for
-// bit) unless `reorder_reductions` asks Clang to vectorise them (#pragma clang loop vectorize:
-// a §6.5 class-2 reordering, within the (n-1)·u·Σ|a_i| bound). A reduction kernel whose loads are
-// contiguous along its innermost iteration variable (a reduction over an outer dimension) is
-// lane-interleaved: up to 128 neighbouring outputs per block, accumulators in an array, the lane
-// loop innermost (vector loads and adds; each output still accumulated alone and in order, so
-// still bit-identical). No system header is included.
+// Reduction order. By default (PrintOptions::strict_order false) sum / prod / max / min / any / all
+// accumulate in the segmented order of stax/sdk/reduction_order.hpp, the order of the reference
+// interpreter's ReductionOrder::Segmented: `float acc0[16]`, one chain per segment j mod 16 of the
+// flat reduction index, then a fixed tree. When the segment follows the innermost reduction
+// variable (one reduction loop, or an innermost extent divisible by 16) that loop steps by 16 over
+// a `stax_seg` loop of 16 (plus a tail loop), marked `#pragma clang loop unroll(disable)
+// vectorize(enable) vectorize_width(16)` so that Clang turns it into one 512-bit operation per
+// statement with the chains in one register (left alone, it unrolls the loop first and packs the
+// chains into 128-bit pairs); otherwise a running counter `stax_seg` picks the chain. argmax / argmin, and every reduction with strict_order,
+// accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit).
+// A reduction kernel whose loads are contiguous along its innermost iteration variable (a
+// reduction over an outer dimension) is lane-interleaved: up to 128 neighbouring outputs per
+// block, accumulators in an array and the lane loop innermost (vector loads and adds; each output
+// keeps its own order). Pointwise loops are left to Clang's vectoriser. No system header is
+// included.
 // Index arithmetic is long long, or int when the host proved every index fits int32
 // (Kernel::index_bits() == 32, ABI 1.1): then loop variables are int (`for (int i0 =
 // (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
@@ -44,7 +51,9 @@
 namespace stax::cpu {
 
 struct PrintOptions {
-  bool reorder_reductions = false;  // #pragma clang loop vectorize(enable) on reduction loops
+  // Sequential reductions in the interpreter's lexicographic order (bit-identical to its default
+  // ReductionOrder::Sequential) instead of the segmented order.
+  bool strict_order = false;
 };
 
 // The line separating the prelude from the kernel function.

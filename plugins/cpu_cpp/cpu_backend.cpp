@@ -10,9 +10,11 @@
 //                            points run on the calling thread). Default 1: on the 2-vCPU VMs we
 //                            measure on, 2 threads are slower (TOOLCHAIN.md).
 //   native_cpu: true         -march=native (false: the baseline x86-64 target)
-//   reorder_reductions: false  let Clang vectorise reduction loops (#pragma clang loop vectorize):
-//                            faster, results within the §6.5 bound instead of bit-identical to
-//                            the reference interpreter's sequential order
+//   strict_order: false      false: reductions accumulate in the fixed segmented order
+//                            (stax/sdk/reduction_order.hpp: 16 vector chains and a tree; the
+//                            interpreter's ReductionOrder::Segmented bit for bit, within the §6.5
+//                            bound of the sequential order, the same for any thread count);
+//                            true: sequential, bit-identical to the interpreter's default order
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -123,14 +125,14 @@ class CpuCppBackend : public sdk::Backend {
   static constexpr const char* kVersion = "0.1 (Clang/ORC in-process JIT, OpenBLAS)";
 
   void configure(const sdk::Options& o) override {
-    o.check_known({"opt_level", "threads", "native_cpu", "reorder_reductions", "dump_source",
+    o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "dump_source",
                    "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", 1);
     if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
     native_cpu_ = o.get_bool("native_cpu", true);
-    print_.reorder_reductions = o.get_bool("reorder_reductions", false);
+    print_.strict_order = o.get_bool("strict_order", false);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
     if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));

@@ -2,6 +2,29 @@
 
 namespace stax::cpu {
 
+namespace {
+
+// Pause loops of a spin (a few tens of microseconds on current x86 cores) before sleeping.
+constexpr int kSpinIterations = 20000;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or the spin budget is spent; returns done().
+template <class Done>
+bool spin_until(Done done) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  return done();
+}
+
+}  // namespace
+
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
@@ -29,7 +52,7 @@ void ThreadPool::drain() {
     (*task)(t);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (++finished_ == tasks_) done_.notify_all();
+      if (finished_.fetch_add(1) + 1 == tasks_) done_.notify_all();
     }
   }
 }
@@ -37,6 +60,7 @@ void ThreadPool::drain() {
 void ThreadPool::work() {
   uint64_t seen = 0;
   for (;;) {
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -64,6 +88,7 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
   }
   wake_.notify_all();
   drain();
+  spin_until([&] { return finished_.load(std::memory_order_acquire) == tasks_; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return finished_ == tasks_; });
   task_ = nullptr;

@@ -2,8 +2,13 @@
 // libgomp, TOOLCHAIN.md). Kernels are compiled with their outermost loop over [stax_begin,
 // stax_end); run() cuts that range into contiguous chunks, one per thread, and calls the kernel
 // once per chunk. The calling thread takes part, so `threads` = 1 spawns nothing.
+// Waiting spins briefly before sleeping (kSpinIterations pause loops, some tens of microseconds):
+// workers poll for the next batch and the caller for the batch's end, so back-to-back kernels of
+// a few tens of microseconds do not pay a condition-variable wake-up each (the reason 2 threads
+// lost to 1 on small kernels); after the spin they sleep on condition variables as before.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,8 +42,9 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t)>* task_ = nullptr;
-  int64_t tasks_ = 0, next_ = 0, finished_ = 0;
-  uint64_t generation_ = 0;
+  int64_t tasks_ = 0, next_ = 0;
+  std::atomic<int64_t> finished_{0};     // written under mutex_, polled without it
+  std::atomic<uint64_t> generation_{0};  // likewise
   bool stop_ = false;
 };
 

@@ -1,5 +1,8 @@
 // Helpers of the compiled-path tests (cpu_cpp_test, compiled_e2e_test): a Compiler on this build
 // tree's cpu_cpp plugin, and comparisons of compiled results with the reference interpreter.
+// cpu_cpp runs reductions in one of two orders (plugins/cpu_cpp/cpu_backend.cpp, `strict_order`):
+// Order::Segmented (its default) is the interpreter's ReductionOrder::Segmented bit for bit, and
+// Order::Strict its default ReductionOrder::Sequential; reference() runs the matching one.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -32,10 +35,33 @@ inline Config cpu_config(OptionValue options = OptionValue::map()) {
   return c;
 }
 
-// One Compiler per test binary with the default options (the JIT's cold start is paid once).
-inline Compiler& cpu_compiler() {
-  static Compiler compiler(cpu_config());
-  return compiler;
+// The reduction order a compiler runs (see above).
+enum class Order { Segmented, Strict };
+inline const char* order_name(Order o) { return o == Order::Strict ? "strict_order" : "segmented"; }
+
+// cpu_cpp options for `order` (`strict_order: true` for Order::Strict), plus `threads` when > 0.
+inline OptionValue cpu_options(Order order, int threads = 0) {
+  OptionValue o = OptionValue::map();
+  if (order == Order::Strict) o.set("strict_order", OptionValue::make_scalar("true"));
+  if (threads > 0) o.set("threads", OptionValue::make_scalar(std::to_string(threads)));
+  return o;
+}
+
+// One Compiler per order and test binary (the JIT's cold start is paid once per order); the
+// default options give Order::Segmented.
+inline Compiler& cpu_compiler(Order order = Order::Segmented) {
+  static Compiler segmented(cpu_config());
+  static Compiler strict(cpu_config(cpu_options(Order::Strict)));
+  return order == Order::Strict ? strict : segmented;
+}
+
+// The interpreter in the reduction order that compilers of `order` reproduce bit for bit.
+inline std::vector<Tensor> reference(const Graph& g, const std::vector<Tensor>& inputs,
+                                     Order order = Order::Segmented) {
+  InterpreterOptions o;
+  o.reduction_order =
+      order == Order::Strict ? ReductionOrder::Sequential : ReductionOrder::Segmented;
+  return interpret(g, inputs, o);
 }
 
 // The schedule variants of seed Theorem 6.1: fusion off, and three realization settings
@@ -45,15 +71,15 @@ struct CompilerVariant {
   const char* name;
   Compiler* compiler;
 };
-inline std::vector<CompilerVariant> schedule_variants() {
-  auto make = [](bool fuse, auto set_realization) {
-    Config c = cpu_config();
+inline std::vector<CompilerVariant> make_schedule_variants(Order order) {
+  auto make = [order](bool fuse, auto set_realization) {
+    Config c = cpu_config(cpu_options(order));
     set_realization(c.realization);
     CompileOptions o;
     o.fuse = fuse;
     return new Compiler(c, o);
   };
-  static std::vector<CompilerVariant> variants = {
+  return {
       {"fusion off", make(false, [](RealizationConfig&) {})},
       {"realize eagerly", make(true,
                                [](RealizationConfig& r) {
@@ -75,7 +101,12 @@ inline std::vector<CompilerVariant> schedule_variants() {
          r.users_limit = 0;
          r.transcendental = std::vector<std::string>{};
        })}};
-  return variants;
+}
+// The variants for `order` (built once per order and test binary).
+inline const std::vector<CompilerVariant>& schedule_variants(Order order = Order::Segmented) {
+  static const std::vector<CompilerVariant> segmented = make_schedule_variants(Order::Segmented);
+  static const std::vector<CompilerVariant> strict = make_schedule_variants(Order::Strict);
+  return order == Order::Strict ? strict : segmented;
 }
 
 // Bit-for-bit equality (sizes, dtype, every element's bits), except that a NaN equals any NaN:

@@ -5,7 +5,9 @@
 // elements a_0, a_1, ..., a_{n-1} are visited in lexicographic (row-major) order of their indices
 // over the reduced dims, whatever the input's strides, and folded sequentially:
 //     acc = init;  acc = op(acc, a_i) for i = 0 .. n-1
-// in the computation dtype C = computation_dtype(result dtype): float32 for float32 / float16 /
+// (ReductionOrder::Sequential, the default), or in the segmented order of
+// stax/sdk/reduction_order.hpp (ReductionOrder::Segmented: sum, prod, mean, amax, amin;
+// cpu_cpp's default order), in the computation dtype C = computation_dtype(result dtype): float32 for float32 / float16 /
 // bfloat16 results (a float32 sum accumulates in float32, it is not widened to double), float64
 // for float64, int64 for integer results (integer and bool sums produce int64). The op is the
 // stax_scalar function (ScalarOps<C>), so compiled reductions that keep this order agree bit for
@@ -32,6 +34,7 @@
 #include "core/interpreter/kernels/kernel_utils.h"
 #include "core/interpreter/kernels/register_kernels.h"
 #include "core/interpreter/kernels/scalar_ops_adaptor.h"
+#include "stax/sdk/reduction_order.hpp"
 
 namespace stax {
 namespace {
@@ -44,7 +47,25 @@ struct Reduction {
   ReductionLayout layout;
   int64_t n = 0;  // reduced elements per output element
   Tensor out;
+  bool segmented = false;  // ReductionOrder::Segmented
 };
+
+// Folds op over map(a_j) for the reduced elements a_j at `base` (offsets `inner`) from init, in
+// r's order.
+template <class C, class Op, class Map>
+C fold_one(const Reduction& r, const Reader<C>& read, int64_t base, C init, Op op, Map map) {
+  const std::vector<int64_t>& inner = r.layout.inner;
+  auto get = [&](int64_t j) { return map(read(base + inner[static_cast<size_t>(j)])); };
+  if (r.segmented) return sdk::segmented_fold<C>(r.n, init, get, op);
+  C acc = init;
+  for (int64_t j = 0; j < r.n; ++j) acc = op(acc, get(j));
+  return acc;
+}
+
+template <class C>
+C identity(C a) {
+  return a;
+}
 
 Reduction prepare(const KernelContext& ctx) {
   Reduction r;
@@ -56,6 +77,7 @@ Reduction prepare(const KernelContext& ctx) {
   r.layout = reduction_layout(r.in, reduction_mask(r.in.dim(), dims, "%" + ctx.node().name()));
   r.n = static_cast<int64_t>(r.layout.inner.size());
   r.out = empty_output(ctx.out_meta());
+  r.segmented = ctx.reduction_order() == ReductionOrder::Segmented;
   if (static_cast<int64_t>(r.layout.outer.size()) != r.out.numel())
     ctx.fail("internal: " + std::to_string(r.layout.outer.size()) + " reduction outputs for a "
              "result of shape " + shape_str(r.out.sizes()));
@@ -67,11 +89,8 @@ template <class C, class Step, class Finish>
 void fold(const Reduction& r, C init, Step step, Finish finish) {
   Reader<C> read(r.in);
   Writer<decltype(finish(init))> write(r.out);
-  const std::vector<int64_t>& inner = r.layout.inner;
   for (size_t i = 0; i < r.layout.outer.size(); ++i) {
-    const int64_t base = r.layout.outer[i];
-    C acc = init;
-    for (int64_t off : inner) acc = step(acc, read(base + off));
+    C acc = fold_one<C>(r, read, r.layout.outer[i], init, step, identity<C>);
     write(static_cast<int64_t>(i), finish(acc));
   }
 }
@@ -164,6 +183,9 @@ Tensor arg_extreme_kernel(const KernelContext& ctx) {
 
 Tensor var_kernel(const KernelContext& ctx) {
   Reduction r = prepare(ctx);
+  // var has no lowering rule: compiled graphs run this kernel as a fallback, in the sequential
+  // order whatever the backend's order, so it is sequential in both orders here too.
+  r.segmented = false;
   const Arg& corr = ctx.arg("correction");
   double correction = corr.is_absent() ? 1.0 : corr.to_double();
   double divisor = std::max(0.0, static_cast<double>(r.n) - correction);
@@ -173,17 +195,14 @@ Tensor var_kernel(const KernelContext& ctx) {
     Reader<C> read(r.in);
     Writer<C> write(r.out);
     const C n = count_as<C>(r.n), div = convert<C>(divisor);
-    const std::vector<int64_t>& inner = r.layout.inner;
+    auto add = [&](C a, C b) { return o.add(a, b); };
     for (size_t i = 0; i < r.layout.outer.size(); ++i) {
       const int64_t base = r.layout.outer[i];
-      C sum = C(0);
-      for (int64_t off : inner) sum = o.add(sum, read(base + off));
-      const C mean = o.truediv(sum, n);
-      C m2 = C(0);
-      for (int64_t off : inner) {
-        C d = o.sub(read(base + off), mean);
-        m2 = o.add(m2, o.mul(d, d));
-      }
+      const C mean = o.truediv(fold_one<C>(r, read, base, C(0), add, identity<C>), n);
+      const C m2 = fold_one<C>(r, read, base, C(0), add, [&](C a) {
+        C d = o.sub(a, mean);
+        return o.mul(d, d);
+      });
       write(static_cast<int64_t>(i), o.truediv(m2, div));
     }
   });
