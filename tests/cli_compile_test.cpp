@@ -44,7 +44,7 @@ TEST_F(CliCompile, PluginsListsTheCpuBackend) {
   EXPECT_TRUE(contains(r.out, "plugins (")) << r.out;
   EXPECT_TRUE(contains(r.out, "  cpu_cpp  " + std::string(STAX_PLUGIN_DIR) + "/libstax_cpu_cpp.so"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "ABI 1.1 (host 1.1)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ABI 1.2 (host 1.2)")) << r.out;
   EXPECT_TRUE(contains(r.out, "device: cpu '")) << r.out;
   EXPECT_TRUE(contains(r.out,
                        "thresholds: op_limit 50, users_limit 5 (at >= 40 ops), "
@@ -134,6 +134,26 @@ TEST_F(CliCompile, RunCheckOnEveryExample) {
                        "check out0 sum_0: max abs diff 0, max rel diff 0, bit-identical "
                        "yes: ok"))
       << r.out;
+}
+
+// --check holds sums to the §6.5 bound from Σ|a_i|: a 1M-element sum that cpu_cpp reorders
+// (vectorised, reorder_reductions) differs from the interpreter's sequential sum by far more than
+// a fixed rtol of the result allows, yet within the bound; a mean is bounded the same way.
+TEST_F(CliCompile, RunCheckBoundsReductionsBySumOfMagnitudes) {
+  fs::path graph = write("sum1m.stax",
+                         "graph(\n"
+                         "    %x shape=(1048576,) : [num_users=2] = placeholder[target=x]\n"
+                         "    %s : [num_users=1] = call_function[target=sum.default](args = (%x,))\n"
+                         "    %m : [num_users=1] = call_function[target=mean.default](args = (%x,))\n"
+                         "    return (s, m)\n"
+                         ")\n");
+  std::string reorder = write_config("{ reorder_reductions: true }", "reorder.yaml");
+  Result r = stax("run " + graph.string() + " --config " + reorder + " --check --seed 1");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "check out0 s: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ok (the §6.5 bound 2(n-1)u*sum|a_i| + 2u_s|r|, n = 1048576)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "output(s) agree with the reference interpreter")) << r.out;
 }
 
 TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {

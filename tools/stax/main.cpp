@@ -13,6 +13,7 @@ constexpr stax::cli::SubcommandFactory kSubcommands[] = {
     stax::cli::make_grad_command,
     stax::cli::make_compile_command,
     stax::cli::make_plugins_command,
+    stax::cli::make_conformance_command,
 };
 
 }  // namespace
