@@ -85,12 +85,17 @@ struct SumBound {
 // The number of terms of each element of `n` when it is a sum-like op, else 0.
 int64_t terms_of(const Node& n) {
   const std::string& t = n.target();
-  const Node& a = *n.input(t == "addmm" ? 1 : 0);
-  if (t == "sum.default" || t == "sum.dim_IntList" || t == "mean.default" || t == "mean.dim")
+  const bool sum = t == "sum.default" || t == "sum.dim_IntList" || t == "mean.default" ||
+                   t == "mean.dim";
+  const bool product = t == "mm.default" || t == "bmm.default" || t == "matmul.default" ||
+                       t == "addmm.default";
+  if (!sum && !product) return 0;
+  const bool addmm = t == "addmm.default";
+  const Node& a = *n.input(addmm ? 1 : 0);
+  if (sum)
     return n.meta().numel() == 0 ? 0 : a.meta().numel() / std::max<int64_t>(1, n.meta().numel());
-  if (t == "mm" || t == "bmm" || t == "matmul" || t == "addmm")
-    return a.shape().empty() ? 0 : a.shape().back() + (t == "addmm" ? 1 : 0);
-  return 0;
+  // k products summed: k roundings of products and k-1 of sums, within the bound for n = k + 1
+  return a.shape().empty() ? 0 : a.shape().back() + (addmm ? 2 : 1);
 }
 
 // For every output of g that is sum-like (terms_of > 0): the same op on the absolute values of its
