@@ -16,11 +16,17 @@ namespace stax {
 
 namespace {
 
-// The split factor used for a backend's request k: the largest divisor of n in [1, k].
+// The split factor used for a backend's request k: the largest divisor of n in [1, k]
+// (divisors come in pairs d, n/d with d <= sqrt(n): O(sqrt(n)) whatever k the backend asks for).
 int64_t largest_divisor_at_most(int64_t n, int64_t k) {
-  for (int64_t d = std::min(k, n); d > 1; --d)
-    if (n % d == 0) return d;
-  return 1;
+  if (k >= n) return n;
+  int64_t best = 1;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    if (d <= k) best = std::max(best, d);
+    if (n / d <= k) best = std::max(best, n / d);
+  }
+  return best;
 }
 
 // The reduced dims of `n` over an input of rank `rank` (sorted, wrapped); empty / None: all.
