@@ -3,7 +3,7 @@ find_package(GTest REQUIRED)
 function(stax_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;DEPENDS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE stax_core GTest::gtest GTest::gtest_main ${T_LIBS})
+  target_link_libraries(${name} PRIVATE stax_core stax_conformance GTest::gtest GTest::gtest_main ${T_LIBS})
   target_compile_definitions(${name} PRIVATE
     STAX_SOURCE_DIR="${CMAKE_SOURCE_DIR}" STAX_BINARY_DIR="${CMAKE_BINARY_DIR}"
     STAX_PLUGIN_DIR="${STAX_PLUGIN_DIR}")

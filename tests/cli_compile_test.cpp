@@ -44,7 +44,7 @@ TEST_F(CliCompile, PluginsListsTheCpuBackend) {
   EXPECT_TRUE(contains(r.out, "plugins (")) << r.out;
   EXPECT_TRUE(contains(r.out, "  cpu_cpp  " + std::string(STAX_PLUGIN_DIR) + "/libstax_cpu_cpp.so"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "ABI 1.1 (host 1.1)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ABI 1.2 (host 1.2)")) << r.out;
   EXPECT_TRUE(contains(r.out, "device: cpu '")) << r.out;
   EXPECT_TRUE(contains(r.out,
                        "thresholds: op_limit 50, users_limit 5 (at >= 40 ops), "
@@ -173,6 +173,33 @@ TEST_F(CliCompile, BenchPrintsMedianSpreadAndBandwidth) {
   EXPECT_TRUE(contains(r.out, "of the measured read bandwidth")) << r.out;
   EXPECT_TRUE(contains(r.out, "(2 threads)")) << r.out;
   EXPECT_EQ(stax("bench " + example("example_1_1.stax") + " --reps 0").code, 2);
+}
+
+// --check holds sums to the §6.5 bound from Σ|a_i|: a 1M-element sum in cpu_cpp's default
+// segmented order differs from the interpreter's sequential sum by more than a fixed rtol of the
+// result may allow, yet within the bound; a mean and a matrix product (k terms)
+// are bounded the same way; other outputs (an integer arange) keep the fixed tolerance.
+TEST_F(CliCompile, RunCheckBoundsReductionsBySumOfMagnitudes) {
+  fs::path graph = write("sum1m.stax",
+                         "graph(\n"
+                         "    %x shape=(1048576,) : [num_users=2] = placeholder[target=x]\n"
+                         "    %s : [num_users=1] = call_function[target=sum.default](args = (%x,))\n"
+                         "    %m : [num_users=1] = call_function[target=mean.default](args = (%x,))\n"
+                         "    %a shape=(4, 300) : [num_users=1] = placeholder[target=a]\n"
+                         "    %b shape=(300, 5) : [num_users=1] = placeholder[target=b]\n"
+                         "    %p : [num_users=1] = call_function[target=mm.default](args = (%a, %b))\n"
+                         "    %r : [num_users=1] = call_function[target=arange.default](args = (5,))\n"
+                         "    return (s, m, p, r)\n"
+                         ")\n");
+  Result r = stax("run " + graph.string() + " --config " + config_ + " --check --seed 2");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "check out0 s: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ok (the §6.5 bound 2(n-1)u*sum|a_i| + 2u_s|r|, n = 1048576)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "check out2 p: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(the §6.5 bound 2(n-1)u*sum|a_i| + 2u_s|r|, n = 301)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "check out3 r: max abs diff 0")) << r.out;  // integer: exact
+  EXPECT_TRUE(contains(r.out, "output(s) agree with the reference interpreter")) << r.out;
 }
 
 TEST_F(CliCompile, CompiledAndInterpretedRunsSaveTheSameOutputs) {

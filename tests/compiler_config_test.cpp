@@ -15,6 +15,7 @@
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/graph.h"
+#include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
 namespace fs = std::filesystem;
@@ -159,5 +160,65 @@ TEST(ShippedConfigs, CpuWorksAndCudaWithoutItsPluginFailsAtLoad) {
         << file << ": " << what;
     EXPECT_TRUE(contains(what, "searched:")) << what;
     EXPECT_TRUE(contains(what, std::string(STAX_PLUGIN_DIR))) << what;
+  }
+}
+
+// Truthful summaries: toy_cpu (tests/plugins) offers the extern mm but not bmm; the bmm runs on
+// the interpreter, so it counts and is listed as a fallback, and both results are right.
+TEST_F(CompilerConfig, ExternNotOfferedByThePluginIsAFallback) {
+  Config c = Config::parse("plugin_path: [" + std::string(STAX_BINARY_DIR) +
+                               "/test_plugins]\ndevices: {cpu: {backend: toy_cpu}}\n",
+                           "toy.yaml", dir_);
+  Compiler compiler(std::move(c));
+  Graph g;
+  Node* a = g.placeholder("a", {3, 4});
+  Node* b = g.placeholder("b", {4, 2});
+  Node* p = g.placeholder("p", {2, 3, 4});
+  Node* q = g.placeholder("q", {2, 4, 5});
+  g.output({g.call("mm", {a, b}), g.call("bmm", {p, q})});
+  CompiledGraph cg = compiler.compile(g);
+  EXPECT_EQ(cg.num_externs(), 1u);
+  EXPECT_EQ(cg.num_fallbacks(), 1u);
+  std::string s = cg.summary();
+  EXPECT_TRUE(contains(s, "| extern kernels: 1 (buf")) << s;
+  EXPECT_TRUE(contains(s, " = mm) | fallbacks: 1 (buf")) << s;
+  EXPECT_TRUE(contains(s, " = bmm (extern, not offered by the backend: interpreter)) |")) << s;
+  std::vector<Tensor> in = {Tensor::randn({3, 4}, DType::Float32, 1),
+                            Tensor::randn({4, 2}, DType::Float32, 2),
+                            Tensor::randn({2, 3, 4}, DType::Float32, 3),
+                            Tensor::randn({2, 4, 5}, DType::Float32, 4)};
+  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  EXPECT_TRUE(got[0].allclose(want[0], 1e-5, 1e-6));
+  EXPECT_TRUE(got[1].equal(want[1]));  // the interpreter's own kernel
+}
+
+// Open device kinds: toy_npu (tests/plugins) names its own kind, "npu". A config routes graphs
+// whose tensors live on "npu" to it; the results are the interpreter's; a cpu graph on a config
+// without a cpu device is an error naming the device.
+TEST_F(CompilerConfig, APluginOfANewDeviceKindRunsGraphsOnIt) {
+  Config c = Config::parse("plugin_path: [" + std::string(STAX_BINARY_DIR) +
+                               "/test_plugins]\ndevices: {npu: {backend: toy_npu}}\n",
+                           "npu.yaml", dir_);
+  Compiler compiler(std::move(c));
+  EXPECT_EQ(compiler.registry().backend("npu").device_kind_name(), "npu");
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({6, 10}, DType::Float32, "npu:0"));
+  Node* y = g.placeholder("y", TensorMeta::contiguous({10}, DType::Float32, "npu:0"));
+  Node* e = g.call("relu", {g.call("sub.Tensor", {x, y})});
+  g.output({e, g.call("sum.dim_IntList", {e, std::vector<int64_t>{1}})});
+  EXPECT_EQ(graph_device_kind(g), "npu");
+  CompiledGraph cg = compiler.compile(g);
+  EXPECT_EQ(cg.backend_name(), "toy_npu");
+  EXPECT_GE(cg.num_kernels(), 1u);
+  std::vector<Tensor> in = {Tensor::randn({6, 10}, DType::Float32, 1),
+                            Tensor::randn({10}, DType::Float32, 2)};
+  std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
+  EXPECT_TRUE(got[0].equal(want[0]));
+  EXPECT_TRUE(got[1].equal(want[1]));  // sequential accumulation, the interpreter's order
+  try {
+    compiler.compile(example_1_1());
+    FAIL() << "compiled a cpu graph on a config with only an npu device";
+  } catch (const Error& err) {
+    EXPECT_TRUE(contains(err.what(), "no backend configured for device 'cpu'")) << err.what();
   }
 }

@@ -152,9 +152,10 @@ TEST_F(ConfigTest, UnknownKeysNameTheKeyAndPlace) {
   EXPECT_EQ(e, p.string() +
                    ":2:1: error: unknown key 'frobnicate' at the top level (expected one of: "
                    "plugin_path, devices, realization, cache_dir, dump)");
-  e = error_of("devices: { tpu: { backend: x } }\n", &p);
+  e = error_of("devices: { Npu-1: { backend: x } }\n", &p);
   EXPECT_EQ(e, p.string() +
-                   ":1:12: error: unknown key 'tpu' in 'devices' (expected one of: cpu, cuda)");
+                   ":1:12: error: device name 'Npu-1' in 'devices' must be a lowercase identifier "
+                   "[a-z][a-z0-9_]* (the device kind a backend drives, e.g. cpu, cuda, npu)");
   e = error_of("realization:\n  op_limt: 3\n", &p);
   EXPECT_NE(e.find(":2:3: error: unknown key 'op_limt' in 'realization'"), std::string::npos)
       << e;

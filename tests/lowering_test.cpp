@@ -214,6 +214,28 @@ TEST(Lowering, Example62SplitsAsListing64) {
   EXPECT_EQ(lower_graph(g, {RealizationThresholds::gpu(), nullptr}).buffers.size(), 1u);
 }
 
+// A split factor that does not divide the reduction is rounded down to one that does: 7
+// segments asked for 96 elements give 6 of 16; a prime length (97) is not split.
+TEST(Lowering, SplitFactorIsRoundedToADivisor) {
+  LoweringOptions o{RealizationThresholds::gpu(), nullptr};
+  o.split_reduction = [](int64_t, int64_t, ReductionType) { return int64_t{7}; };
+  for (int64_t n : {96, 97}) {
+    Graph g;
+    g.output({g.call("sum.dim_IntList", {g.placeholder("primals_1", cuda({4, n})),
+                                         std::vector<int64_t>{-1}})});
+    LoweredGraph l = lower_graph(g, o);
+    if (n == 97) {
+      ASSERT_EQ(l.buffers.size(), 1u);
+      EXPECT_EQ(computed(l, 0).body().reduction_ranges, (std::vector<int64_t>{97}));
+      continue;
+    }
+    ASSERT_EQ(l.buffers.size(), 2u);
+    EXPECT_EQ(computed(l, 0).body().ranges, (std::vector<int64_t>{4, 6}));
+    EXPECT_EQ(computed(l, 0).body().reduction_ranges, (std::vector<int64_t>{16}));
+    EXPECT_EQ(computed(l, 1).body().reduction_ranges, (std::vector<int64_t>{6}));
+  }
+}
+
 TEST(Lowering, ArgmaxIsNeverSplit) {
   Graph g;
   Node* x = g.placeholder("primals_1", cuda({64, 16384}));

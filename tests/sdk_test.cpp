@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stax/sdk/backend.hpp"
+#include "stax/sdk/cstyle_framing.hpp"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/expr.hpp"
 #include "stax/sdk/kernel_builder.hpp"
@@ -281,6 +282,28 @@ TEST(CStylePrinter, Listing62Golden) {
             "L: auto tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
             "L: acc0 = stax_scalar::add(acc0, tmp5);\n"
             "E: out_ptr0[i0] = acc0;\n");
+}
+
+// The framing helper (cstyle_framing.hpp) around the same statements: the loop nest of Example 1.1.
+TEST(CStyleFraming, Example11LoopNest) {
+  Example11 ex;
+  Kernel k(ex.desc);
+  CStylePrinter p(k);
+  EXPECT_EQ(frame_loops(p),
+            "  for (long long i0 = 0; i0 < 64; ++i0) {\n"
+            "    // buf2\n"
+            "    float acc0 = 0.0f;\n"
+            "    for (long long r0_0 = 0; r0_0 < 128; ++r0_0) {\n"
+            "      auto tmp0 = in_ptr0[128*i0 + r0_0];\n"
+            "      auto tmp1 = in_ptr1[128*i0 + r0_0];\n"
+            "      auto tmp2 = stax_scalar::add(tmp0, tmp1);\n"
+            "      auto tmp3 = stax_scalar::relu(tmp2);\n"
+            "      auto tmp4 = 2.0f;\n"
+            "      auto tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
+            "      acc0 = stax_scalar::add(acc0, tmp5);\n"
+            "    }\n"
+            "    out_ptr0[i0] = acc0;\n"
+            "  }\n");
 }
 
 TEST(CStylePrinter, CseOfExample62) {

@@ -1,6 +1,7 @@
 #include "core/backend/plugin.h"
 
 #include "core/backend/plugin_loader.h"
+#include "core/config/config.h"
 #include "stax/sdk/types.hpp"
 
 namespace stax {
@@ -132,12 +133,27 @@ std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
   pa.properties = &props;
   s.check(s.api().device_properties(&pa), "device_properties");
   sdk::DeviceProperties& d = p->properties_;
-  if (props.kind != STAX_DEVICE_CPU && props.kind != STAX_DEVICE_CUDA)
+  if (props.kind != STAX_DEVICE_CPU && props.kind != STAX_DEVICE_CUDA &&
+      props.kind != STAX_DEVICE_OTHER)
     throw PluginCallError(s.lib->path().string(),
                           "plugin '" + s.lib->name() + "': unknown device kind " +
                               std::to_string(props.kind),
                           STAX_ERROR_INTERNAL);
   d.kind = static_cast<sdk::DeviceKind>(props.kind);
+  // The kind's name: the plugin's own for STAX_DEVICE_OTHER (ABI 1.2; a 1.0/1.1 plugin leaves
+  // kind_name NULL), "cpu" / "cuda" otherwise.
+  const std::string builtin = props.kind == STAX_DEVICE_CPU ? "cpu" : "cuda";
+  const std::string named = props.kind_name ? props.kind_name : "";
+  if (props.kind == STAX_DEVICE_OTHER ? !is_device_kind_name(named)
+                                      : !(named.empty() || named == builtin))
+    throw PluginCallError(
+        s.lib->path().string(),
+        "plugin '" + s.lib->name() + "': device kind name '" + named + "' " +
+            (props.kind == STAX_DEVICE_OTHER
+                 ? "is not a lowercase identifier [a-z][a-z0-9_]* (STAX_DEVICE_OTHER needs one)"
+                 : "does not match its kind '" + builtin + "'"),
+        STAX_ERROR_INTERNAL);
+  d.kind_name = props.kind == STAX_DEVICE_OTHER ? named : builtin;
   d.device_name = props.device_name ? props.device_name : "";
   d.multiprocessor_count = props.multiprocessor_count;
   d.warp_size = props.warp_size;
@@ -159,7 +175,7 @@ const std::filesystem::path& Plugin::path() const { return state_->lib->path(); 
 const PluginLibrary& Plugin::library() const { return *state_->lib; }
 
 std::string Plugin::device_kind_name() const {
-  return kind() == sdk::DeviceKind::CPU ? "cpu" : "cuda";
+  return properties_.kind_name;
 }
 
 sdk::RealizationThresholds Plugin::thresholds() const {

@@ -82,7 +82,7 @@ class Plugin {
   // Queried once, at creation.
   const sdk::DeviceProperties& properties() const { return properties_; }
   sdk::DeviceKind kind() const { return properties_.kind; }
-  // "cpu" or "cuda"
+  // The kind's name: "cpu", "cuda", or the name a STAX_DEVICE_OTHER plugin gives ("npu").
   std::string device_kind_name() const;
 
   // The backend's own §6.6 thresholds (config overrides: PluginRegistry::thresholds).

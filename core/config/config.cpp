@@ -45,11 +45,13 @@ class Reader {
   }
 
   // Checks that `n` is a map whose keys are all in `known`; `path` names it in messages.
+  // any_key: only the map check (keys are checked by the caller).
   void expect_map(const YAML::Node& n, const std::string& path,
-                  const std::vector<std::string>& known) const {
+                  const std::vector<std::string>& known, bool any_key = false) const {
     if (!n.IsMap())
       fail(n, (path.empty() ? std::string("the top level") : "'" + path + "'") +
                   " must be a map, got " + kind_name(n));
+    if (any_key) return;
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string key = it->first.Scalar();
       bool ok = false;
@@ -169,9 +171,15 @@ class Reader {
 
     if (const YAML::Node devs = root["devices"]) {
       if (!devs.IsNull()) {
-        expect_map(devs, "devices", {"cpu", "cuda"});
+        expect_map(devs, "devices", {}, /*any_key=*/true);
         for (auto it = devs.begin(); it != devs.end(); ++it) {
           std::string kind = it->first.Scalar();
+          // Device kinds are open (a plugin names its own: cpu, cuda, npu, ...): a name
+          // routes graphs whose tensors live on device "<kind>" or "<kind>:<index>".
+          if (!is_device_kind_name(kind))
+            fail(it->first, "device name '" + kind +
+                                "' in 'devices' must be a lowercase identifier [a-z][a-z0-9_]* "
+                                "(the device kind a backend drives, e.g. cpu, cuda, npu)");
           std::string path = "devices." + kind;
           const YAML::Node& d = it->second;
           expect_map(d, path, {"backend", "options"});
@@ -315,6 +323,13 @@ Config Config::default_cpu() {
 const DeviceConfig* Config::device(const std::string& kind) const {
   auto it = devices.find(kind);
   return it == devices.end() ? nullptr : &it->second;
+}
+
+bool is_device_kind_name(const std::string& name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
 }
 
 }  // namespace stax

@@ -6,6 +6,7 @@
 //   devices:
 //     cpu:  { backend: cpu_cpp,    options: { opt_level: 3 } }   # options: the plugin's subtree
 //     cuda: { backend: cuda_nvrtc, options: { arch: sm_90 } }
+//     npu:  { backend: my_npu }         # any kind a plugin names ([a-z][a-z0-9_]*)
 //   realization: { op_limit: 50 }         # overrides of the backend's §6.6 thresholds
 //   cache_dir: ~/.cache/stax
 //   dump: { dir: null, stages: [graph, loop_ir, kernels] }   # DumpConfig::all_stages()
@@ -61,7 +62,7 @@ struct Config {
 
   std::string source = "<default>";  // the file it was read from
   std::vector<std::filesystem::path> plugin_path;
-  std::map<std::string, DeviceConfig> devices;  // keys: "cpu", "cuda"
+  std::map<std::string, DeviceConfig> devices;  // keys: device kinds ("cpu", "cuda", "npu")
   RealizationConfig realization;
   std::optional<std::filesystem::path> cache_dir;
   DumpConfig dump;
@@ -78,6 +79,9 @@ struct Config {
   // The device's entry, or nullptr.
   const DeviceConfig* device(const std::string& kind) const;
 };
+
+// Whether `name` can name a device kind: [a-z][a-z0-9_]* (cpu, cuda, npu, ...).
+bool is_device_kind_name(const std::string& name);
 
 // The plugin directory of the build tree stax_core was built in (STAX_DEFAULT_PLUGIN_DIR).
 std::filesystem::path default_plugin_dir();

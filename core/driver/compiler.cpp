@@ -88,7 +88,11 @@ void plan_steps(CompiledGraph::Impl& impl) {
     } else {
       bool ext = s.kind == ScheduleStep::Kind::Extern;
       step.kind = ext ? Impl::StepKind::Extern : Impl::StepKind::Fallback;
-      ++(ext ? impl.num_externs : impl.num_fallbacks);
+      // An extern the plugin does not offer runs on the interpreter: a fallback, and counted so.
+      step.on_interpreter =
+          ext && !impl.plugin->has_extern_kernel(
+                     static_cast<const ExternKernel&>(*s.buffer).kernel());
+      ++(ext && !step.on_interpreter ? impl.num_externs : impl.num_fallbacks);
       for (const std::string& name : read_buffer_names(*s.buffer))
         step.arg_slots.push_back(slot(name));
     }

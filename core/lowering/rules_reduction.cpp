@@ -1,8 +1,10 @@
 // Lowering rules of reductions (seed §6.3, §6.5): sum, prod, amax, amin, mean (sum, then a
 // division), argmax, argmin (never split), any, all. A reduction is realized as soon as it is
 // lowered; a pointwise chain feeding it is inlined into its inner_fn (Listing 6.2). When the
-// backend's split policy asks for k > 1 segments (and k divides the reduction), the two-level
-// form of Listing 6.4 is built.
+// backend's split policy asks for k > 1 segments, the two-level form of Listing 6.4 is built with
+// the largest divisor of the reduction's length that does not exceed k (segments are equal:
+// 96 elements asked for 7 segments get 6; a prime length is not split).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,19 @@
 namespace stax {
 
 namespace {
+
+// The split factor used for a backend's request k: the largest divisor of n in [1, k]
+// (divisors come in pairs d, n/d with d <= sqrt(n): O(sqrt(n)) whatever k the backend asks for).
+int64_t largest_divisor_at_most(int64_t n, int64_t k) {
+  if (k >= n) return n;
+  int64_t best = 1;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    if (d <= k) best = std::max(best, d);
+    if (n / d <= k) best = std::max(best, n / d);
+  }
+  return best;
+}
 
 // The reduced dims of `n` over an input of rank `rank` (sorted, wrapped); empty / None: all.
 std::vector<bool> reduced_dims(const Node& n, int64_t rank) {
@@ -108,8 +123,8 @@ IRPtr reduce(GraphLowering& g, const IRPtr& x, const std::vector<bool>& reduced,
 
   int64_t k = 1;
   if (g.options().split_reduction && !indexed)
-    k = g.options().split_reduction(rn, shape_numel(ranges), type);
-  if (k <= 1 || rn % k != 0) {
+    k = largest_divisor_at_most(rn, g.options().split_reduction(rn, shape_numel(ranges), type));
+  if (k <= 1) {
     IRPtr red = g.box(std::make_shared<Reduction>(device, out, acc, ranges, rr, type, inner), {x});
     g.realize(red);
     return red;

@@ -198,7 +198,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
       case Impl::StepKind::Extern: {
         const auto& ek = static_cast<const ExternKernel&>(produced);
         slots.at(out_slot) = storage_for(out_slot);
-        if (impl.plugin->has_extern_kernel(ek.kernel())) {
+        if (!step.on_interpreter) {
           std::vector<StaxTensorDesc> descs;
           for (size_t k = 0; k < ek.inputs().size(); ++k)
             descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
@@ -268,21 +268,26 @@ std::string CompiledGraph::summary() const {
       s += (i ? ", " : "") + impl_->infos[i].name + " " + ms(impl_->infos[i].compile_ms);
     s += ")";
   }
-  // Extern and fallback steps are listed by op, e.g. "fallbacks: 1 (buf1 = var.correction)".
-  auto listed = [&](IRKind kind, size_t count) {
-    std::string out = std::to_string(count);
-    std::string names;
-    for (const BufferPtr& b : impl_->lowered.buffers) {
-      if (b->kind() != kind) continue;
-      std::string what = kind == IRKind::ExternKernel
-                             ? static_cast<const ExternKernel&>(*b).kernel()
-                             : static_cast<const FallbackKernel&>(*b).node()->target();
-      names += (names.empty() ? "" : ", ") + b->name() + " = " + what;
-    }
-    return names.empty() ? out : out + " (" + names + ")";
+  // Extern and fallback steps are listed by op, e.g. "fallbacks: 1 (buf1 = var.correction)"; an
+  // extern the plugin does not offer is a fallback: "buf0 = extern mm on the interpreter".
+  std::string externs, fallbacks;
+  for (const Impl::Step& step : impl_->steps) {
+    if (step.kind == Impl::StepKind::Kernel) continue;
+    const Buffer& b = *impl_->slots[step.outputs.front()];
+    std::string& list = step.kind == Impl::StepKind::Extern && !step.on_interpreter ? externs
+                                                                                     : fallbacks;
+    std::string what =
+        step.kind == Impl::StepKind::Fallback
+            ? static_cast<const FallbackKernel&>(b).node()->target()
+            : static_cast<const ExternKernel&>(b).kernel() +
+                  (step.on_interpreter ? " (extern, not offered by the backend: interpreter)" : "");
+    list += (list.empty() ? "" : ", ") + b.name() + " = " + what;
+  }
+  auto listed = [](size_t count, const std::string& names) {
+    return std::to_string(count) + (names.empty() ? "" : " (" + names + ")");
   };
-  s += " | extern kernels: " + listed(IRKind::ExternKernel, num_externs());
-  s += " | fallbacks: " + listed(IRKind::FallbackKernel, num_fallbacks());
+  s += " | extern kernels: " + listed(num_externs(), externs);
+  s += " | fallbacks: " + listed(num_fallbacks(), fallbacks);
   s += " | backend " + backend_name();
   const CompileStats& st = impl_->stats;
   s += " | lowering " + ms(st.lower_ms) + ", compile " + ms(st.compile_ms) + ", total " +

@@ -24,6 +24,8 @@ struct CompiledGraph::Impl {
     std::vector<size_t> arg_slots;  // Kernel: one per description buffer; Extern / Fallback:
                                     // one per input
     std::vector<size_t> frees;      // slots whose last reader this step is
+    bool on_interpreter = false;    // Extern: the plugin does not offer the kernel, the
+                                    // interpreter runs it (counted and listed as a fallback)
   };
 
   std::shared_ptr<BackendSession> session;
@@ -38,7 +40,7 @@ struct CompiledGraph::Impl {
   std::vector<const Buffer*> slots;  // graph inputs first, then lowered.buffers
   std::vector<const BufferPlacement*> placements;  // per slot: into memory; null for inputs
   std::vector<Step> steps;
-  size_t num_externs = 0, num_fallbacks = 0;
+  size_t num_externs = 0, num_fallbacks = 0;  // fallbacks include externs on the interpreter
   CompileStats stats;
   // Storage for outputs kept between runs (1-D tensors), guarded by session->run_mutex: an entry
   // no one else references any more (an output the caller dropped, a copied input) is reused

@@ -1,8 +1,11 @@
 // example_cc: a complete Stax backend in one file, built out of tree against the StaxSDK
 // package. It prints each kernel as C++ with the SDK's CStylePrinter (scalar_ops.hpp as the
-// prelude), compiles it with the system C++ compiler into a shared object and runs it.
+// prelude, and scalar_ops_f16.hpp for 16-bit float buffers), compiles it with the system C++
+// compiler into a shared object and runs it. It passes `stax conformance` (the ctest
+// conformance_example_cc builds it against an installed SDK).
 // A real CPU backend would JIT in process and vectorise (see plugins/cpu_cpp); this one shows
-// how little a plugin needs: properties, options, a printer with framing, compile and run.
+// how little a plugin needs: properties, options, the SDK's printer and framing (cstyle_framing.hpp),
+// compile and run.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "stax/sdk/cstyle_framing.hpp"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/plugin.hpp"
 
@@ -23,44 +27,15 @@ using namespace stax::sdk;
 // The kernel source: prelude, the kernel function with its loops, and an entry point taking
 // the buffers as an array (so the host calls every kernel the same way).
 std::string kernel_source(const Kernel& k) {
-  CStylePrinter p(k);
+  CStylePrinter p(k, f16_struct_tables());
   std::ostringstream s;
   s << "#include \"stax/sdk/scalar_ops.hpp\"\n"
+    << "#include \"stax/sdk/scalar_ops_f16.hpp\"\n"
     << "static const char* stax_error = 0;\n"
     << "#define STAX_CHECK(cond, msg) if (!(cond)) { stax_error = msg; return; }\n\n"
-    << p.signature() << " {\n";
-  std::string ind = "  ";
-  for (size_t i = 0; i < k.ranges().size(); ++i) {
-    std::string v = p.iter_var(static_cast<int32_t>(i));
-    s << ind << "for (long long " << v << " = 0; " << v << " < " << k.ranges()[i] << "; ++" << v
-      << ") {\n";
-    ind += "  ";
-  }
-  for (size_t b = 0; b < k.num_bodies(); ++b) {
-    LoopBody body = k.body(b);
-    PrintedBody pb = p.print(body);
-    s << ind << "// " << body.name() << "\n";
-    for (const std::string& l : pb.prologue) s << ind << l << "\n";
-    std::string in = ind;
-    if (body.is_reduction_loop())
-      for (size_t r = 0; r < k.reduction_ranges().size(); ++r) {
-        std::string v = p.reduce_var(static_cast<int32_t>(r));
-        s << in << "for (long long " << v << " = 0; " << v << " < " << k.reduction_ranges()[r]
-          << "; ++" << v << ") {\n";
-        in += "  ";
-      }
-    for (const std::string& l : pb.lines) s << in << l << "\n";
-    while (in.size() > ind.size()) {
-      in.resize(in.size() - 2);
-      s << in << "}\n";
-    }
-    for (const std::string& l : pb.epilogue) s << ind << l << "\n";
-  }
-  while (ind.size() > 2) {
-    ind.resize(ind.size() - 2);
-    s << ind << "}\n";
-  }
-  s << "}\n\nextern \"C\" const char* " << k.name() << "_entry(void* const* b) {\n"
+    << p.signature() << " {\n"
+    << frame_loops(p) << "}\n\n"
+    << "extern \"C\" const char* " << k.name() << "_entry(void* const* b) {\n"
     << "  stax_error = 0;\n  " << k.name() << "(";
   for (size_t i = 0; i < k.num_buffers(); ++i) {
     Buffer buf = k.buffer(i);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "plugins/cpu_cpp/half_bits.hpp"
+#include "stax/sdk/half_bits.hpp"
 
 namespace stax::cpu {
 

@@ -3,10 +3,13 @@
 // ones are errors, naming the YAML location), prints kernels with CStylePrinter (the source it
 // returns) and runs them with a slow interpreter (toy_evaluator.hpp). Extern kernel: "mm"
 // (float32, 2-D, any strides).
+// Built twice (CMakeLists.txt): toy_cpu, and toy_npu (TOY_NPU defined), the same backend driving
+// a device kind of its own, "npu" (ABI 1.2 DeviceKind::Other), whose memory is host memory.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "stax/sdk/cstyle_framing.hpp"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/kernel_builder.hpp"
 #include "stax/sdk/plugin.hpp"
@@ -19,40 +22,7 @@ using namespace stax::sdk;
 // The kernel source as a C++ function, printed with the SDK's default C++ tables.
 std::string print_source(const Kernel& k) {
   CStylePrinter p(k);
-  std::string src = p.signature() + " {\n";
-  std::string indent = "  ";
-  for (size_t i = 0; i < k.ranges().size(); ++i) {
-    src += indent + "for (long long " + p.iter_var(static_cast<int32_t>(i)) + " = 0; " +
-           p.iter_var(static_cast<int32_t>(i)) + " < " + std::to_string(k.ranges()[i]) + "; ++" +
-           p.iter_var(static_cast<int32_t>(i)) + ") {\n";
-    indent += "  ";
-  }
-  for (size_t b = 0; b < k.num_bodies(); ++b) {
-    LoopBody body = k.body(b);
-    PrintedBody pb = p.print(body);
-    src += indent + "// " + body.name() + "\n";
-    std::string in = indent;
-    for (const std::string& l : pb.prologue) src += indent + l + "\n";
-    if (body.is_reduction_loop()) {
-      for (size_t r = 0; r < k.reduction_ranges().size(); ++r) {
-        std::string v = p.reduce_var(static_cast<int32_t>(r));
-        src += in + "for (long long " + v + " = 0; " + v + " < " +
-               std::to_string(k.reduction_ranges()[r]) + "; ++" + v + ") {\n";
-        in += "  ";
-      }
-    }
-    for (const std::string& l : pb.lines) src += in + l + "\n";
-    while (in.size() > indent.size()) {
-      in.resize(in.size() - 2);
-      src += in + "}\n";
-    }
-    for (const std::string& l : pb.epilogue) src += indent + l + "\n";
-  }
-  while (indent.size() > 2) {
-    indent.resize(indent.size() - 2);
-    src += indent + "}\n";
-  }
-  return src + "}\n";
+  return p.signature() + " {\n" + frame_loops(p) + "}\n";
 }
 
 class ToyKernel : public CompiledKernel {
@@ -80,7 +50,11 @@ class ToyKernel : public CompiledKernel {
 
 class ToyCpuBackend : public Backend {
  public:
+#ifdef TOY_NPU
+  static constexpr const char* kName = "toy_npu";
+#else
   static constexpr const char* kName = "toy_cpu";
+#endif
   static constexpr const char* kVersion = "0.1-test";
 
   void configure(const Options& o) override {
@@ -94,8 +68,14 @@ class ToyCpuBackend : public Backend {
 
   DeviceProperties properties() const override {
     DeviceProperties p;
+#ifdef TOY_NPU
+    p.kind = DeviceKind::Other;
+    p.kind_name = "npu";
+    p.device_name = "toy npu (host memory)";
+#else
     p.kind = DeviceKind::CPU;
     p.device_name = "toy cpu";
+#endif
     p.cores = static_cast<int32_t>(threads_);
     p.vector_bytes = static_cast<int32_t>(vector_bytes_);
     p.l2_cache_bytes = 1 << 20;

@@ -7,9 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +14,7 @@
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
+#include "stax/conformance/compare.h"
 
 #include "tests/support/strings.h"
 
@@ -109,76 +107,10 @@ inline const std::vector<CompilerVariant>& schedule_variants(Order order = Order
   return order == Order::Strict ? strict : segmented;
 }
 
-// Bit-for-bit equality (sizes, dtype, every element's bits), except that a NaN equals any NaN:
-// IEEE 754 leaves the sign and payload of a NaN result open when several operands are NaN (x86
-// propagates the first operand's, and compilers may commute operands), so only NaN-ness is part
-// of the compared semantics.
-inline bool is_nan_at(const Tensor& t, int64_t i) {
-  return is_floating(t.dtype()) && std::isnan(t.get_double(i));
-}
-
-inline ::testing::AssertionResult bitwise_equal(const Tensor& got, const Tensor& want) {
-  if (got.sizes() != want.sizes() || got.dtype() != want.dtype())
-    return ::testing::AssertionFailure()
-           << "got " << dtype_name(got.dtype()) << shape_str(got.sizes()) << ", want "
-           << dtype_name(want.dtype()) << shape_str(want.sizes());
-  if (got.equal(want)) return ::testing::AssertionSuccess();
-  Tensor a = got.contiguous(), b = want.contiguous();
-  size_t item = static_cast<size_t>(a.itemsize());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    if (std::memcmp(a.data_ptr() + i * static_cast<int64_t>(item),
-                    b.data_ptr() + i * static_cast<int64_t>(item), item) != 0 &&
-        !(is_nan_at(a, i) && is_nan_at(b, i)))
-      return ::testing::AssertionFailure()
-             << "element " << i << " differs: got " << a.get_double(i) << ", want "
-             << b.get_double(i) << "\n got:  " << got.summary() << "\n want: " << want.summary();
-  return ::testing::AssertionSuccess();  // differences in NaN bits only
-}
-
-// |got_i - want_i| <= bound_i elementwise (bound as a tensor of the same shape, as double);
-// infinities and NaNs must match exactly.
-inline ::testing::AssertionResult within_bound(const Tensor& got, const Tensor& want,
-                                               const std::vector<double>& bound) {
-  if (got.sizes() != want.sizes() || got.dtype() != want.dtype())
-    return ::testing::AssertionFailure() << "shape or dtype differs";
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double a = got.get_double(i), b = want.get_double(i);
-    if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
-      if (!(std::isnan(a) && std::isnan(b)) && a != b)
-        return ::testing::AssertionFailure() << "element " << i << ": " << a << " vs " << b;
-      continue;
-    }
-    if (std::fabs(a - b) > bound[static_cast<size_t>(i)])
-      return ::testing::AssertionFailure()
-             << "element " << i << ": |" << a << " - " << b << "| = " << std::fabs(a - b)
-             << " > bound " << bound[static_cast<size_t>(i)];
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// Unit roundoff of a floating dtype's computation type (half types compute in float32).
-inline double unit_roundoff(DType d) {
-  return d == DType::Float64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
-}
-
-// Seeded inputs for g's placeholders: normal for floats, [lo, hi) for integers, {0,1} for bool.
-inline std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed = 1, int64_t lo = -5,
-                                         int64_t hi = 6) {
-  std::vector<Tensor> out;
-  uint64_t offset = 0;
-  for (const Node* p : g.placeholders()) {
-    const TensorMeta& m = p->meta();
-    Tensor t;
-    if (is_floating(m.dtype))
-      t = Tensor::randn(m.sizes, m.dtype, seed, offset);
-    else if (m.dtype == DType::Bool)
-      t = Tensor::randint(m.sizes, 0, 2, m.dtype, seed, offset);
-    else
-      t = Tensor::randint(m.sizes, lo, hi, m.dtype, seed, offset);
-    offset += static_cast<uint64_t>(m.numel()) + 7;
-    out.push_back(t);
-  }
-  return out;
-}
+// The comparisons and seeded inputs shared with the conformance suite.
+using conformance::bitwise_equal;
+using conformance::random_inputs;
+using conformance::unit_roundoff;
+using conformance::within_bound;
 
 }  // namespace stax::test

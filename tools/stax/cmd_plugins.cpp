@@ -59,7 +59,7 @@ void describe_plugin(PluginRegistry& reg, const Config& config, const std::strin
   std::unique_ptr<Plugin> p = reg.create(name, dc ? dc->options : OptionValue::map());
   const sdk::DeviceProperties& d = p->properties();
   out << "    device: " << p->device_kind_name() << " '" << d.device_name << "'";
-  if (d.kind == sdk::DeviceKind::CPU)
+  if (d.kind != sdk::DeviceKind::CUDA)
     out << ", " << d.cores << " thread(s), " << d.vector_bytes << "-byte vectors, L2 "
         << kib(d.l2_cache_bytes);
   else

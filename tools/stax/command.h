@@ -29,6 +29,7 @@ Subcommand make_grad_command(CLI::App& parent);   // cmd_grad.cpp
 Subcommand make_compile_command(CLI::App& parent);  // cmd_compile.cpp
 Subcommand make_plugins_command(CLI::App& parent);  // cmd_plugins.cpp
 Subcommand make_bench_command(CLI::App& parent);    // cmd_bench.cpp
+Subcommand make_conformance_command(CLI::App& parent);  // cmd_conformance.cpp
 
 // ---- helpers shared by subcommands (common.cpp) ----
 

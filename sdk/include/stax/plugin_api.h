@@ -20,7 +20,9 @@
  *   nothing, since an older plugin never reads them; the message names both versions. A plugin
  *   with a HIGHER minor loads (the host just ignores what it does not know).
  *   History: 1.0 the initial table; 1.1 appended StaxKernelDesc.index_bits (host-written: 1.0
- *   plugins still load and index in 64 bits).
+ *   plugins still load and index in 64 bits); 1.2 appended STAX_DEVICE_OTHER and
+ *   StaxDeviceProperties.kind_name (plugin-written: an older plugin leaves it NULL and drives
+ *   the cpu or cuda kind).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -60,7 +62,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 1
+#define STAX_PLUGIN_API_MINOR 2
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -99,7 +101,13 @@ typedef enum StaxErrorCode {
   STAX_ERROR_INTERNAL = 7          /* a bug in the plugin (an unexpected C++ exception, ...) */
 } StaxErrorCode;
 
-typedef enum StaxDeviceKind { STAX_DEVICE_CPU = 0, STAX_DEVICE_CUDA = 1 } StaxDeviceKind;
+/* The kind of device a backend drives. STAX_DEVICE_OTHER (ABI 1.2): a kind the plugin names in
+ * StaxDeviceProperties.kind_name ("npu"); the host routes graphs to it by that name. */
+typedef enum StaxDeviceKind {
+  STAX_DEVICE_CPU = 0,
+  STAX_DEVICE_CUDA = 1,
+  STAX_DEVICE_OTHER = 2
+} StaxDeviceKind;
 
 typedef enum StaxReductionType {
   STAX_REDUCTION_NONE = 0, /* a pointwise kernel */
@@ -323,6 +331,9 @@ typedef struct StaxDeviceProperties {
   int64_t memory_bytes;          /* device memory; 0 if unknown */
   int64_t l2_cache_bytes;        /* 0 if unknown */
   int64_t shared_memory_per_block; /* GPU; 0 on CPU */
+  /* ABI 1.2: the device kind's name, [a-z][a-z0-9_]*: required with STAX_DEVICE_OTHER ("npu");
+   * NULL, or "cpu" / "cuda" matching `kind`, otherwise. Config `devices:` keys use this name. */
+  const char* kind_name;
 } StaxDeviceProperties;
 
 /* Seed §6.6: a value with several users is materialized if any rule holds. */

@@ -19,6 +19,9 @@ namespace sdk {
 
 struct DeviceProperties {
   DeviceKind kind = DeviceKind::CPU;
+  // The kind's name (ABI 1.2): required with DeviceKind::Other ("npu"), empty otherwise (the host
+  // then uses "cpu" / "cuda"). The config's `devices:` entry of that name selects this backend.
+  std::string kind_name;
   std::string device_name;
   int32_t multiprocessor_count = 0;            // GPU: S (132 on H200)
   int32_t warp_size = 1;                       // GPU: w (32)
@@ -57,8 +60,9 @@ struct RealizationThresholds {
     t.max_accumulated_reads = STAX_GPU_MAX_ACCUMULATED_READS;
     return t;
   }
+  // GPU thresholds for CUDA, the CPU ones for CPUs and other kinds (override thresholds()).
   static RealizationThresholds for_kind(DeviceKind k) {
-    return k == DeviceKind::CPU ? cpu() : gpu();
+    return k == DeviceKind::CUDA ? gpu() : cpu();
   }
 };
 
@@ -177,12 +181,12 @@ class Backend {
     return RealizationThresholds::for_kind(properties().kind);
   }
 
-  // Seed §6.5: segments for an inner reduction. Default: 1 on CPUs (they parallelise over
-  // outputs), Algorithm 6.1 on GPUs.
+  // Seed §6.5: segments for an inner reduction. Default: Algorithm 6.1 on GPUs, 1 elsewhere (CPUs
+  // parallelise over outputs; other kinds override it).
   virtual int64_t split_reduction(int64_t reduction_numel, int64_t output_numel,
                                   ReductionType type) const {
     DeviceProperties p = properties();
-    if (p.kind == DeviceKind::CPU) return 1;
+    if (p.kind != DeviceKind::CUDA) return 1;
     return split_reduction_gpu(reduction_numel, output_numel, type, p);
   }
 

@@ -69,8 +69,10 @@ struct CStyleTables {
   // Loop-invariant code motion: a reduction-loop body's statements that do not depend on the
   // reduction variables go to PrintedBody::hoisted (the framing prints them before the loop).
   bool hoist_invariants = false;
-  std::string min = "stax_scalar::minimum";
-  std::string max = "stax_scalar::maximum";
+  // min / max in index expressions (the default was stax_scalar::minimum / maximum, templates
+  // that do not compile for a long long and an int literal)
+  std::string min = "stax_scalar::index_min";
+  std::string max = "stax_scalar::index_max";
 };
 
 // The statements of one body, by where the framing puts them.
@@ -488,6 +490,17 @@ class CStylePrinter : public OpsHandler<std::string> {
   int value_counter_ = 0;
   int acc_counter_ = 0;
 };
+
+// The default tables with float16 / bfloat16 buffers as the portable structs of
+// scalar_ops_f16.hpp (stax_half, stax_bf16) instead of the compiler types _Float16 / __bf16:
+// for C++ kernels built by a compiler without them (GCC 12 has no __bf16). The kernel prelude then
+// includes scalar_ops_f16.hpp after scalar_ops.hpp.
+inline CStyleTables f16_struct_tables() {
+  CStyleTables t;
+  t.storage_types[static_cast<int>(DType::Float16)] = "stax_half";
+  t.storage_types[static_cast<int>(DType::BFloat16)] = "stax_bf16";
+  return t;
+}
 
 }  // namespace sdk
 }  // namespace stax

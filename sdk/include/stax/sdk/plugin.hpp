@@ -144,6 +144,7 @@ struct Adapter {
       c.backend_name = h->keep(B::kName);
       c.kind = static_cast<int32_t>(p.kind);
       c.device_name = h->keep(p.device_name);
+      c.kind_name = p.kind_name.empty() ? nullptr : h->keep(p.kind_name);
       c.multiprocessor_count = p.multiprocessor_count;
       c.warp_size = p.warp_size;
       c.max_threads_per_multiprocessor = p.max_threads_per_multiprocessor;

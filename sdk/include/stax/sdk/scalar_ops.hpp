@@ -166,6 +166,10 @@ inline i64 pow(i64 a, i64 b) {
 // NaN-propagating max/min (torch.maximum): a NaN operand wins, the first one if both are NaN.
 template <class T> inline T maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <class T> inline T minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+// min / max of index expressions (CStyleTables::min / max): int64 operands, whatever types the
+// printed operands have (a variable and a plain int literal).
+inline i64 index_min(i64 a, i64 b) { return a < b ? a : b; }
+inline i64 index_max(i64 a, i64 b) { return a < b ? b : a; }
 template <class T> inline bool logical_and(T a, T b) { return (a != T(0)) && (b != T(0)); }
 template <class T> inline bool logical_or(T a, T b) { return (a != T(0)) || (b != T(0)); }
 

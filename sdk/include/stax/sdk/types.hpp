@@ -29,7 +29,12 @@ enum class DType : int32_t {
 };
 inline constexpr int kNumDTypes = STAX_NUM_DTYPES;
 
-enum class DeviceKind : int32_t { CPU = STAX_DEVICE_CPU, CUDA = STAX_DEVICE_CUDA };
+// Other (ABI 1.2): a kind the backend names in DeviceProperties::kind_name.
+enum class DeviceKind : int32_t {
+  CPU = STAX_DEVICE_CPU,
+  CUDA = STAX_DEVICE_CUDA,
+  Other = STAX_DEVICE_OTHER
+};
 
 enum class ReductionType : int32_t {
   None = STAX_REDUCTION_NONE,

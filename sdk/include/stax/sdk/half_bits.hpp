@@ -1,7 +1,7 @@
 // Bit conversions between float32 and the 16-bit float storage formats (IEEE binary16 and
-// bfloat16). This one text serves twice: the cpu_cpp plugin includes it (extern kernels), and the
-// build embeds it verbatim into every kernel's prelude (kernels load / store float16 and bfloat16
-// through these helpers). So: no #include, C++17, integer code only (no F16C, no FPU state).
+// bfloat16). This one text serves twice: plugins include it (cpu_cpp's extern kernels, the
+// kernels of scalar_ops_f16.hpp), and the cpu_cpp build embeds it verbatim into every kernel's
+// prelude (kernels load / store float16 and bfloat16 through these helpers). So: no #include, C++17, integer code only (no F16C, no FPU state).
 //
 // Semantics (the reference runtime's Half / BFloat16, so that compiled code agrees bit for bit):
 //   * to float: exact; NaN payloads kept.
@@ -11,8 +11,8 @@
 //   * float -> bfloat16: round to nearest, ties to even (overflow carries into Inf); NaN -> quiet
 //     NaN (bit 6 of the result set).
 //   * double -> either format goes through float first (PyTorch's semantics).
-#ifndef STAX_CPU_HALF_BITS_HPP
-#define STAX_CPU_HALF_BITS_HPP
+#ifndef STAX_SDK_HALF_BITS_HPP
+#define STAX_SDK_HALF_BITS_HPP
 
 namespace stax_f16 {
 
@@ -76,4 +76,4 @@ inline u16 float_to_bf16(float f) {
 
 }  // namespace stax_f16
 
-#endif  // STAX_CPU_HALF_BITS_HPP
+#endif  // STAX_SDK_HALF_BITS_HPP

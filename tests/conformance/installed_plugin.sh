@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ctest conformance_<plugin>: what a vendor does, from an installed SDK to a passing conformance
+# suite. Installs this build's SDK component to a fresh prefix, builds the plugin project
+# PROJECT_DIR against it (find_package(StaxSDK 1.0) from the prefix), writes a config selecting
+# the plugin for the cpu device and runs `stax conformance` on it. Also checks the package
+# version: the ABI's, so find_package(StaxSDK <this ABI>) works and StaxSDK 2.0 is refused.
+#   installed_plugin.sh BUILD_DIR STAX_BINARY PROJECT_DIR PLUGIN_NAME
+set -euo pipefail
+build=$1 stax=$2 project=$3 name=$4
+work="$build/conformance_$name"
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$work/prefix" --component sdk >"$work/install.log"
+test -f "$work/prefix/share/doc/stax/backend_guide.md"
+abi=$(sed -n 's/^#define STAX_PLUGIN_API_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' \
+  "$work/prefix/include/stax/plugin_api.h" | paste -sd.)
+version_probe() {  # version_probe VERSION: configures a project doing find_package(StaxSDK VERSION)
+  mkdir -p "$work/probe_$1"
+  printf 'cmake_minimum_required(VERSION 3.20)\nproject(p NONE)\nfind_package(StaxSDK %s REQUIRED)\n' \
+    "$1" >"$work/probe_$1/CMakeLists.txt"
+  cmake -S "$work/probe_$1" -B "$work/probe_$1/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+    >"$work/probe_$1.log" 2>&1
+}
+version_probe "$abi"
+if version_probe 2.0; then echo "find_package(StaxSDK 2.0) accepted a $abi SDK" >&2; exit 1; fi
+grep -q 'compatible with requested version "2.0"' "$work/probe_2.0.log"
+grep -q "version: $abi" "$work/probe_2.0.log"
+cmake -S "$project" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/configure.log"
+cmake --build "$work/build" >"$work/build.log"
+cat >"$work/conformance.yaml" <<YAML
+plugin_path: ["$work/build/plugins"]
+devices:
+  cpu: { backend: $name, options: { work_dir: "$work" } }
+YAML
+exec "$stax" conformance --config "$work/conformance.yaml" --fuzz 8
