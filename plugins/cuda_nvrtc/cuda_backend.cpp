@@ -1,0 +1,241 @@
+// The cuda_nvrtc backend (libstax_cuda_nvrtc.so): prints each kernel as CUDA C (cuda_printer.h),
+// compiles it with NVRTC to a cubin (nvrtc_compiler.h) and launches it through the CUDA driver
+// API, which plugins/cuda_common loads with dlopen at run time: the plugin builds, loads and
+// compiles on machines without a driver; running a kernel there fails with
+// "no CUDA driver (libcuda.so.1 not found)".
+//
+// Options (`devices.cuda.options` in the YAML config):
+//   arch: sm_90              the architecture NVRTC compiles for (sm_<digits>). Default: the
+//                            device's compute capability when a device is present, else sm_90.
+//   dump_source: false       print every kernel's source to stderr when it is compiled
+//   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source
+// Thresholds: the seed's GPU values (§6.6: op limit 30, 4 reads, 8 accumulated reads, no
+// transcendental or users rule). split_reduction: Algorithm 6.1 (sdk::split_reduction_gpu) on the
+// device's properties; without a device on those of an H200 for sm_90 (132 SMs, warp 32, 2048
+// threads per SM), so that a compile without a device plans like one with it.
+//
+// run() copies every buffer to the device, launches, synchronises and copies OUTPUT / INOUT /
+// TEMP buffers back (the host executor keeps buffers in host memory until ABI 1.1's device
+// functions are used by it).
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "plugins/cuda_common/cuda_driver.h"
+#include "plugins/cuda_nvrtc/cuda_printer.h"
+#include "plugins/cuda_nvrtc/nvrtc_compiler.h"
+#include "stax/sdk/plugin.hpp"
+
+namespace stax::cuda {
+
+namespace {
+
+int64_t dtype_bytes(sdk::DType d) {
+  switch (d) {
+    case sdk::DType::Float64:
+    case sdk::DType::Int64: return 8;
+    case sdk::DType::Float32:
+    case sdk::DType::Int32: return 4;
+    case sdk::DType::Float16:
+    case sdk::DType::BFloat16: return 2;
+    default: return 1;
+  }
+}
+
+// Bytes from a buffer's data pointer to one past its last element.
+size_t buffer_bytes(const sdk::Buffer& b) {
+  int64_t last = b.offset();
+  for (size_t d = 0; d < b.sizes().size(); ++d) {
+    if (b.sizes()[d] == 0) return 0;
+    last += (b.sizes()[d] - 1) * b.strides()[d];
+  }
+  return static_cast<size_t>((last + 1) * dtype_bytes(b.dtype()));
+}
+
+// The device a backend instance drives, opened on first use (the driver is not needed to
+// compile). Holds the reason when there is none.
+class LazyDevice {
+ public:
+  explicit LazyDevice(int index) : index_(index) {}
+  // The device, or nullptr (reason() says why).
+  const CudaDevice* get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!tried_) {
+      tried_ = true;
+      try {
+        device_ = std::make_unique<CudaDevice>(CudaDriver::instance(), index_);
+      } catch (const sdk::PluginError& e) {
+        reason_ = e.what();
+      }
+    }
+    return device_.get();
+  }
+  // The device, or the PluginError saying why there is none.
+  const CudaDevice& require() const {
+    if (const CudaDevice* d = get()) return *d;
+    throw sdk::PluginError(STAX_ERROR_UNAVAILABLE, "cuda_nvrtc: " + reason_);
+  }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int index_;
+  mutable std::mutex mutex_;
+  mutable bool tried_ = false;
+  mutable std::unique_ptr<CudaDevice> device_;
+  mutable std::string reason_;
+};
+
+struct KernelBuffer {
+  size_t bytes;
+  bool copy_back;  // OUTPUT, INOUT, TEMP
+};
+
+class CudaKernel : public sdk::CompiledKernel {
+ public:
+  CudaKernel(std::shared_ptr<LazyDevice> device, std::string name, std::string source,
+             std::vector<char> cubin, LaunchPlan plan, std::vector<KernelBuffer> buffers)
+      : device_(std::move(device)),
+        name_(std::move(name)),
+        source_(std::move(source)),
+        cubin_(std::move(cubin)),
+        plan_(plan),
+        buffers_(std::move(buffers)) {}
+
+  const std::string& source() const override { return source_; }
+
+  void run(void* const* buffers, size_t num_buffers, void* stream) override {
+    if (num_buffers != buffers_.size())
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc: kernel '" + name_ + "' takes " +
+                                 std::to_string(buffers_.size()) + " buffers, got " +
+                                 std::to_string(num_buffers));
+    const CudaDevice& dev = device_->require();
+    if (!function_) {
+      module_ = dev.load_module(cubin_);
+      function_ = module_.function(name_);
+    }
+    if (plan_.points == 0) return;
+    std::vector<CUdeviceptr> ptrs(num_buffers, 0);
+    struct Release {  // frees the device copies on every path
+      const CudaDevice& dev;
+      std::vector<CUdeviceptr>& ptrs;
+      ~Release() {
+        for (CUdeviceptr p : ptrs) try {
+            dev.free(p);
+          } catch (const sdk::PluginError&) {  // the launch error is the one to report
+          }
+      }
+    } release{dev, ptrs};
+    std::vector<void*> params(num_buffers);
+    for (size_t i = 0; i < num_buffers; ++i) {
+      ptrs[i] = dev.alloc(buffers_[i].bytes);
+      dev.copy_to_device(ptrs[i], buffers[i], buffers_[i].bytes);
+      params[i] = &ptrs[i];
+    }
+    dev.launch(function_, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+               static_cast<CUstream>(stream));
+    dev.synchronize();
+    for (size_t i = 0; i < num_buffers; ++i)
+      if (buffers_[i].copy_back) dev.copy_to_host(buffers[i], ptrs[i], buffers_[i].bytes);
+  }
+
+ private:
+  std::shared_ptr<LazyDevice> device_;
+  std::string name_;
+  std::string source_;
+  std::vector<char> cubin_;
+  LaunchPlan plan_;
+  std::vector<KernelBuffer> buffers_;
+  CudaModule module_;
+  CUfunction function_ = nullptr;
+};
+
+class CudaNvrtcBackend : public sdk::Backend {
+ public:
+  static constexpr const char* kName = "cuda_nvrtc";
+  static constexpr const char* kVersion = "0.1 (CUDA C, NVRTC)";
+
+  void configure(const sdk::Options& o) override {
+    o.check_known({"arch", "dump_source", "test_inject_source"});
+    arch_ = o.get_string("arch", "");
+    if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+a?")))
+      o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got '" + arch_ +
+                        "'");
+    dump_source_ = o.get_bool("dump_source", false);
+    inject_ = o.get_string("test_inject_source", "");
+    device_ = std::make_shared<LazyDevice>(device_index());
+  }
+
+  sdk::DeviceProperties properties() const override {
+    sdk::DeviceProperties p;
+    p.kind = sdk::DeviceKind::CUDA;
+    const CudaDevice* dev = device();
+    if (dev) {
+      const CudaDeviceInfo& i = dev->info();
+      p.device_name = i.name;
+      p.multiprocessor_count = i.multiprocessor_count;
+      p.warp_size = i.warp_size;
+      p.max_threads_per_multiprocessor = i.max_threads_per_multiprocessor;
+      p.max_threads_per_block = i.max_threads_per_block;
+      p.compute_capability = i.compute_capability;
+      p.memory_bytes = i.memory_bytes;
+      p.l2_cache_bytes = i.l2_cache_bytes;
+      p.shared_memory_per_block = i.shared_memory_per_block;
+      return p;
+    }
+    // No device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
+    p.device_name = "no device present (" + (device_ ? device_->reason() : std::string("-")) +
+                    "); compiling for " + arch();
+    p.multiprocessor_count = 132;
+    p.warp_size = 32;
+    p.max_threads_per_multiprocessor = 2048;
+    p.max_threads_per_block = 1024;
+    p.compute_capability = std::stoi(arch().substr(3));
+    p.l2_cache_bytes = 60LL << 20;
+    p.shared_memory_per_block = 48LL << 10;
+    return p;
+  }
+
+  sdk::RealizationThresholds thresholds() const override {
+    return sdk::RealizationThresholds::gpu();
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    LaunchPlan plan = plan_launch(k);
+    std::string source = print_kernel_source(k, plan) + inject_;
+    if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
+    NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
+    std::vector<KernelBuffer> buffers;
+    for (size_t i = 0; i < k.num_buffers(); ++i) {
+      sdk::Buffer b = k.buffer(i);
+      buffers.push_back({buffer_bytes(b), !b.is_input()});
+    }
+    return std::make_unique<CudaKernel>(device_, k.name(), std::move(source),
+                                        std::move(out.cubin), plan, std::move(buffers));
+  }
+
+ private:
+  const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
+
+  // The configured arch, else the device's, else sm_90.
+  std::string arch() const {
+    if (!arch_.empty()) return arch_;
+    if (const CudaDevice* d = device()) return "sm_" + std::to_string(d->info().compute_capability);
+    return "sm_90";
+  }
+
+  std::string arch_;
+  bool dump_source_ = false;
+  std::string inject_;
+  std::shared_ptr<LazyDevice> device_;
+};
+
+}  // namespace
+
+}  // namespace stax::cuda
+
+STAX_DEFINE_PLUGIN(stax::cuda::CudaNvrtcBackend)
