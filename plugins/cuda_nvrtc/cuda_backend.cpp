@@ -3,10 +3,14 @@
 // API, which plugins/cuda_common loads with dlopen at run time: the plugin builds, loads and
 // compiles on machines without a driver; running a kernel there fails with
 // "no CUDA driver (libcuda.so.1 not found)".
+// With `emulate: true` the same CUDA C (with the host prelude, cuda_printer.h Target) is compiled
+// by cpu_cpp's in-process Clang JIT and run over the whole grid by the fiber emulator
+// (grid_emulator.h) on host memory: a CPU-only machine runs and checks the CUDA kernels.
 //
 // Options (`devices.cuda.options` in the YAML config):
 //   arch: sm_90              the architecture NVRTC compiles for (sm_<digits>). Default: the
 //                            device's compute capability when a device is present, else sm_90.
+//   emulate: false           run kernels in the host emulation instead of on a device
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source
 // Thresholds: the seed's GPU values (§6.6: op limit 30, 4 reads, 8 accumulated reads, no
@@ -25,8 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cuda_common/cuda_driver.h"
 #include "plugins/cuda_nvrtc/cuda_printer.h"
+#include "plugins/cuda_nvrtc/grid_emulator.h"
 #include "plugins/cuda_nvrtc/nvrtc_compiler.h"
 #include "stax/sdk/plugin.hpp"
 
@@ -154,17 +160,71 @@ class CudaKernel : public sdk::CompiledKernel {
   CUfunction function_ = nullptr;
 };
 
+// A kernel compiled for the host emulation: its JIT module and entry point.
+class EmulatedKernel : public sdk::CompiledKernel {
+ public:
+  EmulatedKernel(std::shared_ptr<GridEmulator> emulator, cpu::CompiledModule module,
+                 EmuEntry* entry, std::string name, std::string source, LaunchPlan plan,
+                 size_t num_buffers)
+      : emulator_(std::move(emulator)),
+        module_(std::move(module)),
+        entry_(entry),
+        name_(std::move(name)),
+        source_(std::move(source)),
+        plan_(plan),
+        num_buffers_(num_buffers) {}
+
+  const std::string& source() const override { return source_; }
+
+  void run(void* const* buffers, size_t num_buffers, void*) override {
+    if (num_buffers != num_buffers_)
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc (emulated): kernel '" + name_ + "' takes " +
+                                 std::to_string(num_buffers_) + " buffers, got " +
+                                 std::to_string(num_buffers));
+    if (plan_.points == 0) return;
+    emulator_->launch(entry_, buffers, plan_.grid, plan_.block, name_);
+  }
+
+ private:
+  std::shared_ptr<GridEmulator> emulator_;
+  cpu::CompiledModule module_;
+  EmuEntry* entry_;
+  std::string name_;
+  std::string source_;
+  LaunchPlan plan_;
+  size_t num_buffers_;
+};
+
+// What the emulation compile appends to a kernel: the entry point EmuEntry, which calls the
+// kernel with its buffers converted to the parameter types.
+std::string emulation_entry(const std::string& entry, const std::string& kernel,
+                            size_t num_buffers) {
+  return "\ntemplate <class T, T... I> struct stax_emu_seq {};\n"
+         "template <class... P, unsigned long... I>\n"
+         "inline void stax_emu_call(void (*f)(P...), void* const* a,\n"
+         "                          stax_emu_seq<unsigned long, I...>) {\n"
+         "  f(static_cast<P>(a[I])...);\n"
+         "}\n"
+         "extern \"C\" void " + entry + "(stax_emu_state* state, void* const* buffers) {\n"
+         "  stax_emu = state;\n"
+         "  stax_emu_call(" + kernel + ", buffers, __make_integer_seq<stax_emu_seq, unsigned long, " +
+         std::to_string(num_buffers) + ">{});\n"
+         "}\n";
+}
+
 class CudaNvrtcBackend : public sdk::Backend {
  public:
   static constexpr const char* kName = "cuda_nvrtc";
   static constexpr const char* kVersion = "0.1 (CUDA C, NVRTC)";
 
   void configure(const sdk::Options& o) override {
-    o.check_known({"arch", "dump_source", "test_inject_source"});
+    o.check_known({"arch", "emulate", "dump_source", "test_inject_source"});
     arch_ = o.get_string("arch", "");
     if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+a?")))
       o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got '" + arch_ +
                         "'");
+    emulate_ = o.get_bool("emulate", false);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
     device_ = std::make_shared<LazyDevice>(device_index());
@@ -173,7 +233,7 @@ class CudaNvrtcBackend : public sdk::Backend {
   sdk::DeviceProperties properties() const override {
     sdk::DeviceProperties p;
     p.kind = sdk::DeviceKind::CUDA;
-    const CudaDevice* dev = device();
+    const CudaDevice* dev = emulate_ ? nullptr : device();
     if (dev) {
       const CudaDeviceInfo& i = dev->info();
       p.device_name = i.name;
@@ -187,9 +247,11 @@ class CudaNvrtcBackend : public sdk::Backend {
       p.shared_memory_per_block = i.shared_memory_per_block;
       return p;
     }
-    // No device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
-    p.device_name = "no device present (" + (device_ ? device_->reason() : std::string("-")) +
-                    "); compiling for " + arch();
+    // Emulated or no device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
+    p.device_name = emulate_ ? "host emulation of " + arch() + " (fibers on the CPU)"
+                             : "no device present (" +
+                                   (device_ ? device_->reason() : std::string("-")) +
+                                   "); compiling for " + arch();
     p.multiprocessor_count = 132;
     p.warp_size = 32;
     p.max_threads_per_multiprocessor = 2048;
@@ -206,6 +268,7 @@ class CudaNvrtcBackend : public sdk::Backend {
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
     LaunchPlan plan = plan_launch(k);
+    if (emulate_) return compile_emulated(k, plan);
     std::string source = print_kernel_source(k, plan) + inject_;
     if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
     NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
@@ -219,19 +282,45 @@ class CudaNvrtcBackend : public sdk::Backend {
   }
 
  private:
+  std::unique_ptr<sdk::CompiledKernel> compile_emulated(const sdk::Kernel& k,
+                                                        const LaunchPlan& plan) {
+    std::string source = print_kernel_source(k, plan, Target::HostEmulation) + inject_;
+    if (dump_source_)
+      std::cerr << "// cuda_nvrtc (emulated) kernel '" << k.name() << "'\n" << source << "\n";
+    if (!jit_) {
+      cpu::ClangJitOptions o;
+      o.opt_level = 2;
+      o.load_sleef = false;
+      jit_ = std::make_unique<cpu::ClangJit>(std::move(o));
+      emulator_ = std::make_shared<GridEmulator>();
+    }
+    // Entry names must be unique among the JIT's live modules.
+    std::string entry = "stax_emu_entry_" + std::to_string(next_entry_++);
+    cpu::CompiledModule module =
+        jit_->compile(source + emulation_entry(entry, k.name(), k.num_buffers()), {entry},
+                      k.name());
+    EmuEntry* fn = module.function<EmuEntry>(entry);
+    return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+                                            std::move(source), plan, k.num_buffers());
+  }
+
   const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
 
   // The configured arch, else the device's, else sm_90.
   std::string arch() const {
     if (!arch_.empty()) return arch_;
-    if (const CudaDevice* d = device()) return "sm_" + std::to_string(d->info().compute_capability);
+    if (const CudaDevice* d = emulate_ ? nullptr : device()) return "sm_" + std::to_string(d->info().compute_capability);
     return "sm_90";
   }
 
   std::string arch_;
+  bool emulate_ = false;
   bool dump_source_ = false;
   std::string inject_;
   std::shared_ptr<LazyDevice> device_;
+  std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
+  std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
+  uint64_t next_entry_ = 0;
 };
 
 }  // namespace

@@ -12,9 +12,9 @@ namespace {
 using sdk::DType;
 using sdk::ReductionType;
 
-// Before scalar_ops.hpp: CUDA's device math under the __builtin_* names scalar_ops.hpp calls
-// (NVRTC knows no such builtins), and the 16-bit float types.
-std::string prelude_head() {
+// NVRTC, before scalar_ops.hpp: CUDA's device math under the __builtin_* names scalar_ops.hpp
+// calls (NVRTC knows no such builtins), and the 16-bit float types.
+std::string nvrtc_head() {
   std::string s = "// CUDA device math under the names of stax/sdk/scalar_ops.hpp\n";
   for (const char* f : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin",
                         "cos", "tan", "tanh", "erf", "floor", "ceil", "trunc", "nearbyint", "fabs",
@@ -35,7 +35,43 @@ std::string prelude_head() {
   return s;
 }
 
-// After scalar_ops.hpp: conversions of the 16-bit float types (through float, rounding to
+// Host emulation, before scalar_ops.hpp: the CUDA built-ins on grid_emulator.h's EmuState (same
+// layout as stax_emu_state), the 16-bit float types on half_bits.hpp.
+std::string emulation_head() {
+  return std::string(R"(// Host emulation of the CUDA built-ins (plugins/cuda_nvrtc/grid_emulator.h)
+struct stax_emu_dim3 { unsigned x, y, z; };
+struct stax_emu_state {
+  stax_emu_dim3 thread_idx, block_idx, block_dim, grid_dim;
+  void (*sync)(stax_emu_state*);
+  void (*trap)(stax_emu_state*);
+  void* runtime;
+};
+static stax_emu_state* stax_emu;
+#define threadIdx (stax_emu->thread_idx)
+#define blockIdx (stax_emu->block_idx)
+#define blockDim (stax_emu->block_dim)
+#define gridDim (stax_emu->grid_dim)
+#define __syncthreads() stax_emu->sync(stax_emu)
+#define __trap() stax_emu->trap(stax_emu)
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(n)
+// Prelude: half_bits.hpp
+)") + embedded::kHalfBits + R"(
+struct __half { unsigned short bits; };
+struct __nv_bfloat16 { unsigned short bits; };
+inline float __half2float(__half x) { return stax_f16::half_to_float(x.bits); }
+inline __half __float2half_rn(float x) { return __half{stax_f16::float_to_half(x)}; }
+inline float __bfloat162float(__nv_bfloat16 x) { return stax_f16::bf16_to_float(x.bits); }
+inline __nv_bfloat16 __float2bfloat16_rn(float x) {
+  return __nv_bfloat16{stax_f16::float_to_bf16(x)};
+}
+// Prelude: stax/sdk/scalar_ops.hpp
+)";
+}
+
+// After scalar_ops.hpp (both targets): conversions of the 16-bit float types (through float, rounding to
 // nearest even, like the reference runtime), index min/max, the bounds check, the arg-reduction
 // combine rule.
 constexpr const char kPreludeTail[] = R"(
@@ -239,9 +275,10 @@ LaunchPlan plan_launch(const sdk::Kernel& k) {
   return plan;
 }
 
-const std::string& kernel_prelude() {
-  static const std::string prelude = prelude_head() + embedded::kScalarOps + kPreludeTail;
-  return prelude;
+const std::string& kernel_prelude(Target target) {
+  static const std::string nvrtc = nvrtc_head() + embedded::kScalarOps + kPreludeTail;
+  static const std::string host = emulation_head() + embedded::kScalarOps + kPreludeTail;
+  return target == Target::Nvrtc ? nvrtc : host;
 }
 
 std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) {
@@ -309,8 +346,9 @@ std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) 
   return w.take();
 }
 
-std::string print_kernel_source(const sdk::Kernel& kernel, const LaunchPlan& plan) {
-  return kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(kernel, plan);
+std::string print_kernel_source(const sdk::Kernel& kernel, const LaunchPlan& plan,
+                                Target target) {
+  return kernel_prelude(target) + kKernelMarker + "\n" + print_kernel_function(kernel, plan);
 }
 
 }  // namespace stax::cuda

@@ -1,7 +1,7 @@
 // The CUDA C printer of cuda_nvrtc: a CStylePrinter specialisation (sdk/include/stax/sdk/
 // cstyle_printer.hpp) plus the launch framing. A kernel's source is
 //
-//   <prelude>                      CUDA spellings of the __builtin_* math that scalar_ops.hpp
+//   <prelude>                      (NVRTC; the host emulation's: see Target) CUDA spellings of the __builtin_* math that scalar_ops.hpp
 //                                  uses, <cuda_fp16.h> / <cuda_bf16.h>, scalar_ops.hpp verbatim
 //                                  (compiled with NVRTC's -default-device), the __half /
 //                                  __nv_bfloat16 conversions, STAX_CHECK, the argmax/argmin
@@ -58,13 +58,21 @@ LaunchPlan plan_launch(const sdk::Kernel& kernel);
 // [32, 256].
 unsigned block_threads(int64_t reduction_numel);
 
+// What the source is compiled by: NVRTC for the GPU, or a host C++ compiler for the grid
+// emulator (grid_emulator.h). Only the prelude differs: the host one defines the CUDA built-ins
+// the kernels use (threadIdx, blockIdx, blockDim, gridDim, __syncthreads, __trap, __shared__ as a
+// function-local static, __half / __nv_bfloat16 with half_bits.hpp's conversions) and keeps the
+// host's math (so emulated pointwise kernels agree with the interpreter bit for bit).
+enum class Target { Nvrtc, HostEmulation };
+
 // The prelude every kernel starts with (ends with a newline).
-const std::string& kernel_prelude();
+const std::string& kernel_prelude(Target target = Target::Nvrtc);
 
 // The __global__ function alone, newline-terminated, for `plan` (from plan_launch(kernel)).
 std::string print_kernel_function(const sdk::Kernel& kernel, const LaunchPlan& plan);
 
-// kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(kernel, plan).
-std::string print_kernel_source(const sdk::Kernel& kernel, const LaunchPlan& plan);
+// kernel_prelude(target) + kKernelMarker + "\n" + print_kernel_function(kernel, plan).
+std::string print_kernel_source(const sdk::Kernel& kernel, const LaunchPlan& plan,
+                                Target target = Target::Nvrtc);
 
 }  // namespace stax::cuda
