@@ -10,7 +10,9 @@
 
 #include <cmath>
 
+#include "core/backend/plugin_registry.h"
 #include "tests/support/cuda_e2e.h"
+#include "tests/support/device_roundtrip.h"
 
 namespace stax {
 namespace {
@@ -119,6 +121,12 @@ TEST(CudaEmulated, TrapIsReportedAsARuntimeError) {
         << e.what();
     EXPECT_TRUE(contains(e.what(), "(an indirect index out of bounds)")) << e.what();
   }
+}
+
+// ABI 1.2 device memory of the emulation: host memory, kernels launched on it directly.
+TEST(CudaEmulated, DeviceMemoryRoundTrip) {
+  PluginRegistry reg({STAX_PLUGIN_DIR});
+  test::check_example11_on_device(*reg.create("cuda_nvrtc", emulate_options()));
 }
 
 TEST(CudaEmulated, PropertiesSayEmulated) {

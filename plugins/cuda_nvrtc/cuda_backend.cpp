@@ -18,9 +18,11 @@
 // device's properties; without a device on those of an H200 for sm_90 (132 SMs, warp 32, 2048
 // threads per SM), so that a compile without a device plans like one with it.
 //
-// run() copies every buffer to the device, launches, synchronises and copies OUTPUT / INOUT /
-// TEMP buffers back (the host executor keeps buffers in host memory until ABI 1.1's device
-// functions are used by it).
+// ABI 1.2 device memory: cuMemAlloc / cuMemFree / synchronous cuMemcpy (the stream argument is
+// not used yet), cuCtxSynchronize; run_on_device() launches on those pointers directly. run() on
+// host memory (what the host executor passes today) copies every buffer to the device, launches,
+// synchronises and copies OUTPUT / INOUT / TEMP buffers back. Emulated, device memory is host
+// memory (the SDK's defaults).
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -113,17 +115,11 @@ class CudaKernel : public sdk::CompiledKernel {
 
   const std::string& source() const override { return source_; }
 
+  // Host buffers: copied to the device around the launch.
   void run(void* const* buffers, size_t num_buffers, void* stream) override {
-    if (num_buffers != buffers_.size())
-      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
-                             "cuda_nvrtc: kernel '" + name_ + "' takes " +
-                                 std::to_string(buffers_.size()) + " buffers, got " +
-                                 std::to_string(num_buffers));
+    check_count(num_buffers);
     const CudaDevice& dev = device_->require();
-    if (!function_) {
-      module_ = dev.load_module(cubin_);
-      function_ = module_.function(name_);
-    }
+    CUfunction f = function();
     if (plan_.points == 0) return;
     std::vector<CUdeviceptr> ptrs(num_buffers, 0);
     struct Release {  // frees the device copies on every path
@@ -142,14 +138,45 @@ class CudaKernel : public sdk::CompiledKernel {
       dev.copy_to_device(ptrs[i], buffers[i], buffers_[i].bytes);
       params[i] = &ptrs[i];
     }
-    dev.launch(function_, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+    dev.launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
                static_cast<CUstream>(stream));
     dev.synchronize();
     for (size_t i = 0; i < num_buffers; ++i)
       if (buffers_[i].copy_back) dev.copy_to_host(buffers[i], ptrs[i], buffers_[i].bytes);
   }
 
+  // Buffers already on the device (ABI 1.2): launched on directly, asynchronously.
+  void run_on_device(void* const* buffers, size_t num_buffers, void* stream) override {
+    check_count(num_buffers);
+    CUfunction f = function();
+    if (plan_.points == 0) return;
+    std::vector<CUdeviceptr> ptrs(num_buffers);
+    std::vector<void*> params(num_buffers);
+    for (size_t i = 0; i < num_buffers; ++i) {
+      ptrs[i] = reinterpret_cast<CUdeviceptr>(buffers[i]);
+      params[i] = &ptrs[i];
+    }
+    device_->require().launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+                              static_cast<CUstream>(stream));
+  }
+
  private:
+  void check_count(size_t num_buffers) const {
+    if (num_buffers != buffers_.size())
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc: kernel '" + name_ + "' takes " +
+                                 std::to_string(buffers_.size()) + " buffers, got " +
+                                 std::to_string(num_buffers));
+  }
+  // The kernel's function; its module is loaded on first use.
+  CUfunction function() {
+    if (!function_) {
+      module_ = device_->require().load_module(cubin_);
+      function_ = module_.function(name_);
+    }
+    return function_;
+  }
+
   std::shared_ptr<LazyDevice> device_;
   std::string name_;
   std::string source_;
@@ -215,6 +242,9 @@ std::string emulation_entry(const std::string& entry, const std::string& kernel,
 
 class CudaNvrtcBackend : public sdk::Backend {
  public:
+  // cuMemAlloc's guaranteed alignment.
+  static constexpr size_t kDriverAlignment = 256;
+
   static constexpr const char* kName = "cuda_nvrtc";
   static constexpr const char* kVersion = "0.1 (CUDA C, NVRTC)";
 
@@ -264,6 +294,35 @@ class CudaNvrtcBackend : public sdk::Backend {
 
   sdk::RealizationThresholds thresholds() const override {
     return sdk::RealizationThresholds::gpu();
+  }
+
+  void* device_alloc(size_t bytes, size_t alignment) override {
+    if (emulate_) return sdk::Backend::device_alloc(bytes, alignment);
+    if (alignment > kDriverAlignment)
+      throw sdk::PluginError(STAX_ERROR_UNSUPPORTED,
+                             "cuda_nvrtc: device_alloc aligns to at most " +
+                                 std::to_string(kDriverAlignment) + " bytes, asked " +
+                                 std::to_string(alignment));
+    return reinterpret_cast<void*>(device_->require().alloc(bytes));
+  }
+  void device_free(void* data) override {
+    if (emulate_) return sdk::Backend::device_free(data);
+    device_->require().free(reinterpret_cast<CUdeviceptr>(data));
+  }
+  void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                   void* stream) override {
+    if (emulate_) return sdk::Backend::device_copy(kind, dst, src, bytes, stream);
+    const CudaDevice& dev = device_->require();
+    auto dptr = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    switch (kind) {
+      case STAX_COPY_HOST_TO_DEVICE: return dev.copy_to_device(dptr(dst), src, bytes);
+      case STAX_COPY_DEVICE_TO_HOST: return dev.copy_to_host(dst, dptr(src), bytes);
+      case STAX_COPY_DEVICE_TO_DEVICE: return dev.copy_on_device(dptr(dst), dptr(src), bytes);
+    }
+  }
+  void device_synchronize(void* stream) override {
+    if (emulate_) return sdk::Backend::device_synchronize(stream);
+    device_->require().synchronize();
   }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
