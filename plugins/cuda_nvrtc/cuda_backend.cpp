@@ -23,7 +23,6 @@
 // host memory (what the host executor passes today) copies every buffer to the device, launches,
 // synchronises and copies OUTPUT / INOUT / TEMP buffers back. Emulated, device memory is host
 // memory (the SDK's defaults).
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <mutex>

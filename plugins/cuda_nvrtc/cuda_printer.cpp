@@ -1,5 +1,6 @@
 #include "plugins/cuda_nvrtc/cuda_printer.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "plugins/cuda_nvrtc/embedded_text.h"

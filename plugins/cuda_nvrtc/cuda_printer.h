@@ -26,8 +26,8 @@
 // (n-1)·u·Σ|a_i|); max/min/any/all/argmax/argmin and integer sums are exact. half/bfloat16 are
 // loaded into float, computed in float and rounded (to nearest even) on store. Math functions are
 // CUDA's (expf: 2 ulp, logf / sinf / cosf / tanhf / erff: 1-2 ulp per the CUDA C Programming
-// Guide's table; sqrtf and division correctly rounded with NVRTC's defaults), so transcendental
-// results may differ from the host's libm in the last bits.
+// Guide's table; sqrtf and division correctly rounded with NVRTC's defaults; no FMA contraction,
+// nvrtc_compiler.h), so transcendental results may differ from the host's libm in the last bits.
 #pragma once
 
 #include <cstdint>

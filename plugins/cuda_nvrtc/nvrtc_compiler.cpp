@@ -55,9 +55,9 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name,
   if (r != NVRTC_SUCCESS) fail("nvrtcCreateProgram", r);
   const std::string arch_flag = "--gpu-architecture=" + arch;
   const std::string include_flag = std::string("-I") + STAX_CUDA_INCLUDE_DIR;
-  const char* options[] = {arch_flag.c_str(), "-default-device", "-std=c++17",
+  const char* options[] = {arch_flag.c_str(), "-default-device", "-std=c++17", "--fmad=false",
                            include_flag.c_str()};
-  r = nvrtcCompileProgram(prog.p, 4, options);
+  r = nvrtcCompileProgram(prog.p, 5, options);
   NvrtcOutput out;
   size_t log_size = 0;
   if (nvrtcGetProgramLogSize(prog.p, &log_size) == NVRTC_SUCCESS && log_size > 1) {

@@ -15,8 +15,10 @@ struct NvrtcOutput {
 };
 
 // Compiles `source` (its kernels `extern "C"`) for `arch` ("sm_90") with
-//   --gpu-architecture=<arch> -default-device -std=c++17 -I<CUDA include dir>
-// (-default-device: unannotated functions, i.e. scalar_ops.hpp, are device functions).
+//   --gpu-architecture=<arch> -default-device -std=c++17 --fmad=false -I<CUDA include dir>
+// (-default-device: unannotated functions, i.e. scalar_ops.hpp, are device functions;
+// --fmad=false: no FMA contraction, like the host's -ffp-contract=off, so that + - * / round as
+// the reference interpreter does).
 // `name` names the program in the log ("kernel0.cu").
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name,
                           const std::string& arch);
