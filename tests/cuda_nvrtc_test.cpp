@@ -95,16 +95,24 @@ TEST(CudaNvrtc, Listing63Golden) {
 
 // Seed Example 6.2 / Listing 6.4 on this plugin's policy (no device: an H200's numbers):
 // (x * x).sum(-1) over 64 x 16384 splits into k = 2 segments: two kernels, the first reading
-// 8192-element segments (Prop. 6.3's merged 8192*x0 loop).
+// 8192-element segments with 16384*i0 + 8192*i1 merged into 8192*i0 over 128 rows (Prop. 6.3's
+// 8192*x0), the second summing the 2 partials of each of the 64 rows.
 TEST(CudaNvrtc, Example62SplitsIntoTwoKernels) {
   Graph g;
   Node* x = g.placeholder("x", {64, 16384});
   g.output({g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{-1}})});
   CompiledGraph cg = cuda_compiler().compile(g);
   ASSERT_EQ(cg.num_kernels(), 2u) << cg.loop_ir();
-  EXPECT_TRUE(contains(cg.kernels()[0].source, "8192")) << cg.kernels()[0].source;
-  EXPECT_TRUE(contains(cg.kernels()[0].source, "stax_r < 8192LL")) << cg.kernels()[0].source;
-  EXPECT_TRUE(contains(cg.kernels()[1].source, "stax_r < 2LL")) << cg.kernels()[1].source;
+  // Listing 6.4's first level as lowered, then merged into one loop of 128 rows (Prop. 6.3)
+  EXPECT_TRUE(contains(cg.loop_ir(), "ops.load('x', 16384*i0 + 8192*i1 + r0_0)")) << cg.loop_ir();
+  const std::string& first = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(first, "stax_row < 128LL;")) << first;
+  EXPECT_TRUE(contains(first, "stax_r < 8192LL;")) << first;
+  EXPECT_TRUE(contains(first, "auto tmp0 = in_ptr0[8192*i0 + r0_0];")) << first;
+  EXPECT_TRUE(contains(first, "__launch_bounds__(256)")) << first;
+  const std::string& second = cg.kernels()[1].source;
+  EXPECT_TRUE(contains(second, "stax_row < 64LL;")) << second;
+  EXPECT_TRUE(contains(second, "auto tmp0 = in_ptr0[2*i0 + r0_0];")) << second;
 }
 
 TEST(CudaNvrtc, PolicyIsTheGpus) {
