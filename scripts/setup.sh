@@ -2,7 +2,7 @@
 # Installs everything Stax needs on a fresh Debian 12 machine. Idempotent; quiet when all is there.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev
-      libboost-dev libboost-filesystem-dev libopenblas-dev libsleef-dev
+      libboost-dev libboost-filesystem-dev libboost-context-dev libopenblas-dev libsleef-dev
       llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 python3 python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -28,6 +28,7 @@
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 #include "tests/support/compiled_check.h"
+#include "tests/support/cuda_e2e.h"
 
 namespace stax {
 namespace {
@@ -470,6 +471,46 @@ void fuzz(test::Order order) {
 TEST(CompiledFuzz, RandomGraphsAgreeWithTheInterpreter) { fuzz(test::Order::Segmented); }
 TEST(CompiledFuzzStrict, RandomGraphsAgreeWithTheInterpreterInStrictOrder) {
   fuzz(test::Order::Strict);
+}
+
+// The fuzz graphs on cuda_nvrtc (skipped when the plugin is not built): every kernel of the first
+// kNumCudaSeeds cases compiles with NVRTC to an sm_90 cubin, and the cases without reductions
+// or matmuls (views, strides, broadcasting, dtype mixes: index math) run in the host emulation
+// bit for bit equal to the interpreter (cases the interpreter rejects are skipped).
+constexpr uint64_t kNumCudaSeeds = 60;
+
+TEST(CompiledFuzz, CudaKernelsCompileAndEmulatedPointwiseAgree) {
+  if (!std::filesystem::exists(std::filesystem::path(STAX_PLUGIN_DIR) / "libstax_cuda_nvrtc.so"))
+    GTEST_SKIP() << "cuda_nvrtc is not built (no CUDA toolkit)";
+  Compiler nvrtc(test::cuda_config());
+  OptionValue emulate = OptionValue::map();
+  emulate.set("emulate", OptionValue::make_scalar("true"));
+  Compiler emulated(test::cuda_config(emulate));
+  size_t kernels = 0, compared = 0;
+  for (uint64_t seed = 0; seed < kNumCudaSeeds; ++seed) {
+    FuzzCase fc = generate(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed) + ":\n" + describe(fc));
+    kernels += nvrtc.compile(fc.g).num_kernels();
+    if (fc.has_reduction) continue;
+    bool gemm = false;
+    for (const Check& c : fc.checks) gemm = gemm || c.kind != Check::Bitwise;
+    if (gemm) continue;
+    std::vector<Tensor> want;
+    try {
+      want = interpret(fc.g, fc.inputs);
+    } catch (const Error&) {
+      continue;
+    }
+    std::vector<Tensor> got = emulated.compile(fc.g).run(fc.inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
+    ++compared;
+  }
+  EXPECT_GT(kernels, kNumCudaSeeds);
+  EXPECT_GT(compared, 10u);
+  std::cout << kNumCudaSeeds << " fuzz graphs on cuda_nvrtc: " << kernels
+            << " kernels compiled to sm_90 cubins, " << compared
+            << " pointwise graphs emulated bit for bit\n";
 }
 
 // ---- minimized regressions found by the fuzzer ----------------------------------------------

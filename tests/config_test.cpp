@@ -151,7 +151,7 @@ TEST_F(ConfigTest, UnknownKeysNameTheKeyAndPlace) {
   e = error_of("plugin_path: []\nfrobnicate: true\n", &p);
   EXPECT_EQ(e, p.string() +
                    ":2:1: error: unknown key 'frobnicate' at the top level (expected one of: "
-                   "plugin_path, devices, realization, cache_dir, dump)");
+                   "plugin_path, devices, realization, cache_dir, dump, default_device)");
   e = error_of("devices: { Npu-1: { backend: x } }\n", &p);
   EXPECT_EQ(e, p.string() +
                    ":1:12: error: device name 'Npu-1' in 'devices' must be a lowercase identifier "
@@ -166,6 +166,17 @@ TEST_F(ConfigTest, UnknownKeysNameTheKeyAndPlace) {
   e = error_of("realization: { transcendental: [exp, cosh] }\n", &p);
   EXPECT_EQ(e, p.string() + ":1:38: error: 'realization.transcendental' names an unknown op "
                             "'cosh'");
+}
+
+// default_device: a key of `devices` (graphs on "cpu" then run there); anything else fails.
+TEST_F(ConfigTest, DefaultDeviceNamesAConfiguredDevice) {
+  fs::path p;
+  std::string e = error_of("devices: { cpu: { backend: cpu_cpp } }\ndefault_device: cuda\n", &p);
+  EXPECT_EQ(e, p.string() + ":2:17: error: 'default_device' names 'cuda', which is not a key of "
+                            "'devices'");
+  EXPECT_EQ(stax::Config::load(fs::path(STAX_SOURCE_DIR) / "configs/cuda.yaml").default_device,
+            "cuda");
+  EXPECT_EQ(stax::Config::load(fs::path(STAX_SOURCE_DIR) / "configs/cpu.yaml").default_device, "");
 }
 
 TEST_F(ConfigTest, WrongTypes) {

@@ -96,6 +96,31 @@ void CompiledKernel::run(void* const* buffers, size_t num_buffers, void* stream)
   backend_->check(backend_->api().run(&a), "run of kernel '" + name_ + "'");
 }
 
+// ABI 1.2: whether the plugin's table holds the device-memory functions (it is long enough and
+// fills them); else throws PluginCallError (unsupported) naming `call`.
+static void require_device_memory(const detail::BackendState& s, const std::string& call) {
+  const StaxPluginApi& api = s.api();
+  if (STAX_SDK_HAS_FIELD(&api, StaxPluginApi, device_synchronize) && api.device_alloc &&
+      api.device_free && api.device_copy && api.device_synchronize)
+    return;
+  throw PluginCallError(s.lib->path().string(),
+                        "plugin '" + s.lib->name() + "': " + call + ": the plugin's ABI " +
+                            std::to_string(api.abi_major) + "." + std::to_string(api.abi_minor) +
+                            " has no device memory functions (ABI 1.2)",
+                        STAX_ERROR_UNSUPPORTED);
+}
+
+void CompiledKernel::run_on_device(void* const* buffers, size_t num_buffers, void* stream) const {
+  require_device_memory(*backend_, "run of kernel '" + name_ + "' on device buffers");
+  StaxRunArgs a = sdk::make_struct<StaxRunArgs>();
+  a.compiled = handle_;
+  a.buffers = buffers;
+  a.num_buffers = num_buffers;
+  a.stream = stream;
+  a.buffers_on_device = 1;
+  backend_->check(backend_->api().run(&a), "run of kernel '" + name_ + "'");
+}
+
 // ---- Plugin --------------------------------------------------------------------------------
 
 std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
@@ -261,6 +286,55 @@ void Plugin::run_extern(const std::string& kname, const std::vector<StaxTensorDe
   a.num_scalars = scalars.size();
   a.stream = stream;
   state_->check(state_->api().run_extern(&a), "extern kernel '" + kname + "'");
+}
+
+// ---- device memory (ABI 1.2) -----------------------------------------------------------------
+
+bool Plugin::has_device_memory() const {
+  const StaxPluginApi& api = state_->api();
+  return STAX_SDK_HAS_FIELD(&api, StaxPluginApi, device_synchronize) && api.device_alloc &&
+         api.device_free && api.device_copy && api.device_synchronize;
+}
+
+void* Plugin::device_alloc(size_t bytes, size_t alignment) const {
+  require_device_memory(*state_, "device_alloc");
+  StaxDeviceAllocArgs a = sdk::make_struct<StaxDeviceAllocArgs>();
+  a.backend = state_->backend;
+  a.bytes = bytes;
+  a.alignment = alignment;
+  state_->check(state_->api().device_alloc(&a), "device_alloc of " + std::to_string(bytes) +
+                                                    " bytes");
+  return a.data;
+}
+
+void Plugin::device_free(void* data) const {
+  require_device_memory(*state_, "device_free");
+  StaxDeviceFreeArgs a = sdk::make_struct<StaxDeviceFreeArgs>();
+  a.backend = state_->backend;
+  a.data = data;
+  state_->check(state_->api().device_free(&a), "device_free");
+}
+
+void Plugin::device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                         void* stream) const {
+  require_device_memory(*state_, "device_copy");
+  StaxDeviceCopyArgs a = sdk::make_struct<StaxDeviceCopyArgs>();
+  a.backend = state_->backend;
+  a.kind = kind;
+  a.dst = dst;
+  a.src = src;
+  a.bytes = bytes;
+  a.stream = stream;
+  state_->check(state_->api().device_copy(&a), "device_copy of " + std::to_string(bytes) +
+                                                   " bytes");
+}
+
+void Plugin::device_synchronize(void* stream) const {
+  require_device_memory(*state_, "device_synchronize");
+  StaxSynchronizeArgs a = sdk::make_struct<StaxSynchronizeArgs>();
+  a.backend = state_->backend;
+  a.stream = stream;
+  state_->check(state_->api().device_synchronize(&a), "device_synchronize");
 }
 
 }  // namespace stax

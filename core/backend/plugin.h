@@ -52,6 +52,9 @@ class CompiledKernel {
   void run(const std::vector<void*>& buffers, void* stream = nullptr) const {
     run(buffers.data(), buffers.size(), stream);
   }
+  // ABI 1.2: the same with buffers from the backend's Plugin::device_alloc (StaxRunArgs.
+  // buffers_on_device). A plugin older than 1.2 gets a PluginCallError (unsupported).
+  void run_on_device(void* const* buffers, size_t num_buffers, void* stream = nullptr) const;
 
  private:
   friend class Plugin;
@@ -98,6 +101,16 @@ class Plugin {
   void run_extern(const std::string& name, const std::vector<StaxTensorDesc>& tensors,
                   size_t num_inputs, const std::vector<double>& scalars = {},
                   void* stream = nullptr) const;
+
+  // ABI 1.2 device memory (plugin_api.h): opaque pointers of the backend's device, never
+  // dereferenced here. has_device_memory() is false for a plugin built against an older ABI;
+  // the others then throw PluginCallError (unsupported) naming the plugin's ABI version.
+  bool has_device_memory() const;
+  void* device_alloc(size_t bytes, size_t alignment = 0) const;
+  void device_free(void* data) const;
+  void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                   void* stream = nullptr) const;
+  void device_synchronize(void* stream = nullptr) const;
 
  private:
   Plugin() = default;

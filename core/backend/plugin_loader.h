@@ -27,7 +27,9 @@ std::vector<std::filesystem::path> discover_plugins(
     const std::vector<std::filesystem::path>& dirs);
 
 // The oldest plugin ABI MINOR this host loads: every function it calls is in the 1.0 table
-// (ABI 1.1 only appended StaxKernelDesc.index_bits, which the host writes and 1.0 plugins ignore).
+// (ABI 1.1 only appended StaxKernelDesc.index_bits, which the host writes and 1.0 plugins ignore;
+// the 1.2 device-memory functions are called only when the table holds them, Plugin::
+// has_device_memory).
 inline constexpr uint32_t kRequiredPluginMinor = 0;
 
 // One loaded plugin library with a checked function table. Unloaded when the last owner goes

@@ -163,7 +163,8 @@ class Reader {
       c.plugin_path = plugin_dirs({});
       return c;
     }
-    expect_map(root, "", {"plugin_path", "devices", "realization", "cache_dir", "dump"});
+    expect_map(root, "",
+               {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device"});
 
     std::vector<std::string> pp;
     if (root["plugin_path"]) pp = string_list(root["plugin_path"], "plugin_path", true);
@@ -196,6 +197,15 @@ class Reader {
           }
           c.devices[kind] = std::move(dc);
         }
+      }
+    }
+
+    if (const YAML::Node dd = root["default_device"]) {
+      if (!dd.IsNull()) {
+        c.default_device = scalar(dd, "default_device");
+        if (!c.devices.count(c.default_device))
+          fail(dd, "'default_device' names '" + c.default_device +
+                       "', which is not a key of 'devices'");
       }
     }
 

@@ -66,6 +66,9 @@ struct Config {
   RealizationConfig realization;
   std::optional<std::filesystem::path> cache_dir;
   DumpConfig dump;
+  // `default_device: cuda`: the device kind that runs graphs whose placeholders are on the
+  // default device ("cpu"); empty = the placeholders' device. Must name a key of `devices`.
+  std::string default_device;
 
   // Reads and checks a YAML file. Throws stax::Error (stage "config").
   static Config load(const std::filesystem::path& file);

@@ -149,8 +149,11 @@ CompiledGraph Compiler::compile(const Graph& source) {
   impl->stats.decompose_ms = ms_since(t);
   dump("graph", [&] { return print_graph(g); });
 
-  // lower, with the policy of the backend serving the graph's device kind
-  const std::string kind = graph_device_kind(g);
+  // lower, with the policy of the backend serving the graph's device kind (the config's
+  // default_device for a graph on the default device "cpu")
+  std::string kind = graph_device_kind(g);
+  const std::string& default_device = session_->registry.config().default_device;
+  if (kind == "cpu" && !default_device.empty()) kind = default_device;
   impl->plugin = &session_->registry.backend(kind);
   const BackendPolicy policy = session_->registry.policy(kind);
   t = Clock::now();

@@ -22,7 +22,10 @@
  *   History: 1.0 the initial table; 1.1 appended StaxKernelDesc.index_bits (host-written: 1.0
  *   plugins still load and index in 64 bits); 1.2 appended STAX_DEVICE_OTHER and
  *   StaxDeviceProperties.kind_name (plugin-written: an older plugin leaves it NULL and drives
- *   the cpu or cuda kind).
+ *   the cpu or cuda kind), the device-memory functions (device_alloc, device_free, device_copy,
+ *   device_synchronize) and StaxRunArgs.buffers_on_device. The host calls a 1.2 function only
+ *   when the plugin's table is long enough to hold it (its struct_size), so 1.0 and 1.1 plugins
+ *   keep loading and running.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -409,6 +412,10 @@ typedef struct StaxRunArgs {
   void* const* buffers; /* data pointers, one per StaxKernelDesc.buffers entry, same order */
   size_t num_buffers;
   void* stream; /* CUstream (NULL = default stream) or NULL on the CPU */
+  /* ABI 1.2: 1 when every buffer pointer came from this backend's device_alloc (plus a byte
+   * offset); 0 (or an older host) = host memory, which a device backend copies in and out
+   * around the launch. */
+  int32_t buffers_on_device;
 } StaxRunArgs;
 
 typedef struct StaxExternKernelsArgs {
@@ -440,6 +447,46 @@ typedef struct StaxRunExternArgs {
   size_t num_scalars;
   void* stream;
 } StaxRunExternArgs;
+
+/* ---- device memory (ABI 1.2) ------------------------------------------------------------------
+ * Buffers of the backend's device, as opaque pointers the host never dereferences (a CUdeviceptr
+ * on CUDA; host memory on a CPU backend, which is the SDK's default). A pointer plus a byte
+ * offset inside its allocation is a valid copy source / target and run() buffer. */
+typedef struct StaxDeviceAllocArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  size_t bytes;     /* 0 allocates a valid, unique pointer */
+  size_t alignment; /* bytes, a power of two; 0 = the backend's default (at least 16) */
+  void* data;       /* out */
+} StaxDeviceAllocArgs;
+
+typedef struct StaxDeviceFreeArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* data; /* from device_alloc; NULL is a no-op */
+} StaxDeviceFreeArgs;
+
+typedef enum StaxCopyKind {
+  STAX_COPY_HOST_TO_DEVICE = 0,
+  STAX_COPY_DEVICE_TO_HOST = 1,
+  STAX_COPY_DEVICE_TO_DEVICE = 2
+} StaxCopyKind;
+
+typedef struct StaxDeviceCopyArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  int32_t kind; /* StaxCopyKind */
+  void* dst;
+  const void* src;
+  size_t bytes;
+  void* stream; /* as in StaxRunArgs; the copy is complete when device_synchronize returns */
+} StaxDeviceCopyArgs;
+
+typedef struct StaxSynchronizeArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* stream; /* waits for everything queued on it (NULL = the default stream) */
+} StaxSynchronizeArgs;
 
 typedef struct StaxErrorArgs {
   size_t struct_size;
@@ -481,6 +528,12 @@ typedef struct StaxPluginApi {
   /* extern kernels (library calls / templates, seed §6.1 item 2) */
   StaxError* (*extern_kernels)(StaxExternKernelsArgs* args);
   StaxError* (*run_extern)(StaxRunExternArgs* args);
+
+  /* ABI 1.2: device memory (see above) */
+  StaxError* (*device_alloc)(StaxDeviceAllocArgs* args);
+  StaxError* (*device_free)(StaxDeviceFreeArgs* args);
+  StaxError* (*device_copy)(StaxDeviceCopyArgs* args);
+  StaxError* (*device_synchronize)(StaxSynchronizeArgs* args);
 } StaxPluginApi;
 
 /* The entry point's type. */

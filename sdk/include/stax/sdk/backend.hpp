@@ -5,6 +5,8 @@
 #define STAX_SDK_BACKEND_HPP
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -158,8 +160,13 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   // The generated source (for dumps and error messages).
   virtual const std::string& source() const = 0;
-  // buffers: one data pointer per kernel buffer, in description order.
+  // buffers: one data pointer per kernel buffer, in description order (host memory).
   virtual void run(void* const* buffers, size_t num_buffers, void* stream) = 0;
+  // ABI 1.2: the same with buffers from the backend's device_alloc. Default: run(), right for a
+  // backend whose device memory is host memory.
+  virtual void run_on_device(void* const* buffers, size_t num_buffers, void* stream) {
+    run(buffers, num_buffers, stream);
+  }
 };
 
 // Subclass this and register it with STAX_DEFINE_PLUGIN(MyBackend). The class needs a default
@@ -206,6 +213,26 @@ class Backend {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "backend '" + name_ + "' has no extern kernel '" +
                                                   name + "'");
   }
+
+  // ABI 1.2 device memory. The defaults serve a backend whose device is the host: aligned host
+  // memory, memcpy, nothing to wait for. A device backend overrides all four.
+  virtual void* device_alloc(size_t bytes, size_t alignment) {
+    size_t align = alignment < 16 ? 16 : alignment;
+    size_t size = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, size == 0 ? align : size);
+    if (!p)
+      throw PluginError(STAX_ERROR_RUNTIME, "device_alloc of " + std::to_string(bytes) +
+                                                " bytes failed");
+    return p;
+  }
+  virtual void device_free(void* data) { std::free(data); }
+  virtual void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                           void* stream) {
+    (void)kind;
+    (void)stream;
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  virtual void device_synchronize(void* stream) { (void)stream; }
 
   const std::string& name() const { return name_; }
   int32_t device_index() const { return device_index_; }

@@ -211,7 +211,48 @@ struct Adapter {
   static StaxError* run(StaxRunArgs* a) {
     return guarded("run", [&] {
       STAX_SDK_REQUIRE_ARGS(a, StaxRunArgs, stream);
-      holder(a->compiled)->kernel->run(a->buffers, a->num_buffers, a->stream);
+      CompiledKernel& k = *holder(a->compiled)->kernel;
+      if (STAX_SDK_HAS_FIELD(a, StaxRunArgs, buffers_on_device) && a->buffers_on_device)
+        k.run_on_device(a->buffers, a->num_buffers, a->stream);
+      else
+        k.run(a->buffers, a->num_buffers, a->stream);
+    });
+  }
+
+  static StaxError* device_alloc(StaxDeviceAllocArgs* a) {
+    return guarded("device_alloc", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxDeviceAllocArgs, data);
+      if (a->alignment & (a->alignment - 1))
+        throw PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                          "alignment " + std::to_string(a->alignment) + " is not a power of two");
+      a->data = holder(a->backend)->backend->device_alloc(a->bytes, a->alignment);
+    });
+  }
+
+  static StaxError* device_free(StaxDeviceFreeArgs* a) {
+    return guarded("device_free", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxDeviceFreeArgs, data);
+      if (a->data) holder(a->backend)->backend->device_free(a->data);
+    });
+  }
+
+  static StaxError* device_copy(StaxDeviceCopyArgs* a) {
+    return guarded("device_copy", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxDeviceCopyArgs, stream);
+      if (a->kind < STAX_COPY_HOST_TO_DEVICE || a->kind > STAX_COPY_DEVICE_TO_DEVICE)
+        throw PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                          "unknown copy kind " + std::to_string(a->kind));
+      if (a->bytes > 0 && (!a->dst || !a->src))
+        throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "device_copy with a null pointer");
+      holder(a->backend)->backend->device_copy(static_cast<StaxCopyKind>(a->kind), a->dst,
+                                               a->src, a->bytes, a->stream);
+    });
+  }
+
+  static StaxError* device_synchronize(StaxSynchronizeArgs* a) {
+    return guarded("device_synchronize", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxSynchronizeArgs, stream);
+      holder(a->backend)->backend->device_synchronize(a->stream);
     });
   }
 
@@ -277,6 +318,10 @@ struct Adapter {
       t.compiled_kernel_destroy = &compiled_kernel_destroy;
       t.extern_kernels = &extern_kernels;
       t.run_extern = &run_extern;
+      t.device_alloc = &device_alloc;
+      t.device_free = &device_free;
+      t.device_copy = &device_copy;
+      t.device_synchronize = &device_synchronize;
       return t;
     }();
     return &api;

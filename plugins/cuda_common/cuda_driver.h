@@ -1,0 +1,150 @@
+// stax::cuda::CudaDriver: the CUDA driver API, loaded at run time with dlopen("libcuda.so.1") and
+// never linked, so that the CUDA plugins build and load on machines without a driver (CI, this
+// repository's build machines). Shared by cuda_nvrtc and cuda_triton.
+//
+//   CudaDriver& drv = CudaDriver::instance();     // throws "no CUDA driver (libcuda.so.1 not found)"
+//   CudaDevice dev(drv, 0);                       // cuInit + primary context; "no device" if none
+//   CudaDeviceInfo info = dev.info();             // SMs, warp, threads/SM, shared memory, cc, ...
+//   CudaModule m = dev.load_module(cubin);        // cuModuleLoadData
+//   CUfunction f = m.function("kernel0");
+//   CUdeviceptr p = dev.alloc(bytes); dev.copy_to_device(p, host, bytes); ...
+//   dev.launch(f, {grid, 1, 1}, {block, 1, 1}, params); dev.synchronize(); dev.free(p);
+//
+// Every failure is an sdk::PluginError: STAX_ERROR_UNAVAILABLE when the driver library or a
+// device is missing, STAX_ERROR_RUNTIME for a failing call; the message names the call and the
+// driver's error name and text ("cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of
+// memory)"). Only <cuda.h> types are used: the header is never linked against.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stax/sdk/types.hpp"  // sdk::PluginError, what every failure throws
+
+namespace stax::cuda {
+
+// The driver entry points Stax uses, resolved by name from the loaded library.
+struct DriverFunctions {
+  CUresult (*cuInit)(unsigned int) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem_v2)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree_v2)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH_v2)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+};
+
+class CudaDriver {
+ public:
+  // The process-wide driver loaded from "libcuda.so.1" (once; a failed load is retried on the
+  // next call). Throws PluginError(STAX_ERROR_UNAVAILABLE, "no CUDA driver (libcuda.so.1 not
+  // found)") when the library is missing.
+  static CudaDriver& instance();
+
+  // A driver loaded from `library` (tests use a missing name for the no-driver path); the
+  // library stays loaded for the life of the process. Throws as instance() does, naming
+  // `library`; a library that lacks an entry point is STAX_ERROR_UNAVAILABLE naming the symbol.
+  explicit CudaDriver(const std::string& library);
+
+  const DriverFunctions& fn() const { return fn_; }
+  const std::string& library() const { return library_; }
+
+  // Throws PluginError(STAX_ERROR_RUNTIME, "cuda: <call> failed: <NAME> (<text>)") unless ok.
+  void check(CUresult result, const char* call) const;
+  // "<NAME> (<text>)" for a driver result.
+  std::string error_text(CUresult result) const;
+
+ private:
+  std::string library_;
+  DriverFunctions fn_;
+};
+
+// What a device reports (the fields of StaxDeviceProperties that a GPU fills).
+struct CudaDeviceInfo {
+  std::string name;
+  int32_t multiprocessor_count = 0;
+  int32_t warp_size = 0;
+  int32_t max_threads_per_multiprocessor = 0;
+  int32_t max_threads_per_block = 0;
+  int32_t compute_capability = 0;  // 10 * major + minor
+  int64_t memory_bytes = 0;
+  int64_t l2_cache_bytes = 0;
+  int64_t shared_memory_per_block = 0;
+};
+
+// A loaded module (cuModuleLoadData); unloads when destroyed. Move-only.
+class CudaModule {
+ public:
+  CudaModule() = default;
+  CudaModule(const CudaDriver* driver, CUmodule module) : driver_(driver), module_(module) {}
+  CudaModule(CudaModule&& o) noexcept;
+  CudaModule& operator=(CudaModule&& o) noexcept;
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
+  ~CudaModule();
+  // cuModuleGetFunction; throws naming the call and `name`.
+  CUfunction function(const std::string& name) const;
+
+ private:
+  const CudaDriver* driver_ = nullptr;
+  CUmodule module_ = nullptr;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// One device with its primary context (retained while this object lives). Every method makes
+// the context current on the calling thread first.
+class CudaDevice {
+ public:
+  // cuInit, then device `index`. Throws PluginError(STAX_ERROR_UNAVAILABLE, "no device ...") when
+  // the driver sees no device or fewer than index + 1.
+  CudaDevice(const CudaDriver& driver, int index);
+  ~CudaDevice();
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  const CudaDeviceInfo& info() const { return info_; }
+
+  CudaModule load_module(const std::vector<char>& cubin) const;
+  // cuLaunchKernel with no dynamic shared memory; `params` points at each kernel parameter.
+  void launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUstream stream) const;
+  void synchronize() const;
+
+  CUdeviceptr alloc(size_t bytes) const;  // a zero-byte request allocates one byte
+  void free(CUdeviceptr p) const;
+  void copy_to_device(CUdeviceptr dst, const void* src, size_t bytes) const;
+  void copy_to_host(void* dst, CUdeviceptr src, size_t bytes) const;
+  void copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const;
+
+ private:
+  void make_current() const;
+
+  const CudaDriver& driver_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CudaDeviceInfo info_;
+};
+
+}  // namespace stax::cuda

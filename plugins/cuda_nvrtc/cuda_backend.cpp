@@ -1,0 +1,388 @@
+// The cuda_nvrtc backend (libstax_cuda_nvrtc.so): prints each kernel as CUDA C (cuda_printer.h),
+// compiles it with NVRTC to a cubin (nvrtc_compiler.h) and launches it through the CUDA driver
+// API, which plugins/cuda_common loads with dlopen at run time: the plugin builds, loads and
+// compiles on machines without a driver; running a kernel there fails with
+// "no CUDA driver (libcuda.so.1 not found)".
+// With `emulate: true` the same CUDA C (with the host prelude, cuda_printer.h Target) is compiled
+// by cpu_cpp's in-process Clang JIT and run over the whole grid by the fiber emulator
+// (grid_emulator.h) on host memory: a CPU-only machine runs and checks the CUDA kernels.
+//
+// Options (`devices.cuda.options` in the YAML config):
+//   arch: sm_90              the architecture NVRTC compiles for (sm_<digits>). Default: the
+//                            device's compute capability when a device is present, else sm_90.
+//   emulate: false           run kernels in the host emulation instead of on a device
+//   dump_source: false       print every kernel's source to stderr when it is compiled
+//   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source
+// Thresholds: the seed's GPU values (§6.6: op limit 30, 4 reads, 8 accumulated reads, no
+// transcendental or users rule). split_reduction: Algorithm 6.1 (sdk::split_reduction_gpu) on the
+// device's properties; without a device on those of an H200 for sm_90 (132 SMs, warp 32, 2048
+// threads per SM), so that a compile without a device plans like one with it.
+//
+// ABI 1.2 device memory: cuMemAlloc / cuMemFree / synchronous cuMemcpy (the stream argument is
+// not used yet), cuCtxSynchronize; run_on_device() launches on those pointers directly. run() on
+// host memory (what the host executor passes today) copies every buffer to the device, launches,
+// synchronises and copies OUTPUT / INOUT / TEMP buffers back. Emulated, device memory is host
+// memory (the SDK's defaults).
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cuda_common/cuda_driver.h"
+#include "plugins/cuda_nvrtc/cuda_printer.h"
+#include "plugins/cuda_nvrtc/grid_emulator.h"
+#include "plugins/cuda_nvrtc/nvrtc_compiler.h"
+#include "stax/sdk/plugin.hpp"
+
+namespace stax::cuda {
+
+namespace {
+
+int64_t dtype_bytes(sdk::DType d) {
+  switch (d) {
+    case sdk::DType::Float64:
+    case sdk::DType::Int64: return 8;
+    case sdk::DType::Float32:
+    case sdk::DType::Int32: return 4;
+    case sdk::DType::Float16:
+    case sdk::DType::BFloat16: return 2;
+    default: return 1;
+  }
+}
+
+// Bytes from a buffer's data pointer to one past its last element.
+size_t buffer_bytes(const sdk::Buffer& b) {
+  int64_t last = b.offset();
+  for (size_t d = 0; d < b.sizes().size(); ++d) {
+    if (b.sizes()[d] == 0) return 0;
+    last += (b.sizes()[d] - 1) * b.strides()[d];
+  }
+  return static_cast<size_t>((last + 1) * dtype_bytes(b.dtype()));
+}
+
+// The device a backend instance drives, opened on first use (the driver is not needed to
+// compile). Holds the reason when there is none.
+class LazyDevice {
+ public:
+  explicit LazyDevice(int index) : index_(index) {}
+  // The device, or nullptr (reason() says why).
+  const CudaDevice* get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!tried_) {
+      tried_ = true;
+      try {
+        device_ = std::make_unique<CudaDevice>(CudaDriver::instance(), index_);
+      } catch (const sdk::PluginError& e) {
+        reason_ = e.what();
+      }
+    }
+    return device_.get();
+  }
+  // The device, or the PluginError saying why there is none.
+  const CudaDevice& require() const {
+    if (const CudaDevice* d = get()) return *d;
+    throw sdk::PluginError(STAX_ERROR_UNAVAILABLE, "cuda_nvrtc: " + reason_);
+  }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int index_;
+  mutable std::mutex mutex_;
+  mutable bool tried_ = false;
+  mutable std::unique_ptr<CudaDevice> device_;
+  mutable std::string reason_;
+};
+
+struct KernelBuffer {
+  size_t bytes;
+  bool copy_back;  // OUTPUT, INOUT, TEMP
+};
+
+class CudaKernel : public sdk::CompiledKernel {
+ public:
+  CudaKernel(std::shared_ptr<LazyDevice> device, std::string name, std::string source,
+             std::vector<char> cubin, LaunchPlan plan, std::vector<KernelBuffer> buffers)
+      : device_(std::move(device)),
+        name_(std::move(name)),
+        source_(std::move(source)),
+        cubin_(std::move(cubin)),
+        plan_(plan),
+        buffers_(std::move(buffers)) {}
+
+  const std::string& source() const override { return source_; }
+
+  // Host buffers: copied to the device around the launch.
+  void run(void* const* buffers, size_t num_buffers, void* stream) override {
+    check_count(num_buffers);
+    const CudaDevice& dev = device_->require();
+    CUfunction f = function();
+    if (plan_.points == 0) return;
+    std::vector<CUdeviceptr> ptrs(num_buffers, 0);
+    struct Release {  // frees the device copies on every path
+      const CudaDevice& dev;
+      std::vector<CUdeviceptr>& ptrs;
+      ~Release() {
+        for (CUdeviceptr p : ptrs) try {
+            dev.free(p);
+          } catch (const sdk::PluginError&) {  // the launch error is the one to report
+          }
+      }
+    } release{dev, ptrs};
+    std::vector<void*> params(num_buffers);
+    for (size_t i = 0; i < num_buffers; ++i) {
+      ptrs[i] = dev.alloc(buffers_[i].bytes);
+      dev.copy_to_device(ptrs[i], buffers[i], buffers_[i].bytes);
+      params[i] = &ptrs[i];
+    }
+    dev.launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+               static_cast<CUstream>(stream));
+    dev.synchronize();
+    for (size_t i = 0; i < num_buffers; ++i)
+      if (buffers_[i].copy_back) dev.copy_to_host(buffers[i], ptrs[i], buffers_[i].bytes);
+  }
+
+  // Buffers already on the device (ABI 1.2): launched on directly, asynchronously.
+  void run_on_device(void* const* buffers, size_t num_buffers, void* stream) override {
+    check_count(num_buffers);
+    CUfunction f = function();
+    if (plan_.points == 0) return;
+    std::vector<CUdeviceptr> ptrs(num_buffers);
+    std::vector<void*> params(num_buffers);
+    for (size_t i = 0; i < num_buffers; ++i) {
+      ptrs[i] = reinterpret_cast<CUdeviceptr>(buffers[i]);
+      params[i] = &ptrs[i];
+    }
+    device_->require().launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+                              static_cast<CUstream>(stream));
+  }
+
+ private:
+  void check_count(size_t num_buffers) const {
+    if (num_buffers != buffers_.size())
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc: kernel '" + name_ + "' takes " +
+                                 std::to_string(buffers_.size()) + " buffers, got " +
+                                 std::to_string(num_buffers));
+  }
+  // The kernel's function; its module is loaded on first use.
+  CUfunction function() {
+    if (!function_) {
+      module_ = device_->require().load_module(cubin_);
+      function_ = module_.function(name_);
+    }
+    return function_;
+  }
+
+  std::shared_ptr<LazyDevice> device_;
+  std::string name_;
+  std::string source_;
+  std::vector<char> cubin_;
+  LaunchPlan plan_;
+  std::vector<KernelBuffer> buffers_;
+  CudaModule module_;
+  CUfunction function_ = nullptr;
+};
+
+// A kernel compiled for the host emulation: its JIT module and entry point.
+class EmulatedKernel : public sdk::CompiledKernel {
+ public:
+  EmulatedKernel(std::shared_ptr<GridEmulator> emulator, cpu::CompiledModule module,
+                 EmuEntry* entry, std::string name, std::string source, LaunchPlan plan,
+                 size_t num_buffers)
+      : emulator_(std::move(emulator)),
+        module_(std::move(module)),
+        entry_(entry),
+        name_(std::move(name)),
+        source_(std::move(source)),
+        plan_(plan),
+        num_buffers_(num_buffers) {}
+
+  const std::string& source() const override { return source_; }
+
+  void run(void* const* buffers, size_t num_buffers, void*) override {
+    if (num_buffers != num_buffers_)
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc (emulated): kernel '" + name_ + "' takes " +
+                                 std::to_string(num_buffers_) + " buffers, got " +
+                                 std::to_string(num_buffers));
+    if (plan_.points == 0) return;
+    emulator_->launch(entry_, buffers, plan_.grid, plan_.block, name_);
+  }
+
+ private:
+  std::shared_ptr<GridEmulator> emulator_;
+  cpu::CompiledModule module_;
+  EmuEntry* entry_;
+  std::string name_;
+  std::string source_;
+  LaunchPlan plan_;
+  size_t num_buffers_;
+};
+
+// What the emulation compile appends to a kernel: the entry point EmuEntry, which calls the
+// kernel with its buffers converted to the parameter types.
+std::string emulation_entry(const std::string& entry, const std::string& kernel,
+                            size_t num_buffers) {
+  return "\ntemplate <class T, T... I> struct stax_emu_seq {};\n"
+         "template <class... P, unsigned long... I>\n"
+         "inline void stax_emu_call(void (*f)(P...), void* const* a,\n"
+         "                          stax_emu_seq<unsigned long, I...>) {\n"
+         "  f(static_cast<P>(a[I])...);\n"
+         "}\n"
+         "extern \"C\" void " + entry + "(stax_emu_state* state, void* const* buffers) {\n"
+         "  stax_emu = state;\n"
+         "  stax_emu_call(" + kernel + ", buffers, __make_integer_seq<stax_emu_seq, unsigned long, " +
+         std::to_string(num_buffers) + ">{});\n"
+         "}\n";
+}
+
+class CudaNvrtcBackend : public sdk::Backend {
+ public:
+  // cuMemAlloc's guaranteed alignment.
+  static constexpr size_t kDriverAlignment = 256;
+
+  static constexpr const char* kName = "cuda_nvrtc";
+  static constexpr const char* kVersion = "0.1 (CUDA C, NVRTC)";
+
+  void configure(const sdk::Options& o) override {
+    o.check_known({"arch", "emulate", "dump_source", "test_inject_source"});
+    arch_ = o.get_string("arch", "");
+    if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+a?")))
+      o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got '" + arch_ +
+                        "'");
+    emulate_ = o.get_bool("emulate", false);
+    dump_source_ = o.get_bool("dump_source", false);
+    inject_ = o.get_string("test_inject_source", "");
+    device_ = std::make_shared<LazyDevice>(device_index());
+  }
+
+  sdk::DeviceProperties properties() const override {
+    sdk::DeviceProperties p;
+    p.kind = sdk::DeviceKind::CUDA;
+    const CudaDevice* dev = emulate_ ? nullptr : device();
+    if (dev) {
+      const CudaDeviceInfo& i = dev->info();
+      p.device_name = i.name;
+      p.multiprocessor_count = i.multiprocessor_count;
+      p.warp_size = i.warp_size;
+      p.max_threads_per_multiprocessor = i.max_threads_per_multiprocessor;
+      p.max_threads_per_block = i.max_threads_per_block;
+      p.compute_capability = i.compute_capability;
+      p.memory_bytes = i.memory_bytes;
+      p.l2_cache_bytes = i.l2_cache_bytes;
+      p.shared_memory_per_block = i.shared_memory_per_block;
+      return p;
+    }
+    // Emulated or no device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
+    p.device_name = emulate_ ? "host emulation of " + arch() + " (fibers on the CPU)"
+                             : "no device present (" +
+                                   (device_ ? device_->reason() : std::string("-")) +
+                                   "); compiling for " + arch();
+    p.multiprocessor_count = 132;
+    p.warp_size = 32;
+    p.max_threads_per_multiprocessor = 2048;
+    p.max_threads_per_block = 1024;
+    p.compute_capability = std::stoi(arch().substr(3));
+    p.l2_cache_bytes = 60LL << 20;
+    p.shared_memory_per_block = 48LL << 10;
+    return p;
+  }
+
+  sdk::RealizationThresholds thresholds() const override {
+    return sdk::RealizationThresholds::gpu();
+  }
+
+  void* device_alloc(size_t bytes, size_t alignment) override {
+    if (emulate_) return sdk::Backend::device_alloc(bytes, alignment);
+    if (alignment > kDriverAlignment)
+      throw sdk::PluginError(STAX_ERROR_UNSUPPORTED,
+                             "cuda_nvrtc: device_alloc aligns to at most " +
+                                 std::to_string(kDriverAlignment) + " bytes, asked " +
+                                 std::to_string(alignment));
+    return reinterpret_cast<void*>(device_->require().alloc(bytes));
+  }
+  void device_free(void* data) override {
+    if (emulate_) return sdk::Backend::device_free(data);
+    device_->require().free(reinterpret_cast<CUdeviceptr>(data));
+  }
+  void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                   void* stream) override {
+    if (emulate_) return sdk::Backend::device_copy(kind, dst, src, bytes, stream);
+    const CudaDevice& dev = device_->require();
+    auto dptr = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    switch (kind) {
+      case STAX_COPY_HOST_TO_DEVICE: return dev.copy_to_device(dptr(dst), src, bytes);
+      case STAX_COPY_DEVICE_TO_HOST: return dev.copy_to_host(dst, dptr(src), bytes);
+      case STAX_COPY_DEVICE_TO_DEVICE: return dev.copy_on_device(dptr(dst), dptr(src), bytes);
+    }
+  }
+  void device_synchronize(void* stream) override {
+    if (emulate_) return sdk::Backend::device_synchronize(stream);
+    device_->require().synchronize();
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    LaunchPlan plan = plan_launch(k);
+    if (emulate_) return compile_emulated(k, plan);
+    std::string source = print_kernel_source(k, plan) + inject_;
+    if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
+    NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
+    std::vector<KernelBuffer> buffers;
+    for (size_t i = 0; i < k.num_buffers(); ++i) {
+      sdk::Buffer b = k.buffer(i);
+      buffers.push_back({buffer_bytes(b), !b.is_input()});
+    }
+    return std::make_unique<CudaKernel>(device_, k.name(), std::move(source),
+                                        std::move(out.cubin), plan, std::move(buffers));
+  }
+
+ private:
+  std::unique_ptr<sdk::CompiledKernel> compile_emulated(const sdk::Kernel& k,
+                                                        const LaunchPlan& plan) {
+    std::string source = print_kernel_source(k, plan, Target::HostEmulation) + inject_;
+    if (dump_source_)
+      std::cerr << "// cuda_nvrtc (emulated) kernel '" << k.name() << "'\n" << source << "\n";
+    if (!jit_) {
+      cpu::ClangJitOptions o;
+      o.opt_level = 2;
+      o.load_sleef = false;
+      jit_ = std::make_unique<cpu::ClangJit>(std::move(o));
+      emulator_ = std::make_shared<GridEmulator>();
+    }
+    // Entry names must be unique among the JIT's live modules.
+    std::string entry = "stax_emu_entry_" + std::to_string(next_entry_++);
+    cpu::CompiledModule module =
+        jit_->compile(source + emulation_entry(entry, k.name(), k.num_buffers()), {entry},
+                      k.name());
+    EmuEntry* fn = module.function<EmuEntry>(entry);
+    return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+                                            std::move(source), plan, k.num_buffers());
+  }
+
+  const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
+
+  // The configured arch, else the device's, else sm_90.
+  std::string arch() const {
+    if (!arch_.empty()) return arch_;
+    if (const CudaDevice* d = emulate_ ? nullptr : device()) return "sm_" + std::to_string(d->info().compute_capability);
+    return "sm_90";
+  }
+
+  std::string arch_;
+  bool emulate_ = false;
+  bool dump_source_ = false;
+  std::string inject_;
+  std::shared_ptr<LazyDevice> device_;
+  std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
+  std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
+  uint64_t next_entry_ = 0;
+};
+
+}  // namespace
+
+}  // namespace stax::cuda
+
+STAX_DEFINE_PLUGIN(stax::cuda::CudaNvrtcBackend)

@@ -1,0 +1,355 @@
+#include "plugins/cuda_nvrtc/cuda_printer.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "plugins/cuda_nvrtc/embedded_text.h"
+#include "stax/sdk/cstyle_printer.hpp"
+
+namespace stax::cuda {
+
+namespace {
+
+using sdk::DType;
+using sdk::ReductionType;
+
+// NVRTC, before scalar_ops.hpp: CUDA's device math under the __builtin_* names scalar_ops.hpp
+// calls (NVRTC knows no such builtins), and the 16-bit float types.
+std::string nvrtc_head() {
+  std::string s = "// CUDA device math under the names of stax/sdk/scalar_ops.hpp\n";
+  for (const char* f : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin",
+                        "cos", "tan", "tanh", "erf", "floor", "ceil", "trunc", "nearbyint", "fabs",
+                        "fmod", "copysign", "pow"}) {
+    s += "#define __builtin_" + std::string(f) + "f " + f + "f\n";
+    s += "#define __builtin_" + std::string(f) + " " + f + "\n";
+  }
+  s += R"(#define __builtin_inff() __int_as_float(0x7f800000)
+#define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
+#define __builtin_huge_valf() __int_as_float(0x7f800000)
+#define __builtin_huge_val() __longlong_as_double(0x7ff0000000000000LL)
+#define __builtin_nanf(s) __int_as_float(0x7fc00000)
+#define __builtin_nan(s) __longlong_as_double(0x7ff8000000000000LL)
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+// Prelude: stax/sdk/scalar_ops.hpp
+)";
+  return s;
+}
+
+// Host emulation, before scalar_ops.hpp: the CUDA built-ins on grid_emulator.h's EmuState (same
+// layout as stax_emu_state), the 16-bit float types on half_bits.hpp.
+std::string emulation_head() {
+  return std::string(R"(// Host emulation of the CUDA built-ins (plugins/cuda_nvrtc/grid_emulator.h)
+struct stax_emu_dim3 { unsigned x, y, z; };
+struct stax_emu_state {
+  stax_emu_dim3 thread_idx, block_idx, block_dim, grid_dim;
+  void (*sync)(stax_emu_state*);
+  void (*trap)(stax_emu_state*);
+  void* runtime;
+};
+static stax_emu_state* stax_emu;
+#define threadIdx (stax_emu->thread_idx)
+#define blockIdx (stax_emu->block_idx)
+#define blockDim (stax_emu->block_dim)
+#define gridDim (stax_emu->grid_dim)
+#define __syncthreads() stax_emu->sync(stax_emu)
+#define __trap() stax_emu->trap(stax_emu)
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(n)
+// Prelude: half_bits.hpp
+)") + embedded::kHalfBits + R"(
+struct __half { unsigned short bits; };
+struct __nv_bfloat16 { unsigned short bits; };
+inline float __half2float(__half x) { return stax_f16::half_to_float(x.bits); }
+inline __half __float2half_rn(float x) { return __half{stax_f16::float_to_half(x)}; }
+inline float __bfloat162float(__nv_bfloat16 x) { return stax_f16::bf16_to_float(x.bits); }
+inline __nv_bfloat16 __float2bfloat16_rn(float x) {
+  return __nv_bfloat16{stax_f16::float_to_bf16(x)};
+}
+// Prelude: stax/sdk/scalar_ops.hpp
+)";
+}
+
+// After scalar_ops.hpp (both targets): conversions of the 16-bit float types (through float, rounding to
+// nearest even, like the reference runtime), index min/max, the bounds check, the arg-reduction
+// combine rule.
+constexpr const char kPreludeTail[] = R"(
+namespace stax_scalar {
+inline float stax_to_float(__half x) { return __half2float(x); }
+inline float stax_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class H> inline H stax_from_float(float x);
+template <> inline __half stax_from_float<__half>(float x) { return __float2half_rn(x); }
+template <> inline __nv_bfloat16 stax_from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+#define STAX_F16_CONVERSIONS(H)                                                         \
+  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
+  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
+  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
+  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
+  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
+  template <> inline H convert<H, double>(double x) {                                   \
+    return stax_from_float<H>((float)x);                                                \
+  }                                                                                     \
+  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
+  template <> inline H convert<H, bool>(bool x) {                                       \
+    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
+  }
+STAX_F16_CONVERSIONS(__half)
+STAX_F16_CONVERSIONS(__nv_bfloat16)
+#undef STAX_F16_CONVERSIONS
+}  // namespace stax_scalar
+
+inline long long stax_index_min(long long a, long long b) { return a < b ? a : b; }
+inline long long stax_index_max(long long a, long long b) { return a < b ? b : a; }
+
+// Indirect indexing out of bounds: the launch fails (CUDA_ERROR_ILLEGAL_INSTRUCTION).
+#define STAX_CHECK(cond, message) \
+  do {                            \
+    if (!(cond)) __trap();        \
+  } while (0)
+
+// argmax / argmin: whether (vb, ib) replaces (va, ia). NaN counts as the extreme; among equal
+// values (or NaNs) the smaller index wins, so the combine is associative and commutative and the
+// result is the first occurrence, whatever the order of the partial results.
+template <class T>
+inline bool stax_arg_prefer(T vb, long long ib, T va, long long ia, bool is_max) {
+  bool na = va != va, nb = vb != vb;
+  if (na || nb) return nb && (!na || ib < ia);
+  if (vb == va) return ib < ia;
+  return is_max ? vb > va : vb < va;
+}
+)";
+
+sdk::CStyleTables cuda_tables() {
+  sdk::CStyleTables t;
+  t.storage_types[static_cast<int>(DType::Float16)] = "__half";
+  t.storage_types[static_cast<int>(DType::BFloat16)] = "__nv_bfloat16";
+  t.kernel_prefix = "extern \"C\" __global__ void";
+  t.min = "stax_index_min";
+  t.max = "stax_index_max";
+  return t;
+}
+
+// An accumulator of a reduction-loop body, for the block combine.
+struct Accumulator {
+  std::string name;  // acc3 (arg reductions: value acc3, index acc3_index)
+  std::string type;  // its compute type
+  ReductionType reduction;
+};
+
+class CudaPrinter : public sdk::CStylePrinter {
+ public:
+  explicit CudaPrinter(const sdk::Kernel& k) : sdk::CStylePrinter(k, cuda_tables()) {}
+
+  std::string reduction(ReductionType type, DType dtype, std::string value) override {
+    bool arg = type == ReductionType::ArgMax || type == ReductionType::ArgMin;
+    DType acc_type = arg ? dtype_of(value) : dtype;
+    std::string result = sdk::CStylePrinter::reduction(type, dtype, value);
+    std::string name = arg ? result.substr(0, result.size() - 6) : result;  // drop "_index"
+    accumulators_.push_back({name, compute_type(acc_type), type});
+    return result;
+  }
+  // The accumulators printed since the last call.
+  std::vector<Accumulator> take_accumulators() { return std::move(accumulators_); }
+  // `op(a, b)` spelled as the printer spells ops.def ops.
+  std::string combine(int32_t opcode, const std::string& a, const std::string& b) const {
+    return op_call(opcode, {a, b});
+  }
+
+ private:
+  std::vector<Accumulator> accumulators_;
+};
+
+class SourceWriter {
+ public:
+  void line(const std::string& text) { out_ += std::string(2 * depth_, ' ') + text + "\n"; }
+  void open(const std::string& text) {
+    line(text);
+    ++depth_;
+  }
+  void close() {
+    --depth_;
+    line("}");
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+  int depth_ = 0;
+};
+
+// Row-major decomposition of `linear` over `extents` into the variables `var(k)`.
+template <class VarName>
+void decompose(SourceWriter& w, const std::string& index_type, const std::string& linear,
+               sdk::Span<int64_t> extents, VarName var) {
+  int64_t stride = 1;
+  std::vector<int64_t> strides(extents.size());
+  for (size_t k = extents.size(); k-- > 0;) {
+    strides[k] = stride;
+    stride *= extents[k];
+  }
+  for (size_t k = 0; k < extents.size(); ++k) {
+    std::string v = linear;
+    if (strides[k] != 1) v = "(" + v + " / " + std::to_string(strides[k]) + "LL)";
+    if (k > 0) v = "(" + v + " % " + std::to_string(extents[k]) + "LL)";
+    w.line(index_type + " " + var(static_cast<int32_t>(k)) + " = (" + index_type + ")" + v + ";");
+  }
+}
+
+int32_t combine_opcode(ReductionType t) {
+  switch (t) {
+    case ReductionType::Sum: return STAX_OP_add;
+    case ReductionType::Prod: return STAX_OP_mul;
+    case ReductionType::Max: return STAX_OP_maximum;
+    case ReductionType::Min: return STAX_OP_minimum;
+    case ReductionType::Any: return STAX_OP_logical_or;
+    case ReductionType::All: return STAX_OP_logical_and;
+    default:
+      throw sdk::PluginError(STAX_ERROR_UNSUPPORTED, std::string("cuda_nvrtc: reduction type ") +
+                                                         sdk::reduction_type_name(t));
+  }
+}
+
+// The fixed-tree block combine of one accumulator: afterwards thread 0 holds the row's result.
+// Shared memory: stax_smem, 2 * blockDim 8-byte words (values, then arg indices).
+void emit_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator& a) {
+  bool arg = a.reduction == ReductionType::ArgMax || a.reduction == ReductionType::ArgMin;
+  std::string v = a.name + "_smem";
+  w.open("{");
+  w.line(a.type + "* " + v + " = reinterpret_cast<" + a.type + "*>(stax_smem);");
+  if (arg) w.line("long long* " + v + "_index = reinterpret_cast<long long*>(stax_smem) + blockDim.x;");
+  w.line(v + "[threadIdx.x] = " + a.name + ";");
+  if (arg) w.line(v + "_index[threadIdx.x] = " + a.name + "_index;");
+  w.line("__syncthreads();");
+  w.open("for (unsigned stax_s = blockDim.x / 2; stax_s > 0; stax_s /= 2) {");
+  w.open("if (threadIdx.x < stax_s) {");
+  std::string mine = v + "[threadIdx.x]", other = v + "[threadIdx.x + stax_s]";
+  if (arg) {
+    std::string mine_i = v + "_index[threadIdx.x]", other_i = v + "_index[threadIdx.x + stax_s]";
+    std::string is_max = a.reduction == ReductionType::ArgMax ? "true" : "false";
+    w.open("if (stax_arg_prefer(" + other + ", " + other_i + ", " + mine + ", " + mine_i + ", " +
+           is_max + ")) {");
+    w.line(mine + " = " + other + ";");
+    w.line(mine_i + " = " + other_i + ";");
+    w.close();
+  } else {
+    w.line(mine + " = " + p.combine(combine_opcode(a.reduction), mine, other) + ";");
+  }
+  w.close();
+  w.line("__syncthreads();");
+  w.close();
+  w.line(a.name + " = " + v + "[0];");
+  if (arg) w.line(a.name + "_index = " + v + "_index[0];");
+  w.line("__syncthreads();");
+  w.close();
+}
+
+std::string launch_bounds(const LaunchPlan& plan) {
+  return "__launch_bounds__(" + std::to_string(plan.block) + ")";
+}
+
+}  // namespace
+
+unsigned block_threads(int64_t reduction_numel) {
+  unsigned b = 32;
+  while (b < 256 && static_cast<int64_t>(b) < reduction_numel) b *= 2;
+  return b;
+}
+
+LaunchPlan plan_launch(const sdk::Kernel& k) {
+  LaunchPlan plan;
+  for (size_t b = 0; b < k.num_bodies(); ++b)
+    plan.row_per_block = plan.row_per_block || k.body(b).is_reduction_loop();
+  plan.points = k.numel();
+  plan.reduction_numel = k.reduction_numel();
+  if (plan.row_per_block) {
+    plan.block = block_threads(plan.reduction_numel);
+    plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(plan.points, 1), kMaxGrid));
+  } else {
+    plan.block = 256;
+    int64_t blocks = (plan.points + plan.block - 1) / plan.block;
+    plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid));
+  }
+  return plan;
+}
+
+const std::string& kernel_prelude(Target target) {
+  static const std::string nvrtc = nvrtc_head() + embedded::kScalarOps + kPreludeTail;
+  static const std::string host = emulation_head() + embedded::kScalarOps + kPreludeTail;
+  return target == Target::Nvrtc ? nvrtc : host;
+}
+
+std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) {
+  CudaPrinter p(k);
+  std::vector<sdk::PrintedBody> bodies;
+  std::vector<std::vector<Accumulator>> accs;
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    bodies.push_back(p.print(k.body(b)));
+    accs.push_back(p.take_accumulators());
+  }
+  const std::string ix = p.index_type();
+  auto iter = [&](int32_t d) { return p.iter_var(d); };
+  auto red = [&](int32_t d) { return p.reduce_var(d); };
+
+  SourceWriter w;
+  std::string sig = p.signature();
+  sig.insert(sig.find(k.name()), launch_bounds(plan) + " ");
+  w.open(sig + " {");
+  const std::string n = std::to_string(plan.points) + "LL";
+  if (!plan.row_per_block) {
+    w.open("for (long long stax_linear = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+           "stax_linear < " + n + "; stax_linear += (long long)blockDim.x * gridDim.x) {");
+    decompose(w, ix, "stax_linear", k.ranges(), iter);
+    for (size_t b = 0; b < k.num_bodies(); ++b) {
+      if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
+      for (const std::string& l : bodies[b].lines) w.line(l);
+    }
+    w.close();
+  } else {
+    w.line("__shared__ unsigned long long stax_smem[" + std::to_string(2 * plan.block) +
+           "];");
+    w.open("for (long long stax_row = blockIdx.x; stax_row < " + n +
+           "; stax_row += gridDim.x) {");
+    decompose(w, ix, "stax_row", k.ranges(), iter);
+    const std::string rn = std::to_string(plan.reduction_numel) + "LL";
+    for (size_t b = 0; b < k.num_bodies(); ++b) {
+      sdk::LoopBody body = k.body(b);
+      if (!body.name().empty()) w.line("// " + body.name());
+      const sdk::PrintedBody& pb = bodies[b];
+      if (!body.is_reduction_loop()) {
+        w.open("if (threadIdx.x == 0) {");
+        for (const std::string& l : pb.lines) w.line(l);
+        w.close();
+      } else {
+        w.open("{");
+        for (const std::string& l : pb.prologue) w.line(l);
+        w.open("for (long long stax_r = threadIdx.x; stax_r < " + rn +
+               "; stax_r += blockDim.x) {");
+        decompose(w, ix, "stax_r", k.reduction_ranges(), red);
+        for (const std::string& l : pb.lines) w.line(l);
+        w.close();
+        for (const Accumulator& a : accs[b]) emit_combine(w, p, a);
+        if (!pb.epilogue.empty()) {
+          w.open("if (threadIdx.x == 0) {");
+          for (const std::string& l : pb.epilogue) w.line(l);
+          w.close();
+        }
+        w.close();
+      }
+      w.line("__syncthreads();");
+    }
+    w.close();
+  }
+  w.close();
+  return w.take();
+}
+
+std::string print_kernel_source(const sdk::Kernel& kernel, const LaunchPlan& plan,
+                                Target target) {
+  return kernel_prelude(target) + kKernelMarker + "\n" + print_kernel_function(kernel, plan);
+}
+
+}  // namespace stax::cuda

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU and driver (a session with the accelerator): build what the CUDA
+# checks need into ./build, run the `gpu`-labelled tests on the device against the interpreter,
+# the NVRTC and emulation tests, and the small GPU bench; print a summary. Under 10 minutes on
+# the 16-core device machine. Does not install packages (the device machine may be offline):
+# cmake, ninja, the CUDA toolkit, LLVM 19 and the other packages of scripts/setup.sh must be there.
+#   scripts/gpu_check.sh            # exit status 0 when every check passed
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG=build/gpu_check.log
+mkdir -p build
+: > "$LOG"
+status=0
+step() { echo "== $*" | tee -a "$LOG"; }
+
+step "device"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
+else
+  echo "nvidia-smi not found: the gpu tests will skip" | tee -a "$LOG"
+fi
+
+step "build"
+jobs=$(nproc)
+if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$LOG" 2>&1 &&
+       timeout 420 cmake --build build -j"$jobs" --target stax stax_plugin_cpu_cpp \
+         stax_plugin_cuda_nvrtc cuda_gpu_test cuda_nvrtc_test cuda_emulated_test \
+         cuda_driver_test >>"$LOG" 2>&1; }; then
+  echo "build failed (see $LOG)"; tail -20 "$LOG"; exit 1
+fi
+
+step "gpu tests (ctest -L gpu)"
+timeout 120 ctest --test-dir build -L gpu --output-on-failure >>"$LOG" 2>&1 || status=1
+for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test; do
+  step "$t"
+  timeout 120 "build/bin/$t" >"build/$t.out" 2>&1 || status=1
+  cat "build/$t.out" >>"$LOG"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ cuda" "build/$t.out"
+done
+
+step "summary"
+grep -h "^\[ cuda" build/cuda_*_test.out
+grep -h "no GPU to run on" build/cuda_gpu_test.out | head -1
+if [ $status -eq 0 ]; then echo "gpu_check: all passed"; else echo "gpu_check: FAILURES (see $LOG)"; fi
+exit $status

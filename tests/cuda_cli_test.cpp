@@ -1,0 +1,69 @@
+// The acceptance commands of the CUDA backend through the CLI, on a machine without a GPU:
+// `stax compile --config configs/cuda.yaml --dump kernels` shows CUDA C; `stax run` with it fails
+// with the clean no-driver message (never silently on the CPU); `stax run --check` with
+// configs/cuda_emulated.yaml runs the CUDA kernels emulated and agrees with the interpreter;
+// `stax plugins` shows the plugin with "no device present".
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/cli_runner.h"
+#include "tests/support/strings.h"
+
+namespace {
+
+using stax::test::CliTest;
+using stax::test::contains;
+using stax::test::example;
+
+const std::string kConfigs = std::string(STAX_SOURCE_DIR) + "/configs/";
+
+bool driver_present() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+class CudaCli : public CliTest {};
+
+TEST_F(CudaCli, CompileDumpsCudaC) {
+  auto r = stax("compile " + example("softmax.stax") + " --config " + kConfigs +
+                "cuda.yaml --dump kernels");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "extern \"C\" __global__ void __launch_bounds__(32) kernel0(const "
+                              "float* in_ptr0, float* out_ptr0"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "backend cuda_nvrtc")) << r.out;
+}
+
+TEST_F(CudaCli, RunWithoutDriverFailsCleanly) {
+  if (driver_present()) GTEST_SKIP() << "a CUDA driver is present";
+  auto r = stax("run " + example("softmax.stax") + " --config " + kConfigs + "cuda.yaml --check");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "plugin 'cuda_nvrtc': run of kernel 'kernel0' failed "
+                              "(unavailable): cuda_nvrtc: no CUDA driver (libcuda.so.1 not "
+                              "found)"))
+      << r.err;
+  EXPECT_FALSE(contains(r.out, "check:")) << r.out;
+}
+
+TEST_F(CudaCli, EmulatedRunChecksAgainstTheInterpreter) {
+  auto r = stax("run " + example("softmax.stax") + " --config " + kConfigs +
+                "cuda_emulated.yaml --check");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "(compiled, backend cuda_nvrtc)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "check: all 2 output(s) agree with the reference interpreter"))
+      << r.out;
+}
+
+TEST_F(CudaCli, PluginsShowsNoDevicePresent) {
+  if (driver_present()) GTEST_SKIP() << "a CUDA driver is present";
+  auto r = stax("plugins --config " + kConfigs + "cuda.yaml");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "device: cuda 'no device present (no CUDA driver (libcuda.so.1 not "
+                              "found)); compiling for sm_90', 132 SMs, warp 32, sm_90"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "thresholds: op_limit 30")) << r.out;
+  EXPECT_TRUE(contains(r.out, "split_reduction: 2 segment(s) for 64 x 16384")) << r.out;
+}
+
+}  // namespace

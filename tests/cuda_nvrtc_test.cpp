@@ -1,0 +1,182 @@
+// The cuda_nvrtc plugin without a GPU: every kernel of the representative e2e set prints as CUDA C
+// and compiles with NVRTC to an sm_90 cubin; the plugin's policy is the GPU's (§6.6 thresholds,
+// Algorithm 6.1 splits); a failing compile reports NVRTC's log with the numbered source; running
+// without a driver fails cleanly (never silently on the CPU).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/support/cuda_e2e.h"
+
+namespace stax {
+namespace {
+
+using test::contains;
+using test::cuda_config;
+
+Compiler& cuda_compiler() {
+  static Compiler compiler(cuda_config());
+  return compiler;
+}
+
+bool driver_present() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+TEST(CudaNvrtc, EveryKernelOfTheE2eSetCompilesToAnSm90Cubin) {
+  size_t kernels = 0;
+  double ms = 0;
+  for (const test::E2eCase& c : test::cuda_e2e_cases()) {
+    SCOPED_TRACE(c.name);
+    CompiledGraph cg = cuda_compiler().compile(c.graph);
+    EXPECT_EQ(cg.backend_name(), "cuda_nvrtc");
+    EXPECT_GT(cg.num_kernels(), 0u);
+    for (const CompiledKernelInfo& k : cg.kernels()) {
+      EXPECT_TRUE(contains(k.source, "extern \"C\" __global__ void __launch_bounds__(")) << k.source;
+      ++kernels;
+      ms += k.compile_ms;
+    }
+  }
+  EXPECT_GT(kernels, 30u);
+  std::printf("[ cuda_nvrtc ] %zu kernels, %.1f ms per kernel (print + NVRTC to sm_90 cubin)\n",
+              kernels, ms / static_cast<double>(kernels));
+}
+
+// Pointwise kernels: grid-stride loops; reductions: one row per block, a fixed-tree combine in
+// shared memory, thread 0 stores, bodies separated by barriers.
+TEST(CudaNvrtc, LaunchForms) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 100});
+  g.output({g.call("exp", {x})});
+  CompiledGraph pw = cuda_compiler().compile(g);
+  ASSERT_EQ(pw.num_kernels(), 1u);
+  const std::string& s = pw.kernels()[0].source;
+  EXPECT_TRUE(contains(s, "__launch_bounds__(256)")) << s;
+  EXPECT_TRUE(contains(s, "stax_linear < 6400LL; stax_linear += (long long)blockDim.x * "
+                          "gridDim.x)")) << s;
+  EXPECT_TRUE(contains(s, "int i0 = (int)stax_linear;")) << s;  // one loop (Prop. 6.3)
+  EXPECT_FALSE(contains(s, "__syncthreads")) << s;
+
+  CompiledGraph sm = cuda_compiler().compile(
+      parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/softmax.stax"));
+  bool row_kernel = false;
+  for (const CompiledKernelInfo& k : sm.kernels()) {
+    if (!contains(k.source, "stax_row")) continue;
+    row_kernel = true;
+    EXPECT_TRUE(contains(k.source, "__launch_bounds__(32)")) << k.source;  // rows of 32
+    EXPECT_TRUE(contains(k.source, "for (unsigned stax_s = blockDim.x / 2; stax_s > 0; "
+                                   "stax_s /= 2) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "if (threadIdx.x == 0) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "__syncthreads();")) << k.source;
+  }
+  EXPECT_TRUE(row_kernel);
+}
+
+// Seed Listing 6.3 (Example 6.1, x.t() + y targeting CUDA): the lowered read of x is
+// i0 + 256*i1; the kernel's loops are then ordered for contiguous access (x's read becomes
+// 256*i0 + i1) and the flat thread index decomposes into the two loop variables.
+TEST(CudaNvrtc, Listing63Golden) {
+  Graph g;
+  Node* x = g.placeholder("x", {512, 256});
+  Node* y = g.placeholder("y", {256, 512});
+  g.output({g.call("add.Tensor", {g.call("t", {x}), y})});
+  CompiledGraph cg = cuda_compiler().compile(g);
+  EXPECT_TRUE(contains(cg.loop_ir(), "i0 + 256*i1")) << cg.loop_ir();
+  ASSERT_EQ(cg.num_kernels(), 1u);
+  const std::string& s = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(s, "int i0 = (int)(stax_linear / 256LL);")) << s;
+  EXPECT_TRUE(contains(s, "int i1 = (int)(stax_linear % 256LL);")) << s;
+  EXPECT_TRUE(contains(s, "auto tmp0 = in_ptr0[256*i0 + i1];")) << s;
+  EXPECT_TRUE(contains(s, "out_ptr0[i0 + 512*i1] = tmp2;")) << s;
+}
+
+// Seed Example 6.2 / Listing 6.4 on this plugin's policy (no device: an H200's numbers):
+// (x * x).sum(-1) over 64 x 16384 splits into k = 2 segments: two kernels, the first reading
+// 8192-element segments with 16384*i0 + 8192*i1 merged into 8192*i0 over 128 rows (Prop. 6.3's
+// 8192*x0), the second summing the 2 partials of each of the 64 rows.
+TEST(CudaNvrtc, Example62SplitsIntoTwoKernels) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 16384});
+  g.output({g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{-1}})});
+  CompiledGraph cg = cuda_compiler().compile(g);
+  ASSERT_EQ(cg.num_kernels(), 2u) << cg.loop_ir();
+  // Listing 6.4's first level as lowered, then merged into one loop of 128 rows (Prop. 6.3)
+  EXPECT_TRUE(contains(cg.loop_ir(), "ops.load('x', 16384*i0 + 8192*i1 + r0_0)")) << cg.loop_ir();
+  const std::string& first = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(first, "stax_row < 128LL;")) << first;
+  EXPECT_TRUE(contains(first, "stax_r < 8192LL;")) << first;
+  EXPECT_TRUE(contains(first, "auto tmp0 = in_ptr0[8192*i0 + r0_0];")) << first;
+  EXPECT_TRUE(contains(first, "__launch_bounds__(256)")) << first;
+  const std::string& second = cg.kernels()[1].source;
+  EXPECT_TRUE(contains(second, "stax_row < 64LL;")) << second;
+  EXPECT_TRUE(contains(second, "auto tmp0 = in_ptr0[2*i0 + r0_0];")) << second;
+}
+
+TEST(CudaNvrtc, PolicyIsTheGpus) {
+  Plugin& p = cuda_compiler().registry().backend("cuda");
+  EXPECT_EQ(p.kind(), sdk::DeviceKind::CUDA);
+  sdk::RealizationThresholds t = cuda_compiler().registry().thresholds("cuda");
+  EXPECT_EQ(t.op_limit, 30);
+  EXPECT_EQ(t.max_accumulated_reads, 8);
+  EXPECT_EQ(t.users_limit, 0);
+  EXPECT_TRUE(t.transcendental_ops.empty());
+}
+
+TEST(CudaNvrtc, FailingCompileShowsNvrtcLogAndNumberedSource) {
+  OptionValue o = OptionValue::map();
+  o.set("test_inject_source", OptionValue::make_scalar("\nthis_is_not_cuda;\n"));
+  Compiler bad(cuda_config(o));
+  Graph g;
+  Node* x = g.placeholder("x", {4});
+  g.output({g.call("neg", {x})});
+  try {
+    bad.compile(g);
+    FAIL() << "compiled invalid CUDA C";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_TRUE(contains(what, "cuda_nvrtc: NVRTC failed to compile 'kernel0.cu' for sm_90"))
+        << what;
+    EXPECT_TRUE(contains(what, "error: this declaration has no storage class or type specifier"))
+        << what;
+    EXPECT_TRUE(contains(what, "| this_is_not_cuda;")) << what;
+    EXPECT_TRUE(contains(what, "   1| // CUDA device math")) << what;
+  }
+}
+
+TEST(CudaNvrtc, BadArchOptionIsRejected) {
+  OptionValue o = OptionValue::map();
+  o.set("arch", OptionValue::make_scalar("compute_90", "cuda.yaml:9:5"));
+  Compiler bad(cuda_config(o));
+  try {
+    bad.registry().backend("cuda");
+    FAIL() << "accepted arch compute_90";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "must be sm_<digits> (a real architecture, e.g. sm_90), got "
+                                   "'compute_90'")) << e.what();
+  }
+}
+
+// Without a driver, compiling works and running fails with the clean message.
+TEST(CudaNvrtc, RunWithoutDriverFailsCleanly) {
+  if (driver_present()) GTEST_SKIP() << "a CUDA driver is present (cuda_gpu_test runs kernels)";
+  Graph g;
+  Node* x = g.placeholder("x", {4});
+  g.output({g.call("neg", {x})});
+  CompiledGraph cg = cuda_compiler().compile(g);
+  try {
+    cg.run({Tensor::randn({4}, DType::Float32, 1)});
+    FAIL() << "ran without a driver";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "cuda_nvrtc: no CUDA driver (libcuda.so.1 not found)"))
+        << e.what();
+  }
+  EXPECT_TRUE(contains(cuda_compiler().registry().backend("cuda").properties().device_name,
+                       "no device present (no CUDA driver (libcuda.so.1 not found)); compiling "
+                       "for sm_90"));
+}
+
+}  // namespace
+}  // namespace stax
