@@ -20,7 +20,8 @@
  *   nothing, since an older plugin never reads them; the message names both versions. A plugin
  *   with a HIGHER minor loads (the host just ignores what it does not know).
  *   History: 1.0 the initial table; 1.1 appended StaxKernelDesc.index_bits (host-written: 1.0
- *   plugins still load and index in 64 bits).
+ *   plugins still load and index in 64 bits); 1.2 appended StaxDeviceProperties.concurrent_runs
+ *   (plugin-written: older plugins leave it 0 and their runs stay serialised).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -40,8 +41,12 @@
  *   a plugin copies what it keeps. Pointers a plugin returns (names, thresholds' op list, kernel
  *   source, extern kernel names) stay valid until the next call of the same function on the same
  *   object, or until that object (backend, compiled kernel, error) is destroyed. The host
- *   serialises calls on one backend instance; compiled kernels of one backend may run
- *   concurrently only if the backend says so (not yet negotiated: serialised).
+ *   serialises calls on one backend instance, with one exception the backend opts into: when
+ *   its StaxDeviceProperties.concurrent_runs is nonzero, `run` and `run_extern` may be called
+ *   from several threads at once, each call with its own buffers, and concurrently with any
+ *   other call on that backend except backend_destroy and the destruction of the kernel being
+ *   run (a compiled kernel must then be a pure function of its buffers, and run_extern must not
+ *   share mutable state between calls). With concurrent_runs 0 the host never overlaps them.
  *   A host destroys every compiled kernel before the backend that compiled it.
  *
  * LIFECYCLE
@@ -60,7 +65,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 1
+#define STAX_PLUGIN_API_MINOR 2
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -323,6 +328,8 @@ typedef struct StaxDeviceProperties {
   int64_t memory_bytes;          /* device memory; 0 if unknown */
   int64_t l2_cache_bytes;        /* 0 if unknown */
   int64_t shared_memory_per_block; /* GPU; 0 on CPU */
+  /* 1.2: nonzero when run / run_extern are reentrant (OWNERSHIP AND THREADS above) */
+  int32_t concurrent_runs;
 } StaxDeviceProperties;
 
 /* Seed §6.6: a value with several users is materialized if any rule holds. */
