@@ -12,6 +12,9 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTAX_FUZZ=ON -DSTAX_SANITIZE=address,undefined >/dev/null
 targets=(parse_graph config npy)
 cmake --build build-fuzz --target "${targets[@]/#/fuzz_}"
+# The libraries share clang's ASan runtime (-shared-libsan); it must be loaded first.
+export LD_PRELOAD
+LD_PRELOAD="$(clang++-19 -print-file-name=libclang_rt.asan-x86_64.so)"
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
   echo "== fuzz_$t: ${seconds} s"

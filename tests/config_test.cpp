@@ -251,7 +251,12 @@ TEST_F(ConfigTest, SilentlyAcceptedInputsAreRejected) {
   e = error_of("devices:\n  cpu: {backend: x, options: {a: 1, a: 2}}\n", &p);
   EXPECT_EQ(e, p.string() + ":2:37: error: duplicate key 'a' in 'devices.cpu.options'");
   e = error_of("cache_dir: a\n---\ncache_dir: b\n", &p);
-  EXPECT_EQ(e, p.string() + ":3:1: error: the file holds 2 YAML documents; a config is one document");
+  EXPECT_EQ(e, p.string() +
+                   ":2:1: error: the file holds more than one YAML document; a config is one "
+                   "document");
+  // yaml-cpp's LoadAll never returns on this input (found by fuzz_config).
+  e = error_of(",`", &p);
+  EXPECT_NE(e.find("error: "), std::string::npos) << e;
   e = error_of("plugin_path: 42\n", &p);
   EXPECT_EQ(e, p.string() + ":1:14: error: 'plugin_path' entries must be directory names, got '42'");
   e = error_of("plugin_path: [/nonexistent/stax_plugins]\n", &p);

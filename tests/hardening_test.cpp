@@ -143,6 +143,34 @@ TEST(Hardening, HundredThousandNodeChainLowers) {
   EXPECT_TRUE(bitwise_equal(cpu_compiler().compile(small).run(in)[0], interpret(small, in)[0]));
 }
 
+// Issue 12: an allocation that cannot be satisfied (2^50 bytes) is a stax::Error naming the node,
+// interpreted and compiled (cpu_cpp_test checks a graph stays usable after a run-time error).
+TEST(Hardening, AllocationFailureNamesTheNode) {
+  Graph g;
+  Node* n = g.placeholder("n", {4});
+  Node* big = g.call("zeros", {std::vector<int64_t>{int64_t{1} << 48}}, {}, "big");
+  g.output({g.call("sum", {big}, {}, "total"), g.call("relu", {n}, {}, "r")});
+  std::vector<Tensor> in = {Tensor::from_vector<float>({4}, {-1, 2, -3, 4})};
+  try {
+    interpret(g, in);
+    ADD_FAILURE() << "the interpreter allocated 2^50 bytes";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "%big: error: zeros.default: cannot allocate 1125899906842624 bytes");
+  }
+  Graph h;
+  Node* hn = h.placeholder("n", {4});
+  h.output({h.call("zeros", {std::vector<int64_t>{int64_t{1} << 48}}, {}, "big"),
+            h.call("relu", {hn}, {}, "r")});
+  CompiledGraph cg = cpu_compiler().compile(h);
+  try {
+    cg.run(in);
+    ADD_FAILURE() << "the compiled graph allocated 2^50 bytes";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "%big: error: cannot allocate 1125899906842624 bytes");
+  }
+}
+
 // Issue 12 item 2: runs of one CompiledGraph from several threads, each with its own arena for
 // the intermediates (a free list of run contexts) and no lock around cpu_cpp's kernels
 // (concurrent_runs); every result equals the interpreter's, bit for bit.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <unistd.h>
@@ -324,6 +325,28 @@ class Reader {
   fs::path base_dir_;
 };
 
+// Counts the documents a YAML::Parser reports, and where the second one starts.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second_start = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second_start = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 fs::path default_plugin_dir() {
@@ -351,12 +374,17 @@ Config Config::parse(const std::string& yaml_text, const std::string& source_nam
   Reader reader(source_name, base_dir);
   YAML::Node root;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-    if (docs.size() > 1)
-      throw Error(kStage, reader.loc(docs[1]),
-                  "the file holds " + std::to_string(docs.size()) +
-                      " YAML documents; a config is one document");
-    if (!docs.empty()) root = docs[0];
+    root = YAML::Load(yaml_text);
+    // A second document would be ignored silently. Counted with at most two parser calls:
+    // YAML::LoadAll loops forever on some inputs (yaml-cpp 0.7, e.g. ",`"; found by fuzzing).
+    std::istringstream in(yaml_text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(counter); ++i) {
+    }
+    if (counter.documents > 1)
+      throw Error(kStage, reader.loc(counter.second_start),
+                  "the file holds more than one YAML document; a config is one document");
   } catch (const YAML::ParserException& e) {
     throw Error(kStage, reader.loc(e.mark), "YAML syntax error: " + e.msg);
   }

@@ -231,52 +231,57 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   for (const Impl::Step& step : impl.steps) {
     const size_t out_slot = step.outputs.front();
     const Buffer& produced = *impl.slots[out_slot];
-    switch (step.kind) {
-      case Impl::StepKind::Kernel: {
-        for (size_t s : step.outputs) slots.at(s) = storage_for(s);
-        std::vector<void*> ptrs;
-        for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
-        try {
-          impl.compiled[step.kernel]->run(ptrs);
-        } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
-          throw Error("runtime", step_nodes(impl, step),
-                      "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
+    try {
+      switch (step.kind) {
+        case Impl::StepKind::Kernel: {
+          for (size_t s : step.outputs) slots.at(s) = storage_for(s);
+          std::vector<void*> ptrs;
+          for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
+          try {
+            impl.compiled[step.kernel]->run(ptrs);
+          } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
+            throw Error("runtime", step_nodes(impl, step),
+                        "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
+          }
+          break;
         }
-        break;
-      }
-      case Impl::StepKind::Extern: {
-        const auto& ek = static_cast<const ExternKernel&>(produced);
-        slots.at(out_slot) = storage_for(out_slot);
-        if (impl.plugin->has_extern_kernel(ek.kernel())) {
-          std::vector<StaxTensorDesc> descs;
-          for (size_t k = 0; k < ek.inputs().size(); ++k)
-            descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
-          descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
-          impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
-        } else {
-          std::vector<Tensor> args;
-          for (size_t k = 0; k < ek.inputs().size(); ++k)
-            args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
-          slots.at(out_slot).copy_from(
-              interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
-        }
-        break;
-      }
-      case Impl::StepKind::Fallback: {
-        const auto& fk = static_cast<const FallbackKernel&>(produced);
-        std::vector<Tensor> args;
-        for (size_t k = 0; k < fk.inputs().size(); ++k)
-          args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
-        Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
-        const Layout& want = produced.layout();
-        if (same_layout(r, want.size, want.stride) && want.offset == 0) {
-          slots.at(out_slot) = r;
-        } else {
+        case Impl::StepKind::Extern: {
+          const auto& ek = static_cast<const ExternKernel&>(produced);
           slots.at(out_slot) = storage_for(out_slot);
-          slots.at(out_slot).copy_from(r);
+          if (impl.plugin->has_extern_kernel(ek.kernel())) {
+            std::vector<StaxTensorDesc> descs;
+            for (size_t k = 0; k < ek.inputs().size(); ++k)
+              descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
+            descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
+            impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
+          } else {
+            std::vector<Tensor> args;
+            for (size_t k = 0; k < ek.inputs().size(); ++k)
+              args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
+            slots.at(out_slot).copy_from(
+                interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
+          }
+          break;
         }
-        break;
+        case Impl::StepKind::Fallback: {
+          const auto& fk = static_cast<const FallbackKernel&>(produced);
+          std::vector<Tensor> args;
+          for (size_t k = 0; k < fk.inputs().size(); ++k)
+            args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
+          Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
+          const Layout& want = produced.layout();
+          if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+            slots.at(out_slot) = r;
+          } else {
+            slots.at(out_slot) = storage_for(out_slot);
+            slots.at(out_slot).copy_from(r);
+          }
+          break;
+        }
       }
+    } catch (const Error& e) {  // e.g. an allocation failure: name the graph nodes
+      if (!e.location().empty()) throw;
+      throw Error(e.stage(), step_nodes(impl, step), e.message());
     }
     for (size_t s : step.frees) slots.at(s) = Tensor();
   }
