@@ -37,7 +37,8 @@ set(STAX_CORE_PLUGIN_ABI_MODULES backend codegen)
 # core/<module>, linking its declared modules (those that exist) PUBLIC and nothing else, with
 # -Wl,--no-undefined so a use of an undeclared module fails to link. Does nothing when
 # core/<module> does not exist. Per-module extras (third-party libraries, definitions) are added
-# by the caller on the target.
+# by the caller on the target. Fuzzing builds (STAX_FUZZ) link without --no-undefined: the
+# coverage callbacks of -fsanitize=fuzzer-no-link are defined by libFuzzer in the executable.
 function(stax_add_core_module module)
   set(dir ${CMAKE_SOURCE_DIR}/core/${module})
   if(NOT IS_DIRECTORY ${dir})
@@ -52,5 +53,7 @@ function(stax_add_core_module module)
       target_link_libraries(stax_${module} PUBLIC stax_${dep})
     endif()
   endforeach()
-  target_link_options(stax_${module} PRIVATE -Wl,--no-undefined)
+  if(NOT STAX_FUZZ)
+    target_link_options(stax_${module} PRIVATE -Wl,--no-undefined)
+  endif()
 endfunction()

@@ -335,6 +335,11 @@ TEST(CpuCppErrors, IndexOutOfBoundsIsARuntimeError) {
   std::string what = error_of([&] { cg.run({xs, Tensor::from_vector<int64_t>({2}, {1, 7})}); });
   EXPECT_TRUE(contains(what, "index out of bounds")) << what;
   EXPECT_TRUE(contains(what, "< 5")) << what;
+  // Issue 12: the error names the graph node, and the compiled graph stays usable.
+  Node* index_node = g.outputs()[0];
+  EXPECT_EQ(what.rfind("%" + index_node->name() + ": error: kernel '", 0), 0u) << what;
+  Tensor ok = Tensor::from_vector<int64_t>({2}, {2, 0});
+  EXPECT_TRUE(bitwise_equal(cg.run({xs, ok})[0], interpret(g, {xs, ok})[0]));
 }
 
 // gather and index_select take no negative indices in eager mode; the compiled kernel must refuse

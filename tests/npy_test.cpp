@@ -238,6 +238,8 @@ TEST_F(NpyTest, ReadsVersion2AndWidenedTypes) {
 TEST_F(NpyTest, MalformedFilesNameTheFileAndTheProblem) {
   std::string good = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                               raw_bytes<float>({1, 2, 3, 4, 5, 6}));
+  // Issue 12 "Also": a directory used to give a message without its path.
+  expect_error([&] { load_npy(path("")); }, path("") + ": error: is a directory, not a .npy file");
   write_file("bad_magic.npy", "PK\x03\x04 not numpy at all");
   expect_error([&] { load_npy(path("bad_magic.npy")); },
                path("bad_magic.npy") + ": error: bad magic");

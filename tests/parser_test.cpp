@@ -537,3 +537,52 @@ TEST(ParserErrors, PlaceholderMetaGivenAsideMustAgree) {
       parse_error("%x shape=(2,) = placeholder[target=x]\nreturn x\n", unknown),
       "ex.stax: error: metadata was given for 'nope', which is not a placeholder of the graph");
 }
+
+// Issue 12 row 1: deeply nested lists overflowed the stack of the recursive descent.
+TEST(ParserErrors, NestingDepthIsLimited) {
+  std::string deep(10000, '[');
+  std::string text = small_graph("    %add = call_function[target=add.Tensor](args = (%x, " + deep + "))");
+  EXPECT_EQ(parse_error(text), "ex.stax:3:121: error: lists and tuples nest deeper than 64 levels");
+  // 64 levels are fine as far as nesting goes (the op then rejects the argument).
+  std::string ok = small_graph("    %add = call_function[target=add.Tensor](args = (%x, " +
+                               std::string(62, '[') + "1" + std::string(62, ']') + "))");
+  EXPECT_EQ(parse_error(ok).find("nest deeper"), std::string::npos) << parse_error(ok);
+}
+
+// Issue 12 "Also": a NUL byte used to end the message early.
+TEST(ParserErrors, NulByteIsNamedWithItsPlace) {
+  std::string text = small_graph("    %add = call_function[target=add.Tensor](args = (%x, 'a" +
+                                 std::string(1, '\0') + "b'))");
+  EXPECT_EQ(parse_error(text), "ex.stax:3:59: error: NUL byte in the graph text");
+}
+
+// Issue 12 row 4: sizes whose element count or byte size overflows int64 are rejected with the
+// node's name and place.
+TEST(ParserErrors, OverflowingShapesNameTheNode) {
+  EXPECT_EQ(parse_error("%x shape=(1099511627776, 1099511627776) = placeholder[target=x]\n"
+                        "return x\n"),
+            "ex.stax:1:4: error: %x: shape (1099511627776, 1099511627776) is too large: its "
+            "element count overflows a 64-bit integer");
+  auto twos = [](int n) {
+    std::string dims = "(";
+    for (int i = 0; i < n; ++i) dims += std::string(i ? ", " : "") + "2";
+    return dims + ")";
+  };
+  std::string e = parse_error("%x shape=" + twos(64) + " = placeholder[target=x]\nreturn x\n");
+  EXPECT_EQ(e, "ex.stax:1:4: error: %x: shape " + twos(64) +
+                   " is too large: its element count overflows a 64-bit integer");
+  e = parse_error("%x shape=" + twos(62) + " = placeholder[target=x]\nreturn x\n");
+  EXPECT_EQ(e, "ex.stax:1:4: error: %x: shape " + twos(62) +
+                   " is too large: its size in bytes (float32) overflows a 64-bit integer");
+  e = parse_error("%z = call_function[target=zeros](args = ([4611686018427387904, 4],))\n"
+                  "return z\n");
+  EXPECT_EQ(e, "ex.stax:1:41: error: %z: shape (4611686018427387904, 4) is too large: its element "
+               "count overflows a 64-bit integer");
+  e = parse_error("%a = call_function[target=arange](args = (9223372036854775807,))\nreturn a\n");
+  EXPECT_EQ(e, "ex.stax:1:42: error: %a: shape (9223372036854775807,) is too large: its size in "
+               "bytes (int64) overflows a 64-bit integer");
+  e = parse_error(
+      "%a = call_function[target=arange.start](args = (-9223372036854775807, "
+      "9223372036854775807))\nreturn a\n");
+  EXPECT_NE(e.find("overflows a 64-bit integer"), std::string::npos) << e;
+}

@@ -277,7 +277,9 @@ TEST(Partitioner, URuleMaterializedInBackward) {
   EXPECT_EQ(yi.beta(), 1);  // an extern kernel's input in the forward
   EXPECT_TRUE(contains(r.saved, "y"));
   // Example 5.1's matmul is read only by the fusible gelu_backward: not rule 2.
-  PartitionResult e = partition_min_cut(build_joint_graph(example_5_1(), {"primals_2"}));
+  // The result points into the joint graph: keep it alive while `e` is read.
+  JointGraph joint51 = build_joint_graph(example_5_1(), {"primals_2"});
+  PartitionResult e = partition_min_cut(joint51);
   EXPECT_FALSE(info(e, "matmul").u_rules & kUMaterializedInBackward);
   expect_min_cut_consistent(r);
   expect_same_numerics(j, r);

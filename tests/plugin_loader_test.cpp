@@ -272,12 +272,34 @@ TEST(PluginLoader, NotASharedLibrary) {
   EXPECT_TRUE(contains(e, p.string() + ": error: plugin 'garbage': not a shared library (")) << e;
   EXPECT_TRUE(contains(e, "invalid ELF header")) << e;  // the dlopen text
 
-  // an ELF header followed by junk: a loader error, with dlopen's reason
+  // an ELF magic number followed by junk: rejected before dlopen
   std::ofstream(tmp.path() / "libstax_truncated.so", std::ios::binary)
       << std::string("\x7f" "ELF\x02\x01\x01", 7) << std::string(40, '\0');
   e = error_of([&] { reg.library("truncated"); });
-  EXPECT_TRUE(contains(e, "plugin 'truncated': cannot load the shared library: ")) << e;
-  EXPECT_TRUE(contains(e, "libstax_truncated.so")) << e;
+  EXPECT_EQ(e, (tmp.path() / "libstax_truncated.so").string() +
+                   ": error: plugin 'truncated': not a valid shared library: the file (47 bytes) "
+                   "is shorter than an ELF header");
+}
+
+// Issue 12 row 3: dlopen of a truncated copy of a real plugin died of SIGBUS; the headers are
+// now checked against the file size first.
+TEST(PluginLoader, TruncatedPluginIsRejectedBeforeDlopen) {
+  fs::path real = fs::path(STAX_PLUGIN_DIR) / "libstax_cpu_cpp.so";
+  std::ifstream in(real, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 4096u);
+  for (size_t keep : {size_t{1024}, bytes.size() / 2}) {
+    SCOPED_TRACE(keep);
+    TempDir tmp;
+    fs::path p = tmp.path() / "libstax_cpu_cpp.so";
+    std::ofstream(p, std::ios::binary) << bytes.substr(0, keep);
+    PluginRegistry reg({tmp.path()});
+    std::string e = error_of([&] { reg.library("cpu_cpp"); });
+    EXPECT_TRUE(contains(e, p.string() + ": error: plugin 'cpu_cpp': not a valid shared library: "))
+        << e;
+    EXPECT_TRUE(contains(e, ", past the end of the file (" + std::to_string(keep) + " bytes)"))
+        << e;
+  }
 }
 
 TEST(PluginLoader, MissingEntryPoint) {
@@ -326,6 +348,8 @@ TEST(PluginLoader, MinorZeroPluginStillLoadsAndRuns) {
   Example11 ex;
   std::unique_ptr<stax::CompiledKernel> k = reg.create("abi_minor0")->compile(*ex.desc);
   check_example11(*k);
+  // A backend that does not opt into concurrent runs (the SDK's default) is run serialised.
+  EXPECT_FALSE(reg.create("abi_minor0")->properties().concurrent_runs);
 }
 
 TEST(PluginLoader, LibraryNamedDifferentlyThanItsFile) {

@@ -190,6 +190,7 @@ std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
   d.memory_bytes = props.memory_bytes;
   d.l2_cache_bytes = props.l2_cache_bytes;
   d.shared_memory_per_block = props.shared_memory_per_block;
+  d.concurrent_runs = props.concurrent_runs != 0;  // 0 from a plugin older than 1.2
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/backend/elf_check.h"
 #include "core/graph/dtype.h"
 #include "core/support/error.h"
 
@@ -119,7 +120,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
   lib->name_ = name;
   lib->path_ = path;
 
-  // 1. a loadable shared library
+  // 1. a complete ELF shared object (dlopen of a truncated one dies of SIGBUS), then loadable
+  if (has_elf_header(path)) {
+    std::string problem = elf_shared_object_problem(path);
+    if (!problem.empty())
+      throw Error(kStage, loc, who + ": not a valid shared library: " + problem);
+  }
   boost::dll::fs::error_code ec;
   lib->impl_->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
                        ec);

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/support/error.h"
@@ -18,6 +22,12 @@ namespace stax {
 namespace {
 
 const char* kStage = "config";
+
+// Limits on what one options tree may expand to. yaml-cpp shares the node of an alias with its
+// anchor, so `&a {x: *a}` is a cycle and nested aliases ("billion laughs") expand exponentially;
+// both are cut here with an error instead of a stack overflow or bad_alloc.
+constexpr int kMaxOptionDepth = 64;
+constexpr size_t kMaxOptionValues = 100000;
 
 // Reads one YAML document into typed fields, with FILE:LINE:COL on every error.
 class Reader {
@@ -51,6 +61,7 @@ class Reader {
     if (!n.IsMap())
       fail(n, (path.empty() ? std::string("the top level") : "'" + path + "'") +
                   " must be a map, got " + kind_name(n));
+    check_unique_keys(n, path);
     if (any_key) return;
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string key = it->first.Scalar();
@@ -61,6 +72,17 @@ class Reader {
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
       std::string where = path.empty() ? "at the top level" : "in '" + path + "'";
       fail(it->first, "unknown key '" + key + "' " + where + " (expected one of: " + list + ")");
+    }
+  }
+
+  // yaml-cpp keeps both entries of a repeated key and lookups see only the first: reject it.
+  void check_unique_keys(const YAML::Node& n, const std::string& path) const {
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      if (!seen.insert(key).second)
+        fail(it->first, "duplicate key '" + key + "' " +
+                            (path.empty() ? std::string("at the top level") : "in '" + path + "'"));
     }
   }
 
@@ -92,7 +114,15 @@ class Reader {
     return out;
   }
 
-  OptionValue option(const YAML::Node& n) const {
+  // The options subtree `n` at nesting `depth`; `count` is the number of values read so far.
+  OptionValue option(const YAML::Node& n, const std::string& path, int depth,
+                     size_t& count) const {
+    if (depth > kMaxOptionDepth)
+      fail(n, "'" + path + "' nests deeper than " + std::to_string(kMaxOptionDepth) +
+                  " levels (a recursive alias?)");
+    if (++count > kMaxOptionValues)
+      fail(n, "'" + path + "' expands to more than " + std::to_string(kMaxOptionValues) +
+                  " values (nested aliases?)");
     OptionValue v;
     v.location = loc(n);
     switch (n.Type()) {
@@ -102,16 +132,37 @@ class Reader {
         break;
       case YAML::NodeType::Sequence:
         v.kind = OptionValue::Kind::List;
-        for (const YAML::Node& item : n) v.items.push_back(option(item));
+        for (size_t i = 0; i < n.size(); ++i)
+          v.items.push_back(option(n[i], path + "[" + std::to_string(i) + "]", depth + 1, count));
         break;
       case YAML::NodeType::Map:
         v.kind = OptionValue::Kind::Map;
-        for (auto it = n.begin(); it != n.end(); ++it)
-          v.entries.emplace_back(it->first.Scalar(), option(it->second));
+        check_unique_keys(n, path);
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          std::string key = scalar(it->first, path + " key");
+          v.entries.emplace_back(key, option(it->second, path + "." + key, depth + 1, count));
+        }
         break;
       default: v.kind = OptionValue::Kind::Null; break;
     }
     return v;
+  }
+
+  static bool is_number(const YAML::Node& n) {
+    try {
+      n.as<double>();
+      return true;
+    } catch (const YAML::BadConversion&) {
+      return false;
+    }
+  }
+  static bool is_bool(const YAML::Node& n) {
+    try {
+      n.as<bool>();
+      return true;
+    } catch (const YAML::BadConversion&) {
+      return false;
+    }
   }
 
   static fs::path expand_home(const std::string& p) {
@@ -120,6 +171,18 @@ class Reader {
       if (home) return fs::path(home) / p.substr(p.size() > 1 ? 2 : 1);
     }
     return fs::path(p);
+  }
+
+  // The directories one plugin_path entry may name, in search order (config.h).
+  std::vector<fs::path> candidates(const std::string& entry) const {
+    fs::path p = expand_home(entry);
+    if (p.is_absolute()) return {p};
+    std::vector<fs::path> out{fs::absolute(base_dir_ / p)};
+#ifdef STAX_SOURCE_DIR
+    out.push_back(fs::path(STAX_SOURCE_DIR) / p);
+#endif
+    out.push_back(default_plugin_dir().parent_path() / p);
+    return out;
   }
 
   // plugin_path: see config.h for the resolution rule.
@@ -131,19 +194,8 @@ class Reader {
         if (q == n) return;
       out.push_back(n);
     };
-    fs::path build_dir = default_plugin_dir().parent_path();
-    for (const std::string& e : entries) {
-      fs::path p = expand_home(e);
-      if (p.is_absolute()) {
-        push(p);
-        continue;
-      }
-      push(fs::absolute(base_dir_ / p));
-#ifdef STAX_SOURCE_DIR
-      push(fs::path(STAX_SOURCE_DIR) / p);
-#endif
-      push(build_dir / p);
-    }
+    for (const std::string& e : entries)
+      for (const fs::path& p : candidates(e)) push(p);
     // The build tree's plugins/ comes last, even when an entry above already named it.
     fs::path def = default_plugin_dir().lexically_normal();
     out.erase(std::remove(out.begin(), out.end(), def), out.end());
@@ -167,7 +219,23 @@ class Reader {
                {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device"});
 
     std::vector<std::string> pp;
-    if (root["plugin_path"]) pp = string_list(root["plugin_path"], "plugin_path", true);
+    if (const YAML::Node ppn = root["plugin_path"]) {
+      pp = string_list(ppn, "plugin_path", true);
+      for (size_t i = 0; i < pp.size(); ++i) {
+        const YAML::Node e = ppn.IsScalar() ? ppn : ppn[i];
+        if (e.Tag() == "?" && (is_number(e) || is_bool(e)))
+          fail(e, "'plugin_path' entries must be directory names, got '" + pp[i] + "'");
+        std::vector<fs::path> tried = candidates(pp[i]);
+        bool found = false;
+        std::error_code ec;
+        for (const fs::path& d : tried) found = found || fs::is_directory(d, ec);
+        if (!found) {
+          std::string list;
+          for (const fs::path& d : tried) list += (list.empty() ? "" : ", ") + d.string();
+          fail(e, "'plugin_path' entry '" + pp[i] + "' is not a directory (tried: " + list + ")");
+        }
+      }
+    }
     c.plugin_path = plugin_dirs(pp);
 
     if (const YAML::Node devs = root["devices"]) {
@@ -182,7 +250,7 @@ class Reader {
                                 "' in 'devices' must be a lowercase identifier [a-z][a-z0-9_]* "
                                 "(the device kind a backend drives, e.g. cpu, cuda, npu)");
           std::string path = "devices." + kind;
-          const YAML::Node& d = it->second;
+          const YAML::Node d = it->second;  // a copy: `it->second` names a temporary
           expect_map(d, path, {"backend", "options"});
           DeviceConfig dc;
           dc.location = loc(it->first);
@@ -192,7 +260,8 @@ class Reader {
           if (const YAML::Node o = d["options"]) {
             if (!o.IsNull() && !o.IsMap())
               fail(o, "'" + path + ".options' must be a map, got " + kind_name(o));
-            if (o.IsMap()) dc.options = option(o);
+            size_t count = 0;
+            if (o.IsMap()) dc.options = option(o, path + ".options", 0, count);
             dc.options.location = loc(o);
           }
           c.devices[kind] = std::move(dc);
@@ -235,7 +304,13 @@ class Reader {
     }
 
     if (const YAML::Node cd = root["cache_dir"]) {
-      if (!cd.IsNull()) c.cache_dir = resolve(scalar(cd, "cache_dir"));
+      if (!cd.IsNull()) {
+        c.cache_dir = resolve(scalar(cd, "cache_dir"));
+        std::error_code ec;
+        if (fs::exists(*c.cache_dir, ec) &&
+            (!fs::is_directory(*c.cache_dir, ec) || ::access(c.cache_dir->c_str(), W_OK) != 0))
+          fail(cd, "'cache_dir' " + c.cache_dir->string() + " is not a writable directory");
+      }
     }
 
     if (const YAML::Node d = root["dump"]) {
@@ -268,6 +343,28 @@ class Reader {
   fs::path base_dir_;
 };
 
+// Counts the documents a YAML::Parser reports, and where the second one starts.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second_start = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second_start = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 fs::path default_plugin_dir() {
@@ -296,6 +393,16 @@ Config Config::parse(const std::string& yaml_text, const std::string& source_nam
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
+    // A second document would be ignored silently. Counted with at most two parser calls:
+    // YAML::LoadAll loops forever on some inputs (yaml-cpp 0.7, e.g. ",`"; found by fuzzing).
+    std::istringstream in(yaml_text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(counter); ++i) {
+    }
+    if (counter.documents > 1)
+      throw Error(kStage, reader.loc(counter.second_start),
+                  "the file holds more than one YAML document; a config is one document");
   } catch (const YAML::ParserException& e) {
     throw Error(kStage, reader.loc(e.mark), "YAML syntax error: " + e.msg);
   }
@@ -307,6 +414,9 @@ Config Config::parse(const std::string& yaml_text, const std::string& source_nam
 }
 
 Config Config::load(const fs::path& file) {
+  std::error_code dir_ec;
+  if (fs::is_directory(file, dir_ec))
+    throw Error(kStage, file.string(), "is a directory, not a config file");
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     std::error_code ec;

@@ -15,8 +15,9 @@
 // order, CONFIG_DIR/P, SOURCE_DIR/P (the Stax source tree, so `build/plugins` names the repo's
 // build directory) and BUILD_DIR/P (the build tree this stax_core belongs to, so `plugins`
 // names its plugin directory). The build tree's own plugin directory (STAX_DEFAULT_PLUGIN_DIR)
-// is always appended last. Directories that do not exist are kept (the loader skips them and
-// lists them when a plugin is not found).
+// is always appended last. An entry none of whose candidates is a directory is an error; of an
+// entry's candidates, those that do not exist are kept (the loader skips them and lists them
+// when a plugin is not found).
 #pragma once
 
 #include <filesystem>

@@ -13,6 +13,15 @@ namespace stax {
 struct OptionValue {
   enum class Kind { Null, Scalar, List, Map };
 
+  // Declared here, defaulted after the class: `entries` holds pairs of the still incomplete
+  // OptionValue, which clang with libstdc++ refuses to destroy inside the class body.
+  OptionValue();
+  OptionValue(const OptionValue&);
+  OptionValue(OptionValue&&) noexcept;
+  OptionValue& operator=(const OptionValue&);
+  OptionValue& operator=(OptionValue&&) noexcept;
+  ~OptionValue();
+
   Kind kind = Kind::Map;
   std::string scalar;                                        // Scalar: the YAML text
   std::vector<OptionValue> items;                            // List
@@ -47,5 +56,12 @@ struct OptionValue {
   }
   bool empty() const { return kind == Kind::Map ? entries.empty() : kind == Kind::Null; }
 };
+
+inline OptionValue::OptionValue() = default;
+inline OptionValue::OptionValue(const OptionValue&) = default;
+inline OptionValue::OptionValue(OptionValue&&) noexcept = default;
+inline OptionValue& OptionValue::operator=(const OptionValue&) = default;
+inline OptionValue& OptionValue::operator=(OptionValue&&) noexcept = default;
+inline OptionValue::~OptionValue() = default;
 
 }  // namespace stax

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "core/driver/stage_dumper.h"
@@ -136,6 +137,9 @@ PluginRegistry& Compiler::registry() { return session_->registry; }
 const Config& Compiler::config() const { return session_->registry.config(); }
 
 CompiledGraph Compiler::compile(const Graph& source) {
+  // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
+  // ABI has the host serialise calls on a backend instance.
+  std::lock_guard<std::mutex> lock(session_->mutex);
   const auto t_start = Clock::now();
   auto impl = std::make_shared<CompiledGraph::Impl>();
   impl->session = session_;

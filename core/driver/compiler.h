@@ -53,6 +53,7 @@ class Compiler {
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
 
+  // Thread-safe: concurrent calls on one Compiler take turns.
   CompiledGraph compile(const Graph& graph);
 
   PluginRegistry& registry();

@@ -208,6 +208,7 @@ Node* Graph::placeholder(std::string name, TensorMeta meta) {
     do name = "primals_" + std::to_string(next_primal_++);
     while (by_name_.count(name));
   }
+  check_extent(meta.sizes, meta.dtype, "%" + name);
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
   return add_node(NodeKind::Placeholder, std::move(name), nullptr, {}, {}, std::move(meta));
 }
@@ -223,6 +224,7 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
   BoundCall b = bind_call(op, std::move(args), std::move(kwargs), where);
   CallArgs ca(op, b.args, b.kwargs, where);
   TensorMeta meta = op.infer(ca);
+  check_extent(meta.sizes, meta.dtype, where);
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
   return add_node(NodeKind::CallFunction, std::move(name), &op, std::move(b.args),
                   std::move(b.kwargs), std::move(meta));

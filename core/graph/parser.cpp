@@ -260,17 +260,22 @@ struct ReturnRec {
   std::vector<std::pair<std::string, Loc>> values;
 };
 
+// Nesting limit of list / tuple arguments: the parser recurses once per level.
+constexpr int kMaxListDepth = 64;
+
 // ---- the parser --------------------------------------------------------------------------------
 
 class Parser {
  public:
   Parser(std::string_view text, const std::string& file, const ParseOptions& options)
-      : file_(file),
+      : text_(text),
+        file_(file),
         options_(options),
         registry_(options.registry ? *options.registry : default_registry()),
         lex_(text, [this](Loc l) { return where(l); }) {}
 
   Graph run() {
+    reject_nul_bytes();
     parse_text();
     return build();
   }
@@ -281,6 +286,23 @@ class Parser {
   }
   [[noreturn]] void fail(Loc l, const std::string& msg) const {
     throw Error("parse", where(l), msg);
+  }
+
+  // A NUL byte is never valid; rejected up front so that no message quotes one (a C string
+  // would end there).
+  void reject_nul_bytes() const {
+    size_t nul = text_.find('\0');
+    if (nul == std::string_view::npos) return;
+    Loc l{1, 1};
+    for (size_t i = 0; i < nul; ++i) {
+      if (text_[i] == '\n') {
+        ++l.line;
+        l.col = 1;
+      } else {
+        ++l.col;
+      }
+    }
+    fail(l, "NUL byte in the graph text");
   }
 
   Token expect_punct(char c, const std::string& context) {
@@ -599,9 +621,14 @@ class Parser {
         return v;
       case Tok::Punct:
         if (t.is_punct('[') || t.is_punct('(')) {
+          if (list_depth_ >= kMaxListDepth)
+            fail(t.loc, "lists and tuples nest deeper than " + std::to_string(kMaxListDepth) +
+                            " levels");
           v.kind = RawValue::Kind::List;
           bool tuple = t.is_punct('(');
+          ++list_depth_;
           v.items = parse_sequence(tuple ? ')' : ']', tuple ? "in the tuple" : "in the list");
+          --list_depth_;
           return v;
         }
         break;
@@ -780,7 +807,12 @@ class Parser {
       const NodeRec& rec = records_[i];
       Node* n = nullptr;
       if (rec.is_placeholder) {
-        n = g.placeholder(rec.name, placeholder_meta(rec, used));
+        try {
+          n = g.placeholder(rec.name, placeholder_meta(rec, used));
+        } catch (const Error& e) {
+          if (e.stage() != "shape") throw;
+          fail(rec.shape_loc, "%" + rec.name + ": " + e.message());
+        }
       } else {
         std::vector<Arg> args;
         for (const auto& a : rec.args) args.push_back(resolve(a));
@@ -820,10 +852,12 @@ class Parser {
     return g;
   }
 
+  std::string_view text_;
   std::string file_;
   const ParseOptions& options_;
   const OpRegistry& registry_;
   Lexer lex_;
+  int list_depth_ = 0;  // nesting of lists and tuples at the current token
   std::vector<NodeRec> records_;
   std::unordered_map<std::string, size_t> index_;
   ReturnRec ret_;

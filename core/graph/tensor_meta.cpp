@@ -1,13 +1,38 @@
 #include "core/graph/tensor_meta.h"
 
+#include <algorithm>
+
 #include "core/support/error.h"
 
 namespace stax {
 
+namespace {
+
+[[noreturn]] void overflow(const Shape& sizes, const std::string& where, const std::string& what) {
+  throw Error("shape", where,
+              "shape " + shape_str(sizes) + " is too large: its " + what +
+                  " overflows a 64-bit integer");
+}
+
+}  // namespace
+
 int64_t shape_numel(const Shape& sizes) {
   int64_t n = 1;
-  for (auto s : sizes) n *= s;
+  for (auto s : sizes)
+    if (__builtin_mul_overflow(n, s, &n)) overflow(sizes, "", "element count");
   return n;
+}
+
+void check_extent(const Shape& sizes, DType dtype, const std::string& where) {
+  for (int64_t s : sizes)
+    if (s < 0) throw Error("shape", where, "negative size in shape " + shape_str(sizes));
+  int64_t n = 1;  // the product of max(size, 1): bounds the numel and every contiguous stride
+  for (int64_t s : sizes)
+    if (__builtin_mul_overflow(n, std::max<int64_t>(s, 1), &n))
+      overflow(sizes, where, "element count");
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes))
+    overflow(sizes, where, "size in bytes (" + std::string(dtype_name(dtype)) + ")");
 }
 
 int64_t TensorMeta::numel() const { return shape_numel(sizes); }
@@ -17,7 +42,8 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t acc = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc))
+      overflow(sizes, "", "element count");
   }
   return st;
 }

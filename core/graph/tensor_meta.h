@@ -27,8 +27,13 @@ struct TensorMeta {
   bool operator==(const TensorMeta&) const = default;
 };
 
+// Both throw stax::Error (stage "shape") when the product of the sizes overflows int64.
 Shape contiguous_strides(const Shape& sizes);
 int64_t shape_numel(const Shape& sizes);
+// Checks that a value of these sizes and dtype can exist: no negative size, and the element
+// count, the contiguous strides and the byte size all fit in int64. Throws stax::Error (stage
+// "shape") naming `where` (a node, "%name") otherwise.
+void check_extent(const Shape& sizes, DType dtype, const std::string& where);
 // "(64, 128)", "(64,)", "()": the Python tuple spelling the listings use.
 std::string shape_str(const Shape& sizes);
 // "[64, 128]": list spelling.

@@ -1,17 +1,49 @@
 #include "core/ir/ir.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/ir/eliminate_dead_ops.h"
 #include "core/support/error.h"
 
 namespace stax {
 
-void IRNode::add_origins(const Origins& more) {
-  for (const Node* n : more)
-    if (std::find(origins_.begin(), origins_.end(), n) == origins_.end()) origins_.push_back(n);
-  std::stable_sort(origins_.begin(), origins_.end(),
-                   [](const Node* a, const Node* b) { return a->index() < b->index(); });
+void OriginSet::add(const Origins& nodes) {
+  if (nodes.empty()) return;
+  auto part = std::make_shared<Part>();
+  part->nodes = nodes;
+  if (root_) part->parts.push_back(root_);
+  root_ = std::move(part);
+}
+
+void OriginSet::add(const OriginSet& other) {
+  if (!other.root_ || other.root_ == root_) return;
+  if (!root_) {
+    root_ = other.root_;
+    return;
+  }
+  auto part = std::make_shared<Part>();
+  part->parts = {root_, other.root_};
+  root_ = std::move(part);
+}
+
+Origins OriginSet::flatten() const {
+  Origins out;
+  std::unordered_set<const Part*> seen_parts;
+  std::unordered_set<const Node*> seen_nodes;
+  std::vector<const Part*> todo;
+  if (root_) todo.push_back(root_.get());
+  while (!todo.empty()) {  // iterative: a long fused chain is a deep DAG
+    const Part* p = todo.back();
+    todo.pop_back();
+    if (!seen_parts.insert(p).second) continue;
+    for (const Node* n : p->nodes)
+      if (seen_nodes.insert(n).second) out.push_back(n);
+    for (const auto& q : p->parts) todo.push_back(q.get());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Node* a, const Node* b) { return a->index() < b->index(); });
+  return out;
 }
 
 Index iter_index(const Shape& ranges) {

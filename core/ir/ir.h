@@ -36,6 +36,25 @@ using Reindex = std::function<Index(const Index&)>;
 // The graph nodes an IR node was lowered from, in graph order (Listing 6.3's `origins`).
 using Origins = std::vector<const Node*>;
 
+// The origins of an IR node as a DAG of shared, immutable parts: a node built from its inputs
+// takes their origins in O(1) (a fused chain of n nodes costs O(n), not O(n^2) copies), and
+// flatten() computes the sorted list when a dump asks for it.
+class OriginSet {
+ public:
+  void add(const Origins& nodes);
+  void add(const OriginSet& other);
+  bool empty() const { return !root_; }
+  // Every node once, sorted by graph position.
+  Origins flatten() const;
+
+ private:
+  struct Part {
+    Origins nodes;
+    std::vector<std::shared_ptr<const Part>> parts;
+  };
+  std::shared_ptr<const Part> root_;
+};
+
 enum class IRKind {
   Pointwise,
   Reduction,
@@ -58,12 +77,19 @@ class IRNode : public std::enable_shared_from_this<IRNode> {
   virtual Loader make_loader() const = 0;
 
   int64_t numel() const { return shape_numel(size()); }
-  const Origins& origins() const { return origins_; }
-  // Merges `more` into the origins (kept sorted by graph position, without duplicates).
-  void add_origins(const Origins& more);
+  // Sorted by graph position, without duplicates (flattened on every call).
+  Origins origins() const { return origins_.flatten(); }
+  const OriginSet& origin_set() const { return origins_; }
+  void add_origins(const Origins& more) { origins_.add(more); }
+  void add_origins(const OriginSet& more) { origins_.add(more); }
+  // How many nodes deep the loader of this value inlines unrealized producers (0 for storage):
+  // reading it recurses that deep, so lowering realizes a value before the depth gets large.
+  int inline_depth() const { return inline_depth_; }
+  void set_inline_depth(int depth) { inline_depth_ = depth; }
 
  private:
-  Origins origins_;
+  OriginSet origins_;
+  int inline_depth_ = 0;
 };
 using IRPtr = std::shared_ptr<IRNode>;
 
@@ -81,6 +107,10 @@ class Loops : public IRNode {
   DType dtype() const override { return dtype_; }
   std::string device() const override { return device_; }
   const Shape& ranges() const { return ranges_; }
+  // Drops inner_fn once the owning buffer's body is recorded: the closures hold their inputs'
+  // IR nodes, so keeping them would chain every buffer of a long fused chain to the one before
+  // (one recursive destructor call per node at teardown). Nothing may be recorded afterwards.
+  virtual void release_inner_fn() = 0;
 
  private:
   std::string device_;
@@ -95,6 +125,7 @@ class Pointwise : public Loops {
   IRKind kind() const override { return IRKind::Pointwise; }
   Loader make_loader() const override { return inner_fn_; }
   const Loader& inner_fn() const { return inner_fn_; }
+  void release_inner_fn() override { inner_fn_ = nullptr; }
 
  private:
   Loader inner_fn_;
@@ -119,6 +150,7 @@ class Reduction : public Loops {
   const Shape& reduction_ranges() const { return reduction_ranges_; }
   ReductionType reduction_type() const { return type_; }
   const ReductionFn& inner_fn() const { return inner_fn_; }
+  void release_inner_fn() override { inner_fn_ = nullptr; }
 
  private:
   DType acc_dtype_;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
+#include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
@@ -11,15 +14,31 @@ namespace stax {
 
 namespace {
 
+// Reading a value recurses once per inlined producer (loaders call their inputs' loaders), so a
+// fused chain is realized every kMaxInlineDepth nodes: bounded stack, and bodies of bounded size.
+constexpr int kMaxInlineDepth = 256;
+
+bool is_storage(IRKind k) {
+  return k == IRKind::ComputedBuffer || k == IRKind::ExternKernel ||
+         k == IRKind::FallbackKernel || k == IRKind::InputBuffer;
+}
+
 // Origins an input value passes on to nodes built from it.
-Origins contributed_origins(const IRPtr& v) {
+OriginSet contributed_origins(const IRPtr& v) {
   if (auto box = std::dynamic_pointer_cast<StorageBox>(v)) {
     IRKind k = box->data()->kind();
     if (k == IRKind::ComputedBuffer || k == IRKind::ExternKernel || k == IRKind::FallbackKernel)
       return {};
-    return box->data()->origins();
+    return box->data()->origin_set();
   }
-  return v->origins();
+  return v->origin_set();
+}
+
+// IRNode::inline_depth of what reading `v` inlines: 0 for storage.
+int inline_depth_of(const IRPtr& v) {
+  if (auto box = std::dynamic_pointer_cast<StorageBox>(v))
+    return is_storage(box->data()->kind()) ? 0 : box->data()->inline_depth();
+  return v->inline_depth();
 }
 
 // The §6.4 layout of a flexible buffer: strides in the loop order its reads prefer.
@@ -69,19 +88,18 @@ IRPtr GraphLowering::input(const Node& n, std::string_view param) const {
   return value(a.node());
 }
 
-Origins GraphLowering::origins_for(const std::vector<IRPtr>& inputs) const {
-  Origins o;
-  if (current_) o.push_back(current_);
-  for (const IRPtr& in : inputs)
-    for (const Node* n : contributed_origins(in))
-      if (std::find(o.begin(), o.end(), n) == o.end()) o.push_back(n);
-  std::stable_sort(o.begin(), o.end(),
-                   [](const Node* a, const Node* b) { return a->index() < b->index(); });
+OriginSet GraphLowering::origins_for(const std::vector<IRPtr>& inputs) const {
+  OriginSet o;
+  for (const IRPtr& in : inputs) o.add(contributed_origins(in));
+  if (current_) o.add(Origins{current_});
   return o;
 }
 
 IRPtr GraphLowering::box(const std::shared_ptr<Loops>& loops, const std::vector<IRPtr>& inputs) {
   loops->add_origins(origins_for(inputs));
+  int depth = 0;
+  for (const IRPtr& in : inputs) depth = std::max(depth, inline_depth_of(in));
+  loops->set_inline_depth(depth + 1);
   return std::make_shared<StorageBox>(loops);
 }
 
@@ -96,6 +114,7 @@ IRPtr GraphLowering::view(const IRPtr& base, Shape size, Reindex reindex) {
   }
   IRPtr v = make_view(b, std::move(size), std::move(reindex));
   v->add_origins(origins_for({base}));
+  v->set_inline_depth(inline_depth_of(b) + 1);
   return v;
 }
 
@@ -115,7 +134,7 @@ BufferPtr GraphLowering::realize(const IRPtr& value) {
   auto loops = std::static_pointer_cast<Loops>(box->data());
   auto buf = std::make_shared<ComputedBuffer>(
       new_buffer_name(), Layout::flexible(loops->device(), loops->dtype(), loops->size()), loops);
-  buf->add_origins(loops->origins());
+  buf->add_origins(loops->origin_set());
   register_buffer(buf);
   box->set_data(buf);
   return buf;
@@ -191,7 +210,8 @@ void GraphLowering::lower_call(const Node& n) {
   }
   auto box = std::dynamic_pointer_cast<StorageBox>(v);
   if (!box || box->is_realized()) return;
-  if (box->data()->kind() == IRKind::Reduction || user_needs_memory(n)) {
+  if (box->data()->kind() == IRKind::Reduction || user_needs_memory(n) ||
+      inline_depth_of(v) >= kMaxInlineDepth) {
     realize(v);
     return;
   }
@@ -211,7 +231,8 @@ GraphOutput GraphLowering::realize_output(const Node& n) {
 }
 
 void GraphLowering::finalize(LoweredGraph& out) {
-  // 1. freeze flexible layouts (§6.4), 2. record every body with final layouts.
+  // 1. freeze flexible layouts (§6.4), 2. record every body with final layouts, then drop the
+  //    closures (Loops::release_inner_fn).
   for (const BufferPtr& b : buffers_) {
     if (b->layout().is_fixed() || b->kind() != IRKind::ComputedBuffer) continue;
     auto& cb = static_cast<ComputedBuffer&>(*b);
@@ -222,35 +243,47 @@ void GraphLowering::finalize(LoweredGraph& out) {
       auto& cb = static_cast<ComputedBuffer&>(*b);
       cb.set_body(cb.record_body());
     }
-  // 3. producers before consumers (stable: registration order where already valid).
-  std::set<const Buffer*> pending;
-  for (const BufferPtr& b : buffers_) pending.insert(b.get());
-  std::map<const Buffer*, std::vector<const Buffer*>> deps;
-  for (const BufferPtr& b : buffers_) {
-    auto d = kernel_inputs(*b);
-    if (b->kind() == IRKind::ComputedBuffer) {
+  for (const BufferPtr& b : buffers_)
+    if (b->kind() == IRKind::ComputedBuffer)
+      static_cast<ComputedBuffer&>(*b).data()->release_inner_fn();
+  // 3. producers before consumers (stable: among the buffers whose producers are placed, the
+  //    earliest registered comes first; Kahn's algorithm with a priority queue, O(E log B)).
+  std::unordered_map<std::string, size_t> position;
+  std::unordered_map<const Buffer*, size_t> index_of;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    position.emplace(buffers_[i]->name(), i);
+    index_of.emplace(buffers_[i].get(), i);
+  }
+  std::vector<std::vector<size_t>> consumers(buffers_.size());
+  std::vector<size_t> waiting(buffers_.size(), 0);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& b = *buffers_[i];
+    std::set<size_t> producers;
+    for (const Buffer* d : kernel_inputs(b)) {
+      auto it = index_of.find(d);
+      if (it != index_of.end()) producers.insert(it->second);
+    }
+    if (b.kind() == IRKind::ComputedBuffer)
       for (const std::string& name :
-           read_writes(static_cast<const ComputedBuffer&>(*b).body()).read_buffers())
-        for (const BufferPtr& p : buffers_)
-          if (p->name() == name) d.push_back(p.get());
-    }
-    deps[b.get()] = std::move(d);
+           read_writes(static_cast<const ComputedBuffer&>(b).body()).read_buffers()) {
+        auto it = position.find(name);
+        if (it != position.end()) producers.insert(it->second);
+      }
+    producers.erase(i);
+    for (size_t p : producers) consumers[p].push_back(i);
+    waiting[i] = producers.size();
   }
-  while (!pending.empty()) {
-    bool progress = false;
-    for (const BufferPtr& b : buffers_) {
-      if (!pending.count(b.get())) continue;
-      bool ready = std::none_of(deps[b.get()].begin(), deps[b.get()].end(),
-                                [&](const Buffer* d) { return d != b.get() && pending.count(d); });
-      if (!ready) continue;
-      out.buffers.push_back(b);
-      pending.erase(b.get());
-      progress = true;
-      break;
-    }
-    assert(progress && "cyclic buffer dependencies");
-    if (!progress) break;
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (waiting[i] == 0) ready.push(i);
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    out.buffers.push_back(buffers_[i]);
+    for (size_t c : consumers[i])
+      if (--waiting[c] == 0) ready.push(c);
   }
+  assert(out.buffers.size() == buffers_.size() && "cyclic buffer dependencies");
   out.inputs = inputs_;
 }
 

@@ -73,7 +73,7 @@ class GraphLowering {
 
   // The origins of a node built from `inputs` while lowering current(): current() plus what the
   // inputs were lowered from (realized computed buffers contribute nothing).
-  Origins origins_for(const std::vector<IRPtr>& inputs) const;
+  OriginSet origins_for(const std::vector<IRPtr>& inputs) const;
   // Wraps new Loops built from `inputs` into a StorageBox (origins set).
   IRPtr box(const std::shared_ptr<Loops>& loops, const std::vector<IRPtr>& inputs);
   // make_view() of `base` with origins set.

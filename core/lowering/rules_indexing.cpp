@@ -50,7 +50,8 @@ IRPtr index_select(GraphLowering& g, const Node& n) {
   Loader xl = x->make_loader(), il = index->make_loader();
   Loader inner = [xl, il, d, extent, rank, vector_index](OpsBuilder& b, const Index& at) {
     Index ii;
-    if (vector_index) ii.push_back(rank == 0 ? at[0] : at[d]);
+    // A 0-d x gives a 0-d result: its one-element index is read at 0.
+    if (vector_index) ii.push_back(rank == 0 ? (at.empty() ? Expr(0) : at[0]) : at[d]);
     Expr e = b.indirect_indexing(load_index(b, il, ii), extent, /*check=*/true,
                                  /*wrap_negative=*/false);
     if (rank == 0) return xl(b, {});
@@ -138,6 +139,12 @@ IRPtr cat(GraphLowering& g, const Node& n) {
   }
   if (parts.size() == 1 && inputs[0]->dtype() == m.dtype) return inputs[0];
   DType out = m.dtype, dt = computation_dtype(out);
+  if (parts.empty()) {  // every input is empty, and so is the result: nothing is ever read
+    Loader zero = [out](OpsBuilder& b, const Index&) {
+      return b.constant(ScalarValue::integer(0), out);
+    };
+    return g.box(std::make_shared<Pointwise>(m.device, out, m.sizes, zero), {});
+  }
   Loader inner = [parts, d, dt, out](OpsBuilder& b, const Index& at) {
     std::vector<Val> values;
     for (const Part& p : parts) {

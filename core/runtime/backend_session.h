@@ -1,5 +1,5 @@
-// BackendSession: the PluginRegistry of one Compiler and the lock that runs take (the plugin ABI
-// serialises calls on one backend instance). The Compiler creates it; every CompiledGraph the
+// BackendSession: the PluginRegistry of one Compiler and the lock that serialises calls on its
+// backend instances (the plugin ABI's rule): every compile, and runs. The Compiler creates it; every CompiledGraph the
 // Compiler builds shares it, so the plugins stay loaded while a compiled graph lives.
 #pragma once
 
@@ -14,7 +14,7 @@ namespace stax {
 struct BackendSession {
   explicit BackendSession(Config config) : registry(std::move(config)) {}
   PluginRegistry registry;
-  std::mutex run_mutex;
+  std::mutex mutex;
 };
 
 }  // namespace stax

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "core/runtime/compiled_graph_impl.h"
@@ -51,6 +53,44 @@ class Allocator {
 
  private:
   std::vector<Tensor>& pool_;  // 1-D tensors, storage offset 0
+};
+
+// The graph nodes a step computes, "%a, %b" (the origins of the buffers it produces), for
+// run-time errors.
+std::string step_nodes(const Impl& impl, const Impl::Step& step) {
+  std::string out;
+  for (size_t s : step.outputs)
+    for (const Node* n : impl.slots[s]->origins())
+      if (n->is_call()) out += (out.empty() ? "%" : ", %") + n->name();
+  return out;
+}
+
+// A RunContext taken from the CompiledGraph's free list for one run (a new one when every
+// context is in use by another run) and put back when the run ends, normally or not.
+class ContextLease {
+ public:
+  explicit ContextLease(const Impl& impl) : impl_(impl) {
+    std::lock_guard<std::mutex> lock(impl.contexts_mutex);
+    if (impl.free_contexts.empty()) {
+      context_ = std::make_unique<Impl::RunContext>();
+    } else {
+      context_ = std::move(impl.free_contexts.back());
+      impl.free_contexts.pop_back();
+    }
+  }
+  ~ContextLease() {
+    std::lock_guard<std::mutex> lock(impl_.contexts_mutex);
+    impl_.free_contexts.push_back(std::move(context_));
+  }
+  ContextLease(const ContextLease&) = delete;
+  ContextLease& operator=(const ContextLease&) = delete;
+
+  Impl::RunContext& operator*() const { return *context_; }
+  Impl::RunContext* operator->() const { return context_.get(); }
+
+ private:
+  const Impl& impl_;
+  std::unique_ptr<Impl::RunContext> context_;
 };
 
 // The run's buffers: one Tensor per slot, viewing the slot buffer's storage with its layout.
@@ -151,18 +191,22 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     throw Error("runtime", "",
                 "the graph has " + std::to_string(l.inputs.size()) + " placeholders but " +
                     std::to_string(inputs.size()) + " inputs were given");
-  std::lock_guard<std::mutex> lock(impl.session->run_mutex);
-  Allocator alloc(impl.pool);
+  // Runs of a backend whose kernels are not reentrant take turns (plugin_api.h, concurrent_runs).
+  std::unique_lock<std::mutex> serial;
+  if (!impl.plugin->properties().concurrent_runs)
+    serial = std::unique_lock<std::mutex>(impl.session->mutex);
+  ContextLease context(impl);
+  Allocator alloc(context->pool);
   auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
-  if (!impl.arena.defined() && impl.memory.arena_bytes > 0)
-    impl.arena = Tensor::empty({impl.memory.arena_bytes}, DType::UInt8);
+  if (!context->arena.defined() && impl.memory.arena_bytes > 0)
+    context->arena = Tensor::empty({impl.memory.arena_bytes}, DType::UInt8);
   // Storage for a slot a step writes: its place in the arena, or pool storage for an output.
   auto storage_for = [&](size_t s) {
     const Layout& want = impl.slots[s]->layout();
     const BufferPlacement* p = impl.placements[s];
     if (!p || p->kind != BufferPlacement::Kind::Arena) return allocate(want);
     int64_t item = static_cast<int64_t>(dtype_size(want.dtype));
-    return impl.arena.reinterpret(want.dtype, want.size, want.stride,
+    return context->arena.reinterpret(want.dtype, want.size, want.stride,
                                   p->offset / item + want.offset);
   };
   Slots slots(impl);
@@ -187,47 +231,57 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   for (const Impl::Step& step : impl.steps) {
     const size_t out_slot = step.outputs.front();
     const Buffer& produced = *impl.slots[out_slot];
-    switch (step.kind) {
-      case Impl::StepKind::Kernel: {
-        for (size_t s : step.outputs) slots.at(s) = storage_for(s);
-        std::vector<void*> ptrs;
-        for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
-        impl.compiled[step.kernel]->run(ptrs);
-        break;
-      }
-      case Impl::StepKind::Extern: {
-        const auto& ek = static_cast<const ExternKernel&>(produced);
-        slots.at(out_slot) = storage_for(out_slot);
-        if (!step.on_interpreter) {
-          std::vector<StaxTensorDesc> descs;
-          for (size_t k = 0; k < ek.inputs().size(); ++k)
-            descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
-          descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
-          impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
-        } else {
-          std::vector<Tensor> args;
-          for (size_t k = 0; k < ek.inputs().size(); ++k)
-            args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
-          slots.at(out_slot).copy_from(
-              interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
+    try {
+      switch (step.kind) {
+        case Impl::StepKind::Kernel: {
+          for (size_t s : step.outputs) slots.at(s) = storage_for(s);
+          std::vector<void*> ptrs;
+          for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
+          try {
+            impl.compiled[step.kernel]->run(ptrs);
+          } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
+            throw Error("runtime", step_nodes(impl, step),
+                        "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
+          }
+          break;
         }
-        break;
-      }
-      case Impl::StepKind::Fallback: {
-        const auto& fk = static_cast<const FallbackKernel&>(produced);
-        std::vector<Tensor> args;
-        for (size_t k = 0; k < fk.inputs().size(); ++k)
-          args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
-        Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
-        const Layout& want = produced.layout();
-        if (same_layout(r, want.size, want.stride) && want.offset == 0) {
-          slots.at(out_slot) = r;
-        } else {
+        case Impl::StepKind::Extern: {
+          const auto& ek = static_cast<const ExternKernel&>(produced);
           slots.at(out_slot) = storage_for(out_slot);
-          slots.at(out_slot).copy_from(r);
+          if (!step.on_interpreter) {
+            std::vector<StaxTensorDesc> descs;
+            for (size_t k = 0; k < ek.inputs().size(); ++k)
+              descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
+            descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
+            impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
+          } else {
+            std::vector<Tensor> args;
+            for (size_t k = 0; k < ek.inputs().size(); ++k)
+              args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
+            slots.at(out_slot).copy_from(
+                interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
+          }
+          break;
         }
-        break;
+        case Impl::StepKind::Fallback: {
+          const auto& fk = static_cast<const FallbackKernel&>(produced);
+          std::vector<Tensor> args;
+          for (size_t k = 0; k < fk.inputs().size(); ++k)
+            args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
+          Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
+          const Layout& want = produced.layout();
+          if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+            slots.at(out_slot) = r;
+          } else {
+            slots.at(out_slot) = storage_for(out_slot);
+            slots.at(out_slot).copy_from(r);
+          }
+          break;
+        }
       }
+    } catch (const Error& e) {  // e.g. an allocation failure: name the graph nodes
+      if (!e.location().empty()) throw;
+      throw Error(e.stage(), step_nodes(impl, step), e.message());
     }
     for (size_t s : step.frees) slots.at(s) = Tensor();
   }

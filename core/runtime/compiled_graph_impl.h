@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,18 @@ struct CompiledGraph::Impl {
   std::vector<Step> steps;
   size_t num_externs = 0, num_fallbacks = 0;  // fallbacks include externs on the interpreter
   CompileStats stats;
-  // Storage for outputs kept between runs (1-D tensors), guarded by session->run_mutex: an entry
-  // no one else references any more (an output the caller dropped, a copied input) is reused
-  // instead of allocating (and page-faulting) fresh memory.
-  mutable std::vector<Tensor> pool;
-  // The intermediates' arena (memory.arena_bytes bytes), allocated by the first run and reused
-  // by every later one (guarded by session->run_mutex).
-  mutable Tensor arena;
+  // What one run needs besides its inputs: the intermediates' arena (memory.arena_bytes bytes)
+  // and the storage of its outputs kept for the next run (1-D tensors; an entry no one else
+  // references any more, an output the caller dropped or a copied input, is reused instead of
+  // allocating and page-faulting fresh memory).
+  struct RunContext {
+    Tensor arena;
+    std::vector<Tensor> pool;
+  };
+  // Contexts not in use. A run takes one (or makes one when all are busy: runs in parallel) and
+  // puts it back, so sequential runs reuse one context and allocate nothing.
+  mutable std::mutex contexts_mutex;
+  mutable std::vector<std::unique_ptr<RunContext>> free_contexts;
 };
 
 }  // namespace stax

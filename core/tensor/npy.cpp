@@ -4,6 +4,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -348,6 +349,8 @@ Tensor npy_from_bytes(std::string_view bytes, const std::string& name) {
 }
 
 Tensor load_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a .npy file");
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, std::string("cannot open for reading: ") + std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -148,6 +148,9 @@ class CpuCppBackend : public sdk::Backend {
     p.l2_cache_bytes = l2 > 0 ? l2 : 0;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     p.memory_bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+    // Kernels are pure functions of their buffers; the thread pool takes one parallel_for at a
+    // time and the extern kernels (OpenBLAS) are reentrant.
+    p.concurrent_runs = true;
     return p;
   }
 
@@ -163,7 +166,7 @@ class CpuCppBackend : public sdk::Backend {
     if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
     // The JIT needs names unique among its live modules: the kernel function is wrapped by a
     // unique entry point (the kernel itself becomes internal and is inlined).
-    std::string entry = "stax_entry_" + std::to_string(next_entry_++);
+    std::string entry = "stax_entry_" + std::to_string(next_entry_.fetch_add(1));
     std::string jit_source = source + "\nextern \"C\" void " + entry +
                              "(void* const* b, long long s, long long e, const char** err) { " +
                              k.name() + "(b, s, e, err); }\n";
@@ -184,14 +187,16 @@ class CpuCppBackend : public sdk::Backend {
   }
 
  private:
+  // Created once, by the first compile (compiles may come from several threads: ClangJit
+  // serialises its own work).
   ClangJit& jit() {
-    if (!jit_) {
+    std::call_once(jit_once_, [&] {
       ClangJitOptions o;
       o.opt_level = static_cast<int>(opt_level_);
       o.native_cpu = native_cpu_;
       o.load_sleef = false;
       jit_ = std::make_unique<ClangJit>(std::move(o));
-    }
+    });
     return *jit_;
   }
 
@@ -202,8 +207,9 @@ class CpuCppBackend : public sdk::Backend {
   std::string inject_;
   PrintOptions print_;
   std::shared_ptr<ThreadPool> pool_;
+  std::once_flag jit_once_;
   std::unique_ptr<ClangJit> jit_;  // created by the first compile
-  uint64_t next_entry_ = 0;
+  std::atomic<uint64_t> next_entry_{0};
 };
 
 }  // namespace

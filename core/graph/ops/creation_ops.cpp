@@ -8,6 +8,7 @@
 // int64 when start, end and step are all integers and float32 otherwise; *_like keep self's dtype.
 // Random ops draw from a per-node seed (KernelContext::seed()), see core/tensor/random.h.
 #include <cmath>
+#include <limits>
 
 #include "core/graph/ops/infer_helpers.h"
 #include "core/graph/ops/register_ops.h"
@@ -93,7 +94,12 @@ TensorMeta arange_rule(const CallArgs& c) {
     if ((st > 0 && e < s) || (st < 0 && e > s))
       c.fail("upper bound " + std::to_string(e) + " and lower bound " + std::to_string(s) +
              " are inconsistent with step sign " + std::to_string(st));
-    n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / -st;
+    // In 128 bits: e - s overflows int64 for e.g. arange(-2**62, 2**62) or end = INT64_MAX.
+    __int128 len = st > 0 ? (__int128(e) - s + st - 1) / st : (__int128(s) - e - st - 1) / -__int128(st);
+    if (len > std::numeric_limits<int64_t>::max())
+      c.fail("the length of the range from " + std::to_string(s) + " to " + std::to_string(e) +
+             " overflows a 64-bit integer");
+    n = static_cast<int64_t>(len);
   } else {
     double s = start.to_double(), e = end.to_double(), st = step.to_double();
     if (!std::isfinite(s) || !std::isfinite(e)) c.fail("start and end must be finite");
@@ -101,7 +107,11 @@ TensorMeta arange_rule(const CallArgs& c) {
     if ((st > 0 && e < s) || (st < 0 && e > s))
       c.fail("upper bound " + double_repr(e) + " and lower bound " + double_repr(s) +
              " are inconsistent with step sign " + double_repr(st));
-    n = static_cast<int64_t>(std::ceil((e - s) / st));
+    double len = std::ceil((e - s) / st);
+    if (!(len < 0x1p63))
+      c.fail("the length of the range from " + double_repr(s) + " to " + double_repr(e) +
+             " step " + double_repr(st) + " overflows a 64-bit integer");
+    n = static_cast<int64_t>(len);
   }
   return TensorMeta::contiguous({n}, dtype, device_or(c, "cpu"));
 }

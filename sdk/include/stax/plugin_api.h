@@ -25,7 +25,8 @@
  *   the cpu or cuda kind), the device-memory functions (device_alloc, device_free, device_copy,
  *   device_synchronize) and StaxRunArgs.buffers_on_device. The host calls a 1.2 function only
  *   when the plugin's table is long enough to hold it (its struct_size), so 1.0 and 1.1 plugins
- *   keep loading and running.
+ *   keep loading and running; and StaxDeviceProperties.concurrent_runs (plugin-written: older
+ *   plugins leave it 0 and their runs stay serialised).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -45,8 +46,12 @@
  *   a plugin copies what it keeps. Pointers a plugin returns (names, thresholds' op list, kernel
  *   source, extern kernel names) stay valid until the next call of the same function on the same
  *   object, or until that object (backend, compiled kernel, error) is destroyed. The host
- *   serialises calls on one backend instance; compiled kernels of one backend may run
- *   concurrently only if the backend says so (not yet negotiated: serialised).
+ *   serialises calls on one backend instance, with one exception the backend opts into: when
+ *   its StaxDeviceProperties.concurrent_runs is nonzero, `run` and `run_extern` may be called
+ *   from several threads at once, each call with its own buffers, and concurrently with any
+ *   other call on that backend except backend_destroy and the destruction of the kernel being
+ *   run (a compiled kernel must then be a pure function of its buffers, and run_extern must not
+ *   share mutable state between calls). With concurrent_runs 0 the host never overlaps them.
  *   A host destroys every compiled kernel before the backend that compiled it.
  *
  * LIFECYCLE
@@ -337,6 +342,8 @@ typedef struct StaxDeviceProperties {
   /* ABI 1.2: the device kind's name, [a-z][a-z0-9_]*: required with STAX_DEVICE_OTHER ("npu");
    * NULL, or "cpu" / "cuda" matching `kind`, otherwise. Config `devices:` keys use this name. */
   const char* kind_name;
+  /* 1.2: nonzero when run / run_extern are reentrant (OWNERSHIP AND THREADS above) */
+  int32_t concurrent_runs;
 } StaxDeviceProperties;
 
 /* Seed §6.6: a value with several users is materialized if any rule holds. */

@@ -35,6 +35,8 @@ struct DeviceProperties {
   int64_t memory_bytes = 0;
   int64_t l2_cache_bytes = 0;
   int64_t shared_memory_per_block = 0;
+  // run / run_extern may be called concurrently (plugin_api.h, OWNERSHIP AND THREADS).
+  bool concurrent_runs = false;
 };
 
 // Seed §6.6. Defaults per device kind: cpu() / gpu() (the values: threshold_defaults.h).

@@ -155,6 +155,7 @@ struct Adapter {
       c.memory_bytes = p.memory_bytes;
       c.l2_cache_bytes = p.l2_cache_bytes;
       c.shared_memory_per_block = p.shared_memory_per_block;
+      c.concurrent_runs = p.concurrent_runs ? 1 : 0;
       copy_out(a->properties, c);
     });
   }

@@ -4,8 +4,10 @@
 // transformations). Constraints, because this text is compiled inside JIT kernels:
 //   * no #include of any system header; math goes through __builtin_* (GCC and Clang both lower
 //     them to the libm call or to an exact instruction: sqrt, floor, ...);
-//   * C++17, header-only, no exceptions; everything is defined for every input (integer division
-//     by zero yields 0 rather than trapping: documented, never a crash).
+//   * C++17, header-only, no exceptions; everything is defined for every input: integer division
+//     by zero yields 0 rather than trapping; int64 add / sub / mul / neg / abs / pow wrap around
+//     (two's complement, as torch does), so INT64_MIN / -1 is INT64_MIN and INT64_MIN % -1 is 0
+//     (never SIGFPE, never signed-overflow UB).
 // Floating ops are defined for float and double; half/bfloat16 compute in float (promote on load,
 // round on store), as the seed §6.2 prescribes. Integer ops are defined on int64_t (narrower ints
 // compute in int64 and are narrowed on store), bool ops on bool.
@@ -15,6 +17,13 @@
 namespace stax_scalar {
 
 typedef long long i64;
+typedef unsigned long long u64;
+
+// Two's-complement wrap-around int64 arithmetic (defined for every input).
+inline i64 wrap_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+inline i64 wrap_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+inline i64 wrap_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+inline bool is_min_by_minus_one(i64 a, i64 b) { return b == -1 && a == (i64)((u64)1 << 63); }
 
 // ---- math dispatch by type -------------------------------------------------------------------
 #define STAX_SCALAR_MATH1(name)                                      \
@@ -69,10 +78,11 @@ inline double pow(double a, double b) {
 
 // ---- unary, floating ---------------------------------------------------------------------------
 template <class T> inline T neg(T x) { return -x; }
+inline i64 neg(i64 x) { return wrap_sub(0, x); }
 inline bool neg(bool x) { return x; }
 inline float abs(float x) { return m::fabs(x); }
 inline double abs(double x) { return m::fabs(x); }
-inline i64 abs(i64 x) { return x < 0 ? -x : x; }
+inline i64 abs(i64 x) { return x < 0 ? wrap_sub(0, x) : x; }
 inline bool abs(bool x) { return x; }
 template <class T> inline T exp(T x) { return m::exp(x); }
 template <class T> inline T exp2(T x) { return m::exp2(x); }
@@ -112,12 +122,15 @@ inline bool isnan(bool) { return false; }
 
 // ---- binary ----------------------------------------------------------------------------------
 template <class T> inline T add(T a, T b) { return a + b; }
+inline i64 add(i64 a, i64 b) { return wrap_add(a, b); }
 inline bool add(bool a, bool b) { return a || b; }
 template <class T> inline T sub(T a, T b) { return a - b; }
+inline i64 sub(i64 a, i64 b) { return wrap_sub(a, b); }
 template <class T> inline T mul(T a, T b) { return a * b; }
+inline i64 mul(i64 a, i64 b) { return wrap_mul(a, b); }
 inline bool mul(bool a, bool b) { return a && b; }
 template <class T> inline T truediv(T a, T b) { return a / b; }
-inline i64 truediv(i64 a, i64 b) { return b == 0 ? 0 : a / b; }
+inline i64 truediv(i64 a, i64 b) { return b == 0 ? 0 : (is_min_by_minus_one(a, b) ? a : a / b); }
 
 // Python floor division. Floating: torch's div_floor (fmod-based, exact for representable results).
 template <class T> inline T floordiv(T a, T b) {
@@ -136,6 +149,7 @@ template <class T> inline T floordiv(T a, T b) {
 }
 inline i64 floordiv(i64 a, i64 b) {
   if (b == 0) return 0;
+  if (is_min_by_minus_one(a, b)) return a;  // the quotient 2^63 wraps to INT64_MIN
   i64 q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
   return q;
@@ -147,7 +161,7 @@ template <class T> inline T mod(T a, T b) {
   return r;
 }
 inline i64 mod(i64 a, i64 b) {
-  if (b == 0) return 0;
+  if (b == 0 || b == -1) return 0;  // b == -1: INT64_MIN % -1 traps on x86
   i64 r = a % b;
   if (r != 0 && ((b < 0) != (r < 0))) r += b;
   return r;
@@ -157,8 +171,8 @@ inline i64 pow(i64 a, i64 b) {
   if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
   i64 r = 1;
   while (b) {
-    if (b & 1) r *= a;
-    a *= a;
+    if (b & 1) r = wrap_mul(r, a);
+    a = wrap_mul(a, a);
     b >>= 1;
   }
   return r;
