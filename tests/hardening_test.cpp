@@ -35,7 +35,7 @@ TEST(Hardening, Int64MinByMinusOneIsDefinedAndAgrees) {
       Tensor::from_vector<int64_t>({6}, {kMin, kMin, 7, kMax, -7, kMin}),
       Tensor::from_vector<int64_t>({6}, {-1, 1, -1, 2, 0, kMin}),
   };
-  std::vector<Tensor> want = interpret(g, in);
+  std::vector<Tensor> want = test::reference(g, in);
   EXPECT_EQ(want[0].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, kMax / 2, 0, 1}));
   EXPECT_EQ(want[1].to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 1, 0, 0}));
   EXPECT_EQ(want[2].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, -2, 0, 0}));
@@ -61,7 +61,7 @@ TEST(Hardening, IndexSelectOfZeroDimAndCatOfEmpties) {
   std::vector<Tensor> in = {Tensor::scalar(2.5), Tensor::from_vector<int64_t>({1}, {0}),
                             Tensor::empty({0, 3}, DType::Float32),
                             Tensor::empty({0, 3}, DType::Float32)};
-  std::vector<Tensor> want = interpret(g, in);
+  std::vector<Tensor> want = test::reference(g, in);
   EXPECT_EQ(want[0].sizes(), Shape{});
   EXPECT_EQ(want[0].item(), 2.5);
   EXPECT_EQ(want[1].sizes(), (Shape{0, 3}));
@@ -107,7 +107,7 @@ TEST(Hardening, ConcurrentCompilesOnOneCompiler) {
         std::vector<Tensor> in = {Tensor::arange(16, DType::Float32)};
         try {
           std::vector<Tensor> got = compiler.compile(g).run(in);
-          if (!bitwise_equal(got[0], interpret(g, in)[0]))
+          if (!bitwise_equal(got[0], test::reference(g, in)[0]))
             failures[t].push_back("graph " + std::to_string(i) + " differs");
         } catch (const std::exception& e) {
           failures[t].push_back(e.what());
@@ -140,7 +140,8 @@ TEST(Hardening, HundredThousandNodeChainLowers) {
   for (int i = 0; i < 1000; ++i) s = small.call("relu", {s});
   small.output({s});
   std::vector<Tensor> in = {Tensor::from_vector<float>({8}, {-2, -1, -0.5f, 0, 0.5f, 1, 2, 3})};
-  EXPECT_TRUE(bitwise_equal(cpu_compiler().compile(small).run(in)[0], interpret(small, in)[0]));
+  EXPECT_TRUE(
+      bitwise_equal(cpu_compiler().compile(small).run(in)[0], test::reference(small, in)[0]));
 }
 
 // Issue 12: an allocation that cannot be satisfied (2^50 bytes) is a stax::Error naming the node,
@@ -188,7 +189,7 @@ TEST(Hardening, ConcurrentRunsOfOneCompiledGraph) {
   std::vector<std::vector<Tensor>> inputs, expected;
   for (int t = 0; t < kThreads; ++t) {
     inputs.push_back({Tensor::randn({64, 96}, DType::Float32, 100 + t)});
-    expected.push_back(interpret(g, inputs.back()));
+    expected.push_back(test::reference(g, inputs.back()));
   }
   std::vector<int> mismatches(kThreads, 0);
   std::vector<std::string> errors(kThreads);

@@ -299,6 +299,7 @@ LoweredGraph GraphLowering::run() {
   current_ = nullptr;
   for (const Node* n : graph_.outputs()) out.outputs.push_back(realize_output(*n));
   finalize(out);
+  out.index();
   return out;
 }
 
@@ -310,7 +311,17 @@ LoweredGraph lower_graph(const Graph& g, const LoweringOptions& options,
 
 // ---------------------------------------------------------------------------------------------
 
+void LoweredGraph::index() {
+  by_name.clear();
+  for (const auto& b : inputs) by_name.emplace(b->name(), b.get());
+  for (const auto& b : buffers) by_name.emplace(b->name(), b.get());
+}
+
 const Buffer* LoweredGraph::find(std::string_view name) const {
+  if (by_name.size() == inputs.size() + buffers.size() && !by_name.empty()) {
+    auto it = by_name.find(std::string(name));
+    return it == by_name.end() ? nullptr : it->second;
+  }
   for (const auto& b : inputs)
     if (b->name() == name) return b.get();
   for (const auto& b : buffers)

@@ -48,8 +48,12 @@ struct LoweredGraph {
   std::vector<BufferPtr>
       buffers;  // ComputedBuffer / ExternKernel / FallbackKernel, producers first
   std::vector<GraphOutput> outputs;  // in return order
+  std::unordered_map<std::string, const Buffer*> by_name;  // see find()
 
-  const Buffer* find(std::string_view name) const;  // an input or a buffer, or null
+  // An input or a buffer by name, or null: through the name index when it is complete (built by
+  // lower_graph; index() rebuilds it after editing the lists), else by a linear search.
+  const Buffer* find(std::string_view name) const;
+  void index();
   // The Listing 6.2 dump: every InputBuffer, then every buffer, one per paragraph.
   std::string str(FormatStyle style = FormatStyle::Full) const;
 };

@@ -33,7 +33,7 @@ std::vector<std::set<std::string>> step_reads(const Schedule& s) {
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
 std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
-                           const BufferPlacement& out, const std::vector<BufferPlacement>& all,
+                           const BufferPlacement& out, const MemoryPlan& plan,
                            const LoweredGraph& graph, const std::set<std::string>& taken) {
   const LoopBody& b = kernel.bodies[body];
   const LoopOp* store = nullptr;
@@ -42,9 +42,8 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
   if (!store) return "";
   const Buffer* o = graph.find(out.buffer);
   for (const std::string& name : read_writes(b).read_buffers()) {
-    auto donor = std::find_if(all.begin(), all.end(),
-                              [&](const BufferPlacement& p) { return p.buffer == name; });
-    if (donor == all.end() || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
+    const BufferPlacement* donor = plan.find(name);
+    if (!donor || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
       continue;
     const Buffer* in = graph.find(name);
@@ -67,9 +66,8 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
 }  // namespace
 
 const BufferPlacement* MemoryPlan::find(const std::string& buffer) const {
-  for (const BufferPlacement& p : buffers)
-    if (p.buffer == buffer) return &p;
-  return nullptr;
+  auto it = index.find(buffer);
+  return it == index.end() ? nullptr : &buffers[it->second];
 }
 
 std::string MemoryPlan::str() const {
@@ -118,13 +116,12 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     p.kind = returned.count(b->name())                ? BufferPlacement::Kind::Output
              : b->kind() == IRKind::FallbackKernel    ? BufferPlacement::Kind::Fallback
                                                       : BufferPlacement::Kind::Arena;
+    plan.index[p.buffer] = plan.buffers.size();
     plan.buffers.push_back(p);
   }
 
   // In place: kernel buffers taking over a dying input's bytes. Chains (I -> O -> P) share one
   // storage; root[k] is the first buffer of k's chain.
-  std::map<std::string, size_t> index_of;
-  for (size_t k = 0; k < plan.buffers.size(); ++k) index_of[plan.buffers[k].buffer] = k;
   std::vector<size_t> root(plan.buffers.size());
   for (size_t k = 0; k < root.size(); ++k) root[k] = k;
   std::set<std::string> taken;
@@ -132,13 +129,13 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      BufferPlacement& out = plan.buffers[index_of.at(kernel.buffers[b]->name())];
+      BufferPlacement& out = plan.buffers[plan.index.at(kernel.buffers[b]->name())];
       if (out.kind != BufferPlacement::Kind::Arena) continue;
-      std::string donor = in_place_donor(kernel, b, out, plan.buffers, graph, taken);
+      std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
       if (donor.empty()) continue;
       taken.insert(donor);
       out.in_place_of = donor;
-      root[index_of.at(out.buffer)] = root[index_of.at(donor)];
+      root[plan.index.at(out.buffer)] = root[plan.index.at(donor)];
     }
   }
   // One storage per chain: its lifetime spans the chain's.

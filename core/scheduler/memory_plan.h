@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/lowering/graph_lowering.h"
@@ -42,6 +43,7 @@ struct BufferPlacement {
 struct MemoryPlan {
   static constexpr int64_t kArenaAlignment = 64;
   std::vector<BufferPlacement> buffers;  // one per LoweredGraph::buffers entry, same order
+  std::unordered_map<std::string, size_t> index;  // buffer name -> position in `buffers`
   int64_t arena_bytes = 0;
   int64_t intermediate_bytes = 0;  // the sum over the arena's buffers (the arena without reuse)
 
