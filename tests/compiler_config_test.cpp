@@ -55,6 +55,21 @@ class CompilerConfig : public ::testing::Test {
   std::string plugin_path() const {
     return "plugin_path: [" + std::string(STAX_PLUGIN_DIR) + "]\n";
   }
+  // Compiles Example 1.1 (named ex11) with `dump: {dir: out, stages: <stages>}`; the files
+  // written.
+  std::set<std::string> compile_with_dumps(const fs::path& out, const std::string& stages) {
+    Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
+                                 "dump: {dir: " + out.string() + ", stages: " + stages + "}\n",
+                             "dump.yaml", dir_);
+    CompileOptions options;
+    options.name = "ex11";
+    Compiler compiler(std::move(c), options);
+    compiler.compile(example_1_1());
+    std::set<std::string> files;
+    for (const fs::directory_entry& e : fs::directory_iterator(out))
+      files.insert(e.path().filename().string());
+    return files;
+  }
   fs::path dir_;
 };
 
@@ -72,17 +87,8 @@ std::string creation_error(Config config) {
 
 TEST_F(CompilerConfig, DumpWritesExactlyTheListedStages) {
   fs::path out = dir_ / "dumps";  // created by the Compiler
-  Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
-                               "dump: {dir: " + out.string() + ", stages: [loop_ir, kernels]}\n",
-                           "dump.yaml", dir_);
-  CompileOptions options;
-  options.name = "ex11";
-  Compiler compiler(std::move(c), options);
-  compiler.compile(example_1_1());
-  std::set<std::string> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(out))
-    files.insert(e.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{"ex11.loop_ir.txt", "ex11.kernels.txt"}));
+  EXPECT_EQ(compile_with_dumps(out, "[loop_ir, kernels]"),
+            (std::set<std::string>{"ex11.loop_ir.txt", "ex11.kernels.txt"}));
   std::string loop_ir = slurp(out / "ex11.loop_ir.txt");
   EXPECT_TRUE(contains(loop_ir, "ComputedBuffer(")) << loop_ir;
   std::string kernels = slurp(out / "ex11.kernels.txt");
@@ -92,17 +98,8 @@ TEST_F(CompilerConfig, DumpWritesExactlyTheListedStages) {
 
 TEST_F(CompilerConfig, YamlDumpOfTheScheduleStage) {
   fs::path out = dir_ / "sched";
-  Config c = Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n" +
-                               "dump: {dir: " + out.string() + ", stages: [schedule]}\n",
-                           "sched.yaml", dir_);
-  CompileOptions options;
-  options.name = "ex11";
-  Compiler compiler(std::move(c), options);
-  compiler.compile(example_1_1());
-  std::set<std::string> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(out))
-    files.insert(e.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{"ex11.schedule.txt", "ex11.schedule.dot"}));
+  EXPECT_EQ(compile_with_dumps(out, "[schedule]"),
+            (std::set<std::string>{"ex11.schedule.txt", "ex11.schedule.dot"}));
   std::string text = slurp(out / "ex11.schedule.txt");
   EXPECT_TRUE(contains(text, "step 0: kernel0 ranges=[8] reduction_ranges=[16]")) << text;
   EXPECT_TRUE(contains(text, "buf2: reduction sum")) << text;

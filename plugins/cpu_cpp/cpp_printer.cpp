@@ -14,42 +14,10 @@ namespace {
 
 using sdk::DType;
 
-// What follows scalar_ops.hpp and half_bits.hpp in the prelude: the 16-bit float storage types
-// (distinct structs, so that stax_scalar::convert can tell them apart from integers), their
-// conversions to and from every compute type (double and integers go through float, like the
-// reference runtime), and the bounds-check macro of indirect indexing.
+// What follows scalar_ops.hpp, half_bits.hpp and scalar_ops_f16.hpp (the 16-bit float storage
+// types and their conversions) in the prelude: index min / max and the bounds-check macro of
+// indirect indexing.
 constexpr const char kPreludeTail[] = R"(
-struct stax_half { unsigned short bits; };
-struct stax_bf16 { unsigned short bits; };
-
-namespace stax_scalar {
-inline float stax_to_float(stax_half x) { return stax_f16::half_to_float(x.bits); }
-inline float stax_to_float(stax_bf16 x) { return stax_f16::bf16_to_float(x.bits); }
-template <class H> inline H stax_from_float(float x);
-template <> inline stax_half stax_from_float<stax_half>(float x) {
-  return stax_half{stax_f16::float_to_half(x)};
-}
-template <> inline stax_bf16 stax_from_float<stax_bf16>(float x) {
-  return stax_bf16{stax_f16::float_to_bf16(x)};
-}
-#define STAX_F16_CONVERSIONS(H)                                                         \
-  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
-  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
-  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
-  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
-  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
-  template <> inline H convert<H, double>(double x) {                                   \
-    return stax_from_float<H>((float)x);                                                \
-  }                                                                                     \
-  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
-  template <> inline H convert<H, bool>(bool x) {                                       \
-    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
-  }
-STAX_F16_CONVERSIONS(stax_half)
-STAX_F16_CONVERSIONS(stax_bf16)
-#undef STAX_F16_CONVERSIONS
-}  // namespace stax_scalar
-
 // min / max of index expressions (int64; constants print as plain int literals).
 inline long long stax_index_min(long long a, long long b) { return a < b ? a : b; }
 inline long long stax_index_max(long long a, long long b) { return a < b ? b : a; }
@@ -375,7 +343,8 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
 const std::string& kernel_prelude() {
   static const std::string prelude = std::string("// Prelude: stax/sdk/scalar_ops.hpp\n") +
                                      embedded::kScalarOps + "\n// Prelude: half_bits.hpp\n" +
-                                     embedded::kHalfBits + kPreludeTail;
+                                     embedded::kHalfBits + "\n// Prelude: scalar_ops_f16.hpp\n" +
+                                     embedded::kScalarOpsF16 + kPreludeTail;
   return prelude;
 }
 
