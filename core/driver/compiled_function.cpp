@@ -209,9 +209,6 @@ const CompiledGraph& CompiledFunction::ensure_backward() {
 std::vector<Tensor> CompiledFunction::backward(BackwardContext& ctx,
                                                const std::vector<Tensor>& grad_outputs,
                                                const BackwardOptions& options) {
-  // A differentiable gradient is a request for a second derivative of the compiled region:
-  // rejected here, where it is made (Listing 5.5), before anything is compiled or run.
-  if (options.create_graph) check_backward_request(2);
   check_backward_request(1);
   check(ctx.owner_ == this, "runtime", "CompiledFunction::backward",
         "the context comes from another CompiledFunction's forward()");
@@ -254,6 +251,8 @@ std::vector<Tensor> CompiledFunction::backward(BackwardContext& ctx,
     ctx.saved_primals_.clear();
     ctx.released_ = true;
   }
+  // Listing 5.5: differentiable gradients whose own backward rejects, where it is asked for.
+  if (options.create_graph) ctx.gradients_backward_ = rejecting_backward();
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.backward_calls;
   return grads;

@@ -27,12 +27,14 @@
 //   undefined entry counts as zeros; entries of non-differentiable outputs are ignored (they have
 //   no tangent placeholder). The context's saved values are released after the call unless
 //   BackwardOptions::retain_graph; a second backward on a released context is an error.
-//   create_graph = true asks for gradients that are differentiable themselves, i.e. for a second
-//   derivative of the compiled region. The compiled path supports first-order reverse mode only,
-//   so the request is rejected where it is made (seed §5.7, Listing 5.5) through
-//   check_backward_request(2) (core/interpreter/double_backward.h), before anything is compiled or
-//   run: stax::Error "Compiled regions do not support second-order gradients (double backward).
-//   Run the function without compilation to compute higher-order derivatives."
+//   create_graph = true asks for gradients that are differentiable themselves. The compiled path
+//   supports first-order reverse mode only, so it follows seed §5.7, Listing 5.5: the call still
+//   returns the compiled backward's gradients (the same bits as without create_graph), and the
+//   context records their backward, BackwardContext::gradients_backward(), which computes
+//   nothing and rejects where a second derivative is requested (rejecting_backward(),
+//   core/interpreter/double_backward.h): stax::Error "Compiled regions do not support
+//   second-order gradients (double backward). Run the function without compilation to compute
+//   higher-order derivatives."
 //
 // Numerics. reference() runs the joint graph in the reference interpreter: the oracle. On the
 // interpreter path (CompiledFunctionOptions::interpret) forward and backward equal it bit for bit
@@ -56,6 +58,7 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
+#include "core/interpreter/double_backward.h"
 #include "core/partition/partitioner.h"
 #include "core/runtime/compiled_graph.h"
 #include "core/driver/compiler.h"
@@ -80,7 +83,7 @@ struct CompiledFunctionOptions {
 
 struct BackwardOptions {
   bool retain_graph = false;  // keep the saved values for another backward on the same context
-  bool create_graph = false;  // differentiable gradients (double backward): rejected, Listing 5.5
+  bool create_graph = false;  // differentiable gradients: their backward rejects (Listing 5.5)
 };
 
 struct CompiledFunctionStats {
@@ -111,9 +114,14 @@ class BackwardContext {
   // Bytes of the saved values held now (0 once released).
   int64_t saved_bytes() const;
   bool released() const { return released_; }
+  // After a backward() with create_graph: the backward of the gradients it returned (Listing
+  // 5.5's CompiledFunctionBackward.backward): differentiating them again calls it, and it
+  // rejects with kDoubleBackwardMessage. Empty (no graph to differentiate) otherwise.
+  const BackwardFn& gradients_backward() const { return gradients_backward_; }
 
  private:
   friend class CompiledFunction;
+  BackwardFn gradients_backward_;
   std::vector<Tensor> saved_primals_;
   std::vector<Tensor> saved_values_;
   std::vector<TensorMeta> output_meta_;  // of the forward outputs, for grad_outputs checks
