@@ -46,6 +46,7 @@ int run_suite(const SuiteOptions& options, const std::string& filter) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
+  argv.push_back(nullptr);  // argv[argc] == NULL, as InitGoogleTest (like main) expects
   ::testing::InitGoogleTest(&argc, argv.data());
   register_tests(options);
   return RUN_ALL_TESTS();

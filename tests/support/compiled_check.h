@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,7 @@ inline std::vector<Tensor> reference(const Graph& g, const std::vector<Tensor>& 
 // graph with any of them must give the bytes the default compiler gives.
 struct CompilerVariant {
   const char* name;
-  Compiler* compiler;
+  std::shared_ptr<Compiler> compiler;
 };
 inline std::vector<CompilerVariant> make_schedule_variants(Order order) {
   auto make = [order](bool fuse, auto set_realization) {
@@ -75,7 +76,7 @@ inline std::vector<CompilerVariant> make_schedule_variants(Order order) {
     set_realization(c.realization);
     CompileOptions o;
     o.fuse = fuse;
-    return new Compiler(c, o);
+    return std::make_shared<Compiler>(c, o);
   };
   return {
       {"fusion off", make(false, [](RealizationConfig&) {})},
