@@ -63,6 +63,12 @@ int64_t extents_numel(const Extents& e) {
   return p;
 }
 
+std::string extents_str(const Extents& e) {
+  std::string s = "[";
+  for (size_t k = 0; k < e.size(); ++k) s += (k ? ", " : "") + std::to_string(e[k]);
+  return s + "]";
+}
+
 Extents drop_unit_extents(const Extents& e) {
   Extents out;
   for (int64_t s : e)

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,9 @@ namespace stax {
 using Extents = std::vector<int64_t>;
 
 int64_t extents_numel(const Extents& e);
+
+// "[8, 32]" (dumps and messages).
+std::string extents_str(const Extents& e);
 
 // The extents without the 1s.
 Extents drop_unit_extents(const Extents& e);

@@ -12,24 +12,6 @@ namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-// The buffers each step reads.
-std::vector<std::set<std::string>> step_reads(const Schedule& s) {
-  std::vector<std::set<std::string>> reads(s.steps.size());
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const ScheduleStep& step = s.steps[i];
-    if (step.kind == ScheduleStep::Kind::Kernel) {
-      for (const LoopBody& body : s.kernels[step.kernel].bodies)
-        for (const std::string& n : read_writes(body).read_buffers()) reads[i].insert(n);
-    } else {
-      const auto& inputs = step.kind == ScheduleStep::Kind::Extern
-                               ? static_cast<const ExternKernel*>(step.buffer)->inputs()
-                               : static_cast<const FallbackKernel*>(step.buffer)->inputs();
-      for (const KernelInput& in : inputs) reads[i].insert(in.buffer->name());
-    }
-  }
-  return reads;
-}
-
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
 std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
@@ -98,9 +80,8 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   for (size_t i = 0; i < schedule.steps.size(); ++i)
     for (const Buffer* b : schedule.writes(schedule.steps[i])) written_at[b->name()] = i;
   std::map<std::string, size_t> last_read;
-  std::vector<std::set<std::string>> reads = step_reads(schedule);
-  for (size_t i = 0; i < reads.size(); ++i)
-    for (const std::string& n : reads[i]) last_read[n] = i;
+  for (size_t i = 0; i < schedule.steps.size(); ++i)
+    for (const std::string& n : schedule.reads(schedule.steps[i])) last_read[n] = i;
   std::set<std::string> returned;
   for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer->name());
 

@@ -11,12 +11,6 @@ namespace stax {
 
 namespace {
 
-std::string extents_str(const Extents& e) {
-  std::string s = "[";
-  for (size_t k = 0; k < e.size(); ++k) s += (k ? ", " : "") + std::to_string(e[k]);
-  return s + "]";
-}
-
 std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
   std::string s = extents_str(ranges);
   if (!reduction_ranges.empty()) s += " x reduction " + extents_str(reduction_ranges);
@@ -311,6 +305,20 @@ std::vector<const Buffer*> Schedule::writes(const ScheduleStep& step) const {
   if (step.kind != ScheduleStep::Kind::Kernel) return {step.buffer};
   const ScheduledKernel& k = kernels.at(step.kernel);
   return std::vector<const Buffer*>(k.buffers.begin(), k.buffers.end());
+}
+
+std::set<std::string> Schedule::reads(const ScheduleStep& step) const {
+  std::set<std::string> r;
+  if (step.kind == ScheduleStep::Kind::Kernel) {
+    for (const LoopBody& body : kernels.at(step.kernel).bodies)
+      for (const std::string& n : read_writes(body).read_buffers()) r.insert(n);
+    return r;
+  }
+  const auto& inputs = step.kind == ScheduleStep::Kind::Extern
+                           ? static_cast<const ExternKernel*>(step.buffer)->inputs()
+                           : static_cast<const FallbackKernel*>(step.buffer)->inputs();
+  for (const KernelInput& in : inputs) r.insert(in.buffer->name());
+  return r;
 }
 
 Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,8 @@ struct Schedule {
 
   // The buffers a step writes, in order.
   std::vector<const Buffer*> writes(const ScheduleStep& step) const;
+  // The distinct buffers a step reads (graph inputs included).
+  std::set<std::string> reads(const ScheduleStep& step) const;
   // The `schedule` dump: kernels in step order with the buffers each computes and its iteration
   // space, extern / fallback steps, and the reason for every split.
   std::string str() const;

@@ -8,12 +8,6 @@ namespace stax {
 
 namespace {
 
-std::string extents_text(const Extents& e) {
-  std::string s = "[";
-  for (size_t k = 0; k < e.size(); ++k) s += (k ? ", " : "") + std::to_string(e[k]);
-  return s + "]";
-}
-
 std::string step_label(const Schedule& s, const ScheduleStep& step) {
   switch (step.kind) {
     case ScheduleStep::Kind::Kernel:
@@ -43,8 +37,8 @@ std::string Schedule::str() const {
       continue;
     }
     const ScheduledKernel& k = kernels[step.kernel];
-    out += " ranges=" + extents_text(k.ranges);
-    if (!k.reduction_ranges.empty()) out += " reduction_ranges=" + extents_text(k.reduction_ranges);
+    out += " ranges=" + extents_str(k.ranges);
+    if (!k.reduction_ranges.empty()) out += " reduction_ranges=" + extents_str(k.reduction_ranges);
     out += "\n";
     for (size_t b = 0; b < k.buffers.size(); ++b) {
       const LoopBody& body = k.bodies[b];
@@ -76,21 +70,8 @@ std::string Schedule::dot(const LoweredGraph& graph) const {
     out += "  s" + std::to_string(i) + " [label=\"" + step_label(*this, steps[i]) + "\\n" + names +
            "\"];\n";
   }
-  auto reads_of = [&](const ScheduleStep& step) {
-    std::set<std::string> r;
-    if (step.kind == ScheduleStep::Kind::Kernel) {
-      for (const LoopBody& body : kernels[step.kernel].bodies)
-        for (const std::string& n : read_writes(body).read_buffers()) r.insert(n);
-    } else {
-      const auto& inputs = step.kind == ScheduleStep::Kind::Extern
-                               ? static_cast<const ExternKernel*>(step.buffer)->inputs()
-                               : static_cast<const FallbackKernel*>(step.buffer)->inputs();
-      for (const KernelInput& in : inputs) r.insert(in.buffer->name());
-    }
-    return r;
-  };
   for (size_t i = 0; i < steps.size(); ++i)
-    for (const std::string& n : reads_of(steps[i])) {
+    for (const std::string& n : reads(steps[i])) {
       auto it = step_of.find(n);
       std::string from = it == step_of.end() ? "\"" + n + "\"" : "s" + std::to_string(it->second);
       if (it != step_of.end() && it->second == i) continue;  // inside the kernel
