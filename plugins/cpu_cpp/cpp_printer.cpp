@@ -15,12 +15,8 @@ namespace {
 using sdk::DType;
 
 // What follows scalar_ops.hpp, half_bits.hpp and scalar_ops_f16.hpp (the 16-bit float storage
-// types and their conversions) in the prelude: index min / max and the bounds-check macro of
-// indirect indexing.
+// types and their conversions) in the prelude: the bounds-check macro of indirect indexing.
 constexpr const char kPreludeTail[] = R"(
-// min / max of index expressions (int64; constants print as plain int literals).
-inline long long stax_index_min(long long a, long long b) { return a < b ? a : b; }
-inline long long stax_index_max(long long a, long long b) { return a < b ? b : a; }
 
 // Indirect indexing out of bounds: report to the host and stop the kernel.
 #define STAX_CHECK(cond, message) \
@@ -38,8 +34,6 @@ sdk::CStyleTables cpp_tables() {
   t.storage_types[static_cast<int>(DType::BFloat16)] = "stax_bf16";
   t.pointer_qualifier = "__restrict";
   t.hoist_invariants = true;
-  t.min = "stax_index_min";
-  t.max = "stax_index_max";
   return t;
 }
 

@@ -73,7 +73,7 @@ inline __nv_bfloat16 __float2bfloat16_rn(float x) {
 }
 
 // After scalar_ops.hpp (both targets): conversions of the 16-bit float types (through float, rounding to
-// nearest even, like the reference runtime), index min/max, the bounds check, the arg-reduction
+// nearest even, like the reference runtime), the bounds check, the arg-reduction
 // combine rule.
 constexpr const char kPreludeTail[] = R"(
 namespace stax_scalar {
@@ -102,8 +102,6 @@ STAX_F16_CONVERSIONS(__nv_bfloat16)
 #undef STAX_F16_CONVERSIONS
 }  // namespace stax_scalar
 
-inline long long stax_index_min(long long a, long long b) { return a < b ? a : b; }
-inline long long stax_index_max(long long a, long long b) { return a < b ? b : a; }
 
 // Indirect indexing out of bounds: the launch fails (CUDA_ERROR_ILLEGAL_INSTRUCTION).
 #define STAX_CHECK(cond, message) \
@@ -128,8 +126,6 @@ sdk::CStyleTables cuda_tables() {
   t.storage_types[static_cast<int>(DType::Float16)] = "__half";
   t.storage_types[static_cast<int>(DType::BFloat16)] = "__nv_bfloat16";
   t.kernel_prefix = "extern \"C\" __global__ void";
-  t.min = "stax_index_min";
-  t.max = "stax_index_max";
   return t;
 }
 
