@@ -3,6 +3,8 @@
 // golden text with in-kernel CSE, validation, options, description copies.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -274,12 +276,12 @@ TEST(CStylePrinter, Listing62Golden) {
             "float* out_ptr0)");
   EXPECT_EQ(join(p.print(k.body(0))),
             "P: float acc0 = 0.0f;\n"
-            "L: auto tmp0 = in_ptr0[128*i0 + r0_0];\n"
-            "L: auto tmp1 = in_ptr1[128*i0 + r0_0];\n"
-            "L: auto tmp2 = stax_scalar::add(tmp0, tmp1);\n"
-            "L: auto tmp3 = stax_scalar::relu(tmp2);\n"
-            "L: auto tmp4 = 2.0f;\n"
-            "L: auto tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
+            "L: float tmp0 = in_ptr0[128*i0 + r0_0];\n"
+            "L: float tmp1 = in_ptr1[128*i0 + r0_0];\n"
+            "L: float tmp2 = stax_scalar::add(tmp0, tmp1);\n"
+            "L: float tmp3 = stax_scalar::relu(tmp2);\n"
+            "L: float tmp4 = 2.0f;\n"
+            "L: float tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
             "L: acc0 = stax_scalar::add(acc0, tmp5);\n"
             "E: out_ptr0[i0] = acc0;\n");
 }
@@ -294,12 +296,12 @@ TEST(CStyleFraming, Example11LoopNest) {
             "    // buf2\n"
             "    float acc0 = 0.0f;\n"
             "    for (long long r0_0 = 0; r0_0 < 128; ++r0_0) {\n"
-            "      auto tmp0 = in_ptr0[128*i0 + r0_0];\n"
-            "      auto tmp1 = in_ptr1[128*i0 + r0_0];\n"
-            "      auto tmp2 = stax_scalar::add(tmp0, tmp1);\n"
-            "      auto tmp3 = stax_scalar::relu(tmp2);\n"
-            "      auto tmp4 = 2.0f;\n"
-            "      auto tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
+            "      float tmp0 = in_ptr0[128*i0 + r0_0];\n"
+            "      float tmp1 = in_ptr1[128*i0 + r0_0];\n"
+            "      float tmp2 = stax_scalar::add(tmp0, tmp1);\n"
+            "      float tmp3 = stax_scalar::relu(tmp2);\n"
+            "      float tmp4 = 2.0f;\n"
+            "      float tmp5 = stax_scalar::mul(tmp3, tmp4);\n"
             "      acc0 = stax_scalar::add(acc0, tmp5);\n"
             "    }\n"
             "    out_ptr0[i0] = acc0;\n"
@@ -322,15 +324,15 @@ TEST(CStylePrinter, CseOfExample62) {
   CStylePrinter p(k);
   EXPECT_EQ(join(p.print(k.body(0))),
             "P: float acc0 = 0.0f;\n"
-            "L: auto tmp0 = in_ptr0[16384*i0 + 8192*i1 + r0_0];\n"
-            "L: auto tmp1 = stax_scalar::mul(tmp0, tmp0);\n"
+            "L: float tmp0 = in_ptr0[16384*i0 + 8192*i1 + r0_0];\n"
+            "L: float tmp1 = stax_scalar::mul(tmp0, tmp0);\n"
             "L: acc0 = stax_scalar::add(acc0, tmp1);\n"
             "E: out_ptr0[2*i0 + i1] = acc0;\n");
 }
 
-TEST(CStylePrinter, SpecialOpsAndTables) {
-  // y[i0] = where(idx[i0] >= 0, x[indirect(idx[i0])], 0) as half, plus argmax and a masked load.
-  KernelBuilder kb("kernel2");
+// y[i0] = where(idx[i0] >= 0, x[indirect(idx[i0])], 0) as half, plus a masked load and
+// conversions through int32 and float16.
+void build_special_ops(KernelBuilder& kb) {
   int x = kb.add_buffer("x", DType::Float16, {128}, BufferRole::Input);
   int idx = kb.add_buffer("idx", DType::Int64, {16}, BufferRole::Input);
   int y = kb.add_buffer("y", DType::Float16, {16}, BufferRole::Output, {}, 4);
@@ -348,6 +350,11 @@ TEST(CStylePrinter, SpecialOpsAndTables) {
   int t9 = b.to_dtype(t8, DType::Int32);
   int t10 = b.to_dtype(t9, DType::Float16);
   b.store(y, b.i(0), t10);
+}
+
+TEST(CStylePrinter, SpecialOpsAndTables) {
+  KernelBuilder kb("kernel2");
+  build_special_ops(kb);
   Kernel k(kb.desc());
   validate(k.raw());
   CStyleTables t;
@@ -358,20 +365,63 @@ TEST(CStylePrinter, SpecialOpsAndTables) {
             "extern \"C\" void kernel2(const _Float16* __restrict__ in_ptr0, "
             "const long long* __restrict__ in_ptr1, _Float16* __restrict__ out_ptr0)");
   EXPECT_EQ(join(p.print(k.body(0))),
-            "L: auto tmp0 = in_ptr1[i0];\n"
-            "L: auto tmp1 = tmp0 < 0 ? tmp0 + 128 : tmp0;\n"
+            "L: long long tmp0 = in_ptr1[i0];\n"
+            "L: long long tmp1 = tmp0 < 0 ? tmp0 + 128 : tmp0;\n"
             "L: STAX_CHECK(0 <= tmp1 && tmp1 < 128, \"index out of bounds: 0 <= tmp1 < 128\");\n"
-            "L: auto tmp2 = stax_scalar::convert<float>(in_ptr0[tmp1]);\n"
-            "L: auto tmp3 = 0LL;\n"
-            "L: auto tmp4 = stax_scalar::ge(tmp0, tmp3);\n"
-            "L: auto tmp5 = 0.5f;\n"
-            "L: auto tmp6 = stax_scalar::where(tmp4, tmp2, tmp5);\n"
-            "L: auto tmp7 = tmp4 ? stax_scalar::convert<float>(in_ptr0[i0]) : -1.5f;\n"
-            "L: auto tmp8 = (tmp6 + tmp7);\n"
-            "L: auto tmp9 = stax_scalar::convert<long long>(stax_scalar::convert<int>("
+            "L: float tmp2 = stax_scalar::convert<float>(in_ptr0[tmp1]);\n"
+            "L: long long tmp3 = 0LL;\n"
+            "L: bool tmp4 = stax_scalar::ge(tmp0, tmp3);\n"
+            "L: float tmp5 = 0.5f;\n"
+            "L: float tmp6 = stax_scalar::where(tmp4, tmp2, tmp5);\n"
+            "L: float tmp7 = tmp4 ? stax_scalar::convert<float>(in_ptr0[i0]) : -1.5f;\n"
+            "L: float tmp8 = (tmp6 + tmp7);\n"
+            "L: long long tmp9 = stax_scalar::convert<long long>(stax_scalar::convert<int>("
             "stax_scalar::convert<long long>(tmp8)));\n"
-            "L: auto tmp10 = stax_scalar::convert<float>(stax_scalar::convert<_Float16>(tmp9));\n"
+            "L: float tmp10 = stax_scalar::convert<float>(stax_scalar::convert<_Float16>(tmp9));\n"
             "L: out_ptr0[4 + i0] = stax_scalar::convert<_Float16>(tmp10);\n");
+}
+
+// The same kernel in plain C99 (c99_tables(): per-dtype op and conversion names of
+// stax/sdk/scalar_ops.h, float16 as bits): the printed statements, and the whole framed source
+// compiles with the system C compiler as strict C99.
+TEST(CStylePrinter, C99Tables) {
+  KernelBuilder kb("kernel2");
+  build_special_ops(kb);
+  Kernel k(kb.desc());
+  CStylePrinter p(k, c99_tables());
+  EXPECT_EQ(p.signature(),
+            "void kernel2(const unsigned short* restrict in_ptr0, "
+            "const long long* restrict in_ptr1, unsigned short* restrict out_ptr0)");
+  EXPECT_EQ(join(p.print(k.body(0))),
+            "L: long long tmp0 = in_ptr1[i0];\n"
+            "L: long long tmp1 = tmp0 < 0 ? tmp0 + 128 : tmp0;\n"
+            "L: STAX_CHECK(0 <= tmp1 && tmp1 < 128, \"index out of bounds: 0 <= tmp1 < 128\");\n"
+            "L: float tmp2 = stax_f16_load(in_ptr0[tmp1]);\n"
+            "L: long long tmp3 = 0LL;\n"
+            "L: bool tmp4 = stax_ge_i64(tmp0, tmp3);\n"
+            "L: float tmp5 = 0.5f;\n"
+            "L: float tmp6 = (tmp4 ? tmp2 : tmp5);\n"
+            "L: float tmp7 = tmp4 ? stax_f16_load(in_ptr0[i0]) : -1.5f;\n"
+            "L: float tmp8 = stax_add_f32(tmp6, tmp7);\n"
+            "L: long long tmp9 = stax_convert_f16_i32(tmp8);\n"
+            "L: float tmp10 = stax_convert_i32_f16(tmp9);\n"
+            "L: out_ptr0[4 + i0] = stax_f16_store(tmp10);\n");
+  FramingStyle style;
+  style.entry_linkage = "";
+  CStylePrinter q(k, c99_tables());
+  std::string src = "#include \"stax/sdk/scalar_ops.h\"\n" + c_check_prelude(q, style) +
+                    frame_kernel(q, style) + c_entry_point(q, style);
+  EXPECT_EQ(src.find("auto "), std::string::npos) << src;
+  EXPECT_EQ(src.find("__builtin"), std::string::npos) << src;
+  EXPECT_EQ(src.find("::"), std::string::npos) << src;
+  std::string base = ::testing::TempDir() + "sdk_test_c99_kernel";
+  FILE* f = std::fopen((base + ".c").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(src.c_str(), f);
+  std::fclose(f);
+  std::string cmd = "cc -std=c99 -pedantic-errors -Wall -Werror -c -I" STAX_SOURCE_DIR
+                    "/sdk/include " + base + ".c -o " + base + ".o 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << src;
 }
 
 TEST(CStylePrinter, ArgMaxAndStoreForgetsLoads) {
@@ -395,17 +445,17 @@ TEST(CStylePrinter, ArgMaxAndStoreForgetsLoads) {
   EXPECT_EQ(join(p.print(k.body(0))),
             "P: float acc0 = -__builtin_huge_valf();\n"
             "P: long long acc0_index = 0;\n"
-            "L: auto tmp0 = in_ptr0[20*i0 + 5*r0_0 + r0_1];\n"
+            "L: float tmp0 = in_ptr0[20*i0 + 5*r0_0 + r0_1];\n"
             "L: if (!(acc0 != acc0) && (tmp0 > acc0 || tmp0 != tmp0)) { acc0 = tmp0; "
             "acc0_index = 5*r0_0 + r0_1; }\n"
             "E: out_ptr1[i0] = acc0_index;\n");
   EXPECT_EQ(join(p.print(k.body(1))),
-            "L: auto tmp1 = out_ptr0[i0];\n"
-            "L: auto tmp2 = 1.0f;\n"
-            "L: auto tmp3 = stax_scalar::add(tmp1, tmp2);\n"
+            "L: float tmp1 = out_ptr0[i0];\n"
+            "L: float tmp2 = 1.0f;\n"
+            "L: float tmp3 = stax_scalar::add(tmp1, tmp2);\n"
             "L: out_ptr0[i0] = tmp3;\n"
-            "L: auto tmp4 = out_ptr0[i0];\n"
-            "L: auto tmp5 = stax_scalar::mul(tmp4, tmp4);\n"
+            "L: float tmp4 = out_ptr0[i0];\n"
+            "L: float tmp5 = stax_scalar::mul(tmp4, tmp4);\n"
             "L: out_ptr0[i0] = tmp5;\n");
 }
 
@@ -428,10 +478,10 @@ TEST(CStylePrinter, IndexBitsChooseTheIndexType) {
   CStylePrinter p(k);
   EXPECT_EQ(p.index_type(), "int");
   EXPECT_EQ(join(p.print(k.body(0))),
-            "L: auto tmp0 = in_ptr1[i0];\n"
+            "L: long long tmp0 = in_ptr1[i0];\n"
             "L: STAX_CHECK(0 <= tmp0 && tmp0 < 128, \"index out of bounds: 0 <= tmp0 < 128\");\n"
-            "L: auto tmp1 = stax_scalar::convert<int>(tmp0);\n"
-            "L: auto tmp2 = in_ptr0[tmp1];\n"
+            "L: int tmp1 = stax_scalar::convert<int>(tmp0);\n"
+            "L: float tmp2 = in_ptr0[tmp1];\n"
             "L: out_ptr0[i0] = tmp2;\n");
 
   // An ABI 1.0 host's description ends before the field: 64 bits, whatever lies beyond.

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "stax/sdk/cstyle_framing.hpp"
@@ -24,26 +23,12 @@ namespace {
 
 using namespace stax::sdk;
 
-// The kernel source: prelude, the kernel function with its loops, and an entry point taking
-// the buffers as an array (so the host calls every kernel the same way).
+// The kernel source: prelude, check support, the kernel function with its loops, and an entry
+// point taking the buffers as an array (so the host calls every kernel the same way).
 std::string kernel_source(const Kernel& k) {
   CStylePrinter p(k, f16_struct_tables());
-  std::ostringstream s;
-  s << "#include \"stax/sdk/scalar_ops.hpp\"\n"
-    << "#include \"stax/sdk/scalar_ops_f16.hpp\"\n"
-    << "static const char* stax_error = 0;\n"
-    << "#define STAX_CHECK(cond, msg) if (!(cond)) { stax_error = msg; return; }\n\n"
-    << p.signature() << " {\n"
-    << frame_loops(p) << "}\n\n"
-    << "extern \"C\" const char* " << k.name() << "_entry(void* const* b) {\n"
-    << "  stax_error = 0;\n  " << k.name() << "(";
-  for (size_t i = 0; i < k.num_buffers(); ++i) {
-    Buffer buf = k.buffer(i);
-    s << (i ? ", " : "") << "(" << (buf.is_input() ? "const " : "")
-      << p.storage_type(buf.dtype()) << "*)b[" << i << "]";
-  }
-  s << ");\n  return stax_error;\n}\n";
-  return s.str();
+  return "#include \"stax/sdk/scalar_ops.hpp\"\n#include \"stax/sdk/scalar_ops_f16.hpp\"\n" +
+         c_check_prelude(p) + "\n" + frame_kernel(p) + "\n" + c_entry_point(p);
 }
 
 class SharedObjectKernel : public CompiledKernel {

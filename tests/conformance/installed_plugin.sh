@@ -4,9 +4,12 @@
 # PROJECT_DIR against it (find_package(StaxSDK 1.0) from the prefix), writes a config selecting
 # the plugin for the cpu device and runs `stax conformance` on it. Also checks the package
 # version: the ABI's, so find_package(StaxSDK <this ABI>) works and StaxSDK 2.0 is refused.
-#   installed_plugin.sh BUILD_DIR STAX_BINARY PROJECT_DIR PLUGIN_NAME
+# With VENDOR_TEST_DIR (tests/conformance/vendor_test) it also installs the `conformance` component
+# to the prefix, builds that vendor test against it (find_package(StaxSDK 1.0 COMPONENTS
+# conformance)) and runs it on the plugin with the filter VENDOR_FILTER.
+#   installed_plugin.sh BUILD_DIR STAX_BINARY PROJECT_DIR PLUGIN_NAME [VENDOR_TEST_DIR VENDOR_FILTER]
 set -euo pipefail
-build=$1 stax=$2 project=$3 name=$4
+build=$1 stax=$2 project=$3 name=$4 vendor=${5:-} vendor_filter=${6:-}
 work="$build/conformance_$name"
 rm -rf "$work"
 mkdir -p "$work"
@@ -32,4 +35,24 @@ plugin_path: ["$work/build/plugins"]
 devices:
   cpu: { backend: $name, options: { work_dir: "$work" } }
 YAML
+if [[ -n "$vendor" ]]; then
+  # a prefix without the component: find_package(... COMPONENTS conformance) must say so
+  mkdir -p "$work/probe_component"
+  printf 'cmake_minimum_required(VERSION 3.20)\nproject(p NONE)\nfind_package(StaxSDK 1.0 REQUIRED COMPONENTS conformance)\n' \
+    >"$work/probe_component/CMakeLists.txt"
+  if cmake -S "$work/probe_component" -B "$work/probe_component/build" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/probe_component.log" 2>&1; then
+    echo "find_package(StaxSDK COMPONENTS conformance) accepted a prefix without it" >&2; exit 1
+  fi
+  grep -q "component 'conformance' is not installed" "$work/probe_component.log"
+  cmake --install "$build" --prefix "$work/prefix" --component conformance >>"$work/install.log"
+  cmake -S "$vendor" -B "$work/vendor" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/vendor_configure.log"
+  cmake --build "$work/vendor" >"$work/vendor_build.log"
+  # the installed library resolves the core libraries next to it, not from this build tree
+  if ldd "$work/vendor/vendor_conformance_test" | grep -q "$build/"; then
+    echo "the vendor test loads libraries from the build tree:" >&2
+    ldd "$work/vendor/vendor_conformance_test" >&2; exit 1
+  fi
+  "$work/vendor/vendor_conformance_test" "$work/conformance.yaml" --gtest_filter="$vendor_filter"
+fi
 exec "$stax" conformance --config "$work/conformance.yaml" --fuzz 8

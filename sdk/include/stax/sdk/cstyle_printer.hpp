@@ -1,17 +1,21 @@
 // CStylePrinter: an OpsHandler<std::string> that prints the statements of a kernel body for C-like
-// targets (C++, CUDA C, OpenCL, HIP). A target specialises it with small tables (type names per
-// dtype, op spellings, kernel prefix) and, where tables are not enough, by overriding hooks.
+// targets (C99, C++, CUDA C, OpenCL, HIP). A target specialises it with small tables (type names
+// per dtype, op spellings per op and dtype, conversions per dtype pair, literals, kernel prefix)
+// and, where tables are not enough, by overriding hooks. Nothing it prints needs C++: values are
+// declared with their compute type (`float tmp0 = ...;`, no `auto`), op calls and conversions can
+// be spelled per dtype (C has no overloading), literals come from tables.
 //
 //   CStylePrinter p(kernel);                    // defaults: C++ with stax_scalar (scalar_ops.hpp)
+//   CStylePrinter p(kernel, c99_tables());      // C99 with stax_<op>_<dtype> (scalar_ops.h)
 //   PrintedBody b = p.print(kernel.body(0));
 //   // b.prologue: before the reduction loop   float acc0 = 0.0f;
-//   // b.lines:    the body                      auto tmp0 = in_ptr0[128*i0 + r0_0];
-//   //                                           auto tmp2 = stax_scalar::add(tmp0, tmp1);
+//   // b.lines:    the body                      float tmp0 = in_ptr0[128*i0 + r0_0];
+//   //                                           float tmp2 = stax_scalar::add(tmp0, tmp1);
 //   //                                           acc0 = stax_scalar::add(acc0, tmp2);
 //   // b.epilogue: after the reduction loop     out_ptr0[i0] = acc0;
 //
 // The default spelling of an ops.def op `foo` is `stax_scalar::foo(a, b)` (the prelude that the
-// cpu_cpp plugin embeds). Identical right-hand sides are computed once (in-kernel CSE, seed §6.5:
+// cpu_cpp plugin embeds); c99_tables() spells it `stax_foo_f32(a, b)` (stax/sdk/scalar_ops.h). Identical right-hand sides are computed once (in-kernel CSE, seed §6.5:
 // the loop IR keeps the redundant loads of x*x; this removes them); a store to a buffer forgets
 // the loads of that buffer. The framing (loops over i<k> / r0_<k>, pointer parameters) is the
 // plugin's: iter_var(), reduce_var(), buffer_name() and signature() give the matching names, and
@@ -51,7 +55,9 @@ struct CStyleTables {
   std::map<int32_t, std::string> op_templates;
   // Conversion of {0} to the type {T}.
   std::string convert_template = "stax_scalar::convert<{T}>({0})";
-  std::string declare = "auto";  // "<declare> tmp3 = ...;"
+  // "<declare> tmp3 = ...;". Empty (the default since SDK 1.3): the value's compute type
+  // (`float tmp3 = ...;`), which every C-family language accepts; "auto" is the old C++ spelling.
+  std::string declare;
   std::string value_prefix = "tmp";
   std::string acc_prefix = "acc";
   std::string index_type = "long long";  // loop variables and index arithmetic ...
@@ -73,6 +79,34 @@ struct CStyleTables {
   // that do not compile for a long long and an int literal)
   std::string min = "stax_scalar::index_min";
   std::string max = "stax_scalar::index_max";
+
+  // ---- dtype-aware spellings (SDK 1.3; C has no overloading, no templates) -------------------
+  // Short dtype names, for {F} / {T} in dtype_convert_template and for op_suffixes.
+  std::array<std::string, kNumDTypes> dtype_names = {"f32", "f64", "f16", "bf16", "i64",
+                                                     "i32", "i8",  "u8",  "b8"};
+  // Op calls: op_dtype_templates[{opcode, operand dtype}] beats op_templates[opcode] beats
+  // op_prefix + name + op_suffixes[operand dtype] + "(args)". The operand dtype is the dtype of
+  // the first operand (of the second for where: the first is the condition).
+  std::array<std::string, kNumDTypes> op_suffixes;  // e.g. "_f32" -> stax_add_f32(a, b)
+  std::map<std::pair<int32_t, DType>, std::string> op_dtype_templates;
+  // Conversion of value {0} of dtype {F} (held in F's compute type) to dtype {T} (rounded,
+  // wrapped or saturated as scalar_ops defines, held in T's compute type), e.g.
+  // "stax_convert_{F}_{T}({0})" with {F} {T} from dtype_names. Empty: spelled through
+  // convert_template with C type names (the C++ default: stax_scalar::convert<long long>(x) ...).
+  std::string dtype_convert_template;
+  // A buffer element of dtype d (storage type) as its compute type and back, e.g. for float16
+  // held in unsigned short bits: "stax_f16_load({0})" / "stax_f16_store({0})". Empty entries:
+  // "{0}" when the C types agree, else convert_template.
+  std::array<std::string, kNumDTypes> load_templates;
+  std::array<std::string, kNumDTypes> store_templates;
+  // Literals that are not plain numbers (the defaults are GCC/Clang builtins, valid in C++ kernels
+  // without any #include; c99_tables() uses <math.h>'s NAN / INFINITY).
+  std::string nan_f32 = "__builtin_nanf(\"\")";
+  std::string nan_f64 = "__builtin_nan(\"\")";
+  std::string inf_f32 = "__builtin_huge_valf()";
+  std::string inf_f64 = "__builtin_huge_val()";
+  std::string true_literal = "true";
+  std::string false_literal = "false";
 };
 
 // The statements of one body, by where the framing puts them.
@@ -161,23 +195,72 @@ class CStylePrinter : public OpsHandler<std::string> {
     s.max = t_.max;
     return format_expr(e, s);
   }
-  // `op(args)` for any opcode with a name (ops.def ops and where).
+  // `op(args)` for any opcode with a name (ops.def ops and where), its operand dtype taken from
+  // the printed operands (the first; the second for where).
   virtual std::string op_call(int32_t opcode, const std::vector<std::string>& args) const {
+    size_t k = opcode == STAX_OP_WHERE ? 1 : 0;
+    return op_call(opcode, args, k < args.size() ? dtype_of(args[k]) : cur_dtype_);
+  }
+  // `op(args)` for operands of dtype `dtype` (see CStyleTables::op_dtype_templates).
+  virtual std::string op_call(int32_t opcode, const std::vector<std::string>& args,
+                              DType dtype) const {
+    auto dt = t_.op_dtype_templates.find({opcode, dtype});
+    if (dt != t_.op_dtype_templates.end()) return fill(dt->second, args);
     auto it = t_.op_templates.find(opcode);
     if (it != t_.op_templates.end()) return fill(it->second, args);
-    std::string s = t_.op_prefix + opcode_name(opcode) + "(";
+    std::string s = t_.op_prefix + opcode_name(opcode) + t_.op_suffixes[static_cast<int>(dtype)] +
+                    "(";
     for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
     return s + ")";
   }
+  // Conversion of `x` to the C type `type` (convert_template). Used by the dtype conversions
+  // below when CStyleTables::dtype_convert_template is empty (C++ targets).
   virtual std::string convert(const std::string& x, const std::string& type) const {
     std::string s = fill(t_.convert_template, {x});
     size_t p;
     while ((p = s.find("{T}")) != std::string::npos) s.replace(p, 3, type);
     return s;
   }
+  // `x`, a value of dtype `from` in its compute type, converted to dtype `to` (the scalar
+  // semantics of to_dtype: floating -> integer truncates and saturates through int64, integers
+  // wrap to the target width, 16-bit floats round to nearest even), in `to`'s compute type.
+  virtual std::string convert(const std::string& x, DType from, DType to) const {
+    if (from == to) return x;
+    if (!t_.dtype_convert_template.empty()) {
+      std::string s = fill(t_.dtype_convert_template, {x});
+      replace_all(s, "{F}", t_.dtype_names[static_cast<int>(from)]);
+      replace_all(s, "{T}", t_.dtype_names[static_cast<int>(to)]);
+      return s;
+    }
+    std::string v = x;
+    std::string held = compute_type(from);
+    if (is_floating(from) && to != DType::Bool && !is_floating(to) &&
+        held != compute_type(DType::Int64)) {
+      // floating -> narrow integer: saturating via int64 first (scalar_ops' defined conversion)
+      v = convert(v, compute_type(DType::Int64));
+      held = compute_type(DType::Int64);
+    }
+    if (storage_type(to) != held) {
+      v = convert(v, storage_type(to));  // round / wrap to the target's storage type
+      held = storage_type(to);
+    }
+    if (compute_type(to) != held) v = convert(v, compute_type(to));
+    return v;
+  }
+  // A buffer element (storage type of `d`) as d's compute type, and back.
+  virtual std::string load_value(const std::string& x, DType d) const {
+    const std::string& tpl = t_.load_templates[static_cast<int>(d)];
+    if (!tpl.empty()) return fill(tpl, {x});
+    return storage_type(d) == compute_type(d) ? x : convert(x, compute_type(d));
+  }
+  virtual std::string store_value(const std::string& x, DType d) const {
+    const std::string& tpl = t_.store_templates[static_cast<int>(d)];
+    if (!tpl.empty()) return fill(tpl, {x});
+    return storage_type(d) == compute_type(d) ? x : convert(x, storage_type(d));
+  }
   // A literal of dtype's compute type.
   virtual std::string literal(const Scalar& v, DType dtype) const {
-    if (dtype == DType::Bool) return v.as_int() ? "true" : "false";
+    if (dtype == DType::Bool) return v.as_int() ? t_.true_literal : t_.false_literal;
     if (is_integral(dtype)) {
       int64_t i = v.as_int();
       if (i == INT64_MIN) return "(-9223372036854775807LL - 1)";
@@ -185,9 +268,9 @@ class CStylePrinter : public OpsHandler<std::string> {
     }
     bool dbl = dtype == DType::Float64;
     double x = v.as_double();
-    if (std::isnan(x)) return dbl ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+    if (std::isnan(x)) return dbl ? t_.nan_f64 : t_.nan_f32;
     if (std::isinf(x)) {
-      std::string inf = dbl ? "__builtin_huge_val()" : "__builtin_huge_valf()";
+      const std::string& inf = dbl ? t_.inf_f64 : t_.inf_f32;
       return x < 0 ? "-" + inf : inf;
     }
     char buf[64];
@@ -216,7 +299,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   std::string load(const Buffer& buffer, const Expr& index) override {
     std::string rhs = converted(element(buffer, index), buffer.dtype(), cur_dtype_);
     std::string name = emit(rhs);
-    loads_of_[buffer.index()].insert(rhs);
+    loads_of_[buffer.index()].insert(declaration_type() + " = " + rhs);
     return name;
   }
 
@@ -225,29 +308,18 @@ class CStylePrinter : public OpsHandler<std::string> {
     std::string rhs = mask + " ? " + converted(element(buffer, index), buffer.dtype(), cur_dtype_) +
                       " : " + literal(other, cur_dtype_);
     std::string name = emit(rhs);
-    loads_of_[buffer.index()].insert(rhs);
+    loads_of_[buffer.index()].insert(declaration_type() + " = " + rhs);
     return name;
   }
 
   std::string index_expr(const Expr& index, DType dtype) override {
+    if (!t_.dtype_convert_template.empty())  // the index value is an int64
+      return emit(convert(format_index(index), DType::Int64, dtype));
     return emit(convert(format_index(index), compute_type(dtype)));
   }
 
   std::string to_dtype(std::string x, DType dtype) override {
-    DType from = dtype_of(x);
-    std::string v = x;
-    std::string held = compute_type(from);
-    if (is_floating(from) && dtype != DType::Bool && !is_floating(dtype) &&
-        held != compute_type(DType::Int64)) {
-      // floating -> narrow integer: saturating via int64 first (scalar_ops' defined conversion)
-      v = convert(v, compute_type(DType::Int64));
-      held = compute_type(DType::Int64);
-    }
-    if (storage_type(dtype) != held) {
-      v = convert(v, storage_type(dtype));  // round / wrap to the target's storage type
-      held = storage_type(dtype);
-    }
-    if (compute_type(dtype) != held) v = convert(v, compute_type(dtype));
+    std::string v = convert(x, dtype_of(x), dtype);
     if (v == x) return x;
     return emit(v);
   }
@@ -260,13 +332,17 @@ class CStylePrinter : public OpsHandler<std::string> {
                                 bool wrap_negative) override {
     std::string v = x;
     std::string sz = std::to_string(size);
-    if (wrap_negative) v = emit(x + " < 0 ? " + x + " + " + sz + " : " + x);
+    std::string xtype = compute_type(dtype_of(x));
+    if (wrap_negative) v = emit(x + " < 0 ? " + x + " + " + sz + " : " + x, true, xtype);
     if (check_bounds)
       dest().push_back(check("0 <= " + v + " && " + v + " < " + sz,
                                  "index out of bounds: 0 <= " + v + " < " + sz));
     // 32-bit indexing: the (checked or proven) index in [0, size) joins the index arithmetic as
     // index_type32.
-    if (kernel_.index_bits() == 32) v = emit(convert(v, index_type()));
+    if (kernel_.index_bits() == 32)
+      v = emit(t_.dtype_convert_template.empty() ? convert(v, index_type())
+                                                 : "(" + index_type() + ")" + v,
+               true, index_type());
     return v;
   }
 
@@ -301,9 +377,11 @@ class CStylePrinter : public OpsHandler<std::string> {
         throw PluginError(STAX_ERROR_UNSUPPORTED,
                           std::string("reduction type ") + reduction_type_name(type));
     }
-    std::string v = vt == dtype ? value : convert(value, acc_ctype);
-    out_.lines.push_back(acc + " = " + op_call(op, {acc, v}) + ";");
+    std::string v = vt == dtype ? value
+                    : t_.dtype_convert_template.empty() ? convert(value, acc_ctype)
+                                                        : convert(value, vt, dtype);
     value_dtype_[acc] = dtype;
+    out_.lines.push_back(acc + " = " + op_call(op, {acc, v}, dtype) + ";");
     return acc;
   }
 
@@ -329,17 +407,24 @@ class CStylePrinter : public OpsHandler<std::string> {
   }
 
  protected:
-  // Emits `<declare> tmpN = rhs;` unless an identical rhs was emitted before; returns the name.
-  std::string emit(const std::string& rhs, bool cse = true) {
+  // Emits `<type> tmpN = rhs;` unless an identical rhs of the same type was emitted before;
+  // returns the name. The type: CStyleTables::declare when set, else `type`, else the compute
+  // type of the current op's dtype.
+  std::string emit(const std::string& rhs, bool cse = true, const std::string& type = "") {
+    std::string decl = declaration_type(type);
+    std::string key = decl + " = " + rhs;
     if (cse) {
-      auto it = cse_.find(rhs);
+      auto it = cse_.find(key);
       if (it != cse_.end()) return it->second;
     }
     std::string name = t_.value_prefix + std::to_string(value_counter_++);
-    dest().push_back(t_.declare + " " + name + " = " + rhs + ";");
+    dest().push_back(decl + " " + name + " = " + rhs + ";");
     value_dtype_[name] = cur_dtype_;
-    if (cse) cse_[rhs] = name;
+    if (cse) cse_[key] = name;
     return name;
+  }
+  std::string declaration_type(const std::string& type = "") const {
+    return !t_.declare.empty() ? t_.declare : !type.empty() ? type : compute_type(cur_dtype_);
   }
   PrintedBody& out() { return out_; }
 
@@ -351,6 +436,10 @@ class CStylePrinter : public OpsHandler<std::string> {
   }
   // x (of dtype `from`) as the compute (or, for stores, storage) type of `to`.
   std::string converted(const std::string& x, DType from, DType to, bool to_storage = false) const {
+    if (!t_.dtype_convert_template.empty() || has_value_templates()) {
+      if (to_storage) return store_value(convert(x, from, to), to);
+      return convert(load_value(x, from), from, to);
+    }
     std::string have = to_storage ? compute_type(from) : storage_type(from);
     std::string want = to_storage ? storage_type(to) : compute_type(to);
     return have == want ? x : convert(x, want);
@@ -391,6 +480,15 @@ class CStylePrinter : public OpsHandler<std::string> {
       s += (k ? " + " : "") + term;
     }
     return s.empty() ? "0" : s;
+  }
+  bool has_value_templates() const {
+    for (int d = 0; d < kNumDTypes; ++d)
+      if (!t_.load_templates[d].empty() || !t_.store_templates[d].empty()) return true;
+    return false;
+  }
+  static void replace_all(std::string& s, const std::string& from, const std::string& to) {
+    for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size())
+      s.replace(p, from.size(), to);
   }
   static std::string fill(const std::string& pattern, const std::vector<std::string>& args) {
     std::string s;
@@ -499,6 +597,36 @@ inline CStyleTables f16_struct_tables() {
   CStyleTables t;
   t.storage_types[static_cast<int>(DType::Float16)] = "stax_half";
   t.storage_types[static_cast<int>(DType::BFloat16)] = "stax_bf16";
+  return t;
+}
+
+// Tables for plain C99 kernels over stax/sdk/scalar_ops.h (no C++): ops spelled per compute type
+// (`stax_add_f32(a, b)`, `stax_floordiv_i64(a, b)`, `stax_logical_not_b8(x)`), conversions per
+// dtype pair (`stax_convert_f32_i8(x)`), float16 / bfloat16 buffers as their bits
+// (`unsigned short`, read with stax_f16_load / written with stax_f16_store), <math.h>'s NAN and
+// INFINITY, `restrict` pointers and `void` kernels. The kernel source starts with
+// `#include "stax/sdk/scalar_ops.h"` (which includes <math.h>, <stdbool.h>).
+inline CStyleTables c99_tables() {
+  CStyleTables t;
+  t.storage_types = {"float", "double", "unsigned short", "unsigned short", "long long", "int",
+                     "signed char", "unsigned char", "bool"};
+  t.op_prefix = "stax_";
+  t.op_suffixes = {"_f32", "_f64", "_f32", "_f32", "_i64", "_i64", "_i64", "_i64", "_b8"};
+  t.op_templates[STAX_OP_WHERE] = "({0} ? {1} : {2})";
+  t.dtype_convert_template = "stax_convert_{F}_{T}({0})";
+  t.convert_template = "(({T})({0}))";
+  t.load_templates[static_cast<int>(DType::Float16)] = "stax_f16_load({0})";
+  t.load_templates[static_cast<int>(DType::BFloat16)] = "stax_bf16_load({0})";
+  t.store_templates[static_cast<int>(DType::Float16)] = "stax_f16_store({0})";
+  t.store_templates[static_cast<int>(DType::BFloat16)] = "stax_bf16_store({0})";
+  t.nan_f32 = "NAN";
+  t.nan_f64 = "((double)NAN)";
+  t.inf_f32 = "INFINITY";
+  t.inf_f64 = "((double)INFINITY)";
+  t.kernel_prefix = "void";
+  t.pointer_qualifier = "restrict";
+  t.min = "stax_index_min";
+  t.max = "stax_index_max";
   return t;
 }
 

@@ -2,6 +2,9 @@
 // bfloat16). This one text serves twice: plugins include it (cpu_cpp's extern kernels, the
 // kernels of scalar_ops_f16.hpp), and the cpu_cpp build embeds it verbatim into every kernel's
 // prelude (kernels load / store float16 and bfloat16 through these helpers). So: no #include, C++17, integer code only (no F16C, no FPU state).
+// It is also valid C99, the one copy of these roundings for C kernels too: stax/sdk/scalar_ops.h
+// includes it, and in C the functions are `static inline stax_f16_<name>` (stax_f16_half_to_float,
+// stax_f16_float_to_half, stax_f16_bf16_to_float, stax_f16_float_to_bf16).
 //
 // Semantics (the reference runtime's Half / BFloat16, so that compiled code agrees bit for bit):
 //   * to float: exact; NaN payloads kept.
@@ -14,33 +17,55 @@
 #ifndef STAX_SDK_HALF_BITS_HPP
 #define STAX_SDK_HALF_BITS_HPP
 
+#ifdef __cplusplus
 namespace stax_f16 {
+#define STAX_F16_FN inline
+#define STAX_F16(name) name
+#else
+#define STAX_F16_FN static inline
+#define STAX_F16(name) stax_f16_##name
+#endif
 
-typedef unsigned int u32;
-typedef unsigned short u16;
+typedef unsigned int STAX_F16(u32);
+typedef unsigned short STAX_F16(u16);
+#define u32 STAX_F16(u32)
+#define u16 STAX_F16(u16)
 
+#ifdef __cplusplus
 inline u32 bits_of(float f) { return __builtin_bit_cast(u32, f); }
 inline float float_of(u32 x) { return __builtin_bit_cast(float, x); }
+#else
+static inline u32 stax_f16_bits_of(float f) {
+  union { float f; u32 u; } v;
+  v.f = f;
+  return v.u;
+}
+static inline float stax_f16_float_of(u32 x) {
+  union { u32 u; float f; } v;
+  v.u = x;
+  return v.f;
+}
+#endif
 
-inline float half_to_float(u16 h) {
+STAX_F16_FN float STAX_F16(half_to_float)(u16 h) {
   u32 sign = (u32)(h & 0x8000u) << 16;
   u32 e = ((u32)h >> 10) & 0x1fu;
   u32 m = (u32)h & 0x3ffu;
-  if (e == 0x1fu) return float_of(sign | 0x7f800000u | (m << 13));  // Inf, NaN
+  if (e == 0x1fu) return STAX_F16(float_of)(sign | 0x7f800000u | (m << 13));  // Inf, NaN
   if (e == 0) {
-    if (m == 0) return float_of(sign);  // +-0
+    if (m == 0) return STAX_F16(float_of)(sign);  // +-0
     u32 shift = 0;                      // subnormal: normalise the mantissa
     while ((m & 0x400u) == 0) {
       m <<= 1;
       ++shift;
     }
-    return float_of(sign | ((113u - shift) << 23) | ((m & 0x3ffu) << 13));
+    return STAX_F16(float_of)(sign | ((113u - shift) << 23) | ((m & 0x3ffu) << 13));
   }
-  return float_of(sign | ((e + 112u) << 23) | (m << 13));
+  return STAX_F16(float_of)(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-inline u16 float_to_half(float f) {
-  u32 x = bits_of(f);
+STAX_F16_FN u16 STAX_F16(float_to_half)(float f) {
+  u32 x = STAX_F16(bits_of)(f);
   u32 sign = (x >> 16) & 0x8000u;
   u32 a = x & 0x7fffffffu;
   if (a >= 0x7f800000u) {
@@ -66,14 +91,20 @@ inline u16 float_to_half(float f) {
   return (u16)(sign | h);
 }
 
-inline float bf16_to_float(u16 b) { return float_of((u32)b << 16); }
+STAX_F16_FN float STAX_F16(bf16_to_float)(u16 b) { return STAX_F16(float_of)((u32)b << 16); }
 
-inline u16 float_to_bf16(float f) {
-  u32 x = bits_of(f);
+STAX_F16_FN u16 STAX_F16(float_to_bf16)(float f) {
+  u32 x = STAX_F16(bits_of)(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x0040u);
   return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+#undef u32
+#undef u16
+#undef STAX_F16_FN
+#undef STAX_F16
+#ifdef __cplusplus
 }  // namespace stax_f16
+#endif
 
 #endif  // STAX_SDK_HALF_BITS_HPP

@@ -1,0 +1,249 @@
+/* The scalar semantics of every loop-level op of ops.def, in plain C99: what a C kernel printed
+ * with CStylePrinter's c99_tables() calls. Same results as stax/sdk/scalar_ops.hpp (the single
+ * definition the reference interpreter executes, DECISIONS item 1), bit for bit: the test
+ * c99_scalar_ops_test compiles both and compares every op over every compute type on edge values
+ * (NaN, +-inf, +-0, INT64_MIN / -1, float16 / bfloat16 rounding). Keep the two in step: a change
+ * of semantics there is a change here, and the test fails until it is made.
+ *
+ * Names: stax_<op>_<t> with t the compute type of the operands: f32 (float; float16 and bfloat16
+ * compute in float), f64 (double), i64 (long long; every integer dtype computes in int64) and b8
+ * (bool). An op exists for the compute types the interpreter defines it for (the lists below).
+ * Conversions: stax_convert_<from>_<to>(x) for the 9 dtypes (f32 f64 f16 bf16 i64 i32 i8 u8 b8):
+ * x in from's compute type, converted as to_dtype does (floating -> integer truncates and
+ * saturates through int64, integers wrap to the target width, 16-bit floats round to nearest
+ * even), the result in to's compute type. Storage of float16 / bfloat16: unsigned short bits,
+ * stax_f16_load / stax_f16_store and stax_bf16_load / stax_bf16_store (half_bits.hpp, the same
+ * text the C++ kernels use).
+ *
+ * Defined for every input: integer division by zero is 0; int64 add / sub / mul / neg / abs / pow
+ * wrap around; INT64_MIN / -1 is INT64_MIN, INT64_MIN % -1 is 0. Compile kernels with
+ * -ffp-contract=off (no fused multiply-add), as the C++ ones are. */
+#ifndef STAX_SDK_SCALAR_OPS_H
+#define STAX_SDK_SCALAR_OPS_H
+
+/* The ops by the compute types they are defined for (what the test iterates). */
+#define STAX_C99_FLOAT_UNARY_OPS(X) /* f32 f64 */                                              \
+  X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) \
+  X(tanh) X(sigmoid) X(erf) X(reciprocal)
+#define STAX_C99_NUMERIC_UNARY_OPS(X) /* f32 f64 i64 */ X(floor) X(ceil) X(round) X(trunc)
+#define STAX_C99_ANY_UNARY_OPS(X) /* f32 f64 i64 b8 */ X(neg) X(abs) X(relu) X(sign)
+#define STAX_C99_ANY_PREDICATE_OPS(X) /* f32 f64 i64 b8, result bool */ X(logical_not) X(isnan)
+#define STAX_C99_NUMERIC_BINARY_OPS(X) /* f32 f64 i64 */ \
+  X(sub) X(truediv) X(floordiv) X(mod) X(pow)
+#define STAX_C99_ANY_BINARY_OPS(X) /* f32 f64 i64 b8 */ X(add) X(mul) X(maximum) X(minimum)
+#define STAX_C99_ANY_COMPARE_OPS(X) /* f32 f64 i64 b8, result bool */ \
+  X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+/* dtype name, compute type */
+#define STAX_C99_DTYPES(X)                                                                    \
+  X(f32, float) X(f64, double) X(f16, float) X(bf16, float) X(i64, long long) X(i32, long long) \
+  X(i8, long long) X(u8, long long) X(b8, bool)
+
+/* STAX_SCALAR_OPS_LISTS_ONLY: only the lists above (for tests in C++) */
+#ifndef STAX_SCALAR_OPS_LISTS_ONLY
+#include <math.h>
+#include <stdbool.h>
+
+#include "stax/sdk/half_bits.hpp"
+
+typedef long long stax_i64;
+typedef unsigned long long stax_u64;
+
+/* Two's-complement wrap-around int64 arithmetic (defined for every input). */
+static inline stax_i64 stax_wrap_add(stax_i64 a, stax_i64 b) { return (stax_i64)((stax_u64)a + (stax_u64)b); }
+static inline stax_i64 stax_wrap_sub(stax_i64 a, stax_i64 b) { return (stax_i64)((stax_u64)a - (stax_u64)b); }
+static inline stax_i64 stax_wrap_mul(stax_i64 a, stax_i64 b) { return (stax_i64)((stax_u64)a * (stax_u64)b); }
+static inline bool stax_is_min_by_minus_one(stax_i64 a, stax_i64 b) {
+  return b == -1 && a == (stax_i64)((stax_u64)1 << 63);
+}
+
+/* ---- floating (T = float with libm suffix f, or double) -------------------------------------- */
+#define STAX_C99_FLOAT_OPS(T, t, F)                                                                \
+  static inline T stax_exp_##t(T x) { return exp##F(x); }                                        \
+  static inline T stax_exp2_##t(T x) { return exp2##F(x); }                                      \
+  static inline T stax_expm1_##t(T x) { return expm1##F(x); }                                    \
+  static inline T stax_log_##t(T x) { return log##F(x); }                                        \
+  static inline T stax_log2_##t(T x) { return log2##F(x); }                                      \
+  static inline T stax_log10_##t(T x) { return log10##F(x); }                                    \
+  static inline T stax_log1p_##t(T x) { return log1p##F(x); }                                    \
+  static inline T stax_sqrt_##t(T x) { return sqrt##F(x); }                                      \
+  static inline T stax_rsqrt_##t(T x) { return (T)1 / sqrt##F(x); }                              \
+  static inline T stax_sin_##t(T x) { return sin##F(x); }                                        \
+  static inline T stax_cos_##t(T x) { return cos##F(x); }                                        \
+  static inline T stax_tan_##t(T x) { return tan##F(x); }                                        \
+  static inline T stax_tanh_##t(T x) { return tanh##F(x); }                                      \
+  static inline T stax_sigmoid_##t(T x) { return (T)1 / ((T)1 + exp##F(-x)); }                   \
+  static inline T stax_erf_##t(T x) { return erf##F(x); }                                        \
+  static inline T stax_reciprocal_##t(T x) { return (T)1 / x; }                                  \
+  static inline T stax_floor_##t(T x) { return floor##F(x); }                                    \
+  static inline T stax_ceil_##t(T x) { return ceil##F(x); }                                      \
+  static inline T stax_round_##t(T x) { return nearbyint##F(x); } /* half to even */             \
+  static inline T stax_trunc_##t(T x) { return trunc##F(x); }                                    \
+  static inline T stax_neg_##t(T x) { return -x; }                                               \
+  static inline T stax_abs_##t(T x) { return fabs##F(x); }                                       \
+  static inline T stax_relu_##t(T x) { return x < (T)0 ? (T)0 : x; }                            \
+  static inline T stax_sign_##t(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }        \
+  static inline bool stax_isnan_##t(T x) { return x != x; }                                      \
+  static inline T stax_add_##t(T a, T b) { return a + b; }                                       \
+  static inline T stax_sub_##t(T a, T b) { return a - b; }                                       \
+  static inline T stax_mul_##t(T a, T b) { return a * b; }                                       \
+  static inline T stax_truediv_##t(T a, T b) { return a / b; }                                   \
+  /* Python floor division: torch's div_floor (fmod-based). */                                   \
+  static inline T stax_floordiv_##t(T a, T b) {                                                  \
+    T mod, div, fl;                                                                              \
+    if (b == (T)0) return a / b;                                                                 \
+    mod = fmod##F(a, b);                                                                         \
+    div = (a - mod) / b;                                                                         \
+    if (mod != (T)0 && ((b < (T)0) != (mod < (T)0))) div -= (T)1;                                \
+    if (div != (T)0) {                                                                           \
+      fl = floor##F(div);                                                                        \
+      if (div - fl > (T)0.5) fl += (T)1;                                                         \
+    } else {                                                                                     \
+      fl = copysign##F((T)0, a / b);                                                             \
+    }                                                                                            \
+    return fl;                                                                                   \
+  }                                                                                              \
+  static inline T stax_mod_##t(T a, T b) {                                                       \
+    T r = fmod##F(a, b);                                                                         \
+    if (r != (T)0 && ((b < (T)0) != (r < (T)0))) r += b;                                         \
+    return r;                                                                                    \
+  }                                                                                              \
+  /* the forms compilers rewrite pow into (scalar_ops.hpp explains) */                           \
+  static inline T stax_pow_##t(T a, T b) {                                                       \
+    if (b == (T)2) return a * a;                                                                 \
+    if (b == (T)-1) return (T)1 / a;                                                             \
+    if (b == (T)0.5) return a == -(T)INFINITY ? (T)INFINITY : fabs##F(sqrt##F(a));               \
+    if (a == (T)2) return exp2##F(b);                                                            \
+    return pow##F(a, b);                                                                         \
+  }
+STAX_C99_FLOAT_OPS(float, f32, f)
+STAX_C99_FLOAT_OPS(double, f64, )
+#undef STAX_C99_FLOAT_OPS
+
+/* ---- int64 -------------------------------------------------------------------------------------- */
+static inline stax_i64 stax_floor_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_ceil_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_round_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_trunc_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_neg_i64(stax_i64 x) { return stax_wrap_sub(0, x); }
+static inline stax_i64 stax_abs_i64(stax_i64 x) { return x < 0 ? stax_wrap_sub(0, x) : x; }
+static inline stax_i64 stax_relu_i64(stax_i64 x) { return x < 0 ? 0 : x; }
+static inline stax_i64 stax_sign_i64(stax_i64 x) { return x > 0 ? 1 : (x < 0 ? -1 : x); }
+static inline bool stax_isnan_i64(stax_i64 x) { (void)x; return false; }
+static inline stax_i64 stax_add_i64(stax_i64 a, stax_i64 b) { return stax_wrap_add(a, b); }
+static inline stax_i64 stax_sub_i64(stax_i64 a, stax_i64 b) { return stax_wrap_sub(a, b); }
+static inline stax_i64 stax_mul_i64(stax_i64 a, stax_i64 b) { return stax_wrap_mul(a, b); }
+static inline stax_i64 stax_truediv_i64(stax_i64 a, stax_i64 b) {
+  return b == 0 ? 0 : (stax_is_min_by_minus_one(a, b) ? a : a / b);
+}
+static inline stax_i64 stax_floordiv_i64(stax_i64 a, stax_i64 b) {
+  stax_i64 q;
+  if (b == 0) return 0;
+  if (stax_is_min_by_minus_one(a, b)) return a;
+  q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+static inline stax_i64 stax_mod_i64(stax_i64 a, stax_i64 b) {
+  stax_i64 r;
+  if (b == 0 || b == -1) return 0;
+  r = a % b;
+  if (r != 0 && ((b < 0) != (r < 0))) r += b;
+  return r;
+}
+static inline stax_i64 stax_pow_i64(stax_i64 a, stax_i64 b) {
+  stax_i64 r = 1;
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  while (b) {
+    if (b & 1) r = stax_wrap_mul(r, a);
+    a = stax_wrap_mul(a, a);
+    b >>= 1;
+  }
+  return r;
+}
+
+/* ---- bool --------------------------------------------------------------------------------------- */
+static inline bool stax_neg_b8(bool x) { return x; }
+static inline bool stax_abs_b8(bool x) { return x; }
+static inline bool stax_relu_b8(bool x) { return x; }
+static inline bool stax_sign_b8(bool x) { return x; }
+static inline bool stax_isnan_b8(bool x) { (void)x; return false; }
+static inline bool stax_add_b8(bool a, bool b) { return a || b; }
+static inline bool stax_mul_b8(bool a, bool b) { return a && b; }
+
+/* ---- every compute type: NaN-propagating max / min, logic, comparisons ------------------------ */
+#define STAX_C99_COMMON_OPS(T, t)                                                                  \
+  static inline T stax_maximum_##t(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); } \
+  static inline T stax_minimum_##t(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); } \
+  static inline bool stax_logical_not_##t(T x) { return !(x != (T)0); }                            \
+  static inline bool stax_logical_and_##t(T a, T b) { return (a != (T)0) && (b != (T)0); }          \
+  static inline bool stax_logical_or_##t(T a, T b) { return (a != (T)0) || (b != (T)0); }           \
+  static inline bool stax_eq_##t(T a, T b) { return a == b; }                                       \
+  static inline bool stax_ne_##t(T a, T b) { return a != b; }                                       \
+  static inline bool stax_lt_##t(T a, T b) { return a < b; }                                        \
+  static inline bool stax_le_##t(T a, T b) { return a <= b; }                                       \
+  static inline bool stax_gt_##t(T a, T b) { return a > b; }                                        \
+  static inline bool stax_ge_##t(T a, T b) { return a >= b; }
+STAX_C99_COMMON_OPS(float, f32)
+STAX_C99_COMMON_OPS(double, f64)
+STAX_C99_COMMON_OPS(stax_i64, i64)
+STAX_C99_COMMON_OPS(bool, b8)
+#undef STAX_C99_COMMON_OPS
+
+/* min / max of index expressions (CStyleTables::min / max) */
+static inline stax_i64 stax_index_min(stax_i64 a, stax_i64 b) { return a < b ? a : b; }
+static inline stax_i64 stax_index_max(stax_i64 a, stax_i64 b) { return a < b ? b : a; }
+
+/* ---- storage of 16-bit floats -------------------------------------------------------------------- */
+static inline float stax_f16_load(unsigned short x) { return stax_f16_half_to_float(x); }
+static inline unsigned short stax_f16_store(float x) { return stax_f16_float_to_half(x); }
+static inline float stax_bf16_load(unsigned short x) { return stax_f16_bf16_to_float(x); }
+static inline unsigned short stax_bf16_store(float x) { return stax_f16_float_to_bf16(x); }
+
+/* ---- conversions between dtypes ------------------------------------------------------------------ */
+/* floating -> int64: truncate toward zero; out of range and NaN saturate (NaN -> 0) */
+static inline stax_i64 stax_saturate_f32(float x) {
+  if (x != x) return 0;
+  if (x >= 9.2233720368547758e18f) return (stax_i64)0x7fffffffffffffffLL;
+  if (x <= -9.2233720368547758e18f) return (stax_i64)(-0x7fffffffffffffffLL - 1);
+  return (stax_i64)x;
+}
+static inline stax_i64 stax_saturate_f64(double x) {
+  if (x != x) return 0;
+  if (x >= 9.2233720368547758e18) return (stax_i64)0x7fffffffffffffffLL;
+  if (x <= -9.2233720368547758e18) return (stax_i64)(-0x7fffffffffffffffLL - 1);
+  return (stax_i64)x;
+}
+/* to int64 from each compute type */
+static inline stax_i64 stax_to_i64_f32(float x) { return stax_saturate_f32(x); }
+static inline stax_i64 stax_to_i64_f64(double x) { return stax_saturate_f64(x); }
+static inline stax_i64 stax_to_i64_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_to_i64_b8(bool x) { return x; }
+
+/* stax_convert_<from>_<to>: C is the compute type of `from`, c its name (f32 f64 i64 b8). */
+#define STAX_C99_CONVERSIONS(from, C, c)                                                          \
+  static inline float stax_convert_##from##_f32(C x) { return (float)x; }                          \
+  static inline double stax_convert_##from##_f64(C x) { return (double)x; }                        \
+  static inline float stax_convert_##from##_f16(C x) {                                             \
+    return stax_f16_half_to_float(stax_f16_float_to_half((float)x));                               \
+  }                                                                                                \
+  static inline float stax_convert_##from##_bf16(C x) {                                            \
+    return stax_f16_bf16_to_float(stax_f16_float_to_bf16((float)x));                              \
+  }                                                                                                \
+  static inline stax_i64 stax_convert_##from##_i64(C x) { return stax_to_i64_##c(x); }            \
+  static inline stax_i64 stax_convert_##from##_i32(C x) { return (int)stax_to_i64_##c(x); }       \
+  static inline stax_i64 stax_convert_##from##_i8(C x) { return (signed char)stax_to_i64_##c(x); } \
+  static inline stax_i64 stax_convert_##from##_u8(C x) { return (unsigned char)stax_to_i64_##c(x); } \
+  static inline bool stax_convert_##from##_b8(C x) { return x != (C)0; }
+STAX_C99_CONVERSIONS(f32, float, f32)
+STAX_C99_CONVERSIONS(f64, double, f64)
+STAX_C99_CONVERSIONS(f16, float, f32)
+STAX_C99_CONVERSIONS(bf16, float, f32)
+STAX_C99_CONVERSIONS(i64, stax_i64, i64)
+STAX_C99_CONVERSIONS(i32, stax_i64, i64)
+STAX_C99_CONVERSIONS(i8, stax_i64, i64)
+STAX_C99_CONVERSIONS(u8, stax_i64, i64)
+STAX_C99_CONVERSIONS(b8, bool, b8)
+#undef STAX_C99_CONVERSIONS
+
+#endif /* STAX_SCALAR_OPS_LISTS_ONLY */
+#endif /* STAX_SDK_SCALAR_OPS_H */
