@@ -112,12 +112,12 @@ const char* kExample11StrictKernel =
     // buf2
     float acc0 = 0.0f;
     for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
-      auto tmp0 = in_ptr0[128*i0 + r0_0];
-      auto tmp1 = in_ptr1[128*i0 + r0_0];
-      auto tmp2 = stax_scalar::add(tmp0, tmp1);
-      auto tmp3 = stax_scalar::relu(tmp2);
-      auto tmp4 = 2.0f;
-      auto tmp5 = stax_scalar::mul(tmp3, tmp4);
+      float tmp0 = in_ptr0[128*i0 + r0_0];
+      float tmp1 = in_ptr1[128*i0 + r0_0];
+      float tmp2 = stax_scalar::add(tmp0, tmp1);
+      float tmp3 = stax_scalar::relu(tmp2);
+      float tmp4 = 2.0f;
+      float tmp5 = stax_scalar::mul(tmp3, tmp4);
       acc0 = stax_scalar::add(acc0, tmp5);
     }
     out_ptr0[i0] = acc0;
@@ -144,12 +144,12 @@ const char* kExample11Kernel =
       for (; r0_0 <= 128 - 16; r0_0 += 16) {
         #pragma clang loop unroll(disable) vectorize(enable) vectorize_width(16)
         for (int stax_seg = 0; stax_seg < 16; ++stax_seg) {
-          auto tmp0 = in_ptr0[128*i0 + (r0_0 + stax_seg)];
-          auto tmp1 = in_ptr1[128*i0 + (r0_0 + stax_seg)];
-          auto tmp2 = stax_scalar::add(tmp0, tmp1);
-          auto tmp3 = stax_scalar::relu(tmp2);
-          auto tmp4 = 2.0f;
-          auto tmp5 = stax_scalar::mul(tmp3, tmp4);
+          float tmp0 = in_ptr0[128*i0 + (r0_0 + stax_seg)];
+          float tmp1 = in_ptr1[128*i0 + (r0_0 + stax_seg)];
+          float tmp2 = stax_scalar::add(tmp0, tmp1);
+          float tmp3 = stax_scalar::relu(tmp2);
+          float tmp4 = 2.0f;
+          float tmp5 = stax_scalar::mul(tmp3, tmp4);
           acc0[stax_seg] = stax_scalar::add(acc0[stax_seg], tmp5);
         }
       }

@@ -89,7 +89,7 @@ TEST(CudaNvrtc, Listing63Golden) {
   const std::string& s = cg.kernels()[0].source;
   EXPECT_TRUE(contains(s, "int i0 = (int)(stax_linear / 256LL);")) << s;
   EXPECT_TRUE(contains(s, "int i1 = (int)(stax_linear % 256LL);")) << s;
-  EXPECT_TRUE(contains(s, "auto tmp0 = in_ptr0[256*i0 + i1];")) << s;
+  EXPECT_TRUE(contains(s, "float tmp0 = in_ptr0[256*i0 + i1];")) << s;
   EXPECT_TRUE(contains(s, "out_ptr0[i0 + 512*i1] = tmp2;")) << s;
 }
 
@@ -108,11 +108,11 @@ TEST(CudaNvrtc, Example62SplitsIntoTwoKernels) {
   const std::string& first = cg.kernels()[0].source;
   EXPECT_TRUE(contains(first, "stax_row < 128LL;")) << first;
   EXPECT_TRUE(contains(first, "stax_r < 8192LL;")) << first;
-  EXPECT_TRUE(contains(first, "auto tmp0 = in_ptr0[8192*i0 + r0_0];")) << first;
+  EXPECT_TRUE(contains(first, "float tmp0 = in_ptr0[8192*i0 + r0_0];")) << first;
   EXPECT_TRUE(contains(first, "__launch_bounds__(256)")) << first;
   const std::string& second = cg.kernels()[1].source;
   EXPECT_TRUE(contains(second, "stax_row < 64LL;")) << second;
-  EXPECT_TRUE(contains(second, "auto tmp0 = in_ptr0[2*i0 + r0_0];")) << second;
+  EXPECT_TRUE(contains(second, "float tmp0 = in_ptr0[2*i0 + r0_0];")) << second;
 }
 
 TEST(CudaNvrtc, PolicyIsTheGpus) {

@@ -131,7 +131,7 @@ TEST(PluginLoader, ToyCpuThroughTheCAbi) {
   Example11 ex;
   std::unique_ptr<stax::CompiledKernel> k = p->compile(*ex.desc);
   EXPECT_EQ(k->name(), "kernel0");
-  EXPECT_TRUE(contains(k->source(), "auto tmp3 = stax_scalar::relu(tmp2);")) << k->source();
+  EXPECT_TRUE(contains(k->source(), "float tmp3 = stax_scalar::relu(tmp2);")) << k->source();
   EXPECT_TRUE(contains(k->source(), "for (long long r0_0 = 0; r0_0 < 128; ++r0_0) {"))
       << k->source();
   check_example11(*k);

@@ -12,7 +12,7 @@
 //       // buf2                                                    // host splits it across threads
 //       float acc0 = 0.0f;
 //       for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
-//         auto tmp0 = in_ptr0[128*i0 + r0_0];
+//         float tmp0 = in_ptr0[128*i0 + r0_0];
 //         ...
 //         acc0 = stax_scalar::add(acc0, tmp5);
 //       }

@@ -17,7 +17,7 @@
 //   //   // buf2
 //   //   float acc0 = 0.0f;
 //   //   for (long long r0_0 = 0; r0_0 < 128; ++r0_0) {
-//   //     auto tmp0 = in_ptr0[128*i0 + r0_0];  ...
+//   //     float tmp0 = in_ptr0[128*i0 + r0_0];  ...
 //   //   }
 //   //   out_ptr0[i0] = acc0;
 //   // }
