@@ -49,7 +49,7 @@ if [[ -n "$vendor" ]]; then
   cmake -S "$vendor" -B "$work/vendor" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/vendor_configure.log"
   cmake --build "$work/vendor" >"$work/vendor_build.log"
   # the installed library resolves the core libraries next to it, not from this build tree
-  if ldd "$work/vendor/vendor_conformance_test" | grep -q "$build/"; then
+  if ldd "$work/vendor/vendor_conformance_test" | grep -q "$build/lib/"; then
     echo "the vendor test loads libraries from the build tree:" >&2
     ldd "$work/vendor/vendor_conformance_test" >&2; exit 1
   fi
