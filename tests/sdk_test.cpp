@@ -406,6 +406,11 @@ TEST(CStylePrinter, C99Tables) {
             "L: long long tmp9 = stax_convert_f16_i32(tmp8);\n"
             "L: float tmp10 = stax_convert_i32_f16(tmp9);\n"
             "L: out_ptr0[4 + i0] = stax_f16_store(tmp10);\n");
+  // a spelling for one (op, dtype) beats the per-dtype name
+  CStyleTables t = c99_tables();
+  t.op_dtype_templates[{STAX_OP_add, DType::Float16}] = "my_hadd({0}, {1})";
+  std::string own = join(CStylePrinter(k, t).print(k.body(0)));
+  EXPECT_NE(own.find("L: float tmp8 = my_hadd(tmp6, tmp7);\n"), std::string::npos) << own;
   FramingStyle style;
   style.entry_linkage = "";
   CStylePrinter q(k, c99_tables());

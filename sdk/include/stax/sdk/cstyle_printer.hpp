@@ -456,15 +456,15 @@ class CStylePrinter : public OpsHandler<std::string> {
       case ReductionType::Max:
       case ReductionType::ArgMax:
         if (fl) return literal(Scalar::floating(-HUGE_VAL), dtype);
-        if (dtype == DType::Bool) return "false";
+        if (dtype == DType::Bool) return t_.false_literal;
         return literal(Scalar::integer(INT64_MIN), dtype);
       case ReductionType::Min:
       case ReductionType::ArgMin:
         if (fl) return literal(Scalar::floating(HUGE_VAL), dtype);
-        if (dtype == DType::Bool) return "true";
+        if (dtype == DType::Bool) return t_.true_literal;
         return literal(Scalar::integer(INT64_MAX), dtype);
-      case ReductionType::Any: return "false";
-      case ReductionType::All: return "true";
+      case ReductionType::Any: return t_.false_literal;
+      case ReductionType::All: return t_.true_literal;
       default: return "0";
     }
   }
