@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "stax/sdk/loop_body.hpp"
 #include "stax/sdk/ops_handler.hpp"
 #include "stax/sdk/options.hpp"
+#include "stax/sdk/shared_object.hpp"
+#include "stax/sdk/half_bits.hpp"
 #include "tests/support/example11_kernel.h"
 
 namespace {
@@ -419,14 +422,47 @@ TEST(CStylePrinter, C99Tables) {
   EXPECT_EQ(src.find("auto "), std::string::npos) << src;
   EXPECT_EQ(src.find("__builtin"), std::string::npos) << src;
   EXPECT_EQ(src.find("::"), std::string::npos) << src;
-  std::string base = ::testing::TempDir() + "sdk_test_c99_kernel";
-  FILE* f = std::fopen((base + ".c").c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs(src.c_str(), f);
-  std::fclose(f);
-  std::string cmd = "cc -std=c99 -pedantic-errors -Wall -Werror -c -I" STAX_SOURCE_DIR
-                    "/sdk/include " + base + ".c -o " + base + ".o 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << src;
+  // built as strict C99 (warnings are errors) into a shared object and run (shared_object.hpp)
+  SharedObjectCompiler cc;
+  cc.command = "cc -std=c99 -pedantic-errors -Wall -Werror -O1 -ffp-contract=off -fPIC -shared "
+               "-I" STAX_SOURCE_DIR "/sdk/include";
+  cc.extension = ".c";
+  cc.work_dir = ::testing::TempDir();
+  cc.plugin = "sdk_test";
+  cc.link_flags = "-lm";
+  std::unique_ptr<CompiledKernel> ck = compile_shared_object(src, cc, k);
+  // x[j] = j (float16 bits), idx[i] = 2i: y[4 + i] = float16(int32(x[2i] + x[i])) = 3i
+  std::vector<uint16_t> x(128), y(32, 0);
+  std::vector<long long> idx(16);
+  for (int j = 0; j < 128; ++j) x[j] = stax_f16::float_to_half(static_cast<float>(j));
+  for (int i = 0; i < 16; ++i) idx[i] = 2 * i;
+  void* bufs[] = {x.data(), idx.data(), y.data()};
+  ck->run(bufs, 3, nullptr);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(stax_f16::half_to_float(y[4 + i]), 3.0f * i) << "y[" << 4 + i << "]";
+  EXPECT_EQ(y[3], 0);
+  // a negative index wraps once (x[127] is loaded), and idx < 0 selects 0.5 + -1.5 = -1;
+  // an index out of bounds stops the kernel with the check's message
+  idx[5] = -1;
+  ck->run(bufs, 3, nullptr);
+  EXPECT_EQ(stax_f16::half_to_float(y[4 + 5]), -1.0f);
+  idx[7] = 128;
+  try {
+    ck->run(bufs, 3, nullptr);
+    FAIL() << "an out-of-bounds index ran";
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.code(), STAX_ERROR_RUNTIME);
+    EXPECT_NE(std::string(e.what()).find("index out of bounds"), std::string::npos) << e.what();
+  }
+  // a compiler error is a compile error with the compiler's output and the source
+  try {
+    compile_shared_object("int broken = ;\n", cc, k);
+    FAIL() << "broken source compiled";
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.code(), STAX_ERROR_COMPILE);
+    EXPECT_NE(std::string(e.what()).find("error"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("int broken = ;"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CStylePrinter, ArgMaxAndStoreForgetsLoads) {
