@@ -15,10 +15,11 @@
 //   // b.epilogue: after the reduction loop     out_ptr0[i0] = acc0;
 //
 // The default spelling of an ops.def op `foo` is `stax_scalar::foo(a, b)` (the prelude that the
-// cpu_cpp plugin embeds); c99_tables() spells it `stax_foo_f32(a, b)` (stax/sdk/scalar_ops.h). Identical right-hand sides are computed once (in-kernel CSE, seed §6.5:
-// the loop IR keeps the redundant loads of x*x; this removes them); a store to a buffer forgets
-// the loads of that buffer. The framing (loops over i<k> / r0_<k>, pointer parameters) is the
-// plugin's: iter_var(), reduce_var(), buffer_name() and signature() give the matching names, and
+// cpu_cpp plugin embeds); c99_tables() spells it `stax_foo_f32(a, b)` (stax/sdk/scalar_ops.h).
+// Identical right-hand sides are computed once (in-kernel CSE, seed §6.5: the loop IR keeps the
+// redundant loads of x*x; this removes them); a store to a buffer forgets the loads of that
+// buffer. The framing (loops over i<k> / r0_<k>, pointer parameters) is the plugin's, or
+// cstyle_framing.hpp's: iter_var(), reduce_var(), buffer_name() and signature() give the names, and
 // index_type() the type of loop variables (`int` when the kernel's index_bits() is 32).
 #ifndef STAX_SDK_CSTYLE_PRINTER_HPP
 #define STAX_SDK_CSTYLE_PRINTER_HPP
@@ -55,7 +56,7 @@ struct CStyleTables {
   std::map<int32_t, std::string> op_templates;
   // Conversion of {0} to the type {T}.
   std::string convert_template = "stax_scalar::convert<{T}>({0})";
-  // "<declare> tmp3 = ...;". Empty (the default since SDK 1.3): the value's compute type
+  // "<declare> tmp3 = ...;". Empty (the default): the value's compute type
   // (`float tmp3 = ...;`), which every C-family language accepts; "auto" is the old C++ spelling.
   std::string declare;
   std::string value_prefix = "tmp";
@@ -80,7 +81,7 @@ struct CStyleTables {
   std::string min = "stax_scalar::index_min";
   std::string max = "stax_scalar::index_max";
 
-  // ---- dtype-aware spellings (SDK 1.3; C has no overloading, no templates) -------------------
+  // ---- dtype-aware spellings (C has no overloading, no templates) ----------------------------
   // Short dtype names, for {F} / {T} in dtype_convert_template and for op_suffixes.
   std::array<std::string, kNumDTypes> dtype_names = {"f32", "f64", "f16", "bf16", "i64",
                                                      "i32", "i8",  "u8",  "b8"};
@@ -381,7 +382,7 @@ class CStylePrinter : public OpsHandler<std::string> {
                     : t_.dtype_convert_template.empty() ? convert(value, acc_ctype)
                                                         : convert(value, vt, dtype);
     value_dtype_[acc] = dtype;
-    out_.lines.push_back(acc + " = " + op_call(op, {acc, v}, dtype) + ";");
+    out_.lines.push_back(acc + " = " + op_call(op, {acc, v}) + ";");  // operand dtype: acc's
     return acc;
   }
 
