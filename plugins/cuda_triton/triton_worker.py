@@ -1,0 +1,253 @@
+# The Python side of cuda_triton (plugins/cuda_triton/triton_worker.h): a persistent worker that
+# the plugin starts as `python3 -u -c <this text> <dir>` with its end of a socket pair on fd 3.
+# It loads kernel modules, compiles them with Triton for GPUTarget("cuda", arch, 32) and, in the
+# interpreter mode (TRITON_INTERPRET=1 in its environment), runs them on buffers in a shared
+# memory file the plugin fills.
+#
+# Frames, both ways: "<word> <length>\n" then <length> bytes. A request's payload is header lines
+# "key=value", an empty line, then a body (module text); a reply is "OK" or "ERR" (the payload is
+# the message). Every Python exception becomes an ERR reply; the worker never exits on one.
+import importlib.util
+import mmap
+import os
+import sys
+import time
+import traceback
+import warnings
+
+SOCK = 3
+WORKDIR = sys.argv[1]
+warnings.simplefilter("ignore")  # numpy casts of masked-off lanes, Triton's notices
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+
+import triton  # noqa: E402  (after the environment is set)
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def patch_libdevice():
+    """Triton's interpreter leaves libdevice's functions as stubs (they return None): give the
+    ones the printer uses numpy bodies, so the same kernel text runs compiled and interpreted."""
+    import numpy as np
+    import triton.language as tl
+    from triton.language.extra import libdevice
+    from triton.runtime.interpreter import TensorHandle
+    import math
+
+    def wrap(x):
+        return x.handle.data if isinstance(x, tl.tensor) else np.asarray(x)
+
+    def make(f):
+        def call(*args, **kwargs):
+            tensors = [a for a in args if isinstance(a, tl.tensor)]
+            scalar = tensors[0].handle.dtype.scalar
+            npdt = tensors[0].handle.data.dtype
+            res = np.asarray(f(*[wrap(a).astype(npdt) for a in args])).astype(npdt)
+            shape = list(res.shape)
+            ty = tl.block_type(scalar, shape) if shape else scalar
+            return tl.tensor(TensorHandle(res, scalar), ty)
+        return call
+
+    erf32 = np.vectorize(math.erf, otypes=[np.float32])
+    erf64 = np.vectorize(math.erf, otypes=[np.float64])
+    table = {
+        "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+        "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+        "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
+        "trunc": np.trunc, "fmod": np.fmod, "copysign": np.copysign, "pow": np.power,
+        "erf": lambda x: erf32(x) if x.dtype == np.float32 else erf64(x),
+    }
+    for name, f in table.items():
+        setattr(libdevice, name, make(f))
+    np.seterr(all="ignore")
+
+
+if INTERPRET:
+    patch_libdevice()
+
+modules = {}   # key -> the module's kernel function
+mappings = {}  # shared memory path -> (mmap, base address, size)
+retired = []
+
+
+def read_exact(n):
+    chunks = []
+    while n > 0:
+        b = os.read(SOCK, min(n, 1 << 20))
+        if not b:
+            sys.exit(0)  # the plugin closed its end
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def read_frame():
+    line = b""
+    while not line.endswith(b"\n"):
+        c = os.read(SOCK, 1)
+        if not c:
+            sys.exit(0)
+        line += c
+    word, length = line.decode().split()
+    return word, read_exact(int(length))
+
+
+def send(word, payload):
+    if isinstance(payload, str):
+        payload = payload.encode()
+    data = f"{word} {len(payload)}\n".encode() + payload
+    while data:
+        n = os.write(SOCK, data)
+        data = data[n:]
+
+
+def parse(payload):
+    head, _, body = payload.partition(b"\n\n")
+    fields = {}
+    multi = {}
+    for line in head.decode().splitlines():
+        k, _, v = line.partition("=")
+        fields[k] = v
+        multi.setdefault(k, []).append(v)
+    return fields, multi, body
+
+
+def load(f, body):
+    key = f["key"]
+    path = os.path.join(WORKDIR, "stax_" + key + ".py")
+    with open(path, "wb") as out:
+        out.write(body)
+    spec = importlib.util.spec_from_file_location("stax_" + key, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    modules[key] = getattr(mod, f["name"])
+    return b""
+
+
+def constexprs(f):
+    out = {}
+    for item in f.get("constexprs", "").split(","):
+        if item:
+            k, _, v = item.partition(":")
+            out[k] = int(v)
+    return out
+
+
+def compile_kernel(f, body):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    fn = modules[f["key"]]
+    names = fn.arg_names
+    sig = f["signature"].split(",") if f["signature"] else []
+    ce = constexprs(f)
+    signature = {}
+    for i, name in enumerate(names):
+        signature[name] = "constexpr" if name in ce else sig[i]
+    t0 = time.perf_counter()
+    compiled = triton.compile(
+        ASTSource(fn=fn, signature=signature, constexprs=ce),
+        target=GPUTarget("cuda", int(f["arch"]), 32),
+        options={"num_warps": int(f["num_warps"]), "enable_fp_fusion": False,
+                 "enable_reflect_ftz": False})
+    ms = (time.perf_counter() - t0) * 1000.0
+    md = compiled.metadata
+    ptx = compiled.asm["ptx"]
+    entry = ptx[ptx.index(".entry"):]
+    num_params = entry[:entry.index(")")].count(".param")
+    head = (f"name={md.name}\nnum_warps={md.num_warps}\nshared={md.shared}\n"
+            f"num_params={num_params}\nglobal_scratch_size={md.global_scratch_size}\n"
+            f"profile_scratch_size={md.profile_scratch_size}\nms={ms:.3f}\n\n")
+    return head.encode() + compiled.asm["cubin"]
+
+
+class Ptr:
+    """What the interpreter needs of a tensor argument: an address and a dtype name (the
+    interpreter reads and writes memory through the address; no torch needed)."""
+
+    def __init__(self, addr, dtype):
+        self.addr = addr
+        self.dtype = dtype
+
+    def data_ptr(self):
+        return self.addr
+
+    def untyped_storage(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def new_empty(self, *args, **kwargs):
+        return Ptr(0, self.dtype)
+
+    def set_(self, storage, offset, size, stride):
+        self.addr = storage.addr
+
+    def storage_offset(self):
+        return 0
+
+    def size(self):
+        return ()
+
+    def stride(self):
+        return ()
+
+    def copy_(self, other):  # the interpreter's host copy is this memory itself
+        pass
+
+
+def mapping(path, size):
+    m = mappings.get(path)
+    if m is None or m[2] < size:
+        if m is not None:
+            retired.append(m)  # a ctypes view pins it; never unmapped while the worker runs
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        import ctypes
+        base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        m = (mm, base, size)
+        mappings[path] = m
+    return m
+
+
+def run(f, multi):
+    fn = modules[f["key"]]
+    _, base, _ = mapping(f["shm"], int(f["shm_size"]))
+    args = []
+    for b in multi.get("buf", []):
+        off, dtype = b.split(":")
+        args.append(Ptr(base + int(off), dtype))
+    fn[(int(f["grid"]), )](*args, **constexprs(f))
+    return b""
+
+
+def main():
+    send("READY", triton.__version__)
+    while True:
+        word, payload = read_frame()
+        if word == "QUIT":
+            return
+        try:
+            f, multi, body = parse(payload)
+            if word == "LOAD":
+                reply = load(f, body)
+            elif word == "COMPILE":
+                reply = compile_kernel(f, body)
+            elif word == "RUN":
+                reply = run(f, multi)
+            elif word == "CRASH":  # tests: a worker that dies mid-request
+                os._exit(3)
+            else:
+                raise ValueError("unknown request " + word)
+            send("OK", reply)
+        except BaseException as e:  # noqa: B036  every error is a reply, never an exit
+            if isinstance(e, SystemExit):
+                raise
+            tb = traceback.format_exception(type(e), e, e.__traceback__)
+            send("ERR", "".join(tb[-6:]))
+
+
+main()
