@@ -139,11 +139,12 @@ std::string join(const std::vector<std::string>& v) {
 // Loads the kernel's module into worker w when w does not hold it (a new or restarted process).
 void ensure_loaded(Worker& w, uint64_t& loaded_generation, const std::string& key,
                    const TritonKernelSource& k, const std::string& what) {
+  w.ensure_started(what);
   if (loaded_generation == w.generation() && loaded_generation != 0) return;
   Request r{"LOAD", {}, triton_module_text(k)};
   r.add("key", key);
   r.add("name", k.name);
-  w.call(r, what);  // starts the worker when needed, so generation() is current afterwards
+  w.call(r, what);
   loaded_generation = w.generation();
 }
 
@@ -390,6 +391,8 @@ class CudaTritonBackend : public sdk::Backend {
           r.add("num_warps", std::to_string(src.launch.num_warps));
           r.add("signature", join(src.signature));
           r.add("constexprs", constexprs_of(src.launch));
+          // Debug mode keeps tl.device_assert (the bounds checks of indirect indexing).
+          r.add("debug", src.text.find("tl.device_assert") != std::string::npos ? "1" : "0");
           Reply rep = w.call(r, what);
           CubinResult c;
           c.cubin.assign(rep.body.begin(), rep.body.end());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -89,6 +90,18 @@ std::string float_literal(double x) {
   return s;
 }
 
+// The shortest decimal text that reads back as the same double (0.7071067811865476).
+std::string shortest_float32(double x) {
+  char buf[64];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
 std::string int_literal(int64_t v) {
   if (v == INT64_MIN) return "(-9223372036854775807 - 1)";
   return std::to_string(v);
@@ -160,97 +173,114 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   }
 
   // ---- ops.def ----
-  std::string neg(std::string x) override {
+  std::string neg(std::string x) override { x = mat(x);
     if (dt(x) == DType::Bool) return x;
     return emit("-" + x);
   }
-  std::string abs(std::string x) override {
+  std::string abs(std::string x) override { x = mat(x);
     if (dt(x) == DType::Bool) return x;
     if (fl(x)) return emit("tl.abs(" + x + ")");
     return emit("tl.where(" + x + " < 0, -" + x + ", " + x + ")");
   }
-  std::string exp(std::string x) override { return math("exp", x); }
-  std::string exp2(std::string x) override { return math("exp2", x); }
-  std::string expm1(std::string x) override { return math("expm1", x); }
-  std::string log(std::string x) override { return math("log", x); }
-  std::string log2(std::string x) override { return math("log2", x); }
-  std::string log10(std::string x) override { return math("log10", x); }
-  std::string log1p(std::string x) override { return math("log1p", x); }
-  std::string sqrt(std::string x) override {
+  std::string exp(std::string x) override { x = mat(x); return math("exp", x); }
+  std::string exp2(std::string x) override { x = mat(x); return math("exp2", x); }
+  std::string expm1(std::string x) override { x = mat(x); return math("expm1", x); }
+  std::string log(std::string x) override { x = mat(x); return math("log", x); }
+  std::string log2(std::string x) override { x = mat(x); return math("log2", x); }
+  std::string log10(std::string x) override { x = mat(x); return math("log10", x); }
+  std::string log1p(std::string x) override { x = mat(x); return math("log1p", x); }
+  std::string sqrt(std::string x) override { x = mat(x);
     need_float(x, "sqrt");
-    return emit("tl.sqrt_rn(" + x + ")");
+    return emit(sqrt_rn(x));
   }
-  std::string rsqrt(std::string x) override {
+  std::string rsqrt(std::string x) override { x = mat(x);
     need_float(x, "rsqrt");
-    return emit("tl.div_rn(" + one(x) + ", tl.sqrt_rn(" + x + "))");
+    return emit(div(one(x), sqrt_rn(x)));
   }
-  std::string sin(std::string x) override { return math("sin", x); }
-  std::string cos(std::string x) override { return math("cos", x); }
-  std::string tan(std::string x) override { return math("tan", x); }
-  std::string tanh(std::string x) override { return math("tanh", x); }
-  std::string sigmoid(std::string x) override {
+  std::string sin(std::string x) override { x = mat(x); return math("sin", x); }
+  std::string cos(std::string x) override { x = mat(x); return math("cos", x); }
+  std::string tan(std::string x) override { x = mat(x); return math("tan", x); }
+  std::string tanh(std::string x) override { x = mat(x); return math("tanh", x); }
+  std::string sigmoid(std::string x) override { x = mat(x);
     need_float(x, "sigmoid");
-    return emit("tl.div_rn(" + one(x) + ", " + one(x) + " + libdevice.exp(-" + x + "))");
+    return emit(div(one(x), "(" + one(x) + " + libdevice.exp(-" + x + "))"));
   }
-  std::string erf(std::string x) override { return math("erf", x); }
-  std::string relu(std::string x) override {
+  std::string erf(std::string x) override { x = mat(x); return math("erf", x); }
+  std::string relu(std::string x) override { x = mat(x);
     if (dt(x) == DType::Bool) return x;
     return emit("tl.where(" + x + " < 0, " + zero(x) + ", " + x + ")");
   }
-  std::string reciprocal(std::string x) override {
+  std::string reciprocal(std::string x) override { x = mat(x);
     need_float(x, "reciprocal");
-    return emit("tl.div_rn(" + one(x) + ", " + x + ")");
+    return emit(div(one(x), x));
   }
-  std::string sign(std::string x) override {
+  std::string sign(std::string x) override { x = mat(x);
     if (dt(x) == DType::Bool) return x;
     std::string p = fl(x) ? "1.0" : "1", m = fl(x) ? "-1.0" : "-1";
     return emit("tl.where(" + x + " > 0, " + typed(p, x) + ", tl.where(" + x + " < 0, " +
                 typed(m, x) + ", " + x + "))");
   }
-  std::string floor(std::string x) override { return fl(x) ? math("floor", x) : x; }
-  std::string ceil(std::string x) override { return fl(x) ? math("ceil", x) : x; }
-  std::string round(std::string x) override { return fl(x) ? math("rint", x) : x; }
-  std::string trunc(std::string x) override { return fl(x) ? math("trunc", x) : x; }
-  std::string logical_not(std::string x) override { return emit_bool("(" + x + " == 0)"); }
-  std::string isnan(std::string x) override {
+  std::string floor(std::string x) override { x = mat(x); return fl(x) ? math("floor", x) : x; }
+  std::string ceil(std::string x) override { x = mat(x); return fl(x) ? math("ceil", x) : x; }
+  std::string round(std::string x) override { x = mat(x); return fl(x) ? math("rint", x) : x; }
+  std::string trunc(std::string x) override { x = mat(x); return fl(x) ? math("trunc", x) : x; }
+  std::string logical_not(std::string x) override { x = mat(x); return emit_bool("(" + x + " == 0)"); }
+  std::string isnan(std::string x) override { x = mat(x);
     if (!fl(x)) return emit_bool("(" + x + " != " + x + ")");
     return emit_bool("(" + x + " != " + x + ")");
   }
 
   std::string add(std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit(dt(a) == DType::Bool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")");
   }
   std::string sub(std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit(dt(a) == DType::Bool ? "(" + a + " ^ " + b + ")" : "(" + a + " - " + b + ")");
   }
   std::string mul(std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit(dt(a) == DType::Bool ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")");
   }
   std::string truediv(std::string a, std::string b) override {
-    if (fl(a)) return emit("tl.div_rn(" + a + ", " + b + ")");
+    a = mat(a);
+    b = mat(b);
+    if (fl(a)) return emit(div(a, b));
     return helper("stax_int_truediv", a, b);
   }
   std::string floordiv(std::string a, std::string b) override {
+    a = mat(a);
+    b = mat(b);
     return helper(fl(a) ? "stax_float_floordiv" : "stax_int_floordiv", a, b);
   }
   std::string mod(std::string a, std::string b) override {
+    a = mat(a);
+    b = mat(b);
     return helper(fl(a) ? "stax_float_mod" : "stax_int_mod", a, b);
   }
   std::string pow(std::string a, std::string b) override {
+    a = mat(a);
+    b = mat(b);
     return helper(fl(a) ? "stax_float_pow" : "stax_int_pow", a, b);
   }
   std::string maximum(std::string a, std::string b) override {
+    a = mat(a);
+    b = mat(b);
     if (dt(a) == DType::Bool) return emit("(" + a + " | " + b + ")");
     return helper(fl(a) ? "stax_maximum" : "tl.maximum", a, b);
   }
   std::string minimum(std::string a, std::string b) override {
+    a = mat(a);
+    b = mat(b);
     if (dt(a) == DType::Bool) return emit("(" + a + " & " + b + ")");
     return helper(fl(a) ? "stax_minimum" : "tl.minimum", a, b);
   }
   std::string logical_and(std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit_bool("((" + a + " != 0) & (" + b + " != 0))");
   }
   std::string logical_or(std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit_bool("((" + a + " != 0) | (" + b + " != 0))");
   }
   std::string eq(std::string a, std::string b) override { return cmp(a, "==", b); }
@@ -263,6 +293,14 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   // ---- special ops ----
   std::string constant(Scalar v, DType dtype) override {
     DType c = compute_dtype(dtype);
+    if (dtype == DType::Float32 && std::isfinite(v.as_double())) {
+      // A Python float next to a float32 block is a float32 operand (Listing 5.4's spelling);
+      // mat() makes it a block where it would stand alone.
+      std::string lit = shortest_float32(v.as_double());
+      literals_.insert(lit);
+      dtypes_[lit] = DType::Float32;
+      return lit;
+    }
     std::string lit = dtype == DType::Bool ? (v.as_int() ? "1" : "0")
                       : sdk::is_floating(dtype) ? float_literal(v.as_double())
                                                 : int_literal(v.as_int());
@@ -285,6 +323,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   }
 
   std::string to_dtype(std::string x, DType to) override {
+    x = mat(x);
     DType from = dt(x);
     if (to == DType::Bool) {
       if (from == DType::Bool) return x;
@@ -306,6 +345,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   }
 
   std::string where(std::string c, std::string a, std::string b) override {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit("tl.where(" + c + ", " + a + ", " + b + ")");
   }
 
@@ -322,6 +362,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   }
 
   std::string reduction(ReductionType type, DType dtype, std::string value) override {
+    value = mat(value);
     if (!reduction_body_)
       throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT, "cuda_triton: reduction outside a "
                                                           "reduction loop");
@@ -400,6 +441,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   }
 
   void store(const Buffer& b, const Expr& index, std::string value) override {
+    value = mat(value);
     out_.lines.push_back(store_text(b, index, value));
     forget_loads(b);
   }
@@ -425,6 +467,14 @@ class TritonOps : public sdk::OpsHandler<std::string> {
     return it == dtypes_.end() ? compute_dtype(cur_dtype_) : it->second;
   }
   bool fl(const std::string& v) const { return sdk::is_floating(dt(v)); }
+  // x as a block: a float32 literal becomes tl.full([1], x, tl.float32).
+  std::string mat(const std::string& x) {
+    if (!literals_.count(x)) return x;
+    std::string n = emit("tl.full([1], " + x + ", tl.float32)");
+    dtypes_[n] = DType::Float32;
+    return n;
+  }
+  bool lit(const std::string& x) const { return literals_.count(x) != 0; }
   void need_float(const std::string& x, const char* op) const {
     if (!fl(x))
       throw sdk::PluginError(STAX_ERROR_UNSUPPORTED,
@@ -437,6 +487,15 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string typed(const std::string& lit, const std::string& x) const {
     return "tl.full([1], " + lit + ", " + tl_type(dt(x)) + ")";
   }
+  // Correctly rounded division / square root: tl.div_rn / tl.sqrt_rn take float32 only; float64's
+  // `/` and tl.sqrt are IEEE already.
+  std::string div(const std::string& a, const std::string& b) const {
+    return dt(a) == DType::Float64 || dt(b) == DType::Float64 ? "(" + a + " / " + b + ")"
+                                                               : "tl.div_rn(" + a + ", " + b + ")";
+  }
+  std::string sqrt_rn(const std::string& x) const {
+    return dt(x) == DType::Float64 ? "tl.sqrt(" + x + ")" : "tl.sqrt_rn(" + x + ")";
+  }
   std::string math(const char* f, const std::string& x) {
     need_float(x, f);
     return emit("libdevice." + std::string(f) + "(" + x + ")");
@@ -444,7 +503,8 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string helper(const std::string& f, const std::string& a, const std::string& b) {
     return emit(f + "(" + a + ", " + b + ")");
   }
-  std::string cmp(const std::string& a, const char* op, const std::string& b) {
+  std::string cmp(std::string a, const char* op, const std::string& b) {
+    if (lit(a) && lit(b)) a = mat(a);
     return emit_bool("(" + a + " " + op + " " + b + ")");
   }
   std::string emit_bool(const std::string& rhs) {
@@ -547,6 +607,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::map<std::string, std::string> cse_;
   std::map<int32_t, std::set<std::string>> loads_of_;
   std::map<std::string, DType> dtypes_;
+  std::set<std::string> literals_;
   std::vector<std::string> op_values_;
   DType cur_dtype_ = DType::Float32;
   int value_counter_ = 0;
@@ -576,6 +637,23 @@ from triton.language.extra import libdevice
 
 # Helpers of the Stax Triton printer (plugins/cuda_triton/triton_printer.h): the semantics of
 # sdk/include/stax/sdk/scalar_ops.hpp on blocks.
+
+
+@triton.jit
+def stax_div(a, b):
+    # correctly rounded: tl.div_rn takes float32 only; float64's / is IEEE
+    if a.dtype == tl.float64:
+        return a / b
+    else:
+        return tl.div_rn(a, b)
+
+
+@triton.jit
+def stax_sqrt(x):
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    else:
+        return tl.sqrt_rn(x)
 
 
 @triton.jit
@@ -680,12 +758,12 @@ def stax_float_mod(a, b):
 def stax_float_floordiv(a, b):
     # torch's div_floor: fmod-based, exact for representable results
     m = libdevice.fmod(a, b)
-    d = tl.div_rn(a - m, b)
+    d = stax_div(a - m, b)
     d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1, d)
     f = libdevice.floor(d)
     f = tl.where(d - f > 0.5, f + 1, f)
-    f = tl.where(d != 0, f, libdevice.copysign(d * 0, tl.div_rn(a, b)))
-    return tl.where(b == 0, tl.div_rn(a, b), f)
+    f = tl.where(d != 0, f, libdevice.copysign(d * 0, stax_div(a, b)))
+    return tl.where(b == 0, stax_div(a, b), f)
 
 
 @triton.jit
@@ -693,9 +771,9 @@ def stax_float_pow(a, b):
     # scalar_ops.hpp's m::pow: the forms a compiler takes for constant exponents, else pow
     p = libdevice.pow(a, b)
     p = tl.where(a == 2.0, libdevice.exp2(b), p)
-    h = tl.where(a == float('-inf'), float('inf'), tl.abs(tl.sqrt_rn(a)))
+    h = tl.where(a == float('-inf'), float('inf'), tl.abs(stax_sqrt(a)))
     p = tl.where(b == 0.5, h, p)
-    p = tl.where(b == -1.0, tl.div_rn(a * 0 + 1, a), p)
+    p = tl.where(b == -1.0, stax_div(a * 0 + 1, a), p)
     return tl.where(b == 2.0, a * a, p)
 
 

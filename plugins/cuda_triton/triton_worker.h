@@ -24,7 +24,7 @@ struct WorkerOptions {
 
 // A request: "key=value" header lines and a body.
 struct Request {
-  std::string word;  // LOAD, COMPILE, RUN, CRASH
+  std::string word;  // LOAD, COMPILE, RUN
   std::vector<std::pair<std::string, std::string>> fields;
   std::string body;
   void add(const std::string& k, const std::string& v) { fields.emplace_back(k, v); }
@@ -49,6 +49,10 @@ class Worker {
   // start. Callers serialise through lock().
   Reply call(const Request& r, const std::string& what);
 
+  // Starts the process when it is not running (a no-op otherwise).
+  void ensure_started(const std::string& what) {
+    if (fd_ < 0) start(what);
+  }
   // Incremented each time a process is started: modules loaded into an earlier one are gone.
   uint64_t generation() const { return generation_; }
   std::mutex& lock() { return mutex_; }

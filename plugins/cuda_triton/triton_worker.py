@@ -62,8 +62,70 @@ def patch_libdevice():
     np.seterr(all="ignore")
 
 
+def patch_reduce():
+    """The interpreter reduces with a custom combine function one element at a time in Python
+    (minutes for the e2e set). The printer's combine functions (triton_printer.cpp's prelude) get
+    numpy equivalents with the same semantics: sums and products in numpy's order (another tree:
+    within the same §6.5 bound), NaN-propagating max / min, exact integer max / min, any / all,
+    and argmax / argmin as the lexicographic (value, index) choice of stax_arg_prefer (NaN is the
+    extreme, ties go to the smaller index). Other combine functions keep the interpreter's path."""
+    import numpy as np
+    from triton.runtime import interpreter as interp
+
+    def lowest(d, is_max):
+        if np.issubdtype(d, np.floating):
+            return -np.inf if is_max else np.inf
+        info = np.iinfo(d)
+        return info.min if is_max else info.max
+
+    def arg(v, i, axis, is_max):
+        isn = v != v
+        anyn = isn.any(axis=axis, keepdims=True)
+        vv = np.where(isn, lowest(v.dtype, is_max), v)
+        ext = vv.max(axis=axis, keepdims=True) if is_max else vv.min(axis=axis, keepdims=True)
+        sel = np.where(anyn, isn, vv == ext)
+        pos = np.argmin(np.where(sel, i, np.iinfo(np.int64).max), axis=axis)
+        pos = np.expand_dims(pos, axis)
+        return (np.take_along_axis(v, pos, axis).squeeze(axis),
+                np.take_along_axis(i, pos, axis).squeeze(axis))
+
+    plain = {
+        "stax_sum_combine": lambda d, a: np.add.reduce(d, axis=a, dtype=d.dtype),
+        "stax_prod_combine": lambda d, a: np.multiply.reduce(d, axis=a, dtype=d.dtype),
+        "stax_maximum": lambda d, a: np.max(d, axis=a),
+        "stax_minimum": lambda d, a: np.min(d, axis=a),
+        "stax_imax_combine": lambda d, a: np.max(d, axis=a),
+        "stax_imin_combine": lambda d, a: np.min(d, axis=a),
+        "stax_or_combine": lambda d, a: np.any(d != 0, axis=a),
+        "stax_and_combine": lambda d, a: np.all(d != 0, axis=a),
+    }
+    original = interp.ReduceOps.apply_impl
+
+    def apply_impl(self, input):
+        name = getattr(getattr(self.combine_fn, "fn", None), "__name__", "")
+        if self.keep_dims or self.axis is None or not (name in plain or name in (
+                "stax_argmax_combine", "stax_argmin_combine")):
+            return original(self, input)
+        if name in plain:
+            d = input[0].handle.data
+            return [self.to_tensor(np.asarray(plain[name](d, self.axis)).astype(d.dtype),
+                                   input[0].dtype)]
+        v, i = arg(input[0].handle.data, input[1].handle.data, self.axis,
+                   name == "stax_argmax_combine")
+        return [self.to_tensor(v, input[0].dtype), self.to_tensor(i, input[1].dtype)]
+
+    interp.ReduceOps.apply_impl = apply_impl
+
+
 if INTERPRET:
     patch_libdevice()
+    if os.environ.get("STAX_TRITON_GENERIC_REDUCE") != "1":  # tests: the combines themselves
+        patch_reduce()
+    # device_assert is checked only in debug mode (the bounds checks of indirect indexing);
+    # integer arithmetic wraps (scalar_ops.hpp), so no overflow sanitizer.
+    from triton.runtime import interpreter as _interp
+    _interp.interpreter_builder.options = _interp.InterpreterOptions(debug=True,
+                                                                     sanitize_overflow=False)
 
 modules = {}   # key -> the module's kernel function
 mappings = {}  # shared memory path -> (mmap, base address, size)
@@ -148,7 +210,8 @@ def compile_kernel(f, body):
         ASTSource(fn=fn, signature=signature, constexprs=ce),
         target=GPUTarget("cuda", int(f["arch"]), 32),
         options={"num_warps": int(f["num_warps"]), "enable_fp_fusion": False,
-                 "enable_reflect_ftz": False})
+                 "enable_reflect_ftz": False, "debug": f.get("debug") == "1",
+                 "sanitize_overflow": False})
     ms = (time.perf_counter() - t0) * 1000.0
     md = compiled.metadata
     ptx = compiled.asm["ptx"]
@@ -230,6 +293,8 @@ def main():
         word, payload = read_frame()
         if word == "QUIT":
             return
+        if os.environ.get("STAX_TRITON_TEST_CRASH") == word:
+            os._exit(3)  # tests: a worker that dies mid-request (cuda_triton_test)
         try:
             f, multi, body = parse(payload)
             if word == "LOAD":
@@ -238,8 +303,6 @@ def main():
                 reply = compile_kernel(f, body)
             elif word == "RUN":
                 reply = run(f, multi)
-            elif word == "CRASH":  # tests: a worker that dies mid-request
-                os._exit(3)
             else:
                 raise ValueError("unknown request " + word)
             send("OK", reply)
