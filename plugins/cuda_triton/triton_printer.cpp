@@ -336,7 +336,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
       held = DType::Int64;
     }
     if (to != held) {
-      v = "(" + v + ").to(" + tl_type(to) + ")";  // round / wrap to the target's storage type
+      v = cast(v, held, to);  // round / wrap to the target's storage type
       held = to;
     }
     if (compute_dtype(to) != held) v = "(" + v + ").to(" + tl_type(compute_dtype(to)) + ")";
@@ -496,6 +496,16 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string sqrt_rn(const std::string& x) const {
     return dt(x) == DType::Float64 ? "tl.sqrt(" + x + ")" : "tl.sqrt_rn(" + x + ")";
   }
+  // `v` (held as `from`) converted to `to`. 16-bit floats are rounded from float32 (to nearest
+  // even), from anything else through float32, as scalar_ops.hpp converts: (H)(float)x. (Triton's
+  // interpreter would convert an integer to bf16 as an integer.)
+  static std::string cast(const std::string& v, DType from, DType to) {
+    if (to == DType::Float16 || to == DType::BFloat16) {
+      std::string f = from == DType::Float32 ? v : "(" + v + ").to(tl.float32)";
+      return "(" + f + ").to(" + tl_type(to) + ")";
+    }
+    return "(" + v + ").to(" + tl_type(to) + ")";
+  }
   std::string math(const char* f, const std::string& x) {
     need_float(x, f);
     return emit("libdevice." + std::string(f) + "(" + x + ")");
@@ -566,7 +576,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string store_text(const Buffer& b, const Expr& index, const std::string& value) {
     DType storage = b.dtype();
     std::string v = value;
-    if (dt(value) != storage) v = v + ".to(" + tl_type(storage) + ")";
+    if (dt(value) != storage) v = cast(v, dt(value), storage);
     std::string ptr = pointer(b, index);
     // A constant index: a block of equal pointers (masked like the values).
     if (!uses_vars(index)) ptr += " + tl.zeros(" + shape() + ", tl.int32)";
@@ -581,13 +591,13 @@ class TritonOps : public sdk::OpsHandler<std::string> {
       case ReductionType::Max:
       case ReductionType::ArgMax:
         if (f) return "float('-inf')";
-        return d == DType::Bool ? "0" : "(-9223372036854775807 - 1)";
+        return d == DType::Bool ? "False" : "(-9223372036854775807 - 1)";
       case ReductionType::Min:
       case ReductionType::ArgMin:
         if (f) return "float('inf')";
-        return d == DType::Bool ? "1" : "9223372036854775807";
-      case ReductionType::Any: return "0";
-      case ReductionType::All: return "1";
+        return d == DType::Bool ? "True" : "9223372036854775807";
+      case ReductionType::Any: return "False";
+      case ReductionType::All: return "True";
       default: return "0";
     }
   }

@@ -32,7 +32,6 @@ def patch_libdevice():
     import triton.language as tl
     from triton.language.extra import libdevice
     from triton.runtime.interpreter import TensorHandle
-    import math
 
     def wrap(x):
         return x.handle.data if isinstance(x, tl.tensor) else np.asarray(x)
@@ -48,15 +47,33 @@ def patch_libdevice():
             return tl.tensor(TensorHandle(res, scalar), ty)
         return call
 
-    erf32 = np.vectorize(math.erf, otypes=[np.float32])
-    erf64 = np.vectorize(math.erf, otypes=[np.float64])
-    table = {
-        "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
-        "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-        "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
-        "trunc": np.trunc, "fmod": np.fmod, "copysign": np.copysign, "pow": np.power,
-        "erf": lambda x: erf32(x) if x.dtype == np.float32 else erf64(x),
-    }
+    # Transcendental functions from the C library, like the reference interpreter
+    # (scalar_ops.hpp's __builtin_expf ... are libm calls), so interpreted pointwise kernels agree
+    # with it bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
+    import ctypes
+    import ctypes.util
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+    def c_math(name, nargs):
+        fns = {}
+        for suffix, ctype, npdt in (("f", ctypes.c_float, np.float32), ("", ctypes.c_double, np.float64)):
+            fn = getattr(libm, name + suffix)
+            fn.restype = ctype
+            fn.argtypes = [ctype] * nargs
+            fns[npdt] = np.frompyfunc(fn, nargs, 1)
+
+        def run(*arrays):
+            dt = arrays[0].dtype.type
+            if arrays[0].size == 0:
+                return np.broadcast_arrays(*arrays)[0].astype(dt)
+            return np.asarray(fns[dt](*arrays)).astype(dt)
+        return run
+
+    table = {name: c_math(name, 1) for name in (
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh",
+        "erf")}
+    table.update({"pow": c_math("pow", 2), "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
+                  "trunc": np.trunc, "fmod": np.fmod, "copysign": np.copysign})
     for name, f in table.items():
         setattr(libdevice, name, make(f))
     np.seterr(all="ignore")
@@ -117,8 +134,29 @@ def patch_reduce():
     interp.ReduceOps.apply_impl = apply_impl
 
 
+def patch_bf16():
+    """The interpreter converts float32 -> bfloat16 by truncating the significand (a GPU, and the
+    reference, round to nearest even): give that cast the round-to-nearest-even bit recipe."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter as interp
+    original = interp.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            u = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+            nan = (u & 0x7FFFFFFF) > 0x7F800000
+            r = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            r = np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), r)
+            return interp.TensorHandle(r.view(interp._get_np_dtype(dst_type)), dst_type.scalar)
+        return original(self, src, dst_type)
+
+    interp.InterpreterBuilder.cast_impl = cast_impl
+
+
 if INTERPRET:
     patch_libdevice()
+    patch_bf16()
     if os.environ.get("STAX_TRITON_GENERIC_REDUCE") != "1":  # tests: the combines themselves
         patch_reduce()
     # device_assert is checked only in debug mode (the bounds checks of indirect indexing);
