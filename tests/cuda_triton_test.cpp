@@ -21,7 +21,9 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/parser.h"
 #include "core/partition/partitioner.h"
+#include "core/backend/plugin_registry.h"
 #include "tests/support/cuda_e2e.h"
+#include "tests/support/device_roundtrip.h"
 
 namespace stax {
 namespace {
@@ -295,6 +297,15 @@ TEST(CudaTriton, CombineFunctionsAgreeWithTheNumpyPath) {
     EXPECT_TRUE(test::bitwise_equal(fast[i], want[i])) << "numpy path, output " << i;
     EXPECT_TRUE(test::bitwise_equal(slow[i], want[i])) << "combine functions, output " << i;
   }
+}
+
+// ABI 1.2 device memory under the interpreter: host memory, kernels run on it directly.
+TEST(CudaTriton, DeviceMemoryRoundTripInterpreted) {
+  REQUIRE_TRITON();
+  OptionValue o = OptionValue::map();
+  o.set("interpret", OptionValue::make_scalar("true"));
+  PluginRegistry reg({STAX_PLUGIN_DIR});
+  test::check_example11_on_device(*reg.create("cuda_triton", o));
 }
 
 TEST(CudaTriton, MissingPythonIsACleanError) {
