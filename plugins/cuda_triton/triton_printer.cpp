@@ -226,8 +226,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string trunc(std::string x) override { x = mat(x); return fl(x) ? math("trunc", x) : x; }
   std::string logical_not(std::string x) override { x = mat(x); return emit_bool("(" + x + " == 0)"); }
   std::string isnan(std::string x) override { x = mat(x);
-    if (!fl(x)) return emit_bool("(" + x + " != " + x + ")");
-    return emit_bool("(" + x + " != " + x + ")");
+    return emit_bool("(" + x + " != " + x + ")");  // false for integers
   }
 
   std::string add(std::string a, std::string b) override {
@@ -446,12 +445,10 @@ class TritonOps : public sdk::OpsHandler<std::string> {
     forget_loads(b);
   }
   void store_reduction(const Buffer& b, const Expr& index, std::string value) override {
-    std::string saved = mask();
     bool was = reduction_body_;
-    reduction_body_ = false;  // stores after the loop: one value per row
+    reduction_body_ = false;  // stores after the loop: one value per row, masked by xmask
     out_.epilogue.push_back(store_text(b, index, value));
     reduction_body_ = was;
-    (void)saved;
     forget_loads(b);
   }
 
