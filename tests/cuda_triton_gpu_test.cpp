@@ -5,6 +5,7 @@
 // compiled by cuda_triton and by cuda_nvrtc against a device-to-device copy of the same bytes,
 // and Triton's compile time per kernel cold (an empty TRITON_CACHE_DIR) and from its cache.
 // Skips, saying why, without a driver, a device or the triton Python package.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -31,6 +32,11 @@ Config triton_config() {
 
 // Why kernels cannot run here ("" when they can).
 std::string no_device_reason(Compiler& compiler) {
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+  } else {
+    return "no CUDA driver (libcuda.so.1 not found)";
+  }
   if (std::system("python3 -c 'import triton' > /dev/null 2>&1") != 0)
     return "the triton Python package is not installed";
   Graph g;

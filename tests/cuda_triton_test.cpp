@@ -200,6 +200,34 @@ TEST(CudaTriton, Listing54BackwardOfExample51) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].allclose(want[i], 1e-5, 1e-6)) << i;
 }
 
+// The GPU policy is cuda_nvrtc's (cuda_common's gpu_properties + the SDK's §6.6 thresholds and
+// Algorithm 6.1): Example 6.2 (x of 64 x 16384, (x * x).sum(-1)) splits into two kernels, 8192-
+// element segments (the looped form) then the 2 partial sums (the persistent form); executed
+// under the interpreter within the §6.5 bound (all terms are nonnegative).
+TEST(CudaTriton, Example62SplitReductionLikeCudaNvrtc) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 16384});
+  g.output({g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{-1}})});
+  Compiler nvrtc(test::cuda_config());
+  EXPECT_EQ(nvrtc.compile(g).num_kernels(), 2u);
+  Compiler& c = interpreted();
+  Plugin& p = c.registry().backend("cuda");
+  EXPECT_EQ(p.thresholds().op_limit, 30);
+  EXPECT_EQ(p.properties().multiprocessor_count, 132);
+  if (!triton_available()) return;
+  CompiledGraph cg = c.compile(g);
+  ASSERT_EQ(cg.num_kernels(), 2u);
+  EXPECT_TRUE(contains(cg.kernels()[0].source, "for roffset in range(0, rnumel, RBLOCK):"))
+      << cg.kernels()[0].source;
+  EXPECT_TRUE(contains(cg.kernels()[0].source, "rnumel = 8192")) << cg.kernels()[0].source;
+  std::vector<Tensor> in = {Tensor::randn({64, 16384}, DType::Float32, 21)};
+  Tensor got = cg.run(in)[0], want = interpret(g, in)[0];
+  std::vector<double> bound(64);
+  for (int64_t i = 0; i < 64; ++i)
+    bound[static_cast<size_t>(i)] = 2.0 * 16383 * std::ldexp(1.0, -24) * want.get_double(i);
+  EXPECT_TRUE(test::within_bound(got, want, bound));
+}
+
 // A kernel whose bounds check fails under the interpreter: a Python AssertionError in the worker,
 // reported as a run-time error naming the kernel; the CompiledGraph and the worker stay usable.
 TEST(CudaTriton, PythonErrorIsACleanErrorNamingTheKernel) {

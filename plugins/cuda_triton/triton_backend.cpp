@@ -311,13 +311,13 @@ class CudaTritonBackend : public sdk::Backend {
   }
 
   sdk::DeviceProperties properties() const override {
+    const CudaDevice* dev = interpret_ ? nullptr : device();  // opens it: reason() is known
     std::string name = interpret_ ? "Triton interpreter on the CPU (TRITON_INTERPRET=1), "
                                     "planned as " + arch()
                                   : "no device present (" +
                                         (device_ ? device_->reason() : std::string("-")) +
                                         "); compiling for " + arch();
-    return cuda::gpu_properties(interpret_ ? nullptr : device(), std::stoi(arch().substr(3)),
-                                name);
+    return cuda::gpu_properties(dev, std::stoi(arch().substr(3)), name);
   }
 
   sdk::RealizationThresholds thresholds() const override {
