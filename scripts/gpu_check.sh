@@ -4,6 +4,8 @@
 # the NVRTC and emulation tests, and the small GPU bench; print a summary. Under 10 minutes on
 # the 16-core device machine. Does not install packages (the device machine may be offline):
 # cmake, ninja, the CUDA toolkit, LLVM 19 and the other packages of scripts/setup.sh must be there.
+# cuda_triton (issue 10) also needs the `triton` Python package (scripts/setup.sh pins it): when it
+# is missing, one `pip install` is tried; without it the Triton checks skip and the summary says so.
 #   scripts/gpu_check.sh            # exit status 0 when every check passed
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,13 +27,22 @@ jobs=$(nproc)
 if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$LOG" 2>&1 &&
        timeout 420 cmake --build build -j"$jobs" --target stax stax_plugin_cpu_cpp \
          stax_plugin_cuda_nvrtc cuda_gpu_test cuda_nvrtc_test cuda_emulated_test \
-         cuda_driver_test >>"$LOG" 2>&1; }; then
+         cuda_driver_test stax_plugin_cuda_triton cuda_triton_gpu_test cuda_triton_test \
+         >>"$LOG" 2>&1; }; then
   echo "build failed (see $LOG)"; tail -20 "$LOG"; exit 1
 fi
 
+step "triton"
+if ! python3 -c "import triton" 2>/dev/null; then
+  timeout 120 python3 -m pip install -q triton==3.9.0 >>"$LOG" 2>&1 ||
+    timeout 120 python3 -m pip install -q --break-system-packages triton==3.9.0 >>"$LOG" 2>&1 || true
+fi
+python3 -c "import triton; print('triton', triton.__version__)" 2>&1 | tee -a "$LOG" | tail -1
+
 step "gpu tests (ctest -L gpu)"
 timeout 120 ctest --test-dir build -L gpu --output-on-failure >>"$LOG" 2>&1 || status=1
-for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test; do
+for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test cuda_triton_gpu_test \
+         cuda_triton_test; do
   step "$t"
   timeout 120 "build/bin/$t" >"build/$t.out" 2>&1 || status=1
   cat "build/$t.out" >>"$LOG"
@@ -40,6 +51,6 @@ done
 
 step "summary"
 grep -h "^\[ cuda" build/cuda_*_test.out
-grep -h "no GPU to run on" build/cuda_gpu_test.out | head -1
+grep -h "no GPU to run on" build/cuda_gpu_test.out build/cuda_triton_gpu_test.out | head -2
 if [ $status -eq 0 ]; then echo "gpu_check: all passed"; else echo "gpu_check: FAILURES (see $LOG)"; fi
 exit $status

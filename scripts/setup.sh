@@ -20,3 +20,15 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: installing numpy"
   python3 -m pip install -q numpy 2>/dev/null || python3 -m pip install -q --break-system-packages numpy || true
 fi
+# Triton (PyPI, pinned) for the cuda_triton plugin: its compiler (to cubins, no GPU needed) and its
+# interpreter (TRITON_INTERPRET=1, on the CPU, with numpy). Its tests skip without it.
+TRITON_VERSION=3.9.0
+if ! python3 -c "import sys, triton; sys.exit(triton.__version__ != '$TRITON_VERSION')" 2>/dev/null; then
+  echo "setup: installing triton $TRITON_VERSION"
+  python3 -m pip install -q "triton==$TRITON_VERSION" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "triton==$TRITON_VERSION" ||
+    echo "setup: triton was not installed: the cuda_triton tests will skip"
+fi
+# The bundled ptxas must be executable (an unpack without modes loses the bit).
+tbin=$(python3 -c "import os, triton; print(os.path.join(os.path.dirname(triton.__file__), 'backends', 'nvidia', 'bin'))" 2>/dev/null || true)
+if [ -n "$tbin" ] && [ -d "$tbin" ]; then chmod +x "$tbin"/* 2>/dev/null || true; fi

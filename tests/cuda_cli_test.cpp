@@ -67,3 +67,51 @@ TEST_F(CudaCli, PluginsShowsNoDevicePresent) {
 }
 
 }  // namespace
+
+// cuda_triton's acceptance commands (issue 10). Without the triton Python package the plugin
+// still prints (compile needs Python only for the cubin, which is waited for at run time).
+namespace {
+
+bool triton_importable() {
+  return std::system("python3 -c 'import triton' > /dev/null 2>&1") == 0;
+}
+
+TEST_F(CudaCli, TritonCompileDumpsTritonSource) {
+  auto r = stax("compile " + example("example_5_1_forward.stax") + " --config " + kConfigs +
+                "cuda_triton.yaml --dump kernels");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "@triton.jit\ndef kernel0(in_ptr0, out_ptr0, XBLOCK: tl.constexpr, "
+                              "RBLOCK: tl.constexpr):"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "libdevice.erf(")) << r.out;
+  EXPECT_TRUE(contains(r.out, "backend cuda_triton")) << r.out;
+}
+
+TEST_F(CudaCli, TritonGradWithoutDriverFailsCleanly) {
+  if (driver_present()) GTEST_SKIP() << "a CUDA driver is present";
+  if (!triton_importable()) GTEST_SKIP() << "the triton Python package is not installed";
+  auto r = stax("grad " + example("example_5_1_forward.stax") +
+                " --wrt primals_1,primals_2 --config " + kConfigs + "cuda_triton.yaml");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "plugin 'cuda_triton': run of kernel 'kernel0' failed "
+                              "(unavailable): cuda_triton: no CUDA driver (libcuda.so.1 not "
+                              "found)"))
+      << r.err;
+}
+
+TEST_F(CudaCli, TritonInterpretedGradAndRunCheck) {
+  if (!triton_importable()) GTEST_SKIP() << "the triton Python package is not installed";
+  auto g = stax("grad " + example("example_5_1_forward.stax") +
+                " --wrt primals_1,primals_2 --check --config " + kConfigs +
+                "cuda_triton_interpret.yaml");
+  ASSERT_EQ(g.code, 0) << g.out << g.err;
+  EXPECT_TRUE(contains(g.out, "check against the interpreter's joint graph: ok")) << g.out;
+  auto r = stax("run " + example("softmax.stax") + " --config " + kConfigs +
+                "cuda_triton_interpret.yaml --check");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "(compiled, backend cuda_triton)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "check: all 2 output(s) agree with the reference interpreter"))
+      << r.out;
+}
+
+}  // namespace

@@ -12,13 +12,18 @@ Target::Target(const SuiteOptions& options) : options_(options) {
   config_ = Config::load(options.config);
   if (config_.devices.empty())
     throw Error("config", options.config.string(), "the config names no device to test");
-  device_ = options.device.empty() ? config_.devices.begin()->first : options.device;
+  // Without --device: the config's default_device (configs/cuda*.yaml route graphs to cuda), else
+  // its first device.
+  device_ = !options.device.empty()           ? options.device
+            : !config_.default_device.empty() ? config_.default_device
+                                              : config_.devices.begin()->first;
   if (!config_.device(device_))
     throw Error("config", options.config.string(), "the config has no device '" + device_ + "'");
   // Only the tested device: the suite must not load plugins of other devices.
   DeviceConfig tested = *config_.device(device_);
   config_.devices.clear();
   config_.devices[device_] = std::move(tested);
+  if (config_.default_device != device_) config_.default_device.clear();  // names a removed device
 }
 
 Compiler& Target::compiler() {

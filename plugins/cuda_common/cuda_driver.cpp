@@ -161,11 +161,11 @@ CudaModule CudaDevice::load_module(const std::vector<char>& cubin) const {
   return CudaModule(&driver_, m);
 }
 
-void CudaDevice::launch(CUfunction f, Dim3 grid, Dim3 block, void** params,
-                        CUstream stream) const {
+void CudaDevice::launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUstream stream,
+                        unsigned shared_bytes) const {
   make_current();
   driver_.check(driver_.fn().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                            0, stream, params, nullptr),
+                                            shared_bytes, stream, params, nullptr),
                 "cuLaunchKernel");
 }
 

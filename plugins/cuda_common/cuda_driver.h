@@ -128,8 +128,10 @@ class CudaDevice {
   const CudaDeviceInfo& info() const { return info_; }
 
   CudaModule load_module(const std::vector<char>& cubin) const;
-  // cuLaunchKernel with no dynamic shared memory; `params` points at each kernel parameter.
-  void launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUstream stream) const;
+  // cuLaunchKernel with `shared_bytes` of dynamic shared memory (Triton kernels report theirs);
+  // `params` points at each kernel parameter.
+  void launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUstream stream,
+              unsigned shared_bytes = 0) const;
   void synchronize() const;
 
   CUdeviceptr alloc(size_t bytes) const;  // a zero-byte request allocates one byte

@@ -32,6 +32,7 @@
 
 #include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cuda_common/cuda_driver.h"
+#include "plugins/cuda_common/gpu_backend_support.h"
 #include "plugins/cuda_nvrtc/cuda_printer.h"
 #include "plugins/cuda_nvrtc/grid_emulator.h"
 #include "plugins/cuda_nvrtc/nvrtc_compiler.h"
@@ -40,61 +41,6 @@
 namespace stax::cuda {
 
 namespace {
-
-int64_t dtype_bytes(sdk::DType d) {
-  switch (d) {
-    case sdk::DType::Float64:
-    case sdk::DType::Int64: return 8;
-    case sdk::DType::Float32:
-    case sdk::DType::Int32: return 4;
-    case sdk::DType::Float16:
-    case sdk::DType::BFloat16: return 2;
-    default: return 1;
-  }
-}
-
-// Bytes from a buffer's data pointer to one past its last element.
-size_t buffer_bytes(const sdk::Buffer& b) {
-  int64_t last = b.offset();
-  for (size_t d = 0; d < b.sizes().size(); ++d) {
-    if (b.sizes()[d] == 0) return 0;
-    last += (b.sizes()[d] - 1) * b.strides()[d];
-  }
-  return static_cast<size_t>((last + 1) * dtype_bytes(b.dtype()));
-}
-
-// The device a backend instance drives, opened on first use (the driver is not needed to
-// compile). Holds the reason when there is none.
-class LazyDevice {
- public:
-  explicit LazyDevice(int index) : index_(index) {}
-  // The device, or nullptr (reason() says why).
-  const CudaDevice* get() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!tried_) {
-      tried_ = true;
-      try {
-        device_ = std::make_unique<CudaDevice>(CudaDriver::instance(), index_);
-      } catch (const sdk::PluginError& e) {
-        reason_ = e.what();
-      }
-    }
-    return device_.get();
-  }
-  // The device, or the PluginError saying why there is none.
-  const CudaDevice& require() const {
-    if (const CudaDevice* d = get()) return *d;
-    throw sdk::PluginError(STAX_ERROR_UNAVAILABLE, "cuda_nvrtc: " + reason_);
-  }
-  const std::string& reason() const { return reason_; }
-
- private:
-  int index_;
-  mutable std::mutex mutex_;
-  mutable bool tried_ = false;
-  mutable std::unique_ptr<CudaDevice> device_;
-  mutable std::string reason_;
-};
 
 struct KernelBuffer {
   size_t bytes;
@@ -256,39 +202,16 @@ class CudaNvrtcBackend : public sdk::Backend {
     emulate_ = o.get_bool("emulate", false);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
-    device_ = std::make_shared<LazyDevice>(device_index());
+    device_ = std::make_shared<LazyDevice>(device_index(), "cuda_nvrtc");
   }
 
   sdk::DeviceProperties properties() const override {
-    sdk::DeviceProperties p;
-    p.kind = sdk::DeviceKind::CUDA;
-    const CudaDevice* dev = emulate_ ? nullptr : device();
-    if (dev) {
-      const CudaDeviceInfo& i = dev->info();
-      p.device_name = i.name;
-      p.multiprocessor_count = i.multiprocessor_count;
-      p.warp_size = i.warp_size;
-      p.max_threads_per_multiprocessor = i.max_threads_per_multiprocessor;
-      p.max_threads_per_block = i.max_threads_per_block;
-      p.compute_capability = i.compute_capability;
-      p.memory_bytes = i.memory_bytes;
-      p.l2_cache_bytes = i.l2_cache_bytes;
-      p.shared_memory_per_block = i.shared_memory_per_block;
-      return p;
-    }
     // Emulated or no device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
-    p.device_name = emulate_ ? "host emulation of " + arch() + " (fibers on the CPU)"
-                             : "no device present (" +
-                                   (device_ ? device_->reason() : std::string("-")) +
-                                   "); compiling for " + arch();
-    p.multiprocessor_count = 132;
-    p.warp_size = 32;
-    p.max_threads_per_multiprocessor = 2048;
-    p.max_threads_per_block = 1024;
-    p.compute_capability = std::stoi(arch().substr(3));
-    p.l2_cache_bytes = 60LL << 20;
-    p.shared_memory_per_block = 48LL << 10;
-    return p;
+    std::string name = emulate_ ? "host emulation of " + arch() + " (fibers on the CPU)"
+                                : "no device present (" +
+                                      (device_ ? device_->reason() : std::string("-")) +
+                                      "); compiling for " + arch();
+    return gpu_properties(emulate_ ? nullptr : device(), std::stoi(arch().substr(3)), name);
   }
 
   sdk::RealizationThresholds thresholds() const override {

@@ -25,7 +25,8 @@ namespace stax::conformance {
 
 struct SuiteOptions {
   std::filesystem::path config;  // the YAML config that selects the backend under test
-  std::string device;            // the config's device to test; "" picks its first device
+  std::string device;            // the config's device to test; "": its default_device, else
+                                 // its first device
   int fuzz_graphs = 16;          // size of the differential fuzz slice
   uint64_t fuzz_seed = 1;
 };

@@ -1,0 +1,475 @@
+// The cuda_triton backend (libstax_cuda_triton.so): prints each kernel as a Triton function
+// (triton_printer.h), compiles it with the Triton compiler from PyPI in persistent Python worker
+// processes (triton_worker.h) to a cubin for GPUTarget("cuda", arch, 32), and launches it through
+// plugins/cuda_common with the metadata Triton reports (kernel name, num_warps -> block size,
+// dynamic shared memory, the extra scratch parameters of Triton 3.x kernels).
+// Compiles are asynchronous: compile() prints the kernel and hands it to the next worker of the
+// pool, so a graph's kernels compile in parallel; a kernel waits for its cubin on first use, and
+// a compile error (the Python traceback, naming the kernel) is thrown there.
+// With `interpret: true` the workers run the same Triton kernels under Triton's interpreter
+// (TRITON_INTERPRET=1, numpy on the CPU) on the buffers, copied into a shared memory file: a
+// CPU-only machine runs and checks the Triton kernels.
+//
+// Options (`devices.cuda.options` in the YAML config):
+//   arch: sm_90          the architecture (sm_<digits>); default the device's, else sm_90
+//   interpret: false     run kernels under Triton's interpreter on the CPU
+//   python: python3      the Python interpreter with the `triton` package (also $STAX_PYTHON)
+//   workers: 2           Python worker processes (parallel compiles)
+//   dump_source: false   print each kernel's Triton source to stderr when it is compiled
+//   verbose: false       print each kernel's compile time and metadata to stderr
+// Thresholds and splits: the SDK's GPU policy on gpu_properties() (cuda_common), as cuda_nvrtc.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plugins/cuda_common/cuda_driver.h"
+#include "plugins/cuda_common/gpu_backend_support.h"
+#include "plugins/cuda_triton/triton_printer.h"
+#include "plugins/cuda_triton/triton_worker.h"
+#include "stax/sdk/plugin.hpp"
+
+namespace stax::triton {
+
+namespace {
+
+using cuda::CudaDevice;
+using cuda::LazyDevice;
+
+[[noreturn]] void fail(StaxErrorCode code, const std::string& msg) {
+  throw sdk::PluginError(code, "cuda_triton: " + msg);
+}
+
+// A shared memory file both the plugin and a worker map: the interpreter's "device" memory.
+class SharedRegion {
+ public:
+  explicit SharedRegion(std::string path) : path_(std::move(path)) {}
+  ~SharedRegion() {
+    if (data_) ::munmap(data_, size_);
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(path_.c_str());
+    }
+  }
+  // At least `bytes` mapped (grown by remapping).
+  char* reserve(size_t bytes) {
+    bytes = std::max<size_t>(bytes, 4096);
+    if (bytes <= size_) return data_;
+    if (fd_ < 0) {
+      fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd_ < 0) fail(STAX_ERROR_RUNTIME, "cannot create " + path_ + ": " + std::strerror(errno));
+    }
+    size_t want = std::max(bytes, 2 * size_);
+    if (::ftruncate(fd_, static_cast<off_t>(want)) != 0)
+      fail(STAX_ERROR_RUNTIME, "cannot size " + path_ + ": " + std::strerror(errno));
+    if (data_) ::munmap(data_, size_);
+    void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) {
+      data_ = nullptr;
+      size_ = 0;
+      fail(STAX_ERROR_RUNTIME, "cannot map " + path_ + ": " + std::strerror(errno));
+    }
+    data_ = static_cast<char*>(p);
+    size_ = want;
+    return data_;
+  }
+  const std::string& path() const { return path_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// What the backend's kernels share: the worker pool, the shared regions (one per worker), the
+// device, the module counter.
+struct Runtime {
+  std::string workdir;
+  std::unique_ptr<WorkerPool> pool;
+  std::vector<std::unique_ptr<SharedRegion>> regions;
+  std::shared_ptr<LazyDevice> device;
+  bool verbose = false;
+  std::mutex stats_mutex;
+  double compile_ms_total = 0;
+  size_t compiles = 0;
+  ~Runtime() {
+    pool.reset();
+    regions.clear();
+    std::error_code ec;
+    if (!workdir.empty()) std::filesystem::remove_all(workdir, ec);
+  }
+};
+
+struct CubinResult {
+  std::vector<char> cubin;
+  std::string function;
+  unsigned num_warps = 4;
+  unsigned shared = 0;
+  size_t num_params = 0;
+  double ms = 0;
+};
+
+std::string constexprs_of(const TritonLaunch& l) {
+  std::string s = "XBLOCK:" + std::to_string(l.xblock);
+  if (l.reduction) s += ",RBLOCK:" + std::to_string(l.rblock);
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
+  return s;
+}
+
+// Loads the kernel's module into worker w when w does not hold it (a new or restarted process).
+void ensure_loaded(Worker& w, uint64_t& loaded_generation, const std::string& key,
+                   const TritonKernelSource& k, const std::string& what) {
+  w.ensure_started(what);
+  if (loaded_generation == w.generation() && loaded_generation != 0) return;
+  Request r{"LOAD", {}, triton_module_text(k)};
+  r.add("key", key);
+  r.add("name", k.name);
+  w.call(r, what);
+  loaded_generation = w.generation();
+}
+
+class TritonKernel : public sdk::CompiledKernel {
+ public:
+  TritonKernel(std::shared_ptr<Runtime> rt, TritonKernelSource src, std::string key,
+               size_t worker, uint64_t generation, std::vector<size_t> bytes,
+               std::vector<bool> copy_back, std::shared_future<CubinResult> cubin)
+      : rt_(std::move(rt)),
+        src_(std::move(src)),
+        key_(std::move(key)),
+        worker_(worker),
+        generation_(generation),
+        bytes_(std::move(bytes)),
+        copy_back_(std::move(copy_back)),
+        cubin_(std::move(cubin)),
+        what_("kernel '" + src_.name + "'") {}
+
+  ~TritonKernel() override {
+    if (cubin_.valid()) cubin_.wait();  // a compile in flight uses this kernel's runtime
+  }
+
+  const std::string& source() const override { return src_.text; }
+
+  void run(void* const* buffers, size_t n, void* stream) override {
+    check_count(n);
+    if (!cubin_.valid()) return run_interpreted(buffers);
+    const CubinResult& c = cubin();
+    const CudaDevice& dev = rt_->device->require();
+    if (src_.launch.grid == 0) return;
+    std::vector<CUdeviceptr> ptrs(n, 0);
+    struct Release {
+      const CudaDevice& dev;
+      std::vector<CUdeviceptr>& ptrs;
+      ~Release() {
+        for (CUdeviceptr p : ptrs) try {
+            if (p) dev.free(p);
+          } catch (const sdk::PluginError&) {
+          }
+      }
+    } release{dev, ptrs};
+    std::vector<void*> raw(n);
+    for (size_t i = 0; i < n; ++i) {
+      ptrs[i] = dev.alloc(bytes_[i]);
+      dev.copy_to_device(ptrs[i], buffers[i], bytes_[i]);
+      raw[i] = reinterpret_cast<void*>(ptrs[i]);
+    }
+    launch(dev, c, raw.data(), stream);
+    dev.synchronize();
+    for (size_t i = 0; i < n; ++i)
+      if (copy_back_[i]) dev.copy_to_host(buffers[i], ptrs[i], bytes_[i]);
+  }
+
+  void run_on_device(void* const* buffers, size_t n, void* stream) override {
+    check_count(n);
+    if (!cubin_.valid()) return run_interpreted(buffers);  // interpreter: device = host memory
+    const CubinResult& c = cubin();
+    const CudaDevice& dev = rt_->device->require();
+    if (src_.launch.grid == 0) return;
+    launch(dev, c, const_cast<void**>(buffers), stream);
+  }
+
+ private:
+  const CubinResult& cubin() {
+    try {
+      return cubin_.get();
+    } catch (const sdk::PluginError&) {
+      throw;
+    }
+  }
+
+  void launch(const CudaDevice& dev, const CubinResult& c, void** buffers, void* stream) {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    if (!function_) {
+      module_ = dev.load_module(c.cubin);
+      function_ = module_.function(c.function);
+    }
+    size_t n = bytes_.size();
+    // Triton 3.x kernels take the global and profile scratch pointers after the buffers; this
+    // printer's kernels need neither (their sizes were checked at compile time): null.
+    std::vector<CUdeviceptr> args(c.num_params, 0);
+    for (size_t i = 0; i < n; ++i) args[i] = reinterpret_cast<CUdeviceptr>(buffers[i]);
+    std::vector<void*> params(c.num_params);
+    for (size_t i = 0; i < c.num_params; ++i) params[i] = &args[i];
+    dev.launch(function_, cuda::Dim3{static_cast<unsigned>(src_.launch.grid), 1, 1},
+               cuda::Dim3{32 * c.num_warps, 1, 1}, params.data(), static_cast<CUstream>(stream),
+               c.shared);
+  }
+
+  // Interpreter: the buffers go through this worker's shared region.
+  void run_interpreted(void* const* buffers) {
+    if (src_.launch.grid == 0) return;
+    Worker& w = rt_->pool->at(worker_);
+    std::lock_guard<std::mutex> lock(w.lock());
+    ensure_loaded(w, generation_, key_, src_, what_);
+    SharedRegion& region = *rt_->regions[worker_];
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (size_t b : bytes_) {
+      offsets.push_back(total);
+      total += (b + 63) / 64 * 64;
+    }
+    char* base = region.reserve(total);
+    for (size_t i = 0; i < bytes_.size(); ++i)
+      if (bytes_[i]) std::memcpy(base + offsets[i], buffers[i], bytes_[i]);
+    Request r{"RUN", {}, ""};
+    r.add("key", key_);
+    r.add("shm", region.path());
+    r.add("shm_size", std::to_string(region.size()));
+    r.add("grid", std::to_string(src_.launch.grid));
+    r.add("constexprs", constexprs_of(src_.launch));
+    for (size_t i = 0; i < bytes_.size(); ++i)
+      r.add("buf", std::to_string(offsets[i]) + ":" + src_.dtypes[i]);
+    try {
+      w.call(r, what_);
+    } catch (const sdk::PluginError& e) {
+      // A Python error while running is a run-time error of the kernel (a failed bounds check).
+      throw sdk::PluginError(STAX_ERROR_RUNTIME, e.what());
+    }
+    for (size_t i = 0; i < bytes_.size(); ++i)
+      if (copy_back_[i] && bytes_[i]) std::memcpy(buffers[i], base + offsets[i], bytes_[i]);
+  }
+
+  void check_count(size_t n) const {
+    if (n != bytes_.size())
+      fail(STAX_ERROR_INVALID_ARGUMENT, what_ + " takes " + std::to_string(bytes_.size()) +
+                                            " buffers, got " + std::to_string(n));
+  }
+
+  std::shared_ptr<Runtime> rt_;
+  TritonKernelSource src_;
+  std::string key_;
+  size_t worker_;
+  uint64_t generation_;
+  std::vector<size_t> bytes_;
+  std::vector<bool> copy_back_;
+  std::shared_future<CubinResult> cubin_;  // invalid under the interpreter
+  std::string what_;
+  std::mutex launch_mutex_;
+  cuda::CudaModule module_;
+  CUfunction function_ = nullptr;
+};
+
+class CudaTritonBackend : public sdk::Backend {
+ public:
+  static constexpr size_t kDriverAlignment = 256;
+  static constexpr const char* kName = "cuda_triton";
+  static constexpr const char* kVersion = "0.1 (Triton)";
+
+  void configure(const sdk::Options& o) override {
+    o.check_known({"arch", "interpret", "python", "workers", "dump_source", "verbose"});
+    arch_ = o.get_string("arch", "");
+    if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+")))
+      o.at("arch").fail("must be sm_<digits> (e.g. sm_90), got '" + arch_ + "'");
+    interpret_ = o.get_bool("interpret", false);
+    const char* env_python = std::getenv("STAX_PYTHON");
+    python_ = o.get_string("python", env_python && *env_python ? env_python : "python3");
+    int64_t workers = o.get_int("workers", 2);
+    if (workers < 1 || workers > 64) o.at("workers").fail("must be in [1, 64]");
+    workers_ = static_cast<size_t>(workers);
+    dump_source_ = o.get_bool("dump_source", false);
+    verbose_ = o.get_bool("verbose", false);
+    device_ = std::make_shared<LazyDevice>(device_index(), "cuda_triton");
+  }
+
+  sdk::DeviceProperties properties() const override {
+    const CudaDevice* dev = interpret_ ? nullptr : device();  // opens it: reason() is known
+    std::string name = interpret_ ? "Triton interpreter on the CPU (TRITON_INTERPRET=1), "
+                                    "planned as " + arch()
+                                  : "no device present (" +
+                                        (device_ ? device_->reason() : std::string("-")) +
+                                        "); compiling for " + arch();
+    return cuda::gpu_properties(dev, std::stoi(arch().substr(3)), name);
+  }
+
+  sdk::RealizationThresholds thresholds() const override {
+    return sdk::RealizationThresholds::gpu();
+  }
+
+  void* device_alloc(size_t bytes, size_t alignment) override {
+    if (interpret_) return sdk::Backend::device_alloc(bytes, alignment);
+    if (alignment > kDriverAlignment)
+      fail(STAX_ERROR_UNSUPPORTED, "device_alloc aligns to at most " +
+                                       std::to_string(kDriverAlignment) + " bytes");
+    return reinterpret_cast<void*>(device_->require().alloc(bytes));
+  }
+  void device_free(void* data) override {
+    if (interpret_) return sdk::Backend::device_free(data);
+    device_->require().free(reinterpret_cast<CUdeviceptr>(data));
+  }
+  void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
+                   void* stream) override {
+    if (interpret_) return sdk::Backend::device_copy(kind, dst, src, bytes, stream);
+    const CudaDevice& dev = device_->require();
+    auto dptr = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    switch (kind) {
+      case STAX_COPY_HOST_TO_DEVICE: return dev.copy_to_device(dptr(dst), src, bytes);
+      case STAX_COPY_DEVICE_TO_HOST: return dev.copy_to_host(dst, dptr(src), bytes);
+      case STAX_COPY_DEVICE_TO_DEVICE: return dev.copy_on_device(dptr(dst), dptr(src), bytes);
+    }
+  }
+  void device_synchronize(void* stream) override {
+    if (interpret_) return sdk::Backend::device_synchronize(stream);
+    device_->require().synchronize();
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    TritonKernelSource src = print_triton_kernel(k);
+    if (dump_source_) std::cerr << "# cuda_triton kernel '" << k.name() << "'\n" << src.text << "\n";
+    std::vector<size_t> bytes;
+    std::vector<bool> copy_back;
+    for (size_t i = 0; i < k.num_buffers(); ++i) {
+      sdk::Buffer b = k.buffer(i);
+      bytes.push_back(cuda::buffer_bytes(b));
+      copy_back.push_back(!b.is_input());
+    }
+    std::shared_ptr<Runtime> rt = runtime();
+    std::string key = "k" + std::to_string(next_key_++);
+    size_t wi = rt->pool->next();
+    std::string what = "kernel '" + k.name() + "'";
+    if (interpret_) {
+      // Loaded now, so a module Python rejects is a compile error.
+      Worker& w = rt->pool->at(wi);
+      uint64_t gen = 0;
+      {
+        std::lock_guard<std::mutex> lock(w.lock());
+        ensure_loaded(w, gen, key, src, what);
+      }
+      return std::make_unique<TritonKernel>(rt, std::move(src), key, wi, gen, std::move(bytes),
+                                            std::move(copy_back),
+                                            std::shared_future<CubinResult>());
+    }
+    int cc = std::stoi(arch().substr(3));
+    size_t num_buffers = k.num_buffers();
+    std::shared_future<CubinResult> fut =
+        std::async(std::launch::async, [rt, src, key, wi, what, cc, num_buffers]() {
+          Worker& w = rt->pool->at(wi);
+          std::lock_guard<std::mutex> lock(w.lock());
+          uint64_t gen = 0;
+          ensure_loaded(w, gen, key, src, what);
+          Request r{"COMPILE", {}, ""};
+          r.add("key", key);
+          r.add("arch", std::to_string(cc));
+          r.add("num_warps", std::to_string(src.launch.num_warps));
+          r.add("signature", join(src.signature));
+          r.add("constexprs", constexprs_of(src.launch));
+          // Debug mode keeps tl.device_assert (the bounds checks of indirect indexing).
+          r.add("debug", src.text.find("tl.device_assert") != std::string::npos ? "1" : "0");
+          Reply rep = w.call(r, what);
+          CubinResult c;
+          c.cubin.assign(rep.body.begin(), rep.body.end());
+          c.function = rep.field("name");
+          c.num_warps = static_cast<unsigned>(std::stoul(rep.field("num_warps")));
+          c.shared = static_cast<unsigned>(std::stoul(rep.field("shared")));
+          c.num_params = std::stoul(rep.field("num_params"));
+          c.ms = std::stod(rep.field("ms"));
+          if (c.num_params < num_buffers || c.cubin.empty())
+            fail(STAX_ERROR_COMPILE, what + ": Triton's kernel has " +
+                                         std::to_string(c.num_params) + " parameters for " +
+                                         std::to_string(num_buffers) + " buffers");
+          if (rep.field("global_scratch_size") != "0" || rep.field("profile_scratch_size") != "0")
+            fail(STAX_ERROR_UNSUPPORTED, what + " needs Triton scratch memory (not supported)");
+          {
+            std::lock_guard<std::mutex> s(rt->stats_mutex);
+            rt->compile_ms_total += c.ms;
+            ++rt->compiles;
+          }
+          if (rt->verbose)
+            std::cerr << "cuda_triton: " << what << " -> sm_" << cc << " cubin ("
+                      << c.cubin.size() << " bytes), num_warps " << c.num_warps << ", shared "
+                      << c.shared << " B, " << c.ms << " ms\n";
+          return c;
+        }).share();
+    return std::make_unique<TritonKernel>(rt, std::move(src), key, wi, 0, std::move(bytes),
+                                          std::move(copy_back), std::move(fut));
+  }
+
+ private:
+  std::shared_ptr<Runtime> runtime() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (rt_) return rt_;
+    auto rt = std::make_shared<Runtime>();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "stax_triton_XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      fail(STAX_ERROR_RUNTIME, "cannot create a work directory: " + std::string(std::strerror(errno)));
+    rt->workdir = tmpl;
+    WorkerOptions wo;
+    wo.python = python_;
+    wo.interpret = interpret_;
+    wo.workdir = rt->workdir;
+    rt->pool = std::make_unique<WorkerPool>(wo, workers_);
+    std::string shm_dir = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : rt->workdir;
+    for (size_t i = 0; i < rt->pool->size(); ++i)
+      rt->regions.push_back(std::make_unique<SharedRegion>(
+          shm_dir + "/stax_triton_" + std::to_string(::getpid()) + "_" +
+          std::filesystem::path(rt->workdir).filename().string() + "_" + std::to_string(i)));
+    rt->device = device_;
+    rt->verbose = verbose_;
+    rt_ = rt;
+    return rt_;
+  }
+
+  const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
+
+  std::string arch() const {
+    if (!arch_.empty()) return arch_;
+    if (const CudaDevice* d = interpret_ ? nullptr : device())
+      return "sm_" + std::to_string(d->info().compute_capability);
+    return "sm_90";
+  }
+
+  std::string arch_;
+  bool interpret_ = false;
+  std::string python_ = "python3";
+  size_t workers_ = 2;
+  bool dump_source_ = false;
+  bool verbose_ = false;
+  std::shared_ptr<LazyDevice> device_;
+  std::mutex mutex_;
+  std::shared_ptr<Runtime> rt_;
+  std::atomic<uint64_t> next_key_{0};
+};
+
+}  // namespace
+
+}  // namespace stax::triton
+
+STAX_DEFINE_PLUGIN(stax::triton::CudaTritonBackend)
