@@ -1,6 +1,7 @@
 // Decompositions of the neural-network ops (core/graph/ops/nn_ops.cpp) into base ops:
 //
 //   conv1d/2d/3d, conv_transpose*     -> convolution (unsqueeze / squeeze for an unbatched input)
+//   conv1d/2d/3d.padding              -> (constant_pad_nd for an odd 'same' padding,) convolution
 //   batch_norm                        -> mean, sub, mul, rsqrt (batch or running statistics), affine
 //   group_norm                        -> view (N, G, -1), mean, sub, mul, rsqrt, view back, affine
 //   embedding                         -> view, index_select, view
@@ -69,6 +70,37 @@ Node* conv_entry_decomp(Graph& g, const Node& n, int sp, bool transposed) {
                        : Ints(usp, 0);
   Node* y = g.call("convolution", {x, n.input(1), n.arg("bias"), Arg(stride), Arg(pad), Arg(dil),
                                    transposed, Arg(op), n.arg("groups")});
+  return unbatched ? g.call("squeeze.dim", {y, 0}) : y;
+}
+
+// conv1d/2d/3d.padding: "valid" = no padding; "same" = d (k - 1) in total, the odd element on the
+// right through constant_pad_nd.
+Node* conv_padding_decomp(Graph& g, const Node& n, int sp) {
+  Node* x = n.input(0);
+  Node* w = n.input(1);
+  bool unbatched = x->meta().dim() == sp + 1;
+  if (unbatched) x = g.call("unsqueeze", {x, 0});
+  size_t usp = static_cast<size_t>(sp);
+  std::string where = where_of(n);
+  Ints stride = nn::expand_list(n.arg("stride"), usp, "stride", where, 1);
+  Ints dil = nn::expand_list(n.arg("dilation"), usp, "dilation", where, 1);
+  Ints pad(usp, 0), extra;
+  bool any_extra = false;
+  if (n.arg("padding").str() == "same") {
+    for (size_t i = 0; i < usp; ++i) {
+      int64_t total = dil[i] * (w->shape()[2 + i] - 1);
+      pad[i] = total / 2;
+    }
+    for (size_t i = usp; i-- > 0;) {  // constant_pad_nd's list starts at the last dim
+      int64_t total = dil[i] * (w->shape()[2 + i] - 1);
+      extra.push_back(0);
+      extra.push_back(total - 2 * (total / 2));
+      any_extra = any_extra || total % 2 != 0;
+    }
+  }
+  if (any_extra) x = g.call("constant_pad_nd", {x, Arg(extra), 0});
+  Node* y = g.call("convolution", {x, w, n.arg("bias"), Arg(stride), Arg(pad), Arg(dil), false,
+                                   Arg(Ints(usp, 0)), n.arg("groups")});
   return unbatched ? g.call("squeeze.dim", {y, 0}) : y;
 }
 
@@ -338,10 +370,12 @@ Node* index_pad_decomp(Graph& g, const Node& n, size_t sp, bool reflect) {
 
 // ---- upsampling ----------------------------------------------------------------------------
 
-// torch's compute_scales_value: 1 / scale when given, else input / output (as float).
-double scale_of(const Arg& s, int64_t in, int64_t out) {
-  if (!s.is_absent() && s.to_double() > 0) return static_cast<float>(1.0 / s.to_double());
-  return static_cast<float>(static_cast<double>(in) / static_cast<double>(out));
+// torch's compute_scales_value: 1 / scale when given, else input / output, rounded to float
+// unless the computation is in double (bilinear on float64 inputs).
+double scale_of(const Arg& s, int64_t in, int64_t out, bool in_double = false) {
+  double v = !s.is_absent() && s.to_double() > 0 ? 1.0 / s.to_double()
+                                                 : static_cast<double>(in) / static_cast<double>(out);
+  return in_double ? v : static_cast<float>(v);
 }
 
 Node* upsample_nearest_decomp(Graph& g, const Node& n) {
@@ -367,11 +401,14 @@ Node* upsample_bilinear_decomp(Graph& g, const Node& n) {
   // W first, then H: torch's h0λ (w0λ x00 + w1λ x01) + h1λ (w0λ x10 + w1λ x11).
   for (int i = 0; i < 2; ++i) {
     int64_t d = 3 - i, in = x->shape()[d], out = n.shape()[d];
+    bool dbl = acc == DType::Float64;
     double sc;
-    if (align)
-      sc = out > 1 ? static_cast<float>(static_cast<double>(in - 1) / static_cast<double>(out - 1)) : 0.0;
-    else
-      sc = scale_of(n.arg(scales[i]), in, out);
+    if (align) {
+      sc = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+      if (!dbl) sc = static_cast<float>(sc);
+    } else {
+      sc = scale_of(n.arg(scales[i]), in, out, dbl);
+    }
     Node* dst = g.call("arange", {out}, dtype_kw(acc));
     Node* src = align ? g.call("mul.Scalar", {dst, sc})
                       : g.call("clamp", {g.call("sub.Scalar", {g.call("mul.Scalar",
@@ -572,6 +609,9 @@ void register_nn_decompositions(DecompositionTable& t) {
   t.add("conv_transpose1d.default", [](Graph& g, const Node& n) { return conv_entry_decomp(g, n, 1, true); });
   t.add("conv_transpose2d.input", [](Graph& g, const Node& n) { return conv_entry_decomp(g, n, 2, true); });
   t.add("conv_transpose3d.input", [](Graph& g, const Node& n) { return conv_entry_decomp(g, n, 3, true); });
+  t.add("conv1d.padding", [](Graph& g, const Node& n) { return conv_padding_decomp(g, n, 1); });
+  t.add("conv2d.padding", [](Graph& g, const Node& n) { return conv_padding_decomp(g, n, 2); });
+  t.add("conv3d.padding", [](Graph& g, const Node& n) { return conv_padding_decomp(g, n, 3); });
   t.add("batch_norm.default", batch_norm_decomp);
   t.add("group_norm.default", group_norm_decomp);
   t.add("embedding.default", embedding_decomp);

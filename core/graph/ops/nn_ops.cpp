@@ -401,17 +401,18 @@ void register_nn_ops(OpRegistry& r) {
   const auto K = OpCategory::Composite;
   // convolution: the base op (Extern).
   r.add(
-      "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-      "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+      "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+      "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
+  // The entry points as torch prints their schemas: int[1] defaults as lists ([1]), int[2] /
+  // int[3] defaults as one int (1), which binds as [1] and repeats per spatial dim.
   auto conv_entry = [&](const std::string& name, int sp, bool transposed) {
-    std::string L = "[" + std::string(sp == 1 ? "1" : sp == 2 ? "1, 1" : "1, 1, 1") + "]";
-    std::string Z = "[" + std::string(sp == 1 ? "0" : sp == 2 ? "0, 0" : "0, 0, 0") + "]";
-    std::string T = "SymInt[" + std::to_string(sp) + "]";
+    std::string L = sp == 1 ? "[1]" : "1", Z = sp == 1 ? "[0]" : "0";
+    std::string T = "int[" + std::to_string(sp) + "]";
     std::string s = name + "(Tensor input, Tensor weight, Tensor? bias=None, " + T +
                     " stride=" + L + ", " + T + " padding=" + Z + ", ";
-    s += transposed ? T + " output_padding=" + Z + ", SymInt groups=1, " + T + " dilation=" + L
-                    : T + " dilation=" + L + ", SymInt groups=1";
+    s += transposed ? T + " output_padding=" + Z + ", int groups=1, " + T + " dilation=" + L
+                    : T + " dilation=" + L + ", int groups=1";
     s += ") -> Tensor";
     r.add(s, K, P::None, [sp, transposed](const CallArgs& c) {
       const TensorMeta& x = c.tensor("input");
@@ -457,6 +458,51 @@ void register_nn_ops(OpRegistry& r) {
   conv_entry("conv_transpose1d", 1, true);
   conv_entry("conv_transpose2d.input", 2, true);
   conv_entry("conv_transpose3d.input", 3, true);
+  // conv1d/2d/3d.padding: padding="valid" (none) or "same" (stride 1; the output has the
+  // input's size, an odd total padding puts the extra element on the right, as torch does).
+  for (int sp = 1; sp <= 3; ++sp) {
+    std::string n = std::to_string(sp), T = "int[" + n + "]";
+    std::string L = sp == 1 ? "[1]" : "1";
+    r.add("conv" + n + "d.padding(Tensor input, Tensor weight, Tensor? bias=None, " + T +
+              " stride=" + L + ", str padding=\"valid\", " + T + " dilation=" + L +
+              ", int groups=1) -> Tensor",
+          K, P::None, [sp](const CallArgs& c) {
+            const TensorMeta& x = c.tensor("input");
+            const TensorMeta& w = c.tensor("weight");
+            std::string mode = c.get("padding").str();
+            if (mode != "valid" && mode != "same")
+              c.fail("padding must be 'valid' or 'same', got '" + mode + "'");
+            size_t usp = static_cast<size_t>(sp);
+            nn::Ints stride = nn::expand_list(c.get("stride"), usp, "stride", c.where(), 1);
+            nn::Ints dil = nn::expand_list(c.get("dilation"), usp, "dilation", c.where(), 1);
+            if (x.dim() != sp + 1 && x.dim() != sp + 2)
+              c.fail("input must be " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) +
+                     "-D, got " + shape_str(x.sizes));
+            if (w.dim() != sp + 2) c.fail("weight must be " + std::to_string(sp + 2) + "-D");
+            need_floating(c, x, "input");
+            same_dtype(c, x, w, "input", "weight");
+            int64_t g = c.get("groups").to_int();
+            bool unbatched = x.dim() == sp + 1;
+            Shape xs = x.sizes;
+            if (unbatched) xs.insert(xs.begin(), 1);
+            if (g < 1 || xs[1] != w.sizes[1] * g)
+              c.fail("input " + shape_str(x.sizes) + " and weight " + shape_str(w.sizes) +
+                     " disagree on the input channels (groups " + std::to_string(g) + ")");
+            Shape out{xs[0], w.sizes[0]};
+            for (size_t i = 0; i < usp; ++i) {
+              if (mode == "same") {
+                if (stride[i] != 1) c.fail("padding='same' is not supported for strided convolutions");
+                out.push_back(xs[2 + i]);
+              } else {
+                int64_t o = nn::conv_out_size(xs[2 + i], w.sizes[2 + i], stride[i], 0, dil[i], false, 0);
+                if (o <= 0) c.fail("input " + shape_str(x.sizes) + " is smaller than the kernel");
+                out.push_back(o);
+              }
+            }
+            if (unbatched) out.erase(out.begin());
+            return TensorMeta::contiguous(out, x.dtype, x.device);
+          });
+  }
 
   r.add(
       "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
@@ -468,17 +514,17 @@ void register_nn_ops(OpRegistry& r) {
       K, P::None, group_norm_rule);
 
   r.add(
-      "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
+      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
       "bool sparse=False) -> Tensor",
       K, P::None, embedding_rule);
   r.add(
       "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
-      "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
+      "int padding_idx, bool scale_grad_by_freq) -> Tensor",
       K, P::None, embedding_dense_backward_rule);
 
-  // Pooling (defaults as torch prints them: int[2] padding=[0, 0]).
-  const char* L1[] = {"[0]", "[0, 0]", "[0, 0, 0]"};
-  const char* O1[] = {"[1]", "[1, 1]", "[1, 1, 1]"};
+  // Pooling (defaults as torch prints them: int[1] padding=[0], int[2] padding=0).
+  const char* L1[] = {"[0]", "0", "0"};
+  const char* O1[] = {"[1]", "1", "1"};
   for (int sp = 1; sp <= 3; ++sp) {
     std::string n = std::to_string(sp);
     std::string T = "int[" + n + "]";
@@ -491,17 +537,17 @@ void register_nn_ops(OpRegistry& r) {
               ", bool ceil_mode=False, bool count_include_pad=True" +
               (sp == 1 ? "" : ", int? divisor_override=None") + ") -> Tensor",
           K, P::None, pool_rule(static_cast<size_t>(sp), false, false));
-    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 1 ? "int[1]" : "SymInt[" + n + "]") +
+    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 2 ? "SymInt[2]" : "int[" + n + "]") +
               " output_size) -> Tensor",
           K, P::None, adaptive_pool_rule(static_cast<size_t>(sp)));
   }
 
-  r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", K, P::None,
+  r.add("constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor", K, P::None,
         constant_pad_rule);
-  r.add("reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
-  r.add("reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
-  r.add("replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
-  r.add("replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
+  r.add("reflection_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
+  r.add("reflection_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
+  r.add("replication_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
+  r.add("replication_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
 
   r.add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
         "float? scales_w=None) -> Tensor",
@@ -510,24 +556,24 @@ void register_nn_ops(OpRegistry& r) {
         "float? scales_h=None, float? scales_w=None) -> Tensor",
         K, P::None, upsample2d_rule);
 
-  r.add("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "
-        "SymInt ignore_index=-100) -> Tensor",
+  r.add("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+        "int ignore_index=-100) -> Tensor",
         K, P::None, nll_loss_rule);
-  r.add("nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "
-        "SymInt ignore_index=-100) -> Tensor",
+  r.add("nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+        "int ignore_index=-100) -> Tensor",
         K, P::None, nll_loss_rule);
   r.add("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
-        "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+        "int reduction, int ignore_index, Tensor total_weight) -> Tensor",
         K, P::None, nll_loss_backward_rule);
-  r.add("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", K, P::None,
+  r.add("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", K, P::None,
         pointwise_loss_rule);
-  r.add("smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor",
+  r.add("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor",
         K, P::None, pointwise_loss_rule);
   r.add("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "
-        "Tensor? pos_weight=None, int reduction=Mean) -> Tensor",
+        "Tensor? pos_weight=None, int reduction=1) -> Tensor",
         K, P::None, bce_logits_rule);
-  r.add("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "
-        "SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+  r.add("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+        "int ignore_index=-100, float label_smoothing=0.) -> Tensor",
         K, P::None, cross_entropy_rule);
 
   r.add("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "

@@ -238,7 +238,8 @@ void register_nn_kernels(InterpreterTable& t) {
     t.add("adaptive_avg_pool" + s + "d.default", kernels::run_decomposition);
   }
   for (const char* op :
-       {"conv1d.default", "conv2d.default", "conv3d.default", "conv_transpose1d.default",
+       {"conv1d.default", "conv2d.default", "conv3d.default", "conv1d.padding", "conv2d.padding",
+        "conv3d.padding", "conv_transpose1d.default",
         "conv_transpose2d.input", "conv_transpose3d.input", "group_norm.default",
         "embedding.default", "embedding_dense_backward.default", "constant_pad_nd.default",
         "reflection_pad1d.default", "reflection_pad2d.default", "replication_pad1d.default",
