@@ -184,6 +184,19 @@ TEST(NnPooling, HandComputed) {
   expect_values(run1("adaptive_avg_pool1d", {x}, {Ints{2}}), {8.0 / 3, 9.0 / 3});
 }
 
+// A tie inside a window: the whole gradient goes to the first maximum (torch's choice).
+TEST(NnPooling, MaxPoolGradientGoesToTheFirstMaximum) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({1, 1, 6}, DType::Float64));
+  g.output({g.call("sum", {g.call("max_pool1d", {x, Ints{3}, Ints{2}, Ints{1}})})});
+  JointGraph j = build_joint_graph(g, {"x"});
+  Tensor v = tensor_of({1, 1, 6}, {2, 2, 1, 5, 5, 5});
+  std::vector<Tensor> r = interpret(j.graph, {v, Tensor::ones({}, DType::Float64)});
+  // windows (pad, x0, x1) = (-inf, 2, 2), (x1, x2, x3) = (2, 1, 5), (x3, x4, x5) = (5, 5, 5):
+  // first maxima at x0, x3, x3
+  expect_values(r[1], {1, 0, 0, 2, 0, 0});
+}
+
 TEST(NnPooling, DirectKernelsAgreeWithDecompositions) {
   struct P {
     std::string op;

@@ -127,6 +127,8 @@ cases = [
      lambda w, i: F.embedding(i, w, padding_idx=2)),
     ("max_pool2d_ceil", "max_pool2d.default", [("x", r(2, 3, 7, 6))], [[3, 2], [2, 2], [1, 1], [1, 1], True],
      lambda x: F.max_pool2d(x, (3, 2), (2, 2), (1, 1), (1, 1), True)),
+    ("max_pool2d_ties", "max_pool2d.default", [("x", torch.randint(0, 3, (1, 2, 6, 7)).double())],
+     [[3, 3], [2, 2], [1, 1]], lambda x: F.max_pool2d(x, 3, 2, 1)),
     ("max_pool1d_dilated", "max_pool1d.default", [("x", r(2, 3, 11))], [[3], [2], [1], [2]],
      lambda x: F.max_pool1d(x, 3, 2, 1, 2)),
     ("avg_pool2d_ceil_excl", "avg_pool2d.default", [("x", r(2, 3, 7, 6))], [[3, 3], [2, 2], [1, 1], True, False],

@@ -6,9 +6,12 @@
 //                but the channels. So the backward is convolutions again (and twice
 //                differentiable).
 //   embedding    embedding_dense_backward (padding_idx gets no gradient, scale_grad_by_freq).
-//   the others   through their decomposition (vjp_by_decomposition). max_pool's gradient then
-//                follows `maximum`'s rule: a tie between window elements splits the gradient
-//                where torch gives it all to the first maximum.
+//   max/avg_poolNd  the window gradients (max: to the first maximum of each window, as torch)
+//                placed back with interleaved zeros and constant_pad_nd (no scatter: the compiled
+//                backward fuses).
+//   the others   through their decomposition (vjp_by_decomposition).
+#include <limits>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -169,6 +172,91 @@ void convolution_vjp(VjpContext& c) {
   }
 }
 
+// Places a window's gradient t (the output's shape) back at the input positions the window read:
+// per spatial dim, zeros interleaved for the stride (cat + view), then a constant_pad_nd (negative
+// pads cut) to the offset k*d - padding. All base ops with lowering rules (no scatter), so the
+// compiled backward stays fused.
+Node* place_window(VjpContext& c, Node* t, const Shape& xs, const nn::PoolParams& p,
+                   const Ints& k) {
+  size_t sp = p.kernel.size();
+  int64_t rank = static_cast<int64_t>(xs.size());
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t dim = rank - static_cast<int64_t>(sp) + static_cast<int64_t>(i);
+    int64_t O = t->shape()[dim], s = p.stride[i];
+    if (s > 1 && O > 0) {
+      Node* u = c.call("unsqueeze", {t, dim + 1});
+      Shape zs = u->shape();
+      zs[dim + 1] = s - 1;
+      Node* z = c.zeros(zs, t->dtype(), t->meta().device);
+      Node* cat = c.call("cat", {Arg(std::vector<Node*>{u, z}), dim + 1});
+      Shape merged = t->shape();
+      merged[dim] = O * s;
+      t = c.reshape(cat, merged);
+    }
+    int64_t left = k[i] * p.dilation[i] - p.padding[i];
+    int64_t right = xs[dim] - (left + t->shape()[dim]);
+    if (left == 0 && right == 0) continue;
+    Ints pad(static_cast<size_t>(2 * (rank - dim)), 0);
+    pad[pad.size() - 2] = left;
+    pad[pad.size() - 1] = right;
+    t = c.call("constant_pad_nd", {t, Arg(pad), 0});
+  }
+  return t;
+}
+
+// max_poolNd: the gradient goes to the first maximum of each window in row-major kernel order (a
+// NaN counts as the maximum), as torch's kernel picks it; avg_poolNd: ḡ / divisor to every cell.
+void pool_vjp(VjpContext& c, size_t sp, bool max) {
+  Node* x = c.in("self");
+  if (!c.needs(x)) return;
+  Node* n = c.node();
+  Graph& g = c.graph();
+  nn::PoolParams p =
+      nn::pool_params([n](const char* k) -> const Arg& { return n->arg(k); }, sp, max, "%" + n->name());
+  std::unordered_set<const Node*> before(g.nodes().begin(), g.nodes().end());
+  auto adopt = [&] {  // nodes emitted through the graph directly get the rule's phase
+    for (Node* m : g.nodes())
+      if (!before.count(m)) {
+        m->set_phase(c.phase());
+        before.insert(m);
+      }
+  };
+  Node* gy = c.grad();
+  std::vector<Node*> grads;
+  if (max) {
+    double ninf = -std::numeric_limits<double>::infinity();
+    std::vector<Node*> w = nn::pool_windows(g, x, p, ninf, ninf);
+    adopt();
+    Node* y = c.out();
+    Node* taken = nullptr;
+    for (Node* wk : w) {
+      Node* hit = c.call("logical_or", {c.call("eq.Tensor", {wk, y}), c.call("isnan", {wk})});
+      Node* first = taken ? c.call("logical_and", {hit, c.call("logical_not", {taken})}) : hit;
+      taken = taken ? c.call("logical_or", {taken, hit}) : hit;
+      grads.push_back(c.call("where.ScalarOther", {first, gy, 0}));
+    }
+  } else {
+    Node* xf = x->dtype() == DType::Float16 || x->dtype() == DType::BFloat16 ? c.cast(x, DType::Float32) : x;
+    nn::AvgDivisor d = nn::avg_pool_divisor(g, *n, xf, p);
+    adopt();
+    Node* share = d.map ? c.div(gy, d.map) : c.div(gy, Arg(d.scalar));
+    size_t count = 1;
+    for (int64_t k : p.kernel) count *= static_cast<size_t>(k);
+    grads.assign(count, share);
+  }
+  Ints k(sp, 0);
+  Node* total = nullptr;
+  for (Node* gk : grads) {
+    Node* placed = place_window(c, gk, x->shape(), p, k);
+    total = total ? c.add(total, placed) : placed;
+    for (size_t i = sp; i-- > 0;) {
+      if (++k[i] < p.kernel[i]) break;
+      k[i] = 0;
+    }
+  }
+  c.give(x, total);
+}
+
 void embedding_vjp(VjpContext& c) {
   Node* w = c.in("weight");
   if (!c.needs(w)) return;
@@ -181,8 +269,15 @@ void embedding_vjp(VjpContext& c) {
 void register_nn_vjps(VjpTable& t) {
   t.add("convolution.default", convolution_vjp);
   t.add("embedding.default", embedding_vjp);
+  std::set<std::string> own{"embedding.default"};
+  for (size_t sp = 1; sp <= 3; ++sp) {
+    std::string d = std::to_string(sp) + "d.default";
+    t.add("max_pool" + d, [sp](VjpContext& c) { pool_vjp(c, sp, true); });
+    t.add("avg_pool" + d, [sp](VjpContext& c) { pool_vjp(c, sp, false); });
+    own.insert({"max_pool" + d, "avg_pool" + d});
+  }
   for (const std::string& op : nn_decomposed_ops())
-    if (op != "embedding.default") t.add(op, vjp_by_decomposition);
+    if (!own.count(op)) t.add(op, vjp_by_decomposition);
 }
 
 }  // namespace stax

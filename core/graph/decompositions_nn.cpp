@@ -14,8 +14,8 @@
 //   upsample_nearest2d                -> arange, mul, floor, clamp, index_select per dim
 //   upsample_bilinear2d               -> source indices and weights per dim (as torch computes
 //                                        them, in float32), index_select, mul, add: W then H
-//   nll_loss / nll_loss2d             -> gather, where, mul, sum / div
-//   nll_loss_backward                 -> mul, div, scatter
+//   nll_loss / nll_loss2d             -> one-hot mask (arange == target), where, sum, mul, div
+//   nll_loss_backward                 -> mul, div, where on the one-hot mask
 //   mse_loss, smooth_l1_loss, binary_cross_entropy_with_logits -> pointwise + sum / mean
 //   cross_entropy_loss                -> log_softmax + nll_loss (class indices) or mul + sum
 //                                        (probabilities), label smoothing as torch
@@ -192,59 +192,10 @@ Node* embedding_dense_backward_decomp(Graph& g, const Node& n) {
 
 // ---- pooling -------------------------------------------------------------------------------
 
-// The strided window slices of x's last sp dims (padded by p.padding with pad_value, plus what
-// ceil_mode's last window needs), one per kernel offset in row-major kernel order.
-std::vector<Node*> pool_windows(Graph& g, Node* x, const nn::PoolParams& p, double pad_value,
-                                double extra_value) {
-  size_t sp = p.kernel.size();
-  int64_t rank = x->meta().dim();
-  Shape s = x->shape();
-  Ints out(sp), extra(sp);
-  for (size_t i = 0; i < sp; ++i) {
-    int64_t L = s[rank - sp + i];
-    out[i] = nn::pool_out_size(L, p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], p.ceil_mode);
-    int64_t need = (out[i] - 1) * p.stride[i] + p.dilation[i] * (p.kernel[i] - 1) + 1;
-    extra[i] = std::max<int64_t>(0, need - (L + 2 * p.padding[i]));
-  }
-  // constant_pad_nd's pad list starts at the last dim.
-  Ints pad, pad_extra;
-  bool any_pad = false, any_extra = false;
-  for (size_t i = sp; i-- > 0;) {
-    pad.push_back(p.padding[i]);
-    pad.push_back(p.padding[i]);
-    pad_extra.push_back(0);
-    pad_extra.push_back(extra[i]);
-    any_pad = any_pad || p.padding[i] > 0;
-    any_extra = any_extra || extra[i] > 0;
-  }
-  Node* xp = x;
-  if (any_pad) xp = g.call("constant_pad_nd", {xp, Arg(pad), pad_value});
-  if (any_extra) xp = g.call("constant_pad_nd", {xp, Arg(pad_extra), extra_value});
-  std::vector<Node*> windows;
-  Ints k(sp, 0);
-  while (true) {
-    Node* w = xp;
-    for (size_t i = 0; i < sp; ++i) {
-      int64_t start = k[i] * p.dilation[i];
-      int64_t end = start + (out[i] - 1) * p.stride[i] + 1;
-      int64_t dim = rank - static_cast<int64_t>(sp) + static_cast<int64_t>(i);
-      w = g.call("slice.Tensor", {w, dim, start, end, p.stride[i]});
-    }
-    windows.push_back(w);
-    size_t i = sp;
-    while (i-- > 0) {
-      if (++k[i] < p.kernel[i]) break;
-      k[i] = 0;
-    }
-    if (i == static_cast<size_t>(-1)) break;
-  }
-  return windows;
-}
-
 Node* max_pool_decomp(Graph& g, const Node& n, size_t sp) {
   nn::PoolParams p = nn::pool_params(getter(n), sp, true, where_of(n));
   double ninf = -std::numeric_limits<double>::infinity();
-  std::vector<Node*> w = pool_windows(g, n.input(0), p, ninf, ninf);
+  std::vector<Node*> w = nn::pool_windows(g, n.input(0), p, ninf, ninf);
   Node* m = w[0];
   for (size_t i = 1; i < w.size(); ++i) m = g.call("maximum", {m, w[i]});
   return m == n.input(0) ? g.call("clone", {m}) : m;
@@ -261,34 +212,9 @@ Node* avg_pool_decomp(Graph& g, const Node& n, size_t sp) {
   Node* x = n.input(0);
   DType in = x->dtype();
   if (half_like(in)) x = cast(g, x, DType::Float32);
-  Node* sum = window_sum(g, pool_windows(g, x, p, 0.0, 0.0));
-  Node* y;
-  const Arg& over = n.op()->schema.index_of("divisor_override") >= 0 ? n.arg("divisor_override") : Arg();
-  bool count_pad = n.arg("count_include_pad").to_bool();
-  int64_t kprod = 1;
-  for (int64_t k : p.kernel) kprod *= k;
-  bool uniform = count_pad;
-  if (uniform) {  // every window lies inside input + padding unless ceil_mode added some
-    int64_t rank = x->meta().dim();
-    for (size_t i = 0; i < sp; ++i) {
-      int64_t L = x->shape()[rank - sp + i];
-      int64_t o = nn::pool_out_size(L, p.kernel[i], p.stride[i], p.padding[i], 1, p.ceil_mode);
-      if ((o - 1) * p.stride[i] + p.kernel[i] > L + 2 * p.padding[i]) uniform = false;
-    }
-  }
-  if (!over.is_absent()) {
-    y = g.call("div.Scalar", {sum, over.to_int()});
-  } else if (uniform) {
-    y = g.call("div.Scalar", {sum, kprod});
-  } else {
-    // The window sizes torch divides by: cells inside the input (count_include_pad=False) or
-    // inside input + padding, as a map over the output's spatial dims.
-    Shape sshape(x->shape().end() - static_cast<long>(sp), x->shape().end());
-    Node* ones = g.call("ones", {Arg(sshape)}, dtype_kw(x->dtype()));
-    nn::PoolParams q = p;
-    Node* count = window_sum(g, pool_windows(g, ones, q, count_pad ? 1.0 : 0.0, 0.0));
-    y = g.call("div.Tensor", {sum, count});
-  }
+  Node* sum = window_sum(g, nn::pool_windows(g, x, p, 0.0, 0.0));
+  nn::AvgDivisor d = nn::avg_pool_divisor(g, n, x, p);
+  Node* y = d.map ? g.call("div.Tensor", {sum, d.map}) : g.call("div.Scalar", {sum, d.scalar});
   return cast(g, y, in);
 }
 
@@ -438,19 +364,28 @@ Node* reduce_loss(Graph& g, Node* l, int64_t reduction) {
 }
 
 // The parts of nll_loss: per element (target shape) the picked -x[target] * w and w (0 where
-// target == ignore_index); x is (N, C, d...) (1-D inputs are lifted to (1, C)).
+// target == ignore_index); x is (N, C, d...) (1-D inputs are lifted to (1, C)). The pick is a
+// one-hot mask (class index == target) summed over the classes rather than a gather, so the
+// backward is pointwise too (a gather's gradient is a scatter, which the compiled path does not
+// fuse).
 struct NllParts {
   Node* loss;
   Node* w;
-  Node* safe_target;  // target with ignored entries set to 0
+  Node* hit;  // (N, C, d...) bool: class == target (never for ignored targets)
 };
 
 NllParts nll_parts(Graph& g, Node* x, Node* t, Node* weight, int64_t ignore) {
   if (t->dtype() != DType::Int64) t = cast(g, t, DType::Int64);
   Node* ignored = g.call("eq.Scalar", {t, ignore});
   Node* safe = g.call("where.ScalarSelf", {ignored, 0, t});
-  Node* picked = g.call("squeeze.dim", {g.call("gather", {x, 1, g.call("unsqueeze", {safe, 1})}), 1});
+  int64_t rank = x->meta().dim(), C = x->shape()[1];
+  Shape cshape(static_cast<size_t>(rank), 1);
+  cshape[1] = C;
+  Node* classes = g.call("view", {g.call("arange", {C}, dtype_kw(DType::Int64)), Arg(cshape)});
   Node* keep = g.call("logical_not", {ignored});
+  Node* hit = g.call("logical_and", {g.call("eq.Tensor", {classes, g.call("unsqueeze", {t, 1})}),
+                                     g.call("unsqueeze", {keep, 1})});
+  Node* picked = g.call("sum.dim_IntList", {g.call("where.ScalarOther", {hit, x, 0}), Arg(Ints{1}), false});
   Node* w;
   if (weight) {
     Node* flat = g.call("reshape", {safe, Arg(Shape{shape_numel(safe->shape())})});
@@ -459,7 +394,7 @@ NllParts nll_parts(Graph& g, Node* x, Node* t, Node* weight, int64_t ignore) {
   } else {
     w = cast(g, keep, x->dtype());
   }
-  return {g.call("mul.Tensor", {g.call("neg", {picked}), w}), w, safe};
+  return {g.call("mul.Tensor", {g.call("neg", {picked}), w}), w, hit};
 }
 
 Node* nll_loss_decomp(Graph& g, const Node& n) {
@@ -493,8 +428,9 @@ Node* nll_loss_backward_decomp(Graph& g, const Node& n) {
   Node* ge = red == nn::kReductionNone ? go : g.call("expand", {go, Arg(p.w->shape())});
   Node* coeff = g.call("mul.Tensor", {g.call("neg", {ge}), p.w});
   if (red == nn::kReductionMean) coeff = g.call("div.Tensor", {coeff, n.arg("total_weight").node()});
-  Node* r = g.call("scatter.src", {g.call("zeros_like", {x}), 1, g.call("unsqueeze", {p.safe_target, 1}),
-                                   g.call("unsqueeze", {cast(g, coeff, x->dtype()), 1})});
+  Node* r = g.call("where.ScalarOther",
+                   {p.hit, g.call("unsqueeze", {cast(g, coeff, x->dtype()), 1}), 0});
+  if (r->shape() != x->shape()) r = g.call("expand", {r, Arg(x->shape())});
   return one ? g.call("squeeze.dim", {r, 0}) : r;
 }
 
@@ -601,6 +537,99 @@ Node* sdpa_decomp(Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+namespace nn {
+
+Ints pool_out_sizes(const Shape& x, const PoolParams& p) {
+  size_t sp = p.kernel.size();
+  Ints out(sp);
+  for (size_t i = 0; i < sp; ++i)
+    out[i] = pool_out_size(x[x.size() - sp + i], p.kernel[i], p.stride[i], p.padding[i],
+                           p.dilation[i], p.ceil_mode);
+  return out;
+}
+
+// The strided window slices of x's last sp dims (padded by p.padding with pad_value, plus what
+// ceil_mode's last window needs), one per kernel offset in row-major kernel order.
+std::vector<Node*> pool_windows(Graph& g, Node* x, const PoolParams& p, double pad_value,
+                                double extra_value) {
+  size_t sp = p.kernel.size();
+  int64_t rank = x->meta().dim();
+  Shape s = x->shape();
+  Ints out(sp), extra(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t L = s[rank - sp + i];
+    out[i] = pool_out_size(L, p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], p.ceil_mode);
+    int64_t need = (out[i] - 1) * p.stride[i] + p.dilation[i] * (p.kernel[i] - 1) + 1;
+    extra[i] = std::max<int64_t>(0, need - (L + 2 * p.padding[i]));
+  }
+  // constant_pad_nd's pad list starts at the last dim.
+  Ints pad, pad_extra;
+  bool any_pad = false, any_extra = false;
+  for (size_t i = sp; i-- > 0;) {
+    pad.push_back(p.padding[i]);
+    pad.push_back(p.padding[i]);
+    pad_extra.push_back(0);
+    pad_extra.push_back(extra[i]);
+    any_pad = any_pad || p.padding[i] > 0;
+    any_extra = any_extra || extra[i] > 0;
+  }
+  Node* xp = x;
+  if (any_pad) xp = g.call("constant_pad_nd", {xp, Arg(pad), pad_value});
+  if (any_extra) xp = g.call("constant_pad_nd", {xp, Arg(pad_extra), extra_value});
+  std::vector<Node*> windows;
+  Ints k(sp, 0);
+  while (true) {
+    Node* w = xp;
+    for (size_t i = 0; i < sp; ++i) {
+      int64_t start = k[i] * p.dilation[i];
+      int64_t end = start + (out[i] - 1) * p.stride[i] + 1;
+      int64_t dim = rank - static_cast<int64_t>(sp) + static_cast<int64_t>(i);
+      w = g.call("slice.Tensor", {w, dim, start, end, p.stride[i]});
+    }
+    windows.push_back(w);
+    size_t i = sp;
+    while (i-- > 0) {
+      if (++k[i] < p.kernel[i]) break;
+      k[i] = 0;
+    }
+    if (i == static_cast<size_t>(-1)) break;
+  }
+  return windows;
+}
+
+AvgDivisor avg_pool_divisor(Graph& g, const Node& n, Node* x, const PoolParams& p) {
+  size_t sp = p.kernel.size();
+  AvgDivisor d;
+  const Arg& over = n.op()->schema.index_of("divisor_override") >= 0 ? n.arg("divisor_override") : Arg();
+  if (!over.is_absent()) {
+    d.scalar = static_cast<double>(over.to_int());
+    return d;
+  }
+  bool count_pad = n.arg("count_include_pad").to_bool();
+  bool uniform = count_pad;
+  int64_t rank = x->meta().dim();
+  double kprod = 1;
+  for (size_t i = 0; i < sp; ++i) {
+    kprod *= static_cast<double>(p.kernel[i]);
+    int64_t L = x->shape()[rank - sp + i];
+    int64_t o = pool_out_size(L, p.kernel[i], p.stride[i], p.padding[i], 1, p.ceil_mode);
+    if ((o - 1) * p.stride[i] + p.kernel[i] > L + 2 * p.padding[i]) uniform = false;
+  }
+  if (uniform) {  // every window lies inside input + padding
+    d.scalar = kprod;
+    return d;
+  }
+  // The window sizes torch divides by: cells inside the input (count_include_pad=False) or
+  // inside input + padding, as a map over the output's spatial dims.
+  Shape sshape(x->shape().end() - static_cast<long>(sp), x->shape().end());
+  Node* ones = g.call("ones", {Arg(sshape)}, dtype_kw(x->dtype()));
+  std::vector<Node*> w = pool_windows(g, ones, p, count_pad ? 1.0 : 0.0, 0.0);
+  d.map = window_sum(g, w);
+  return d;
+}
+
+}  // namespace nn
 
 void register_nn_decompositions(DecompositionTable& t) {
   t.add("conv1d.default", [](Graph& g, const Node& n) { return conv_entry_decomp(g, n, 1, false); });

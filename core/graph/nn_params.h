@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/graph/arg.h"
+#include "core/graph/graph.h"
 
 namespace stax::nn {
 
@@ -52,6 +53,24 @@ struct PoolParams {
 };
 PoolParams pool_params(const std::function<const Arg&(const char*)>& get, size_t spatial,
                        bool has_dilation, const std::string& where);
+
+// Output extents of a pooling of an input whose last p.kernel.size() dims are `in` (pool_out_size).
+Ints pool_out_sizes(const Shape& x, const PoolParams& p);
+
+// The windows of a pooling (core/graph/decompositions_nn.cpp): x's last spatial dims padded by
+// p.padding with pad_value (plus what ceil_mode's last window needs, with extra_value), then one
+// strided slice per kernel offset, in row-major kernel order; each has the output's shape.
+std::vector<Node*> pool_windows(Graph& g, Node* x, const PoolParams& p, double pad_value,
+                                double extra_value);
+
+// The divisor of avg_poolNd call `n` over x: a number (divisor_override, or the kernel's size when
+// every window lies inside input + padding) or, when windows differ, a map over the output's
+// spatial dims (null map: use `scalar`).
+struct AvgDivisor {
+  Node* map = nullptr;
+  double scalar = 1;
+};
+AvgDivisor avg_pool_divisor(Graph& g, const Node& n, Node* x, const PoolParams& p);
 
 // The loss reductions (torch's at::Reduction): the int values of `reduction`.
 enum Reduction : int64_t { kReductionNone = 0, kReductionMean = 1, kReductionSum = 2 };
