@@ -64,7 +64,8 @@ inline std::vector<Case> nn_cases() {
       {"upsample_bilinear2d", {U({1, 2, 3, 4})}, op1("upsample_bilinear2d", {L({5, 7}), false})},
       {"upsample_bilinear2d_align_corners", {U({1, 2, 3, 4})},
        op1("upsample_bilinear2d", {L({5, 7}), true})},
-      {"nll_loss", {U({5, 4}), Idx({5}, 4), P({4})}, op3("nll_loss")},
+      {"nll_loss", {U({5, 4}), Idx({5}, 4), Const(P({4}))}, op3("nll_loss")},
+      {"nll_loss_1d_none", {U({4}), Idx({}, 4)}, op2("nll_loss", {Arg(), 0})},
       {"nll_loss2d_sum", {U({2, 3, 2, 2}), Idx({2, 2, 2}, 3)}, op2("nll_loss2d", {Arg(), 2})},
       {"nll_loss_backward", {U({}), U({5, 4}), Idx({5}, 4), P({4}), P({})},
        [](Graph& g, const std::vector<Node*>& x) {

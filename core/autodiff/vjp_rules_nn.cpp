@@ -6,6 +6,7 @@
 //                but the channels. So the backward is convolutions again (and twice
 //                differentiable).
 //   embedding    embedding_dense_backward (padding_idx gets no gradient, scale_grad_by_freq).
+//   nll_loss     nll_loss_backward (pointwise through a one-hot mask; no gradient for weight).
 //   max/avg_poolNd  the window gradients (max: to the first maximum of each window, as torch)
 //                placed back with interleaved zeros and constant_pad_nd (no scatter: the compiled
 //                backward fuses).
@@ -257,6 +258,32 @@ void pool_vjp(VjpContext& c, size_t sp, bool max) {
   c.give(x, total);
 }
 
+// nll_loss / nll_loss2d: aten's nll_loss_backward (its decomposition writes through a one-hot
+// mask, so the backward is pointwise); total_weight = Σ of the targets' class weights (mean
+// reduction only). No gradient for weight (torch has none either).
+void nll_loss_vjp(VjpContext& c) {
+  Node* x = c.in("self");
+  if (!c.needs(x)) return;
+  Node* t = c.in("target");
+  int64_t red = c.arg("reduction").to_int();
+  Node* total = c.zeros({}, x->dtype(), x->meta().device);
+  if (red == nn::kReductionMean) {
+    Node* tl = c.cast(t, DType::Int64);
+    Node* ignored = c.call("eq.Scalar", {tl, c.arg("ignore_index")});
+    Node* keep = c.call("logical_not", {ignored});
+    Node* w = c.cast(keep, x->dtype());
+    if (Node* weight = c.in("weight")) {
+      Node* safe = c.call("where.ScalarSelf", {ignored, 0, tl});
+      Node* flat = c.reshape(safe, Shape{shape_numel(safe->shape())});
+      Node* wsel = c.reshape(c.call("index_select", {weight, 0, flat}), safe->shape());
+      w = c.call("where.ScalarOther", {keep, wsel, 0});
+    }
+    total = c.call("sum.default", {w});
+  }
+  c.give(x, c.call("nll_loss_backward", {c.grad(), x, t, c.arg("weight"), red,
+                                         c.arg("ignore_index"), total}));
+}
+
 void embedding_vjp(VjpContext& c) {
   Node* w = c.in("weight");
   if (!c.needs(w)) return;
@@ -269,7 +296,9 @@ void embedding_vjp(VjpContext& c) {
 void register_nn_vjps(VjpTable& t) {
   t.add("convolution.default", convolution_vjp);
   t.add("embedding.default", embedding_vjp);
-  std::set<std::string> own{"embedding.default"};
+  t.add("nll_loss.default", nll_loss_vjp);
+  t.add("nll_loss2d.default", nll_loss_vjp);
+  std::set<std::string> own{"embedding.default", "nll_loss.default", "nll_loss2d.default"};
   for (size_t sp = 1; sp <= 3; ++sp) {
     std::string d = std::to_string(sp) + "d.default";
     t.add("max_pool" + d, [sp](VjpContext& c) { pool_vjp(c, sp, true); });

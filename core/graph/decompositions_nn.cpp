@@ -14,7 +14,7 @@
 //   upsample_nearest2d                -> arange, mul, floor, clamp, index_select per dim
 //   upsample_bilinear2d               -> source indices and weights per dim (as torch computes
 //                                        them, in float32), index_select, mul, add: W then H
-//   nll_loss / nll_loss2d             -> one-hot mask (arange == target), where, sum, mul, div
+//   nll_loss / nll_loss2d             -> gather, where, mul, sum / div
 //   nll_loss_backward                 -> mul, div, where on the one-hot mask
 //   mse_loss, smooth_l1_loss, binary_cross_entropy_with_logits -> pointwise + sum / mean
 //   cross_entropy_loss                -> log_softmax + nll_loss (class indices) or mul + sum
@@ -365,27 +365,21 @@ Node* reduce_loss(Graph& g, Node* l, int64_t reduction) {
 
 // The parts of nll_loss: per element (target shape) the picked -x[target] * w and w (0 where
 // target == ignore_index); x is (N, C, d...) (1-D inputs are lifted to (1, C)). The pick is a
-// one-hot mask (class index == target) summed over the classes rather than a gather, so the
-// backward is pointwise too (a gather's gradient is a scatter, which the compiled path does not
-// fuse).
+// gather (its bounds check makes a target outside [0, C) an error, as in torch); `hit`, the
+// one-hot mask class == target, is what nll_loss_backward writes through (a where, so the
+// backward stays pointwise: nll_loss's VJP is nll_loss_backward, vjp_rules_nn.cpp).
 struct NllParts {
   Node* loss;
   Node* w;
   Node* hit;  // (N, C, d...) bool: class == target (never for ignored targets)
 };
 
-NllParts nll_parts(Graph& g, Node* x, Node* t, Node* weight, int64_t ignore) {
+NllParts nll_parts(Graph& g, Node* x, Node* t, Node* weight, int64_t ignore, bool want_hit) {
   if (t->dtype() != DType::Int64) t = cast(g, t, DType::Int64);
   Node* ignored = g.call("eq.Scalar", {t, ignore});
   Node* safe = g.call("where.ScalarSelf", {ignored, 0, t});
-  int64_t rank = x->meta().dim(), C = x->shape()[1];
-  Shape cshape(static_cast<size_t>(rank), 1);
-  cshape[1] = C;
-  Node* classes = g.call("view", {g.call("arange", {C}, dtype_kw(DType::Int64)), Arg(cshape)});
   Node* keep = g.call("logical_not", {ignored});
-  Node* hit = g.call("logical_and", {g.call("eq.Tensor", {classes, g.call("unsqueeze", {t, 1})}),
-                                     g.call("unsqueeze", {keep, 1})});
-  Node* picked = g.call("sum.dim_IntList", {g.call("where.ScalarOther", {hit, x, 0}), Arg(Ints{1}), false});
+  Node* picked = g.call("squeeze.dim", {g.call("gather", {x, 1, g.call("unsqueeze", {safe, 1})}), 1});
   Node* w;
   if (weight) {
     Node* flat = g.call("reshape", {safe, Arg(Shape{shape_numel(safe->shape())})});
@@ -393,6 +387,15 @@ NllParts nll_parts(Graph& g, Node* x, Node* t, Node* weight, int64_t ignore) {
     w = g.call("where.ScalarOther", {keep, wsel, 0});
   } else {
     w = cast(g, keep, x->dtype());
+  }
+  Node* hit = nullptr;
+  if (want_hit) {
+    int64_t rank = x->meta().dim(), C = x->shape()[1];
+    Shape cshape(static_cast<size_t>(rank), 1);
+    cshape[1] = C;
+    Node* classes = g.call("view", {g.call("arange", {C}, dtype_kw(DType::Int64)), Arg(cshape)});
+    hit = g.call("logical_and", {g.call("eq.Tensor", {classes, g.call("unsqueeze", {t, 1})}),
+                                 g.call("unsqueeze", {keep, 1})});
   }
   return {g.call("mul.Tensor", {g.call("neg", {picked}), w}), w, hit};
 }
@@ -405,7 +408,7 @@ Node* nll_loss_decomp(Graph& g, const Node& n) {
     x = g.call("unsqueeze", {x, 0});
     t = g.call("unsqueeze", {t, 0});
   }
-  NllParts p = nll_parts(g, x, t, tensor_arg(n, "weight"), n.arg("ignore_index").to_int());
+  NllParts p = nll_parts(g, x, t, tensor_arg(n, "weight"), n.arg("ignore_index").to_int(), false);
   int64_t red = n.arg("reduction").to_int();
   if (red == nn::kReductionNone) return one ? g.call("squeeze.dim", {p.loss, 0}) : p.loss;
   Node* s = g.call("sum.default", {p.loss});
@@ -423,7 +426,7 @@ Node* nll_loss_backward_decomp(Graph& g, const Node& n) {
     t = g.call("unsqueeze", {t, 0});
     if (go->meta().dim() == 1) go = g.call("unsqueeze", {go, 0});
   }
-  NllParts p = nll_parts(g, x, t, tensor_arg(n, "weight"), n.arg("ignore_index").to_int());
+  NllParts p = nll_parts(g, x, t, tensor_arg(n, "weight"), n.arg("ignore_index").to_int(), true);
   int64_t red = n.arg("reduction").to_int();
   Node* ge = red == nn::kReductionNone ? go : g.call("expand", {go, Arg(p.w->shape())});
   Node* coeff = g.call("mul.Tensor", {g.call("neg", {ge}), p.w});
