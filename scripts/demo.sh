@@ -26,3 +26,12 @@ echo "== stax grad examples/example_5_1_forward.stax --wrt primals_2"
 echo
 echo "== stax_train_mlp (SGD through the compiled forward and backward)"
 ./build/bin/stax_train_mlp
+echo
+echo "== stax grad examples/cnn_train_step.stax --check (a CNN training step: conv, batch_norm, relu, max_pool, linear, cross-entropy)"
+./build/bin/stax grad examples/cnn_train_step.stax --wrt conv_w,conv_b,bn_w,bn_b,fc_w,fc_b \
+  --config configs/cpu.yaml --check | tail -n 3
+echo
+echo "== stax grad examples/transformer_block.stax --check (layer_norm, causal attention, MLP, residuals)"
+./build/bin/stax grad examples/transformer_block.stax \
+  --wrt x,ln1_w,ln1_b,w_qkv,b_qkv,w_o,b_o,ln2_w,ln2_b,w_1,b_1,w_2,b_2 \
+  --config configs/cpu.yaml --check | tail -n 3

@@ -205,7 +205,7 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
   EXPECT_EQ(t.max_accumulated_reads, 12);
   EXPECT_EQ(t.transcendental_ops, seed.transcendental_ops);
   EXPECT_EQ(p.split_reduction(1 << 20, 4, sdk::ReductionType::Sum), 1);
-  EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul"}));
+  EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution"}));
 }
 
 TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {

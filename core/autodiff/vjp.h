@@ -82,5 +82,6 @@ void register_view_vjps(VjpTable& t);
 void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
+void register_nn_vjps(VjpTable& t);  // vjp_rules_nn.cpp
 
 }  // namespace stax

@@ -50,6 +50,9 @@ class DecompositionTable {
 // The table of this build (built on first use, immutable afterwards).
 const DecompositionTable& default_decompositions();
 
+// The entries of the neural-network ops (core/graph/decompositions_nn.cpp).
+void register_nn_decompositions(DecompositionTable& t);
+
 struct DecompositionOptions {
   // The base ops, never decomposed: overload names ("mean.dim") or bare op names ("mean": every
   // overload). Unset (the default): the base ops are all ops whose category is not Composite, so

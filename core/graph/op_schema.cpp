@@ -40,6 +40,9 @@ Arg parse_default(const std::string& text, const ParamSpec& p, const std::string
   if (text == "None") return p.type == ParamType::ScalarType ? Arg(Undefined{}) : Arg();
   if (text == "True") return Arg(true);
   if (text == "False") return Arg(false);
+  // aten's loss reductions (at::Reduction) as torch prints their defaults.
+  if (text == "Mean") return Arg(int64_t{1});
+  if (text == "Sum") return Arg(int64_t{2});
   if (text.size() >= 2 && (text[0] == '\'' || text[0] == '"')) return Arg(text.substr(1, text.size() - 2));
   if (text.front() == '[') {
     Arg::List l;

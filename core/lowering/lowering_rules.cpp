@@ -30,6 +30,7 @@ const LoweringTable& default_lowering_table() {
     register_indexing_rules(t);
     register_extern_rules(t);
     register_creation_rules(t);
+    register_nn_rules(t);
     return t;
   }();
   return table;

@@ -48,5 +48,6 @@ void register_view_rules(LoweringTable& t);       // view reshape permute t tran
 void register_indexing_rules(LoweringTable& t);   // gather index_select index.Tensor cat
 void register_extern_rules(LoweringTable& t);     // mm bmm matmul addmm
 void register_creation_rules(LoweringTable& t);   // full zeros ones *_like arange
+void register_nn_rules(LoweringTable& t);         // convolution (rules_nn.cpp)
 
 }  // namespace stax

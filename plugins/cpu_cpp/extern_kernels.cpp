@@ -352,7 +352,7 @@ void check_arity(const std::string& name, const std::vector<TensorView>& t, size
 }  // namespace
 
 const std::vector<std::string>& extern_kernel_names() {
-  static const std::vector<std::string> names = {"mm", "bmm", "addmm", "matmul"};
+  static const std::vector<std::string> names = {"mm", "bmm", "addmm", "matmul", "convolution"};
   return names;
 }
 
@@ -377,6 +377,8 @@ void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t
     double alpha = scalars.size() > 1 ? scalars[1] : 1.0;
     matmul(name, t[1], t[2], t[3]);
     addmm_epilogue(t[0], t[3], beta, alpha);
+  } else if (name == "convolution") {
+    run_convolution(t, num_inputs, scalars);
   } else {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "cpu_cpp has no extern kernel '" + name + "'");
   }

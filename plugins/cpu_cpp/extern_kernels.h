@@ -22,12 +22,17 @@
 
 namespace stax::cpu {
 
-// "mm", "bmm", "addmm", "matmul".
+// "mm", "bmm", "addmm", "matmul", "convolution".
 const std::vector<std::string>& extern_kernel_names();
 
 // Throws sdk::PluginError (INVALID_ARGUMENT for a shape or dtype mismatch, UNSUPPORTED for an
 // unknown name).
 void run_extern_kernel(const std::string& name, const std::vector<sdk::TensorView>& tensors,
                        size_t num_inputs, const std::vector<double>& scalars);
+
+// The extern "convolution" (conv_kernel.cpp): im2col + gemm; scalars as core/lowering/rules_nn.cpp
+// encodes them.
+void run_convolution(const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
+                     const std::vector<double>& scalars);
 
 }  // namespace stax::cpu

@@ -119,10 +119,12 @@ Tensor layer_norm_kernel(const KernelContext& ctx) {
   return out;
 }
 
+}  // namespace
+
 // Builds a one-node graph of ctx's call over its runtime inputs, decomposes it (composite ops
 // only) and interprets the result. For deterministic ops only: the nested run does not see the
 // outer run's seed.
-Tensor run_decomposition(const KernelContext& ctx) {
+Tensor kernels::run_decomposition(const KernelContext& ctx) {
   const Node& n = ctx.node();
   Graph g(default_registry());
   std::unordered_map<const Node*, Node*> placeholder_of;
@@ -152,8 +154,6 @@ Tensor run_decomposition(const KernelContext& ctx) {
   return interpret(g, inputs).at(0);
 }
 
-}  // namespace
-
 void register_composite_kernels(InterpreterTable& t) {
   t.add("softmax.int", [](const KernelContext& c) { return softmax_kernel(c, false); });
   t.add("log_softmax.int", [](const KernelContext& c) { return softmax_kernel(c, true); });
@@ -162,7 +162,7 @@ void register_composite_kernels(InterpreterTable& t) {
   t.add("log_softmax_backward_data.default",
         [](const KernelContext& c) { return softmax_backward_kernel(c, true); });
   t.add("layer_norm.default", layer_norm_kernel);
-  t.add("linear.default", run_decomposition);
+  t.add("linear.default", kernels::run_decomposition);
 }
 
 }  // namespace stax

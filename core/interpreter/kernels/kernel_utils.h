@@ -28,6 +28,10 @@
 #include "core/tensor/tensor.h"
 #include "stax/sdk/scalar_ops.hpp"
 
+namespace stax {
+class KernelContext;
+}
+
 namespace stax::kernels {
 
 using i64 = stax_scalar::i64;  // long long: the integer type stax_scalar's overloads take
@@ -260,5 +264,11 @@ struct ReductionLayout {
   std::vector<int64_t> inner;
 };
 ReductionLayout reduction_layout(const Tensor& in, const std::vector<bool>& mask);
+
+// ---- composite ops ------------------------------------------------------------------------------
+
+// The kernel of a Composite op that runs its decomposition on the interpreter (a one-node graph,
+// decomposed and interpreted; composite_kernels.cpp). Deterministic ops only.
+Tensor run_decomposition(const KernelContext& ctx);
 
 }  // namespace stax::kernels

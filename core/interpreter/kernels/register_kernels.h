@@ -12,6 +12,7 @@ void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);    // incl. random ops
 void register_composite_kernels(InterpreterTable& t);   // softmax ... (may run the decomposition)
+void register_nn_kernels(InterpreterTable& t);          // convolution, pooling, norms (nn_kernels.cpp)
 
 inline void register_all_kernels(InterpreterTable& t) {
   register_pointwise_kernels(t);
@@ -21,6 +22,7 @@ inline void register_all_kernels(InterpreterTable& t) {
   register_extern_kernels(t);
   register_creation_kernels(t);
   register_composite_kernels(t);
+  register_nn_kernels(t);
 }
 
 }  // namespace stax
