@@ -40,6 +40,11 @@ Arg parse_default(const std::string& text, const ParamSpec& p, const std::string
   if (text == "None") return p.type == ParamType::ScalarType ? Arg(Undefined{}) : Arg();
   if (text == "True") return Arg(true);
   if (text == "False") return Arg(false);
+  if (auto e = parse_enum_literal(text)) return Arg(*e);  // memory_format=contiguous_format
+  if (p.type == ParamType::ScalarType) {                  // dtype=long
+    if (auto t = parse_dtype(text)) return Arg(*t);
+    bad(schema, "unknown dtype default '" + text + "'");
+  }
   if (text.size() >= 2 && (text[0] == '\'' || text[0] == '"')) return Arg(text.substr(1, text.size() - 2));
   if (text.front() == '[') {
     Arg::List l;
@@ -118,6 +123,7 @@ std::string OpSchema::str() const {
 
 OpSchema parse_schema(const std::string& text) {
   OpSchema sc;
+  sc.text = trim(text);
   auto lp = text.find('('), rp = text.rfind(')');
   if (lp == std::string::npos || rp == std::string::npos || rp < lp) bad(text, "expected NAME(PARAMS)");
   std::string name = trim(text.substr(0, lp));

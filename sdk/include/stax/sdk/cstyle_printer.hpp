@@ -104,6 +104,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   PrintedBody print(const LoopBody& body) {
     out_ = PrintedBody();
     cse_.clear();
+    hoisted_names_.clear();
     loads_of_.clear();
     op_values_.assign(body.num_ops(), std::string());
     mark_invariant(body);
@@ -330,14 +331,20 @@ class CStylePrinter : public OpsHandler<std::string> {
 
  protected:
   // Emits `<declare> tmpN = rhs;` unless an identical rhs was emitted before; returns the name.
+  // A value hoisted before a reduction loop may reuse only a hoisted one: a name declared inside
+  // the loop is out of scope there (found by the OpInfo harness: pow's exponent gradient hoisted
+  // `ge(x, 0.0f)` while the loop's own `0.0f` had been emitted first).
   std::string emit(const std::string& rhs, bool cse = true) {
+    std::vector<std::string>& to = dest();
+    bool hoisting = &to == &out_.hoisted;
     if (cse) {
       auto it = cse_.find(rhs);
-      if (it != cse_.end()) return it->second;
+      if (it != cse_.end() && (!hoisting || hoisted_names_.count(it->second))) return it->second;
     }
     std::string name = t_.value_prefix + std::to_string(value_counter_++);
-    dest().push_back(t_.declare + " " + name + " = " + rhs + ";");
+    to.push_back(t_.declare + " " + name + " = " + rhs + ";");
     value_dtype_[name] = cur_dtype_;
+    if (hoisting) hoisted_names_.insert(name);
     if (cse) cse_[rhs] = name;
     return name;
   }
@@ -486,6 +493,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   std::vector<std::string> op_values_;
   DType cur_dtype_ = DType::Float32;
   int32_t cur_op_ = -1;
+  std::set<std::string> hoisted_names_;  // values emitted into out_.hoisted
   std::vector<bool> invariant_;
   int value_counter_ = 0;
   int acc_counter_ = 0;
