@@ -122,7 +122,7 @@ inline std::vector<Case> binary_cases(std::mt19937_64& rng) {
       {"sub.Tensor", u, u, {}, {{"alpha", 0.5}}, "alpha"},
       {"mul.Tensor", u, u, {}, {}, ""},
       {"div.Tensor", u, nz, {}, {}, ""},
-      {"pow.Tensor", p, u, {}, {}, ""},
+      {"pow.Tensor_Tensor", p, u, {}, {}, ""},
       {"remainder.Tensor", [](Shape s) { return U(std::move(s), -3, 3); }, p, {}, {}, ""},
       {"maximum", u, u, {}, {}, ""},
       {"minimum", u, u, {}, {}, ""},
@@ -149,9 +149,12 @@ inline std::vector<Case> binary_cases(std::mt19937_64& rng) {
   out.push_back({"sub_Scalar", {U({2, 3})}, op1("sub.Scalar", {1.5})});
   out.push_back({"mul_Scalar", {U({2, 3})}, op1("mul.Scalar", {-1.5})});
   out.push_back({"div_Scalar", {U({2, 3})}, op1("div.Scalar", {4})});
-  out.push_back({"pow_Scalar_float", {P({2, 3})}, op1("pow.Scalar", {2.5})});
-  out.push_back({"pow_Scalar_int", {U({2, 3})}, op1("pow.Scalar", {3})});
-  out.push_back({"pow_Scalar_zero", {U({2, 3})}, op1("pow.Scalar", {0})});
+  out.push_back({"pow_Scalar_float", {P({2, 3})}, op1("pow.Tensor_Scalar", {2.5})});
+  out.push_back({"pow_Scalar_int", {U({2, 3})}, op1("pow.Tensor_Scalar", {3})});
+  out.push_back({"pow_Scalar_zero", {U({2, 3})}, op1("pow.Tensor_Scalar", {0})});
+  out.push_back({"pow_Scalar_base", {U({2, 3})}, [](Graph& g, const std::vector<Node*>& x) {
+                   return g.call("pow.Scalar", {2.5, x[0]});
+                 }});
   out.push_back({"remainder_Scalar", {U({2, 3}, -3, 3)}, op1("remainder.Scalar", {0.7})});
   // Selection.
   auto where_self = [](Graph& g, const std::vector<Node*>& x) {
@@ -240,6 +243,17 @@ inline std::vector<Case> view_cases() {
   out.push_back({"contiguous", {U({3, 2})}, [](Graph& g, const std::vector<Node*>& x) {
                    return g.call("contiguous", {g.call("t", {x[0]})});
                  }});
+  out.push_back({"lift_fresh_copy", {U({3, 2})}, op1("lift_fresh_copy")});
+  out.push_back({"_reshape_alias", {U({3, 2})},
+                 op1("_reshape_alias", {std::vector<int64_t>{2, 3}, std::vector<int64_t>{3, 1}})});
+  out.push_back({"_to_copy", {U({3, 2})}, op1("_to_copy")});
+  // as_strided reading positions more than once: their gradients accumulate.
+  out.push_back({"as_strided_overlap", {U({6})},
+                 op1("as_strided", {std::vector<int64_t>{3, 2}, std::vector<int64_t>{1, 2}, 1})});
+  out.push_back({"as_strided_2d", {U({3, 4})},
+                 op1("as_strided", {std::vector<int64_t>{2, 3}, std::vector<int64_t>{4, 1}})});
+  out.push_back({"as_strided_0d", {U({5})},
+                 op1("as_strided", {std::vector<int64_t>{}, std::vector<int64_t>{}, 3})});
   return out;
 }
 
@@ -334,6 +348,8 @@ inline std::vector<Case> composite_cases() {
   out.push_back({"softmax", {U({3, 5})}, op1("softmax.int", {1})});
   out.push_back({"softmax_dim0", {U({4, 2, 3})}, op1("softmax.int", {0})});
   out.push_back({"log_softmax", {U({3, 5})}, op1("log_softmax.int", {-1})});
+  out.push_back({"_softmax", {U({3, 5})}, op1("_softmax", {1, false})});
+  out.push_back({"_log_softmax", {U({3, 5})}, op1("_log_softmax", {0, false})});
   out.push_back(
       {"layer_norm", {U({3, 4}), U({4}), U({4})}, [](Graph& g, const std::vector<Node*>& x) {
          return g.call("layer_norm", {x[0], L({4}), x[1], x[2]});

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "core/graph/parser.h"
+#include "tests/support/aten_names.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/reduction_bound.h"
 
@@ -120,8 +121,8 @@ TEST(CompiledPointwise, BinaryOpsTensorAndScalar) {
     Node* y = g.placeholder("y", {6, 8}, dt);
     std::vector<Node*> outs;
     for (const char* op : ops) {
-      outs.push_back(g.call(std::string(op) + ".Tensor", {x, y}));
-      outs.push_back(g.call(std::string(op) + ".Scalar", {x, 3}));
+      outs.push_back(g.call(test::tensor_overload(op), {x, y}));
+      outs.push_back(g.call(test::scalar_overload(op), {x, 3}));
     }
     outs.push_back(g.call("add.Tensor", {x, y}, {{"alpha", Arg(2)}}));
     outs.push_back(g.call("sub.Scalar", {x, 1.5}));

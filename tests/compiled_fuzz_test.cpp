@@ -11,6 +11,8 @@
 // found by the fuzzer are their own TESTs.
 #include <gtest/gtest.h>
 
+#include "tests/support/aten_names.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
+#include "tests/support/aten_names.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/cuda_e2e.h"
 
@@ -141,10 +144,10 @@ Node* random_op(Gen& r, Graph& g, std::vector<Node*>& pool, bool& reduction) {
     case 3: {
       Node* b = r.pick(pool);
       std::string op = r.pick(kBinary);
-      if (r.chance(0.3)) return g.call(op + ".Scalar", {a, r.scalar()});
+      if (r.chance(0.3)) return g.call(test::scalar_overload(op), {a, r.scalar()});
       if ((op == "add" || op == "sub") && r.chance(0.3))
         return g.call(op + ".Tensor", {a, b}, {{"alpha", r.scalar()}});
-      return g.call(op + ".Tensor", {a, b});
+      return g.call(test::tensor_overload(op), {a, b});
     }
     case 4: {
       Node* b = r.pick(pool);
@@ -622,12 +625,12 @@ TEST(CompiledFuzz, BoolPowRemainderFloorDivideAreRejectedWhenBuilt) {
     Graph g;
     Node* a = g.placeholder("a", {4}, DType::Bool);
     Node* b = g.placeholder("b", {4}, DType::Bool);
-    EXPECT_THROW(g.call(std::string(op) + ".Tensor", {a, b}), Error) << op;
-    EXPECT_THROW(g.call(std::string(op) + ".Scalar", {a, true}), Error) << op;
+    EXPECT_THROW(g.call(test::tensor_overload(op), {a, b}), Error) << op;
+    EXPECT_THROW(g.call(test::scalar_overload(op), {a, true}), Error) << op;
     // With an integer operand the computation is int64, which is defined.
-    Node* i = g.call(std::string(op) + ".Scalar", {a, 2});
+    Node* i = g.call(test::scalar_overload(op), {a, 2});
     EXPECT_EQ(i->dtype(), DType::Int64);
-    Node* f = g.call(std::string(op) + ".Tensor", {g.call("to.dtype", {a, DType::Float32}), b});
+    Node* f = g.call(test::tensor_overload(op), {g.call("to.dtype", {a, DType::Float32}), b});
     g.output({i, f});
     expect_compiled_equals_interpreter(g);
   }

@@ -90,8 +90,8 @@ TEST(Decompositions, HalfSoftmaxComputesInFloat) {
   Graph g;
   Node* x = g.placeholder("x", {4, 16}, DType::Float16);
   Node* a = g.call("softmax.int", {x, 1});
-  Node* b = g.call("softmax.int", {x, 1, true});
-  Node* c = g.call("log_softmax.int", {x, 1, true});
+  Node* b = g.call("_softmax", {x, 1, true});
+  Node* c = g.call("_log_softmax", {x, 1, true});
   EXPECT_EQ(a->dtype(), DType::Float16);
   EXPECT_EQ(b->dtype(), DType::Float32);
   g.output({a, b, c});
@@ -104,9 +104,9 @@ TEST(Decompositions, SoftmaxBackwardData) {
   Node* gy = g.placeholder("g", {5, 7});
   Node* y = g.placeholder("y", {5, 7});
   Node* ly = g.placeholder("ly", {5, 7});
-  g.output({g.call("softmax_backward_data", {gy, y, 1, DType::Float32}),
-            g.call("log_softmax_backward_data", {gy, ly, -1, DType::Float32}),
-            g.call("softmax_backward_data", {gy, y, 0, DType::Float16})});
+  g.output({g.call("_softmax_backward_data", {gy, y, 1, DType::Float32}),
+            g.call("_log_softmax_backward_data", {gy, ly, -1, DType::Float32}),
+            g.call("_softmax_backward_data", {gy, y, 0, DType::Float16})});
   // Realistic inputs: y = softmax(z), ly = log_softmax(z).
   Graph fw;
   Node* z = fw.placeholder("z", {5, 7});
@@ -119,7 +119,7 @@ TEST(Decompositions, SoftmaxBackwardData) {
   Graph h;
   Node* hg = h.placeholder("g", {2});
   Node* hy = h.placeholder("y", {2});
-  h.output({h.call("softmax_backward_data", {hg, hy, 0, DType::Float32})});
+  h.output({h.call("_softmax_backward_data", {hg, hy, 0, DType::Float32})});
   auto r = interpret(
       h, {Tensor::from_vector<float>({2}, {1, 0}), Tensor::from_vector<float>({2}, {0.5f, 0.5f})});
   EXPECT_EQ(r[0].to_vector<float>(), (std::vector<float>{0.25f, -0.25f}));

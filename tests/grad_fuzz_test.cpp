@@ -195,7 +195,7 @@ class Generator {
         if (op == "gelu_tanh")
           push(g_->call("gelu", {x, "tanh"}), a.tie_free);
         else if (op == "square")
-          push(g_->call("pow.Scalar", {x, 2}), false);
+          push(g_->call("pow.Tensor_Scalar", {x, 2}), false);
         else if (op == "cast")
           // The float64 copy of a case (force_f64_) keeps the node as a float64 -> float64 cast.
           push(g_->call("to.dtype",
@@ -862,7 +862,7 @@ TEST(GradFuzzRegression, PowSquareAndReciprocalCompiledEqualInterpreterBitwise) 
     SCOPED_TRACE(dtype_name(dt));
     Graph g;
     Node* x = g.placeholder("", {6}, dt);
-    g.output({g.call("pow.Scalar", {x, 2}), g.call("pow.Scalar", {x, -1})});
+    g.output({g.call("pow.Tensor_Scalar", {x, 2}), g.call("pow.Tensor_Scalar", {x, -1})});
     CompiledFunction f(g, {"primals_1"}, compiler);
     Tensor in = Tensor::from_vector({6}, dt == DType::Float64 ? f64 : f32, dt);
     std::vector<Tensor> up = {Tensor::ones({6}, dt), Tensor::ones({6}, dt)};

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -143,7 +144,8 @@ TEST(InterpPointwise, UnaryIntToFloatAndIntegerOps) {
 TEST(InterpPointwise, ReluSignRoundSpecialValues) {
   Tensor x = f32({7}, {-0.0f, 0.0f, kNaN, -kInf, kInf, -2.5f, 2.5f});
   expect_bits(unary("relu", x).to_vector<float>(), {-0.0f, 0.0f, kNaN, 0.0f, kInf, 0.0f, 2.5f});
-  expect_bits(unary("sign", x).to_vector<float>(), {-0.0f, 0.0f, kNaN, -1.0f, 1.0f, -1.0f, 1.0f});
+  // torch: sign(x) = (0 < x) - (x < 0), so NaN and -0.0 give +0.0.
+  expect_bits(unary("sign", x).to_vector<float>(), {0.0f, 0.0f, 0.0f, -1.0f, 1.0f, -1.0f, 1.0f});
   // round: half to even.
   Tensor h = f32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 3.7f});
   expect_bits(unary("round", h).to_vector<float>(), {0.0f, 2.0f, 2.0f, -0.0f, -2.0f, 4.0f});
@@ -210,16 +212,16 @@ TEST(InterpPointwise, MulDivPow) {
   expect_bits(q.to_vector<float>(), {3.5f, -3.5f, kInf, kNaN});
   EXPECT_EQ(binary_scalar("div.Scalar", i64({2}, {1, 3}), 4).dtype(), DType::Float32);
   // pow: float via powf; integers by repeated squaring.
-  expect_bits(binary_scalar("pow.Scalar", f32({3}, {2.0f, 9.0f, -2.0f}), 0.5).to_vector<float>(),
+  expect_bits(binary_scalar("pow.Tensor_Scalar", f32({3}, {2.0f, 9.0f, -2.0f}), 0.5).to_vector<float>(),
               {std::pow(2.0f, 0.5f), 3.0f, std::pow(-2.0f, 0.5f)});
-  EXPECT_EQ(binary("pow.Tensor", i64({4}, {2, -3, 5, 1}), i64({4}, {10, 3, 0, -1}))
+  EXPECT_EQ(binary("pow.Tensor_Tensor", i64({4}, {2, -3, 5, 1}), i64({4}, {10, 3, 0, -1}))
                 .to_vector<int64_t>(),
             (std::vector<int64_t>{1024, -27, 1, 1}));
-  Tensor ps = binary_scalar("pow.Scalar", i64({2}, {2, 3}), 2);
+  Tensor ps = binary_scalar("pow.Tensor_Scalar", i64({2}, {2, 3}), 2);
   EXPECT_EQ(ps.dtype(), DType::Int64);
   EXPECT_EQ(ps.to_vector<int64_t>(), (std::vector<int64_t>{4, 9}));
   // A Python float exponent promotes an int tensor to float32.
-  EXPECT_EQ(binary_scalar("pow.Scalar", i64({1}, {4}), 0.5).dtype(), DType::Float32);
+  EXPECT_EQ(binary_scalar("pow.Tensor_Scalar", i64({1}, {4}), 0.5).dtype(), DType::Float32);
 }
 
 TEST(InterpPointwise, IntegerFloorDivideAndRemainderSigns) {
@@ -227,7 +229,7 @@ TEST(InterpPointwise, IntegerFloorDivideAndRemainderSigns) {
   Tensor b = i64({8}, {2, 2, -2, -2, 3, 4, 0, -3});
   // Python semantics: floor toward -inf; remainder takes the divisor's sign. x / 0 gives 0
   // (stax_scalar's documented, non-trapping choice).
-  EXPECT_EQ(binary("floor_divide.Tensor", a, b).to_vector<int64_t>(),
+  EXPECT_EQ(binary("floor_divide", a, b).to_vector<int64_t>(),
             (std::vector<int64_t>{3, -4, -4, 3, 2, -2, 0, 0}));
   EXPECT_EQ(binary("remainder.Tensor", a, b).to_vector<int64_t>(),
             (std::vector<int64_t>{1, 1, -1, -1, 0, 2, 0, 0}));
@@ -238,7 +240,7 @@ TEST(InterpPointwise, IntegerFloorDivideAndRemainderSigns) {
 TEST(InterpPointwise, FloatFloorDivideAndRemainder) {
   Tensor a = f32({6}, {7.5f, -7.5f, 7.5f, -7.5f, 1.0f, -0.0f});
   Tensor b = f32({6}, {2.0f, 2.0f, -2.0f, -2.0f, 0.0f, 3.0f});
-  expect_bits(binary("floor_divide.Tensor", a, b).to_vector<float>(),
+  expect_bits(binary("floor_divide", a, b).to_vector<float>(),
               {3.0f, -4.0f, -4.0f, 3.0f, kInf, -0.0f});
   expect_bits(binary("remainder.Tensor", a, b).to_vector<float>(),
               {1.5f, 0.5f, -0.5f, -1.5f, std::fmod(1.0f, 0.0f), -0.0f});
@@ -411,15 +413,22 @@ TEST(InterpPointwise, ToDtypeUsesLoopLevelConversions) {
   OneOp o;
   Tensor r = o.run("to.dtype", {o.in(x), DType::Int64});
   EXPECT_EQ(r.dtype(), DType::Int64);
-  // Truncation toward zero; NaN -> 0; out of range saturates (stax_scalar::convert).
-  EXPECT_EQ(r.to_vector<int64_t>(),
-            (std::vector<int64_t>{2, -2, 0, std::numeric_limits<int64_t>::max(),
-                                  std::numeric_limits<int64_t>::min(), 0}));
+  // Truncation toward zero; NaN and out of range give INT64_MIN (x86's cvttss2si, as torch).
+  constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{2, -2, kMin64, kMin64, kMin64, 0}));
+  // Narrower integers go through the 32-bit conversion (INT32_MIN for NaN / inf / out of range)
+  // and keep the low bits, as torch on x86: values from torch 1.13.
+  Tensor v = f32({9}, {3e9f, -1.5f, kNaN, kInf, -kInf, 300.7f, -200.5f, 255.9f, 128.0f});
   OneOp o2;
-  Tensor r32 = o2.run("to.dtype", {o2.in(f32({2}, {3e9f, -1.5f})), DType::Int32});
-  // 3e9 -> int64 3000000000, narrowed modulo 2^32.
-  EXPECT_EQ(r32.to_vector<int32_t>(),
-            (std::vector<int32_t>{static_cast<int32_t>(3000000000LL), -1}));
+  EXPECT_EQ(o2.run("to.dtype", {o2.in(v), DType::Int32}).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, -1, INT32_MIN, INT32_MIN, INT32_MIN, 300, -200, 255,
+                                  128}));
+  OneOp o8;
+  EXPECT_EQ(o8.run("to.dtype", {o8.in(v), DType::Int8}).to_vector<int8_t>(),
+            (std::vector<int8_t>{0, -1, 0, 0, 0, 44, 56, -1, -128}));
+  OneOp o9;
+  EXPECT_EQ(o9.run("to.dtype", {o9.in(v), DType::UInt8}).to_vector<uint8_t>(),
+            (std::vector<uint8_t>{0, 255, 0, 0, 0, 44, 56, 255, 128}));
   OneOp o3;
   Tensor b = o3.run("to.dtype", {o3.in(x), DType::Bool});
   EXPECT_EQ(b.to_vector<bool>(), (std::vector<bool>{true, true, true, true, true, false}));

@@ -51,8 +51,10 @@ void binary(Target& t, DType dt) {
   Node* y = t.input(g, "y", {6, 8}, dt);
   std::vector<Node*> outs;
   for (const char* op : {"add", "sub", "mul", "div", "pow", "remainder", "floor_divide"}) {
-    outs.push_back(g.call(std::string(op) + ".Tensor", {x, y}));
-    outs.push_back(g.call(std::string(op) + ".Scalar", {x, 3}));
+    std::string o = op;  // aten: pow.Tensor_Tensor / pow.Tensor_Scalar, floor_divide(.default)
+    outs.push_back(g.call(o == "pow" ? "pow.Tensor_Tensor" : o == "floor_divide" ? o : o + ".Tensor",
+                          {x, y}));
+    outs.push_back(g.call(o == "pow" ? "pow.Tensor_Scalar" : o + ".Scalar", {x, 3}));
   }
   outs.push_back(g.call("add.Tensor", {x, y}, {{"alpha", Arg(2)}}));
   outs.push_back(g.call("sub.Scalar", {x, 1.5}));

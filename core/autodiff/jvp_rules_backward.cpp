@@ -95,7 +95,7 @@ void register_backward_jvps(JvpTable& t) {
     return sum_terms(c, {grad_term(c, "grad_output"), tx});
   });
   // y (g - Σ g y): ġ-term, plus ẏ (g - Σ g y) - y Σ g ẏ
-  t.add("softmax_backward_data.default", [](JvpContext& c) {
+  t.add("_softmax_backward_data.default", [](JvpContext& c) {
     Node* yd = c.tangent("output");
     Node* ty = nullptr;
     if (yd) {
@@ -109,7 +109,7 @@ void register_backward_jvps(JvpTable& t) {
     return sum_terms(c, {grad_term(c, "grad_output"), ty});
   });
   // g - exp(y) Σ g: ġ-term, plus -exp(y) ẏ Σ g
-  t.add("log_softmax_backward_data.default", [](JvpContext& c) {
+  t.add("_log_softmax_backward_data.default", [](JvpContext& c) {
     Node* yd = c.tangent("output");
     Node* ty = nullptr;
     if (yd) {

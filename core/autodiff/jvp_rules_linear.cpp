@@ -89,10 +89,15 @@ void register_linear_jvps(JvpTable& t) {
   for (const char* op :
        {"reshape.default", "permute.default", "t.default", "transpose.int", "expand.default",
         "squeeze.default", "squeeze.dim", "squeeze.dims", "unsqueeze.default", "slice.Tensor",
-        "select.int", "alias.default", "clone.default", "contiguous.default"})
+        "select.int", "alias.default", "clone.default", "contiguous.default",
+        "lift_fresh_copy.default", "as_strided.default"})
     t.add(op, linear());
   t.add("view.default", linear("reshape"));
   t.add("_unsafe_view.default", linear("reshape"));
+  t.add("_reshape_alias.default", [](JvpContext& c) -> Node* {
+    Node* d = c.tangent("self");
+    return d ? c.call("reshape", {d, c.arg("size")}) : nullptr;
+  });
   for (const char* op : {"sum.default", "sum.dim_IntList", "mean.default", "mean.dim"})
     t.add(op, linear());
   for (const char* op : {"cat.default", "gather.default", "index.Tensor", "index_select.default",

@@ -75,14 +75,17 @@ void register_nonlinear_jvps(JvpTable& t) {
   });
   // softmax's Jacobian diag(y) - y yᵀ is symmetric: its VJP rule applies to the tangent.
   t.add("softmax.int", jvp_via_symmetric_vjp("softmax.int", "self"));
+  t.add("_softmax.default", jvp_via_symmetric_vjp("_softmax.default", "self"));
   // log_softmax: ẏ = ẋ - Σ_dim softmax(x) ẋ, with softmax(x) = exp(y)
-  t.add("log_softmax.int", [](JvpContext& c) {
+  auto log_softmax_jvp = [](JvpContext& c) {
     Node* xd = c.tangent("self");
     Node* s = c.call("exp", {c.out()});
     Node* dot = c.call("sum.dim_IntList",
                        {c.mul(s, xd), Arg(std::vector<int64_t>{c.arg("dim").to_int()}), true});
     return c.sub(xd, dot);
-  });
+  };
+  t.add("log_softmax.int", log_softmax_jvp);
+  t.add("_log_softmax.default", log_softmax_jvp);
   t.add("layer_norm.default", layer_norm_jvp);
   t.add("dropout.default", dropout_jvp);
 }

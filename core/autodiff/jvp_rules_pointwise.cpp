@@ -3,6 +3,8 @@
 // The unary math ops have a diagonal Jacobian, so J ẋ = Jᵀ ẋ: their JVP is their VJP rule applied
 // to the tangent (one formula per op, written once in vjp_rules_pointwise.cpp). The binary ops
 // are written out; the builder broadcasts a tangent that is smaller than the output.
+#include <cmath>
+
 #include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
 
@@ -80,14 +82,14 @@ void register_binary(JvpTable& t) {
     return c.div(num, b);
   });
   // ȧ b a^(b-1) + ḃ y log a (0 where a == 0 and b >= 0, as the VJP)
-  t.add("pow.Tensor", [](JvpContext& c) {
+  t.add("pow.Tensor_Tensor", [](JvpContext& c) {
     Node* a = c.in("self");
-    Node* b = c.in("other");
+    Node* b = c.in("exponent");
     Node* ad = c.tangent(a);
     Node* bd = c.tangent(b);
     Node* ta = nullptr;
     Node* tb = nullptr;
-    if (ad) ta = c.mul(c.mul(ad, b), c.call("pow.Tensor", {a, c.call("sub.Scalar", {b, 1})}));
+    if (ad) ta = c.mul(c.mul(ad, b), c.call("pow.Tensor_Tensor", {a, c.call("sub.Scalar", {b, 1})}));
     if (bd) {
       Node* v = c.mul(c.mul(bd, c.out()), c.call("log", {a}));
       Node* mask =
@@ -97,13 +99,21 @@ void register_binary(JvpTable& t) {
     return sum_terms(c, {ta, tb});
   });
   // ẋ s x^(s-1)
-  t.add("pow.Scalar", [](JvpContext& c) -> Node* {
-    const Arg& s = c.arg("other");
+  t.add("pow.Tensor_Scalar", [](JvpContext& c) -> Node* {
+    const Arg& s = c.arg("exponent");
     if (s.to_double() == 0.0) return nullptr;
     Node* x = c.in("self");
-    Node* p = s.is_double() ? c.call("pow.Scalar", {x, s.to_double() - 1})
-                            : c.call("pow.Scalar", {x, s.to_int() - 1});
+    Node* p = s.is_double() ? c.call("pow.Tensor_Scalar", {x, s.to_double() - 1})
+                            : c.call("pow.Tensor_Scalar", {x, s.to_int() - 1});
     return c.mul(c.mul(c.tangent(x), p), s);
+  });
+  // s ** x: ẋ y log s (0 where s == 0 and x >= 0, as the VJP)
+  t.add("pow.Scalar", [](JvpContext& c) -> Node* {
+    double s = c.arg("self").to_double();
+    Node* x = c.in("exponent");
+    Node* v = c.mul(c.mul(c.tangent(x), c.out()), Arg(std::log(s)));
+    if (s != 0.0) return v;
+    return c.call("where.ScalarSelf", {c.call("ge.Scalar", {x, 0}), 0.0, v});
   });
   // ȧ - ḃ floor(a / b)
   t.add("remainder.Tensor", [](JvpContext& c) {
@@ -111,7 +121,7 @@ void register_binary(JvpTable& t) {
     Node* bd = c.tangent("other");
     Node* tb = nullptr;
     if (bd) {
-      Node* q = c.call("floor_divide.Tensor", {c.in("self"), c.in("other")});
+      Node* q = c.call("floor_divide", {c.in("self"), c.in("other")});
       tb = c.neg(c.mul(bd, q));
     }
     return sum_terms(c, {ad, tb});
@@ -145,7 +155,8 @@ void register_select(JvpTable& t) {
     return c.call("where.ScalarOther", {c.in("condition"), c.tangent("self"), 0.0});
   });
   t.add("clamp.default", jvp_via_symmetric_vjp("clamp.default", "self"));
-  t.add("to.dtype", [](JvpContext& c) { return c.cast(c.tangent("self"), c.out()->dtype()); });
+  for (const char* op : {"to.dtype", "_to_copy.default"})
+    t.add(op, [](JvpContext& c) { return c.cast(c.tangent("self"), c.out()->dtype()); });
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // VJP rules of the composite ops (softmax, log_softmax, layer_norm, linear) and of dropout.
-// softmax / log_softmax use torch's backward ops (softmax_backward_data,
-// log_softmax_backward_data); layer_norm and linear are written with base ops.
+// softmax / log_softmax use torch's backward ops (_softmax_backward_data,
+// _log_softmax_backward_data); layer_norm and linear are written with base ops.
 #include "core/autodiff/formulas.h"
 #include "core/autodiff/vjp.h"
 
@@ -74,8 +74,10 @@ void dropout_vjp(VjpContext& c) {
 }  // namespace
 
 void register_composite_vjps(VjpTable& t) {
-  t.add("softmax.int", softmax_vjp("softmax_backward_data"));
-  t.add("log_softmax.int", softmax_vjp("log_softmax_backward_data"));
+  t.add("softmax.int", softmax_vjp("_softmax_backward_data"));
+  t.add("_softmax.default", softmax_vjp("_softmax_backward_data"));
+  t.add("log_softmax.int", softmax_vjp("_log_softmax_backward_data"));
+  t.add("_log_softmax.default", softmax_vjp("_log_softmax_backward_data"));
   t.add("layer_norm.default", layer_norm_vjp);
   t.add("linear.default", linear_vjp);
   t.add("dropout.default", dropout_vjp);

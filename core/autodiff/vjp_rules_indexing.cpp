@@ -3,6 +3,7 @@
 // into zeros); writing (index_put, scatter) passes the gradient through except where it was
 // overwritten. Index tensors get no gradient. cat hands each input its slice of the gradient.
 #include "core/autodiff/vjp.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
@@ -89,8 +90,32 @@ void register_indexing_vjps(VjpTable& t) {
       }
     }
     if (c.needs("values")) {
-      Node* v = c.call("index.Tensor", {c.grad(), c.arg("indices")});
-      c.give("values", c.sum_to_shape(v, c.in("values")->shape()));
+      // The mask form (x[mask] = v): ḡ at the True entries, summed to v's shape. Only a v that
+      // broadcasts from one element has a static-shaped gradient: sum(where(mask, ḡ, 0)).
+      const Arg::List& idx = c.arg("indices").list();
+      int64_t at = -1;
+      for (size_t i = 0; i < idx.size(); ++i)
+        if (idx[i].is_node() && (idx[i].node()->dtype() == DType::Bool ||
+                                 idx[i].node()->dtype() == DType::UInt8))
+          at = static_cast<int64_t>(i);
+      Node* values = c.in("values");
+      if (at >= 0) {
+        if (values->meta().numel() != 1)
+          throw Error("autodiff", "%" + c.node()->name(),
+                      "the gradient of index_put's values through a bool mask needs values of "
+                      "one element (else its layout depends on the count of True entries)");
+        Node* mask = idx[at].node();
+        if (mask->dtype() != DType::Bool) mask = c.call("ne.Scalar", {mask, 0});
+        const Shape& full = c.grad()->shape();
+        Shape ms(full.size(), 1);
+        for (int64_t k = 0; k < mask->meta().dim(); ++k) ms[at + k] = full[at + k];
+        mask = c.reshape(mask, ms);
+        Node* picked = c.call("where.ScalarOther", {mask, c.grad(), 0.0});
+        c.give(values, c.reshape(c.call("sum", {picked}), values->shape()));
+      } else {
+        Node* v = c.call("index.Tensor", {c.grad(), c.arg("indices")});
+        c.give("values", c.sum_to_shape(v, values->shape()));
+      }
     }
   });
   t.add("scatter_add.default", [](VjpContext& c) {

@@ -1,6 +1,8 @@
 // VJP rules of the pointwise ops (unary math, binary arithmetic with broadcasting, where, clamp,
 // casts), after PyTorch's derivatives.yaml. g is the upstream gradient, x / a / b the inputs,
 // y the forward output. Broadcast inputs get sum_to_shape(contribution, input shape).
+#include <cmath>
+
 #include "core/autodiff/vjp.h"
 
 namespace stax {
@@ -48,7 +50,7 @@ void register_unary(VjpTable& t) {
         unary([](VjpContext& c, Node* g, Node*, Node* y) { return c.div(g, c.mul(y, Arg(2))); }));
   // d/dx x^(-1/2) = -1/2 y^3
   t.add("rsqrt.default", unary([](VjpContext& c, Node* g, Node*, Node* y) {
-          return c.mul(c.mul(g, c.call("pow.Scalar", {y, 3})), Arg(-0.5));
+          return c.mul(c.mul(g, c.call("pow.Tensor_Scalar", {y, 3})), Arg(-0.5));
         }));
   t.add("sin.default",
         unary([](VjpContext& c, Node* g, Node* x, Node*) { return c.mul(g, c.call("cos", {x})); }));
@@ -133,35 +135,44 @@ void register_binary(VjpTable& t) {
     if (c.needs("self")) c.give("self", c.div(c.grad(), c.arg("other")));
   });
   // a ^ b: ā = g b a^(b-1); b̄ = g y log(a), 0 where a == 0 and b >= 0 (torch's masking)
-  t.add("pow.Tensor", [](VjpContext& c) {
+  t.add("pow.Tensor_Tensor", [](VjpContext& c) {
     Node* g = c.grad();
     Node* a = c.in("self");
-    Node* b = c.in("other");
+    Node* b = c.in("exponent");
     if (c.needs(a)) {
-      Node* p = c.call("pow.Tensor", {a, c.call("sub.Scalar", {b, 1})});
+      Node* p = c.call("pow.Tensor_Tensor", {a, c.call("sub.Scalar", {b, 1})});
       give_reduced(c, "self", c.mul(c.mul(g, b), p));
     }
     if (c.needs(b)) {
       Node* v = c.mul(c.mul(g, c.out()), c.call("log", {a}));
       Node* mask =
           c.call("logical_and", {c.call("eq.Scalar", {a, 0}), c.call("ge.Scalar", {b, 0})});
-      give_reduced(c, "other", c.call("where.ScalarSelf", {mask, 0.0, v}));
+      give_reduced(c, "exponent", c.call("where.ScalarSelf", {mask, 0.0, v}));
     }
   });
   // a ^ s: ā = g s a^(s-1) (zero when s == 0)
-  t.add("pow.Scalar", [](VjpContext& c) {
-    const Arg& s = c.arg("other");
+  t.add("pow.Tensor_Scalar", [](VjpContext& c) {
+    const Arg& s = c.arg("exponent");
     if (!c.needs("self") || s.to_double() == 0.0) return;
     Node* x = c.in("self");
-    Node* p = s.is_double() ? c.call("pow.Scalar", {x, s.to_double() - 1})
-                            : c.call("pow.Scalar", {x, s.to_int() - 1});
+    Node* p = s.is_double() ? c.call("pow.Tensor_Scalar", {x, s.to_double() - 1})
+                            : c.call("pow.Tensor_Scalar", {x, s.to_int() - 1});
     c.give("self", c.mul(c.mul(c.grad(), p), s));
+  });
+  // s ** x: x̄ = g y log s, 0 where s == 0 and x >= 0 (torch's masking)
+  t.add("pow.Scalar", [](VjpContext& c) {
+    if (!c.needs("exponent")) return;
+    double s = c.arg("self").to_double();
+    Node* x = c.in("exponent");
+    Node* v = c.mul(c.mul(c.grad(), c.out()), Arg(std::log(s)));
+    if (s == 0.0) v = c.call("where.ScalarSelf", {c.call("ge.Scalar", {x, 0}), 0.0, v});
+    c.give("exponent", v);
   });
   // a - floor(a / b) * b: ā = g, b̄ = -g floor(a / b)
   t.add("remainder.Tensor", [](VjpContext& c) {
     give_reduced(c, "self", c.grad());
     if (c.needs("other")) {
-      Node* q = c.call("floor_divide.Tensor", {c.in("self"), c.in("other")});
+      Node* q = c.call("floor_divide", {c.in("self"), c.in("other")});
       give_reduced(c, "other", c.neg(c.mul(c.grad(), q)));
     }
   });
@@ -215,9 +226,10 @@ void register_select(VjpTable& t) {
     }
     c.give(x, c.call("where.ScalarOther", {mask, c.grad(), 0.0}));
   });
-  t.add("to.dtype", [](VjpContext& c) {
-    if (c.needs("self")) c.give("self", c.cast(c.grad(), c.in("self")->dtype()));
-  });
+  for (const char* op : {"to.dtype", "_to_copy.default"})
+    t.add(op, [](VjpContext& c) {
+      if (c.needs("self")) c.give("self", c.cast(c.grad(), c.in("self")->dtype()));
+    });
 }
 
 }  // namespace

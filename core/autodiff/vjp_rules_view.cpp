@@ -1,9 +1,11 @@
 // VJP rules of the view ops (and the copies clone / contiguous / alias): each undoes the view on
 // the upstream gradient. Slices and selects put the gradient into a zero tensor of the input's
 // shape: a cat with zero blocks for unit steps, an index_put at arange positions for larger steps.
-// as_strided has no rule (its inputs may overlap; torch's as_strided_backward is not mirrored).
+// as_strided of a contiguous input scatters the gradient back to the storage positions it read
+// (accumulating where the view reads a position more than once, as torch's as_strided_backward).
 #include "core/autodiff/vjp.h"
 #include "core/graph/ops/view_layout.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
@@ -32,6 +34,44 @@ Node* embed_slice(VjpContext& c, Node* g, const Shape& full, int64_t dim, int64_
 
 void identity(VjpContext& c) { c.give("self", c.grad()); }
 
+// y = as_strided(x, size, stride, offset) reads x's row-major storage at
+// P[i] = offset + Σ_k i_k stride_k, so x̄ = zeros(numel).index_put([P], ḡ, accumulate=True).
+void as_strided_vjp(VjpContext& c) {
+  if (!c.needs("self")) return;
+  Node* x = c.in("self");
+  const TensorMeta& m = x->meta();
+  if (m.strides != contiguous_strides(m.sizes))
+    throw Error("autodiff", "%" + c.node()->name(),
+                "as_strided's gradient needs a contiguous input (its storage positions are "
+                "row-major); make the input contiguous first");
+  auto size = c.arg("size").to_int_list();
+  auto stride = c.arg("stride").to_int_list();
+  const Arg& off = c.arg("storage_offset");
+  int64_t offset = off.is_absent() ? 0 : off.to_int();
+  Node* g = c.grad();
+  Node* zeros = c.zeros({m.numel()}, g->dtype(), m.device);
+  if (size.empty()) {  // a 0-d view reads one position
+    Node* v = c.reshape(g, {1});
+    Node* p = c.call("arange.start", {offset, offset + 1});
+    Node* flat = c.call("index_put", {zeros, Arg(Arg::List{Arg(p)}), v, true});
+    c.give("self", c.reshape(flat, m.sizes));
+    return;
+  }
+  Node* pos = nullptr;
+  for (size_t k = 0; k < size.size(); ++k) {
+    Node* a = c.call("arange", {size[k]});
+    if (stride[k] != 1) a = c.call("mul.Scalar", {a, stride[k]});
+    std::vector<int64_t> shape(size.size(), 1);
+    shape[k] = size[k];
+    a = c.reshape(a, Shape(shape.begin(), shape.end()));
+    pos = pos ? c.call("add.Tensor", {pos, a}) : a;
+  }
+  if (offset != 0) pos = c.call("add.Scalar", {pos, offset});
+  pos = c.call("expand", {pos, Arg(size)});
+  Node* flat = c.call("index_put", {zeros, Arg(Arg::List{Arg(pos)}), g, true});
+  c.give("self", c.reshape(flat, m.sizes));
+}
+
 void to_input_shape(VjpContext& c) {
   if (c.needs("self")) c.give("self", c.reshape(c.grad(), c.in("self")->shape()));
 }
@@ -40,10 +80,13 @@ void to_input_shape(VjpContext& c) {
 
 void register_view_vjps(VjpTable& t) {
   for (const char* op : {"view.default", "_unsafe_view.default", "reshape.default",
+                         "_reshape_alias.default",
                          "squeeze.default", "squeeze.dim", "squeeze.dims"})
     t.add(op, to_input_shape);
-  for (const char* op : {"alias.default", "clone.default", "contiguous.default"})
+  for (const char* op :
+       {"alias.default", "clone.default", "contiguous.default", "lift_fresh_copy.default"})
     t.add(op, identity);
+  t.add("as_strided.default", as_strided_vjp);
   t.add("unsqueeze.default", [](VjpContext& c) {
     if (c.needs("self")) c.give("self", c.call("squeeze.dim", {c.grad(), c.arg("dim")}));
   });

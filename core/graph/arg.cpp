@@ -96,6 +96,14 @@ static std::string quote(const std::string& s) {
   return out + "'";
 }
 
+std::optional<EnumLiteral> parse_enum_literal(std::string_view text) {
+  if (text.rfind("torch.", 0) == 0) text.remove_prefix(6);
+  for (std::string_view name : {"contiguous_format", "preserve_format", "channels_last",
+                                "channels_last_3d", "strided"})
+    if (text == name) return EnumLiteral{std::string(name)};
+  return std::nullopt;
+}
+
 std::string arg_str(const Arg& a) {
   struct V {
     std::string operator()(std::monostate) const { return "None"; }
@@ -106,6 +114,7 @@ std::string arg_str(const Arg& a) {
     std::string operator()(const std::string& s) const { return quote(s); }
     std::string operator()(DType t) const { return "tensorplay." + std::string(dtype_name(t)); }
     std::string operator()(Undefined) const { return "tensorplay.undefined"; }
+    std::string operator()(const EnumLiteral& e) const { return "torch." + e.name; }
     std::string operator()(const Arg::List& l) const {
       std::string s = "[";
       for (size_t i = 0; i < l.size(); ++i) {

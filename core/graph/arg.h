@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,9 +20,21 @@ struct Undefined {
   bool operator==(const Undefined&) const = default;
 };
 
+// A torch enum value written as a literal: memory formats (torch.contiguous_format,
+// torch.preserve_format, torch.channels_last, torch.channels_last_3d) and layouts (torch.strided),
+// as FX printouts and aten defaults write them. `name` is without "torch.".
+struct EnumLiteral {
+  std::string name;
+  bool operator==(const EnumLiteral&) const = default;
+};
+// The EnumLiteral spelled `text` ("torch.contiguous_format" or "contiguous_format"), if known.
+std::optional<EnumLiteral> parse_enum_literal(std::string_view text);
+
 struct Arg {
   using List = std::vector<Arg>;
-  std::variant<std::monostate, Node*, bool, int64_t, double, std::string, DType, Undefined, List> v;
+  std::variant<std::monostate, Node*, bool, int64_t, double, std::string, DType, Undefined, List,
+               EnumLiteral>
+      v;
 
   Arg() = default;
   Arg(Node* n) : v(n) {}
@@ -33,6 +47,7 @@ struct Arg {
   Arg(DType t) : v(t) {}
   Arg(Undefined u) : v(u) {}
   Arg(List l) : v(std::move(l)) {}
+  Arg(EnumLiteral e) : v(std::move(e)) {}
   Arg(const std::vector<int64_t>& ints);
   Arg(const std::vector<Node*>& nodes);
 
@@ -47,6 +62,7 @@ struct Arg {
   bool is_string() const { return std::holds_alternative<std::string>(v); }
   bool is_dtype() const { return std::holds_alternative<DType>(v); }
   bool is_list() const { return std::holds_alternative<List>(v); }
+  bool is_enum() const { return std::holds_alternative<EnumLiteral>(v); }
 
   Node* node() const { return std::get<Node*>(v); }
   bool to_bool() const;          // bool, or int 0/1

@@ -67,6 +67,9 @@ int64_t reduced_count(const Node& x, const Ints& dims) {
 Node* softmax_decomp(Graph& g, const Node& n, bool log) {
   Node* x = n.input(0);
   Ints dim{n.arg("dim").to_int()};
+  bool has_dtype = n.op()->schema.index_of("dtype") >= 0;  // softmax.int (else _softmax)
+  if (has_dtype && n.arg("dtype").is_dtype() && x->dtype() != n.arg("dtype").dtype())
+    x = cast(g, x, n.arg("dtype").dtype());
   DType in = x->dtype();
   bool up = is_half_like(in);
   if (up) x = cast(g, x, DType::Float32);
@@ -76,7 +79,7 @@ Node* softmax_decomp(Graph& g, const Node& n, bool log) {
   Node* z = g.call("sum.dim_IntList", {e, dim, true});
   Node* y =
       log ? g.call("sub.Tensor", {shifted, g.call("log", {z})}) : g.call("div.Tensor", {e, z});
-  return up && !n.arg("half_to_float").to_bool() ? cast(g, y, in) : y;
+  return up && (has_dtype || !n.arg("half_to_float").to_bool()) ? cast(g, y, in) : y;
 }
 
 Node* softmax_backward_decomp(Graph& g, const Node& n) {
@@ -223,10 +226,12 @@ Node* bernoulli_decomp(Graph& g, const Node& n) {
 const DecompositionTable& default_decompositions() {
   static const DecompositionTable table = [] {
     DecompositionTable t;
-    t.add("softmax.int", [](Graph& g, const Node& n) { return softmax_decomp(g, n, false); });
-    t.add("log_softmax.int", [](Graph& g, const Node& n) { return softmax_decomp(g, n, true); });
-    t.add("softmax_backward_data.default", softmax_backward_decomp);
-    t.add("log_softmax_backward_data.default", log_softmax_backward_decomp);
+    for (const char* op : {"softmax.int", "_softmax.default"})
+      t.add(op, [](Graph& g, const Node& n) { return softmax_decomp(g, n, false); });
+    for (const char* op : {"log_softmax.int", "_log_softmax.default"})
+      t.add(op, [](Graph& g, const Node& n) { return softmax_decomp(g, n, true); });
+    t.add("_softmax_backward_data.default", softmax_backward_decomp);
+    t.add("_log_softmax_backward_data.default", log_softmax_backward_decomp);
     t.add("layer_norm.default", layer_norm_decomp);
     t.add("linear.default", linear_decomp);
     t.add("addmm.default", addmm_decomp);

@@ -1,10 +1,10 @@
 // The decomposition table (seed §4.8): one entry per op overload, rewriting a call into simpler
 // ops through the Graph builder, and decompose(), the pass that applies it.
 //
-//   softmax.int                  -> amax, sub, exp, sum, div
-//   log_softmax.int              -> amax, sub, exp, sum, log, sub
-//   softmax_backward_data        -> mul, sum, mul, sub
-//   log_softmax_backward_data    -> sum, exp, mul, sub
+//   softmax.int / _softmax      -> (to.dtype,) amax, sub, exp, sum, div
+//   log_softmax.int / _log_softmax -> (to.dtype,) amax, sub, exp, sum, log, sub
+//   _softmax_backward_data       -> mul, sum, mul, sub
+//   _log_softmax_backward_data   -> sum, exp, mul, sub
 //   layer_norm                   -> mean, sub, mul, mean, add, rsqrt, mul (, mul weight, add bias)
 //   linear                       -> t, matmul (, add bias)
 //   silu                         -> sigmoid, mul

@@ -90,7 +90,9 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
 BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const std::string& where) {
   const auto& params = op.schema.params;
   size_t n_positional = 0;
-  while (n_positional < params.size() && !params[n_positional].kwarg_only) ++n_positional;
+  while (n_positional < params.size() &&
+         (!params[n_positional].kwarg_only || params[n_positional].positional_compat))
+    ++n_positional;
   if (args.size() > n_positional) {
     throw Error("graph", where,
                 op.name() + " takes at most " + std::to_string(n_positional) +
@@ -217,8 +219,39 @@ Node* Graph::placeholder(std::string name, Shape sizes, DType dtype) {
   return placeholder(std::move(name), TensorMeta::contiguous(std::move(sizes), dtype));
 }
 
+// aten accepts a Python number for a Tensor parameter (a "wrapped number", promoted like a Python
+// scalar), and make_fx printouts contain such calls: add.Tensor(%x, 1), where.self(%c, %x, 0.0).
+// Returns the overload of the same op that declares those parameters Scalar (add.Scalar,
+// where.ScalarOther), or null.
+static const OpDef* scalar_overload_for(const OpRegistry& reg, const OpDef& op,
+                                        const std::vector<Arg>& args, const Kwargs& kwargs) {
+  const auto& params = op.schema.params;
+  std::vector<bool> number(params.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < args.size() && i < params.size(); ++i)
+    if (params[i].type == ParamType::Tensor && args[i].is_number()) number[i] = any = true;
+  for (const auto& [k, v] : kwargs) {
+    int i = op.schema.index_of(k);
+    if (i >= 0 && params[i].type == ParamType::Tensor && v.is_number()) number[i] = any = true;
+  }
+  if (!any) return nullptr;
+  for (const OpDef* cand : reg.all()) {
+    if (cand == &op || cand->schema.base != op.schema.base) continue;
+    const auto& cp = cand->schema.params;
+    if (cp.size() != params.size()) continue;
+    bool ok = true;
+    for (size_t i = 0; ok && i < cp.size(); ++i)
+      ok = cp[i].name == params[i].name &&  // add.Tensor's *, alpha is add.Scalar's alpha
+           (number[i] ? cp[i].type == ParamType::Scalar : cp[i].type == params[i].type);
+    if (ok) return cand;
+  }
+  return nullptr;
+}
+
 Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs, std::string name) {
-  const OpDef& op = registry_->get(target, name.empty() ? "" : "%" + name);
+  const OpDef& op0 = registry_->get(target, name.empty() ? "" : "%" + name);
+  const OpDef* scalar_op = scalar_overload_for(*registry_, op0, args, kwargs);
+  const OpDef& op = scalar_op ? *scalar_op : op0;
   if (name.empty()) name = unique_name(op.schema.base);
   std::string where = "%" + name;
   BoundCall b = bind_call(op, std::move(args), std::move(kwargs), where);

@@ -46,6 +46,14 @@ void CallArgs::fail(const std::string& message) const {
   throw Error("shape", where_, op_.name() + ": " + message);
 }
 
+OpDef& OpDef::allow_positional(const std::string& param) {
+  int idx = schema.index_of(param);
+  if (idx < 0 || !schema.params[idx].kwarg_only)
+    throw Error("registry", "", name() + ": '" + param + "' is not a kwarg-only parameter");
+  schema.params[idx].positional_compat = true;
+  return *this;
+}
+
 // ---- registry ------------------------------------------------------------------------------------
 
 std::string canonical_target(std::string_view t) {

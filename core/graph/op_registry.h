@@ -67,6 +67,8 @@ struct OpDef {
   InferFn infer;
   bool differentiable = true;   // false for comparisons, argmax, integer-only ops ...
   const std::string& name() const { return schema.name; }
+  // Marks the kwarg-only `param` as also accepted positionally (ParamSpec::positional_compat).
+  OpDef& allow_positional(const std::string& param);
 };
 
 class OpRegistry {

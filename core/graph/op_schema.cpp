@@ -43,6 +43,11 @@ Arg parse_default(const std::string& text, const ParamSpec& p, const std::string
   // aten's loss reductions (at::Reduction) as torch prints their defaults.
   if (text == "Mean") return Arg(int64_t{1});
   if (text == "Sum") return Arg(int64_t{2});
+  if (auto e = parse_enum_literal(text)) return Arg(*e);  // memory_format=contiguous_format
+  if (p.type == ParamType::ScalarType) {                  // dtype=long
+    if (auto t = parse_dtype(text)) return Arg(*t);
+    bad(schema, "unknown dtype default '" + text + "'");
+  }
   if (text.size() >= 2 && (text[0] == '\'' || text[0] == '"')) return Arg(text.substr(1, text.size() - 2));
   if (text.front() == '[') {
     Arg::List l;
@@ -121,6 +126,7 @@ std::string OpSchema::str() const {
 
 OpSchema parse_schema(const std::string& text) {
   OpSchema sc;
+  sc.text = trim(text);
   auto lp = text.find('('), rp = text.rfind(')');
   if (lp == std::string::npos || rp == std::string::npos || rp < lp) bad(text, "expected NAME(PARAMS)");
   std::string name = trim(text.substr(0, lp));

@@ -32,6 +32,11 @@ struct ParamSpec {
   ParamType type = ParamType::Tensor;
   bool optional = false;    // "T?" : None allowed
   bool kwarg_only = false;  // declared after '*'
+  // A kwarg-only parameter that a call may also pass positionally, right after the positional
+  // ones: the seed's listings pass gelu's `approximate` so (Listing 5.2: `(%matmul, 'none')`),
+  // aten declares it after '*'. Bound nodes keep it in kwargs; the Listing 5.2 printer prints it
+  // positionally again (docs/aten_compat.md).
+  bool positional_compat = false;
   std::optional<Arg> default_value;  // None -> absent default: the param is required
 };
 
@@ -40,6 +45,7 @@ struct OpSchema {
   std::string base;      // "add"
   std::string overload;  // "Tensor" ("default" when the schema names none)
   std::vector<ParamSpec> params;
+  std::string text;      // the schema string as registered (aten's, verbatim)
 
   // Index of the parameter called `param`, or -1.
   int index_of(const std::string& param) const;

@@ -89,7 +89,7 @@ class Lexer {
   Token lex() {
     for (;;) {
       while (!at_end() && (at() == ' ' || at() == '\t' || at() == '\r')) advance();
-      if (at() != '#') break;
+      if (at() != '#' || src_.substr(pos_, 7) == "#users=") break;  // FX 1.x: [#users=1]
       while (!at_end() && at() != '\n') advance();
     }
     Token t;
@@ -101,6 +101,9 @@ class Lexer {
       advance();
       t.kind = Tok::Newline;
       t.text = "\n";
+    } else if (c == '#') {  // "#users" (the comment case was skipped above)
+      for (int i = 0; i < 6; ++i) advance();
+      t.kind = Tok::Ident;
     } else if (ident_start(c)) {
       t.kind = Tok::Ident;
       while (ident_char(at())) advance();
@@ -330,6 +333,11 @@ class Parser {
       open = lex_.next().loc;
       wrapped = true;
       expect_punct('(', "after 'graph'");
+      if (lex_.peek().is_punct(')')) {  // FX's "graph():" header: no closing ')' follows
+        lex_.next();
+        expect_punct(':', "after 'graph()'");
+        wrapped = false;
+      }
       Token t = lex_.next();
       if (t.kind != Tok::Newline && t.kind != Tok::End)
         fail(t.loc, "expected end of line after 'graph(', found " + describe(t));
@@ -440,8 +448,11 @@ class Parser {
     if (lex_.peek().is_punct(':')) {
       lex_.next();
       expect_punct('[', "after ':'");
-      rec.num_users_loc = expect_word("num_users", "after ': ['").loc;
-      expect_punct('=', "after 'num_users'");
+      Token nu = lex_.next();  // num_users (FX 2.x) or #users (FX 1.x)
+      if (!nu.is_word("num_users") && !nu.is_word("#users"))
+        fail(nu.loc, "expected 'num_users' after ': [', found " + describe(nu));
+      rec.num_users_loc = nu.loc;
+      expect_punct('=', "after '" + nu.text + "'");
       Token n = lex_.next();
       if (n.kind != Tok::Int || n.ival < 0)
         fail(n.loc, "expected a non-negative integer after 'num_users=', found " + describe(n));
@@ -453,10 +464,11 @@ class Parser {
       fail(eq.loc, "expected 'shape=', 'dtype=', 'device=', ': [num_users=N]' or '=' after %" +
                        rec.name + ", found " + describe(eq));
     Token kind = lex_.next();
-    if (kind.is_word("placeholder")) {
+    // FX's get_attr (a module's parameter or a lifted constant) is an input like a placeholder.
+    if (kind.is_word("placeholder") || kind.is_word("get_attr")) {
       rec.is_placeholder = true;
-      expect_punct('[', "after 'placeholder'");
-      expect_word("target", "after 'placeholder['");
+      expect_punct('[', "after '" + kind.text + "'");
+      expect_word("target", "after '" + kind.text + "['");
       expect_punct('=', "after 'target'");
       Token nm = lex_.next();
       if (nm.kind != Tok::Ident)
@@ -492,8 +504,8 @@ class Parser {
         expect_punct(')', "after args");
       }
     } else {
-      fail(kind.loc,
-           "expected 'placeholder' or 'call_function' after '=', found " + describe(kind));
+      fail(kind.loc, "expected 'placeholder', 'get_attr' or 'call_function' after '=', found " +
+                         describe(kind));
     }
     index_[rec.name] = records_.size();
     records_.push_back(std::move(rec));
@@ -575,7 +587,7 @@ class Parser {
       for (const auto& kv : rec.kwargs)
         if (kv.first == key) fail(k.loc, "keyword '" + key + "' given twice in kwargs");
       expect_punct(':', "after the keyword '" + key + "'");
-      rec.kwargs.emplace_back(key, parse_value("for keyword '" + key + "'"));
+      rec.kwargs.emplace_back(key, parse_value("for keyword '" + key + "'", true));
       Token t = lex_.next();
       if (t.is_punct('}')) return;
       if (!t.is_punct(',')) fail(t.loc, "expected ',' or '}' in kwargs, found " + describe(t));
@@ -586,7 +598,9 @@ class Parser {
     }
   }
 
-  RawValue parse_value(const std::string& context) {
+  // `bare_strings`: an identifier that is no other literal is a string (FX prints kwargs' string
+  // values unquoted: kwargs = {approximate: tanh}).
+  RawValue parse_value(const std::string& context, bool bare_strings = false) {
     Token t = lex_.next();
     RawValue v;
     v.loc = t.loc;
@@ -609,9 +623,18 @@ class Parser {
           v.literal = Arg(std::numeric_limits<double>::quiet_NaN());
         } else if (t.text == "tensorplay.undefined") {
           v.literal = Arg(Undefined{});
+        } else if (t.text == "device" && lex_.peek().is_punct('(')) {
+          v.literal = Arg(parse_device_literal());
+        } else if (t.text == "cpu" || t.text == "cuda" || t.text == "meta") {
+          v.literal = Arg(t.text);  // FX 1.x prints a device kwarg bare: device: cpu
+        } else if (auto e = t.text.find('.') != std::string::npos ? parse_enum_literal(t.text)
+                                                                  : std::nullopt) {
+          v.literal = Arg(*e);
         } else if (auto dt =
                        t.text.find('.') != std::string::npos ? parse_dtype(t.text) : std::nullopt) {
           v.literal = Arg(*dt);
+        } else if (bare_strings && t.text.find('.') == std::string::npos) {
+          v.literal = Arg(t.text);
         } else {
           fail(t.loc, "expected a value " + context +
                           " (%name, a number, True, False, None, "
@@ -637,7 +660,31 @@ class Parser {
     fail(t.loc, "expected a value " + context + ", found " + describe(t));
   }
 
-  // return := "return" ( "(" [ ref { "," ref } [","] ] ")" | ref )
+  // FX prints devices as device(type='cpu') or device(type='cuda', index=0): the device string
+  // ("cpu", "cuda:0"). The word 'device' was consumed.
+  std::string parse_device_literal() {
+    expect_punct('(', "after 'device'");
+    expect_word("type", "after 'device('");
+    expect_punct('=', "after 'type'");
+    Token ty = lex_.next();
+    if (ty.kind != Tok::String)
+      fail(ty.loc, "expected the device type as a string after 'type=', found " + describe(ty));
+    std::string dev = ty.str;
+    if (lex_.peek().is_punct(',')) {
+      lex_.next();
+      expect_word("index", "after ',' in device(...)");
+      expect_punct('=', "after 'index'");
+      Token ix = lex_.next();
+      if (ix.kind != Tok::Int || ix.ival < 0)
+        fail(ix.loc, "expected a non-negative device index, found " + describe(ix));
+      dev += ":" + std::to_string(ix.ival);
+    }
+    expect_punct(')', "closing device(...)");
+    return dev;
+  }
+
+  // return := "return" ( "(" [ item { "," item } [","] ] ")" | ref )
+  //   item   := ref | "(" ... ")" | "[" ... "]"    (FX nests tuples and lists: flattened in order)
   void parse_return(Phase phase) {
     Token r = lex_.next();
     ret_.present = true;
@@ -650,21 +697,33 @@ class Parser {
         return std::make_pair(t.text, t.loc);
       fail(t.loc, "expected an output name after 'return', found " + describe(t));
     };
-    if (!lex_.peek().is_punct('(')) {
+    if (!lex_.peek().is_punct('(') && !lex_.peek().is_punct('[')) {
       ret_.values.push_back(name());
       return;
     }
-    lex_.next();
-    if (lex_.peek().is_punct(')')) {
+    parse_return_group(0, name);
+  }
+
+  template <class NameFn>
+  void parse_return_group(int depth, NameFn& name) {
+    Token open = lex_.next();  // '(' or '['
+    if (depth >= kMaxListDepth)
+      fail(open.loc, "return values nest deeper than " + std::to_string(kMaxListDepth) + " levels");
+    char close = open.is_punct('(') ? ')' : ']';
+    if (lex_.peek().is_punct(close)) {
       lex_.next();
       return;
     }
     for (;;) {
-      ret_.values.push_back(name());
+      if (lex_.peek().is_punct('(') || lex_.peek().is_punct('['))
+        parse_return_group(depth + 1, name);
+      else
+        ret_.values.push_back(name());
       Token t = lex_.next();
-      if (t.is_punct(')')) return;
-      if (!t.is_punct(',')) fail(t.loc, "expected ',' or ')' in return, found " + describe(t));
-      if (lex_.peek().is_punct(')')) {
+      if (t.is_punct(close)) return;
+      if (!t.is_punct(','))
+        fail(t.loc, std::string("expected ',' or '") + close + "' in return, found " + describe(t));
+      if (lex_.peek().is_punct(close)) {
         lex_.next();
         return;
       }
@@ -776,6 +835,14 @@ class Parser {
                  ", but shape=" + shape_str(m.sizes) +
                  " dtype=" + std::string(dtype_name(m.dtype)) + " was given");
       return m;
+    }
+    if (!rec.shape) {
+      auto f = options_.placeholder_meta_if_missing.find(rec.name);
+      if (f != options_.placeholder_meta_if_missing.end()) {
+        TensorMeta m = f->second;
+        if (m.strides.empty() && !m.sizes.empty()) m.strides = contiguous_strides(m.sizes);
+        return m;
+      }
     }
     if (!rec.shape)
       fail(rec.loc, "placeholder %" + rec.name +

@@ -2,15 +2,21 @@
 // canonical form) and the seed's own listings:
 //
 //   file      := [ "graph(" NL ] { stmt NL } [ ")" ]           (wrapper optional: Listing 5.2)
+//              | "graph():" NL { stmt NL }                       (torch.fx's print(gm.graph))
 //   stmt      := [ "[FW]" | "[BW]" ] ( node | return )
-//   node      := %NAME { shape=(d, ...) | dtype=NAME | device=NAME } [ ":" "[num_users=" INT "]" ]
-//                "=" ( "placeholder[target=" NAME "]"
+//   node      := %NAME { shape=(d, ...) | dtype=NAME | device=NAME }
+//                [ ":" "[" ( "num_users" | "#users" ) "=" INT "]" ]     (#users: torch 1.x FX)
+//                "=" ( ( "placeholder" | "get_attr" ) "[target=" NAME "]"
 //                    | "call_function[target=" TARGET "](args = (" values ")"
 //                      [ ", kwargs = {" [ KEY ":" value { "," KEY ":" value } ] "}" ] ")" )
 //   return    := "return" ( "(" [ ref { "," ref } [","] ] ")" | ref )     ref := NAME | %NAME
+//                (FX nests tuples and lists in returns: read flattened, in order)
 //   value     := %NAME | INT | FLOAT (1.5, 1e-05, inf, -inf, nan) | True | False | None
 //              | 'str' | "str" | [ values ] | ( values ) | tensorplay.DTYPE | tensorplay.undefined
+//              | torch.DTYPE | torch.contiguous_format (and the other memory formats, torch.strided)
+//              | device(type='cpu') | device(type='cuda', index=0) | cpu | cuda   (FX's spellings)
 //   TARGET    := add.Tensor | tp.add.Tensor | tensorplay.ops.tp.add.Tensor | relu (= relu.default)
+//              | torch.ops.aten.add.Tensor | aten.add.Tensor            (FX / make_fx targets)
 //   '#' starts a comment that runs to the end of the line; blank lines are ignored.
 //
 // Semantics and checks:
@@ -40,6 +46,10 @@ struct ParseOptions {
   // Metadata of placeholders by name, for texts that omit shape= (Listing 5.2). An entry for a
   // placeholder that has shape= must agree with it; an entry naming no placeholder is an error.
   std::map<std::string, TensorMeta, std::less<>> placeholder_meta;
+  // Metadata used only for placeholders that have neither shape= nor a placeholder_meta entry
+  // (e.g. read from the .npy inputs of an FX printout); entries naming no such placeholder are
+  // ignored.
+  std::map<std::string, TensorMeta, std::less<>> placeholder_meta_if_missing;
   // The op table to resolve targets in (default_registry() when null).
   const OpRegistry* registry = nullptr;
 };

@@ -48,6 +48,7 @@ void append_key(const Arg& a, std::string& k) {
     }
     void operator()(DType t) const { k += "t" + std::to_string(static_cast<int>(t)) + ";"; }
     void operator()(Undefined) const { k += "u;"; }
+    void operator()(const EnumLiteral& e) const { k += "e" + e.name + ";"; }
     void operator()(const Arg::List& l) const {
       k += "[";
       for (const auto& e : l) append_key(e, k);

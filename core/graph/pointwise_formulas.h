@@ -88,6 +88,21 @@ V clamp(Ops& o, V x, std::optional<double> lo, std::optional<double> hi, DType d
   return x;
 }
 
+// Before a floating -> int32 / int16 / int8 / uint8 conversion: torch on x86 converts through the
+// 32-bit cvttss2si, which gives INT32_MIN for NaN, +-inf and values outside (-2^31 - 1, 2^31), and
+// then keeps the low bits. Such values are replaced by -2^31 (exact in float), so that the int64
+// conversion and narrowing on store give torch's bits.
+template <class Ops, class V>
+V x86_int32_range(Ops& o, V x, DType dt) {
+  auto lo = o.constant(-2147483649.0, dt);
+  auto hi = o.constant(2147483648.0, dt);
+  auto above = o.gt(x, lo);
+  auto below = o.lt(x, hi);
+  auto inside = o.logical_and(above, below);
+  auto min32 = o.constant(-2147483648.0, dt);
+  return o.where(inside, x, min32);
+}
+
 // Φ(h) = 0.5 * (1 + erf(h * 0.7071067811865476)), the standard normal CDF (seed Listing 5.3).
 template <class Ops, class V>
 V normal_cdf(Ops& o, V h, DType dt) {

@@ -78,8 +78,16 @@ std::string print_node(const Node& n, const PrintOptions& o) {
   }
   s += meta_annotations(n.meta());
   if (o.show_num_users) s += num_users(n);
+  std::vector<Arg> args = n.args();
+  if (!o.show_kwargs) {
+    // The seed's listings pass these kwarg-only parameters positionally (gelu's approximate).
+    for (const auto& [k, v] : n.kwargs()) {
+      int idx = n.op()->schema.index_of(k);
+      if (idx >= 0 && n.op()->schema.params[idx].positional_compat) args.push_back(v);
+    }
+  }
   s += " = call_function[target=" + o.target_prefix + n.op()->name() +
-       "](args = " + tuple_str(n.args());
+       "](args = " + tuple_str(args);
   if (o.show_kwargs) {
     s += ", kwargs = {";
     for (size_t i = 0; i < n.kwargs().size(); ++i) {

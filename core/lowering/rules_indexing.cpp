@@ -29,11 +29,15 @@ IRPtr gather(GraphLowering& g, const Node& n) {
   int64_t extent = x->size().empty() ? 1 : x->size()[d];
   Loader xl = x->make_loader(), il = index->make_loader();
   bool scalar = x->size().empty();
-  Loader inner = [xl, il, d, extent, scalar](OpsBuilder& b, const Index& at) {
+  size_t rank = x->size().size();
+  Loader inner = [xl, il, d, extent, scalar, rank](OpsBuilder& b, const Index& at) {
     Expr e = b.indirect_indexing(load_index(b, il, at), extent, /*check=*/true,
                                  /*wrap_negative=*/false);
     if (scalar) return xl(b, {});
-    Index xi = at;
+    // An empty index may have another rank than x (as torch allows): the body never runs then,
+    // but its index must still have x's rank.
+    Index xi(rank, Expr(0));
+    for (size_t k = 0; k < rank && k < at.size(); ++k) xi[k] = at[k];
     xi[d] = e;
     return xl(b, xi);
   };

@@ -94,11 +94,16 @@ void register_pointwise_rules(LoweringTable& t) {
   // Binary arithmetic: .Tensor and .Scalar overloads.
   const std::pair<const char*, Opcode> arith[] = {{"mul", Opcode::mul},
                                                   {"div", Opcode::truediv},
-                                                  {"pow", Opcode::pow},
-                                                  {"remainder", Opcode::mod},
-                                                  {"floor_divide", Opcode::floordiv}};
+                                                  {"remainder", Opcode::mod}};
   for (const auto& [name, op] : arith)
     for (const char* ov : {".Tensor", ".Scalar"}) t.add(std::string(name) + ov, binary(op));
+  t.add("floor_divide.default", binary(Opcode::floordiv));
+  t.add("floor_divide.Scalar", binary(Opcode::floordiv));
+  for (const char* ov : {"pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"})
+    t.add(ov, elementwise({"self", "exponent"},
+                          [](OpsBuilder& o, const std::vector<Val>& a, const Node&, DType) {
+                            return o.binary(Opcode::pow, a[0], a[1]);
+                          }));
   for (const char* ov : {".Tensor", ".Scalar"}) {
     t.add(std::string("add") + ov, add_sub(false));
     t.add(std::string("sub") + ov, add_sub(true));
@@ -138,13 +143,22 @@ void register_pointwise_rules(LoweringTable& t) {
         }));
 
   // Conversions and copies.
-  t.add("to.dtype", [](GraphLowering& g, const Node& n) {
-    IRPtr x = g.input(n, "self");
-    DType dt = computation_dtype(x->dtype());
-    return pointwise(g, {Operand(x, dt)}, dt, n.meta().dtype,
-                     [](OpsBuilder&, const std::vector<Val>& a) { return a[0]; });
-  });
+  for (const char* op : {"to.dtype", "_to_copy.default"})
+    t.add(op, [](GraphLowering& g, const Node& n) {
+      IRPtr x = g.input(n, "self");
+      DType dt = computation_dtype(x->dtype());
+      DType out = n.meta().dtype;
+      bool narrow = out == DType::Int32 || out == DType::Int8 || out == DType::UInt8;
+      if (is_floating(dt) && narrow)  // torch on x86: through the 32-bit conversion
+        return pointwise(g, {Operand(x, dt)}, dt, out,
+                         [dt](OpsBuilder& o, const std::vector<Val>& a) {
+                           return formulas::x86_int32_range(o, a[0], dt);
+                         });
+      return pointwise(g, {Operand(x, dt)}, dt, out,
+                       [](OpsBuilder&, const std::vector<Val>& a) { return a[0]; });
+    });
   t.add("clone.default", copy);
+  t.add("lift_fresh_copy.default", copy);
   t.add("contiguous.default", copy);
 
   // Composite formulas shared with the interpreter.

@@ -146,7 +146,8 @@ IRPtr as_strided(GraphLowering& g, const Node& n) {
 }  // namespace
 
 void register_view_rules(LoweringTable& t) {
-  for (const char* name : {"view.default", "_unsafe_view.default", "reshape.default"})
+  for (const char* name :
+       {"view.default", "_unsafe_view.default", "reshape.default", "_reshape_alias.default"})
     t.add(name, reshape);
   t.add("permute.default", permute);
   t.add("t.default", [](GraphLowering& g, const Node& n) {
@@ -166,7 +167,8 @@ void register_view_rules(LoweringTable& t) {
   t.add("slice.Tensor", slice);
   t.add("select.int", select);
   t.add("as_strided.default", as_strided);
-  t.add("alias.default", [](GraphLowering& g, const Node& n) { return g.input(n, "self"); });
+  for (const char* name : {"alias.default", "detach.default"})
+    t.add(name, [](GraphLowering& g, const Node& n) { return g.input(n, "self"); });
 }
 
 }  // namespace stax

@@ -57,7 +57,7 @@ inline std::vector<E2eCase> cuda_e2e_cases() {
     if (is_floating(dt)) {
       for (const char* op : {"exp", "log1p", "tanh", "sigmoid", "erf", "rsqrt", "round"})
         outs.push_back(g.call(op, {x}));
-      outs.push_back(g.call("pow.Scalar", {x, 3}));
+      outs.push_back(g.call("pow.Tensor_Scalar", {x, 3}));
     }
     g.output(outs);
     c.inputs = random_inputs(g, 11);

@@ -95,7 +95,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 int run(const GradOptions& o) {
-  Graph g = load_graph(o.graph, o.shapes);
+  Graph g = load_graph(o.graph, o.shapes, o.inputs);
   std::vector<Node*> placeholders = g.placeholders();
   auto placeholder_names = [&] {
     std::vector<std::string> names;

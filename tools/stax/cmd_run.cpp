@@ -181,7 +181,7 @@ Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
 }
 
 int run(const RunOptions& o) {
-  Graph g = load_graph(o.graph, o.shapes);
+  Graph g = load_graph(o.graph, o.shapes, o.inputs);
   std::map<std::string, std::string> files;
   for (const auto& spec : o.inputs) {
     auto eq = spec.find('=');

@@ -30,13 +30,17 @@ Subcommand make_compile_command(CLI::App& parent);  // cmd_compile.cpp
 Subcommand make_plugins_command(CLI::App& parent);  // cmd_plugins.cpp
 Subcommand make_bench_command(CLI::App& parent);    // cmd_bench.cpp
 Subcommand make_conformance_command(CLI::App& parent);  // cmd_conformance.cpp
+Subcommand make_ops_command(CLI::App& parent);          // cmd_ops.cpp
 
 // ---- helpers shared by subcommands (common.cpp) ----
 
 // Adds "--shape NAME=D0,D1[:DTYPE]" (repeatable): the metadata of placeholders whose text omits
 // shape= (the Listing 5.2 style). "NAME=" gives a 0-d tensor; DTYPE defaults to float32.
 void add_shape_option(CLI::App& sub, std::vector<std::string>& specs);
-// Parses a graph file with the --shape specs applied, then verifies it (verifier.h).
-Graph load_graph(const std::string& path, const std::vector<std::string>& shape_specs);
+// Parses a graph file with the --shape specs applied, then verifies it (verifier.h). Placeholders
+// with neither shape= nor a --shape spec take their shape and dtype from their --input NAME=F.npy
+// (`input_specs`), as an FX printout needs.
+Graph load_graph(const std::string& path, const std::vector<std::string>& shape_specs,
+                 const std::vector<std::string>& input_specs = {});
 
 }  // namespace stax::cli

@@ -3,6 +3,7 @@
 #include "core/graph/parser.h"
 #include "core/graph/verifier.h"
 #include "core/support/error.h"
+#include "core/tensor/npy.h"
 #include "tools/stax/command.h"
 
 namespace stax::cli {
@@ -47,12 +48,25 @@ static TensorMeta parse_shape_spec(const std::string& spec, std::string& name) {
   return TensorMeta::contiguous(sizes, dtype);
 }
 
-Graph load_graph(const std::string& path, const std::vector<std::string>& shape_specs) {
+Graph load_graph(const std::string& path, const std::vector<std::string>& shape_specs,
+                 const std::vector<std::string>& input_specs) {
   ParseOptions options;
   for (const auto& spec : shape_specs) {
     std::string name;
     TensorMeta meta = parse_shape_spec(spec, name);
     options.placeholder_meta[name] = meta;
+  }
+  for (const auto& spec : input_specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) continue;  // reported later
+    std::string name = spec.substr(0, eq);
+    if (options.placeholder_meta.count(name)) continue;
+    try {
+      Tensor t = load_npy(spec.substr(eq + 1));
+      options.placeholder_meta_if_missing[name] = TensorMeta::contiguous(t.sizes(), t.dtype());
+    } catch (const Error&) {
+      // Reported with its context once the graph is read (an unknown name, an unreadable file).
+    }
   }
   Graph g = parse_graph_file(path, options);
   verify(g);

@@ -1,6 +1,6 @@
 // The pointwise backward ops autodiff emits (seed Listing 5.2), as PyTorch's autograd names them.
 // Each is a formula of core/graph/pointwise_formulas.h over the gradient and saved values;
-// softmax_backward_data / log_softmax_backward_data are composites (composite_ops.cpp).
+// _softmax_backward_data / _log_softmax_backward_data are composites (composite_ops.cpp).
 #include "core/graph/ops/infer_helpers.h"
 #include "core/graph/ops/register_ops.h"
 
@@ -22,8 +22,9 @@ InferFn floating_rule(std::vector<std::string> params) {
 void register_backward_ops(OpRegistry& r) {
   using P = Promotion;
   // grad * (Φ(h) + h φ(h)) (approximate='none') or the tanh approximation's derivative.
-  r.add("gelu_backward(Tensor grad_output, Tensor self, str approximate='none') -> Tensor",
-        OpCategory::Pointwise, P::Default, floating_rule({"grad_output", "self"}));
+  r.add("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+        OpCategory::Pointwise, P::Default, floating_rule({"grad_output", "self"}))
+      .allow_positional("approximate");  // Listing 5.2: (%expand, %matmul, 'none')
   // where(self <= threshold, 0, grad): relu's backward is threshold_backward(grad, result, 0).
   r.add("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
         OpCategory::Pointwise, P::Default, infer::elementwise_rule({"grad_output", "self"}));

@@ -22,7 +22,10 @@ TensorMeta softmax_rule(const CallArgs& c) {
   need_floating(c, self, "self");
   wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
   DType out = self.dtype;
-  if (c.get("half_to_float").to_bool()) {
+  if (c.op().schema.index_of("dtype") >= 0) {  // softmax.int: the input is first cast to dtype
+    if (c.get("dtype").is_dtype()) out = c.get("dtype").dtype();
+    if (!is_floating(out)) c.fail("dtype must be a floating dtype, got " + dt(out));
+  } else if (c.get("half_to_float").to_bool()) {
     if (self.dtype != DType::Float16 && self.dtype != DType::BFloat16)
       c.fail("half_to_float=True expects a float16 or bfloat16 input, got " + dt(self.dtype));
     out = DType::Float32;
@@ -96,26 +99,30 @@ TensorMeta linear_rule(const CallArgs& c) {
 void register_composite_ops(OpRegistry& r) {
   using P = Promotion;
   const auto K = OpCategory::Composite;
-  // torch's _softmax / _log_softmax: half_to_float turns a float16 / bfloat16 input into a
-  // float32 result.
-  r.add("softmax.int(Tensor self, int dim, bool half_to_float=False) -> Tensor", K, P::None,
+  // aten's softmax.int / log_softmax.int: the input is cast to `dtype` when one is given.
+  r.add("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", K, P::None,
         softmax_rule);
-  r.add("log_softmax.int(Tensor self, int dim, bool half_to_float=False) -> Tensor", K, P::None,
+  r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", K, P::None,
         softmax_rule);
-  // torch's _softmax_backward_data / _log_softmax_backward_data: the result has input_dtype.
+  // aten's _softmax / _log_softmax (what make_fx records): half_to_float turns a float16 /
+  // bfloat16 input into a float32 result.
+  r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", K, P::None, softmax_rule);
+  r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", K, P::None,
+        softmax_rule);
+  // aten's _softmax_backward_data / _log_softmax_backward_data: the result has input_dtype.
   r.add(
-      "softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
+      "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
       " -> Tensor",
       K, P::None, softmax_backward_rule);
   r.add(
-      "log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
+      "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
       "ScalarType input_dtype) -> Tensor",
       K, P::None, softmax_backward_rule);
   // Single-output native_layer_norm: normalizes over the trailing normalized_shape dims with the
   // biased variance, then applies weight and bias.
   r.add(
       "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
-      "float eps=1e-05) -> Tensor",
+      "float eps=1e-05, bool cudnn_enable=True) -> Tensor",
       K, P::None, layer_norm_rule);
   // input @ weight.T + bias
   r.add("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", K, P::None,

@@ -159,10 +159,13 @@ void register_creation_ops(OpRegistry& r) {
   add("randn(SymInt[] size, *, " + fk + ") -> Tensor", R, random_factory_rule);
   add("rand_like(Tensor self, *, " + lk + ") -> Tensor", R, random_like_rule);
   add("randn_like(Tensor self, *, " + lk + ") -> Tensor", R, random_like_rule);
-  add("randint(SymInt high, SymInt[] size, *, " + fk + ") -> Tensor", R, randint_rule);
-  add("randint.low(SymInt low, SymInt high, SymInt[] size, *, " + fk + ") -> Tensor", R,
+  // aten: randint's dtype defaults to long.
+  const std::string ik =
+      "ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None";
+  add("randint(SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R, randint_rule);
+  add("randint.low(SymInt low, SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R,
       randint_rule);
-  add("bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", R,
+  add("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor", R,
       bernoulli_rule);
   // Single-output dropout: train ? input * (rand_like(input) > p) * (1 / (1 - p)) : input.
   r.add("dropout(Tensor input, float p, bool train) -> Tensor", R, P::None, dropout_rule);

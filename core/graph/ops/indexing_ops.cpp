@@ -1,8 +1,10 @@
 // Indexing ops: cat, gather, index (advanced indexing), index_put, scatter, scatter_add,
 // index_select. All are functional: they return new tensors and never write their inputs.
 // Index tensors must be int64 or int32; boolean / uint8 masks are rejected because their result
-// shapes depend on the data (a compiler needs static shapes).
+// shapes depend on the data (a compiler needs static shapes), except as index_put's single index:
+// x[mask] = v keeps x's shape (the kernel checks that v fits the count of True entries).
 #include <algorithm>
+#include <optional>
 
 #include "core/graph/ops/infer_helpers.h"
 #include "core/graph/ops/register_ops.h"
@@ -80,7 +82,8 @@ TensorMeta gather_rule(const CallArgs& c) {
   const TensorMeta& index = c.tensor("index");
   check_index_dtype(c, index, "index");
   int64_t dim = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
-  check_no_larger(c, index, self, "input", dim);
+  // As torch: an empty index gives an empty result whatever its rank (no shape checks).
+  if (index.numel() > 0) check_no_larger(c, index, self, "input", dim);
   return TensorMeta::contiguous(index.sizes, self.dtype, self.device);
 }
 
@@ -122,13 +125,58 @@ TensorMeta index_rule(const CallArgs& c) {
   return TensorMeta::contiguous(out, self.dtype, self.device);
 }
 
+// index_put's mask form: the one index that is not None is a bool / uint8 mask over self's dims
+// [p, p + mask.dim()); the indexed shape is self[:p] + [K] + self[p + mask.dim():], K the count of
+// True entries (known at run time). Returns that shape with K = 1 (so values broadcast-checks
+// against it with a size-1 dim that any count matches), or nullopt when there is no mask.
+std::optional<Shape> mask_target(const CallArgs& c, const TensorMeta& self,
+                                 const std::vector<Node*>& idx) {
+  int64_t at = -1, count = 0;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (!idx[i]) continue;
+    ++count;
+    DType t = idx[i]->dtype();
+    if (t == DType::Bool || t == DType::UInt8) at = static_cast<int64_t>(i);
+  }
+  if (at < 0) return std::nullopt;
+  if (count != 1)
+    c.fail("a bool mask index must be the only index that is not None (got " +
+           std::to_string(count) + " indices)");
+  const Shape& m = idx[at]->shape();
+  int64_t end = at + static_cast<int64_t>(m.size());
+  bool ok = end <= self.dim();
+  for (size_t k = 0; ok && k < m.size(); ++k) ok = m[k] == self.sizes[at + k];
+  if (!ok)
+    c.fail("the mask of shape " + shape_str(m) + " does not match the shape " +
+           shape_str(self.sizes) + " of self at dimension " + std::to_string(at));
+  Shape target(self.sizes.begin(), self.sizes.begin() + at);
+  target.push_back(1);
+  target.insert(target.end(), self.sizes.begin() + end, self.sizes.end());
+  return target;
+}
+
 TensorMeta index_put_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& values = c.tensor("values");
-  Shape target = index_result_shape(c, self, c.get("indices").to_node_list());
+  auto idx = c.get("indices").to_node_list();
+  auto masked = mask_target(c, self, idx);
+  Shape target = masked ? *masked : index_result_shape(c, self, idx);
   if (values.dtype != self.dtype)
     c.fail("values (" + dt(values.dtype) + ") must have the dtype of self (" + dt(self.dtype) +
            ")");
+  if (masked) {  // values broadcast to target, whose dim `at` (the mask's) has any size
+    int64_t at = std::find_if(idx.begin(), idx.end(), [](Node* n) { return n; }) - idx.begin();
+    bool ok = values.sizes.size() <= target.size();
+    for (size_t i = 0; ok && i < values.sizes.size(); ++i) {
+      size_t td = target.size() - 1 - i;
+      int64_t v = values.sizes[values.sizes.size() - 1 - i];
+      ok = v == 1 || v == target[td] || static_cast<int64_t>(td) == at;
+    }
+    if (!ok)
+      c.fail("values of shape " + shape_str(values.sizes) +
+             " cannot be broadcast to the masked shape of self " + shape_str(self.sizes));
+    return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
+  }
   bool ok = values.sizes.size() <= target.size();
   for (size_t i = 0; ok && i < values.sizes.size(); ++i) {
     int64_t v = values.sizes[values.sizes.size() - 1 - i], t = target[target.size() - 1 - i];

@@ -62,26 +62,32 @@ void register_pointwise_ops(OpRegistry& r) {
     return infer::elementwise(c, {"self"}, P::Default);
   });
   // gelu and silu are formulas (core/graph/pointwise_formulas.h) on floating inputs.
-  r.add("gelu(Tensor self, str approximate='none') -> Tensor", OpCategory::Pointwise, P::Default,
-        floating_rule({"self"}));
+  r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", OpCategory::Pointwise,
+        P::Default, floating_rule({"self"}))
+      .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
   // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
   r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default, floating_rule({"self"}));
 
+  // Like torch ("pow" / "remainder_cpu" / "div_floor_cpu" not implemented for 'Bool'), these
+  // reject a bool computation when the call is built, not only when an executor runs it.
+  auto no_bool = [](std::string b, std::vector<std::string> params) -> InferFn {
+    return [b, params](const CallArgs& c) {
+      TensorMeta m = infer::elementwise(c, params, c.op().promotion);
+      if (m.dtype == DType::Bool) c.fail("'" + b + "' is not defined for bool tensors");
+      return m;
+    };
+  };
+  // aten: add.Tensor / sub.Tensor take `*, Scalar alpha=1`; add.Scalar / sub.Scalar take
+  // `Scalar alpha=1` positionally.
   auto binary = [&](const char* base, P mode, bool with_alpha, bool differentiable = true) {
-    std::string alpha = with_alpha ? ", *, Scalar alpha=1" : "";
     InferFn rule = with_alpha ? alpha_rule(base) : infer::elementwise_rule({"self", "other"});
-    // Like torch ("pow" / "remainder_cpu" / "div_floor_cpu" not implemented for 'Bool'), these
-    // reject a bool computation when the call is built, not only when an executor runs it.
     std::string b = base;
-    if (b == "pow" || b == "remainder" || b == "floor_divide")
-      rule = [b](const CallArgs& c) {
-        TensorMeta m = infer::elementwise(c, {"self", "other"}, c.op().promotion);
-        if (m.dtype == DType::Bool) c.fail("'" + b + "' is not defined for bool tensors");
-        return m;
-      };
-    auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" + alpha + ") -> Tensor",
+    if (b == "remainder" || b == "floor_divide") rule = no_bool(b, {"self", "other"});
+    auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" +
+                        (with_alpha ? ", *, Scalar alpha=1" : "") + ") -> Tensor",
                     OpCategory::Pointwise, mode, rule);
-    auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" + alpha + ") -> Tensor",
+    auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" +
+                        (with_alpha ? ", Scalar alpha=1" : "") + ") -> Tensor",
                     OpCategory::Pointwise, mode, rule);
     t.differentiable = s.differentiable = differentiable;
   };
@@ -89,10 +95,21 @@ void register_pointwise_ops(OpRegistry& r) {
   binary("sub", P::Default, true);
   binary("mul", P::Default, false);
   binary("div", P::IntToFloat, false);
-  // pow.Tensor_Tensor / pow.Tensor_Scalar in torch; .Tensor / .Scalar here.
-  binary("pow", P::Default, false);
   binary("remainder", P::Default, false);
-  binary("floor_divide", P::Default, false, false);
+  // aten: pow.Tensor_Tensor (x ** y), pow.Tensor_Scalar (x ** 2), pow.Scalar (2 ** x).
+  r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("pow", {"self", "exponent"}));
+  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("pow", {"self", "exponent"}));
+  r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor", OpCategory::Pointwise, P::Default,
+        no_bool("pow", {"self", "exponent"}));
+  // aten: floor_divide (Tensor, Tensor) is the overload-less `floor_divide.default`.
+  r.add("floor_divide(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise, P::Default,
+        no_bool("floor_divide", {"self", "other"}))
+      .differentiable = false;
+  r.add("floor_divide.Scalar(Tensor self, Scalar other) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("floor_divide", {"self", "other"}))
+      .differentiable = false;
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, P::AlwaysBool, false, false);
   for (const char* n : {"maximum", "minimum"})
     r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
@@ -134,8 +151,19 @@ void register_pointwise_ops(OpRegistry& r) {
             c.fail("at least one of 'min' and 'max' must be given");
           return infer::elementwise(c, {"self", "min", "max"}, P::Default);
         });
+  // make_fx records .to(dtype) / .float() / .double() as _to_copy: to.dtype when a dtype is given,
+  // else a copy (layout / device / memory_format are accepted and ignored, as by clone).
+  r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+        OpCategory::Pointwise, P::None, [](const CallArgs& c) {
+          const TensorMeta& in = c.tensor("self");
+          DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;
+          return TensorMeta::contiguous(in.sizes, t, in.device);
+        });
   // Type conversion (torch's _to_copy / convert_element_type).
-  r.add("to.dtype(Tensor self, ScalarType dtype) -> Tensor", OpCategory::Pointwise, P::None,
+  r.add("to.dtype(Tensor self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+        "MemoryFormat? memory_format=None) -> Tensor",
+        OpCategory::Pointwise, P::None,
         [](const CallArgs& c) {
           TensorMeta m = TensorMeta::contiguous(c.tensor("self").sizes, c.get("dtype").dtype(),
                                                 c.tensor("self").device);

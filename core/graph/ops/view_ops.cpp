@@ -82,6 +82,11 @@ StridedLayout view_fn(const StridedLayout& in, const ViewCall& c) {
 StridedLayout reshape_fn(const StridedLayout& in, const ViewCall& c) {
   return do_view(in, c, "shape", true);
 }
+// make_fx (torch 1.13) records a reshape that is a view as _reshape_alias(self, size, stride):
+// the stride is the one reshape computes, so it is reshape to `size`.
+StridedLayout reshape_alias_fn(const StridedLayout& in, const ViewCall& c) {
+  return do_view(in, c, "size", true);
+}
 
 StridedLayout permute_fn(const StridedLayout& in, const ViewCall& c) {
   auto dims = c.arg("dims").to_int_list();
@@ -256,7 +261,9 @@ const std::map<std::string, LayoutFn, std::less<>>& layout_table() {
       {"slice.Tensor", slice_fn},
       {"select.int", select_fn},
       {"as_strided.default", as_strided_fn},
+      {"_reshape_alias.default", reshape_alias_fn},
       {"alias.default", alias_fn},
+      {"detach.default", alias_fn},
   };
   return table;
 }
@@ -341,8 +348,12 @@ void register_view_ops(OpRegistry& r) {
            "as_strided(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
            "-> Tensor",
            "alias(Tensor self) -> Tensor",
+           "_reshape_alias(Tensor self, SymInt[] size, SymInt[] stride) -> Tensor",
        })
     r.add(schema, OpCategory::View, P::None, view_rule);
+
+  // detach: the same values, cut from the gradient (make_fx records it for autograd's saved values).
+  r.add("detach(Tensor self) -> Tensor", OpCategory::View, P::None, view_rule).differentiable = false;
 
   // Copies into a fresh row-major tensor (memory_format is accepted and ignored).
   auto copy_rule = [](const CallArgs& c) {
@@ -351,8 +362,10 @@ void register_view_ops(OpRegistry& r) {
   };
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", OpCategory::Pointwise,
         P::None, copy_rule);
-  r.add("contiguous(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+  r.add("contiguous(Tensor self, *, MemoryFormat memory_format=contiguous_format) -> Tensor",
         OpCategory::Pointwise, P::None, copy_rule);
+  // make_fx records a tensor constant as get_attr + lift_fresh_copy (a copy).
+  r.add("lift_fresh_copy(Tensor self) -> Tensor", OpCategory::Pointwise, P::None, copy_rule);
 }
 
 }  // namespace stax

@@ -155,11 +155,13 @@ Tensor kernels::run_decomposition(const KernelContext& ctx) {
 }
 
 void register_composite_kernels(InterpreterTable& t) {
-  t.add("softmax.int", [](const KernelContext& c) { return softmax_kernel(c, false); });
-  t.add("log_softmax.int", [](const KernelContext& c) { return softmax_kernel(c, true); });
-  t.add("softmax_backward_data.default",
+  for (const char* op : {"softmax.int", "_softmax.default"})
+    t.add(op, [](const KernelContext& c) { return softmax_kernel(c, false); });
+  for (const char* op : {"log_softmax.int", "_log_softmax.default"})
+    t.add(op, [](const KernelContext& c) { return softmax_kernel(c, true); });
+  t.add("_softmax_backward_data.default",
         [](const KernelContext& c) { return softmax_backward_kernel(c, false); });
-  t.add("log_softmax_backward_data.default",
+  t.add("_log_softmax_backward_data.default",
         [](const KernelContext& c) { return softmax_backward_kernel(c, true); });
   t.add("layer_norm.default", layer_norm_kernel);
   t.add("linear.default", kernels::run_decomposition);

@@ -275,10 +275,37 @@ Tensor index_kernel(const KernelContext& ctx) {
   return out;
 }
 
+// index_put's mask form (indexing_ops.cpp): the mask at index position `at` becomes one int64
+// index tensor per mask dim holding the coordinates of its True entries, in row-major order.
+void masks_to_positions(std::vector<Tensor>& indices) {
+  for (size_t at = 0; at < indices.size(); ++at) {
+    const Tensor& m0 = indices[at];
+    if (!m0.defined() || (m0.dtype() != DType::Bool && m0.dtype() != DType::UInt8)) continue;
+    Tensor m = m0.contiguous();
+    int64_t dims = m.dim();
+    std::vector<std::vector<int64_t>> coords(static_cast<size_t>(dims));
+    const uint8_t* bits = reinterpret_cast<const uint8_t*>(m.data_ptr());
+    int64_t k = 0;
+    for_each_index(m.sizes(), [&](const std::vector<int64_t>& i) {
+      if (bits[k++] != 0)
+        for (int64_t d = 0; d < dims; ++d) coords[d].push_back(i[d]);
+    });
+    std::vector<Tensor> out(indices.begin(), indices.begin() + at);
+    for (int64_t d = 0; d < dims; ++d) {
+      Tensor t = Tensor::empty({static_cast<int64_t>(coords[d].size())}, DType::Int64);
+      std::copy(coords[d].begin(), coords[d].end(), t.data<int64_t>());
+      out.push_back(t);
+    }
+    indices = std::move(out);
+    return;
+  }
+}
+
 Tensor index_put_kernel(const KernelContext& ctx) {
   const Tensor& self = ctx.tensor("self");
   const Tensor& values = ctx.tensor("values");
   std::vector<Tensor> indices = ctx.tensor_list("indices");
+  masks_to_positions(indices);
   bool accumulate = ctx.arg("accumulate").to_bool();
   if (static_cast<int64_t>(indices.size()) > self.dim())
     ctx.fail("too many indices for a tensor of shape " + shape_str(self.sizes()));

@@ -145,9 +145,7 @@ void register_binary(InterpreterTable& t) {
   for (const char* ov : {".Tensor", ".Scalar"}) {
     STAX_BINARY_KERNEL("mul", ov, mul, From::Result)
     STAX_BINARY_KERNEL("div", ov, truediv, From::Result)
-    STAX_BINARY_KERNEL("pow", ov, pow, From::Result)
     STAX_BINARY_KERNEL("remainder", ov, mod, From::Result)
-    STAX_BINARY_KERNEL("floor_divide", ov, floordiv, From::Result)
     STAX_BINARY_KERNEL("eq", ov, eq, From::Inputs)
     STAX_BINARY_KERNEL("ne", ov, ne, From::Inputs)
     STAX_BINARY_KERNEL("lt", ov, lt, From::Inputs)
@@ -155,6 +153,13 @@ void register_binary(InterpreterTable& t) {
     STAX_BINARY_KERNEL("gt", ov, gt, From::Inputs)
     STAX_BINARY_KERNEL("ge", ov, ge, From::Inputs)
   }
+  STAX_BINARY_KERNEL("floor_divide", ".default", floordiv, From::Result)
+  STAX_BINARY_KERNEL("floor_divide", ".Scalar", floordiv, From::Result)
+  // pow's second operand is aten's `exponent`; pow.Scalar's `self` is the Python number.
+  for (const char* ov : {".Tensor_Tensor", ".Tensor_Scalar", ".Scalar"})
+    t.add(std::string("pow") + ov,
+          pointwise<2>({"self", "exponent"}, From::Result,
+                       fixed([](auto& o, auto a, auto b) { return o.pow(a, b); })));
   STAX_BINARY_KERNEL("maximum", ".default", maximum, From::Result)
   STAX_BINARY_KERNEL("minimum", ".default", minimum, From::Result)
   STAX_BINARY_KERNEL("logical_and", ".default", logical_and, From::Inputs)
@@ -176,10 +181,27 @@ Tensor where_kernel(const KernelContext& ctx) {
   return out;
 }
 
+bool narrow_int_target(DType t) {
+  return t == DType::Int32 || t == DType::Int8 || t == DType::UInt8;
+}
+
 // to.dtype: load in the input's computation type, stax_scalar::convert to the result's, store.
 Tensor to_dtype_kernel(const KernelContext& ctx) {
   const Tensor& in = ctx.tensor("self");
   Tensor out = empty_output(ctx.out_meta());
+  if (is_floating(in.dtype()) && narrow_int_target(out.dtype())) {
+    dispatch_compute(computation_dtype(in.dtype()), [&](auto in_tag) {
+      using Ci = typename decltype(in_tag)::type;
+      if constexpr (std::is_floating_point_v<Ci>) {
+        ScalarOps<Ci> o;
+        DType dt = computation_dtype(in.dtype());
+        map_into<Ci>(out, {in}, [&](Ci x) {
+          return convert<stax_scalar::i64>(formulas::x86_int32_range(o, x, dt));
+        });
+      }
+    });
+    return out;
+  }
   dispatch_compute(computation_dtype(in.dtype()), [&](auto in_tag) {
     using Ci = typename decltype(in_tag)::type;
     dispatch_compute(computation_dtype(out.dtype()), [&](auto out_tag) {
@@ -200,6 +222,7 @@ void register_special(InterpreterTable& t) {
   for (const char* name : {"where.self", "where.ScalarSelf", "where.ScalarOther", "where.Scalar"})
     t.add(name, where_kernel);
   t.add("to.dtype", to_dtype_kernel);
+  t.add("_to_copy.default", to_dtype_kernel);
   t.add("clamp.default",
         pointwise<1>({"self"}, From::Result, [](const KernelContext& ctx, DType dt) {
           std::optional<double> lo = optional_scalar(ctx, "min"), hi = optional_scalar(ctx, "max");

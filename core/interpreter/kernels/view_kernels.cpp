@@ -34,9 +34,11 @@ void register_view_kernels(InterpreterTable& t) {
   for (const char* op :
        {"view.default", "_unsafe_view.default", "reshape.default", "permute.default", "t.default",
         "transpose.int", "expand.default", "squeeze.default", "squeeze.dim", "squeeze.dims",
-        "unsqueeze.default", "slice.Tensor", "select.int", "as_strided.default", "alias.default"})
+        "unsqueeze.default", "slice.Tensor", "select.int", "as_strided.default", "alias.default",
+        "_reshape_alias.default", "detach.default"})
     t.add(op, view_kernel);
-  t.add("clone.default", [](const KernelContext& ctx) { return ctx.tensor("self").clone(); });
+  for (const char* op : {"clone.default", "lift_fresh_copy.default"})
+    t.add(op, [](const KernelContext& ctx) { return ctx.tensor("self").clone(); });
   t.add("contiguous.default",
         [](const KernelContext& ctx) { return ctx.tensor("self").contiguous(); });
 }

@@ -139,6 +139,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   PrintedBody print(const LoopBody& body) {
     out_ = PrintedBody();
     cse_.clear();
+    hoisted_names_.clear();
     loads_of_.clear();
     op_values_.assign(body.num_ops(), std::string());
     mark_invariant(body);
@@ -410,17 +411,23 @@ class CStylePrinter : public OpsHandler<std::string> {
  protected:
   // Emits `<type> tmpN = rhs;` unless an identical rhs of the same type was emitted before;
   // returns the name. The type: CStyleTables::declare when set, else `type`, else the compute
-  // type of the current op's dtype.
+  // type of the current op's dtype. A value hoisted before a reduction loop may reuse only a
+  // hoisted one: a name declared inside the loop is out of scope there (found by the OpInfo
+  // harness: pow's exponent gradient hoisted `ge(x, 0.0f)` while the loop's own `0.0f` had been
+  // emitted first).
   std::string emit(const std::string& rhs, bool cse = true, const std::string& type = "") {
+    std::vector<std::string>& to = dest();
+    bool hoisting = &to == &out_.hoisted;
     std::string decl = declaration_type(type);
     std::string key = decl + " = " + rhs;
     if (cse) {
       auto it = cse_.find(key);
-      if (it != cse_.end()) return it->second;
+      if (it != cse_.end() && (!hoisting || hoisted_names_.count(it->second))) return it->second;
     }
     std::string name = t_.value_prefix + std::to_string(value_counter_++);
-    dest().push_back(decl + " " + name + " = " + rhs + ";");
+    to.push_back(decl + " " + name + " = " + rhs + ";");
     value_dtype_[name] = cur_dtype_;
+    if (hoisting) hoisted_names_.insert(name);
     if (cse) cse_[key] = name;
     return name;
   }
@@ -585,6 +592,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   std::vector<std::string> op_values_;
   DType cur_dtype_ = DType::Float32;
   int32_t cur_op_ = -1;
+  std::set<std::string> hoisted_names_;  // values emitted into out_.hoisted
   std::vector<bool> invariant_;
   int value_counter_ = 0;
   int acc_counter_ = 0;

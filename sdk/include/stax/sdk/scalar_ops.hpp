@@ -103,8 +103,8 @@ template <class T> inline T erf(T x) { return m::erf(x); }
 template <class T> inline T relu(T x) { return x < T(0) ? T(0) : x; }
 inline bool relu(bool x) { return x; }
 template <class T> inline T reciprocal(T x) { return T(1) / x; }
-// sign: -1, 0 or 1; NaN and signed zeros are returned unchanged.
-template <class T> inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+// sign: -1, 0 or 1 as torch computes it, (0 < x) - (x < 0): NaN and -0.0 give +0.
+template <class T> inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
 inline bool sign(bool x) { return x; }
 template <class T> inline T floor(T x) { return m::floor(x); }
 inline i64 floor(i64 x) { return x; }
@@ -197,18 +197,18 @@ template <class T> inline bool ge(T a, T b) { return a >= b; }
 template <class T> inline T where(bool c, T a, T b) { return c ? a : b; }
 
 // ---- conversions -------------------------------------------------------------------------------
-// Floating -> integer truncates toward zero; out-of-range and NaN saturate (defined, never UB).
+// Floating -> integer truncates toward zero; NaN, +-inf and out-of-range values give INT64_MIN,
+// as x86's cvttss2si / cvttsd2si do and therefore torch on x86 (defined here, never UB). Narrower
+// integer results follow the int32 instruction (formulas::x86_int32_range, applied by to.dtype).
 template <class To, class From> inline To convert(From x) { return (To)x; }
 template <> inline i64 convert<i64, float>(float x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18f) return (i64)0x7fffffffffffffffLL;
-  if (x <= -9.2233720368547758e18f) return (i64)(-0x7fffffffffffffffLL - 1);
+  if (!(x >= -9.2233720368547758e18f && x < 9.2233720368547758e18f))
+    return (i64)(-0x7fffffffffffffffLL - 1);
   return (i64)x;
 }
 template <> inline i64 convert<i64, double>(double x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18) return (i64)0x7fffffffffffffffLL;
-  if (x <= -9.2233720368547758e18) return (i64)(-0x7fffffffffffffffLL - 1);
+  if (!(x >= -9.2233720368547758e18 && x < 9.2233720368547758e18))
+    return (i64)(-0x7fffffffffffffffLL - 1);
   return (i64)x;
 }
 template <> inline bool convert<bool, float>(float x) { return x != 0.0f; }

@@ -1,0 +1,136 @@
+"""Tracing a Python function with torch's make_fx, writing its FX printout and .npy inputs, and
+running it through the stax CLI (interpreter, compiled, gradient) against torch eager. Shared by
+fx_printouts.py and opinfo.py."""
+import os
+import re
+import subprocess
+
+import numpy as np
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+NPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.int8,
+              torch.uint8, torch.bool}
+
+
+class Unmapped(Exception):
+    """The traced graph uses something Stax does not have (an op, a tuple-valued op, a dtype)."""
+
+
+def trace(fn, leaves):
+    """-> (GraphModule, its printout text, the placeholder names in order)."""
+    gm = make_fx(fn)(*leaves)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    return gm, str(gm.graph), names
+
+
+def targets(gm):
+    """The aten overload names ('add.Tensor') of the graph's calls; Unmapped on anything else."""
+    out = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            if not isinstance(n.target, torch._ops.OpOverload):
+                raise Unmapped("calls %s (not an aten op: a tuple-valued op)" % n.target)
+            schema = n.target._schema
+            overload = schema.overload_name or "default"
+            out.append("%s.%s" % (schema.name.split("::")[-1], overload))
+        elif n.op not in ("placeholder", "get_attr", "output"):
+            raise Unmapped("has a %s node" % n.op)
+    return out
+
+
+def save_npy(path, t):
+    t = t.detach()
+    if t.dtype not in NPY_DTYPES:
+        raise Unmapped("dtype %s has no .npy form" % t.dtype)
+    np.save(path, t.contiguous().numpy())
+
+
+def write_case(workdir, gm, text, names, leaves):
+    """Writes graph.stax and one NAME.npy per placeholder / get_attr; -> --input arguments."""
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "graph.stax"), "w") as f:
+        f.write(text)
+    args = []
+    for name, t in zip(names, leaves):
+        p = os.path.join(workdir, name + ".npy")
+        save_npy(p, t)
+        args += ["--input", "%s=%s" % (name, p)]
+    for n in gm.graph.nodes:
+        if n.op == "get_attr":
+            p = os.path.join(workdir, n.name + ".npy")
+            save_npy(p, getattr(gm, n.target))
+            args += ["--input", "%s=%s" % (n.name, p)]
+    return args
+
+
+class StaxResult:
+    def __init__(self, proc, outdir):
+        self.code = proc.returncode
+        self.stdout, self.stderr = proc.stdout, proc.stderr
+        self.outdir = outdir
+
+    @property
+    def crashed(self):
+        # 0 success, 1 a stax::Error (a clear message), 2 usage: anything else is a crash.
+        return self.code not in (0, 1, 2)
+
+    def error(self):
+        lines = [l for l in (self.stderr + self.stdout).splitlines() if l.strip()]
+        return lines[-1] if lines else "exit code %d" % self.code
+
+    def load(self, name):
+        return np.load(os.path.join(self.outdir, name))
+
+
+def run_stax(stax, mode, workdir, inputs, config, wrt=(), timeout=300):
+    """mode: interp | compiled | grad. Saves outputs under workdir/<mode>/."""
+    outdir = os.path.join(workdir, mode)
+    graph = os.path.join(workdir, "graph.stax")
+    if mode == "interp":
+        cmd = [stax, "run", graph, "--save", outdir] + inputs
+    elif mode == "compiled":
+        cmd = [stax, "run", graph, "--config", config, "--save", outdir] + inputs
+    else:
+        cmd = [stax, "grad", graph, "--config", config, "--wrt", ",".join(wrt),
+               "--save", outdir] + inputs
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc = subprocess.CompletedProcess(cmd, 124, "", "timed out after %d s" % timeout)
+    return StaxResult(proc, outdir)
+
+
+def tolerance(dtype, grad=False):
+    if dtype == torch.float16:
+        return 1e-2, 1e-2
+    if dtype == torch.float64:
+        return 1e-7, 1e-7
+    if dtype == torch.float32:
+        return (1e-3, 1e-4) if grad else (1e-4, 1e-5)
+    return 0, 0
+
+
+def compare(got, want, grad=False):
+    """None when equal within tolerance, else a short description."""
+    want = want.detach()
+    w = want.numpy() if want.dtype in NPY_DTYPES else want.to(torch.float32).numpy()
+    if tuple(got.shape) != tuple(w.shape):
+        return "shape %s, torch %s" % (tuple(got.shape), tuple(w.shape))
+    if got.dtype != w.dtype:
+        return "dtype %s, torch %s" % (got.dtype, w.dtype)
+    rtol, atol = tolerance(want.dtype, grad)
+    if w.dtype == np.bool_ or rtol == 0:
+        if not np.array_equal(got, w):
+            bad = np.argwhere(got != w)
+            i = tuple(bad[0])
+            return "%d elements differ, e.g. at %s: %r vs torch %r" % (len(bad), i, got[i], w[i])
+        return None
+    g64, w64 = got.astype(np.float64), w.astype(np.float64)
+    ok = np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
+    if not ok.all():
+        bad = np.argwhere(~ok)
+        i = tuple(bad[0])
+        return "%d of %d elements differ, e.g. at %s: %r vs torch %r" % (
+            len(bad), ok.size, i, g64[i], w64[i])
+    return None
