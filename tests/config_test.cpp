@@ -155,7 +155,7 @@ TEST_F(ConfigTest, UnknownKeysNameTheKeyAndPlace) {
   e = error_of("plugin_path: []\nfrobnicate: true\n", &p);
   EXPECT_EQ(e, p.string() +
                    ":2:1: error: unknown key 'frobnicate' at the top level (expected one of: "
-                   "plugin_path, devices, realization, cache_dir, dump, default_device)");
+                   "plugin_path, devices, realization, cache_dir, dump, default_device, cache)");
   e = error_of("devices: { Npu-1: { backend: x } }\n", &p);
   EXPECT_EQ(e, p.string() +
                    ":1:12: error: device name 'Npu-1' in 'devices' must be a lowercase identifier "

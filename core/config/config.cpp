@@ -216,7 +216,8 @@ class Reader {
       return c;
     }
     expect_map(root, "",
-               {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device"});
+               {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device",
+                "cache"});
 
     std::vector<std::string> pp;
     if (const YAML::Node ppn = root["plugin_path"]) {
@@ -311,6 +312,13 @@ class Reader {
             (!fs::is_directory(*c.cache_dir, ec) || ::access(c.cache_dir->c_str(), W_OK) != 0))
           fail(cd, "'cache_dir' " + c.cache_dir->string() + " is not a writable directory");
       }
+    }
+
+    if (const YAML::Node cn = root["cache"]) {
+      bool on = true;
+      if (!cn.IsScalar() || !YAML::convert<bool>::decode(cn, on))
+        fail(cn, "'cache' must be on or off");
+      c.cache = on;
     }
 
     if (const YAML::Node d = root["dump"]) {

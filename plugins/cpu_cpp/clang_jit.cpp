@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 
@@ -28,7 +29,11 @@
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/SmallVectorMemoryBuffer.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -170,6 +175,10 @@ struct JitState {
   // string): without a handler LLVMContext prints them and calls exit(1).
   std::string backend_errors;
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  // Code generation to an object file (the same target machine the LLJIT would use); the object
+  // is kept so that a kernel can be serialized, and linked with addObjectFile.
+  std::unique_ptr<llvm::TargetMachine> target_machine;
+  uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
 
   std::string take_orc_errors() {
     std::string out = trim_trailing_newlines(std::move(orc_errors));
@@ -186,19 +195,20 @@ using detail::JitState;
 // CompiledModule
 
 struct CompiledModule::Impl {
-  std::shared_ptr<JitState> state;  // declared first: destroyed after the tracker
-  llvm::orc::ResourceTrackerSP tracker;
+  std::shared_ptr<JitState> state;  // declared first: destroyed after the dylib
+  llvm::orc::JITDylib* dylib = nullptr;  // this module's own JITDylib, removed on destruction
+  std::string object;                    // the relocatable object the JIT linked
   std::string name;
   std::string diagnostics;
   std::vector<std::pair<std::string, void*>> symbols;
   CompileTimes times;
 
   ~Impl() {
-    if (!tracker) return;
+    if (!dylib) return;
     std::lock_guard<std::mutex> lock(state->mutex);
     // Nothing sensible to do with a failure in a destructor; never print it.
-    llvm::consumeError(tracker->remove());
-    tracker = nullptr;
+    llvm::consumeError(state->jit->getExecutionSession().removeJITDylib(*dylib));
+    dylib = nullptr;
   }
 };
 
@@ -236,6 +246,11 @@ const std::string& CompiledModule::name() const {
 const std::string& CompiledModule::diagnostics() const {
   static const std::string none;
   return impl_ ? impl_->diagnostics : none;
+}
+
+const std::string& CompiledModule::object() const {
+  static const std::string none;
+  return impl_ ? impl_->object : none;
 }
 
 const CompileTimes& CompiledModule::times() const {
@@ -317,6 +332,11 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
                    "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
   jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
+  auto tm = jtmb->createTargetMachine();
+  if (!tm)
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot create the target machine: " + to_string(tm.takeError()));
+  s.target_machine = std::move(*tm);
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit)
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
@@ -458,23 +478,55 @@ CompiledModule ClangJit::compile(std::string_view source,
   // Clang's own handler was only installed for the frontend; code generation happens in ORC.
   context->setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&s.backend_errors));
 
-  // 3. ORC: add under a fresh tracker and look the symbols up (this generates the code).
+  // 3. Code generation to a relocatable object (kept: CompiledModule::object()).
   const auto t_jit = Clock::now();
-  llvm::orc::ResourceTrackerSP tracker = s.jit->getMainJITDylib().createResourceTracker();
-  auto discard = [&] {
-    if (llvm::Error err = tracker->remove()) s.orc_errors += to_string(std::move(err)) + "\n";
-  };
-  if (llvm::Error err = s.jit->addIRModule(
-          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+  llvm::SmallVector<char, 0> object;
+  {
+    module->setDataLayout(s.target_machine->createDataLayout());
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (s.target_machine->addPassesToEmitFile(pm, os, nullptr,
+                                              llvm::CodeGenFileType::ObjectFile))
+      throw fail("LLVM cannot emit an object file for kernel '" + kernel_name + "'", "");
+    pm.run(*module);
+  }
+  if (!s.backend_errors.empty())
+    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", s.backend_errors);
+  module.reset();
+  context.reset();
+
+  // 4. ORC: link the object into a JITDylib of its own and look the symbols up.
+  auto impl = link_object(std::string_view(object.data(), object.size()), symbol_names,
+                          kernel_name, fail);
+  impl->name = kernel_name;
+  impl->diagnostics = trim_trailing_newlines(std::move(diag_text));
+  impl->times = CompileTimes{frontend_ms, ms_since(t_jit)};
+  return CompiledModule(std::move(impl));
+}
+
+std::unique_ptr<CompiledModule::Impl> ClangJit::link_object(
+    std::string_view object, const std::vector<std::string>& symbol_names,
+    const std::string& kernel_name,
+    const std::function<JitError(const std::string&, const std::string&)>& fail) {
+  JitState& s = *state_;
+  auto jd = s.jit->createJITDylib("stax_module_" + std::to_string(s.next_dylib++));
+  if (!jd) throw fail("the JIT cannot create a dylib for kernel '" + kernel_name + "'",
+                      to_string(jd.takeError()));
+  // The caller holds the mutex, so a failure removes the dylib here (not in ~Impl, which locks).
+  auto discard = [&] { s.orc_errors += to_string(s.jit->getExecutionSession().removeJITDylib(*jd)); };
+  auto impl = std::make_unique<CompiledModule::Impl>();
+  impl->object.assign(object.data(), object.size());
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()),
+                                                     kernel_name + ".o");
+  if (llvm::Error err = s.jit->addObjectFile(*jd, std::move(buffer))) {
     std::string details = to_string(std::move(err));
-    discard();
     std::string more = s.take_orc_errors();
-    throw fail("the JIT rejected kernel '" + kernel_name + "'",
+    discard();
+    throw fail("the JIT rejected the object of kernel '" + kernel_name + "'",
                details + (more.empty() ? "" : "\n" + more));
   }
-  auto impl = std::make_unique<CompiledModule::Impl>();
   for (const std::string& symbol : symbol_names) {
-    auto addr = s.jit->lookup(symbol);
+    auto addr = s.jit->lookup(*jd, symbol);
     if (!addr) {
       std::string details = to_string(addr.takeError());
       std::string more = s.take_orc_errors();
@@ -487,14 +539,42 @@ CompiledModule ClangJit::compile(std::string_view source,
   if (!s.backend_errors.empty()) {
     std::string details = s.backend_errors;
     discard();
-    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", details);
+    throw fail("LLVM failed to link kernel '" + kernel_name + "'", details);
   }
   impl->state = state_;
-  impl->tracker = std::move(tracker);
+  impl->dylib = &*jd;  // from here on removed by ~Impl
+  return impl;
+}
+
+CompiledModule ClangJit::load_object(std::string_view object,
+                                     const std::vector<std::string>& symbol_names,
+                                     std::string_view name) {
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
+  s.orc_errors.clear();
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
+    return JitError(STAX_ERROR_COMPILE, kernel_name + ".o",
+                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
+  };
+  const auto t_jit = Clock::now();
+  auto impl = link_object(object, symbol_names, kernel_name, fail);
   impl->name = kernel_name;
-  impl->diagnostics = trim_trailing_newlines(std::move(diag_text));
-  impl->times = CompileTimes{frontend_ms, ms_since(t_jit)};
+  impl->times = CompileTimes{0, ms_since(t_jit)};
   return CompiledModule(std::move(impl));
+}
+
+std::string ClangJit::identity() const {
+  const JitState& s = *state_;
+  std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
+                    s.target_machine->getTargetTriple().str() + "; cpu " +
+                    s.target_machine->getTargetCPU().str() + "; features " +
+                    s.target_machine->getTargetFeatureString().str() + "; cc1";
+  for (const std::string& a : s.cc1_args) {
+    // The input and output names vary per compile and do not change the code.
+    out += " " + a;
+  }
+  return out;
 }
 
 }  // namespace stax::cpu

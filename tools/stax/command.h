@@ -30,6 +30,7 @@ Subcommand make_compile_command(CLI::App& parent);  // cmd_compile.cpp
 Subcommand make_plugins_command(CLI::App& parent);  // cmd_plugins.cpp
 Subcommand make_bench_command(CLI::App& parent);    // cmd_bench.cpp
 Subcommand make_conformance_command(CLI::App& parent);  // cmd_conformance.cpp
+Subcommand make_cache_command(CLI::App& parent);        // cmd_cache.cpp
 
 // ---- helpers shared by subcommands (common.cpp) ----
 
