@@ -159,6 +159,8 @@ const std::string& JitError::stage() const {
   return stage;
 }
 
+std::vector<std::string> build_cc1_args(const ClangJitOptions& options);
+
 namespace detail {
 
 struct JitState {
@@ -179,6 +181,14 @@ struct JitState {
   // is kept so that a kernel can be serialized, and linked with addObjectFile.
   std::unique_ptr<llvm::TargetMachine> target_machine;
   uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
+
+  // Builds cc1_args and target_cpu on first use (under `mutex`, or in the constructor).
+  void ensure_cc1() {
+    if (!cc1_args.empty()) return;
+    cc1_args = build_cc1_args(options);
+    for (size_t i = 0; i + 1 < cc1_args.size(); ++i)
+      if (cc1_args[i] == "-target-cpu") target_cpu = cc1_args[i + 1];
+  }
 
   std::string take_orc_errors() {
     std::string out = trim_trailing_newlines(std::move(orc_errors));
@@ -261,8 +271,6 @@ const CompileTimes& CompiledModule::times() const {
 // ---------------------------------------------------------------------------------------------
 // ClangJit: construction
 
-namespace {
-
 // Runs the driver once on the options' command line and returns the cc1 arguments (without
 // "-cc1"). The driver resolves -march=native into -target-cpu and -target-feature flags.
 std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
@@ -306,8 +314,6 @@ std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
   return args;
 }
 
-}  // namespace
-
 ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
   if (options.opt_level < 0 || options.opt_level > 3) {
     throw JitError(STAX_ERROR_INVALID_OPTION, "",
@@ -322,9 +328,9 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
     s.sleef = dlopen(s.options.sleef_library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
   }
 
-  s.cc1_args = build_cc1_args(s.options);
-  for (size_t i = 0; i + 1 < s.cc1_args.size(); ++i)
-    if (s.cc1_args[i] == "-target-cpu") s.target_cpu = s.cc1_args[i + 1];
+  // The driver run (a few ms) is needed by the first compile only, not to link stored objects:
+  // it runs now only when there are extra flags to check (an unknown flag fails here).
+  if (!s.options.extra_flags.empty()) s.ensure_cc1();
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
@@ -351,8 +357,16 @@ ClangJit::~ClangJit() = default;
 
 const ClangJitOptions& ClangJit::options() const { return state_->options; }
 bool ClangJit::sleef_available() const { return state_->sleef; }
-const std::vector<std::string>& ClangJit::cc1_args() const { return state_->cc1_args; }
-const std::string& ClangJit::target_cpu() const { return state_->target_cpu; }
+const std::vector<std::string>& ClangJit::cc1_args() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->ensure_cc1();
+  return state_->cc1_args;
+}
+const std::string& ClangJit::target_cpu() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->ensure_cc1();
+  return state_->target_cpu;
+}
 
 // ---------------------------------------------------------------------------------------------
 // ClangJit::compile
@@ -410,6 +424,7 @@ CompiledModule ClangJit::compile(std::string_view source,
   };
   s.orc_errors.clear();
   s.backend_errors.clear();
+  s.ensure_cc1();
 
   // 1. Clang: source -> optimised LLVM IR.
   const auto t_frontend = Clock::now();
@@ -565,15 +580,21 @@ CompiledModule ClangJit::load_object(std::string_view object,
 }
 
 std::string ClangJit::identity() const {
+  // What decides the cc1 arguments (the driver is a function of these and Clang's version) and
+  // the code generator: no driver run, so a process that only links stored objects pays nothing.
   const JitState& s = *state_;
   std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
-                    s.target_machine->getTargetTriple().str() + "; cpu " +
-                    s.target_machine->getTargetCPU().str() + "; features " +
-                    s.target_machine->getTargetFeatureString().str() + "; cc1";
-  for (const std::string& a : s.cc1_args) {
-    // The input and output names vary per compile and do not change the code.
-    out += " " + a;
-  }
+                    s.target_machine->getTargetTriple().str() + "; opt " +
+                    std::to_string(s.options.opt_level) + "; native_cpu " +
+                    (s.options.native_cpu ? "1" : "0") + "; flags";
+  for (const std::string& f : s.options.extra_flags) out += " " + f;
+  out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> on;
+  for (const auto& f : features)
+    if (f.getValue()) on.push_back(f.getKey().str());
+  std::sort(on.begin(), on.end());
+  for (const std::string& f : on) out += " +" + f;
   return out;
 }
 

@@ -146,12 +146,14 @@ class ClangJit {
   CompiledModule load_object(std::string_view object, const std::vector<std::string>& symbol_names,
                              std::string_view name = "kernel");
   // Everything besides the source that decides compile()'s object code: LLVM's version, the
-  // target triple, CPU and features, and the cc1 arguments (opt level, -march, flags).
+  // target triple, the options (opt level, native_cpu, flags) and the host CPU's name and
+  // features (what -march=native expands to). Cheap: no driver run.
   std::string identity() const;
 
   const ClangJitOptions& options() const;
   bool sleef_available() const;
-  // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps.
+  // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps. The
+  // driver runs on the first compile() (or here), or in the constructor with extra_flags.
   const std::vector<std::string>& cc1_args() const;
   // The host CPU LLVM targets, e.g. "znver5".
   const std::string& target_cpu() const;
