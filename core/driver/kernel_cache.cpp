@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 #include "core/backend/plugin_loader.h"
 #include "core/codegen/kernel_canonical.h"
 
@@ -123,18 +127,36 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
   DiskCache* d = e.prefix.empty() ? nullptr : disk();
   const std::string key = d ? e.prefix + canonical : std::string();
   std::shared_ptr<CompiledKernel> kernel;
+  // STAX_CACHE_TRACE=1: one line per kernel on stderr (origin, read and link times).
+  static const bool trace = std::getenv("STAX_CACHE_TRACE") != nullptr;
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
   if (d) {
+    auto t0 = Clock::now();
     if (std::optional<std::string> bytes = d->load(key)) {
+      auto t1 = Clock::now();
       try {
         kernel = plugin.deserialize(desc, *bytes);
         *origin = KernelOrigin::Disk;
-      } catch (const PluginCallError&) {
+        if (trace)
+          std::fprintf(stderr, "stax cache: %s from disk (%zu bytes): read %.3f ms, load %.3f ms\n",
+                       name.c_str(), bytes->size(), ms(t0, t1), ms(t1, Clock::now()));
+      } catch (const PluginCallError& e) {
         d->remove(key);  // stale or damaged: compile it again below
+        if (trace)
+          std::fprintf(stderr, "stax cache: %s refused by the plugin: %s\n", name.c_str(),
+                       e.what());
       }
     }
   }
   if (!kernel) {
+    auto t0 = Clock::now();
     kernel = plugin.compile(desc);
+    if (trace)
+      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name.c_str(),
+                   ms(t0, Clock::now()));
     *origin = KernelOrigin::Compiled;
     if (d) {
       std::string bytes;

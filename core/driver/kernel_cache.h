@@ -10,6 +10,8 @@
 // properties, the backend's options (the config subtree) and the plugin's cache identity
 // (compiler version, target CPU and features / GPU arch), then the canonical description.
 // Bytes the plugin rejects (stale, damaged) are removed and the kernel is compiled.
+// STAX_CACHE_TRACE=1 prints one line per kernel on stderr: where it came from, read and link
+// (or compile) times.
 #pragma once
 
 #include <map>
