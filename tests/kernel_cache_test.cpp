@@ -212,6 +212,7 @@ TEST_F(KernelCacheTest, DamagedEntriesAreRemovedNeverLoaded) {
   damage([](std::string& b) { b.resize(20); });                   // shorter than the header
   damage([](std::string& b) { b.clear(); });                      // zero length
   damage([](std::string& b) { b += "tail"; });                    // trailing bytes
+  damage([](std::string& b) { b.append(2 << 20, 'z'); });         // larger than the cache
   // A different key under the same file name (a collision): a miss, the entry is kept.
   c.store("k", payload);
   std::string other = read_all(c.entry_path("k"));

@@ -62,7 +62,9 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-std::optional<std::string> read_file(const fs::path& p) {
+// The file's bytes; nothing when it cannot be read; at most `limit` bytes (a larger file comes
+// back as its first `limit` + 1 bytes, which no entry check accepts).
+std::optional<std::string> read_file(const fs::path& p, uint64_t limit) {
   int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st;
@@ -70,7 +72,8 @@ std::optional<std::string> read_file(const fs::path& p) {
     ::close(fd);
     return std::nullopt;
   }
-  std::string out(static_cast<size_t>(st.st_size), '\0');
+  uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), limit + 1);
+  std::string out(static_cast<size_t>(size), '\0');
   size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::read(fd, out.data() + done, out.size() - done);
@@ -181,7 +184,8 @@ fs::path DiskCache::entry_path(std::string_view key) const {
 std::optional<std::string> DiskCache::load(std::string_view key) {
   if (!usable_) return std::nullopt;
   const fs::path path = entry_path(key);
-  std::optional<std::string> file = read_file(path);
+  // An entry larger than the whole cache may be is damaged: never read it all into memory.
+  std::optional<std::string> file = read_file(path, max_bytes_);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file) {
     ++counters_.misses;
