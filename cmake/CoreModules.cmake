@@ -8,7 +8,7 @@
 # dependents link it once it exists.
 set(STAX_CORE_MODULES
   support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
-  backend runtime driver)
+  backend runtime cache driver)
 
 set(STAX_CORE_DEPS_support)
 set(STAX_CORE_DEPS_graph support)
@@ -24,9 +24,11 @@ set(STAX_CORE_DEPS_codegen ir lowering scheduler)
 set(STAX_CORE_DEPS_config support)
 set(STAX_CORE_DEPS_backend config policy graph)
 set(STAX_CORE_DEPS_runtime tensor interpreter ir lowering codegen backend scheduler)
+# The persistent kernel cache: bytes keyed by bytes, no graph, no plugin ABI (issue 11).
+set(STAX_CORE_DEPS_cache support)
 set(STAX_CORE_DEPS_driver
   support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
-  backend runtime)
+  backend runtime cache)
 
 # Only core/backend and core/codegen may include the plugin ABI ("stax/plugin_api.h",
 # "stax/sdk/backend.hpp", "stax/sdk/plugin.hpp"); every module may use the SDK's vocabulary

@@ -240,20 +240,68 @@ std::unique_ptr<CompiledKernel> Plugin::compile(const StaxKernelDesc& kernel) co
   a.backend = state_->backend;
   a.kernel = &kernel;
   state_->check(state_->api().compile(&a), "compile of kernel '" + kname + "'");
+  return wrap(a.compiled, kname, "compile");
+}
+
+std::unique_ptr<CompiledKernel> Plugin::wrap(StaxCompiledKernel* handle, const std::string& kname,
+                                             const std::string& call) const {
   std::unique_ptr<CompiledKernel> k(new CompiledKernel());
   k->backend_ = state_;
-  k->handle_ = a.compiled;
+  k->handle_ = handle;
   k->name_ = kname;
-  if (!a.compiled)
+  if (!handle)
     throw PluginCallError(path().string(),
-                          "plugin '" + name() + "': compile of kernel '" + kname +
+                          "plugin '" + name() + "': " + call + " of kernel '" + kname +
                               "' returned no kernel",
                           STAX_ERROR_INTERNAL);
   StaxKernelSourceArgs s = sdk::make_struct<StaxKernelSourceArgs>();
-  s.compiled = a.compiled;
+  s.compiled = handle;
   state_->check(state_->api().kernel_source(&s), "kernel_source of '" + kname + "'");
   if (s.source) k->source_.assign(s.source, s.source_size);
   return k;
+}
+
+// ---- the kernel cache (ABI 1.3) ----------------------------------------------------------------
+
+static bool has_cache_functions(const StaxPluginApi& api) {
+  return STAX_SDK_HAS_FIELD(&api, StaxPluginApi, kernel_deserialize) &&
+         api.kernel_cache_identity && api.kernel_serialize && api.kernel_deserialize;
+}
+
+std::string Plugin::cache_identity() const {
+  if (!has_cache_functions(state_->api())) return std::string();
+  StaxCacheIdentityArgs a = sdk::make_struct<StaxCacheIdentityArgs>();
+  a.backend = state_->backend;
+  state_->check(state_->api().kernel_cache_identity(&a), "kernel_cache_identity");
+  return a.identity ? std::string(a.identity, a.identity_size) : std::string();
+}
+
+std::string Plugin::serialize(const CompiledKernel& compiled) const {
+  if (!has_cache_functions(state_->api()))
+    throw PluginCallError(path().string(),
+                          "plugin '" + name() + "': its ABI has no kernel serialization (1.3)",
+                          STAX_ERROR_UNSUPPORTED);
+  StaxKernelSerializeArgs a = sdk::make_struct<StaxKernelSerializeArgs>();
+  a.compiled = compiled.handle_;
+  state_->check(state_->api().kernel_serialize(&a),
+                "kernel_serialize of '" + compiled.name() + "'");
+  return a.data ? std::string(static_cast<const char*>(a.data), a.size) : std::string();
+}
+
+std::unique_ptr<CompiledKernel> Plugin::deserialize(const StaxKernelDesc& kernel,
+                                                    std::string_view bytes) const {
+  std::string kname = kernel.name ? kernel.name : "";
+  if (!has_cache_functions(state_->api()))
+    throw PluginCallError(path().string(),
+                          "plugin '" + name() + "': its ABI has no kernel serialization (1.3)",
+                          STAX_ERROR_UNSUPPORTED);
+  StaxKernelDeserializeArgs a = sdk::make_struct<StaxKernelDeserializeArgs>();
+  a.backend = state_->backend;
+  a.kernel = &kernel;
+  a.data = bytes.data();
+  a.size = bytes.size();
+  state_->check(state_->api().kernel_deserialize(&a), "kernel_deserialize of '" + kname + "'");
+  return wrap(a.compiled, kname, "kernel_deserialize");
 }
 
 std::vector<std::string> Plugin::extern_kernels() const {

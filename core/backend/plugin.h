@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config/options.h"
@@ -95,6 +96,16 @@ class Plugin {
                           sdk::ReductionType type) const;
   std::unique_ptr<CompiledKernel> compile(const StaxKernelDesc& kernel) const;
 
+  // ABI 1.3, the persistent kernel cache (plugin_api.h). cache_identity(): the plugin's text
+  // (compiler version, target); empty when the plugin is older than 1.3 or does not opt in, and
+  // then its kernels are never cached on disk. serialize(): the kernel's bytes (a PluginCallError
+  // when unsupported). deserialize(): a kernel for `kernel` from bytes serialize() made for an
+  // equal description (a PluginCallError when the plugin rejects them: stale or damaged).
+  std::string cache_identity() const;
+  std::string serialize(const CompiledKernel& compiled) const;
+  std::unique_ptr<CompiledKernel> deserialize(const StaxKernelDesc& kernel,
+                                              std::string_view bytes) const;
+
   std::vector<std::string> extern_kernels() const;
   bool has_extern_kernel(const std::string& name) const;
   // Inputs first, then outputs.
@@ -114,6 +125,9 @@ class Plugin {
 
  private:
   Plugin() = default;
+  // A CompiledKernel around the plugin's handle (its source from kernel_source).
+  std::unique_ptr<CompiledKernel> wrap(StaxCompiledKernel* handle, const std::string& kname,
+                                       const std::string& call) const;
 
   std::shared_ptr<detail::BackendState> state_;
   int32_t device_index_ = 0;

@@ -8,7 +8,7 @@
 //     cuda: { backend: cuda_nvrtc, options: { arch: sm_90 } }
 //     npu:  { backend: my_npu }         # any kind a plugin names ([a-z][a-z0-9_]*)
 //   realization: { op_limit: 50 }         # overrides of the backend's §6.6 thresholds
-//   cache_dir: ~/.cache/stax
+//   cache_dir: ~/.cache/stax            # the kernel cache (core/cache); `cache: off` disables it
 //   dump: { dir: null, stages: [graph, loop_ir, kernels] }   # DumpConfig::all_stages()
 //
 // plugin_path resolution: `~/` is the home directory; a relative entry P becomes, in this
@@ -66,6 +66,9 @@ struct Config {
   std::map<std::string, DeviceConfig> devices;  // keys: device kinds ("cpu", "cuda", "npu")
   RealizationConfig realization;
   std::optional<std::filesystem::path> cache_dir;
+  // `cache: off` disables the on-disk kernel cache (core/cache; in-process caching stays).
+  // STAX_CACHE_DIR overrides cache_dir (STAX_CACHE_DIR=off disables it too).
+  bool cache = true;
   DumpConfig dump;
   // `default_device: cuda`: the device kind that runs graphs whose placeholders are on the
   // default device ("cpu"); empty = the placeholders' device. Must name a key of `devices`.

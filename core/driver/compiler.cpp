@@ -35,11 +35,16 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
   return names;
 }
 
-// Compiles every kernel plan with the graph's backend, recording sources and times.
-void compile_kernels(CompiledGraph::Impl& impl) {
+// Compiles every kernel plan with the graph's backend through the kernel cache, recording
+// sources, times and where each kernel came from.
+void compile_kernels(CompiledGraph::Impl& impl, KernelCache& cache, const OptionValue& options) {
   for (const KernelPlan& plan : impl.plans) {
     auto t = Clock::now();
-    impl.compiled.push_back(impl.plugin->compile(*plan.desc.get()));
+    KernelOrigin origin = KernelOrigin::Compiled;
+    impl.compiled.push_back(cache.get(*impl.plugin, options, *plan.desc.get(), &origin));
+    ++(origin == KernelOrigin::Compiled ? impl.stats.kernels_compiled
+       : origin == KernelOrigin::Memory ? impl.stats.kernels_from_memory
+                                        : impl.stats.kernels_from_disk);
     double ms = ms_since(t);
     impl.stats.compile_ms += ms;
     std::string names;
@@ -129,7 +134,10 @@ std::string graph_device_kind(const Graph& graph) {
 }
 
 Compiler::Compiler(Config config, CompileOptions options)
-    : session_(std::make_shared<BackendSession>(std::move(config))), options_(std::move(options)) {}
+    : session_(std::make_shared<BackendSession>(std::move(config))),
+      options_(std::move(options)),
+      cache_(std::make_unique<KernelCache>(CacheSettings::resolve(
+          session_->registry.config().cache, session_->registry.config().cache_dir))) {}
 
 Compiler::~Compiler() = default;
 
@@ -180,7 +188,8 @@ CompiledGraph Compiler::compile(const Graph& source) {
   t = Clock::now();
   impl->plans = plan_kernels(impl->schedule, impl->lowered, options_.codegen);
   impl->stats.codegen_ms = ms_since(t);
-  compile_kernels(*impl);
+  const DeviceConfig* device = session_->registry.config().device(kind);
+  compile_kernels(*impl, *cache_, device ? device->options : OptionValue::map());
   dump("kernels", [&] { return kernels_text(impl->infos); });
 
   // run plan: buffer slots, step order, last uses

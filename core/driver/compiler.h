@@ -32,6 +32,7 @@
 #include "core/backend/plugin_registry.h"
 #include "core/codegen/kernel_codegen.h"
 #include "core/config/config.h"
+#include "core/driver/kernel_cache.h"
 #include "core/graph/graph.h"
 #include "core/runtime/compiled_graph.h"
 
@@ -59,10 +60,14 @@ class Compiler {
   PluginRegistry& registry();
   const Config& config() const;
   const CompileOptions& options() const { return options_; }
+  // The kernel cache this Compiler compiles through.
+  KernelCache& kernel_cache() { return *cache_; }
 
  private:
   std::shared_ptr<BackendSession> session_;  // shared with every CompiledGraph it builds
   CompileOptions options_;
+  std::unique_ptr<KernelCache> cache_;  // config `cache_dir` / `cache:`, STAX_CACHE_DIR
+
 };
 
 // The device kind a graph runs on: device_type() of its placeholders' device ("cpu", "cuda"), or

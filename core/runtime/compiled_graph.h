@@ -48,8 +48,12 @@ struct CompileStats {
   double lower_ms = 0;    // lower_graph
   double schedule_ms = 0;  // fusion and the memory plan
   double codegen_ms = 0;  // kernel descriptions (plan_kernels)
-  double compile_ms = 0;  // every plugin compile call
+  double compile_ms = 0;  // every plugin compile call (or kernel cache hit)
   double total_ms = 0;
+  // Where the kernels came from (the kernel cache, core/driver/kernel_cache.h).
+  int kernels_compiled = 0;     // by the plugin
+  int kernels_from_memory = 0;  // the in-process cache
+  int kernels_from_disk = 0;    // deserialized from the disk cache
 };
 
 struct GraphRunOptions {

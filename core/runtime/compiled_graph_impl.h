@@ -36,7 +36,7 @@ struct CompiledGraph::Impl {
   Schedule schedule;
   MemoryPlan memory;
   std::vector<KernelPlan> plans;
-  std::vector<std::unique_ptr<CompiledKernel>> compiled;
+  std::vector<std::shared_ptr<CompiledKernel>> compiled;  // shared: the kernel cache
   std::vector<CompiledKernelInfo> infos;
   std::vector<const Buffer*> slots;  // graph inputs first, then lowered.buffers
   std::vector<const BufferPlacement*> placements;  // per slot: into memory; null for inputs

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 
@@ -28,7 +29,11 @@
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/SmallVectorMemoryBuffer.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -154,6 +159,8 @@ const std::string& JitError::stage() const {
   return stage;
 }
 
+std::vector<std::string> build_cc1_args(const ClangJitOptions& options);
+
 namespace detail {
 
 struct JitState {
@@ -170,6 +177,18 @@ struct JitState {
   // string): without a handler LLVMContext prints them and calls exit(1).
   std::string backend_errors;
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  // Code generation to an object file (the same target machine the LLJIT would use); the object
+  // is kept so that a kernel can be serialized, and linked with addObjectFile.
+  std::unique_ptr<llvm::TargetMachine> target_machine;
+  uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
+
+  // Builds cc1_args and target_cpu on first use (under `mutex`, or in the constructor).
+  void ensure_cc1() {
+    if (!cc1_args.empty()) return;
+    cc1_args = build_cc1_args(options);
+    for (size_t i = 0; i + 1 < cc1_args.size(); ++i)
+      if (cc1_args[i] == "-target-cpu") target_cpu = cc1_args[i + 1];
+  }
 
   std::string take_orc_errors() {
     std::string out = trim_trailing_newlines(std::move(orc_errors));
@@ -186,19 +205,20 @@ using detail::JitState;
 // CompiledModule
 
 struct CompiledModule::Impl {
-  std::shared_ptr<JitState> state;  // declared first: destroyed after the tracker
-  llvm::orc::ResourceTrackerSP tracker;
+  std::shared_ptr<JitState> state;  // declared first: destroyed after the dylib
+  llvm::orc::JITDylib* dylib = nullptr;  // this module's own JITDylib, removed on destruction
+  std::string object;                    // the relocatable object the JIT linked
   std::string name;
   std::string diagnostics;
   std::vector<std::pair<std::string, void*>> symbols;
   CompileTimes times;
 
   ~Impl() {
-    if (!tracker) return;
+    if (!dylib) return;
     std::lock_guard<std::mutex> lock(state->mutex);
     // Nothing sensible to do with a failure in a destructor; never print it.
-    llvm::consumeError(tracker->remove());
-    tracker = nullptr;
+    llvm::consumeError(state->jit->getExecutionSession().removeJITDylib(*dylib));
+    dylib = nullptr;
   }
 };
 
@@ -238,6 +258,11 @@ const std::string& CompiledModule::diagnostics() const {
   return impl_ ? impl_->diagnostics : none;
 }
 
+const std::string& CompiledModule::object() const {
+  static const std::string none;
+  return impl_ ? impl_->object : none;
+}
+
 const CompileTimes& CompiledModule::times() const {
   static const CompileTimes none;
   return impl_ ? impl_->times : none;
@@ -245,8 +270,6 @@ const CompileTimes& CompiledModule::times() const {
 
 // ---------------------------------------------------------------------------------------------
 // ClangJit: construction
-
-namespace {
 
 // Runs the driver once on the options' command line and returns the cc1 arguments (without
 // "-cc1"). The driver resolves -march=native into -target-cpu and -target-feature flags.
@@ -291,8 +314,6 @@ std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
   return args;
 }
 
-}  // namespace
-
 ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
   if (options.opt_level < 0 || options.opt_level > 3) {
     throw JitError(STAX_ERROR_INVALID_OPTION, "",
@@ -307,9 +328,9 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
     s.sleef = dlopen(s.options.sleef_library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
   }
 
-  s.cc1_args = build_cc1_args(s.options);
-  for (size_t i = 0; i + 1 < s.cc1_args.size(); ++i)
-    if (s.cc1_args[i] == "-target-cpu") s.target_cpu = s.cc1_args[i + 1];
+  // The driver run (a few ms) is needed by the first compile only, not to link stored objects:
+  // it runs now only when there are extra flags to check (an unknown flag fails here).
+  if (!s.options.extra_flags.empty()) s.ensure_cc1();
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
@@ -317,6 +338,11 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
                    "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
   jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
+  auto tm = jtmb->createTargetMachine();
+  if (!tm)
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot create the target machine: " + to_string(tm.takeError()));
+  s.target_machine = std::move(*tm);
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit)
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
@@ -331,8 +357,16 @@ ClangJit::~ClangJit() = default;
 
 const ClangJitOptions& ClangJit::options() const { return state_->options; }
 bool ClangJit::sleef_available() const { return state_->sleef; }
-const std::vector<std::string>& ClangJit::cc1_args() const { return state_->cc1_args; }
-const std::string& ClangJit::target_cpu() const { return state_->target_cpu; }
+const std::vector<std::string>& ClangJit::cc1_args() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->ensure_cc1();
+  return state_->cc1_args;
+}
+const std::string& ClangJit::target_cpu() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->ensure_cc1();
+  return state_->target_cpu;
+}
 
 // ---------------------------------------------------------------------------------------------
 // ClangJit::compile
@@ -390,6 +424,7 @@ CompiledModule ClangJit::compile(std::string_view source,
   };
   s.orc_errors.clear();
   s.backend_errors.clear();
+  s.ensure_cc1();
 
   // 1. Clang: source -> optimised LLVM IR.
   const auto t_frontend = Clock::now();
@@ -458,23 +493,55 @@ CompiledModule ClangJit::compile(std::string_view source,
   // Clang's own handler was only installed for the frontend; code generation happens in ORC.
   context->setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&s.backend_errors));
 
-  // 3. ORC: add under a fresh tracker and look the symbols up (this generates the code).
+  // 3. Code generation to a relocatable object (kept: CompiledModule::object()).
   const auto t_jit = Clock::now();
-  llvm::orc::ResourceTrackerSP tracker = s.jit->getMainJITDylib().createResourceTracker();
-  auto discard = [&] {
-    if (llvm::Error err = tracker->remove()) s.orc_errors += to_string(std::move(err)) + "\n";
-  };
-  if (llvm::Error err = s.jit->addIRModule(
-          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+  llvm::SmallVector<char, 0> object;
+  {
+    module->setDataLayout(s.target_machine->createDataLayout());
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (s.target_machine->addPassesToEmitFile(pm, os, nullptr,
+                                              llvm::CodeGenFileType::ObjectFile))
+      throw fail("LLVM cannot emit an object file for kernel '" + kernel_name + "'", "");
+    pm.run(*module);
+  }
+  if (!s.backend_errors.empty())
+    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", s.backend_errors);
+  module.reset();
+  context.reset();
+
+  // 4. ORC: link the object into a JITDylib of its own and look the symbols up.
+  auto impl = link_object(std::string_view(object.data(), object.size()), symbol_names,
+                          kernel_name, fail);
+  impl->name = kernel_name;
+  impl->diagnostics = trim_trailing_newlines(std::move(diag_text));
+  impl->times = CompileTimes{frontend_ms, ms_since(t_jit)};
+  return CompiledModule(std::move(impl));
+}
+
+std::unique_ptr<CompiledModule::Impl> ClangJit::link_object(
+    std::string_view object, const std::vector<std::string>& symbol_names,
+    const std::string& kernel_name,
+    const std::function<JitError(const std::string&, const std::string&)>& fail) {
+  JitState& s = *state_;
+  auto jd = s.jit->createJITDylib("stax_module_" + std::to_string(s.next_dylib++));
+  if (!jd) throw fail("the JIT cannot create a dylib for kernel '" + kernel_name + "'",
+                      to_string(jd.takeError()));
+  // The caller holds the mutex, so a failure removes the dylib here (not in ~Impl, which locks).
+  auto discard = [&] { s.orc_errors += to_string(s.jit->getExecutionSession().removeJITDylib(*jd)); };
+  auto impl = std::make_unique<CompiledModule::Impl>();
+  impl->object.assign(object.data(), object.size());
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()),
+                                                     kernel_name + ".o");
+  if (llvm::Error err = s.jit->addObjectFile(*jd, std::move(buffer))) {
     std::string details = to_string(std::move(err));
-    discard();
     std::string more = s.take_orc_errors();
-    throw fail("the JIT rejected kernel '" + kernel_name + "'",
+    discard();
+    throw fail("the JIT rejected the object of kernel '" + kernel_name + "'",
                details + (more.empty() ? "" : "\n" + more));
   }
-  auto impl = std::make_unique<CompiledModule::Impl>();
   for (const std::string& symbol : symbol_names) {
-    auto addr = s.jit->lookup(symbol);
+    auto addr = s.jit->lookup(*jd, symbol);
     if (!addr) {
       std::string details = to_string(addr.takeError());
       std::string more = s.take_orc_errors();
@@ -487,14 +554,48 @@ CompiledModule ClangJit::compile(std::string_view source,
   if (!s.backend_errors.empty()) {
     std::string details = s.backend_errors;
     discard();
-    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", details);
+    throw fail("LLVM failed to link kernel '" + kernel_name + "'", details);
   }
   impl->state = state_;
-  impl->tracker = std::move(tracker);
+  impl->dylib = &*jd;  // from here on removed by ~Impl
+  return impl;
+}
+
+CompiledModule ClangJit::load_object(std::string_view object,
+                                     const std::vector<std::string>& symbol_names,
+                                     std::string_view name) {
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
+  s.orc_errors.clear();
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
+    return JitError(STAX_ERROR_COMPILE, kernel_name + ".o",
+                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
+  };
+  const auto t_jit = Clock::now();
+  auto impl = link_object(object, symbol_names, kernel_name, fail);
   impl->name = kernel_name;
-  impl->diagnostics = trim_trailing_newlines(std::move(diag_text));
-  impl->times = CompileTimes{frontend_ms, ms_since(t_jit)};
+  impl->times = CompileTimes{0, ms_since(t_jit)};
   return CompiledModule(std::move(impl));
+}
+
+std::string ClangJit::identity() const {
+  // What decides the cc1 arguments (the driver is a function of these and Clang's version) and
+  // the code generator: no driver run, so a process that only links stored objects pays nothing.
+  const JitState& s = *state_;
+  std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
+                    s.target_machine->getTargetTriple().str() + "; opt " +
+                    std::to_string(s.options.opt_level) + "; native_cpu " +
+                    (s.options.native_cpu ? "1" : "0") + "; flags";
+  for (const std::string& f : s.options.extra_flags) out += " " + f;
+  out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> on;
+  for (const auto& f : features)
+    if (f.getValue()) on.push_back(f.getKey().str());
+  std::sort(on.begin(), on.end());
+  for (const std::string& f : on) out += " +" + f;
+  return out;
 }
 
 }  // namespace stax::cpu

@@ -1,5 +1,6 @@
-// stax::cpu::ClangJit: compiles a C++17 source string in-process with Clang into LLVM IR and
-// JIT-links it with LLVM ORC (LLJIT). One ClangJit per configuration (opt level, flags); each
+// stax::cpu::ClangJit: compiles a C++17 source string in-process with Clang into LLVM IR, then to
+// a relocatable object in memory, and JIT-links the object with LLVM ORC (LLJIT); load_object()
+// links such an object again (the kernel cache) without Clang. One ClangJit per configuration (opt level, flags); each
 // compile() returns a CompiledModule that owns the machine code of that kernel and frees it when
 // destroyed.
 //
@@ -12,11 +13,12 @@
 // look up must have C linkage (`extern "C"`). Symbols of the process (libm, the host runtime) and,
 // when loaded, of SLEEF (`Sleef_expf16_u10`, ...) resolve from the kernel. Every other external
 // definition of a kernel that is not asked for in compile() is made internal, so helper functions
-// of two kernels never clash; the asked-for names must be unique among the live modules of a
-// ClangJit.
+// of two kernels never clash; every module lives in a JITDylib of its own, so asked-for names
+// may repeat between modules.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -102,6 +104,9 @@ class CompiledModule {
   // Clang's warnings (and notes) for this source; empty when it compiled cleanly.
   const std::string& diagnostics() const;
   const CompileTimes& times() const;
+  // The relocatable object file (ELF) the JIT linked: what a kernel cache stores, and what
+  // ClangJit::load_object links again without compiling.
+  const std::string& object() const;
 
   bool empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
@@ -134,14 +139,30 @@ class ClangJit {
   CompiledModule compile(std::string_view source, const std::vector<std::string>& symbol_names,
                          std::string_view name = "kernel");
 
+  // Links an object file made by compile() (CompiledModule::object(), possibly in another
+  // process with an equal identity()) and looks up `symbol_names`, without running Clang. Every
+  // module (compiled or loaded) lives in a JITDylib of its own, so one object may be loaded any
+  // number of times. A malformed object or a missing symbol is a JitError (STAX_ERROR_COMPILE).
+  CompiledModule load_object(std::string_view object, const std::vector<std::string>& symbol_names,
+                             std::string_view name = "kernel");
+  // Everything besides the source that decides compile()'s object code: LLVM's version, the
+  // target triple, the options (opt level, native_cpu, flags) and the host CPU's name and
+  // features (what -march=native expands to). Cheap: no driver run.
+  std::string identity() const;
+
   const ClangJitOptions& options() const;
   bool sleef_available() const;
-  // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps.
+  // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps. The
+  // driver runs on the first compile() (or here), or in the constructor with extra_flags.
   const std::vector<std::string>& cc1_args() const;
   // The host CPU LLVM targets, e.g. "znver5".
   const std::string& target_cpu() const;
 
  private:
+  std::unique_ptr<CompiledModule::Impl> link_object(
+      std::string_view object, const std::vector<std::string>& symbol_names,
+      const std::string& kernel_name,
+      const std::function<JitError(const std::string&, const std::string&)>& fail);
   std::shared_ptr<detail::JitState> state_;
 };
 

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plugins/cpu_cpp/clang_jit.h"
@@ -42,6 +43,13 @@ namespace stax::cpu {
 namespace {
 
 using KernelFn = void(void* const*, long long, long long, const char**);
+
+// The serialized kernel (ABI 1.3): this magic (its last digit is the format's version), then the
+// object file whose entry point is kEntry.
+constexpr const char kBlobMagic[] = "STAXCPU1";
+constexpr size_t kBlobMagicSize = sizeof(kBlobMagic) - 1;
+// Every module has a JITDylib of its own (clang_jit.h), so one entry name serves every kernel.
+constexpr const char kEntry[] = "stax_entry";
 
 // Below this many iteration points (times the reduction length) a kernel runs single-threaded.
 constexpr int64_t kParallelMinPoints = 1 << 16;
@@ -80,6 +88,9 @@ class CpuKernel : public sdk::CompiledKernel {
         pool_(std::move(pool)) {}
 
   const std::string& source() const override { return source_; }
+
+  // ABI 1.3: the magic, then the relocatable object (clang_jit.h: CompiledModule::object()).
+  std::string serialize() const override { return std::string(kBlobMagic) + module_.object(); }
 
   void run(void* const* buffers, size_t num_buffers, void*) override {
     if (num_buffers != num_buffers_)
@@ -161,22 +172,37 @@ class CpuCppBackend : public sdk::Backend {
   int64_t split_reduction(int64_t, int64_t, sdk::ReductionType) const override { return 1; }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
-    std::string function = print_kernel_function(k, print_);
-    std::string source = kernel_prelude() + kKernelMarker + "\n" + function + inject_;
+    std::string source = kernel_source(k);
     if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
-    // The JIT needs names unique among its live modules: the kernel function is wrapped by a
-    // unique entry point (the kernel itself becomes internal and is inlined).
-    std::string entry = "stax_entry_" + std::to_string(next_entry_.fetch_add(1));
-    std::string jit_source = source + "\nextern \"C\" void " + entry +
+    // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
+    // is inlined).
+    std::string jit_source = source + "\nextern \"C\" void " + kEntry +
                              "(void* const* b, long long s, long long e, const char** err) { " +
                              k.name() + "(b, s, e, err); }\n";
-    CompiledModule module = jit().compile(jit_source, {entry}, k.name());
-    KernelFn* fn = module.function<KernelFn>(entry);
-    sdk::Span<int64_t> ranges = k.ranges();
-    int64_t outer = ranges.empty() ? 1 : ranges[0];
-    int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
-    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
-                                       k.num_buffers(), outer, points, pool_);
+    return make_kernel(k, jit().compile(jit_source, {kEntry}, k.name()), std::move(source));
+  }
+
+  // ABI 1.3, the kernel cache: the object code links again without Clang; the source (for dumps)
+  // is printed again from the current description, so it carries the current names.
+  std::string cache_identity() const override {
+    return std::string(kName) + " " + kVersion + "; strict_order " +
+           (print_.strict_order ? "1" : "0") + "; inject " + std::to_string(inject_.size()) +
+           "; " + const_cast<CpuCppBackend*>(this)->jit().identity();
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
+                                                   size_t size) override {
+    const char* bytes = static_cast<const char*>(data);
+    if (size < kBlobMagicSize || std::string_view(bytes, kBlobMagicSize) != kBlobMagic)
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cpu_cpp: serialized kernel '" + k.name() +
+                                 "' does not start with " + kBlobMagic);
+    std::string source = kernel_source(k);
+    if (dump_source_)
+      std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
+                << source << "\n";
+    std::string_view object(bytes + kBlobMagicSize, size - kBlobMagicSize);
+    return make_kernel(k, jit().load_object(object, {kEntry}, k.name()), std::move(source));
   }
 
   std::vector<std::string> extern_kernels() const override { return extern_kernel_names(); }
@@ -187,6 +213,20 @@ class CpuCppBackend : public sdk::Backend {
   }
 
  private:
+  std::string kernel_source(const sdk::Kernel& k) const {
+    return kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(k, print_) + inject_;
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> make_kernel(const sdk::Kernel& k, CompiledModule module,
+                                                   std::string source) {
+    KernelFn* fn = module.function<KernelFn>(kEntry);
+    sdk::Span<int64_t> ranges = k.ranges();
+    int64_t outer = ranges.empty() ? 1 : ranges[0];
+    int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
+    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
+                                       k.num_buffers(), outer, points, pool_);
+  }
+
   // Created once, by the first compile (compiles may come from several threads: ClangJit
   // serialises its own work).
   ClangJit& jit() {
@@ -209,7 +249,6 @@ class CpuCppBackend : public sdk::Backend {
   std::shared_ptr<ThreadPool> pool_;
   std::once_flag jit_once_;
   std::unique_ptr<ClangJit> jit_;  // created by the first compile
-  std::atomic<uint64_t> next_entry_{0};
 };
 
 }  // namespace

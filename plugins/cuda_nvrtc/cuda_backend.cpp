@@ -28,6 +28,7 @@
 #include <mutex>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plugins/cpu_cpp/clang_jit.h"
@@ -47,18 +48,83 @@ struct KernelBuffer {
   bool copy_back;  // OUTPUT, INOUT, TEMP
 };
 
+// ABI 1.3 serialized kernels: a magic (the last digit is the format's version), then fields
+// each as u64 length + bytes. Device: function name, arch, grid, block, cubin. Emulated: the
+// relocatable object of the host build (entry point kEmuEntry).
+constexpr const char kCubinMagic[] = "STAXCUB1";
+constexpr const char kEmuMagic[] = "STAXCUE1";
+constexpr size_t kMagicSize = 8;
+// Every JIT module has a JITDylib of its own (clang_jit.h): one entry name serves every kernel.
+constexpr const char kEmuEntry[] = "stax_emu_entry";
+
+void put_field(std::string& out, std::string_view bytes) {
+  uint64_t n = bytes.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.append(bytes);
+}
+
+// Reads the fields put_field wrote, checking every length against the bytes left.
+class FieldReader {
+ public:
+  FieldReader(const void* data, size_t size, std::string kernel)
+      : p_(static_cast<const char*>(data)), left_(size), kernel_(std::move(kernel)) {}
+  std::string_view magic() { return take(kMagicSize); }
+  std::string_view field() {
+    std::string_view n = take(8);
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(n[i]);
+    return take(len);
+  }
+  void end() const {
+    if (left_ != 0) fail(std::to_string(left_) + " trailing bytes");
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                           "cuda_nvrtc: serialized kernel '" + kernel_ + "': " + why);
+  }
+
+ private:
+  std::string_view take(uint64_t n) {
+    if (n > left_) fail("truncated (" + std::to_string(n) + " bytes wanted, " +
+                        std::to_string(left_) + " left)");
+    std::string_view out(p_, n);
+    p_ += n;
+    left_ -= n;
+    return out;
+  }
+  const char* p_;
+  size_t left_;
+  std::string kernel_;
+};
+
 class CudaKernel : public sdk::CompiledKernel {
  public:
-  CudaKernel(std::shared_ptr<LazyDevice> device, std::string name, std::string source,
-             std::vector<char> cubin, LaunchPlan plan, std::vector<KernelBuffer> buffers)
+  // `function`: the kernel's name in the cubin (the name it was compiled under; `name` may
+  // differ for a kernel from the cache).
+  CudaKernel(std::shared_ptr<LazyDevice> device, std::string name, std::string function,
+             std::string arch, std::string source, std::vector<char> cubin, LaunchPlan plan,
+             std::vector<KernelBuffer> buffers)
       : device_(std::move(device)),
         name_(std::move(name)),
+        function_name_(std::move(function)),
+        arch_(std::move(arch)),
         source_(std::move(source)),
         cubin_(std::move(cubin)),
         plan_(plan),
         buffers_(std::move(buffers)) {}
 
   const std::string& source() const override { return source_; }
+
+  std::string serialize() const override {
+    std::string out(kCubinMagic, kMagicSize);
+    put_field(out, function_name_);
+    put_field(out, arch_);
+    put_field(out, std::to_string(plan_.grid));
+    put_field(out, std::to_string(plan_.block));
+    put_field(out, std::string_view(cubin_.data(), cubin_.size()));
+    return out;
+  }
+  const std::vector<char>& cubin() const { return cubin_; }
 
   // Host buffers: copied to the device around the launch.
   void run(void* const* buffers, size_t num_buffers, void* stream) override {
@@ -117,13 +183,15 @@ class CudaKernel : public sdk::CompiledKernel {
   CUfunction function() {
     if (!function_) {
       module_ = device_->require().load_module(cubin_);
-      function_ = module_.function(name_);
+      function_ = module_.function(function_name_);
     }
     return function_;
   }
 
   std::shared_ptr<LazyDevice> device_;
   std::string name_;
+  std::string function_name_;
+  std::string arch_;
   std::string source_;
   std::vector<char> cubin_;
   LaunchPlan plan_;
@@ -147,6 +215,12 @@ class EmulatedKernel : public sdk::CompiledKernel {
         num_buffers_(num_buffers) {}
 
   const std::string& source() const override { return source_; }
+
+  std::string serialize() const override {
+    std::string out(kEmuMagic, kMagicSize);
+    put_field(out, module_.object());
+    return out;
+  }
 
   void run(void* const* buffers, size_t num_buffers, void*) override {
     if (num_buffers != num_buffers_)
@@ -253,13 +327,57 @@ class CudaNvrtcBackend : public sdk::Backend {
     std::string source = print_kernel_source(k, plan) + inject_;
     if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
     NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
-    std::vector<KernelBuffer> buffers;
-    for (size_t i = 0; i < k.num_buffers(); ++i) {
-      sdk::Buffer b = k.buffer(i);
-      buffers.push_back({buffer_bytes(b), !b.is_input()});
+    return std::make_unique<CudaKernel>(device_, k.name(), k.name(), arch(), std::move(source),
+                                        std::move(out.cubin), plan, kernel_buffers(k));
+  }
+
+  // ABI 1.3, the kernel cache. Device kernels: the cubin and its launch metadata (checked against
+  // the plan for the current description); emulated ones: the host object code. The source is
+  // printed again from the current description (names included).
+  std::string cache_identity() const override {
+    std::string id = std::string(kName) + " " + kVersion + "; nvrtc " + nvrtc_version() +
+                     "; arch " + arch() + "; emulate " + (emulate_ ? "1" : "0") + "; inject " +
+                     std::to_string(inject_.size());
+    if (emulate_) id += "; " + const_cast<CudaNvrtcBackend*>(this)->emulation_jit().identity();
+    return id;
+  }
+
+  std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
+                                                   size_t size) override {
+    LaunchPlan plan = plan_launch(k);
+    FieldReader r(data, size, k.name());
+    std::string_view magic = r.magic();
+    if (emulate_) {
+      if (magic != std::string_view(kEmuMagic, kMagicSize)) r.fail("not an emulated kernel");
+      std::string_view object = r.field();
+      r.end();
+      std::string source = print_kernel_source(k, plan, Target::HostEmulation) + inject_;
+      if (dump_source_)
+        std::cerr << "// cuda_nvrtc (emulated) kernel '" << k.name()
+                  << "' (from the kernel cache)\n" << source << "\n";
+      cpu::CompiledModule module = emulation_jit().load_object(object, {kEmuEntry}, k.name());
+      EmuEntry* fn = module.function<EmuEntry>(kEmuEntry);
+      return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+                                              std::move(source), plan, k.num_buffers());
     }
-    return std::make_unique<CudaKernel>(device_, k.name(), std::move(source),
-                                        std::move(out.cubin), plan, std::move(buffers));
+    if (magic != std::string_view(kCubinMagic, kMagicSize)) r.fail("not a cubin kernel");
+    std::string function(r.field());
+    std::string stored_arch(r.field());
+    std::string grid(r.field()), block(r.field());
+    std::string_view cubin = r.field();
+    r.end();
+    if (stored_arch != arch()) r.fail("compiled for " + stored_arch + ", not " + arch());
+    if (grid != std::to_string(plan.grid) || block != std::to_string(plan.block))
+      r.fail("launch " + grid + "x" + block + " differs from the plan " +
+             std::to_string(plan.grid) + "x" + std::to_string(plan.block));
+    std::string source = print_kernel_source(k, plan) + inject_;
+    if (dump_source_)
+      std::cerr << "// cuda_nvrtc kernel '" << k.name() << "' (from the kernel cache)\n"
+                << source << "\n";
+    return std::make_unique<CudaKernel>(device_, k.name(), std::move(function), arch(),
+                                        std::move(source),
+                                        std::vector<char>(cubin.begin(), cubin.end()), plan,
+                                        kernel_buffers(k));
   }
 
  private:
@@ -268,6 +386,14 @@ class CudaNvrtcBackend : public sdk::Backend {
     std::string source = print_kernel_source(k, plan, Target::HostEmulation) + inject_;
     if (dump_source_)
       std::cerr << "// cuda_nvrtc (emulated) kernel '" << k.name() << "'\n" << source << "\n";
+    cpu::CompiledModule module = emulation_jit().compile(
+        source + emulation_entry(kEmuEntry, k.name(), k.num_buffers()), {kEmuEntry}, k.name());
+    EmuEntry* fn = module.function<EmuEntry>(kEmuEntry);
+    return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+                                            std::move(source), plan, k.num_buffers());
+  }
+
+  cpu::ClangJit& emulation_jit() {
     if (!jit_) {
       cpu::ClangJitOptions o;
       o.opt_level = 2;
@@ -275,14 +401,16 @@ class CudaNvrtcBackend : public sdk::Backend {
       jit_ = std::make_unique<cpu::ClangJit>(std::move(o));
       emulator_ = std::make_shared<GridEmulator>();
     }
-    // Entry names must be unique among the JIT's live modules.
-    std::string entry = "stax_emu_entry_" + std::to_string(next_entry_++);
-    cpu::CompiledModule module =
-        jit_->compile(source + emulation_entry(entry, k.name(), k.num_buffers()), {entry},
-                      k.name());
-    EmuEntry* fn = module.function<EmuEntry>(entry);
-    return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
-                                            std::move(source), plan, k.num_buffers());
+    return *jit_;
+  }
+
+  static std::vector<KernelBuffer> kernel_buffers(const sdk::Kernel& k) {
+    std::vector<KernelBuffer> buffers;
+    for (size_t i = 0; i < k.num_buffers(); ++i) {
+      sdk::Buffer b = k.buffer(i);
+      buffers.push_back({buffer_bytes(b), !b.is_input()});
+    }
+    return buffers;
   }
 
   const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
@@ -301,7 +429,6 @@ class CudaNvrtcBackend : public sdk::Backend {
   std::shared_ptr<LazyDevice> device_;
   std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
   std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
-  uint64_t next_entry_ = 0;
 };
 
 }  // namespace

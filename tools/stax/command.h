@@ -31,6 +31,7 @@ Subcommand make_plugins_command(CLI::App& parent);  // cmd_plugins.cpp
 Subcommand make_bench_command(CLI::App& parent);    // cmd_bench.cpp
 Subcommand make_conformance_command(CLI::App& parent);  // cmd_conformance.cpp
 Subcommand make_ops_command(CLI::App& parent);          // cmd_ops.cpp
+Subcommand make_cache_command(CLI::App& parent);        // cmd_cache.cpp
 
 // ---- helpers shared by subcommands (common.cpp) ----
 

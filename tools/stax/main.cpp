@@ -16,6 +16,7 @@ constexpr stax::cli::SubcommandFactory kSubcommands[] = {
     stax::cli::make_bench_command,
     stax::cli::make_conformance_command,
     stax::cli::make_ops_command,
+    stax::cli::make_cache_command,
 };
 
 }  // namespace

@@ -27,6 +27,10 @@
  *   when the plugin's table is long enough to hold it (its struct_size), so 1.0 and 1.1 plugins
  *   keep loading and running; and StaxDeviceProperties.concurrent_runs (plugin-written: older
  *   plugins leave it 0 and their runs stay serialised).
+ *   1.3 appended (one block at the end of StaxPluginApi) kernel_cache_identity, kernel_serialize
+ *   and kernel_deserialize: a compiled kernel as bytes, for the persistent kernel cache
+ *   (core/cache). The host calls them only when the table holds them; a plugin without them
+ *   (or whose identity is empty) is cached in process only, never on disk.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -70,7 +74,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 2
+#define STAX_PLUGIN_API_MINOR 3
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -495,6 +499,40 @@ typedef struct StaxSynchronizeArgs {
   void* stream; /* waits for everything queued on it (NULL = the default stream) */
 } StaxSynchronizeArgs;
 
+/* ---- compiled-kernel serialization (ABI 1.3; the persistent kernel cache) ---------------------
+ * The host keys a cache entry by the canonical kernel description (names normalised), the
+ * plugin's name, version and library file, the ABI version, the backend's options and the
+ * plugin's cache identity; the value is what kernel_serialize gives. On a hit the host calls
+ * kernel_deserialize with the CURRENT kernel description (its names may differ from the one the
+ * bytes were made for) and the bytes; the result must behave exactly as compile() of that
+ * description would (the same results bit for bit). A deserialize that finds the bytes stale or
+ * malformed returns an error (any code): the host drops the entry and compiles. */
+typedef struct StaxCacheIdentityArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  /* out: everything besides the kernel description and the options that decides the compiled
+   * code: the compiler's version, the target (CPU name and features, GPU arch), ... Owned by
+   * the backend. NULL or "" = this backend's kernels are not cached on disk. */
+  const char* identity;
+  size_t identity_size;
+} StaxCacheIdentityArgs;
+
+typedef struct StaxKernelSerializeArgs {
+  size_t struct_size;
+  StaxCompiledKernel* compiled;
+  const void* data; /* out: owned by the compiled kernel, valid until its next call or destroy */
+  size_t size;      /* out */
+} StaxKernelSerializeArgs;
+
+typedef struct StaxKernelDeserializeArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  const StaxKernelDesc* kernel; /* the description the kernel is for (valid during the call) */
+  const void* data;             /* bytes from kernel_serialize of an equal description */
+  size_t size;
+  StaxCompiledKernel* compiled; /* out, destroyed with compiled_kernel_destroy */
+} StaxKernelDeserializeArgs;
+
 typedef struct StaxErrorArgs {
   size_t struct_size;
   const StaxError* error;
@@ -541,6 +579,12 @@ typedef struct StaxPluginApi {
   StaxError* (*device_free)(StaxDeviceFreeArgs* args);
   StaxError* (*device_copy)(StaxDeviceCopyArgs* args);
   StaxError* (*device_synchronize)(StaxSynchronizeArgs* args);
+
+  /* ---- ABI 1.3, kernel cache block (core/cache): compiled-kernel serialization (above) ---- */
+  StaxError* (*kernel_cache_identity)(StaxCacheIdentityArgs* args);
+  StaxError* (*kernel_serialize)(StaxKernelSerializeArgs* args);
+  StaxError* (*kernel_deserialize)(StaxKernelDeserializeArgs* args);
+  /* ---- end of the ABI 1.3 kernel cache block ---- */
 } StaxPluginApi;
 
 /* The entry point's type. */

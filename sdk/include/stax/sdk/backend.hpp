@@ -169,6 +169,12 @@ class CompiledKernel {
   virtual void run_on_device(void* const* buffers, size_t num_buffers, void* stream) {
     run(buffers, num_buffers, stream);
   }
+  // ABI 1.3 (the persistent kernel cache): this kernel as bytes that the backend's deserialize()
+  // turns back into an equal kernel without compiling (the object code, a cubin, ...). Default:
+  // unsupported (the kernel is then cached in process only).
+  virtual std::string serialize() const {
+    throw PluginError(STAX_ERROR_UNSUPPORTED, "this backend's kernels cannot be serialized");
+  }
 };
 
 // Subclass this and register it with STAX_DEFINE_PLUGIN(MyBackend). The class needs a default
@@ -202,6 +208,22 @@ class Backend {
   // Prints and compiles a kernel (already validated). A compiler failure should throw
   // PluginError(STAX_ERROR_COMPILE, message + source).
   virtual std::unique_ptr<CompiledKernel> compile(const Kernel& kernel) = 0;
+
+  // ABI 1.3, the persistent kernel cache (plugin_api.h: StaxCacheIdentityArgs). A backend opts
+  // in by returning a nonempty identity (everything besides the kernel description and its
+  // options that decides the compiled code: compiler version, target CPU and features, GPU
+  // arch) and overriding deserialize() and CompiledKernel::serialize(). deserialize() gets the
+  // current description and bytes serialize() made for an equal one; it throws (any code) when
+  // the bytes are stale or malformed, and the host then compiles.
+  virtual std::string cache_identity() const { return std::string(); }
+  virtual std::unique_ptr<CompiledKernel> deserialize(const Kernel& kernel, const void* data,
+                                                      size_t size) {
+    (void)kernel;
+    (void)data;
+    (void)size;
+    throw PluginError(STAX_ERROR_UNSUPPORTED,
+                      "backend '" + name_ + "' cannot deserialize compiled kernels");
+  }
 
   // Library kernels / templates this backend offers ("mm", "bmm", "addmm", "matmul", ...).
   virtual std::vector<std::string> extern_kernels() const { return {}; }

@@ -45,12 +45,14 @@ struct BackendHolder {
   std::vector<int32_t> transcendental;
   std::vector<std::string> extern_names;
   std::vector<const char*> extern_ptrs;
+  std::string cache_identity;  // kernel_cache_identity's text (ABI 1.3)
 
   const char* keep(const std::string& s) { return strings.insert(s).first->c_str(); }
 };
 
 struct KernelHolder {
   std::unique_ptr<CompiledKernel> kernel;
+  std::string serialized;  // kernel_serialize's bytes (ABI 1.3)
 };
 
 inline BackendHolder* holder(StaxBackend* b) {
@@ -257,6 +259,40 @@ struct Adapter {
     });
   }
 
+  // ABI 1.3: the persistent kernel cache.
+  static StaxError* kernel_cache_identity(StaxCacheIdentityArgs* a) {
+    return guarded("kernel_cache_identity", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxCacheIdentityArgs, identity_size);
+      BackendHolder* h = holder(a->backend);
+      h->cache_identity = h->backend->cache_identity();
+      a->identity = h->cache_identity.c_str();
+      a->identity_size = h->cache_identity.size();
+    });
+  }
+
+  static StaxError* kernel_serialize(StaxKernelSerializeArgs* a) {
+    return guarded("kernel_serialize", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxKernelSerializeArgs, size);
+      KernelHolder* k = holder(a->compiled);
+      k->serialized = k->kernel->serialize();
+      a->data = k->serialized.data();
+      a->size = k->serialized.size();
+    });
+  }
+
+  static StaxError* kernel_deserialize(StaxKernelDeserializeArgs* a) {
+    return guarded("kernel_deserialize", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxKernelDeserializeArgs, compiled);
+      if (!a->data && a->size)
+        throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "kernel_deserialize of null data");
+      validate(a->kernel);
+      std::unique_ptr<KernelHolder> k(new KernelHolder());
+      k->kernel = holder(a->backend)->backend->deserialize(Kernel(a->kernel), a->data, a->size);
+      if (!k->kernel) throw PluginError(STAX_ERROR_INTERNAL, "deserialize returned no kernel");
+      a->compiled = reinterpret_cast<StaxCompiledKernel*>(k.release());
+    });
+  }
+
   static void compiled_kernel_destroy(StaxCompiledKernel* k) {
     try {
       delete reinterpret_cast<KernelHolder*>(k);
@@ -323,6 +359,9 @@ struct Adapter {
       t.device_free = &device_free;
       t.device_copy = &device_copy;
       t.device_synchronize = &device_synchronize;
+      t.kernel_cache_identity = &kernel_cache_identity;
+      t.kernel_serialize = &kernel_serialize;
+      t.kernel_deserialize = &kernel_deserialize;
       return t;
     }();
     return &api;

@@ -1,0 +1,65 @@
+// KernelCache: the two levels of the kernel cache around a plugin's compile (issue 11).
+//   1. In process: per backend instance, a kernel of the same name and canonical description
+//      (core/codegen/kernel_canonical.h) is the same CompiledKernel: compiling a graph again
+//      costs no plugin call.
+//   2. On disk (core/cache/disk_cache.h) when the settings enable it and the plugin opts in
+//      (ABI 1.3: a nonempty cache identity): a hit deserializes the stored bytes (cpu_cpp links
+//      the object code again, no Clang); a miss compiles, serializes and stores.
+// The disk key material: a format line, the plugin's name, version, library file (path, size,
+// mtime: a rebuilt plugin never reuses its predecessor's kernels), the ABI version, the device's
+// properties, the backend's options (the config subtree) and the plugin's cache identity
+// (compiler version, target CPU and features / GPU arch), then the canonical description.
+// Bytes the plugin rejects (stale, damaged) are removed and the kernel is compiled.
+// STAX_CACHE_TRACE=1 prints one line per kernel on stderr: where it came from, read and link
+// (or compile) times.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "core/backend/plugin.h"
+#include "core/cache/disk_cache.h"
+#include "core/config/config.h"
+
+namespace stax {
+
+enum class KernelOrigin { Compiled, Memory, Disk };
+
+class KernelCache {
+ public:
+  explicit KernelCache(CacheSettings settings);
+
+  // The kernel for `desc` on `plugin` (configured with `options`). Not thread-safe: the
+  // Compiler calls it under its session lock.
+  std::shared_ptr<CompiledKernel> get(const Plugin& plugin, const OptionValue& options,
+                                      const StaxKernelDesc& desc, KernelOrigin* origin);
+
+  const CacheSettings& settings() const { return settings_; }
+  // The disk level, or null (disabled, no directory, unusable).
+  DiskCache* disk();
+
+  // The key material's prefix for a plugin (exposed for tests: it must change with the
+  // plugin's version, options and identity).
+  static std::string key_prefix(const std::string& plugin_name, const std::string& version,
+                                const std::string& library, const std::string& abi,
+                                const std::string& device, const std::string& options,
+                                const std::string& identity);
+  // The options subtree as text (locations left out).
+  static std::string options_text(const OptionValue& options);
+
+ private:
+  struct PluginEntry {
+    std::string prefix;  // empty: not cached on disk
+    std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> memory;
+  };
+  PluginEntry& entry(const Plugin& plugin, const OptionValue& options);
+
+  CacheSettings settings_;
+  bool disk_tried_ = false;
+  std::unique_ptr<DiskCache> disk_;
+  std::map<const Plugin*, PluginEntry> plugins_;
+};
+
+}  // namespace stax
