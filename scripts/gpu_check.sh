@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU and driver (a session with the accelerator): build what the CUDA
-# checks need into ./build, run the `gpu`-labelled tests on the device against the interpreter,
-# the NVRTC and emulation tests, and the small GPU bench; print a summary. Under 10 minutes on
+# checks need into ./build, run the `gpu`-labelled tests on the device against the interpreter
+# (the e2e set, device memory, a device-resident graph with one copy per input / output and
+# concurrent runs on their own streams), the NVRTC, emulation, device-residency and fuzz-slice
+# tests, and the GPU bench (streaming kernel vs device-to-device copy, row sums in the warp and
+# block forms vs the copy, launch overhead, NVRTC ms per kernel); print a summary. Under 10 minutes on
 # the 16-core device machine. Does not install packages (the device machine may be offline):
 # cmake, ninja, the CUDA toolkit, LLVM 19 and the other packages of scripts/setup.sh must be there.
 #   scripts/gpu_check.sh            # exit status 0 when every check passed
@@ -25,21 +28,27 @@ jobs=$(nproc)
 if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$LOG" 2>&1 &&
        timeout 420 cmake --build build -j"$jobs" --target stax stax_plugin_cpu_cpp \
          stax_plugin_cuda_nvrtc cuda_gpu_test cuda_nvrtc_test cuda_emulated_test \
-         cuda_driver_test >>"$LOG" 2>&1; }; then
+         cuda_driver_test cuda_resident_test cuda_cli_test compiled_fuzz_test >>"$LOG" 2>&1; }; then
   echo "build failed (see $LOG)"; tail -20 "$LOG"; exit 1
 fi
 
-step "gpu tests (ctest -L gpu)"
-timeout 120 ctest --test-dir build -L gpu --output-on-failure >>"$LOG" 2>&1 || status=1
-for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test; do
+# cuda_gpu_test is the `gpu`-labelled ctest entry; run directly to keep its bench lines.
+for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test cuda_resident_test \
+         cuda_cli_test; do
   step "$t"
   timeout 120 "build/bin/$t" >"build/$t.out" 2>&1 || status=1
   cat "build/$t.out" >>"$LOG"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ cuda" "build/$t.out"
 done
+step "fuzz slice on cuda_nvrtc (NVRTC compile + emulation)"
+timeout 120 build/bin/compiled_fuzz_test --gtest_filter='CompiledFuzz.Cuda*' \
+  >build/cuda_fuzz.out 2>&1 || status=1
+cat build/cuda_fuzz.out >>"$LOG"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |fuzz graphs on cuda_nvrtc" build/cuda_fuzz.out
 
 step "summary"
 grep -h "^\[ cuda" build/cuda_*_test.out
+grep -h "fuzz graphs on cuda_nvrtc" build/cuda_fuzz.out
 grep -h "no GPU to run on" build/cuda_gpu_test.out | head -1
 if [ $status -eq 0 ]; then echo "gpu_check: all passed"; else echo "gpu_check: FAILURES (see $LOG)"; fi
 exit $status

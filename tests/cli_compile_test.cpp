@@ -44,7 +44,7 @@ TEST_F(CliCompile, PluginsListsTheCpuBackend) {
   EXPECT_TRUE(contains(r.out, "plugins (")) << r.out;
   EXPECT_TRUE(contains(r.out, "  cpu_cpp  " + std::string(STAX_PLUGIN_DIR) + "/libstax_cpu_cpp.so"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "ABI 1.2 (host 1.2)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ABI 1.3 (host 1.3)")) << r.out;
   EXPECT_TRUE(contains(r.out, "device: cpu '")) << r.out;
   EXPECT_TRUE(contains(r.out,
                        "thresholds: op_limit 50, users_limit 5 (at >= 40 ops), "

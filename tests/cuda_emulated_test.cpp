@@ -105,6 +105,43 @@ TEST(CudaEmulated, Example62SplitReductionExecutes) {
   EXPECT_TRUE(test::within_bound(got, want, bound));
 }
 
+// The warp form (rows up to kWarpRowMax = 1024: 16 lanes per row, shuffles at 8, 4, 2, 1) keeps
+// the segmented order of stax/sdk/reduction_order.hpp, so every reduction type equals the
+// interpreter in its Segmented mode bit for bit, including float sums over rows of 1000 and the
+// rows past the last full block (300 rows: 18 full groups of 16 and one of 12).
+TEST(CudaEmulated, WarpFormEqualsTheSegmentedInterpreterBitForBit) {
+  Graph g;
+  Node* x = g.placeholder("x", {300, 1000});
+  Node* h = g.placeholder("h", {300, 37}, DType::Float16);
+  Node* i = g.placeholder("i", {300, 37}, DType::Int32);
+  std::vector<int64_t> last{-1};
+  g.output({g.call("sum.dim_IntList", {x, last}), g.call("mean.dim", {x, last}),
+            g.call("amax", {x, last}), g.call("amin", {x, last}),
+            g.call("argmax", {x, -1}), g.call("sum.dim_IntList", {h, last}),
+            g.call("prod.dim_int", {h, -1}), g.call("sum.dim_IntList", {i, last}),
+            g.call("sum.dim_IntList", {x, std::vector<int64_t>{0}})});  // columns of 300
+  CompiledGraph cg = emulated_compiler().compile(g);
+  std::vector<Tensor> in = test::random_inputs(g, 17);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_TRUE(test::bitwise_equal(got[k], want[k])) << "out " << k;
+  for (const CompiledKernelInfo& k : cg.kernels())
+    EXPECT_TRUE(contains(k.source, "auto stax_o = stax_shfl_down16(")) << k.source;
+}
+
+// Listing 6.3 (x.t() + y) executed in the emulation: the transposed read is bit for bit.
+TEST(CudaEmulated, Listing63Executes) {
+  Graph g;
+  Node* x = g.placeholder("x", {512, 256});
+  Node* y = g.placeholder("y", {256, 512});
+  g.output({g.call("add.Tensor", {g.call("t", {x}), y})});
+  CompiledGraph cg = emulated_compiler().compile(g);
+  EXPECT_TRUE(contains(cg.loop_ir(), "i0 + 256*i1")) << cg.loop_ir();
+  std::vector<Tensor> in = test::random_inputs(g, 63);
+  EXPECT_TRUE(test::bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+}
+
 // A bounds-checked gather with an index out of range: the kernel traps; the emulator reports it.
 TEST(CudaEmulated, TrapIsReportedAsARuntimeError) {
   Graph g;

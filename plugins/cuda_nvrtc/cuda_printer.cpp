@@ -58,6 +58,38 @@ static stax_emu_state* stax_emu;
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(n)
+// Warp shuffles: each lane publishes its value in its slot, every thread of the block switches
+// (the emulator's barrier), each reads its source lane's slot, and switches again before the
+// slots are reused. The kernels call shuffles uniformly (every thread of the block the same
+// number of times), as the printer's warp form does; a mismatch is reported as divergence.
+// The mask is not checked (the printer always passes the full warp).
+static unsigned long long stax_emu_lanes[1024];
+template <class T>
+inline T stax_emu_shfl(T v, unsigned src_lane, int width) {
+  unsigned t = threadIdx.x;
+  union { T value; unsigned long long bits; } in, out;
+  in.bits = 0;
+  in.value = v;
+  stax_emu_lanes[t] = in.bits;
+  __syncthreads();
+  unsigned base = t - t % (unsigned)width;
+  out.bits = stax_emu_lanes[base + src_lane % (unsigned)width];
+  __syncthreads();
+  return out.value;
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  (void)mask;
+  unsigned lane = threadIdx.x % (unsigned)width;
+  return stax_emu_shfl(v, lane + delta < (unsigned)width ? lane + delta : lane, width);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  (void)mask;
+  unsigned lane = threadIdx.x % (unsigned)width;
+  unsigned src = lane ^ (unsigned)lane_mask;
+  return stax_emu_shfl(v, src < (unsigned)width ? src : lane, width);
+}
 // Prelude: half_bits.hpp
 )") + embedded::kHalfBits + R"(
 struct __half { unsigned short bits; };
@@ -108,6 +140,18 @@ STAX_F16_CONVERSIONS(__nv_bfloat16)
   do {                            \
     if (!(cond)) __trap();        \
   } while (0)
+
+// The warp form's shuffle within a row's group of 16 lanes (kRowLanes): the value of lane + h,
+// or the lane's own value past the group. Through 64 bits, so every accumulator type (bool, the
+// 8-bit types, float, double, 64-bit integers) uses one overload of __shfl_down_sync.
+template <class T>
+__device__ inline T stax_shfl_down16(T v, unsigned h) {
+  union { T value; unsigned long long bits; } in, out;
+  in.bits = 0;
+  in.value = v;
+  out.bits = __shfl_down_sync(0xffffffffu, in.bits, h, 16);
+  return out.value;
+}
 
 // argmax / argmin: whether (vb, ib) replaces (va, ia). NaN counts as the extreme; among equal
 // values (or NaNs) the smaller index wins, so the combine is associative and commutative and the
@@ -243,6 +287,78 @@ void emit_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator& a) {
   w.close();
 }
 
+// The warp form's combine of one accumulator over its row's 16 lanes (the segmented order's
+// tree); afterwards lane 0 holds the row's result.
+void emit_warp_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator& a) {
+  bool arg = a.reduction == ReductionType::ArgMax || a.reduction == ReductionType::ArgMin;
+  for (unsigned h = kRowLanes / 2; h >= 1; h /= 2) {
+    std::string hs = std::to_string(h) + "u";
+    w.open("{");
+    w.line("auto stax_o = stax_shfl_down16(" + a.name + ", " + hs + ");");
+    if (arg) {
+      std::string is_max = a.reduction == ReductionType::ArgMax ? "true" : "false";
+      w.line("auto stax_oi = stax_shfl_down16(" + a.name + "_index, " + hs + ");");
+      w.open("if (stax_arg_prefer(stax_o, stax_oi, " + a.name + ", " + a.name + "_index, " +
+             is_max + ")) {");
+      w.line(a.name + " = stax_o;");
+      w.line(a.name + "_index = stax_oi;");
+      w.close();
+    } else {
+      w.line(a.name + " = " + p.combine(combine_opcode(a.reduction), a.name, "stax_o") + ";");
+    }
+    w.close();
+  }
+}
+
+// The warp form (cuda_printer.h): the kernel's body inside its signature's braces.
+void emit_warp_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
+                    const LaunchPlan& plan, const std::vector<sdk::PrintedBody>& bodies,
+                    const std::vector<std::vector<Accumulator>>& accs) {
+  const std::string ix = p.index_type();
+  auto iter = [&](int32_t d) { return p.iter_var(d); };
+  auto red = [&](int32_t d) { return p.reduce_var(d); };
+  const std::string n = std::to_string(plan.points) + "LL";
+  const std::string lanes = std::to_string(kRowLanes);
+  w.line("const unsigned stax_lane = threadIdx.x % " + lanes + "u;");
+  w.open("for (long long stax_base = (long long)blockIdx.x * (blockDim.x / " + lanes +
+         "u); stax_base < " + n + "; stax_base += (long long)gridDim.x * (blockDim.x / " + lanes +
+         "u)) {");
+  w.line("long long stax_row = stax_base + threadIdx.x / " + lanes + "u;");
+  w.line("const bool stax_active = stax_row < " + n + ";");
+  w.line("if (!stax_active) stax_row = stax_base;  // joins the shuffles and barriers only");
+  decompose(w, ix, "stax_row", k.ranges(), iter);
+  const std::string rn = std::to_string(plan.reduction_numel) + "LL";
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    sdk::LoopBody body = k.body(b);
+    if (!body.name().empty()) w.line("// " + body.name());
+    const sdk::PrintedBody& pb = bodies[b];
+    if (!body.is_reduction_loop()) {
+      w.open("if (stax_active && stax_lane == 0) {");
+      for (const std::string& l : pb.lines) w.line(l);
+      w.close();
+    } else {
+      w.open("{");
+      for (const std::string& l : pb.prologue) w.line(l);
+      w.open("if (stax_active) {");
+      w.open("for (long long stax_r = stax_lane; stax_r < " + rn + "; stax_r += " + lanes +
+             ") {");
+      decompose(w, ix, "stax_r", k.reduction_ranges(), red);
+      for (const std::string& l : pb.lines) w.line(l);
+      w.close();
+      w.close();
+      for (const Accumulator& a : accs[b]) emit_warp_combine(w, p, a);
+      if (!pb.epilogue.empty()) {
+        w.open("if (stax_active && stax_lane == 0) {");
+        for (const std::string& l : pb.epilogue) w.line(l);
+        w.close();
+      }
+      w.close();
+    }
+    w.line("__syncthreads();");
+  }
+  w.close();
+}
+
 std::string launch_bounds(const LaunchPlan& plan) {
   return "__launch_bounds__(" + std::to_string(plan.block) + ")";
 }
@@ -261,7 +377,13 @@ LaunchPlan plan_launch(const sdk::Kernel& k) {
     plan.row_per_block = plan.row_per_block || k.body(b).is_reduction_loop();
   plan.points = k.numel();
   plan.reduction_numel = k.reduction_numel();
-  if (plan.row_per_block) {
+  if (plan.row_per_block && plan.reduction_numel <= kWarpRowMax) {
+    plan.warp_rows = true;
+    plan.block = 256;
+    int64_t rows_per_block = plan.block / kRowLanes;
+    int64_t blocks = (plan.points + rows_per_block - 1) / rows_per_block;
+    plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid));
+  } else if (plan.row_per_block) {
     plan.block = block_threads(plan.reduction_numel);
     plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(plan.points, 1), kMaxGrid));
   } else {
@@ -304,6 +426,8 @@ std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) 
       for (const std::string& l : bodies[b].lines) w.line(l);
     }
     w.close();
+  } else if (plan.warp_rows) {
+    emit_warp_rows(w, p, k, plan, bodies, accs);
   } else {
     w.line("__shared__ unsigned long long stax_smem[" + std::to_string(2 * plan.block) +
            "];");

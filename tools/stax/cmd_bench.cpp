@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string graph;
   std::vector<std::string> shapes;
   std::string config;
+  std::string device;  // --device
   int threads = 0;
   int reps = 50;
   uint64_t seed = 0;
@@ -80,6 +81,7 @@ Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
 int bench(const BenchOptions& o) {
   Graph g = load_graph(o.graph, o.shapes);
   Config config = load_cli_config(o.config);
+  apply_device_option(config, o.device);
   if (o.threads > 0)
     for (auto& [name, device] : config.devices)
       device.options.set("threads", OptionValue::make_scalar(std::to_string(o.threads)));
@@ -131,6 +133,7 @@ Subcommand make_bench_command(CLI::App& parent) {
                "fraction of the measured memory bandwidth");
   sub->add_option("graph", o->graph, "graph file (.stax)")->required();
   add_config_option(*sub, o->config);
+  add_device_option(*sub, o->device);
   add_shape_option(*sub, o->shapes);
   sub->add_option("--threads", o->threads, "the `threads` option of every device (default: "
                                            "the config's)")

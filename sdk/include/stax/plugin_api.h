@@ -27,6 +27,8 @@
  *   when the plugin's table is long enough to hold it (its struct_size), so 1.0 and 1.1 plugins
  *   keep loading and running; and StaxDeviceProperties.concurrent_runs (plugin-written: older
  *   plugins leave it 0 and their runs stay serialised).
+ *   1.3 (streams, issue 8) appended stream_create / stream_destroy (see STREAMS below): the host
+ *   calls them only when the table holds them; without them every call uses the NULL stream.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -70,7 +72,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 2
+#define STAX_PLUGIN_API_MINOR 3
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -495,6 +497,29 @@ typedef struct StaxSynchronizeArgs {
   void* stream; /* waits for everything queued on it (NULL = the default stream) */
 } StaxSynchronizeArgs;
 
+/* ---- ABI 1.3 (issue 8): streams ------------------------------------------------------------
+ * STREAMS: a stream orders the work queued on it: run (and run_extern) with buffers_on_device,
+ * and device_copy, with the same `stream` execute in call order, possibly after the call
+ * returns; device_synchronize(stream) waits until all of it is done (host memory written by a
+ * device-to-host copy may be read only then). The host gives each concurrent run of a compiled
+ * graph its own stream (one per run context) when the backend creates streams and reports
+ * concurrent_runs; NULL is the backend's default stream, always valid. A backend whose device is
+ * the host may run everything at call time and return NULL from stream_create (the SDK's
+ * default). A stream is destroyed after the work on it was synchronised; a host destroys every
+ * stream before the backend that created it. */
+typedef struct StaxStreamCreateArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* stream; /* out: a CUstream on CUDA; NULL is allowed (the default stream) */
+} StaxStreamCreateArgs;
+
+typedef struct StaxStreamDestroyArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* stream; /* from stream_create; NULL is a no-op */
+} StaxStreamDestroyArgs;
+/* ---- end of ABI 1.3 (issue 8): streams ------------------------------------------------------ */
+
 typedef struct StaxErrorArgs {
   size_t struct_size;
   const StaxError* error;
@@ -541,6 +566,11 @@ typedef struct StaxPluginApi {
   StaxError* (*device_free)(StaxDeviceFreeArgs* args);
   StaxError* (*device_copy)(StaxDeviceCopyArgs* args);
   StaxError* (*device_synchronize)(StaxSynchronizeArgs* args);
+
+  /* ---- ABI 1.3 (issue 8): streams (STREAMS above); keep this block together ---- */
+  StaxError* (*stream_create)(StaxStreamCreateArgs* args);
+  StaxError* (*stream_destroy)(StaxStreamDestroyArgs* args);
+  /* ---- end of ABI 1.3 (issue 8): streams ---- */
 } StaxPluginApi;
 
 /* The entry point's type. */

@@ -257,6 +257,20 @@ struct Adapter {
     });
   }
 
+  static StaxError* stream_create(StaxStreamCreateArgs* a) {
+    return guarded("stream_create", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxStreamCreateArgs, stream);
+      a->stream = holder(a->backend)->backend->stream_create();
+    });
+  }
+
+  static StaxError* stream_destroy(StaxStreamDestroyArgs* a) {
+    return guarded("stream_destroy", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxStreamDestroyArgs, stream);
+      if (a->stream) holder(a->backend)->backend->stream_destroy(a->stream);
+    });
+  }
+
   static void compiled_kernel_destroy(StaxCompiledKernel* k) {
     try {
       delete reinterpret_cast<KernelHolder*>(k);
@@ -323,6 +337,8 @@ struct Adapter {
       t.device_free = &device_free;
       t.device_copy = &device_copy;
       t.device_synchronize = &device_synchronize;
+      t.stream_create = &stream_create;    // ABI 1.3 (issue 8): streams
+      t.stream_destroy = &stream_destroy;
       return t;
     }();
     return &api;
