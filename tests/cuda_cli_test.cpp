@@ -86,17 +86,21 @@ TEST_F(CudaCli, DeviceOptionSelectsTheGraphsDevice) {
   auto compiled = stax("compile " + graph + " --device cuda --dump kernels");
   ASSERT_EQ(compiled.code, 0) << compiled.out << compiled.err;
   EXPECT_TRUE(contains(compiled.out, "__global__")) << compiled.out;
+  auto grad = stax("grad " + graph + " --wrt x --device cuda --check");
+  ASSERT_EQ(grad.code, 0) << grad.out << grad.err;
+  EXPECT_TRUE(contains(grad.out, "backend cuda_nvrtc")) << grad.out;
+  EXPECT_TRUE(contains(grad.out, "check against the interpreter's joint graph: ok")) << grad.out;
   auto bench = stax("bench " + graph + " --device cuda --reps 2");
   EXPECT_EQ(bench.code, 0) << bench.out << bench.err;
   EXPECT_TRUE(contains(bench.out, "cuda_nvrtc")) << bench.out;
 }
 
 TEST_F(CudaCli, DeviceOptionNamesAMissingDevice) {
-  for (const char* cmd : {"run", "compile", "bench"}) {
+  for (const char* cmd : {"run", "compile", "bench", "grad"}) {
     auto r = stax(std::string(cmd) + " " + example("softmax.stax") + " --config " + kConfigs +
-                  "cpu.yaml --device cuda");
+                  "cpu.yaml --device cuda" + (cmd == std::string("grad") ? " --wrt x" : ""));
     EXPECT_EQ(r.code, 1) << cmd << r.out << r.err;
-    EXPECT_TRUE(contains(r.err, "--device cuda: the config " + kConfigs +
+    EXPECT_TRUE(contains(r.err, "--device cuda: error: the config " + kConfigs +
                                     "cpu.yaml has no device 'cuda' (its devices: cpu)"))
         << cmd << r.err;
   }
