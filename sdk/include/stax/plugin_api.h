@@ -506,7 +506,11 @@ typedef struct StaxSynchronizeArgs {
  * concurrent_runs; NULL is the backend's default stream, always valid. A backend whose device is
  * the host may run everything at call time and return NULL from stream_create (the SDK's
  * default). A stream is destroyed after the work on it was synchronised; a host destroys every
- * stream before the backend that created it. */
+ * stream before the backend that created it. The host memory of a host-to-device copy may be
+ * reused as soon as device_copy returns (a backend stages it or copies synchronously).
+ * Host executor (issue 8): on a backend whose device is not the CPU and that has the 1.2 device
+ * memory, a compiled graph's buffers live in device memory for the whole run: kernels run with
+ * buffers_on_device = 1 and run_extern receives device pointers in StaxTensorDesc.data. */
 typedef struct StaxStreamCreateArgs {
   size_t struct_size;
   StaxBackend* backend;
