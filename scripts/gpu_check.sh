@@ -46,9 +46,17 @@ timeout 120 build/bin/compiled_fuzz_test --gtest_filter='CompiledFuzz.Cuda*' \
 cat build/cuda_fuzz.out >>"$LOG"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |fuzz graphs on cuda_nvrtc" build/cuda_fuzz.out
 
+step "acceptance: stax run / bench on the GPU (configs/cuda.yaml)"
+timeout 120 build/bin/stax run examples/softmax.stax --config configs/cuda.yaml --check \
+  >build/cuda_cli.out 2>&1 || status=1
+timeout 120 build/bin/stax bench examples/softmax.stax --config configs/cuda.yaml --reps 50 \
+  >>build/cuda_cli.out 2>&1 || status=1
+cat build/cuda_cli.out | tee -a "$LOG" | grep -E "check:|device-resident|median|error"
+
 step "summary"
 grep -h "^\[ cuda" build/cuda_*_test.out
 grep -h "fuzz graphs on cuda_nvrtc" build/cuda_fuzz.out
+grep -h -E "check:|device-resident|median" build/cuda_cli.out
 grep -h "no GPU to run on" build/cuda_gpu_test.out | head -1
 if [ $status -eq 0 ]; then echo "gpu_check: all passed"; else echo "gpu_check: FAILURES (see $LOG)"; fi
 exit $status

@@ -97,7 +97,16 @@ int bench(const BenchOptions& o) {
     bytes += static_cast<double>(p->meta().nbytes());
   }
   for (const Node* out : g.outputs()) bytes += static_cast<double>(out->meta().nbytes());
-  std::vector<Tensor> outputs = cg.run(inputs);  // warm-up: page faults, caches
+  RunStats warm;
+  GraphRunOptions warm_options;
+  warm_options.stats = &warm;
+  std::vector<Tensor> outputs = cg.run(inputs, warm_options);  // warm-up: page faults, caches
+  if (warm.on_device)  // device-resident run (issue 8): what one run copies, included below
+    std::cout << "device-resident: per run " << warm.host_to_device << " copies in ("
+              << warm.host_to_device_bytes << " B), " << warm.device_to_host << " out ("
+              << warm.device_to_host_bytes << " B), " << warm.launches << " launches, "
+              << warm.interpreter_steps << " interpreter steps, " << warm.synchronizes
+              << " synchronizes (times below include the copies)\n";
   std::vector<double> ms;
   for (int k = 0; k < o.reps; ++k) {
     outputs.clear();
