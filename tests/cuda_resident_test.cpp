@@ -140,6 +140,28 @@ TEST(CudaResident, ConcurrentRunsEachOnTheirOwnStream) {
   for (size_t t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
 }
 
+// Returned views of inputs come back without any copy (they are the caller's tensors); an output
+// returned twice is copied out once; zero-size buffers move nothing and still run.
+TEST(CudaResident, InputViewsRepeatedOutputsAndEmptyTensors) {
+  Graph g;
+  Node* x = g.placeholder("x", {8, 5});
+  Node* e = g.placeholder("e", {0, 5});
+  Node* s = g.call("sum.dim_IntList", {x, std::vector<int64_t>{-1}});
+  g.output({g.call("t", {x}), s, s, g.call("sum.dim_IntList", {e, std::vector<int64_t>{0}}),
+            g.call("exp", {e})});
+  CompiledGraph cg = compiler().compile(g);
+  std::vector<Tensor> in = test::random_inputs(g, 9);
+  RunStats st;
+  GraphRunOptions ro;
+  ro.stats = &st;
+  std::vector<Tensor> got = cg.run(in, ro), want = test::reference(g, in);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bitwise_equal(got[i], want[i])) << i;
+  EXPECT_EQ(got[0].data_ptr(), in[0].data_ptr());  // x.t() is a view of the caller's x
+  EXPECT_EQ(st.host_to_device, 1u);                // x, for the row sum (e has no bytes)
+  EXPECT_EQ(st.device_to_host, 2u);                // s once; the column sum of e (5 zeros)
+}
+
 // cpu_cpp runs on host memory: no copies at all.
 TEST(CudaResident, CpuBackendCopiesNothing) {
   Graph g = two_kernel_graph();
