@@ -134,6 +134,31 @@ TEST(CudaEmulated, WarpFormEqualsTheSegmentedInterpreterBitForBit) {
     EXPECT_TRUE(contains(k.source, "auto stax_o = stax_shfl_down16(")) << k.source;
 }
 
+// The persistent warp form: softmax and layer_norm over rows of 1000 (63 elements per lane) read
+// each row once into registers and reuse it in every body; the same bits as the segmented
+// interpreter (the arithmetic and its order are unchanged).
+TEST(CudaEmulated, PersistentRowsEqualTheSegmentedInterpreter) {
+  Graph g;
+  Node* x = g.placeholder("x", {40, 1000});
+  Node* m = g.call("amax", {x, std::vector<int64_t>{-1}, true});
+  Node* e = g.call("exp", {g.call("sub.Tensor", {x, m})});
+  Node* sm = g.call("div.Tensor", {e, g.call("sum.dim_IntList", {e, std::vector<int64_t>{-1},
+                                                                  true})});
+  Node* mean = g.call("mean.dim", {x, std::vector<int64_t>{-1}, true});
+  Node* c = g.call("sub.Tensor", {x, mean});
+  Node* var = g.call("mean.dim", {g.call("mul.Tensor", {c, c}), std::vector<int64_t>{-1}, true});
+  g.output({sm, g.call("mul.Tensor", {c, g.call("rsqrt", {g.call("add.Scalar", {var, 1e-5})})})});
+  CompiledGraph cg = emulated_compiler().compile(g);
+  bool persistent = false;
+  for (const CompiledKernelInfo& k : cg.kernels())
+    persistent = persistent || contains(k.source, "[stax_k] = tmp");
+  EXPECT_TRUE(persistent);
+  std::vector<Tensor> in = test::random_inputs(g, 23);
+  std::vector<Tensor> got = cg.run(in), want = test::reference(g, in);
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_TRUE(test::bitwise_equal(got[k], want[k])) << "out " << k;
+}
+
 // Listing 6.3 (x.t() + y) executed in the emulation: the transposed read is bit for bit.
 TEST(CudaEmulated, Listing63Executes) {
   Graph g;

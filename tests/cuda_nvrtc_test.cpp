@@ -70,12 +70,16 @@ TEST(CudaNvrtc, LaunchForms) {
     row_kernel = true;
     EXPECT_TRUE(contains(k.source, "__launch_bounds__(256)")) << k.source;
     EXPECT_TRUE(contains(k.source, "const unsigned stax_lane = threadIdx.x % 16u;")) << k.source;
-    EXPECT_TRUE(contains(k.source, "for (long long stax_r = stax_lane; stax_r < 32LL; stax_r += "
-                                   "16) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "for (int stax_k = 0; stax_k < 2; ++stax_k) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "long long stax_r = stax_lane + 16LL * stax_k;")) << k.source;
     for (const char* h : {"8u", "4u", "2u", "1u"})
       EXPECT_TRUE(contains(k.source, std::string(", ") + h + ");")) << h << k.source;
     EXPECT_TRUE(contains(k.source, "auto stax_o = stax_shfl_down16(")) << k.source;
     EXPECT_TRUE(contains(k.source, "if (stax_active && stax_lane == 0) {")) << k.source;
+    // Persistent: x's row is read from global memory once, by the first body, into registers.
+    EXPECT_TRUE(contains(k.source, "float stax_cache0[2];")) << k.source;
+    EXPECT_TRUE(contains(k.source, "stax_cache0[stax_k] = tmp0;")) << k.source;
+    EXPECT_TRUE(contains(k.source, "auto tmp1 = stax_cache0[stax_k];")) << k.source;
     EXPECT_TRUE(contains(k.source, "__syncthreads();")) << k.source;
   }
   EXPECT_TRUE(row_kernel);
@@ -91,6 +95,15 @@ TEST(CudaNvrtc, LaunchForms) {
                            "stax_s /= 2) {")) << ls;
   EXPECT_TRUE(contains(ls, "if (threadIdx.x == 0) {")) << ls;
   EXPECT_FALSE(contains(ls, "auto stax_o = stax_shfl_down16(")) << ls;
+
+  // A single reduction body over short rows: the warp form without the persistent cache.
+  Graph sg;
+  Node* sx = sg.placeholder("x", {8, 40});
+  sg.output({sg.call("sum.dim_IntList", {sx, std::vector<int64_t>{-1}})});
+  const std::string ss = cuda_compiler().compile(sg).kernels()[0].source;
+  EXPECT_TRUE(contains(ss, "for (long long stax_r = stax_lane; stax_r < 40LL; stax_r += 16) {"))
+      << ss;
+  EXPECT_FALSE(contains(ss, "stax_cache")) << ss;
   EXPECT_TRUE(row_kernel);
 }
 

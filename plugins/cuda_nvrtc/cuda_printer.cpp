@@ -1,6 +1,9 @@
 #include "plugins/cuda_nvrtc/cuda_printer.h"
 
 #include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
 #include <vector>
 
 #include "plugins/cuda_nvrtc/embedded_text.h"
@@ -310,6 +313,70 @@ void emit_warp_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator&
   }
 }
 
+// The persistent variant of the warp form: loads of a kernel input that several reduction-loop
+// bodies repeat (softmax and layer_norm read their row once per body) are read from global
+// memory once, by the first body, into a per-lane register array (one entry per element the
+// lane owns, at most kWarpRowMax / kRowLanes = 64); later bodies read the array. The loops run
+// over a compile-time count of per-lane elements (unrolled, so the arrays stay in registers).
+// Only the printer's plain input load `auto tmpN = in_ptrK[index];` is cached; the arithmetic and
+// its order are unchanged, so results are the same bits.
+struct PersistentLoads {
+  // Per body, per line: "" (keep), or the replacement / addition.
+  std::vector<std::vector<std::string>> after;    // a line to add after the load (the store)
+  std::vector<std::vector<std::string>> replace;  // the line that replaces the load
+  std::vector<std::string> declarations;          // `float stax_cache0[2];` ...
+  bool any() const { return !declarations.empty(); }
+};
+
+PersistentLoads plan_persistent_loads(const sdk::Kernel& k, const std::string& signature,
+                                      const std::vector<sdk::PrintedBody>& bodies,
+                                      int64_t per_lane) {
+  static const std::regex load(R"(^auto (tmp[0-9]+) = (in_ptr[0-9]+)\[([^\[\]]+)\];$)");
+  PersistentLoads out;
+  out.after.resize(bodies.size());
+  out.replace.resize(bodies.size());
+  std::map<std::string, std::vector<size_t>> bodies_of;  // "in_ptr0[32*i0 + r0_0]" -> bodies
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    out.after[b].assign(bodies[b].lines.size(), "");
+    out.replace[b].assign(bodies[b].lines.size(), "");
+    if (!k.body(b).is_reduction_loop()) continue;
+    std::set<std::string> seen;
+    for (const std::string& l : bodies[b].lines) {
+      std::smatch m;
+      if (std::regex_match(l, m, load) && seen.insert(m[2].str() + "[" + m[3].str() + "]").second)
+        bodies_of[m[2].str() + "[" + m[3].str() + "]"].push_back(b);
+    }
+  }
+  std::map<std::string, std::string> cache_of;  // key -> stax_cacheN
+  for (const auto& [key, bs] : bodies_of) {
+    if (bs.size() < 2) continue;
+    std::string ptr = key.substr(0, key.find('['));
+    std::smatch t;
+    std::regex param("const ([A-Za-z_0-9:]+)\\* " + ptr + "[,)]");
+    if (!std::regex_search(signature, t, param)) continue;
+    std::string name = "stax_cache" + std::to_string(cache_of.size());
+    cache_of[key] = name;
+    out.declarations.push_back(t[1].str() + " " + name + "[" + std::to_string(per_lane) + "];");
+  }
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    if (!k.body(b).is_reduction_loop()) continue;
+    for (size_t i = 0; i < bodies[b].lines.size(); ++i) {
+      std::smatch m;
+      const std::string& l = bodies[b].lines[i];
+      if (!std::regex_match(l, m, load)) continue;
+      std::string key = m[2].str() + "[" + m[3].str() + "]";
+      auto c = cache_of.find(key);
+      if (c == cache_of.end()) continue;
+      bool first = bodies_of[key].front() == b;
+      if (first)
+        out.after[b][i] = c->second + "[stax_k] = " + m[1].str() + ";";
+      else
+        out.replace[b][i] = "auto " + m[1].str() + " = " + c->second + "[stax_k];";
+    }
+  }
+  return out;
+}
+
 // The warp form (cuda_printer.h): the kernel's body inside its signature's braces.
 void emit_warp_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
                     const LaunchPlan& plan, const std::vector<sdk::PrintedBody>& bodies,
@@ -328,6 +395,10 @@ void emit_warp_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
   w.line("if (!stax_active) stax_row = stax_base;  // joins the shuffles and barriers only");
   decompose(w, ix, "stax_row", k.ranges(), iter);
   const std::string rn = std::to_string(plan.reduction_numel) + "LL";
+  const int64_t per_lane = (plan.reduction_numel + kRowLanes - 1) / kRowLanes;
+  PersistentLoads persistent = plan_persistent_loads(k, p.signature(), bodies, per_lane);
+  if (persistent.any()) w.line("// persistent: the row's repeated input loads stay in registers");
+  for (const std::string& d : persistent.declarations) w.line(d);
   for (size_t b = 0; b < k.num_bodies(); ++b) {
     sdk::LoopBody body = k.body(b);
     if (!body.name().empty()) w.line("// " + body.name());
@@ -340,10 +411,22 @@ void emit_warp_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
       w.open("{");
       for (const std::string& l : pb.prologue) w.line(l);
       w.open("if (stax_active) {");
-      w.open("for (long long stax_r = stax_lane; stax_r < " + rn + "; stax_r += " + lanes +
-             ") {");
+      if (persistent.any()) {
+        w.line("#pragma unroll");
+        w.open("for (int stax_k = 0; stax_k < " + std::to_string(per_lane) + "; ++stax_k) {");
+        w.line("long long stax_r = stax_lane + " + lanes + "LL * stax_k;");
+        w.open("if (stax_r < " + rn + ") {");
+      } else {
+        w.open("for (long long stax_r = stax_lane; stax_r < " + rn + "; stax_r += " + lanes +
+               ") {");
+      }
       decompose(w, ix, "stax_r", k.reduction_ranges(), red);
-      for (const std::string& l : pb.lines) w.line(l);
+      for (size_t i = 0; i < pb.lines.size(); ++i) {
+        const std::string& replaced = persistent.replace[b][i];
+        w.line(replaced.empty() ? pb.lines[i] : replaced);
+        if (!persistent.after[b][i].empty()) w.line(persistent.after[b][i]);
+      }
+      if (persistent.any()) w.close();
       w.close();
       w.close();
       for (const Accumulator& a : accs[b]) emit_warp_combine(w, p, a);

@@ -31,6 +31,9 @@
 //     stax/sdk/reduction_order.hpp's segmented order (K = 16), which the interpreter's
 //     Segmented mode and cpu_cpp use by default: sums, products, max and min of this form equal
 //     them bit for bit. Lane 0 runs the row's pointwise bodies and stores.
+//     With several reduction-loop bodies loading the same input element (softmax, layer_norm),
+//     the persistent variant reads the row once into per-lane registers (cuda_printer.cpp,
+//     PersistentLoads); the same arithmetic in the same order.
 // The block form's sums add in a different order than the interpreter (within the seed §6.5 bound
 // (n-1)·u·Σ|a_i|); max/min/any/all/argmax/argmin and integer sums are exact. half/bfloat16 are
 // loaded into float, computed in float and rounded (to nearest even) on store. Math functions are
