@@ -29,7 +29,7 @@ TEST_F(CudaCli, CompileDumpsCudaC) {
   auto r = stax("compile " + example("softmax.stax") + " --config " + kConfigs +
                 "cuda.yaml --dump kernels");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "extern \"C\" __global__ void __launch_bounds__(32) kernel0(const "
+  EXPECT_TRUE(contains(r.out, "extern \"C\" __global__ void __launch_bounds__(256) kernel0(const "
                               "float* in_ptr0, float* out_ptr0"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "backend cuda_nvrtc")) << r.out;
@@ -39,9 +39,9 @@ TEST_F(CudaCli, RunWithoutDriverFailsCleanly) {
   if (driver_present()) GTEST_SKIP() << "a CUDA driver is present";
   auto r = stax("run " + example("softmax.stax") + " --config " + kConfigs + "cuda.yaml --check");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
-  EXPECT_TRUE(contains(r.err, "plugin 'cuda_nvrtc': run of kernel 'kernel0' failed "
-                              "(unavailable): cuda_nvrtc: no CUDA driver (libcuda.so.1 not "
-                              "found)"))
+  // The first device call of the run (its stream) fails.
+  EXPECT_TRUE(contains(r.err, "plugin 'cuda_nvrtc': stream_create failed (unavailable): "
+                              "cuda_nvrtc: no CUDA driver (libcuda.so.1 not found)"))
       << r.err;
   EXPECT_FALSE(contains(r.out, "check:")) << r.out;
 }
@@ -64,6 +64,46 @@ TEST_F(CudaCli, PluginsShowsNoDevicePresent) {
       << r.out;
   EXPECT_TRUE(contains(r.out, "thresholds: op_limit 30")) << r.out;
   EXPECT_TRUE(contains(r.out, "split_reduction: 2 segment(s) for 64 x 16384")) << r.out;
+}
+
+// --device KIND (issue 8): the graph runs on the config's device KIND, as default_device would;
+// without it, on the placeholders' device (cpu here).
+TEST_F(CudaCli, DeviceOptionSelectsTheGraphsDevice) {
+  auto config = write("both.yaml",
+                      "plugin_path: []\n"
+                      "devices:\n"
+                      "  cpu: { backend: cpu_cpp }\n"
+                      "  cuda: { backend: cuda_nvrtc, options: { emulate: true } }\n");
+  const std::string graph = example("softmax.stax") + " --config " + config.string();
+  auto cpu = stax("run " + graph + " --check");
+  ASSERT_EQ(cpu.code, 0) << cpu.out << cpu.err;
+  EXPECT_TRUE(contains(cpu.out, "backend cpu_cpp")) << cpu.out;
+  auto cuda = stax("run " + graph + " --device cuda --check");
+  ASSERT_EQ(cuda.code, 0) << cuda.out << cuda.err;
+  EXPECT_TRUE(contains(cuda.out, "backend cuda_nvrtc")) << cuda.out;
+  EXPECT_TRUE(contains(cuda.out, "check: all 2 output(s) agree with the reference interpreter"))
+      << cuda.out;
+  auto compiled = stax("compile " + graph + " --device cuda --dump kernels");
+  ASSERT_EQ(compiled.code, 0) << compiled.out << compiled.err;
+  EXPECT_TRUE(contains(compiled.out, "__global__")) << compiled.out;
+  auto grad = stax("grad " + graph + " --wrt x --device cuda --check");
+  ASSERT_EQ(grad.code, 0) << grad.out << grad.err;
+  EXPECT_TRUE(contains(grad.out, "backend cuda_nvrtc")) << grad.out;
+  EXPECT_TRUE(contains(grad.out, "check against the interpreter's joint graph: ok")) << grad.out;
+  auto bench = stax("bench " + graph + " --device cuda --reps 2");
+  EXPECT_EQ(bench.code, 0) << bench.out << bench.err;
+  EXPECT_TRUE(contains(bench.out, "cuda_nvrtc")) << bench.out;
+}
+
+TEST_F(CudaCli, DeviceOptionNamesAMissingDevice) {
+  for (const char* cmd : {"run", "compile", "bench", "grad"}) {
+    auto r = stax(std::string(cmd) + " " + example("softmax.stax") + " --config " + kConfigs +
+                  "cpu.yaml --device cuda" + (cmd == std::string("grad") ? " --wrt x" : ""));
+    EXPECT_EQ(r.code, 1) << cmd << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "--device cuda: error: the config " + kConfigs +
+                                    "cpu.yaml has no device 'cuda' (its devices: cpu)"))
+        << cmd << r.err;
+  }
 }
 
 }  // namespace

@@ -45,8 +45,9 @@ TEST(CudaNvrtc, EveryKernelOfTheE2eSetCompilesToAnSm90Cubin) {
               kernels, ms / static_cast<double>(kernels));
 }
 
-// Pointwise kernels: grid-stride loops; reductions: one row per block, a fixed-tree combine in
-// shared memory, thread 0 stores, bodies separated by barriers.
+// Pointwise kernels: grid-stride loops; short rows: the warp form (16 lanes per row, shuffles);
+// long rows: one row per block, a fixed-tree combine in shared memory, thread 0 stores; bodies
+// separated by barriers.
 TEST(CudaNvrtc, LaunchForms) {
   Graph g;
   Node* x = g.placeholder("x", {64, 100});
@@ -60,18 +61,49 @@ TEST(CudaNvrtc, LaunchForms) {
   EXPECT_TRUE(contains(s, "int i0 = (int)stax_linear;")) << s;  // one loop (Prop. 6.3)
   EXPECT_FALSE(contains(s, "__syncthreads")) << s;
 
+  // Rows of 32 (softmax.stax): the warp form, 16 lanes per row, shuffles at 8, 4, 2, 1.
   CompiledGraph sm = cuda_compiler().compile(
       parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/softmax.stax"));
   bool row_kernel = false;
   for (const CompiledKernelInfo& k : sm.kernels()) {
     if (!contains(k.source, "stax_row")) continue;
     row_kernel = true;
-    EXPECT_TRUE(contains(k.source, "__launch_bounds__(32)")) << k.source;  // rows of 32
-    EXPECT_TRUE(contains(k.source, "for (unsigned stax_s = blockDim.x / 2; stax_s > 0; "
-                                   "stax_s /= 2) {")) << k.source;
-    EXPECT_TRUE(contains(k.source, "if (threadIdx.x == 0) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "__launch_bounds__(256)")) << k.source;
+    EXPECT_TRUE(contains(k.source, "const unsigned stax_lane = threadIdx.x % 16u;")) << k.source;
+    EXPECT_TRUE(contains(k.source, "for (int stax_k = 0; stax_k < 2; ++stax_k) {")) << k.source;
+    EXPECT_TRUE(contains(k.source, "long long stax_r = stax_lane + 16LL * stax_k;")) << k.source;
+    for (const char* h : {"8u", "4u", "2u", "1u"})
+      EXPECT_TRUE(contains(k.source, std::string(", ") + h + ");")) << h << k.source;
+    EXPECT_TRUE(contains(k.source, "auto stax_o = stax_shfl_down16(")) << k.source;
+    EXPECT_TRUE(contains(k.source, "if (stax_active && stax_lane == 0) {")) << k.source;
+    // Persistent: x's row is read from global memory once, by the first body, into registers.
+    EXPECT_TRUE(contains(k.source, "float stax_cache0[2];")) << k.source;
+    EXPECT_TRUE(contains(k.source, "stax_cache0[stax_k] = tmp0;")) << k.source;
+    EXPECT_TRUE(contains(k.source, "float tmp1 = stax_cache0[stax_k];")) << k.source;
     EXPECT_TRUE(contains(k.source, "__syncthreads();")) << k.source;
   }
+  EXPECT_TRUE(row_kernel);
+
+  // Rows longer than kWarpRowMax (1024): one row per block, the shared-memory tree.
+  Graph lg;
+  Node* lx = lg.placeholder("x", {8, 3000});
+  lg.output({lg.call("sum.dim_IntList", {lx, std::vector<int64_t>{-1}})});
+  CompiledGraph lr = cuda_compiler().compile(lg);
+  ASSERT_EQ(lr.num_kernels(), 1u);
+  const std::string& ls = lr.kernels()[0].source;
+  EXPECT_TRUE(contains(ls, "for (unsigned stax_s = blockDim.x / 2; stax_s > 0; "
+                           "stax_s /= 2) {")) << ls;
+  EXPECT_TRUE(contains(ls, "if (threadIdx.x == 0) {")) << ls;
+  EXPECT_FALSE(contains(ls, "auto stax_o = stax_shfl_down16(")) << ls;
+
+  // A single reduction body over short rows: the warp form without the persistent cache.
+  Graph sg;
+  Node* sx = sg.placeholder("x", {8, 40});
+  sg.output({sg.call("sum.dim_IntList", {sx, std::vector<int64_t>{-1}})});
+  const std::string ss = cuda_compiler().compile(sg).kernels()[0].source;
+  EXPECT_TRUE(contains(ss, "for (long long stax_r = stax_lane; stax_r < 40LL; stax_r += 16) {"))
+      << ss;
+  EXPECT_FALSE(contains(ss, "stax_cache")) << ss;
   EXPECT_TRUE(row_kernel);
 }
 
@@ -111,7 +143,7 @@ TEST(CudaNvrtc, Example62SplitsIntoTwoKernels) {
   EXPECT_TRUE(contains(first, "float tmp0 = in_ptr0[8192*i0 + r0_0];")) << first;
   EXPECT_TRUE(contains(first, "__launch_bounds__(256)")) << first;
   const std::string& second = cg.kernels()[1].source;
-  EXPECT_TRUE(contains(second, "stax_row < 64LL;")) << second;
+  EXPECT_TRUE(contains(second, "stax_base < 64LL;")) << second;  // rows of 2: the warp form
   EXPECT_TRUE(contains(second, "float tmp0 = in_ptr0[2*i0 + r0_0];")) << second;
 }
 

@@ -387,3 +387,31 @@ void Plugin::device_synchronize(void* stream) const {
 }
 
 }  // namespace stax
+
+// ---- streams (ABI 1.3, issue 8) ----------------------------------------------------------------
+
+namespace stax {
+
+bool Plugin::has_streams() const {
+  const StaxPluginApi& api = state_->api();
+  return STAX_SDK_HAS_FIELD(&api, StaxPluginApi, stream_destroy) && api.stream_create &&
+         api.stream_destroy;
+}
+
+void* Plugin::stream_create() const {
+  if (!has_streams()) return nullptr;
+  StaxStreamCreateArgs a = sdk::make_struct<StaxStreamCreateArgs>();
+  a.backend = state_->backend;
+  state_->check(state_->api().stream_create(&a), "stream_create");
+  return a.stream;
+}
+
+void Plugin::stream_destroy(void* stream) const {
+  if (!stream || !has_streams()) return;
+  StaxStreamDestroyArgs a = sdk::make_struct<StaxStreamDestroyArgs>();
+  a.backend = state_->backend;
+  a.stream = stream;
+  state_->check(state_->api().stream_destroy(&a), "stream_destroy");
+}
+
+}  // namespace stax

@@ -123,6 +123,12 @@ class Plugin {
                    void* stream = nullptr) const;
   void device_synchronize(void* stream = nullptr) const;
 
+  // ABI 1.3 streams (plugin_api.h, STREAMS): has_streams() is false for an older plugin, whose
+  // stream_create() then returns nullptr (the default stream) and stream_destroy does nothing.
+  bool has_streams() const;
+  void* stream_create() const;
+  void stream_destroy(void* stream) const;
+
  private:
   Plugin() = default;
   // A CompiledKernel around the plugin's handle (its source from kernel_source).

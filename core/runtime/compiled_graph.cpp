@@ -1,5 +1,6 @@
 #include "core/runtime/compiled_graph.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -183,6 +184,256 @@ std::vector<const Node*> tensor_args(const Node& n) {
 
 CompiledGraph::CompiledGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
+Impl::DeviceBlock::DeviceBlock(const Plugin& p, size_t n) : plugin(p), bytes(n) {
+  data = plugin.device_alloc(n == 0 ? 1 : n, static_cast<size_t>(MemoryPlan::kArenaAlignment));
+}
+
+Impl::DeviceBlock::~DeviceBlock() {
+  try {
+    plugin.device_free(data);
+  } catch (const Error&) {  // a destructor does not throw; the device is gone anyway
+  }
+}
+
+Impl::RunContext::~RunContext() {
+  device_slots.clear();
+  device_arena.reset();
+  if (stream_owner) try {
+      stream_owner->stream_destroy(stream);
+    } catch (const Error&) {
+    }
+}
+
+namespace {
+
+// Whether a run keeps its buffers in the backend's device memory: a backend whose device is not
+// the CPU and whose ABI has device memory (1.2).
+bool device_resident(const Impl& impl) {
+  return impl.plugin->kind() != sdk::DeviceKind::CPU && impl.plugin->has_device_memory();
+}
+
+void check_input(const LoweredGraph& l, size_t i, const Tensor& t) {
+  const Layout& want = l.inputs[i]->layout();
+  const std::string where = "%" + l.inputs[i]->name();
+  if (!t.defined()) throw Error("runtime", where, "input tensor is undefined");
+  if (t.sizes() != want.size || t.dtype() != want.dtype)
+    throw Error("runtime", where,
+                "input has " + std::string(dtype_name(t.dtype())) + shape_str(t.sizes()) +
+                    " but the placeholder expects " + std::string(dtype_name(want.dtype)) +
+                    shape_str(want.size));
+}
+
+// The index of the slot an output returns.
+size_t output_slot(const Impl& impl, const GraphOutput& o) {
+  size_t s = 0;
+  while (s < impl.slots.size() && impl.slots[s] != o.buffer.get()) ++s;
+  if (s == impl.slots.size())
+    throw Error("runtime", o.buffer->name(), "internal: output buffer has no slot");
+  return s;
+}
+
+// A view of `t` (whose storage holds slot layout `have`) with layout `view` of the same frame.
+Tensor frame_view(const Tensor& t, const Layout& have, const Layout& view) {
+  return t.as_strided(view.size, view.stride, t.storage_offset() - have.offset + view.offset);
+}
+
+// One run with every buffer in the backend's device memory (see RunStats).
+std::vector<Tensor> run_on_device(const Impl& impl, const std::vector<Tensor>& inputs,
+                                  const GraphRunOptions& options, Impl::RunContext& ctx,
+                                  Allocator& alloc) {
+  const Plugin& plugin = *impl.plugin;
+  const LoweredGraph& l = impl.lowered;
+  const size_t n_inputs = l.inputs.size();
+  RunStats st;
+  st.on_device = true;
+  if (!ctx.stream_owner) {
+    ctx.stream = plugin.stream_create();
+    ctx.stream_owner = &plugin;
+  }
+  void* stream = ctx.stream;
+  ctx.device_slots.resize(impl.slots.size());
+  if (!ctx.device_arena && impl.memory.arena_bytes > 0)
+    ctx.device_arena =
+        std::make_unique<Impl::DeviceBlock>(plugin, static_cast<size_t>(impl.memory.arena_bytes));
+
+  auto bytes_of = [](const Layout& lay) {
+    return static_cast<size_t>(lay.storage_numel()) * dtype_size(lay.dtype);
+  };
+  // Per slot: its device storage (element 0 of the slot's frame), and its host copy when the
+  // host has one (an input, an interpreter result, a slot copied out for the interpreter).
+  std::vector<std::byte*> dev(impl.slots.size(), nullptr);
+  std::vector<Tensor> host(impl.slots.size());
+  auto host_base = [&](size_t s) -> std::byte* {
+    const Tensor& t = host[s];
+    return t.data_ptr() - impl.slots[s]->layout().offset * static_cast<int64_t>(t.itemsize());
+  };
+  // Device storage for slot s: its arena bytes, or a block of this context's.
+  auto device_storage = [&](size_t s) -> std::byte* {
+    const BufferPlacement* p = s < impl.placements.size() ? impl.placements[s] : nullptr;
+    if (p && p->kind == BufferPlacement::Kind::Arena)
+      return static_cast<std::byte*>(ctx.device_arena->data) + p->offset;
+    size_t need = bytes_of(impl.slots[s]->layout());
+    std::unique_ptr<Impl::DeviceBlock>& b = ctx.device_slots[s];
+    if (!b || b->bytes < need) {
+      b.reset();
+      b = std::make_unique<Impl::DeviceBlock>(plugin, need);
+    }
+    return static_cast<std::byte*>(b->data);
+  };
+  auto copy = [&](StaxCopyKind kind, void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    plugin.device_copy(kind, dst, src, bytes, stream);
+    if (kind == STAX_COPY_HOST_TO_DEVICE) {
+      ++st.host_to_device;
+      st.host_to_device_bytes += static_cast<int64_t>(bytes);
+    } else {
+      ++st.device_to_host;
+      st.device_to_host_bytes += static_cast<int64_t>(bytes);
+    }
+  };
+  auto synchronize = [&] {
+    plugin.device_synchronize(stream);
+    ++st.synchronizes;
+  };
+  // The slot's device pointer, copying its host copy in on first use.
+  auto on_device = [&](size_t s) -> std::byte* {
+    if (dev[s]) return dev[s];
+    if (!host[s].defined())
+      throw Error("runtime", impl.slots[s]->name(),
+                  "internal: buffer used before it was computed or after it was released");
+    dev[s] = device_storage(s);
+    copy(STAX_COPY_HOST_TO_DEVICE, dev[s], host_base(s), bytes_of(impl.slots[s]->layout()));
+    return dev[s];
+  };
+  // Queues the copy of slot s to the host (into `into`, storage with the slot's layout) unless
+  // the host has it; the caller synchronises before reading.
+  auto to_host = [&](size_t s, Tensor into) {
+    if (host[s].defined()) return;
+    if (!dev[s])
+      throw Error("runtime", impl.slots[s]->name(),
+                  "internal: buffer used before it was computed or after it was released");
+    host[s] = std::move(into);
+    copy(STAX_COPY_DEVICE_TO_HOST, host_base(s), dev[s], bytes_of(impl.slots[s]->layout()));
+  };
+  auto staging = [&](size_t s) {
+    const Layout& lay = impl.slots[s]->layout();
+    return Tensor::empty({std::max<int64_t>(lay.storage_numel(), 1)}, lay.dtype)
+        .as_strided(lay.size, lay.stride, lay.offset);
+  };
+
+  try {
+    for (size_t i = 0; i < n_inputs; ++i) {
+      const Tensor& t = inputs[i];
+      const Layout& want = l.inputs[i]->layout();
+      if (same_layout(t, want.size, want.stride) && want.offset == 0) {
+        host[i] = t;
+      } else {
+        host[i] = alloc.allocate(want);
+        host[i].copy_from(t);
+      }
+    }
+    for (const Impl::Step& step : impl.steps) {
+      const size_t out_slot = step.outputs.front();
+      const Buffer& produced = *impl.slots[out_slot];
+      try {
+        // An interpreter step: copy what it reads to the host, run, copy its result in lazily.
+        auto interpret = [&](const Node& node, const std::vector<const Node*>& arg_nodes,
+                             const std::vector<KernelInput>& ins) {
+          const size_t queued = st.device_to_host;
+          for (size_t k = 0; k < ins.size(); ++k)
+            to_host(step.arg_slots[k], staging(step.arg_slots[k]));
+          if (st.device_to_host > queued) synchronize();
+          std::vector<Tensor> args;
+          for (size_t k = 0; k < ins.size(); ++k) {
+            size_t s = step.arg_slots[k];
+            args.push_back(frame_view(host[s], impl.slots[s]->layout(), ins[k].layout));
+          }
+          Tensor r = interpret_node(node, arg_nodes, args, options.seed);
+          ++st.interpreter_steps;
+          const Layout& want = produced.layout();
+          if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+            host[out_slot] = r;
+          } else {
+            host[out_slot] = staging(out_slot);
+            host[out_slot].copy_from(r);
+          }
+          dev[out_slot] = nullptr;  // copied in when a device step reads it
+        };
+        switch (step.kind) {
+          case Impl::StepKind::Kernel: {
+            for (size_t s : step.outputs) {
+              dev[s] = device_storage(s);
+              host[s] = Tensor();
+            }
+            std::vector<void*> ptrs;
+            for (size_t s : step.arg_slots) ptrs.push_back(on_device(s));
+            try {
+              impl.compiled[step.kernel]->run_on_device(ptrs.data(), ptrs.size(), stream);
+            } catch (const Error& e) {
+              throw Error("runtime", step_nodes(impl, step),
+                          "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
+            }
+            ++st.launches;
+            break;
+          }
+          case Impl::StepKind::Extern: {
+            const auto& ek = static_cast<const ExternKernel&>(produced);
+            if (!step.on_interpreter) {
+              std::vector<StaxTensorDesc> descs;
+              for (size_t k = 0; k < ek.inputs().size(); ++k)
+                descs.push_back(tensor_desc(on_device(step.arg_slots[k]), ek.inputs()[k].layout));
+              dev[out_slot] = device_storage(out_slot);
+              host[out_slot] = Tensor();
+              descs.push_back(tensor_desc(dev[out_slot], produced.layout()));
+              plugin.run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars(), stream);
+              ++st.extern_calls;
+            } else {
+              interpret(*ek.node(), tensor_args(*ek.node()), ek.inputs());
+            }
+            break;
+          }
+          case Impl::StepKind::Fallback: {
+            const auto& fk = static_cast<const FallbackKernel&>(produced);
+            interpret(*fk.node(), fk.arg_nodes(), fk.inputs());
+            break;
+          }
+        }
+      } catch (const Error& e) {
+        if (!e.location().empty()) throw;
+        throw Error(e.stage(), step_nodes(impl, step), e.message());
+      }
+      for (size_t s : step.frees) {
+        dev[s] = nullptr;
+        host[s] = Tensor();
+      }
+    }
+
+    std::vector<size_t> out_slots;
+    for (const GraphOutput& o : l.outputs) {
+      size_t s = output_slot(impl, o);
+      to_host(s, alloc.allocate(impl.slots[s]->layout()));
+      out_slots.push_back(s);
+    }
+    synchronize();  // before the host reads what the device wrote
+    std::vector<Tensor> outputs;
+    for (size_t k = 0; k < l.outputs.size(); ++k) {
+      size_t s = out_slots[k];
+      outputs.push_back(frame_view(host[s], impl.slots[s]->layout(), l.outputs[k].layout));
+    }
+    if (options.stats) *options.stats = st;
+    return outputs;
+  } catch (...) {
+    // Queued copies may still target host memory this frame owns: wait for them first.
+    try {
+      plugin.device_synchronize(stream);
+    } catch (const Error&) {
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
                                        const GraphRunOptions& options) const {
   const Impl& impl = *impl_;
@@ -191,12 +442,15 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     throw Error("runtime", "",
                 "the graph has " + std::to_string(l.inputs.size()) + " placeholders but " +
                     std::to_string(inputs.size()) + " inputs were given");
+  for (size_t i = 0; i < inputs.size(); ++i) check_input(l, i, inputs[i]);
   // Runs of a backend whose kernels are not reentrant take turns (plugin_api.h, concurrent_runs).
   std::unique_lock<std::mutex> serial;
   if (!impl.plugin->properties().concurrent_runs)
     serial = std::unique_lock<std::mutex>(impl.session->mutex);
   ContextLease context(impl);
   Allocator alloc(context->pool);
+  if (device_resident(impl)) return run_on_device(impl, inputs, options, *context, alloc);
+  RunStats st;
   auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
   if (!context->arena.defined() && impl.memory.arena_bytes > 0)
     context->arena = Tensor::empty({impl.memory.arena_bytes}, DType::UInt8);
@@ -213,13 +467,6 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     const Layout& want = l.inputs[i]->layout();
-    const std::string where = "%" + l.inputs[i]->name();
-    if (!t.defined()) throw Error("runtime", where, "input tensor is undefined");
-    if (t.sizes() != want.size || t.dtype() != want.dtype)
-      throw Error("runtime", where,
-                  "input has " + std::string(dtype_name(t.dtype())) + shape_str(t.sizes()) +
-                      " but the placeholder expects " + std::string(dtype_name(want.dtype)) +
-                      shape_str(want.size));
     if (same_layout(t, want.size, want.stride) && want.offset == 0) {
       slots.at(i) = t;
     } else {
@@ -227,7 +474,6 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
       slots.at(i).copy_from(t);
     }
   }
-
   for (const Impl::Step& step : impl.steps) {
     const size_t out_slot = step.outputs.front();
     const Buffer& produced = *impl.slots[out_slot];
@@ -239,6 +485,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
           for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
           try {
             impl.compiled[step.kernel]->run(ptrs);
+            ++st.launches;
           } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
             throw Error("runtime", step_nodes(impl, step),
                         "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
@@ -254,12 +501,14 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
               descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
             descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
             impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
+            ++st.extern_calls;
           } else {
             std::vector<Tensor> args;
             for (size_t k = 0; k < ek.inputs().size(); ++k)
               args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
             slots.at(out_slot).copy_from(
                 interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
+            ++st.interpreter_steps;
           }
           break;
         }
@@ -269,6 +518,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
           for (size_t k = 0; k < fk.inputs().size(); ++k)
             args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
           Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
+          ++st.interpreter_steps;
           const Layout& want = produced.layout();
           if (same_layout(r, want.size, want.stride) && want.offset == 0) {
             slots.at(out_slot) = r;
@@ -287,13 +537,8 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   }
 
   std::vector<Tensor> outputs;
-  for (const GraphOutput& o : l.outputs) {
-    size_t s = 0;
-    while (s < impl.slots.size() && impl.slots[s] != o.buffer.get()) ++s;
-    if (s == impl.slots.size())
-      throw Error("runtime", o.buffer->name(), "internal: output buffer has no slot");
-    outputs.push_back(slots.view(s, o.layout));
-  }
+  for (const GraphOutput& o : l.outputs) outputs.push_back(slots.view(output_slot(impl, o), o.layout));
+  if (options.stats) *options.stats = st;
   return outputs;
 }
 

@@ -19,7 +19,11 @@
 // without a copy).
 //
 // run() may be called from several threads; calls are serialised per Compiler (the plugin ABI
-// serialises calls on one backend instance).
+// serialises calls on one backend instance) unless the backend reports concurrent_runs. Each
+// run context (arena, output pool; on a device backend its device arena and stream) serves one
+// run at a time: concurrent runs each get their own, with a stream of their own when the backend
+// creates streams (ABI 1.3). Device work is queued on the context's stream; the run synchronises
+// it before the host reads anything the device wrote (interpreter steps, the outputs).
 #pragma once
 
 #include <cstdint>
@@ -56,8 +60,26 @@ struct CompileStats {
   int kernels_from_disk = 0;    // deserialized from the disk cache
 };
 
+// What one run moved and launched. On a backend whose device is not the CPU (and that has the
+// ABI 1.2 device memory), every buffer lives in the backend's device memory for the whole run:
+// each graph input read on the device is copied in once, each returned buffer copied out once,
+// kernels and the backend's extern kernels run on device buffers, and only interpreter steps
+// (fallbacks, externs the backend lacks) copy what they read to the host and their result back.
+struct RunStats {
+  bool on_device = false;            // buffers lived in the backend's device memory
+  size_t host_to_device = 0;         // device_copy calls, host to device
+  size_t device_to_host = 0;         // device_copy calls, device to host
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
+  size_t launches = 0;               // compiled kernel runs
+  size_t extern_calls = 0;           // the backend's extern kernels
+  size_t interpreter_steps = 0;      // fallbacks and externs on the interpreter
+  size_t synchronizes = 0;           // device_synchronize calls
+};
+
 struct GraphRunOptions {
   uint64_t seed = 0;  // random fallback ops (as InterpreterOptions::seed)
+  RunStats* stats = nullptr;  // filled when given
 };
 
 class CompiledGraph {

@@ -47,9 +47,27 @@ struct CompiledGraph::Impl {
   // and the storage of its outputs kept for the next run (1-D tensors; an entry no one else
   // references any more, an output the caller dropped or a copied input, is reused instead of
   // allocating and page-faulting fresh memory).
+  // Device memory of the backend (plugin->device_alloc), freed when destroyed.
+  struct DeviceBlock {
+    DeviceBlock(const Plugin& plugin, size_t bytes);
+    ~DeviceBlock();
+    DeviceBlock(const DeviceBlock&) = delete;
+    DeviceBlock& operator=(const DeviceBlock&) = delete;
+    const Plugin& plugin;
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
   struct RunContext {
     Tensor arena;
     std::vector<Tensor> pool;
+    // Device-resident runs (compiled_graph.cpp): the arena in device memory, device storage per
+    // slot that is not in the arena (reused by the next run of this context: outputs are copied
+    // out), and the context's stream (ABI 1.3; nullptr = the default stream).
+    std::unique_ptr<DeviceBlock> device_arena;
+    std::vector<std::unique_ptr<DeviceBlock>> device_slots;
+    const Plugin* stream_owner = nullptr;
+    void* stream = nullptr;
+    ~RunContext();
   };
   // Contexts not in use. A run takes one (or makes one when all are busy: runs in parallel) and
   // puts it back, so sequential runs reuse one context and allocate nothing.

@@ -63,6 +63,12 @@ CudaDriver::CudaDriver(const std::string& library) : library_(library) {
   STAX_CUDA_RESOLVE(cuMemcpyHtoD_v2);
   STAX_CUDA_RESOLVE(cuMemcpyDtoH_v2);
   STAX_CUDA_RESOLVE(cuMemcpyDtoD_v2);
+  STAX_CUDA_RESOLVE(cuStreamCreate);
+  STAX_CUDA_RESOLVE(cuStreamDestroy_v2);
+  STAX_CUDA_RESOLVE(cuStreamSynchronize);
+  STAX_CUDA_RESOLVE(cuMemcpyHtoDAsync_v2);
+  STAX_CUDA_RESOLVE(cuMemcpyDtoHAsync_v2);
+  STAX_CUDA_RESOLVE(cuMemcpyDtoDAsync_v2);
 #undef STAX_CUDA_RESOLVE
 }
 
@@ -187,22 +193,55 @@ void CudaDevice::free(CUdeviceptr p) const {
   driver_.check(driver_.fn().cuMemFree_v2(p), "cuMemFree_v2");
 }
 
-void CudaDevice::copy_to_device(CUdeviceptr dst, const void* src, size_t bytes) const {
+void CudaDevice::copy_to_device(CUdeviceptr dst, const void* src, size_t bytes,
+                                CUstream stream) const {
   if (bytes == 0) return;
   make_current();
-  driver_.check(driver_.fn().cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD_v2");
+  if (stream)
+    driver_.check(driver_.fn().cuMemcpyHtoDAsync_v2(dst, src, bytes, stream),
+                  "cuMemcpyHtoDAsync_v2");
+  else
+    driver_.check(driver_.fn().cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD_v2");
 }
 
-void CudaDevice::copy_to_host(void* dst, CUdeviceptr src, size_t bytes) const {
+void CudaDevice::copy_to_host(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) const {
   if (bytes == 0) return;
   make_current();
-  driver_.check(driver_.fn().cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH_v2");
+  if (stream)
+    driver_.check(driver_.fn().cuMemcpyDtoHAsync_v2(dst, src, bytes, stream),
+                  "cuMemcpyDtoHAsync_v2");
+  else
+    driver_.check(driver_.fn().cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH_v2");
 }
 
-void CudaDevice::copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const {
+void CudaDevice::copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                CUstream stream) const {
   if (bytes == 0) return;
   make_current();
-  driver_.check(driver_.fn().cuMemcpyDtoD_v2(dst, src, bytes), "cuMemcpyDtoD_v2");
+  if (stream)
+    driver_.check(driver_.fn().cuMemcpyDtoDAsync_v2(dst, src, bytes, stream),
+                  "cuMemcpyDtoDAsync_v2");
+  else
+    driver_.check(driver_.fn().cuMemcpyDtoD_v2(dst, src, bytes), "cuMemcpyDtoD_v2");
+}
+
+CUstream CudaDevice::stream_create() const {
+  make_current();
+  CUstream s = nullptr;
+  driver_.check(driver_.fn().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return s;
+}
+
+void CudaDevice::stream_destroy(CUstream stream) const {
+  if (!stream) return;
+  make_current();
+  driver_.check(driver_.fn().cuStreamDestroy_v2(stream), "cuStreamDestroy_v2");
+}
+
+void CudaDevice::stream_synchronize(CUstream stream) const {
+  if (!stream) return synchronize();
+  make_current();
+  driver_.check(driver_.fn().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
 }  // namespace stax::cuda

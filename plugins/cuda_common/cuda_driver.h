@@ -52,6 +52,13 @@ struct DriverFunctions {
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH_v2)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+  // streams (ABI 1.3)
+  CUresult (*cuStreamCreate)(CUstream*, unsigned int) = nullptr;
+  CUresult (*cuStreamDestroy_v2)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
 };
 
 class CudaDriver {
@@ -136,9 +143,20 @@ class CudaDevice {
 
   CUdeviceptr alloc(size_t bytes) const;  // a zero-byte request allocates one byte
   void free(CUdeviceptr p) const;
-  void copy_to_device(CUdeviceptr dst, const void* src, size_t bytes) const;
-  void copy_to_host(void* dst, CUdeviceptr src, size_t bytes) const;
-  void copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const;
+  // Copies. With a stream: queued on it (cuMemcpy*Async; from pageable host memory the source
+  // is staged before the call returns, to pageable host memory the copy completes first, per the
+  // driver API's documentation); without one: synchronous cuMemcpy*.
+  void copy_to_device(CUdeviceptr dst, const void* src, size_t bytes,
+                      CUstream stream = nullptr) const;
+  void copy_to_host(void* dst, CUdeviceptr src, size_t bytes, CUstream stream = nullptr) const;
+  void copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                      CUstream stream = nullptr) const;
+
+  // Streams: a non-blocking stream (CU_STREAM_NON_BLOCKING: it does not wait for the legacy
+  // default stream); synchronize(stream) waits for it; destroy.
+  CUstream stream_create() const;
+  void stream_destroy(CUstream stream) const;
+  void stream_synchronize(CUstream stream) const;
 
  private:
   void make_current() const;

@@ -13,17 +13,29 @@
 //   emulate: false           run kernels in the host emulation instead of on a device
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source
+//   trace_copies: false      emulate only: one stderr line per device_copy / launch / sync
 // Thresholds: the seed's GPU values (§6.6: op limit 30, 4 reads, 8 accumulated reads, no
 // transcendental or users rule). split_reduction: Algorithm 6.1 (sdk::split_reduction_gpu) on the
 // device's properties; without a device on those of an H200 for sm_90 (132 SMs, warp 32, 2048
 // threads per SM), so that a compile without a device plans like one with it.
 //
-// ABI 1.2 device memory: cuMemAlloc / cuMemFree / synchronous cuMemcpy (the stream argument is
-// not used yet), cuCtxSynchronize; run_on_device() launches on those pointers directly. run() on
-// host memory (what the host executor passes today) copies every buffer to the device, launches,
-// synchronises and copies OUTPUT / INOUT / TEMP buffers back. Emulated, device memory is host
-// memory (the SDK's defaults).
+// ABI 1.2 device memory: cuMemAlloc / cuMemFree / cuMemcpy*Async on the given stream (synchronous
+// cuMemcpy on the NULL stream), cuStreamSynchronize / cuCtxSynchronize; run_on_device() launches
+// on those pointers directly, on the given stream. ABI 1.3 streams: cuStreamCreate
+// (non-blocking) / cuStreamDestroy; concurrent_runs is 1 (launches and copies are reentrant; the
+// module of a kernel is loaded once under a mutex), so the host gives each concurrent run its own
+// stream. run() on host memory (a host older than ABI 1.2) copies every buffer to the device,
+// launches, synchronises and copies OUTPUT / INOUT / TEMP buffers back.
+// Emulated, device memory is host memory, but kept apart (EmulatedMemory): every allocation is
+// registered, a copy must name a registered range on its device side and host memory on its
+// host side, and a launch on device buffers must get registered pointers; so the emulation
+// checks the host's device discipline (a host pointer passed as device memory is an error, as it
+// would be on a GPU). Streams are tokens, checked the same way; kernels run at call time.
+// `trace_copies: true` prints one line per copy to stderr ("cuda_nvrtc (emulated): copy
+// host_to_device 4096 bytes"), which tests count.
+#include <cstdint>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -179,8 +191,9 @@ class CudaKernel : public sdk::CompiledKernel {
                                  std::to_string(buffers_.size()) + " buffers, got " +
                                  std::to_string(num_buffers));
   }
-  // The kernel's function; its module is loaded on first use.
+  // The kernel's function; its module is loaded on first use (once, also under concurrent runs).
   CUfunction function() {
+    std::lock_guard<std::mutex> lock(function_mutex_);
     if (!function_) {
       module_ = device_->require().load_module(cubin_);
       function_ = module_.function(function_name_);
@@ -198,15 +211,93 @@ class CudaKernel : public sdk::CompiledKernel {
   std::vector<KernelBuffer> buffers_;
   CudaModule module_;
   CUfunction function_ = nullptr;
+  std::mutex function_mutex_;
+};
+
+// The emulation's device memory and streams (see the file comment): host memory, registered.
+class EmulatedMemory {
+ public:
+  explicit EmulatedMemory(bool trace) : trace_(trace) {}
+
+  void add(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
+  void remove(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!blocks_.erase(reinterpret_cast<uintptr_t>(p)))
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cuda_nvrtc (emulated): device_free of a pointer that device_alloc "
+                             "did not return (or freed twice)");
+  }
+  // Whether [p, p + bytes) lies inside one live allocation (a zero-byte range: p inside or at its
+  // end).
+  bool is_device(const void* p, size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks_.upper_bound(a);
+    if (it == blocks_.begin()) return false;
+    --it;
+    size_t size = it->second == 0 ? 1 : it->second;
+    return a >= it->first && a - it->first + bytes <= size && a - it->first <= size;
+  }
+  // Throws unless [p, p + bytes) is device memory (`device`) or host memory (!device).
+  void require(const void* p, size_t bytes, bool device, const std::string& what) const {
+    if (is_device(p, bytes) == device) return;
+    throw sdk::PluginError(
+        STAX_ERROR_INVALID_ARGUMENT,
+        "cuda_nvrtc (emulated): " + what + " is " + (device ? "not " : "") +
+            "device memory from device_alloc (a GPU would fault or read garbage here)");
+  }
+
+  void* stream_create() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto token = std::make_unique<int>(0);
+    void* p = token.get();
+    streams_.push_back(std::move(token));
+    return p;
+  }
+  void stream_destroy(void* stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = streams_.begin(); it != streams_.end(); ++it)
+      if (it->get() == stream) {
+        streams_.erase(it);
+        return;
+      }
+    throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                           "cuda_nvrtc (emulated): stream_destroy of an unknown stream");
+  }
+  void require_stream(void* stream) const {
+    if (!stream) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& s : streams_)
+      if (s.get() == stream) return;
+    throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                           "cuda_nvrtc (emulated): unknown stream (not from stream_create, or "
+                           "destroyed)");
+  }
+  // stderr trace line (trace_copies).
+  void trace(const std::string& line) const {
+    if (!trace_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::cerr << "cuda_nvrtc (emulated): " << line << "\n";
+  }
+
+ private:
+  bool trace_;
+  mutable std::mutex mutex_;
+  std::map<uintptr_t, size_t> blocks_;
+  std::vector<std::unique_ptr<int>> streams_;
 };
 
 // A kernel compiled for the host emulation: its JIT module and entry point.
 class EmulatedKernel : public sdk::CompiledKernel {
  public:
-  EmulatedKernel(std::shared_ptr<GridEmulator> emulator, cpu::CompiledModule module,
-                 EmuEntry* entry, std::string name, std::string source, LaunchPlan plan,
-                 size_t num_buffers)
+  EmulatedKernel(std::shared_ptr<GridEmulator> emulator, std::shared_ptr<EmulatedMemory> memory,
+                 cpu::CompiledModule module, EmuEntry* entry, std::string name,
+                 std::string source, LaunchPlan plan, size_t num_buffers)
       : emulator_(std::move(emulator)),
+        memory_(std::move(memory)),
         module_(std::move(module)),
         entry_(entry),
         name_(std::move(name)),
@@ -232,8 +323,19 @@ class EmulatedKernel : public sdk::CompiledKernel {
     emulator_->launch(entry_, buffers, plan_.grid, plan_.block, name_);
   }
 
+  // Device buffers: each must be device_alloc memory (checked), then the same launch.
+  void run_on_device(void* const* buffers, size_t num_buffers, void* stream) override {
+    memory_->require_stream(stream);
+    for (size_t i = 0; i < num_buffers && i < num_buffers_; ++i)
+      memory_->require(buffers[i], 0, true,
+                       "buffer " + std::to_string(i) + " of kernel '" + name_ + "'");
+    memory_->trace("launch " + name_);
+    run(buffers, num_buffers, stream);
+  }
+
  private:
   std::shared_ptr<GridEmulator> emulator_;
+  std::shared_ptr<EmulatedMemory> memory_;
   cpu::CompiledModule module_;
   EmuEntry* entry_;
   std::string name_;
@@ -268,7 +370,7 @@ class CudaNvrtcBackend : public sdk::Backend {
   static constexpr const char* kVersion = "0.1 (CUDA C, NVRTC)";
 
   void configure(const sdk::Options& o) override {
-    o.check_known({"arch", "emulate", "dump_source", "test_inject_source"});
+    o.check_known({"arch", "emulate", "dump_source", "test_inject_source", "trace_copies"});
     arch_ = o.get_string("arch", "");
     if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+a?")))
       o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got '" + arch_ +
@@ -276,7 +378,10 @@ class CudaNvrtcBackend : public sdk::Backend {
     emulate_ = o.get_bool("emulate", false);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
+    bool trace = o.get_bool("trace_copies", false);
+    if (trace && !emulate_) o.at("trace_copies").fail("is only available with emulate: true");
     device_ = std::make_shared<LazyDevice>(device_index(), "cuda_nvrtc");
+    if (emulate_) memory_ = std::make_shared<EmulatedMemory>(trace);
   }
 
   sdk::DeviceProperties properties() const override {
@@ -285,7 +390,10 @@ class CudaNvrtcBackend : public sdk::Backend {
                                 : "no device present (" +
                                       (device_ ? device_->reason() : std::string("-")) +
                                       "); compiling for " + arch();
-    return gpu_properties(emulate_ ? nullptr : device(), std::stoi(arch().substr(3)), name);
+    sdk::DeviceProperties p =
+        gpu_properties(emulate_ ? nullptr : device(), std::stoi(arch().substr(3)), name);
+    p.concurrent_runs = 1;  // run / run_extern are reentrant; each run gets its own stream
+    return p;
   }
 
   sdk::RealizationThresholds thresholds() const override {
@@ -293,7 +401,11 @@ class CudaNvrtcBackend : public sdk::Backend {
   }
 
   void* device_alloc(size_t bytes, size_t alignment) override {
-    if (emulate_) return sdk::Backend::device_alloc(bytes, alignment);
+    if (emulate_) {
+      void* p = sdk::Backend::device_alloc(bytes, alignment);
+      memory_->add(p, bytes);
+      return p;
+    }
     if (alignment > kDriverAlignment)
       throw sdk::PluginError(STAX_ERROR_UNSUPPORTED,
                              "cuda_nvrtc: device_alloc aligns to at most " +
@@ -302,23 +414,48 @@ class CudaNvrtcBackend : public sdk::Backend {
     return reinterpret_cast<void*>(device_->require().alloc(bytes));
   }
   void device_free(void* data) override {
-    if (emulate_) return sdk::Backend::device_free(data);
+    if (emulate_) {
+      memory_->remove(data);
+      return sdk::Backend::device_free(data);
+    }
     device_->require().free(reinterpret_cast<CUdeviceptr>(data));
   }
   void device_copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes,
                    void* stream) override {
-    if (emulate_) return sdk::Backend::device_copy(kind, dst, src, bytes, stream);
+    if (emulate_) {
+      static const char* const names[] = {"host_to_device", "device_to_host", "device_to_device"};
+      memory_->require_stream(stream);
+      memory_->require(dst, bytes, kind != STAX_COPY_DEVICE_TO_HOST,
+                       std::string("the destination of a ") + names[kind] + " copy");
+      memory_->require(src, bytes, kind != STAX_COPY_HOST_TO_DEVICE,
+                       std::string("the source of a ") + names[kind] + " copy");
+      memory_->trace(std::string("copy ") + names[kind] + " " + std::to_string(bytes) + " bytes");
+      return sdk::Backend::device_copy(kind, dst, src, bytes, stream);
+    }
     const CudaDevice& dev = device_->require();
     auto dptr = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    CUstream s = static_cast<CUstream>(stream);
     switch (kind) {
-      case STAX_COPY_HOST_TO_DEVICE: return dev.copy_to_device(dptr(dst), src, bytes);
-      case STAX_COPY_DEVICE_TO_HOST: return dev.copy_to_host(dst, dptr(src), bytes);
-      case STAX_COPY_DEVICE_TO_DEVICE: return dev.copy_on_device(dptr(dst), dptr(src), bytes);
+      case STAX_COPY_HOST_TO_DEVICE: return dev.copy_to_device(dptr(dst), src, bytes, s);
+      case STAX_COPY_DEVICE_TO_HOST: return dev.copy_to_host(dst, dptr(src), bytes, s);
+      case STAX_COPY_DEVICE_TO_DEVICE: return dev.copy_on_device(dptr(dst), dptr(src), bytes, s);
     }
   }
   void device_synchronize(void* stream) override {
-    if (emulate_) return sdk::Backend::device_synchronize(stream);
-    device_->require().synchronize();
+    if (emulate_) {
+      memory_->require_stream(stream);
+      memory_->trace("synchronize");
+      return;
+    }
+    device_->require().stream_synchronize(static_cast<CUstream>(stream));
+  }
+  void* stream_create() override {
+    if (emulate_) return memory_->stream_create();
+    return device_->require().stream_create();
+  }
+  void stream_destroy(void* stream) override {
+    if (emulate_) return memory_->stream_destroy(stream);
+    device_->require().stream_destroy(static_cast<CUstream>(stream));
   }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
@@ -357,7 +494,7 @@ class CudaNvrtcBackend : public sdk::Backend {
                   << "' (from the kernel cache)\n" << source << "\n";
       cpu::CompiledModule module = emulation_jit().load_object(object, {kEmuEntry}, k.name());
       EmuEntry* fn = module.function<EmuEntry>(kEmuEntry);
-      return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+      return std::make_unique<EmulatedKernel>(emulator_, memory_, std::move(module), fn, k.name(),
                                               std::move(source), plan, k.num_buffers());
     }
     if (magic != std::string_view(kCubinMagic, kMagicSize)) r.fail("not a cubin kernel");
@@ -389,7 +526,7 @@ class CudaNvrtcBackend : public sdk::Backend {
     cpu::CompiledModule module = emulation_jit().compile(
         source + emulation_entry(kEmuEntry, k.name(), k.num_buffers()), {kEmuEntry}, k.name());
     EmuEntry* fn = module.function<EmuEntry>(kEmuEntry);
-    return std::make_unique<EmulatedKernel>(emulator_, std::move(module), fn, k.name(),
+    return std::make_unique<EmulatedKernel>(emulator_, memory_, std::move(module), fn, k.name(),
                                             std::move(source), plan, k.num_buffers());
   }
 
@@ -429,6 +566,7 @@ class CudaNvrtcBackend : public sdk::Backend {
   std::shared_ptr<LazyDevice> device_;
   std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
   std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
+  std::shared_ptr<EmulatedMemory> memory_;       // emulate: device memory and streams
 };
 
 }  // namespace

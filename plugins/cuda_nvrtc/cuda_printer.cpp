@@ -1,6 +1,9 @@
 #include "plugins/cuda_nvrtc/cuda_printer.h"
 
 #include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
 #include <vector>
 
 #include "plugins/cuda_nvrtc/embedded_text.h"
@@ -58,6 +61,38 @@ static stax_emu_state* stax_emu;
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(n)
+// Warp shuffles: each lane publishes its value in its slot, every thread of the block switches
+// (the emulator's barrier), each reads its source lane's slot, and switches again before the
+// slots are reused. The kernels call shuffles uniformly (every thread of the block the same
+// number of times), as the printer's warp form does; a mismatch is reported as divergence.
+// The mask is not checked (the printer always passes the full warp).
+static unsigned long long stax_emu_lanes[1024];
+template <class T>
+inline T stax_emu_shfl(T v, unsigned src_lane, int width) {
+  unsigned t = threadIdx.x;
+  union { T value; unsigned long long bits; } in, out;
+  in.bits = 0;
+  in.value = v;
+  stax_emu_lanes[t] = in.bits;
+  __syncthreads();
+  unsigned base = t - t % (unsigned)width;
+  out.bits = stax_emu_lanes[base + src_lane % (unsigned)width];
+  __syncthreads();
+  return out.value;
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  (void)mask;
+  unsigned lane = threadIdx.x % (unsigned)width;
+  return stax_emu_shfl(v, lane + delta < (unsigned)width ? lane + delta : lane, width);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  (void)mask;
+  unsigned lane = threadIdx.x % (unsigned)width;
+  unsigned src = lane ^ (unsigned)lane_mask;
+  return stax_emu_shfl(v, src < (unsigned)width ? src : lane, width);
+}
 // Prelude: half_bits.hpp
 )") + embedded::kHalfBits + R"(
 struct __half { unsigned short bits; };
@@ -108,6 +143,18 @@ STAX_F16_CONVERSIONS(__nv_bfloat16)
   do {                            \
     if (!(cond)) __trap();        \
   } while (0)
+
+// The warp form's shuffle within a row's group of 16 lanes (kRowLanes): the value of lane + h,
+// or the lane's own value past the group. Through 64 bits, so every accumulator type (bool, the
+// 8-bit types, float, double, 64-bit integers) uses one overload of __shfl_down_sync.
+template <class T>
+__device__ inline T stax_shfl_down16(T v, unsigned h) {
+  union { T value; unsigned long long bits; } in, out;
+  in.bits = 0;
+  in.value = v;
+  out.bits = __shfl_down_sync(0xffffffffu, in.bits, h, 16);
+  return out.value;
+}
 
 // argmax / argmin: whether (vb, ib) replaces (va, ia). NaN counts as the extreme; among equal
 // values (or NaNs) the smaller index wins, so the combine is associative and commutative and the
@@ -243,6 +290,159 @@ void emit_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator& a) {
   w.close();
 }
 
+// The warp form's combine of one accumulator over its row's 16 lanes (the segmented order's
+// tree); afterwards lane 0 holds the row's result.
+void emit_warp_combine(SourceWriter& w, const CudaPrinter& p, const Accumulator& a) {
+  bool arg = a.reduction == ReductionType::ArgMax || a.reduction == ReductionType::ArgMin;
+  for (unsigned h = kRowLanes / 2; h >= 1; h /= 2) {
+    std::string hs = std::to_string(h) + "u";
+    w.open("{");
+    w.line("auto stax_o = stax_shfl_down16(" + a.name + ", " + hs + ");");
+    if (arg) {
+      std::string is_max = a.reduction == ReductionType::ArgMax ? "true" : "false";
+      w.line("auto stax_oi = stax_shfl_down16(" + a.name + "_index, " + hs + ");");
+      w.open("if (stax_arg_prefer(stax_o, stax_oi, " + a.name + ", " + a.name + "_index, " +
+             is_max + ")) {");
+      w.line(a.name + " = stax_o;");
+      w.line(a.name + "_index = stax_oi;");
+      w.close();
+    } else {
+      w.line(a.name + " = " + p.combine(combine_opcode(a.reduction), a.name, "stax_o") + ";");
+    }
+    w.close();
+  }
+}
+
+// The persistent variant of the warp form: loads of a kernel input that several reduction-loop
+// bodies repeat (softmax and layer_norm read their row once per body) are read from global
+// memory once, by the first body, into a per-lane register array (one entry per element the
+// lane owns, at most kWarpRowMax / kRowLanes = 64); later bodies read the array. The loops run
+// over a compile-time count of per-lane elements (unrolled, so the arrays stay in registers).
+// Only the printer's plain input load `<type> tmpN = in_ptrK[index];` is cached; the arithmetic and
+// its order are unchanged, so results are the same bits.
+struct PersistentLoads {
+  // Per body, per line: "" (keep), or the replacement / addition.
+  std::vector<std::vector<std::string>> after;    // a line to add after the load (the store)
+  std::vector<std::vector<std::string>> replace;  // the line that replaces the load
+  std::vector<std::string> declarations;          // `float stax_cache0[2];` ...
+  bool any() const { return !declarations.empty(); }
+};
+
+PersistentLoads plan_persistent_loads(const sdk::Kernel& k, const std::string& signature,
+                                      const std::vector<sdk::PrintedBody>& bodies,
+                                      int64_t per_lane) {
+  // `<type> tmpN = in_ptrK[index];` (the declared type: `auto` or the compute type).
+  static const std::regex load(R"(^([A-Za-z_][A-Za-z_0-9:]*) (tmp[0-9]+) = (in_ptr[0-9]+)\[([^\[\]]+)\];$)");
+  PersistentLoads out;
+  out.after.resize(bodies.size());
+  out.replace.resize(bodies.size());
+  std::map<std::string, std::vector<size_t>> bodies_of;  // "in_ptr0[32*i0 + r0_0]" -> bodies
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    out.after[b].assign(bodies[b].lines.size(), "");
+    out.replace[b].assign(bodies[b].lines.size(), "");
+    if (!k.body(b).is_reduction_loop()) continue;
+    std::set<std::string> seen;
+    for (const std::string& l : bodies[b].lines) {
+      std::smatch m;
+      if (std::regex_match(l, m, load) && seen.insert(m[3].str() + "[" + m[4].str() + "]").second)
+        bodies_of[m[3].str() + "[" + m[4].str() + "]"].push_back(b);
+    }
+  }
+  std::map<std::string, std::string> cache_of;  // key -> stax_cacheN
+  for (const auto& [key, bs] : bodies_of) {
+    if (bs.size() < 2) continue;
+    std::string ptr = key.substr(0, key.find('['));
+    std::smatch t;
+    std::regex param("const ([A-Za-z_0-9:]+)\\* " + ptr + "[,)]");
+    if (!std::regex_search(signature, t, param)) continue;
+    std::string name = "stax_cache" + std::to_string(cache_of.size());
+    cache_of[key] = name;
+    out.declarations.push_back(t[1].str() + " " + name + "[" + std::to_string(per_lane) + "];");
+  }
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    if (!k.body(b).is_reduction_loop()) continue;
+    for (size_t i = 0; i < bodies[b].lines.size(); ++i) {
+      std::smatch m;
+      const std::string& l = bodies[b].lines[i];
+      if (!std::regex_match(l, m, load)) continue;
+      std::string key = m[3].str() + "[" + m[4].str() + "]";
+      auto c = cache_of.find(key);
+      if (c == cache_of.end()) continue;
+      bool first = bodies_of[key].front() == b;
+      if (first)
+        out.after[b][i] = c->second + "[stax_k] = " + m[2].str() + ";";
+      else
+        out.replace[b][i] = m[1].str() + " " + m[2].str() + " = " + c->second + "[stax_k];";
+    }
+  }
+  return out;
+}
+
+// The warp form (cuda_printer.h): the kernel's body inside its signature's braces.
+void emit_warp_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
+                    const LaunchPlan& plan, const std::vector<sdk::PrintedBody>& bodies,
+                    const std::vector<std::vector<Accumulator>>& accs) {
+  const std::string ix = p.index_type();
+  auto iter = [&](int32_t d) { return p.iter_var(d); };
+  auto red = [&](int32_t d) { return p.reduce_var(d); };
+  const std::string n = std::to_string(plan.points) + "LL";
+  const std::string lanes = std::to_string(kRowLanes);
+  w.line("const unsigned stax_lane = threadIdx.x % " + lanes + "u;");
+  w.open("for (long long stax_base = (long long)blockIdx.x * (blockDim.x / " + lanes +
+         "u); stax_base < " + n + "; stax_base += (long long)gridDim.x * (blockDim.x / " + lanes +
+         "u)) {");
+  w.line("long long stax_row = stax_base + threadIdx.x / " + lanes + "u;");
+  w.line("const bool stax_active = stax_row < " + n + ";");
+  w.line("if (!stax_active) stax_row = stax_base;  // joins the shuffles and barriers only");
+  decompose(w, ix, "stax_row", k.ranges(), iter);
+  const std::string rn = std::to_string(plan.reduction_numel) + "LL";
+  const int64_t per_lane = (plan.reduction_numel + kRowLanes - 1) / kRowLanes;
+  PersistentLoads persistent = plan_persistent_loads(k, p.signature(), bodies, per_lane);
+  if (persistent.any()) w.line("// persistent: the row's repeated input loads stay in registers");
+  for (const std::string& d : persistent.declarations) w.line(d);
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    sdk::LoopBody body = k.body(b);
+    if (!body.name().empty()) w.line("// " + body.name());
+    const sdk::PrintedBody& pb = bodies[b];
+    if (!body.is_reduction_loop()) {
+      w.open("if (stax_active && stax_lane == 0) {");
+      for (const std::string& l : pb.lines) w.line(l);
+      w.close();
+    } else {
+      w.open("{");
+      for (const std::string& l : pb.prologue) w.line(l);
+      w.open("if (stax_active) {");
+      if (persistent.any()) {
+        w.line("#pragma unroll");
+        w.open("for (int stax_k = 0; stax_k < " + std::to_string(per_lane) + "; ++stax_k) {");
+        w.line("long long stax_r = stax_lane + " + lanes + "LL * stax_k;");
+        w.open("if (stax_r < " + rn + ") {");
+      } else {
+        w.open("for (long long stax_r = stax_lane; stax_r < " + rn + "; stax_r += " + lanes +
+               ") {");
+      }
+      decompose(w, ix, "stax_r", k.reduction_ranges(), red);
+      for (size_t i = 0; i < pb.lines.size(); ++i) {
+        const std::string& replaced = persistent.replace[b][i];
+        w.line(replaced.empty() ? pb.lines[i] : replaced);
+        if (!persistent.after[b][i].empty()) w.line(persistent.after[b][i]);
+      }
+      if (persistent.any()) w.close();
+      w.close();
+      w.close();
+      for (const Accumulator& a : accs[b]) emit_warp_combine(w, p, a);
+      if (!pb.epilogue.empty()) {
+        w.open("if (stax_active && stax_lane == 0) {");
+        for (const std::string& l : pb.epilogue) w.line(l);
+        w.close();
+      }
+      w.close();
+    }
+    w.line("__syncthreads();");
+  }
+  w.close();
+}
+
 std::string launch_bounds(const LaunchPlan& plan) {
   return "__launch_bounds__(" + std::to_string(plan.block) + ")";
 }
@@ -261,7 +461,13 @@ LaunchPlan plan_launch(const sdk::Kernel& k) {
     plan.row_per_block = plan.row_per_block || k.body(b).is_reduction_loop();
   plan.points = k.numel();
   plan.reduction_numel = k.reduction_numel();
-  if (plan.row_per_block) {
+  if (plan.row_per_block && plan.reduction_numel <= kWarpRowMax) {
+    plan.warp_rows = true;
+    plan.block = 256;
+    int64_t rows_per_block = plan.block / kRowLanes;
+    int64_t blocks = (plan.points + rows_per_block - 1) / rows_per_block;
+    plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid));
+  } else if (plan.row_per_block) {
     plan.block = block_threads(plan.reduction_numel);
     plan.grid = static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(plan.points, 1), kMaxGrid));
   } else {
@@ -304,6 +510,8 @@ std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) 
       for (const std::string& l : bodies[b].lines) w.line(l);
     }
     w.close();
+  } else if (plan.warp_rows) {
+    emit_warp_rows(w, p, k, plan, bodies, accs);
   } else {
     w.line("__shared__ unsigned long long stax_smem[" + std::to_string(2 * plan.block) +
            "];");

@@ -9,7 +9,7 @@
 //   // ---- stax kernel ----        kKernelMarker
 //   extern "C" __global__ void __launch_bounds__(256) kernel0(const float* in_ptr0, ...)
 //
-// Two launch forms (LaunchPlan):
+// Three launch forms (LaunchPlan):
 //   * pointwise kernels (no reduction-loop body): one iteration point per thread, grid-stride
 //     loop over the flattened iteration space (`stax_linear`, long long), decomposed row-major
 //     into i0, i1, ...; every body runs in order at each point.
@@ -22,7 +22,19 @@
 //     stores of the reduction. __syncthreads() after every body: bodies communicate through
 //     global memory. blockDim is a power of two fixed by the reduction length alone
 //     (block_threads()), so results do not depend on the grid either.
-// Sums therefore add in a different order than the interpreter (within the seed §6.5 bound
+//   * kernels with a reduction-loop body whose rows are short (reduction_numel <= kWarpRowMax):
+//     the warp form, 16 lanes per row (kRowLanes, half a warp), 16 rows per 256-thread block,
+//     grid-stride over groups of 16 rows (every thread runs every iteration, so barriers and
+//     shuffles are uniform; lanes of a row past the end only join them). Lane l accumulates the
+//     row's elements j ≡ l (mod 16) in increasing j, then the 16 partial results combine with
+//     __shfl_down_sync at offsets 8, 4, 2, 1: s_l = op(s_l, s_{l+h}) for l < h. That is exactly
+//     stax/sdk/reduction_order.hpp's segmented order (K = 16), which the interpreter's
+//     Segmented mode and cpu_cpp use by default: sums, products, max and min of this form equal
+//     them bit for bit. Lane 0 runs the row's pointwise bodies and stores.
+//     With several reduction-loop bodies loading the same input element (softmax, layer_norm),
+//     the persistent variant reads the row once into per-lane registers (cuda_printer.cpp,
+//     PersistentLoads); the same arithmetic in the same order.
+// The block form's sums add in a different order than the interpreter (within the seed §6.5 bound
 // (n-1)·u·Σ|a_i|); max/min/any/all/argmax/argmin and integer sums are exact. half/bfloat16 are
 // loaded into float, computed in float and rounded (to nearest even) on store. Math functions are
 // CUDA's (expf: 2 ulp, logf / sinf / cosf / tanhf / erff: 1-2 ulp per the CUDA C Programming
@@ -42,6 +54,7 @@ inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
 // How a printed kernel is launched.
 struct LaunchPlan {
   bool row_per_block = false;  // false: pointwise grid-stride form
+  bool warp_rows = false;      // with row_per_block: the warp form (kRowLanes lanes per row)
   int64_t points = 0;          // iteration points (rows); 0 = nothing to launch
   int64_t reduction_numel = 1; // elements per row (row form)
   unsigned block = 256;        // threads per block (a power of two)
@@ -50,6 +63,9 @@ struct LaunchPlan {
 
 // Blocks of a launch are capped at this; grid-stride loops cover the rest.
 inline constexpr int64_t kMaxGrid = 8192;
+// The warp form: lanes per row (= sdk::kReductionSegments), rows up to this length.
+inline constexpr unsigned kRowLanes = 16;
+inline constexpr int64_t kWarpRowMax = 1024;
 
 // The launch plan of a kernel.
 LaunchPlan plan_launch(const sdk::Kernel& kernel);

@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string graph;
   std::vector<std::string> shapes;
   std::string config;
+  std::string device;  // --device
   int threads = 0;
   int reps = 50;
   uint64_t seed = 0;
@@ -80,6 +81,7 @@ Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
 int bench(const BenchOptions& o) {
   Graph g = load_graph(o.graph, o.shapes);
   Config config = load_cli_config(o.config);
+  apply_device_option(config, o.device);
   if (o.threads > 0)
     for (auto& [name, device] : config.devices)
       device.options.set("threads", OptionValue::make_scalar(std::to_string(o.threads)));
@@ -95,7 +97,16 @@ int bench(const BenchOptions& o) {
     bytes += static_cast<double>(p->meta().nbytes());
   }
   for (const Node* out : g.outputs()) bytes += static_cast<double>(out->meta().nbytes());
-  std::vector<Tensor> outputs = cg.run(inputs);  // warm-up: page faults, caches
+  RunStats warm;
+  GraphRunOptions warm_options;
+  warm_options.stats = &warm;
+  std::vector<Tensor> outputs = cg.run(inputs, warm_options);  // warm-up: page faults, caches
+  if (warm.on_device)  // device-resident run (issue 8): what one run copies, included below
+    std::cout << "device-resident: per run " << warm.host_to_device << " copies in ("
+              << warm.host_to_device_bytes << " B), " << warm.device_to_host << " out ("
+              << warm.device_to_host_bytes << " B), " << warm.launches << " launches, "
+              << warm.interpreter_steps << " interpreter steps, " << warm.synchronizes
+              << " synchronizes (times below include the copies)\n";
   std::vector<double> ms;
   for (int k = 0; k < o.reps; ++k) {
     outputs.clear();
@@ -131,6 +142,7 @@ Subcommand make_bench_command(CLI::App& parent) {
                "fraction of the measured memory bandwidth");
   sub->add_option("graph", o->graph, "graph file (.stax)")->required();
   add_config_option(*sub, o->config);
+  add_device_option(*sub, o->device);
   add_shape_option(*sub, o->shapes);
   sub->add_option("--threads", o->threads, "the `threads` option of every device (default: "
                                            "the config's)")

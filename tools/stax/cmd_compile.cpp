@@ -31,6 +31,7 @@ struct CompileCliOptions {
   std::string graph;
   std::vector<std::string> shapes;
   std::string config;
+  std::string device;  // --device
   std::vector<std::string> dump;
   std::string dump_dir;
 };
@@ -69,6 +70,7 @@ int run(const CompileCliOptions& o) {
   if (o.dump.empty() && !o.dump_dir.empty()) stages.insert(all.begin(), all.end());
   Graph g = load_graph(o.graph, o.shapes);
   Config config = load_cli_config(o.config);
+  apply_device_option(config, o.device);
   CompileOptions options;
   options.name = fs::path(o.graph).stem().string();
   const bool to_dir = !o.dump_dir.empty();
@@ -117,6 +119,7 @@ Subcommand make_compile_command(CLI::App& parent) {
       ->check(CLI::ExistingFile);
   add_shape_option(*sub, opts->shapes);
   add_config_option(*sub, opts->config);
+  add_device_option(*sub, opts->device);
   sub->add_option("--dump", opts->dump,
                   "Stages to show: graph, loop_ir, kernels (comma-separated, repeatable) or all")
       ->type_name("STAGES");

@@ -47,6 +47,7 @@ struct GradOptions {
   std::string graph;
   std::vector<std::string> wrt;
   std::string config;
+  std::string device;  // --device
   std::vector<std::string> inputs;
   std::vector<std::string> shapes;
   uint64_t seed = 0;
@@ -130,6 +131,7 @@ int run(const GradOptions& o) {
   options.interpret = o.interpret;
   options.seed = o.seed;
   Config config = o.interpret ? Config::default_cpu() : load_cli_config(o.config);
+  if (!o.interpret) apply_device_option(config, o.device);
 
   CompiledFunction f(g, wrt, std::move(config), options);
   const JointGraph& joint = f.joint();
@@ -282,6 +284,7 @@ Subcommand make_grad_command(CLI::App& parent) {
       ->delimiter(',')
       ->type_name("NAME[,NAME]");
   add_config_option(*sub, opts->config);
+  add_device_option(*sub, opts->device);
   sub->add_option("--input,-i", opts->inputs,
                   "Data of a placeholder or of an upstream gradient (tangents_N) as NAME=FILE.npy "
                   "(repeatable); placeholders default to seeded random data as in `stax run`, "

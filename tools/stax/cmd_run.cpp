@@ -8,7 +8,8 @@
 // Prints one line per input and per output ("NAME: float32(64,) min=... max=... mean=... [...]")
 // and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order.
 //
-// Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml) compiles
+// Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml; --device KIND
+// runs the graph on the config's device KIND, as default_device would) compiles
 // the graph first and prints the compile summary (kernels, fallbacks, compile ms per kernel).
 // --check (implies compiled mode) also runs the interpreter on the same inputs and prints, per
 // output, the max abs / max rel difference and whether the two are bit-identical. An output that
@@ -51,6 +52,7 @@ struct RunOptions {
   uint64_t seed = 0;
   std::string save;
   std::string config;
+  std::string device;  // --device
   bool compiled = false;
   bool check = false;
 };
@@ -226,7 +228,7 @@ int run(const RunOptions& o) {
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
   };
-  const bool compiled = o.compiled || o.check || !o.config.empty();
+  const bool compiled = o.compiled || o.check || !o.config.empty() || !o.device.empty();
   std::vector<Tensor> outputs;
   double ms = 0;
   int status = 0;
@@ -240,7 +242,9 @@ int run(const RunOptions& o) {
       std::cout << "out" << i << " " << name_of(i) << ": " << outputs[i].summary() << "\n";
     std::cout << "wall time: " << ms_text(ms) << " ms (reference interpreter)\n";
   } else {
-    Compiler compiler(load_cli_config(o.config));
+    Config config = load_cli_config(o.config);
+    apply_device_option(config, o.device);
+    Compiler compiler(std::move(config));
     CompiledGraph cg = compiler.compile(g);
     std::cout << "compiled: " << cg.summary() << "\n";
     GraphRunOptions options;
@@ -306,6 +310,7 @@ Subcommand make_run_command(CLI::App& parent) {
   sub->add_option("--config,-c", opts->config,
                   "Compile with the backends of this YAML config and run the compiled graph")
       ->type_name("FILE");
+  add_device_option(*sub, opts->device);
   sub->add_flag("--compiled", opts->compiled,
                 "Compile and run with the default config (" + default_config_path() + ")");
   sub->add_flag("--check", opts->check,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/support/error.h"
+
 namespace stax::cli {
 
 std::string default_config_path() { return std::string(STAX_SOURCE_DIR) + "/configs/cpu.yaml"; }
@@ -15,6 +17,26 @@ void add_config_option(CLI::App& sub, std::string& path) {
 
 Config load_cli_config(const std::string& path) {
   return Config::load(path.empty() ? default_config_path() : path);
+}
+
+void add_device_option(CLI::App& sub, std::string& device) {
+  sub.add_option("--device", device,
+                 "run the graph on this device of the config (cpu, cuda, ...), as the config's "
+                 "default_device would")
+      ->type_name("KIND");
+}
+
+void apply_device_option(Config& config, const std::string& device) {
+  if (device.empty()) return;
+  if (!config.devices.count(device)) {
+    std::string have;
+    for (const auto& [kind, dc] : config.devices) have += (have.empty() ? "" : ", ") + kind;
+    throw Error("cli", "--device " + device,
+                "the config " + config.source + " has no device '" + device +
+                    "' (its devices: " + (have.empty() ? "none" : have) +
+                    "); add a `devices: " + device + ":` entry or pick another config");
+  }
+  config.default_device = device;
 }
 
 std::string displayed_kernel_source(const std::string& source) {

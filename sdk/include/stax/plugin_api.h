@@ -31,6 +31,8 @@
  *   and kernel_deserialize: a compiled kernel as bytes, for the persistent kernel cache
  *   (core/cache). The host calls them only when the table holds them; a plugin without them
  *   (or whose identity is empty) is cached in process only, never on disk.
+ *   1.3 (streams, issue 8) appended stream_create / stream_destroy (see STREAMS below): the host
+ *   calls them only when the table holds them; without them every call uses the NULL stream.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -532,6 +534,32 @@ typedef struct StaxKernelDeserializeArgs {
   size_t size;
   StaxCompiledKernel* compiled; /* out, destroyed with compiled_kernel_destroy */
 } StaxKernelDeserializeArgs;
+/* ---- ABI 1.3 (issue 8): streams ------------------------------------------------------------
+ * STREAMS: a stream orders the work queued on it: run (and run_extern) with buffers_on_device,
+ * and device_copy, with the same `stream` execute in call order, possibly after the call
+ * returns; device_synchronize(stream) waits until all of it is done (host memory written by a
+ * device-to-host copy may be read only then). The host gives each concurrent run of a compiled
+ * graph its own stream (one per run context) when the backend creates streams and reports
+ * concurrent_runs; NULL is the backend's default stream, always valid. A backend whose device is
+ * the host may run everything at call time and return NULL from stream_create (the SDK's
+ * default). A stream is destroyed after the work on it was synchronised; a host destroys every
+ * stream before the backend that created it. The host memory of a host-to-device copy may be
+ * reused as soon as device_copy returns (a backend stages it or copies synchronously).
+ * Host executor (issue 8): on a backend whose device is not the CPU and that has the 1.2 device
+ * memory, a compiled graph's buffers live in device memory for the whole run: kernels run with
+ * buffers_on_device = 1 and run_extern receives device pointers in StaxTensorDesc.data. */
+typedef struct StaxStreamCreateArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* stream; /* out: a CUstream on CUDA; NULL is allowed (the default stream) */
+} StaxStreamCreateArgs;
+
+typedef struct StaxStreamDestroyArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  void* stream; /* from stream_create; NULL is a no-op */
+} StaxStreamDestroyArgs;
+/* ---- end of ABI 1.3 (issue 8): streams ------------------------------------------------------ */
 
 typedef struct StaxErrorArgs {
   size_t struct_size;
@@ -585,6 +613,10 @@ typedef struct StaxPluginApi {
   StaxError* (*kernel_serialize)(StaxKernelSerializeArgs* args);
   StaxError* (*kernel_deserialize)(StaxKernelDeserializeArgs* args);
   /* ---- end of the ABI 1.3 kernel cache block ---- */
+  /* ---- ABI 1.3 (issue 8): streams (STREAMS above); keep this block together ---- */
+  StaxError* (*stream_create)(StaxStreamCreateArgs* args);
+  StaxError* (*stream_destroy)(StaxStreamDestroyArgs* args);
+  /* ---- end of ABI 1.3 (issue 8): streams ---- */
 } StaxPluginApi;
 
 /* The entry point's type. */

@@ -258,6 +258,11 @@ class Backend {
   }
   virtual void device_synchronize(void* stream) { (void)stream; }
 
+  // ABI 1.3 streams (plugin_api.h, STREAMS). The default: no streams of its own; everything runs
+  // at call time, so NULL (the default stream) serves every run.
+  virtual void* stream_create() { return nullptr; }
+  virtual void stream_destroy(void* stream) { (void)stream; }
+
   const std::string& name() const { return name_; }
   int32_t device_index() const { return device_index_; }
 

@@ -290,6 +290,17 @@ struct Adapter {
       k->kernel = holder(a->backend)->backend->deserialize(Kernel(a->kernel), a->data, a->size);
       if (!k->kernel) throw PluginError(STAX_ERROR_INTERNAL, "deserialize returned no kernel");
       a->compiled = reinterpret_cast<StaxCompiledKernel*>(k.release());
+  static StaxError* stream_create(StaxStreamCreateArgs* a) {
+    return guarded("stream_create", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxStreamCreateArgs, stream);
+      a->stream = holder(a->backend)->backend->stream_create();
+    });
+  }
+
+  static StaxError* stream_destroy(StaxStreamDestroyArgs* a) {
+    return guarded("stream_destroy", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxStreamDestroyArgs, stream);
+      if (a->stream) holder(a->backend)->backend->stream_destroy(a->stream);
     });
   }
 
@@ -362,6 +373,8 @@ struct Adapter {
       t.kernel_cache_identity = &kernel_cache_identity;
       t.kernel_serialize = &kernel_serialize;
       t.kernel_deserialize = &kernel_deserialize;
+      t.stream_create = &stream_create;    // ABI 1.3 (issue 8): streams
+      t.stream_destroy = &stream_destroy;
       return t;
     }();
     return &api;
