@@ -351,11 +351,17 @@ inline std::vector<Case> composite_cases() {
   return out;
 }
 
+}  // namespace stax::testing
+
+#include "tests/model_op_cases.h"
+
+namespace stax::testing {
+
 inline std::vector<Case> all_cases() {
   std::mt19937_64 rng(20240611);
   std::vector<Case> out;
   for (auto& v : {unary_cases(rng), binary_cases(rng), reduction_cases(rng), view_cases(),
-                  indexing_cases(), extern_cases(), composite_cases()})
+                  indexing_cases(), extern_cases(), composite_cases(), model_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

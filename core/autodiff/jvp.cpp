@@ -42,6 +42,7 @@ const JvpTable& default_jvp_table() {
     register_linear_jvps(t);
     register_nonlinear_jvps(t);
     register_backward_jvps(t);
+    register_model_jvps(t);
     return t;
   }();
   return table;

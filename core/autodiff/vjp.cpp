@@ -39,6 +39,7 @@ const VjpTable& default_vjp_table() {
     register_indexing_vjps(t);
     register_extern_vjps(t);
     register_composite_vjps(t);
+    register_model_vjps(t);
     return t;
   }();
   return table;

@@ -82,5 +82,6 @@ void register_view_vjps(VjpTable& t);
 void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
+void register_model_vjps(VjpTable& t);  // issue 14 model ops (rules_model.cpp)
 
 }  // namespace stax

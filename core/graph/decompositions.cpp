@@ -237,6 +237,7 @@ const DecompositionTable& default_decompositions() {
     t.add("var.correction", var_decomp);
     t.add("dropout.default", dropout_decomp);
     t.add("bernoulli.p", bernoulli_decomp);
+    register_model_decompositions(t);
     return t;
   }();
   return table;

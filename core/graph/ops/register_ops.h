@@ -13,6 +13,7 @@ void register_extern_ops(OpRegistry& r);      // mm bmm matmul addmm
 void register_creation_ops(OpRegistry& r);    // full zeros ones arange rand randn
 void register_composite_ops(OpRegistry& r);   // softmax log_softmax silu layer_norm ...
 void register_backward_ops(OpRegistry& r);    // gelu_backward threshold_backward ...
+void register_model_ops(OpRegistry& r);       // issue 14: activations, scans, shape ops ...
 
 inline void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -23,6 +24,7 @@ inline void register_all_ops(OpRegistry& r) {
   register_creation_ops(r);
   register_composite_ops(r);
   register_backward_ops(r);
+  register_model_ops(r);
 }
 
 }  // namespace stax

@@ -4,6 +4,11 @@
 namespace stax {
 
 class InterpreterTable;
+class KernelContext;
+class Tensor;
+
+// Runs a composite op's decomposition on the interpreter (composite_kernels.cpp).
+Tensor interpret_decomposition(const KernelContext& ctx);
 
 void register_pointwise_kernels(InterpreterTable& t);   // incl. where, clamp, to.dtype, *_backward
 void register_reduction_kernels(InterpreterTable& t);
@@ -12,6 +17,7 @@ void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);    // incl. random ops
 void register_composite_kernels(InterpreterTable& t);   // softmax ... (may run the decomposition)
+void register_model_kernels(InterpreterTable& t);       // issue 14: activations, scans ...
 
 inline void register_all_kernels(InterpreterTable& t) {
   register_pointwise_kernels(t);
@@ -21,6 +27,7 @@ inline void register_all_kernels(InterpreterTable& t) {
   register_extern_kernels(t);
   register_creation_kernels(t);
   register_composite_kernels(t);
+  register_model_kernels(t);
 }
 
 }  // namespace stax
