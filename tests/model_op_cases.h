@@ -50,6 +50,16 @@ inline std::vector<Case> model_cases() {
   add("std_default", {U({3, 4})}, op1("std"));
   add("var_dim_unbiased", {U({3, 4})}, op1("var.dim", {L({1}), false}));
   add("var_default_unbiased", {U({3, 4})}, op1("var"));
+  // a constant row: zero std / norm, torch's gradient (and the central difference) is 0 there
+  add("std_constant_row", {Fixed({2, 3}, {1.5, 1.5, 1.5, 0.5, -1.0, 2.0})},
+      op1("std.dim", {L({1}), true, false}));
+  add("norm_2_zero_row", {Fixed({2, 3}, {0, 0, 0, 0.5, -1.0, 2.0})},
+      op1("linalg_vector_norm", {2, L({1})}));
+  add("norm_1_5_with_zero", {Fixed({2, 3}, {0, 0.7, -1.2, 0.5, -1.0, 2.0})},
+      op1("norm.ScalarOpt_dim", {1.5, L({1}), true}));
+  add("vector_norm_dtype", {NZ({3, 4})}, [](Graph& g, const std::vector<Node*>& x) {
+    return g.call("linalg_vector_norm", {x[0], 3, L({0})}, {{"dtype", DType::Float64}});
+  });
   add("logsumexp", {U({3, 4})}, op1("logsumexp", {L({1})}));
   add("logsumexp_keepdim_all", {U({2, 3})}, op1("logsumexp", {L({0, 1}), true}));
   add("norm_2", {NZ({3, 4})}, op1("norm.ScalarOpt_dim", {2, L({1})}));

@@ -9,8 +9,12 @@
 //   of the base ops, and replays that graph's nodes into the graph being built. Gradients
 //   therefore follow the same formula the compiled forward runs (the forward recomputation the
 //   replay emits is dropped when nothing reads it).
+// * std and p-norms (p not 0, 1, ±inf): torch's formulas, masked to zero where the std / norm
+//   is zero (the decomposition would give NaN there).
 // * cumsum, cumprod (exact with zeros in the input), index_add, scatter_reduce (sum), fmod:
 //   explicit rules. argsort and the bitwise ops are not differentiable.
+#include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "core/autodiff/joint_graph.h"
@@ -299,13 +303,148 @@ Node* fmod_jvp(JvpContext& c) {
   return r;
 }
 
+// ---- std and p-norms: torch's masked formulas (a zero std or norm gives a zero gradient, where
+// the decomposition's sqrt / pow would give 0 * inf = NaN).
+
+struct Reduced {
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+};
+
+Reduced reduced_of(const Node& n) {
+  const Node* x = n.arg("self").node();
+  Reduced r;
+  int64_t rank = x->meta().dim();
+  Arg dims = n.op()->schema.index_of("dim") >= 0 ? n.arg("dim") : Arg();
+  if (!dims.is_absent())
+    for (int64_t d : dims.to_int_list())
+      if (rank > 0) r.dims.push_back(wrap_dim(d, rank, "%" + n.name()));
+  if (r.dims.empty())
+    for (int64_t d = 0; d < rank; ++d) r.dims.push_back(d);
+  r.keepdim = n.op()->schema.index_of("keepdim") >= 0 && n.arg("keepdim").to_bool();
+  return r;
+}
+
+double std_denominator(const Node& n, const Reduced& r) {
+  const Node* x = n.arg("self").node();
+  double correction = 1;
+  if (n.op()->schema.index_of("correction") >= 0 && !n.arg("correction").is_absent())
+    correction = n.arg("correction").to_double();
+  if (n.op()->schema.index_of("unbiased") >= 0) correction = n.arg("unbiased").to_bool() ? 1 : 0;
+  double count = 1;
+  for (int64_t d : r.dims) count *= static_cast<double>(x->shape()[d]);
+  return std::max(0.0, count - correction);
+}
+
+// where(y == 0, 0, v)
+Node* zero_where_zero(const Emitter& e, Node* y, Node* v) {
+  return e.call("where.ScalarSelf", {e.call("eq.Scalar", {y, 0}), 0.0, v});
+}
+
+void std_vjp(VjpContext& c) {
+  Node* x = c.in("self");
+  if (!c.needs(x)) return;
+  const Node& n = *c.node();
+  Reduced r = reduced_of(n);
+  Node* y = c.out();
+  Node* gv = zero_where_zero(c, y, c.div(c.grad(), c.mul(y, Arg(2.0))));
+  Node* ge = c.restore_reduced_dims(gv, x->shape(), r.dims, r.keepdim);
+  Node* xc = c.sub(x, c.call("mean.dim", {x, r.dims, true}));
+  c.give(x, c.mul(c.mul(xc, Arg(2.0 / std_denominator(n, r))), ge));
+}
+
+Node* std_jvp(JvpContext& c) {
+  Node* x = c.in("self");
+  Node* t = c.tangent(x);
+  if (!t) return nullptr;
+  const Node& n = *c.node();
+  Reduced r = reduced_of(n);
+  Node* xc = c.sub(x, c.call("mean.dim", {x, r.dims, true}));
+  Node* vt = c.call("sum.dim_IntList", {c.mul(t, xc), r.dims, r.keepdim});
+  vt = c.mul(vt, Arg(2.0 / std_denominator(n, r)));
+  Node* y = c.out();
+  return zero_where_zero(c, y, c.div(vt, c.mul(y, Arg(2.0))));
+}
+
+double norm_p(const Node& n) {
+  const char* param = n.op()->schema.index_of("ord") >= 0 ? "ord" : "p";
+  const Arg& a = n.arg(param);
+  return a.is_absent() ? 2.0 : a.to_double();
+}
+
+bool plain_p(double p) { return p != 0 && p != 1 && !std::isinf(p); }
+
+// aten's name of pow(Tensor, Scalar) once the registry has it (it was pow.Scalar here).
+const char* pow_tensor_scalar() {
+  return default_registry().find("pow.Tensor_Scalar") ? "pow.Tensor_Scalar" : "pow.Scalar";
+}
+
+// sgn(x) |x|^(p-1) (x for p = 2), zero where x == 0.
+Node* norm_scaled(const Emitter& e, Node* x, double p) {
+  if (p == 2) return x;
+  Node* s = e.mul(e.call("sign", {x}), e.call(pow_tensor_scalar(), {e.call("abs", {x}), p - 1}));
+  return zero_where_zero(e, x, s);
+}
+
+// y^(p-1) (y for p = 2)
+Node* norm_power(const Emitter& e, Node* y, double p) {
+  return p == 2 ? y : e.call(pow_tensor_scalar(), {y, p - 1});
+}
+
+void norm_vjp(VjpContext& c) {
+  double p = norm_p(*c.node());
+  if (!plain_p(p)) return vjp_via_decomposition(c);
+  Node* x0 = c.in("self");
+  if (!c.needs(x0)) return;
+  Node* y = c.out();
+  Node* x = c.cast(x0, y->dtype());
+  Reduced r = reduced_of(*c.node());
+  Node* ye = c.restore_reduced_dims(y, x->shape(), r.dims, r.keepdim);
+  Node* ge = c.restore_reduced_dims(c.grad(), x->shape(), r.dims, r.keepdim);
+  Node* v = c.div(c.mul(norm_scaled(c, x, p), ge), norm_power(c, ye, p));
+  c.give(x0, zero_where_zero(c, ye, v));
+}
+
+Node* norm_jvp(JvpContext& c) {
+  double p = norm_p(*c.node());
+  if (!plain_p(p)) return jvp_via_decomposition(c);
+  Node* x0 = c.in("self");
+  Node* t = c.tangent(x0);
+  if (!t) return nullptr;
+  Node* y = c.out();
+  Node* x = c.cast(x0, y->dtype());
+  Reduced r = reduced_of(*c.node());
+  Node* s = c.call("sum.dim_IntList",
+                   {c.mul(norm_scaled(c, x, p), c.cast(t, y->dtype())), r.dims, r.keepdim});
+  return zero_where_zero(c, y, c.div(s, norm_power(c, y, p)));
+}
+
+// flip and roll are permutations: the gradient is the inverse permutation of ḡ (flip again, roll
+// back), the tangent the same permutation of ẋ.
+void flip_vjp(VjpContext& c) {
+  if (c.needs("self")) c.give("self", c.call("flip", {c.grad(), c.arg("dims")}));
+}
+Node* flip_jvp(JvpContext& c) {
+  Node* t = c.tangent("self");
+  return t ? c.call("flip", {t, c.arg("dims")}) : nullptr;
+}
+void roll_vjp(VjpContext& c) {
+  if (!c.needs("self")) return;
+  std::vector<int64_t> back;
+  for (int64_t s : c.arg("shifts").to_int_list()) back.push_back(-s);
+  c.give("self", c.call("roll", {c.grad(), back, c.arg("dims")}));
+}
+Node* roll_jvp(JvpContext& c) {
+  Node* t = c.tangent("self");
+  return t ? c.call("roll", {t, c.arg("shifts"), c.arg("dims")}) : nullptr;
+}
+
 const char* const kViaDecomposition[] = {
     "leaky_relu_backward.default", "elu_backward.default", "hardtanh_backward.default",
     "hardswish_backward.default", "hardsigmoid_backward.default", "softplus_backward.default",
-    "mish_backward.default", "std.correction", "std.dim", "std.default", "var.dim", "var.default",
-    "logsumexp.default", "norm.ScalarOpt_dim", "norm.Scalar", "linalg_vector_norm.default",
+    "mish_backward.default", "var.dim", "var.default", "logsumexp.default",
     "max.default", "min.default", "max.other", "min.other", "stack.default", "repeat.default",
-    "flip.default", "roll.default", "tril.default", "triu.default", "masked_fill.Scalar",
+    "tril.default", "triu.default", "masked_fill.Scalar",
     "masked_fill.Tensor", "baddbmm.default", "addcmul.default", "addcdiv.default", "lerp.Scalar",
     "lerp.Tensor", "div.Tensor_mode", "div.Scalar_mode", "clamp.Tensor", "clamp_min.default",
     "clamp_max.default", "clamp_min.Tensor", "clamp_max.Tensor", "nan_to_num.default"};
@@ -328,6 +467,11 @@ void register_model_vjps(VjpTable& t) {
   t.add("softplus.default", activation_vjp("softplus_backward", {"self", "beta", "threshold"}));
   t.add("mish.default", activation_vjp("mish_backward", {"self"}));
   for (const char* op : kViaDecomposition) t.add(op, vjp_via_decomposition);
+  for (const char* op : {"std.correction", "std.dim", "std.default"}) t.add(op, std_vjp);
+  for (const char* op : {"norm.ScalarOpt_dim", "norm.Scalar", "linalg_vector_norm.default"})
+    t.add(op, norm_vjp);
+  t.add("flip.default", flip_vjp);
+  t.add("roll.default", roll_vjp);
   t.add("cumsum.default", cumsum_vjp);
   t.add("cumprod.default", cumprod_vjp);
   t.add("index_add.default", index_add_vjp);
@@ -339,6 +483,11 @@ void register_model_vjps(VjpTable& t) {
 void register_model_jvps(JvpTable& t) {
   for (const char* op : kActivations) t.add(op, jvp_via_decomposition);
   for (const char* op : kViaDecomposition) t.add(op, jvp_via_decomposition);
+  for (const char* op : {"std.correction", "std.dim", "std.default"}) t.add(op, std_jvp);
+  for (const char* op : {"norm.ScalarOpt_dim", "norm.Scalar", "linalg_vector_norm.default"})
+    t.add(op, norm_jvp);
+  t.add("flip.default", flip_jvp);
+  t.add("roll.default", roll_jvp);
   t.add("cumsum.default", cumsum_jvp);
   t.add("cumprod.default", cumprod_jvp);
   t.add("index_add.default", index_add_jvp);

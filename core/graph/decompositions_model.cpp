@@ -60,6 +60,17 @@ int64_t count(const Node& x, const Ints& dims) {
   return n;
 }
 
+// The overload names of pow(Tensor, Scalar) and floor_divide(Tensor, Tensor) change when the
+// registry adopts aten's names (issue 14: pow.Scalar -> pow.Tensor_Scalar, floor_divide.Tensor ->
+// floor_divide.default); aten's name wins when it is registered.
+const char* pow_tensor_scalar() {
+  return default_registry().find("pow.Tensor_Scalar") ? "pow.Tensor_Scalar" : "pow.Scalar";
+}
+const char* floor_divide_tensor() {
+  return default_registry().find("floor_divide.Tensor") ? "floor_divide.Tensor"
+                                                         : "floor_divide.default";
+}
+
 bool keepdim_of(const Node& n) { return has_param(n, "keepdim") && n.arg("keepdim").to_bool(); }
 
 // ---- activations
@@ -232,8 +243,8 @@ Node* norm(Graph& g, const Node& n) {
   if (p == 1) return g.call("sum.dim_IntList", {g.call("abs", {x}), dims, keepdim});
   if (p == 2)
     return g.call("sqrt", {g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), dims, keepdim})});
-  Node* a = g.call("pow.Scalar", {g.call("abs", {x}), p});
-  return g.call("pow.Scalar", {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
+  Node* a = g.call(pow_tensor_scalar(), {g.call("abs", {x}), p});
+  return g.call(pow_tensor_scalar(), {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
 }
 
 // ---- shape ops
@@ -369,13 +380,13 @@ Node* div_mode(Graph& g, const Node& n) {
   const Arg& mode = n.arg("rounding_mode");
   if (mode.is_absent()) return g.call(scalar ? "div.Scalar" : "div.Tensor", {a, b});
   if (mode.str() == "floor")
-    return cast(g, g.call(scalar ? "floor_divide.Scalar" : "floor_divide.Tensor", {a, b}),
+    return cast(g, g.call(scalar ? "floor_divide.Scalar" : floor_divide_tensor(), {a, b}),
                 n.dtype());
   if (is_floating(n.dtype()))
     return g.call("trunc", {cast(g, g.call(scalar ? "div.Scalar" : "div.Tensor", {a, b}),
                                  n.dtype())});
   // Integers: the floor quotient, plus one where the remainder is non-zero and the signs differ.
-  Node* q = g.call(scalar ? "floor_divide.Scalar" : "floor_divide.Tensor", {a, b});
+  Node* q = g.call(scalar ? "floor_divide.Scalar" : floor_divide_tensor(), {a, b});
   Node* r = g.call(scalar ? "remainder.Scalar" : "remainder.Tensor", {a, b});
   Node* sign_differs;
   if (scalar)

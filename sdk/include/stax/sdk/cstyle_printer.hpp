@@ -104,6 +104,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   PrintedBody print(const LoopBody& body) {
     out_ = PrintedBody();
     cse_.clear();
+    hoisted_names_.clear();
     loads_of_.clear();
     op_values_.assign(body.num_ops(), std::string());
     mark_invariant(body);
@@ -330,14 +331,19 @@ class CStylePrinter : public OpsHandler<std::string> {
 
  protected:
   // Emits `<declare> tmpN = rhs;` unless an identical rhs was emitted before; returns the name.
+  // A statement hoisted before a reduction loop never reuses a value defined inside the loop
+  // (two equal constants, one feeding a hoisted op and one an in-loop op, must not share the
+  // in-loop name).
   std::string emit(const std::string& rhs, bool cse = true) {
+    bool hoisting = &dest() == &out_.hoisted;
     if (cse) {
       auto it = cse_.find(rhs);
-      if (it != cse_.end()) return it->second;
+      if (it != cse_.end() && (!hoisting || hoisted_names_.count(it->second))) return it->second;
     }
     std::string name = t_.value_prefix + std::to_string(value_counter_++);
     dest().push_back(t_.declare + " " + name + " = " + rhs + ";");
     value_dtype_[name] = cur_dtype_;
+    if (hoisting) hoisted_names_.insert(name);
     if (cse) cse_[rhs] = name;
     return name;
   }
@@ -481,6 +487,7 @@ class CStylePrinter : public OpsHandler<std::string> {
   std::vector<std::string> buffer_names_;
   PrintedBody out_;
   std::map<std::string, std::string> cse_;
+  std::set<std::string> hoisted_names_;  // the values printed before the reduction loop
   std::map<int32_t, std::set<std::string>> loads_of_;
   std::map<std::string, DType> value_dtype_;
   std::vector<std::string> op_values_;
