@@ -524,3 +524,28 @@ TEST(ModelOps, JointGraphCompilesAndMatchesTheInterpreter) {
     EXPECT_TRUE(bitwise_equal(got_strict[i], want_strict[i])) << "strict " << i;
   for (int64_t k = 0; k < want[1].numel(); ++k) EXPECT_TRUE(std::isfinite(want[1].get_double(k)));
 }
+
+// 0-d inputs and empty dims: torch's results (or a clear error), never a crash.
+TEST(ModelOps, ZeroDimAndEmptyInputs) {
+  Tensor s = Tensor::scalar(-2.5, DType::Float64);
+  expect_values(run({s}, op("cumsum", {0})).out, {-2.5});
+  expect_values(run({s}, op("cumprod", {-1})).out, {-2.5});
+  expect_values(run({s}, op("argsort", {0})).out, {0});
+  expect_values(run({s}, op("flip", {std::vector<int64_t>{0}})).out, {-2.5});
+  expect_values(run({s}, op("roll", {std::vector<int64_t>{3}})).out, {-2.5});
+  expect_values(run({s}, op("leaky_relu", {0.5})).out, {-1.25});
+  expect_values(run({s}, op("logsumexp", {std::vector<int64_t>{0}})).out, {-2.5});
+  expect_values(run({s}, op("linalg_vector_norm")).out, {2.5});
+  Tensor e = Tensor::empty({0, 3}, DType::Float32);
+  EXPECT_EQ(run({e}, op("hardswish")).out.sizes(), (Shape{0, 3}));
+  EXPECT_EQ(run({e}, op("flip", {std::vector<int64_t>{0, 1}})).out.sizes(), (Shape{0, 3}));
+  EXPECT_EQ(run({e}, op("roll", {std::vector<int64_t>{1}, std::vector<int64_t>{0}})).out.sizes(),
+            (Shape{0, 3}));
+  EXPECT_EQ(run({e}, op("argsort", {0})).out.sizes(), (Shape{0, 3}));
+  EXPECT_EQ(run({e}, op("tril")).out.sizes(), (Shape{0, 3}));
+  EXPECT_EQ(run({e}, op("repeat", {std::vector<int64_t>{2, 2}})).out.sizes(), (Shape{0, 6}));
+  // reductions over an empty dim: sum-like ones give 0 (norm) , std gives NaN
+  expect_values(run({e}, op("linalg_vector_norm", {2, std::vector<int64_t>{0}})).out, {0, 0, 0});
+  expect_values(run({e}, op("std.dim", {std::vector<int64_t>{0}})).out, {kNaN, kNaN, kNaN});
+  expect_values(run({e}, op("logsumexp", {std::vector<int64_t>{0}})).out, {-kInf, -kInf, -kInf});
+}

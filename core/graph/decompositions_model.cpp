@@ -216,6 +216,9 @@ Node* logsumexp(Graph& g, const Node& n) {
   Node* x = cast(g, n.input(0), n.dtype());
   Ints dims = dims_of(*x, n.arg("dim"));
   bool keepdim = n.arg("keepdim").to_bool();
+  // An empty reduction: log(0) = -inf, as torch (amax has no identity to shift by).
+  if (count(*x, dims) == 0)
+    return g.call("log", {g.call("sum.dim_IntList", {g.call("exp", {x}), dims, keepdim})});
   Node* m = g.call("amax", {x, dims, true});
   Node* m0 = g.call("where.ScalarSelf", {g.call("eq.Scalar", {g.call("abs", {m}), kInf}), 0.0, m});
   Node* e = g.call("exp", {g.call("sub.Tensor", {x, m0})});
