@@ -101,6 +101,15 @@ inline std::vector<Case> model_cases() {
       [](Graph& g, const std::vector<Node*>& x) {
         return g.call("scatter_reduce.two", {x[0], 0, x[1], x[2], "sum"});
       });
+  for (const char* red : {"sum", "mean", "amax", "amin"})
+    for (bool inc : {true, false}) {
+      if (std::string(red) == "sum" && inc) continue;  // scatter_reduce_sum above
+      add(std::string("scatter_reduce_") + red + (inc ? "" : "_exclude_self"),
+          {U({4, 3}), Idx({3, 3}, 4), U({3, 3})}, [red, inc](Graph& g, const std::vector<Node*>& x) {
+            return g.call("scatter_reduce.two", {x[0], 0, x[1], x[2], red},
+                          {{"include_self", inc}});
+          });
+    }
   // fused arithmetic
   add("baddbmm", {U({2, 3, 5}), U({2, 3, 4}), U({2, 4, 5})},
       [](Graph& g, const std::vector<Node*>& x) {

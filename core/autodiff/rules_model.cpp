@@ -11,7 +11,8 @@
 //   replay emits is dropped when nothing reads it).
 // * std and p-norms (p not 0, 1, ±inf): torch's formulas, masked to zero where the std / norm
 //   is zero (the decomposition would give NaN there).
-// * cumsum, cumprod (exact with zeros in the input), index_add, scatter_reduce (sum), fmod:
+// * cumsum, cumprod (exact with zeros in the input), index_add, scatter_reduce (sum, mean, amax,
+//   amin), fmod:
 //   explicit rules. argsort and the bitwise ops are not differentiable.
 #include <algorithm>
 #include <cmath>
@@ -249,28 +250,94 @@ Node* index_add_jvp(JvpContext& c) {
                 {{"alpha", c.arg("alpha")}});
 }
 
+// scatter_reduce.two (torch's formulas). With T = scatter_reduce(0, index, 1, "sum") the number of
+// src elements scattered to each position:
+//   sum    self: ḡ (0 where T > 0 without include_self); src: gather(ḡ)
+//   mean   N = T + include_self (1 where N = 0): self ḡ / N (as sum without include_self);
+//          src gather(ḡ / N)
+//   amax / amin   the elements equal to the result share ḡ evenly (self counts when included,
+//          or when nothing was scattered to it)
+//   prod   not implemented (a clear error).
+struct ScatterTerms {
+  Node* touched;  // T > 0 (bool)
+  Node* count;    // N for mean / the number of elements equal to the result for amax / amin
+  Node* self_part = nullptr;  // amax / amin: self contributes (bool)
+  Node* src_eq = nullptr;     // amax / amin: src element equals its target's result (bool)
+};
+
+ScatterTerms scatter_terms(const Emitter& e, const Node& n) {
+  Node* self = n.arg("self").node();
+  Node* src = n.arg("src").node();
+  Node* index = n.arg("index").node();
+  const Arg& dim = n.arg("dim");
+  const std::string& red = n.arg("reduce").str();
+  bool inc = n.arg("include_self").to_bool();
+  if (src->shape() != index->shape())
+    throw Error("autodiff", "%" + n.name(),
+                "the gradient of scatter_reduce needs src of the index's shape " +
+                    shape_str(index->shape()) + ", got " + shape_str(src->shape()));
+  auto scatter_sum = [&](Node* base, Node* values) {
+    return e.call("scatter_reduce.two", {base, dim, index, values, "sum"});
+  };
+  ScatterTerms t;
+  Node* ones = e.call("ones_like", {src});
+  Node* tcount = scatter_sum(e.zeros_like(self), ones);
+  t.touched = e.call("gt.Scalar", {tcount, 0});
+  if (red == "mean") {
+    Node* nc = inc ? e.add(tcount, Arg(1)) : tcount;
+    t.count = e.call("where.ScalarSelf", {e.call("eq.Scalar", {nc, 0}), 1.0, nc});
+  } else if (red == "amax" || red == "amin") {
+    Node* out = const_cast<Node*>(&n);
+    t.self_part = inc ? e.call("eq.Tensor", {self, out}) : e.call("logical_not", {t.touched});
+    t.src_eq = e.call("eq.Tensor", {src, e.call("gather", {out, dim, index})});
+    t.count = scatter_sum(e.cast(t.self_part, self->dtype()), e.cast(t.src_eq, self->dtype()));
+  } else if (red != "sum") {
+    throw Error("autodiff", "%" + n.name(),
+                "the derivative of scatter_reduce is implemented for reduce='sum', 'mean', "
+                "'amax' and 'amin', got '" + red + "'");
+  }
+  return t;
+}
+
 void scatter_reduce_vjp(VjpContext& c) {
+  if (!c.needs("self") && !c.needs("src")) return;
+  const Node& n = *c.node();
   const std::string& red = c.arg("reduce").str();
-  if (red != "sum" || !c.arg("include_self").to_bool())
-    throw Error("autodiff", "%" + c.node()->name(),
-                "the gradient of scatter_reduce is implemented for reduce='sum' with "
-                "include_self=True only, got reduce='" + red + "'");
-  if (c.needs("self")) c.give("self", c.grad());
-  if (c.needs("src"))
-    c.give("src", c.call("gather", {c.grad(), c.arg("dim"), c.in("index")}));
+  bool inc = c.arg("include_self").to_bool();
+  ScatterTerms t = scatter_terms(c, n);
+  Node* g = c.grad();
+  auto gather = [&](Node* x) { return c.call("gather", {x, c.arg("dim"), c.in("index")}); };
+  auto masked_self = [&](Node* x) {
+    return inc ? x : c.call("where.ScalarSelf", {t.touched, 0.0, x});
+  };
+  if (red == "sum") {
+    if (c.needs("self")) c.give("self", masked_self(g));
+    if (c.needs("src")) c.give("src", gather(g));
+  } else if (red == "mean") {
+    Node* gn = c.div(g, t.count);
+    if (c.needs("self")) c.give("self", inc ? gn : masked_self(g));
+    if (c.needs("src")) c.give("src", gather(gn));
+  } else {
+    Node* gn = c.div(g, t.count);
+    if (c.needs("self")) c.give("self", c.call("where.ScalarOther", {t.self_part, gn, 0.0}));
+    if (c.needs("src"))
+      c.give("src", c.call("where.ScalarOther", {t.src_eq, gather(gn), 0.0}));
+  }
 }
 
 Node* scatter_reduce_jvp(JvpContext& c) {
   if (!c.tangent("self") && !c.tangent("src")) return nullptr;
   const std::string& red = c.arg("reduce").str();
-  if (red != "sum")
-    throw Error("autodiff", "%" + c.node()->name(),
-                "the forward-mode derivative of scatter_reduce is implemented for reduce='sum' "
-                "only, got reduce='" + red + "'");
-  return c.call("scatter_reduce.two",
-                {c.tangent_or_zeros(c.in("self")), c.arg("dim"), c.in("index"),
-                 c.tangent_or_zeros(c.in("src")), c.arg("reduce")},
-                {{"include_self", c.arg("include_self")}});
+  Node* ts = c.tangent_or_zeros(c.in("self"));
+  Node* tr = c.tangent_or_zeros(c.in("src"));
+  if (red == "sum" || red == "mean")  // linear (mean: for the counts of this index)
+    return c.call("scatter_reduce.two", {ts, c.arg("dim"), c.in("index"), tr, c.arg("reduce")},
+                  {{"include_self", c.arg("include_self")}});
+  ScatterTerms t = scatter_terms(c, *c.node());
+  Node* s = c.call("scatter_reduce.two",
+                   {c.call("where.ScalarOther", {t.self_part, ts, 0.0}), c.arg("dim"),
+                    c.in("index"), c.call("where.ScalarOther", {t.src_eq, tr, 0.0}), "sum"});
+  return c.div(s, t.count);
 }
 
 // fmod(a, b) = a - trunc(a / b) * b: ∂/∂a = 1, ∂/∂b = -trunc(a / b).
