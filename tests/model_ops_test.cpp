@@ -549,3 +549,15 @@ TEST(ModelOps, ZeroDimAndEmptyInputs) {
   expect_values(run({e}, op("std.dim", {std::vector<int64_t>{0}})).out, {kNaN, kNaN, kNaN});
   expect_values(run({e}, op("logsumexp", {std::vector<int64_t>{0}})).out, {-kInf, -kInf, -kInf});
 }
+
+// Regression (sdk/include/stax/sdk/cstyle_printer.hpp): logsumexp's row shift where(|m| == inf,
+// 0, m) is hoisted out of the reduction loop while tril's in-loop zero is the same constant; the
+// hoisted statement must not reuse the in-loop name (cpu_cpp failed to compile this kernel).
+TEST(ModelOps, HoistedStatementDoesNotReuseAnInLoopConstant) {
+  Tensor x = iota({4, 5}, DType::Float32);
+  OpRun r = run({x}, [](Graph& g, const std::vector<Node*>& in) {
+    return g.call("logsumexp", {g.call("tril", {in[0]}), std::vector<int64_t>{1}});
+  });
+  EXPECT_EQ(r.fallbacks, 0u);
+  EXPECT_NEAR(r.out.get_double(0), std::log(1.0 + 4.0), 1e-6);  // row 0: [0, 0, 0, 0, 0]
+}
