@@ -370,6 +370,7 @@ inline std::vector<Case> composite_cases() {
 }  // namespace stax::testing
 
 #include "tests/nn_cases.h"  // nn_cases(): the neural-network ops
+#include "tests/model_op_cases.h"
 
 namespace stax::testing {
 
@@ -377,7 +378,7 @@ inline std::vector<Case> all_cases() {
   std::mt19937_64 rng(20240611);
   std::vector<Case> out;
   for (auto& v : {unary_cases(rng), binary_cases(rng), reduction_cases(rng), view_cases(),
-                  indexing_cases(), extern_cases(), composite_cases(), nn_cases()})
+                  indexing_cases(), extern_cases(), composite_cases(), nn_cases(), model_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

@@ -43,6 +43,7 @@ const JvpTable& default_jvp_table() {
     register_nonlinear_jvps(t);
     register_backward_jvps(t);
     register_nn_jvps(t);
+    register_model_jvps(t);
     return t;
   }();
   return table;

@@ -67,6 +67,7 @@ void register_linear_jvps(JvpTable& t);
 void register_nonlinear_jvps(JvpTable& t);
 void register_backward_jvps(JvpTable& t);
 void register_nn_jvps(JvpTable& t);  // jvp_rules_nn.cpp
+void register_model_jvps(JvpTable& t);  // issue 14 model ops (rules_model.cpp)
 
 // A rule that applies op's VJP rule to the tangent of `param`: J ẋ = Jᵀ ẋ holds when the Jacobian
 // with respect to that input is symmetric (elementwise ops, softmax).

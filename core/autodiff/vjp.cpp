@@ -40,6 +40,7 @@ const VjpTable& default_vjp_table() {
     register_extern_vjps(t);
     register_composite_vjps(t);
     register_nn_vjps(t);
+    register_model_vjps(t);
     return t;
   }();
   return table;

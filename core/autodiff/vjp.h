@@ -83,5 +83,6 @@ void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);  // vjp_rules_nn.cpp
+void register_model_vjps(VjpTable& t);  // issue 14 model ops (rules_model.cpp)
 
 }  // namespace stax

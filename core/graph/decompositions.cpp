@@ -243,6 +243,7 @@ const DecompositionTable& default_decompositions() {
     t.add("dropout.default", dropout_decomp);
     t.add("bernoulli.p", bernoulli_decomp);
     register_nn_decompositions(t);
+    register_model_decompositions(t);
     return t;
   }();
   return table;

@@ -47,6 +47,9 @@ class DecompositionTable {
   std::map<std::string, DecompositionFn, std::less<>> fns_;
 };
 
+// The entries of the model ops (core/graph/decompositions_model.cpp, issue 14).
+void register_model_decompositions(DecompositionTable& t);
+
 // The table of this build (built on first use, immutable afterwards).
 const DecompositionTable& default_decompositions();
 

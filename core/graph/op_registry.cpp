@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <tuple>
 
 #include "core/graph/ops/register_ops.h"
 #include "core/support/error.h"
@@ -81,13 +82,19 @@ const OpDef* OpRegistry::find(std::string_view target) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+// Edit distance with adjacent transpositions counting 1 (optimal string alignment): "rleu" is one
+// edit from "relu" as from "elu".
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
+    for (size_t j = 1; j <= b.size(); ++j) {
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+    }
+    std::swap(prev2, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -96,14 +103,19 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::vector<std::string> OpRegistry::suggest(std::string_view target, size_t n) const {
   std::string want = canonical_target(target);
   std::string want_base = want.substr(0, want.find('.'));
-  std::vector<std::pair<size_t, std::string>> scored;
+  // By distance, then by length difference (a swap or a wrong letter before a missing one).
+  std::vector<std::tuple<size_t, size_t, std::string>> scored;
   for (const auto& [name, def] : ops_) {
     size_t d = std::min(edit_distance(want, name), edit_distance(want_base, def->schema.base) + 1);
-    scored.emplace_back(d, name);
+    size_t len = want_base.size() > def->schema.base.size()
+                     ? want_base.size() - def->schema.base.size()
+                     : def->schema.base.size() - want_base.size();
+    scored.emplace_back(d, len, name);
   }
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && out.size() < n; ++i) out.push_back(scored[i].second);
+  for (size_t i = 0; i < scored.size() && out.size() < n; ++i)
+    out.push_back(std::get<2>(scored[i]));
   return out;
 }
 

@@ -14,6 +14,7 @@ void register_creation_ops(OpRegistry& r);    // full zeros ones arange rand ran
 void register_composite_ops(OpRegistry& r);   // softmax log_softmax silu layer_norm ...
 void register_backward_ops(OpRegistry& r);    // gelu_backward threshold_backward ...
 void register_nn_ops(OpRegistry& r);          // convolution pooling norms losses attention (nn_ops.cpp)
+void register_model_ops(OpRegistry& r);       // issue 14: activations, scans, shape ops ...
 
 inline void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -25,6 +26,7 @@ inline void register_all_ops(OpRegistry& r) {
   register_composite_ops(r);
   register_backward_ops(r);
   register_nn_ops(r);
+  register_model_ops(r);
 }
 
 }  // namespace stax

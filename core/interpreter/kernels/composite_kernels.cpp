@@ -151,7 +151,11 @@ Tensor kernels::run_decomposition(const KernelContext& ctx) {
   call->attrs = n.attrs;
   g.output({call});
   decompose(g);
-  return interpret(g, inputs).at(0);
+  // The nested run reduces in the outer run's order, so a decomposition with reductions (std,
+  // logsumexp, norm) matches the compiled decomposition in either order.
+  InterpreterOptions options;
+  options.reduction_order = ctx.reduction_order();
+  return interpret(g, inputs, options).at(0);
 }
 
 void register_composite_kernels(InterpreterTable& t) {

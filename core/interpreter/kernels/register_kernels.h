@@ -4,6 +4,8 @@
 namespace stax {
 
 class InterpreterTable;
+class KernelContext;
+class Tensor;
 
 void register_pointwise_kernels(InterpreterTable& t);   // incl. where, clamp, to.dtype, *_backward
 void register_reduction_kernels(InterpreterTable& t);
@@ -13,6 +15,7 @@ void register_extern_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);    // incl. random ops
 void register_composite_kernels(InterpreterTable& t);   // softmax ... (may run the decomposition)
 void register_nn_kernels(InterpreterTable& t);          // convolution, pooling, norms (nn_kernels.cpp)
+void register_model_kernels(InterpreterTable& t);       // issue 14: activations, scans ...
 
 inline void register_all_kernels(InterpreterTable& t) {
   register_pointwise_kernels(t);
@@ -23,6 +26,7 @@ inline void register_all_kernels(InterpreterTable& t) {
   register_creation_kernels(t);
   register_composite_kernels(t);
   register_nn_kernels(t);
+  register_model_kernels(t);
 }
 
 }  // namespace stax

@@ -177,6 +177,21 @@ inline i64 pow(i64 a, i64 b) {
   }
   return r;
 }
+// C remainder (torch.fmod): the sign of the dividend. Integers: b == 0 gives 0 (torch raises).
+template <class T> inline T fmod(T a, T b) { return m::fmod(a, b); }
+inline i64 fmod(i64 a, i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// Bitwise ops on integers (bool: the logical ops); shifts as torch: a left shift by a negative
+// amount or by >= 64 gives 0, a right shift by such an amount gives the sign fill.
+template <class T> inline T bitwise_and(T a, T b) { return a & b; }
+template <class T> inline T bitwise_or(T a, T b) { return a | b; }
+template <class T> inline T bitwise_xor(T a, T b) { return a ^ b; }
+inline bool bitwise_and(bool a, bool b) { return a && b; }
+inline bool bitwise_or(bool a, bool b) { return a || b; }
+inline bool bitwise_xor(bool a, bool b) { return a != b; }
+inline i64 bitwise_not(i64 a) { return ~a; }
+inline bool bitwise_not(bool a) { return !a; }
+inline i64 bitwise_left_shift(i64 a, i64 b) { return (b < 0 || b >= 64) ? 0 : (i64)((u64)a << b); }
+inline i64 bitwise_right_shift(i64 a, i64 b) { return (b < 0 || b >= 64) ? (a >> 63) : (a >> b); }
 // NaN-propagating max/min (torch.maximum): a NaN operand wins, the first one if both are NaN.
 template <class T> inline T maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <class T> inline T minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
