@@ -217,8 +217,10 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string sign(std::string x) override { x = mat(x);
     if (dt(x) == DType::Bool) return x;
     std::string p = fl(x) ? "1.0" : "1", m = fl(x) ? "-1.0" : "-1";
+    // NaN and -0.0 give +0 (scalar_ops.hpp's sign, as torch)
+    std::string z = fl(x) ? "0.0" : "0";
     return emit("tl.where(" + x + " > 0, " + typed(p, x) + ", tl.where(" + x + " < 0, " +
-                typed(m, x) + ", " + x + "))");
+                typed(m, x) + ", " + typed(z, x) + "))");
   }
   std::string floor(std::string x) override { x = mat(x); return fl(x) ? math("floor", x) : x; }
   std::string ceil(std::string x) override { x = mat(x); return fl(x) ? math("ceil", x) : x; }
@@ -331,7 +333,7 @@ class TritonOps : public sdk::OpsHandler<std::string> {
     std::string v = x;
     DType held = from;
     if (sdk::is_floating(from) && !sdk::is_floating(to)) {
-      v = "stax_float_to_int64(" + v + ")";  // saturating, NaN -> 0 (scalar_ops' convert)
+      v = "stax_float_to_int64(" + v + ")";  // NaN, inf, out of range -> INT64_MIN (scalar_ops' convert)
       held = DType::Int64;
     }
     if (to != held) {
@@ -799,13 +801,12 @@ def stax_int_pow(a, b):
 
 @triton.jit
 def stax_float_to_int64(x):
-    # truncation toward zero; NaN -> 0, out of range saturates (scalar_ops.hpp's convert)
-    big = x >= 9.2233720368547758e18
-    small = x <= -9.2233720368547758e18
-    safe = tl.where((x != x) | big | small, 0.0, x)
+    # truncation toward zero; NaN, +-inf and out of range give INT64_MIN (scalar_ops.hpp's
+    # convert, as x86's cvttsd2si)
+    inside = (x >= -9.2233720368547758e18) & (x < 9.2233720368547758e18)
+    safe = tl.where(inside, x, 0.0)
     v = safe.to(tl.int64)
-    v = tl.where(big, 9223372036854775807, v)
-    return tl.where(small, -9223372036854775807 - 1, v)
+    return tl.where(inside, v, -9223372036854775807 - 1)
 
 )PY";
 

@@ -290,6 +290,10 @@ struct Adapter {
       k->kernel = holder(a->backend)->backend->deserialize(Kernel(a->kernel), a->data, a->size);
       if (!k->kernel) throw PluginError(STAX_ERROR_INTERNAL, "deserialize returned no kernel");
       a->compiled = reinterpret_cast<StaxCompiledKernel*>(k.release());
+    });
+  }
+
+  // ABI 1.3: streams.
   static StaxError* stream_create(StaxStreamCreateArgs* a) {
     return guarded("stream_create", [&] {
       STAX_SDK_REQUIRE_ARGS(a, StaxStreamCreateArgs, stream);

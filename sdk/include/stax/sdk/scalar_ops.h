@@ -10,7 +10,7 @@
  * (bool). An op exists for the compute types the interpreter defines it for (the lists below).
  * Conversions: stax_convert_<from>_<to>(x) for the 9 dtypes (f32 f64 f16 bf16 i64 i32 i8 u8 b8):
  * x in from's compute type, converted as to_dtype does (floating -> integer truncates and
- * saturates through int64, integers wrap to the target width, 16-bit floats round to nearest
+ * goes through int64 (NaN, inf, out of range: INT64_MIN), integers wrap to the target width, 16-bit floats round to nearest
  * even), the result in to's compute type. Storage of float16 / bfloat16: unsigned short bits,
  * stax_f16_load / stax_f16_store and stax_bf16_load / stax_bf16_store (half_bits.hpp, the same
  * text the C++ kernels use).
@@ -81,7 +81,7 @@ static inline bool stax_is_min_by_minus_one(stax_i64 a, stax_i64 b) {
   static inline T stax_neg_##t(T x) { return -x; }                                               \
   static inline T stax_abs_##t(T x) { return fabs##F(x); }                                       \
   static inline T stax_relu_##t(T x) { return x < (T)0 ? (T)0 : x; }                            \
-  static inline T stax_sign_##t(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }        \
+  static inline T stax_sign_##t(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : (T)0); }        \
   static inline bool stax_isnan_##t(T x) { return x != x; }                                      \
   static inline T stax_add_##t(T a, T b) { return a + b; }                                       \
   static inline T stax_sub_##t(T a, T b) { return a - b; }                                       \
@@ -200,17 +200,16 @@ static inline float stax_bf16_load(unsigned short x) { return stax_f16_bf16_to_f
 static inline unsigned short stax_bf16_store(float x) { return stax_f16_float_to_bf16(x); }
 
 /* ---- conversions between dtypes ------------------------------------------------------------------ */
-/* floating -> int64: truncate toward zero; out of range and NaN saturate (NaN -> 0) */
+/* floating -> int64: truncate toward zero; NaN, +-inf and out-of-range values give INT64_MIN (as
+ * x86's cvttss2si / cvttsd2si, and so torch on x86; scalar_ops.hpp's convert<i64, float/double>) */
 static inline stax_i64 stax_saturate_f32(float x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18f) return (stax_i64)0x7fffffffffffffffLL;
-  if (x <= -9.2233720368547758e18f) return (stax_i64)(-0x7fffffffffffffffLL - 1);
+  if (!(x >= -9.2233720368547758e18f && x < 9.2233720368547758e18f))
+    return (stax_i64)(-0x7fffffffffffffffLL - 1);
   return (stax_i64)x;
 }
 static inline stax_i64 stax_saturate_f64(double x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18) return (stax_i64)0x7fffffffffffffffLL;
-  if (x <= -9.2233720368547758e18) return (stax_i64)(-0x7fffffffffffffffLL - 1);
+  if (!(x >= -9.2233720368547758e18 && x < 9.2233720368547758e18))
+    return (stax_i64)(-0x7fffffffffffffffLL - 1);
   return (stax_i64)x;
 }
 /* to int64 from each compute type */
