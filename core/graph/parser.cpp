@@ -337,6 +337,7 @@ class Parser {
         lex_.next();
         expect_punct(':', "after 'graph()'");
         wrapped = false;
+        fx_printout_ = true;
       }
       Token t = lex_.next();
       if (t.kind != Tok::Newline && t.kind != Tok::End)
@@ -561,7 +562,7 @@ class Parser {
       return items;
     }
     for (;;) {
-      items.push_back(parse_value(context));
+      items.push_back(parse_value(context, fx_printout_));
       Token t = lex_.next();
       if (t.is_punct(close)) return items;
       if (!t.is_punct(','))
@@ -598,8 +599,9 @@ class Parser {
     }
   }
 
-  // `bare_strings`: an identifier that is no other literal is a string (FX prints kwargs' string
-  // values unquoted: kwargs = {approximate: tanh}).
+  // `bare_strings`: an identifier that is no other literal is a string (FX prints string values
+  // unquoted: kwargs = {approximate: tanh}, and in a `graph():` printout's args too:
+  // scatter_reduce.two(%x, 0, %idx, %src, amax)).
   RawValue parse_value(const std::string& context, bool bare_strings = false) {
     Token t = lex_.next();
     RawValue v;
@@ -925,6 +927,7 @@ class Parser {
   const OpRegistry& registry_;
   Lexer lex_;
   int list_depth_ = 0;  // nesting of lists and tuples at the current token
+  bool fx_printout_ = false;  // the text has FX's `graph():` header (strings print unquoted)
   std::vector<NodeRec> records_;
   std::unordered_map<std::string, size_t> index_;
   ReturnRec ret_;
