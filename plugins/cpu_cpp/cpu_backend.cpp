@@ -41,7 +41,16 @@ namespace stax::cpu {
 
 namespace {
 
-using KernelFn = void(void* const*, long long, long long, const char**);
+// What a failed STAX_CHECK leaves (the layout of the prelude's `struct stax_fault`,
+// cpp_printer.cpp): a fixed message, and for an indirect index out of bounds the index as loaded
+// and the size of the dimension it indexes.
+struct KernelFault {
+  const char* message;
+  long long index;
+  long long size;
+  int has_index;
+};
+using KernelFn = void(void* const*, long long, long long, KernelFault*);
 
 // Below this many iteration points (times the reduction length) a kernel runs single-threaded.
 constexpr int64_t kParallelMinPoints = 1 << 16;
@@ -95,7 +104,7 @@ class CpuKernel : public sdk::CompiledKernel {
     int64_t chunks = 1;
     if (pool_ && pool_->threads() > 1 && points_ >= kParallelMinPoints)
       chunks = std::min<int64_t>(pool_->threads(), outer_);
-    std::vector<const char*> errors(static_cast<size_t>(chunks), nullptr);
+    std::vector<KernelFault> errors(static_cast<size_t>(chunks), KernelFault{nullptr, 0, 0, 0});
     if (chunks == 1) {
       fn_(buffers, 0, outer_, &errors[0]);
     } else {
@@ -104,8 +113,14 @@ class CpuKernel : public sdk::CompiledKernel {
         fn_(buffers, begin, end, &errors[static_cast<size_t>(c)]);
       });
     }
-    for (const char* e : errors)
-      if (e) throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + e);
+    for (const KernelFault& e : errors) {
+      if (!e.message) continue;
+      std::string what = e.message;
+      if (e.has_index)
+        what = "index out of bounds: index " + std::to_string(e.index) +
+               " for a dimension of size " + std::to_string(e.size);
+      throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + what);
+    }
   }
 
  private:
@@ -168,7 +183,7 @@ class CpuCppBackend : public sdk::Backend {
     // unique entry point (the kernel itself becomes internal and is inlined).
     std::string entry = "stax_entry_" + std::to_string(next_entry_.fetch_add(1));
     std::string jit_source = source + "\nextern \"C\" void " + entry +
-                             "(void* const* b, long long s, long long e, const char** err) { " +
+                             "(void* const* b, long long s, long long e, stax_fault* err) { " +
                              k.name() + "(b, s, e, err); }\n";
     CompiledModule module = jit().compile(jit_source, {entry}, k.name());
     KernelFn* fn = module.function<KernelFn>(entry);
