@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sanitizer runs (issue 12), each in a build directory of its own, with the run-time options and
+# suppressions of scripts/sanitizers/:
+#   scripts/sanitize.sh address [CTEST ARGS]  ASan+UBSan (LeakSanitizer included): the whole suite
+#                                             in build-asan (gcc); e.g. `-R hardening` for part.
+#   scripts/sanitize.sh thread                TSan: the concurrency tests in build-tsan (gcc):
+#                                             concurrent compiles on one Compiler, concurrent runs
+#                                             of one CompiledGraph (with and without a thread
+#                                             pool), the cpu_cpp pool, the JIT from two threads.
+# A report fails the test that produced it. CI runs a bounded ASan+UBSan part instead (scripts/
+# fuzz.sh builds it with the fuzz targets); README.md says which.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?usage: scripts/sanitize.sh address|thread [ctest args]}
+shift
+source scripts/sanitizers/env.sh
+case "$kind" in
+  address)
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSTAX_SANITIZE=address,undefined >/dev/null
+    cmake --build build-asan -j"$(nproc)"
+    ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 1800 "$@"
+    ;;
+  thread)
+    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSTAX_SANITIZE=thread >/dev/null
+    cmake --build build-tsan -j"$(nproc)" --target hardening_test cpu_cpp_test clang_jit_test \
+      stax_plugin_cpu_cpp
+    bin=build-tsan/bin
+    "$bin/hardening_test" --gtest_filter='Hardening.Concurrent*'
+    "$bin/cpu_cpp_test" --gtest_filter='CpuCpp.ThreadsGiveTheSameBits'
+    "$bin/clang_jit_test" --gtest_filter='ClangJit.ConcurrentCompilesFromTwoThreads'
+    ;;
+  *)
+    echo "scripts/sanitize.sh: unknown sanitizer '$kind' (address or thread)" >&2
+    exit 2
+    ;;
+esac
