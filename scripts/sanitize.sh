@@ -2,7 +2,8 @@
 # Sanitizer runs (issue 12), each in a build directory of its own, with the run-time options and
 # suppressions of scripts/sanitizers/:
 #   scripts/sanitize.sh address [CTEST ARGS]  ASan+UBSan (LeakSanitizer included): the whole suite
-#                                             in build-asan (gcc); e.g. `-R hardening` for part.
+#                                             in build-fuzz (clang-19, shared with scripts/fuzz.sh);
+#                                             e.g. `-R hardening` for part.
 #   scripts/sanitize.sh thread                TSan: the concurrency tests in build-tsan (gcc):
 #                                             concurrent compiles on one Compiler, concurrent runs
 #                                             of one CompiledGraph (with and without a thread
@@ -16,10 +17,13 @@ shift
 source scripts/sanitizers/env.sh
 case "$kind" in
   address)
-    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DSTAX_SANITIZE=address,undefined >/dev/null
-    cmake --build build-asan -j"$(nproc)"
-    ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 1800 "$@"
+    # The configuration of scripts/fuzz.sh (clang-19, ASan+UBSan, build-fuzz): the core, the
+    # plugins and CI's sanitizer tests are built once for both.
+    cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+      -DSTAX_FUZZ=ON -DSTAX_SANITIZE=address,undefined >/dev/null
+    cmake --build build-fuzz -j"$(nproc)"
+    ctest --test-dir build-fuzz --output-on-failure -j"$(nproc)" --timeout 2400 "$@"
     ;;
   thread)
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
