@@ -30,10 +30,12 @@ case "$kind" in
       -DSTAX_SANITIZE=thread >/dev/null
     cmake --build build-tsan -j"$(nproc)" --target hardening_test cpu_cpp_test clang_jit_test \
       stax_plugin_cpu_cpp
-    bin=build-tsan/bin
-    "$bin/hardening_test" --gtest_filter='Hardening.Concurrent*'
-    "$bin/cpu_cpp_test" --gtest_filter='CpuCpp.ThreadsGiveTheSameBits'
-    "$bin/clang_jit_test" --gtest_filter='ClangJit.ConcurrentCompilesFromTwoThreads'
+    # The whole of each (the concurrency tests are Hardening.Concurrent*,
+    # CpuCpp.ThreadsGiveTheSameBits and ClangJit.ConcurrentCompilesFromTwoThreads).
+    for t in hardening_test cpu_cpp_test clang_jit_test; do
+      echo "== $t under TSan"
+      "build-tsan/bin/$t" --gtest_brief=1
+    done
     ;;
   *)
     echo "scripts/sanitize.sh: unknown sanitizer '$kind' (address or thread)" >&2
