@@ -48,9 +48,16 @@ class Gen {
   // Seeded: the mt19937_64 stream of `seed` (compiled_fuzz_test's seeds).
   explicit Gen(uint64_t seed) : mt_(seed), rng_{[this] { return mt_(); }} {}
   // Decoded from bytes (the libFuzzer target fuzz/compile_compare_fuzzer.cpp): each draw takes the
-  // next 8 bytes (little-endian, zero past the end).
+  // next 8 bytes (little-endian). Past the end the draws go on from a splitmix64 sequence (not a
+  // constant: the standard distributions reject some draws and would retry a constant forever).
   Gen(const uint8_t* data, size_t size)
       : rng_{[this, data, size] {
+          if (pos_ >= size) {
+            uint64_t z = (pos_++ - size + 1) * 0x9e3779b97f4a7c15ULL;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            return z ^ (z >> 31);
+          }
           uint64_t v = 0;
           for (int k = 0; k < 8 && pos_ < size; ++k) v |= uint64_t{data[pos_++]} << (8 * k);
           return v;
