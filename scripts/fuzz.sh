@@ -2,7 +2,13 @@
 # Builds the libFuzzer targets (fuzz/) with clang-19 and ASan+UBSan into ./build-fuzz, then runs
 # each for SECONDS (default 30) starting from its checked-in seed corpus (fuzz/corpus/<target>;
 # new inputs go to build-fuzz/corpus/<target>). A crash, a sanitizer report, an input taking over
-# 10 s or 2 GiB leaves build-fuzz/crash-<target>-* and makes the script exit nonzero.
+# 10 s (compile_compare: 60 s) or 2 GiB (compile_compare: 4 GiB) leaves build-fuzz/crash-<target>-*
+# and makes the script exit nonzero.
+# Then, in the same build directory (same compiler and sanitizers, so the core libraries and the
+# cpu_cpp plugin are built once), the sanitizer part of CI: the test executables in
+# SANITIZER_TESTS run under ASan+UBSan with LeakSanitizer (options: scripts/sanitizers/env.sh);
+# `scripts/sanitize.sh address` runs the whole suite that way. SECONDS=0 skips the fuzzing,
+# STAX_FUZZ_NO_TESTS=1 the tests.
 #   scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,14 +16,34 @@ seconds=${1:-30}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DSTAX_FUZZ=ON -DSTAX_SANITIZE=address,undefined >/dev/null
-targets=(parse_graph config npy)
-cmake --build build-fuzz --target "${targets[@]/#/fuzz_}"
+targets=(parse_graph config npy compile_compare)
+# The sanitizer tests of CI: the hardening regressions (with the run-time errors of interpreted
+# and compiled graphs and concurrent compiles and runs), the inputs an attacker controls (graph
+# text, YAML, .npy), tensors, the cpu_cpp backend end to end, and the stax CLI loading every
+# plugin (LeakSanitizer caught NVRTC's pool lost on unload there).
+SANITIZER_TESTS=(hardening_test parser_test config_test npy_test tensor_test cpu_cpp_test
+  cli_compile_test)
+build=("${targets[@]/#/fuzz_}")
+if [[ -z "${STAX_FUZZ_NO_TESTS:-}" ]]; then build+=("${SANITIZER_TESTS[@]}"); fi
+cmake --build build-fuzz --target "${build[@]}"
+source scripts/sanitizers/env.sh
 # The libraries share clang's ASan runtime (-shared-libsan); it must be loaded first.
 asan_runtime="$(clang++-19 -print-file-name=libclang_rt.asan-x86_64.so)"
-for t in "${targets[@]}"; do
-  mkdir -p "build-fuzz/corpus/$t"
-  echo "== fuzz_$t: ${seconds} s"
-  LD_PRELOAD="$asan_runtime" "build-fuzz/bin/fuzz_$t" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus/$t" "fuzz/corpus/$t"
-done
+if (( seconds > 0 )); then
+  for t in "${targets[@]}"; do
+    mkdir -p "build-fuzz/corpus/$t"
+    timeout=10 rss=2048
+    if [[ $t == compile_compare ]]; then timeout=60 rss=4096; fi
+    echo "== fuzz_$t: ${seconds} s"
+    # The fuzz targets report leaks per input themselves (-detect_leaks), not at exit.
+    LD_PRELOAD="$asan_runtime" "build-fuzz/bin/fuzz_$t" -max_total_time="$seconds" -max_len=8192 \
+      -timeout=$timeout -rss_limit_mb=$rss -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus/$t" "fuzz/corpus/$t"
+  done
+fi
+if [[ -z "${STAX_FUZZ_NO_TESTS:-}" ]]; then
+  for t in "${SANITIZER_TESTS[@]}"; do
+    echo "== $t under ASan+UBSan"
+    "build-fuzz/bin/$t" --gtest_brief=1  # the runtime is found through the run path
+  done
+fi

@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "core/driver/compiled_function.h"
+#include "core/graph/parser.h"
+#include "core/graph/source_location.h"
 #include "core/lowering/graph_lowering.h"
 #include "tests/support/compiled_check.h"
+#include "tests/support/interp_helpers.h"
 
 namespace stax {
 namespace {
@@ -18,6 +21,8 @@ namespace {
 using test::bitwise_equal;
 using test::cpu_compiler;
 using test::cpu_config;
+using test::contains;
+using test::error_of;
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -172,6 +177,67 @@ TEST(Hardening, AllocationFailureNamesTheNode) {
   }
 }
 
+// Issue 12: a run-time error names the node, where it came from in the graph text
+// (FILE:LINE:COL) and the offending value, interpreted and compiled; the process survives and the
+// CompiledGraph stays usable.
+const char kIndexGraph[] =
+    "graph(\n"
+    "    %x shape=(5, 3) = placeholder[target=x]\n"
+    "    %idx shape=(2,) dtype=int64 = placeholder[target=idx]\n"
+    "    %sel shape=(2, 3) = call_function[target=tensorplay.ops.tp.index_select.default](args = "
+    "(%x, 0, %idx), kwargs = {})\n"
+    "    %r shape=(2, 3) = call_function[target=tensorplay.ops.tp.relu.default](args = (%sel,), "
+    "kwargs = {})\n"
+    "    return (r,)\n"
+    ")\n";
+
+TEST(Hardening, OutOfBoundsIndexNamesNodeLocationAndValue) {
+  Graph g = parse_graph(kIndexGraph, "oob.stax");
+  EXPECT_EQ(source_location(*g.find("sel")), "oob.stax:4:5");
+  EXPECT_EQ(node_where(*g.find("sel")), "%sel (oob.stax:4:5)");
+  Tensor x = Tensor::randn({5, 3}, DType::Float32, 7);
+  Tensor bad = Tensor::from_vector<int64_t>({2}, {1, 7});
+  Tensor ok = Tensor::from_vector<int64_t>({2}, {4, 0});
+  // Interpreted: the node, its line, the value, the dimension and its size.
+  EXPECT_EQ(error_of([&] { interpret(g, {x, bad}); }),
+            "%sel (oob.stax:4:5): error: index_select.default: index 7 is out of bounds for "
+            "dimension 0 with size 5");
+  // Compiled (index_select and relu fused into one kernel): the kernel's nodes with their lines,
+  // the loaded index and the size; then the same CompiledGraph runs again, right.
+  CompiledGraph cg = cpu_compiler().compile(g);
+  ASSERT_EQ(cg.num_kernels(), 1u);
+  std::string what = error_of([&] { cg.run({x, bad}); });
+  EXPECT_EQ(what.rfind("%sel (oob.stax:4:5), %r (oob.stax:5:5): error: kernel '", 0), 0u) << what;
+  EXPECT_TRUE(contains(what, "index out of bounds: index 7 for a dimension of size 5")) << what;
+  Tensor neg = Tensor::from_vector<int64_t>({2}, {-3, 0});  // index_select takes no negatives
+  what = error_of([&] { cg.run({x, neg}); });
+  EXPECT_TRUE(contains(what, "index out of bounds: index -3 for a dimension of size 5")) << what;
+  EXPECT_TRUE(bitwise_equal(cg.run({x, ok})[0], interpret(g, {x, ok})[0]));
+  // A node a pass inserts in place of a parsed one keeps its line (decompositions).
+  Graph c = g.clone();
+  EXPECT_EQ(source_location(*c.find("r")), "oob.stax:5:5");
+}
+
+// The same for an allocation failure of a parsed graph: the node and its line.
+TEST(Hardening, AllocationFailureNamesTheSourceLine) {
+  Graph g = parse_graph(
+      "graph(\n"
+      "    %n shape=(4,) = placeholder[target=n]\n"
+      "    %big shape=(281474976710656,) = call_function[target=tensorplay.ops.tp.zeros.default]"
+      "(args = ([281474976710656],), kwargs = {})\n"
+      "    %r shape=(4,) = call_function[target=tensorplay.ops.tp.relu.default](args = (%n,), "
+      "kwargs = {})\n"
+      "    return (big, r)\n"
+      ")\n",
+      "alloc.stax");
+  std::vector<Tensor> in = {Tensor::from_vector<float>({4}, {-1, 2, -3, 4})};
+  EXPECT_EQ(error_of([&] { interpret(g, in); }),
+            "%big (alloc.stax:3:5): error: zeros.default: cannot allocate 1125899906842624 bytes");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(error_of([&] { cg.run(in); }),
+            "%big (alloc.stax:3:5): error: cannot allocate 1125899906842624 bytes");
+}
+
 // Issue 12 item 2: runs of one CompiledGraph from several threads, each with its own arena for
 // the intermediates (a free list of run contexts) and no lock around cpu_cpp's kernels
 // (concurrent_runs); every result equals the interpreter's, bit for bit.
@@ -189,6 +255,48 @@ TEST(Hardening, ConcurrentRunsOfOneCompiledGraph) {
   std::vector<std::vector<Tensor>> inputs, expected;
   for (int t = 0; t < kThreads; ++t) {
     inputs.push_back({Tensor::randn({64, 96}, DType::Float32, 100 + t)});
+    expected.push_back(test::reference(g, inputs.back()));
+  }
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < kRuns; ++r) {
+          std::vector<Tensor> got = cg.run(inputs[t]);
+          for (size_t i = 0; i < got.size(); ++i)
+            if (!bitwise_equal(got[i], expected[t][i])) ++mismatches[t];
+        }
+      } catch (const std::exception& ex) {
+        errors[t] = ex.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+  }
+}
+
+// Concurrent runs on a compiler with a 2-thread pool (threads: 2): every kernel of both runs is
+// split across the pool, whose parallel_for calls take turns; the arena free list, the output
+// pools and the pool's hand-off are what the TSan run (scripts/sanitize.sh thread) checks here.
+TEST(Hardening, ConcurrentRunsShareTheThreadPool) {
+  Compiler two(cpu_config(test::cpu_options(test::Order::Segmented, 2)));
+  ASSERT_EQ(two.registry().backend("cpu").properties().cores, 2);
+  Graph g;
+  Node* x = g.placeholder("x", {512, 256});
+  Node* y = g.placeholder("y", {512, 256});
+  Node* s = g.call("relu", {g.call("add.Tensor", {x, y})});
+  g.output({g.call("sum.dim_IntList", {s, std::vector<int64_t>{1}}),
+            g.call("exp", {g.call("mul.Scalar", {s, 0.01})})});
+  CompiledGraph cg = two.compile(g);
+  const int kThreads = 2, kRuns = 6;
+  std::vector<std::vector<Tensor>> inputs, expected;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back({Tensor::randn({512, 256}, DType::Float32, 200 + t),
+                      Tensor::randn({512, 256}, DType::Float32, 300 + t)});
     expected.push_back(test::reference(g, inputs.back()));
   }
   std::vector<int> mismatches(kThreads, 0);

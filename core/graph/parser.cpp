@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/source_location.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -895,6 +896,7 @@ class Parser {
         check_call_meta(rec, *n);
       }
       n->set_phase(rec.phase);
+      set_source_location(*n, where(rec.loc));
       nodes_[i] = n;
     }
     for (const auto& [name, meta] : options_.placeholder_meta)

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/source_location.h"
 #include "core/interpreter/kernels/register_kernels.h"
 #include "core/support/error.h"
 
@@ -31,7 +32,7 @@ std::vector<Tensor> KernelContext::tensor_list(std::string_view param) const {
 }
 
 void KernelContext::fail(const std::string& message) const {
-  throw Error("interpreter", "%" + node_.name(), node_.target() + ": " + message);
+  throw Error("interpreter", node_where(node_), node_.target() + ": " + message);
 }
 
 // ---- InterpreterTable -------------------------------------------------------------------------
@@ -133,7 +134,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs,
   size_t next_input = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
-    const std::string where = "%" + n->name();
+    const std::string where = node_where(*n);
     if (n->is_placeholder()) {
       const Tensor& t = inputs[next_input++];
       if (!t.defined()) throw Error("interpreter", where, "input tensor is undefined");

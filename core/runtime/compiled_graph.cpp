@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/runtime/compiled_graph_impl.h"
+#include "core/graph/source_location.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 
@@ -62,7 +63,7 @@ std::string step_nodes(const Impl& impl, const Impl::Step& step) {
   std::string out;
   for (size_t s : step.outputs)
     for (const Node* n : impl.slots[s]->origins())
-      if (n->is_call()) out += (out.empty() ? "%" : ", %") + n->name();
+      if (n->is_call()) out += (out.empty() ? "" : ", ") + node_where(*n);
   return out;
 }
 
@@ -142,7 +143,7 @@ StaxTensorDesc tensor_desc(void* base, const Layout& l) {
 // its result.
 Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_nodes,
                       const std::vector<Tensor>& args, uint64_t run_seed) {
-  const std::string where = "%" + node.name();
+  const std::string where = node_where(node);
   const KernelFn* kernel = default_interpreter_table().find(node.target());
   if (!kernel) throw Error("runtime", where, "no interpreter kernel for op " + node.target());
   std::unordered_map<const Node*, const Tensor*> bound;

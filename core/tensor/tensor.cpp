@@ -14,11 +14,13 @@ namespace stax {
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   // Round up so that a zero-byte request still yields a valid, aligned pointer.
   size_t alloc = std::max<size_t>((nbytes + kAlignment - 1) / kAlignment * kAlignment, kAlignment);
-  try {
-    data_ = static_cast<std::byte*>(::operator new(alloc, std::align_val_t{kAlignment}));
-  } catch (const std::bad_alloc&) {  // callers add the node or buffer it was for
+  // The nothrow form: a failure is a null pointer here in every build (a sanitizer's allocator
+  // aborts on a failed throwing new, but returns null from this one with
+  // allocator_may_return_null=1, scripts/sanitize.sh).
+  data_ = static_cast<std::byte*>(
+      ::operator new(alloc, std::align_val_t{kAlignment}, std::nothrow));
+  if (!data_)  // callers add the node or buffer it was for
     throw Error("runtime", "", "cannot allocate " + std::to_string(nbytes) + " bytes");
-  }
   std::memset(data_, 0, alloc);
 }
 

@@ -18,13 +18,30 @@ using sdk::DType;
 // types and their conversions) in the prelude: the bounds-check macro of indirect indexing.
 constexpr const char kPreludeTail[] = R"(
 
-// Indirect indexing out of bounds: report to the host and stop the kernel.
-#define STAX_CHECK(cond, message) \
-  do {                            \
-    if (!(cond)) {                \
-      *stax_error = message;      \
-      return;                     \
-    }                             \
+// A failed check: reported to the host (cpu_backend.cpp's KernelFault has this layout) and the
+// kernel stops. An indirect index out of bounds reports the index as loaded and the size.
+struct stax_fault {
+  const char* message;
+  long long index;
+  long long size;
+  int has_index;
+};
+struct stax_index_fault {
+  long long index, size;
+};
+static inline void stax_fail(stax_fault* f, const char* message) { f->message = message; }
+static inline void stax_fail(stax_fault* f, stax_index_fault i) {
+  f->message = "index out of bounds";
+  f->index = i.index;
+  f->size = i.size;
+  f->has_index = 1;
+}
+#define STAX_CHECK(cond, fault)     \
+  do {                              \
+    if (!(cond)) {                  \
+      stax_fail(stax_error, fault); \
+      return;                       \
+    }                               \
   } while (0)
 )";
 
@@ -115,6 +132,13 @@ class CppPrinter : public sdk::CStylePrinter {
     std::string v = reduce_loop_var(k);
     return k == segment_dim_ && !segment_offset_.empty() ? "(" + v + " + " + segment_offset_ + ")"
                                                          : v;
+  }
+  // STAX_CHECK(0 <= tmp1 && tmp1 < 5, stax_index_fault{tmp0, 5}): the host's message names the
+  // loaded index and the size.
+  std::string check_index(const std::string& cond, const std::string& index, const std::string&,
+                          int64_t size) const override {
+    return tables().check_macro + "(" + cond + ", (stax_index_fault{(long long)(" + index +
+           "), " + std::to_string(size) + "LL}));";
   }
   std::string loop_var(int32_t k) const { return sdk::CStylePrinter::iter_var(k); }
   std::string reduce_loop_var(int32_t k) const { return sdk::CStylePrinter::reduce_var(k); }
@@ -386,7 +410,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   SourceWriter w;
   w.open("extern \"C\" void " + k.name() +
          "(void* const* stax_buffers, long long stax_begin, long long stax_end, "
-         "const char** stax_error) {");
+         "stax_fault* stax_error) {");
   for (size_t i = 0; i < k.num_buffers(); ++i) {
     sdk::Buffer b = k.buffer(i);
     std::string type = (b.is_input() ? "const " : "") + p.storage_type(b.dtype()) + "*";

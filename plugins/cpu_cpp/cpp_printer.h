@@ -5,7 +5,7 @@
 //                                  bfloat16 storage types and their conversions, STAX_CHECK
 //   // ---- stax kernel ----        kKernelMarker: everything below is the kernel proper
 //   extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end,
-//                           const char** stax_error) {
+//                           stax_fault* stax_error) {
 //     const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
 //     float* __restrict out_ptr0 = (float*)stax_buffers[2];
 //     for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {  // i0 in [begin, end): the
@@ -40,8 +40,8 @@
 // (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
 // narrowed to int after its check; loaded values and INDEX_EXPR results keep their dtypes.
 // A kernel without iteration ranges (a 0-d result) ignores stax_begin / stax_end (the host passes
-// [0, 1)). A failed bounds check of an indirect index stores its message in *stax_error and
-// returns.
+// [0, 1)). A failed bounds check of an indirect index records the index as loaded and the size
+// in *stax_error (the prelude's struct stax_fault) and returns; the host's message names both.
 #pragma once
 
 #include <string>

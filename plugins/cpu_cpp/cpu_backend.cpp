@@ -42,7 +42,16 @@ namespace stax::cpu {
 
 namespace {
 
-using KernelFn = void(void* const*, long long, long long, const char**);
+// What a failed STAX_CHECK leaves (the layout of the prelude's `struct stax_fault`,
+// cpp_printer.cpp): a fixed message, and for an indirect index out of bounds the index as loaded
+// and the size of the dimension it indexes.
+struct KernelFault {
+  const char* message;
+  long long index;
+  long long size;
+  int has_index;
+};
+using KernelFn = void(void* const*, long long, long long, KernelFault*);
 
 // The serialized kernel (ABI 1.3): this magic (its last digit is the format's version), then the
 // object file whose entry point is kEntry.
@@ -106,7 +115,7 @@ class CpuKernel : public sdk::CompiledKernel {
     int64_t chunks = 1;
     if (pool_ && pool_->threads() > 1 && points_ >= kParallelMinPoints)
       chunks = std::min<int64_t>(pool_->threads(), outer_);
-    std::vector<const char*> errors(static_cast<size_t>(chunks), nullptr);
+    std::vector<KernelFault> errors(static_cast<size_t>(chunks), KernelFault{nullptr, 0, 0, 0});
     if (chunks == 1) {
       fn_(buffers, 0, outer_, &errors[0]);
     } else {
@@ -115,8 +124,14 @@ class CpuKernel : public sdk::CompiledKernel {
         fn_(buffers, begin, end, &errors[static_cast<size_t>(c)]);
       });
     }
-    for (const char* e : errors)
-      if (e) throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + e);
+    for (const KernelFault& e : errors) {
+      if (!e.message) continue;
+      std::string what = e.message;
+      if (e.has_index)
+        what = "index out of bounds: index " + std::to_string(e.index) +
+               " for a dimension of size " + std::to_string(e.size);
+      throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + what);
+    }
   }
 
  private:
@@ -177,7 +192,7 @@ class CpuCppBackend : public sdk::Backend {
     // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
     // is inlined).
     std::string jit_source = source + "\nextern \"C\" void " + kEntry +
-                             "(void* const* b, long long s, long long e, const char** err) { " +
+                             "(void* const* b, long long s, long long e, stax_fault* err) { " +
                              k.name() + "(b, s, e, err); }\n";
     return make_kernel(k, jit().compile(jit_source, {kEntry}, k.name()), std::move(source));
   }

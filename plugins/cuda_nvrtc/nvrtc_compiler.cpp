@@ -1,5 +1,6 @@
 #include "plugins/cuda_nvrtc/nvrtc_compiler.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <chrono>
@@ -10,6 +11,17 @@
 namespace stax::cuda {
 
 namespace {
+
+// NVRTC carries its own static copy of libstdc++, whose exception emergency pool (72704 bytes) is
+// allocated when libnvrtc loads and lost when it is unloaded together with this plugin: a leak
+// per load/unload cycle, reported by LeakSanitizer (scripts/sanitize.sh address) after every
+// `stax plugins` or test that loads the plugin. NVRTC is pinned for the life of the process
+// (RTLD_NODELETE) when the plugin loads, so its pool stays reachable.
+[[maybe_unused]] const bool kNvrtcPinned = [] {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || !info.dli_fname) return false;
+  return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != nullptr;
+}();
 
 // Destroys the program on every path.
 struct Program {

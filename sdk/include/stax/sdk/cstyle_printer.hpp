@@ -285,6 +285,15 @@ class CStylePrinter : public OpsHandler<std::string> {
   virtual std::string check(const std::string& cond, const std::string& message) const {
     return t_.check_macro + "(" + cond + ", \"" + message + "\");";
   }
+  // The bounds check of an indirect index: `index` (the index as loaded, before any negative
+  // wrap) must satisfy `cond` (0 <= wrapped index < size). A printer whose kernels can report the
+  // offending value to the host overrides this; the default is check() with a fixed message.
+  virtual std::string check_index(const std::string& cond, const std::string& index,
+                                  const std::string& checked, int64_t size) const {
+    (void)index;
+    std::string sz = std::to_string(size);
+    return check(cond, "index out of bounds: 0 <= " + checked + " < " + sz);
+  }
 
   // ---- OpsHandler ----
 #define STAX_UNARY_OP(name) \
@@ -337,8 +346,7 @@ class CStylePrinter : public OpsHandler<std::string> {
     std::string xtype = compute_type(dtype_of(x));
     if (wrap_negative) v = emit(x + " < 0 ? " + x + " + " + sz + " : " + x, true, xtype);
     if (check_bounds)
-      dest().push_back(check("0 <= " + v + " && " + v + " < " + sz,
-                                 "index out of bounds: 0 <= " + v + " < " + sz));
+      dest().push_back(check_index("0 <= " + v + " && " + v + " < " + sz, x, v, size));
     // 32-bit indexing: the (checked or proven) index in [0, size) joins the index arithmetic as
     // index_type32.
     if (kernel_.index_bits() == 32)
