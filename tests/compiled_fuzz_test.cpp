@@ -45,6 +45,8 @@ using test::FuzzCase;
 using test::check_case;
 using test::describe;
 using test::generate;
+using test::within_gemm_bound;
+using test::within_softmax_bound;
 
 constexpr uint64_t kNumSeeds = 300;
 
