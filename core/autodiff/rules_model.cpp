@@ -45,19 +45,11 @@ std::unique_ptr<Mini> mini_graph(const Node& n) {
     m->outer.push_back(in);
     m->names.push_back(name);
   }
-  auto remap = [&](auto&& self, const Arg& a) -> Arg {
-    if (a.is_node()) return Arg(ph.at(a.node()));
-    if (a.is_list()) {
-      Arg::List l;
-      for (const Arg& e : a.list()) l.push_back(self(self, e));
-      return Arg(std::move(l));
-    }
-    return a;
-  };
+  auto remap = [&](const Arg& a) { return map_nodes(a, [&](Node* x) { return ph.at(x); }); };
   std::vector<Arg> args;
-  for (const Arg& a : n.args()) args.push_back(remap(remap, a));
+  for (const Arg& a : n.args()) args.push_back(remap(a));
   Kwargs kwargs;
-  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(remap, v));
+  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(v));
   Node* call = m->g.call(n.target(), std::move(args), std::move(kwargs), n.name());
   call->attrs = n.attrs;
   m->g.output({call});
@@ -68,15 +60,7 @@ std::unique_ptr<Mini> mini_graph(const Node& n) {
 // Replays the call nodes of `g` through `e` (placeholders and `fixed` nodes come from `map`).
 void replay(const Graph& g, const Emitter& e, std::unordered_map<const Node*, Node*>& map,
             const Node* forward_out, Node* outer_out) {
-  auto remap = [&](auto&& self, const Arg& a) -> Arg {
-    if (a.is_node()) return Arg(map.at(a.node()));
-    if (a.is_list()) {
-      Arg::List l;
-      for (const Arg& x : a.list()) l.push_back(self(self, x));
-      return Arg(std::move(l));
-    }
-    return a;
-  };
+  auto remap = [&](const Arg& a) { return map_nodes(a, [&](Node* x) { return map.at(x); }); };
   for (const Node* n : g.nodes()) {
     if (!n->is_call()) continue;
     if (n == forward_out) {
@@ -84,9 +68,9 @@ void replay(const Graph& g, const Emitter& e, std::unordered_map<const Node*, No
       continue;
     }
     std::vector<Arg> args;
-    for (const Arg& a : n->args()) args.push_back(remap(remap, a));
+    for (const Arg& a : n->args()) args.push_back(remap(a));
     Kwargs kwargs;
-    for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, remap(remap, v));
+    for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, remap(v));
     Node* r = e.call(n->target(), std::move(args), std::move(kwargs));
     for (const auto& [k, v] : n->attrs) r->attrs.emplace(k, v);
     map[n] = r;

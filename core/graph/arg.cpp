@@ -127,4 +127,14 @@ std::string arg_str(const Arg& a) {
   return std::visit(V{}, a.v);
 }
 
+Arg map_nodes(const Arg& a, const std::function<Node*(Node*)>& f) {
+  if (a.is_node()) return Arg(f(a.node()));
+  if (a.is_list()) {
+    Arg::List l;
+    for (const Arg& e : a.list()) l.push_back(map_nodes(e, f));
+    return Arg(std::move(l));
+  }
+  return a;
+}
+
 }  // namespace stax

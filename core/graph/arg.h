@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,5 +82,9 @@ struct Arg {
 // "tensorplay.float32", "tensorplay.undefined". Doubles use Python's repr (shortest round trip).
 std::string arg_str(const Arg& a);
 std::string double_repr(double d);
+
+// `a` with every node in it (lists included, recursively) replaced by `f(node)`: for re-emitting a
+// node's arguments into another graph.
+Arg map_nodes(const Arg& a, const std::function<Node*(Node*)>& f);
 
 }  // namespace stax

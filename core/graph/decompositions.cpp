@@ -42,24 +42,6 @@ Arg opt_arg(const Node& n, const char* param) {
 
 Node* cast(Graph& g, Node* x, DType t) { return x->dtype() == t ? x : g.call("to.dtype", {x, t}); }
 
-// Wrapped dims a reduction over `dims` (absent or empty: all dims) covers, and their element count.
-Ints reduced_dims(const Node& x, const Arg& dims) {
-  int64_t rank = x.meta().dim();
-  Ints out;
-  if (dims.is_absent() || dims.to_int_list().empty()) {
-    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
-    return out;
-  }
-  for (int64_t d : dims.to_int_list())
-    if (rank > 0) out.push_back(wrap_dim(d, rank, "%" + x.name()));
-  return out;
-}
-
-int64_t reduced_count(const Node& x, const Ints& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.shape()[d];
-  return n;
-}
 
 // ---- softmax family
 // ------------------------------------------------------------------------------
@@ -222,6 +204,25 @@ Node* bernoulli_decomp(Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+// Wrapped dims a reduction over `dims` (absent or empty: all dims) covers, and their element count.
+Ints reduced_dims(const Node& x, const Arg& dims) {
+  int64_t rank = x.meta().dim();
+  Ints out;
+  if (dims.is_absent() || dims.to_int_list().empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims.to_int_list())
+    if (rank > 0) out.push_back(wrap_dim(d, rank, "%" + x.name()));
+  return out;
+}
+
+int64_t reduced_count(const Node& x, const Ints& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  return n;
+}
 
 const DecompositionTable& default_decompositions() {
   static const DecompositionTable table = [] {

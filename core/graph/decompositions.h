@@ -81,4 +81,9 @@ size_t decompose(Graph& g, const DecompositionOptions& options = {});
 // replacement; `n` is erased.
 Node* decompose_node(Graph& g, Node* n, const DecompositionTable& table = default_decompositions());
 
+// Helpers for decomposition rules (decompositions*.cpp): the wrapped dims a reduction over `dims`
+// covers (absent or empty: all dims) and their element count.
+std::vector<int64_t> reduced_dims(const Node& x, const Arg& dims);
+int64_t reduced_count(const Node& x, const std::vector<int64_t>& dims);
+
 }  // namespace stax

@@ -42,23 +42,6 @@ Arg opt(const Node& n, const char* p) { return has_param(n, p) ? n.arg(p) : Arg(
 bool is_one(const Arg& a) { return a.is_number() && a.to_double() == 1.0; }
 Node* scale(Graph& g, Node* x, const Arg& s) { return is_one(s) ? x : g.call("mul.Scalar", {x, s}); }
 
-Ints dims_of(const Node& x, const Arg& dims) {
-  int64_t rank = x.meta().dim();
-  Ints out;
-  if (dims.is_absent() || dims.to_int_list().empty()) {
-    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
-    return out;
-  }
-  for (int64_t d : dims.to_int_list())
-    if (rank > 0) out.push_back(wrap_dim(d, rank, "%" + x.name()));
-  return out;
-}
-
-int64_t count(const Node& x, const Ints& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.shape()[d];
-  return n;
-}
 
 // The overload names of pow(Tensor, Scalar) and floor_divide(Tensor, Tensor) change when the
 // registry adopts aten's names (issue 14: pow.Scalar -> pow.Tensor_Scalar, floor_divide.Tensor ->
@@ -198,13 +181,13 @@ Node* var_of(Graph& g, Node* x, const Ints& dims, double correction, bool keepdi
   Node* mean = g.call("mean.dim", {x, dims, true});
   Node* xc = g.call("sub.Tensor", {x, mean});
   Node* s = g.call("sum.dim_IntList", {g.call("mul.Tensor", {xc, xc}), dims, keepdim});
-  double denom = std::max(0.0, static_cast<double>(count(*x, dims)) - correction);
+  double denom = std::max(0.0, static_cast<double>(reduced_count(*x, dims)) - correction);
   return g.call("div.Scalar", {s, denom});
 }
 
 Node* var_std(Graph& g, const Node& n, bool sqrt) {
   Node* x = n.input(0);
-  Ints dims = dims_of(*x, opt(n, "dim"));
+  Ints dims = reduced_dims(*x, opt(n, "dim"));
   double correction = 1;
   if (Arg c = opt(n, "correction"); !c.is_absent()) correction = c.to_double();
   if (Arg u = opt(n, "unbiased"); !u.is_absent()) correction = u.to_bool() ? 1 : 0;
@@ -214,10 +197,10 @@ Node* var_std(Graph& g, const Node& n, bool sqrt) {
 
 Node* logsumexp(Graph& g, const Node& n) {
   Node* x = cast(g, n.input(0), n.dtype());
-  Ints dims = dims_of(*x, n.arg("dim"));
+  Ints dims = reduced_dims(*x, n.arg("dim"));
   bool keepdim = n.arg("keepdim").to_bool();
   // An empty reduction: log(0) = -inf, as torch (amax has no identity to shift by).
-  if (count(*x, dims) == 0)
+  if (reduced_count(*x, dims) == 0)
     return g.call("log", {g.call("sum.dim_IntList", {g.call("exp", {x}), dims, keepdim})});
   Node* m = g.call("amax", {x, dims, true});
   Node* m0 = g.call("where.ScalarSelf", {g.call("eq.Scalar", {g.call("abs", {m}), kInf}), 0.0, m});
@@ -235,7 +218,7 @@ Node* norm(Graph& g, const Node& n) {
   if (Arg d = opt(n, "dtype"); d.is_dtype()) x = cast(g, x, d.dtype());
   double p = 2;
   if (Arg a = opt(n, has_param(n, "ord") ? "ord" : "p"); !a.is_absent()) p = a.to_double();
-  Ints dims = dims_of(*x, opt(n, "dim"));
+  Ints dims = reduced_dims(*x, opt(n, "dim"));
   bool keepdim = keepdim_of(n);
   if (p == kInf || p == -kInf)
     return g.call(p > 0 ? "amax" : "amin", {g.call("abs", {x}), dims, keepdim});

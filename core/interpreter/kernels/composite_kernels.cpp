@@ -134,19 +134,13 @@ Tensor kernels::run_decomposition(const KernelContext& ctx) {
     placeholder_of[in] = g.placeholder(in->name(), t.meta());
     inputs.push_back(t);
   }
-  auto remap = [&](auto&& self, const Arg& a) -> Arg {
-    if (a.is_node()) return Arg(placeholder_of.at(a.node()));
-    if (a.is_list()) {
-      Arg::List l;
-      for (const Arg& e : a.list()) l.push_back(self(self, e));
-      return Arg(std::move(l));
-    }
-    return a;
+  auto remap = [&](const Arg& a) {
+    return map_nodes(a, [&](Node* x) { return placeholder_of.at(x); });
   };
   std::vector<Arg> args;
-  for (const Arg& a : n.args()) args.push_back(remap(remap, a));
+  for (const Arg& a : n.args()) args.push_back(remap(a));
   Kwargs kwargs;
-  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(remap, v));
+  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(v));
   Node* call = g.call(n.target(), std::move(args), std::move(kwargs), n.name());
   call->attrs = n.attrs;
   g.output({call});
