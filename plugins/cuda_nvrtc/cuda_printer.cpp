@@ -119,22 +119,8 @@ template <> inline __half stax_from_float<__half>(float x) { return __float2half
 template <> inline __nv_bfloat16 stax_from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
-#define STAX_F16_CONVERSIONS(H)                                                         \
-  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
-  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
-  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
-  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
-  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
-  template <> inline H convert<H, double>(double x) {                                   \
-    return stax_from_float<H>((float)x);                                                \
-  }                                                                                     \
-  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
-  template <> inline H convert<H, bool>(bool x) {                                       \
-    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
-  }
-STAX_F16_CONVERSIONS(__half)
-STAX_F16_CONVERSIONS(__nv_bfloat16)
-#undef STAX_F16_CONVERSIONS
+STAX_SCALAR_F16_CONVERSIONS(__half)
+STAX_SCALAR_F16_CONVERSIONS(__nv_bfloat16)
 }  // namespace stax_scalar
 
 

@@ -232,4 +232,22 @@ template <> inline bool convert<bool, i64>(i64 x) { return x != 0; }
 
 }  // namespace stax_scalar
 
+// The conversions of a 16-bit float type H (computed through float, rounded to nearest even on the
+// way back): the one definition for every target. A target defines `float stax_to_float(H)` and
+// `stax_from_float<H>(float)` for its own H (scalar_ops_f16.hpp: the bit-level types of the C++
+// kernels; cuda_nvrtc: __half and __nv_bfloat16) and then invokes the macro inside stax_scalar.
+#define STAX_SCALAR_F16_CONVERSIONS(H)                                                  \
+  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
+  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
+  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
+  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
+  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
+  template <> inline H convert<H, double>(double x) {                                   \
+    return stax_from_float<H>((float)x);                                                \
+  }                                                                                     \
+  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
+  template <> inline H convert<H, bool>(bool x) {                                       \
+    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
+  }
+
 #endif  // STAX_SDK_SCALAR_OPS_HPP

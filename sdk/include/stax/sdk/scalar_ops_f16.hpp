@@ -24,22 +24,8 @@ template <> inline stax_half stax_from_float<stax_half>(float x) {
 template <> inline stax_bf16 stax_from_float<stax_bf16>(float x) {
   return stax_bf16{stax_f16::float_to_bf16(x)};
 }
-#define STAX_F16_CONVERSIONS(H)                                                         \
-  template <> inline float convert<float, H>(H x) { return stax_to_float(x); }          \
-  template <> inline double convert<double, H>(H x) { return stax_to_float(x); }        \
-  template <> inline i64 convert<i64, H>(H x) { return convert<i64>(stax_to_float(x)); } \
-  template <> inline bool convert<bool, H>(H x) { return stax_to_float(x) != 0.0f; }    \
-  template <> inline H convert<H, float>(float x) { return stax_from_float<H>(x); }     \
-  template <> inline H convert<H, double>(double x) {                                   \
-    return stax_from_float<H>((float)x);                                                \
-  }                                                                                     \
-  template <> inline H convert<H, i64>(i64 x) { return stax_from_float<H>((float)x); }  \
-  template <> inline H convert<H, bool>(bool x) {                                       \
-    return stax_from_float<H>(x ? 1.0f : 0.0f);                                         \
-  }
-STAX_F16_CONVERSIONS(stax_half)
-STAX_F16_CONVERSIONS(stax_bf16)
-#undef STAX_F16_CONVERSIONS
+STAX_SCALAR_F16_CONVERSIONS(stax_half)
+STAX_SCALAR_F16_CONVERSIONS(stax_bf16)
 }  // namespace stax_scalar
 
 #endif  // STAX_SDK_SCALAR_OPS_F16_HPP
