@@ -57,23 +57,6 @@ Compiler& interpreted() {
   return compiler;
 }
 
-std::vector<Tensor> abs_inputs(const std::vector<Tensor>& in) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : in) {
-    Tensor a = t.clone();
-    if (is_floating(a.dtype()))
-      for (int64_t i = 0; i < a.numel(); ++i) a.set_double(i, std::fabs(a.get_double(i)));
-    out.push_back(a);
-  }
-  return out;
-}
-
-double storage_roundoff(DType d) {
-  if (d == DType::Float16) return std::ldexp(1.0, -11);
-  if (d == DType::BFloat16) return std::ldexp(1.0, -8);
-  return test::unit_roundoff(d);
-}
-
 TEST(CudaTriton, E2eSetUnderTheTritonInterpreterAgreesWithTheReference) {
   REQUIRE_TRITON();
   size_t bitwise = 0, bounded = 0;
@@ -85,7 +68,7 @@ TEST(CudaTriton, E2eSetUnderTheTritonInterpreterAgreesWithTheReference) {
     std::vector<Tensor> got = cg.run(c.inputs);
     std::vector<Tensor> want = interpret(c.graph, c.inputs);
     std::vector<Tensor> magnitude;
-    if (!c.reordered.empty()) magnitude = interpret(c.graph, abs_inputs(c.inputs));
+    if (!c.reordered.empty()) magnitude = interpret(c.graph, test::abs_inputs(c.inputs));
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       if (c.approximate) {
@@ -103,7 +86,7 @@ TEST(CudaTriton, E2eSetUnderTheTritonInterpreterAgreesWithTheReference) {
           bound[static_cast<size_t>(e)] =
               2.0 * static_cast<double>(n - 1) * test::unit_roundoff(dt) *
                   magnitude[i].get_double(e) +
-              2.0 * storage_roundoff(dt) * std::fabs(want[i].get_double(e));
+              2.0 * test::output_roundoff(dt) * std::fabs(want[i].get_double(e));
         EXPECT_TRUE(test::within_bound(got[i], want[i], bound)) << "out " << i;
         ++bounded;
       } else {

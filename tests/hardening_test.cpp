@@ -238,6 +238,34 @@ TEST(Hardening, AllocationFailureNamesTheSourceLine) {
             "%big (alloc.stax:3:5): error: cannot allocate 1125899906842624 bytes");
 }
 
+// Runs `cg` from one thread per entry of `inputs`, `runs` times each, at the same time; every
+// result must equal `expected` of its thread bit for bit and no run may throw.
+void expect_concurrent_runs_agree(const CompiledGraph& cg,
+                                  const std::vector<std::vector<Tensor>>& inputs,
+                                  const std::vector<std::vector<Tensor>>& expected, int runs) {
+  const size_t n = inputs.size();
+  std::vector<int> mismatches(n, 0);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < runs; ++r) {
+          std::vector<Tensor> got = cg.run(inputs[t]);
+          for (size_t i = 0; i < got.size(); ++i)
+            if (!bitwise_equal(got[i], expected[t][i])) ++mismatches[t];
+        }
+      } catch (const std::exception& ex) {
+        errors[t] = ex.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (size_t t = 0; t < n; ++t) {
+    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+  }
+}
+
 // Issue 12 item 2: runs of one CompiledGraph from several threads, each with its own arena for
 // the intermediates (a free list of run contexts) and no lock around cpu_cpp's kernels
 // (concurrent_runs); every result equals the interpreter's, bit for bit.
@@ -257,26 +285,7 @@ TEST(Hardening, ConcurrentRunsOfOneCompiledGraph) {
     inputs.push_back({Tensor::randn({64, 96}, DType::Float32, 100 + t)});
     expected.push_back(test::reference(g, inputs.back()));
   }
-  std::vector<int> mismatches(kThreads, 0);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        for (int r = 0; r < kRuns; ++r) {
-          std::vector<Tensor> got = cg.run(inputs[t]);
-          for (size_t i = 0; i < got.size(); ++i)
-            if (!bitwise_equal(got[i], expected[t][i])) ++mismatches[t];
-        }
-      } catch (const std::exception& ex) {
-        errors[t] = ex.what();
-      }
-    });
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
-    EXPECT_EQ(errors[t], "") << "thread " << t;
-  }
+  expect_concurrent_runs_agree(cg, inputs, expected, kRuns);
 }
 
 // Concurrent runs on a compiler with a 2-thread pool (threads: 2): every kernel of both runs is
@@ -299,26 +308,7 @@ TEST(Hardening, ConcurrentRunsShareTheThreadPool) {
                       Tensor::randn({512, 256}, DType::Float32, 300 + t)});
     expected.push_back(test::reference(g, inputs.back()));
   }
-  std::vector<int> mismatches(kThreads, 0);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        for (int r = 0; r < kRuns; ++r) {
-          std::vector<Tensor> got = cg.run(inputs[t]);
-          for (size_t i = 0; i < got.size(); ++i)
-            if (!bitwise_equal(got[i], expected[t][i])) ++mismatches[t];
-        }
-      } catch (const std::exception& ex) {
-        errors[t] = ex.what();
-      }
-    });
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
-    EXPECT_EQ(errors[t], "") << "thread " << t;
-  }
+  expect_concurrent_runs_agree(cg, inputs, expected, kRuns);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // layer_norm, indexing, and a config that runs graphs on cuda_nvrtc (default_device: cuda).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,27 @@ struct E2eCase {
   // Fused graphs with reordered inner sums (softmax, layer_norm): compared with allclose.
   bool approximate = false;
 };
+
+// The inputs with every floating element replaced by its magnitude: interpreting a reordered
+// reduction on them gives the sum of |a_i| its §6.5 bound needs.
+inline std::vector<Tensor> abs_inputs(const std::vector<Tensor>& in) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) {
+    Tensor a = t.clone();
+    if (is_floating(a.dtype()))
+      for (int64_t i = 0; i < a.numel(); ++i) a.set_double(i, std::fabs(a.get_double(i)));
+    out.push_back(a);
+  }
+  return out;
+}
+
+// The unit roundoff of a dtype's storage (the final rounding of a half-type result; the compute
+// dtype's own roundoff otherwise).
+inline double output_roundoff(DType d) {
+  if (d == DType::Float16) return std::ldexp(1.0, -11);
+  if (d == DType::BFloat16) return std::ldexp(1.0, -8);
+  return unit_roundoff(d);
+}
 
 inline std::vector<E2eCase> cuda_e2e_cases() {
   std::vector<E2eCase> cases;
