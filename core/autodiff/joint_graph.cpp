@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
 
@@ -69,6 +70,7 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<std::string
   check_wrt(forward, wrt);
 
   JointGraph j{forward.clone(), {}, {}, {}, 0, wrt};
+  expand_multi_output(j.graph);  // a VJP sees one node per element of a multi-output op
   Graph& g = j.graph;
   std::vector<Node*> forward_nodes = g.nodes();
   for (Node* n : forward_nodes) {

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
 
@@ -86,6 +87,7 @@ JvpGraph build_jvp_graph(const Graph& g, const std::vector<std::string>& wrt,
       throw Error("autodiff", where(n), "placeholder '" + name + "' is named twice in wrt");
   }
   JvpGraph j{g.clone(), {}, {}, wrt, g.outputs().size()};
+  expand_multi_output(j.graph);  // a JVP sees one node per element of a multi-output op
   Graph& jg = j.graph;
   std::vector<Node*> nodes = jg.nodes();
   std::unordered_map<const Node*, Node*> tangent;

@@ -7,6 +7,7 @@
 
 #include "core/driver/stage_dumper.h"
 #include "core/graph/decompositions.h"
+#include "core/graph/multi_output.h"
 #include "core/graph/printer.h"
 #include "core/ir/layout.h"
 #include "core/runtime/compiled_graph_impl.h"
@@ -157,6 +158,7 @@ CompiledGraph Compiler::compile(const Graph& source) {
   impl->graph = std::make_unique<Graph>(source.clone());
   Graph& g = *impl->graph;
   auto t = Clock::now();
+  expand_multi_output(g);  // ops returning several tensors: one node (and buffer) per element
   if (options_.decompose) decompose(g);
   impl->stats.decompose_ms = ms_since(t);
   dump("graph", [&] { return print_graph(g); });

@@ -248,6 +248,21 @@ static const OpDef* scalar_overload_for(const OpRegistry& reg, const OpDef& op,
   return nullptr;
 }
 
+// Only getitem reads a tuple-valued node (an op returning several tensors).
+static void reject_tuple_arg(const OpDef& op, const Arg& a, const std::string& where) {
+  if (a.is_list()) {
+    for (const auto& e : a.list()) reject_tuple_arg(op, e, where);
+    return;
+  }
+  if (!a.is_node() || !a.node()->is_tuple()) return;
+  const Node* t = a.node();
+  throw Error("graph", where,
+              op.name() + ": argument %" + t->name() + " is a tuple of " +
+                  std::to_string(t->tuple_metas().size()) + " tensors (" + t->target() +
+                  " returns several); select one with getitem (operator.getitem(%" + t->name() +
+                  ", i))");
+}
+
 Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs, std::string name) {
   const OpDef& op0 = registry_->get(target, name.empty() ? "" : "%" + name);
   const OpDef* scalar_op = scalar_overload_for(*registry_, op0, args, kwargs);
@@ -255,7 +270,28 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
   if (name.empty()) name = unique_name(op.schema.base);
   std::string where = "%" + name;
   BoundCall b = bind_call(op, std::move(args), std::move(kwargs), where);
+  if (op.name() != "getitem.default") {
+    for (const auto& a : b.args) reject_tuple_arg(op, a, where);
+    for (const auto& kv : b.kwargs) reject_tuple_arg(op, kv.second, where);
+  }
   CallArgs ca(op, b.args, b.kwargs, where);
+  if (op.multi_output()) {
+    std::vector<TensorMeta> metas = op.infer_multi(ca);
+    for (auto& m : metas) {
+      check_extent(m.sizes, m.dtype, where);
+      if (m.strides.empty() && !m.sizes.empty()) m.strides = contiguous_strides(m.sizes);
+    }
+    TensorMeta tuple_meta;  // empty: the elements carry the metadata
+    if (!metas.empty()) {
+      tuple_meta.dtype = metas[0].dtype;
+      tuple_meta.device = metas[0].device;
+    }
+    Node* n = add_node(NodeKind::CallFunction, std::move(name), &op, std::move(b.args),
+                       std::move(b.kwargs), std::move(tuple_meta));
+    n->is_tuple_ = true;
+    n->tuple_metas_ = std::move(metas);
+    return n;
+  }
   TensorMeta meta = op.infer(ca);
   check_extent(meta.sizes, meta.dtype, where);
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
@@ -270,7 +306,13 @@ Node* Graph::output(std::vector<Node*> values) {
     recompute_users();
   }
   std::vector<Arg> args;
-  for (Node* v : values) args.emplace_back(v);
+  for (Node* v : values) {
+    if (v && v->is_tuple())
+      throw Error("graph", "%" + v->name(),
+                  "a tuple-valued node (" + v->target() +
+                      ") cannot be a graph output; return its elements (getitem nodes)");
+    args.emplace_back(v);
+  }
   Node* saved = insert_before_;
   insert_before_ = nullptr;
   Node* out = add_node(NodeKind::Output, "output", nullptr, std::move(args), {}, TensorMeta{});
@@ -410,6 +452,8 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
     Node* c = g.add_node(n->kind_, n->name_, n->op_, std::move(args), std::move(kw), n->meta_);
     c->phase_ = n->phase_;
     c->attrs = n->attrs;
+    c->is_tuple_ = n->is_tuple_;
+    c->tuple_metas_ = n->tuple_metas_;
     m[n] = c;
   }
   g.name_counter_ = name_counter_;

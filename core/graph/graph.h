@@ -49,6 +49,14 @@ class Node {
 
   const TensorMeta& meta() const { return meta_; }
   void set_meta(TensorMeta m) { meta_ = std::move(m); }
+
+  // Multi-output nodes (docs/DECISIONS.md, "Multi-output nodes"): a call of an op that returns
+  // several tensors (max.dim, split.Tensor, native_layer_norm ...) yields a tuple, and only
+  // getitem nodes (FX's operator.getitem) read it. Its elements' metadata are here; its meta() is
+  // empty. expand_multi_output (core/graph/multi_output.h) rewrites tuples away before autodiff,
+  // the interpreter and lowering.
+  bool is_tuple() const { return is_tuple_; }
+  const std::vector<TensorMeta>& tuple_metas() const { return tuple_metas_; }
   const Shape& shape() const { return meta_.sizes; }
   DType dtype() const { return meta_.dtype; }
 
@@ -76,6 +84,8 @@ class Node {
   std::vector<Node*> users_;
   Phase phase_ = Phase::None;
   int64_t index_ = 0;
+  bool is_tuple_ = false;
+  std::vector<TensorMeta> tuple_metas_;
 };
 
 class Graph {

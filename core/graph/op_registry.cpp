@@ -59,7 +59,9 @@ OpDef& OpDef::allow_positional(const std::string& param) {
 
 std::string canonical_target(std::string_view t) {
   std::string s(t);
-  for (std::string_view prefix : {"tensorplay.ops.", "torch.ops.", "tp.", "aten."}) {
+  // "operator.getitem": FX's target for selecting one element of a tuple-valued op.
+  for (std::string_view prefix :
+       {"tensorplay.ops.", "torch.ops.", "tp.", "aten.", "operator.", "_operator."}) {
     if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
   }
   if (s.find('.') == std::string::npos) s += ".default";
@@ -75,6 +77,13 @@ OpDef& OpRegistry::add(const std::string& schema, OpCategory category, Promotion
   auto [it, inserted] = ops_.emplace(def->schema.name, std::move(def));
   if (!inserted) throw Error("registry", "", "op " + it->first + " registered twice");
   return *it->second;
+}
+
+OpDef& OpRegistry::add_multi(const std::string& schema, OpCategory category,
+                             InferMultiFn infer) {
+  OpDef& d = add(schema, category, Promotion::None, nullptr);
+  d.infer_multi = std::move(infer);
+  return d;
 }
 
 const OpDef* OpRegistry::find(std::string_view target) const {

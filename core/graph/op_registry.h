@@ -59,6 +59,8 @@ class CallArgs {
 };
 
 using InferFn = std::function<TensorMeta(const CallArgs&)>;
+// The metadata of each element of an op returning several tensors (a tuple or Tensor[]).
+using InferMultiFn = std::function<std::vector<TensorMeta>(const CallArgs&)>;
 
 struct OpDef {
   OpSchema schema;
@@ -66,6 +68,10 @@ struct OpDef {
   Promotion promotion = Promotion::Default;
   InferFn infer;
   bool differentiable = true;   // false for comparisons, argmax, integer-only ops ...
+  // Set for ops returning several tensors (max.dim, split.Tensor ...): the call yields a tuple
+  // node (Node::is_tuple) and `infer` is unused.
+  InferMultiFn infer_multi;
+  bool multi_output() const { return static_cast<bool>(infer_multi); }
   const std::string& name() const { return schema.name; }
   // Marks the kwarg-only `param` as also accepted positionally (ParamSpec::positional_compat).
   OpDef& allow_positional(const std::string& param);
@@ -75,6 +81,8 @@ class OpRegistry {
  public:
   // Registers an op: `schema` as in op_schema.h. Throws on a duplicate name.
   OpDef& add(const std::string& schema, OpCategory category, Promotion promotion, InferFn infer);
+  // Registers an op returning several tensors (core/graph/ops/multi_output_ops.cpp).
+  OpDef& add_multi(const std::string& schema, OpCategory category, InferMultiFn infer);
 
   // Looks up "add.Tensor", "tp.add.Tensor", "tensorplay.ops.tp.add.Tensor", or a bare "relu"
   // (meaning relu.default). Null when unknown.

@@ -121,14 +121,47 @@ std::string OpSchema::str() const {
     s += std::string(type_str(p.type)) + (p.optional ? "?" : "") + " " + p.name;
     if (p.default_value) s += "=" + arg_str(*p.default_value);
   }
-  return s + ") -> Tensor";
+  return s + ") -> " + (returns.empty() ? std::string("Tensor") : returns);
 }
 
-OpSchema parse_schema(const std::string& text) {
+namespace {
+
+// Drops aten's alias annotations: "Tensor(a -> *)" / "Tensor(a!)" read as "Tensor".
+std::string strip_alias(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    // A type "Tensor" (after '(', ' ', ',' or '['), not a name such as add.Tensor(...).
+    bool type_start = (i > 5 && (s[i - 6] == '(' || s[i - 6] == ' ' || s[i - 6] == ',' ||
+                                           s[i - 6] == '['));
+    if (s[i] == 'r' && i >= 5 && s.compare(i - 5, 6, "Tensor") == 0 && type_start &&
+        i + 1 < s.size() && s[i + 1] == '(') {
+      size_t close = s.find(')', i + 1);
+      if (close != std::string::npos) i = close;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+OpSchema parse_schema(const std::string& text_in) {
   OpSchema sc;
-  sc.text = trim(text);
-  auto lp = text.find('('), rp = text.rfind(')');
+  sc.text = trim(text_in);
+  const std::string text = strip_alias(text_in);
+  auto lp = text.find('(');
+  size_t rp = std::string::npos;
+  int depth = 0;
+  for (size_t i = lp; lp != std::string::npos && i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')' && --depth == 0) {
+      rp = i;
+      break;
+    }
+  }
   if (lp == std::string::npos || rp == std::string::npos || rp < lp) bad(text, "expected NAME(PARAMS)");
+  if (auto arrow = text.find("->", rp); arrow != std::string::npos)
+    sc.returns = trim(text.substr(arrow + 2));
   std::string name = trim(text.substr(0, lp));
   auto dot = name.find('.');
   sc.base = dot == std::string::npos ? name : name.substr(0, dot);

@@ -46,6 +46,7 @@ struct OpSchema {
   std::string overload;  // "Tensor" ("default" when the schema names none)
   std::vector<ParamSpec> params;
   std::string text;      // the schema string as registered (aten's, verbatim)
+  std::string returns;   // "Tensor", "(Tensor values, Tensor indices)", "Tensor(a)[]" (as written)
 
   // Index of the parameter called `param`, or -1.
   int index_of(const std::string& param) const;

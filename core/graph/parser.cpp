@@ -856,6 +856,10 @@ class Parser {
 
   void check_call_meta(const NodeRec& rec, const Node& n) const {
     const std::string node = "%" + rec.name;
+    if (n.is_tuple() && (rec.shape || rec.dtype))
+      fail(rec.shape ? rec.shape_loc : rec.dtype_loc,
+           node + " is a tuple of " + std::to_string(n.tuple_metas().size()) + " tensors (" +
+               n.target() + "): write shape=/dtype= on its getitem nodes");
     if (rec.shape && *rec.shape != n.shape())
       fail(rec.shape_loc, node + ": shape=" + shape_str(*rec.shape) +
                               " given, but the inferred shape is " + shape_str(n.shape()));

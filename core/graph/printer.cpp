@@ -76,7 +76,7 @@ std::string print_node(const Node& n, const PrintOptions& o) {
     if (o.show_placeholder_num_users) s += num_users(n);
     return s + " = placeholder[target=" + n.name() + "]";
   }
-  s += meta_annotations(n.meta());
+  if (!n.is_tuple()) s += meta_annotations(n.meta());  // a tuple's getitem nodes carry them
   if (o.show_num_users) s += num_users(n);
   std::vector<Arg> args = n.args();
   if (!o.show_kwargs) {

@@ -116,6 +116,24 @@ void check_call(const Graph& g, const Node& n) {
     fail(n, "arguments of " + op.name() +
                 " are not in normalized form (every positional "
                 "parameter bound, defaults filled in, kwarg-only parameters in kwargs)");
+  if (op.multi_output() != n.is_tuple())
+    fail(n, n.is_tuple() ? "a tuple-valued node calls " + op.name() + ", which returns one tensor"
+                         : op.name() + " returns several tensors but the node is not a tuple");
+  for (const Node* in : n.input_nodes())
+    if (in->is_tuple() && op.name() != "getitem.default")
+      fail(n, "reads the tuple %" + in->name() + " directly (only getitem may)");
+  if (n.is_tuple()) {
+    std::vector<TensorMeta> metas;
+    try {
+      metas = op.infer_multi(CallArgs(op, b.args, b.kwargs, where));
+    } catch (const Error& e) {
+      fail(n, e.message());
+    }
+    for (auto& m : metas)
+      if (m.strides.empty() && !m.sizes.empty()) m.strides = contiguous_strides(m.sizes);
+    if (metas != n.tuple_metas()) fail(n, "tuple element metadata differ from the inferred ones");
+    return;
+  }
   TensorMeta meta;
   try {
     CallArgs ca(op, b.args, b.kwargs, where);
@@ -162,8 +180,11 @@ void verify(const Graph& g) {
       case NodeKind::CallFunction: check_call(g, *n); break;
       case NodeKind::Output:
         if (n->op() || !n->kwargs().empty()) fail(*n, "the output node has no op and no kwargs");
-        for (const auto& a : n->args())
+        for (const auto& a : n->args()) {
           if (!a.is_node()) fail(*n, "the graph returns a non-tensor value " + arg_str(a));
+          if (a.node()->is_tuple())
+            fail(*n, "returns the tuple %" + a.node()->name() + " (return its getitem nodes)");
+        }
         break;
     }
   }

@@ -2,6 +2,10 @@
 // after their last use and checks every result against the node's inferred metadata.
 #include "core/interpreter/interpreter.h"
 
+#include <memory>
+
+#include "core/graph/multi_output.h"
+
 #include <unordered_map>
 
 #include "core/graph/op_registry.h"
@@ -103,8 +107,11 @@ uint64_t node_seed(uint64_t seed, const Node& n) {
 
 // ---- interpret --------------------------------------------------------------------------------
 
-std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs,
+std::vector<Tensor> interpret(const Graph& g_in, const std::vector<Tensor>& inputs,
                               const InterpreterOptions& options) {
+  // Tuple-valued nodes (ops returning several tensors) run as their expansion.
+  std::unique_ptr<Graph> expanded;
+  const Graph& g = without_tuples(g_in, expanded);
   const InterpreterTable& table = default_interpreter_table();
   const std::vector<Node*>& nodes = g.nodes();
   const Node* out_node = g.output_node();

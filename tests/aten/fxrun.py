@@ -1,6 +1,7 @@
 """Tracing a Python function with torch's make_fx, writing its FX printout and .npy inputs, and
 running it through the stax CLI (interpreter, compiled, gradient) against torch eager. Shared by
 fx_printouts.py and opinfo.py."""
+import operator
 import os
 import re
 import subprocess
@@ -29,6 +30,9 @@ def targets(gm):
     out = []
     for n in gm.graph.nodes:
         if n.op == "call_function":
+            if n.target is operator.getitem:  # an element of an op returning several tensors
+                out.append("getitem.default")
+                continue
             if not isinstance(n.target, torch._ops.OpOverload):
                 raise Unmapped("calls %s (not an aten op: a tuple-valued op)" % n.target)
             schema = n.target._schema

@@ -161,9 +161,11 @@ def run_sample(op, fn, leaves, workdir):
                 break
     if "grad" in modes and op.supports_autograd and not random:
         floats = [i for i, t in enumerate(leaves) if t.dtype.is_floating_point]
-        if floats and want and all(w.dtype.is_floating_point for w in want):
+        if floats and want and any(w.dtype.is_floating_point for w in want):
+            # Upstream gradients are ones for the floating-point outputs (integer outputs, such
+            # as max.dim's indices, have none: `stax grad` makes no tangent for them).
             rg = [t.clone().requires_grad_(i in floats) for i, t in enumerate(leaves)]
-            outs = flat_outputs(fn(*rg))
+            outs = [o for o in flat_outputs(fn(*rg)) if o.dtype.is_floating_point]
             try:
                 tg = torch.autograd.grad(outs, [rg[i] for i in floats],
                                          [torch.ones_like(o) for o in outs], allow_unused=True)

@@ -1,0 +1,416 @@
+// Ops returning several tensors (docs/DECISIONS.md, "Multi-output nodes"; core/graph/multi_output.h),
+// with aten's schemas, and `getitem` (FX's operator.getitem) selecting one element. Each op's
+// element metadata are those of its expansion into single-output ops (below), so the two cannot
+// disagree:
+//   max.dim / min.dim          values = gather(self, argmax/argmin), indices = argmax / argmin
+//                              (values go through gather so that the gradient goes to the selected
+//                              element only, as torch's; amax would split it among ties)
+//   sort / sort.stable         indices = argsort.stable, values = gather(self, indices)
+//   topk                       the first k of a stable argsort (descending when largest)
+//   kthvalue / median.dim      the k-th of a stable ascending argsort ((n-1)/2 for median)
+//   split.Tensor / split.sizes / split_with_sizes / unsafe_split* / chunk / tensor_split.sections
+//   / tensor_split.indices     slice.Tensor views; unbind.int: select.int views
+//   var_mean / std_mean        var / std and mean.dim of the same reduction
+//   aminmax / _aminmax.dim     amin, amax
+//   native_layer_norm          layer_norm; mean and rstd (detached: torch declares them not
+//                              differentiable) with keepdim shape
+//   native_batch_norm          batch_norm; training: the batch mean and invstd over (0, 2, ...)
+//                              (detached), eval: two empty tensors as torch's CPU kernel returns
+//   native_group_norm          group_norm; mean and rstd per (N, group) (detached)
+//   nll_loss_forward           nll_loss; total_weight (the weight of the targets not ignored)
+//   log_sigmoid_forward        min(x, 0) - log1p(exp(-|x|)); buffer exp(-|x|)
+#include <algorithm>
+
+#include "core/graph/multi_output.h"
+#include "core/graph/op_registry.h"
+#include "core/graph/ops/register_ops.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+int64_t wrapped(const ExpandCall& c, const Node* x, int64_t dim) {
+  int64_t rank = std::max<int64_t>(x->meta().dim(), 1);  // a 0-d tensor takes dim 0 / -1
+  return wrap_dim(dim, rank, c.where());
+}
+
+Node* slice(Graph& g, Node* x, int64_t dim, int64_t start, int64_t end) {
+  return g.call("slice.Tensor", {x, dim, start, end, int64_t{1}});
+}
+
+// Selecting along `dim` by an index tensor of keepdim shape; drops `dim` unless keepdim.
+Node* take(Graph& g, Node* x, int64_t dim, Node* idx, bool keepdim) {
+  Node* v = g.call("gather.default", {x, dim, idx});
+  return keepdim || x->meta().dim() == 0 ? v : g.call("squeeze.dim", {v, dim});
+}
+Node* drop(Graph& g, Node* idx, int64_t dim, bool keepdim, const Node* x) {
+  return keepdim || x->meta().dim() == 0 ? idx : g.call("squeeze.dim", {idx, dim});
+}
+
+std::vector<Node*> max_min_dim(Graph& g, const ExpandCall& c, bool is_max) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  bool keepdim = c.get("keepdim").to_bool();
+  if (x->meta().dim() > 0 && x->shape()[dim] == 0)
+    c.fail(std::string(is_max ? "max" : "min") +
+           "(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size");
+  Node* idx = g.call(is_max ? "argmax.default" : "argmin.default", {x, dim, true});
+  return {take(g, x, dim, idx, keepdim), drop(g, idx, dim, keepdim, x)};
+}
+
+// Stable argsort of x along dim (a 0-d tensor: its only index).
+Node* argsort(Graph& g, Node* x, int64_t dim, bool descending) {
+  return g.call("argsort.stable", {x}, {{"stable", true}, {"dim", dim}, {"descending", descending}});
+}
+
+std::vector<Node*> sort(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  Node* idx = argsort(g, x, dim, c.get("descending").to_bool());
+  return {g.call("gather.default", {x, dim, idx}), idx};
+}
+
+std::vector<Node*> topk(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t k = c.get("k").to_int();
+  int64_t n = x->meta().dim() == 0 ? 1 : x->shape()[dim];
+  if (k < 0 || k > n) c.fail("topk: k (" + std::to_string(k) + ") is out of range for a dimension of size " + std::to_string(n));
+  Node* idx = argsort(g, x, dim, c.get("largest").to_bool());
+  if (x->meta().dim() > 0) idx = slice(g, idx, dim, 0, k);
+  return {g.call("gather.default", {x, dim, idx}), idx};
+}
+
+std::vector<Node*> kth(Graph& g, Node* x, int64_t dim, int64_t k, bool keepdim) {
+  Node* idx = argsort(g, x, dim, false);
+  if (x->meta().dim() > 0) idx = slice(g, idx, dim, k, k + 1);
+  return {take(g, x, dim, idx, keepdim), drop(g, idx, dim, keepdim, x)};
+}
+
+std::vector<Node*> kthvalue(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t k = c.get("k").to_int();
+  int64_t n = x->meta().dim() == 0 ? 1 : x->shape()[dim];
+  if (k < 1 || k > n)
+    c.fail("kthvalue(): selected number k (" + std::to_string(k) + ") out of range for a dimension of size " + std::to_string(n));
+  return kth(g, x, dim, k - 1, c.get("keepdim").to_bool());
+}
+
+std::vector<Node*> median_dim(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t n = x->meta().dim() == 0 ? 1 : x->shape()[dim];
+  if (n == 0) c.fail("median(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size");
+  return kth(g, x, dim, (n - 1) / 2, c.get("keepdim").to_bool());
+}
+
+// Slices of x along dim at the given boundaries (sizes summing to the dim's size).
+std::vector<Node*> split_sizes(Graph& g, const ExpandCall& c, Node* x, int64_t dim, const Ints& sizes) {
+  if (x->meta().dim() == 0) c.fail("split expects at least a 1-dimensional tensor");
+  std::vector<Node*> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) c.fail("split sizes must be non-negative, got " + std::to_string(s));
+    out.push_back(slice(g, x, dim, at, at + s));
+    at += s;
+  }
+  if (at != x->shape()[dim])
+    c.fail("split sizes add up to " + std::to_string(at) + " but dimension " + std::to_string(dim) +
+           " has size " + std::to_string(x->shape()[dim]));
+  return out;
+}
+
+std::vector<Node*> split_tensor(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t size = c.get("split_size").to_int();
+  if (x->meta().dim() == 0) c.fail("split expects at least a 1-dimensional tensor");
+  int64_t n = x->shape()[dim];
+  if (size < 0 || (size == 0 && n != 0))
+    c.fail("split_size can only be 0 if dimension size is 0, but got split_size " + std::to_string(size));
+  Ints sizes;
+  if (size == 0) sizes = {0};
+  for (int64_t at = 0; size > 0 && at < n; at += size) sizes.push_back(std::min(size, n - at));
+  if (sizes.empty()) sizes = {0};
+  return split_sizes(g, c, x, dim, sizes);
+}
+
+std::vector<Node*> split_with_sizes(Graph& g, const ExpandCall& c, const char* param) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  return split_sizes(g, c, x, dim, c.get(param).to_int_list());
+}
+
+std::vector<Node*> chunk(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t chunks = c.get("chunks").to_int();
+  if (chunks <= 0) c.fail("chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
+  if (x->meta().dim() == 0) c.fail("chunk expects at least a 1-dimensional tensor");
+  int64_t n = x->shape()[dim];
+  int64_t size = (n + chunks - 1) / chunks;
+  Ints sizes;
+  if (size == 0) {  // torch: an empty dim gives `chunks` empty chunks
+    sizes.assign(static_cast<size_t>(chunks), 0);
+  } else {
+    for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+  }
+  return split_sizes(g, c, x, dim, sizes);
+}
+
+std::vector<Node*> tensor_split_sections(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() == 0) c.fail("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t sections = c.get("sections").to_int();
+  if (sections <= 0) c.fail("number of sections must be larger than 0, got " + std::to_string(sections));
+  int64_t n = x->shape()[dim];
+  Ints sizes;
+  for (int64_t i = 0; i < sections; ++i) sizes.push_back(n / sections + (i < n % sections ? 1 : 0));
+  return split_sizes(g, c, x, dim, sizes);
+}
+
+std::vector<Node*> tensor_split_indices(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() == 0) c.fail("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  int64_t n = x->shape()[dim];
+  std::vector<Node*> out;
+  int64_t start = 0;
+  auto clampi = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  for (int64_t i : c.get("indices").to_int_list()) {
+    int64_t end = std::max(clampi(i), start);
+    out.push_back(slice(g, x, dim, start, end));
+    start = end;
+  }
+  out.push_back(slice(g, x, dim, start, n));
+  return out;
+}
+
+std::vector<Node*> unbind(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() == 0) c.fail("unbind: dimension specified as 0 but tensor has no dimensions");
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  std::vector<Node*> out;
+  for (int64_t i = 0; i < x->shape()[dim]; ++i) out.push_back(g.call("select.int", {x, dim, i}));
+  return out;
+}
+
+// var_mean / std_mean: (var or std, mean) over the same dims.
+std::vector<Node*> stat_mean(Graph& g, const ExpandCall& c, const std::string& stat) {
+  Node* x = c.tensor("self");
+  const std::string& ov = c.op().schema.overload;
+  Node* s;
+  Arg dim = ov == "default" ? Arg() : c.get("dim");
+  bool keepdim = ov == "default" ? false : c.get("keepdim").to_bool();
+  if (ov == "correction") {
+    s = g.call(stat + ".correction", {x, dim}, {{"correction", c.get("correction")}, {"keepdim", keepdim}});
+  } else if (ov == "dim") {
+    s = g.call(stat + ".dim", {x, dim, c.get("unbiased"), keepdim});
+  } else {
+    s = g.call(stat + ".default", {x, c.get("unbiased")});
+  }
+  Node* m = g.call("mean.dim", {x, dim, keepdim});
+  return {s, m};
+}
+
+std::vector<Node*> aminmax(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  bool keepdim = c.get("keepdim").to_bool();
+  Arg dims;
+  if (c.has("dim")) {
+    dims = Arg(Ints{wrapped(c, x, c.get("dim").to_int())});
+  } else {
+    if (x->meta().numel() == 0) c.fail("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity");
+    Ints all;
+    for (int64_t d = 0; d < x->meta().dim(); ++d) all.push_back(d);
+    dims = Arg(all);
+  }
+  return {g.call("amin.default", {x, dims, keepdim}), g.call("amax.default", {x, dims, keepdim})};
+}
+
+// rsqrt(var(x over dims, biased) + eps), detached; and the detached mean.
+std::pair<Node*, Node*> mean_rstd(Graph& g, Node* x, const Ints& dims, bool keepdim, double eps) {
+  Node* m = g.call("mean.dim", {x, Arg(dims), keepdim});
+  Node* v = g.call("var.correction", {x, Arg(dims)}, {{"correction", int64_t{0}}, {"keepdim", keepdim}});
+  Node* r = g.call("rsqrt.default", {g.call("add.Scalar", {v, eps})});
+  return {g.call("detach.default", {m}), g.call("detach.default", {r})};
+}
+
+std::vector<Node*> native_layer_norm(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  Ints shape = c.get("normalized_shape").to_int_list();
+  double eps = c.get("eps").to_double();
+  Node* out = g.call("layer_norm.default", {x, Arg(shape), c.get("weight"), c.get("bias"), eps});
+  Ints dims;
+  for (int64_t d = x->meta().dim() - static_cast<int64_t>(shape.size()); d < x->meta().dim(); ++d)
+    dims.push_back(d);
+  auto [m, r] = mean_rstd(g, x, dims, true, eps);
+  return {out, m, r};
+}
+
+std::vector<Node*> native_batch_norm(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  bool training = c.get("training").to_bool();
+  double eps = c.get("eps").to_double();
+  Node* out = g.call("batch_norm.default", {x, c.get("weight"), c.get("bias"), c.get("running_mean"),
+                                            c.get("running_var"), training, c.get("momentum"), eps,
+                                            false});
+  if (!training) {
+    Node* e = g.call("full.default", {Arg(Ints{0}), 0.0},
+                     {{"dtype", x->dtype()}});
+    return {out, e, g.call("clone.default", {e})};
+  }
+  Ints dims = {0};
+  for (int64_t d = 2; d < x->meta().dim(); ++d) dims.push_back(d);
+  auto [m, r] = mean_rstd(g, x, dims, false, eps);
+  return {out, m, r};
+}
+
+std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  int64_t n = c.get("N").to_int(), groups = c.get("group").to_int();
+  double eps = c.get("eps").to_double();
+  if (groups <= 0 || x->meta().dim() < 2 || x->shape()[1] % groups != 0)
+    c.fail("native_group_norm: the channel count must be divisible by group (" + std::to_string(groups) + ")");
+  Node* out = g.call("group_norm.default", {x, groups, c.get("weight"), c.get("bias"), eps});
+  Node* grouped = g.call("reshape.default", {x, Arg(Ints{n, groups, -1})});
+  auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps);
+  return {out, m, r};
+}
+
+// (output, total_weight): total_weight is the summed weight of the targets not ignored (0 for
+// reduction='none'), as torch's CPU kernel.
+std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* target = c.tensor("target");
+  int64_t reduction = c.get("reduction").to_int();
+  int64_t ignore = c.get("ignore_index").to_int();
+  Node* out = g.call("nll_loss.default", {x, target, c.get("weight"), reduction, ignore});
+  Node* total;
+  if (reduction == 0) {
+    total = g.call("zeros.default", {Arg(Ints{})}, {{"dtype", x->dtype()}});
+  } else {
+    Node* valid = g.call("ne.Scalar", {target, ignore});
+    Node* contrib;
+    if (c.has("weight")) {
+      Node* w = c.tensor("weight");
+      int64_t classes = w->shape().empty() ? 1 : w->shape()[0];
+      Node* safe = g.call("clamp.default", {target, int64_t{0}, classes - 1});
+      Node* flat = g.call("reshape.default", {safe, Arg(Ints{-1})});
+      Node* wt = g.call("reshape.default", {g.call("index_select.default", {w, int64_t{0}, flat}),
+                                            Arg(target->shape())});
+      contrib = g.call("where.ScalarOther", {valid, wt, 0.0});
+    } else {
+      contrib = g.call("to.dtype", {valid, x->dtype()});
+    }
+    total = g.call("sum.default", {contrib});
+  }
+  return {out, g.call("detach.default", {total})};
+}
+
+// (output, buffer): min(x, 0) - log1p(exp(-|x|)), and exp(-|x|) as torch's CPU kernel keeps it.
+std::vector<Node*> log_sigmoid_forward(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* z = g.call("exp.default", {g.call("neg.default", {g.call("abs.default", {x})})});
+  Node* out = g.call("sub.Tensor", {g.call("clamp_max.default", {x, 0.0}), g.call("log1p.default", {z})});
+  return {out, g.call("detach.default", {z})};
+}
+
+// getitem(tuple, i): element i (negative i counts from the end, as Python's).
+TensorMeta getitem_rule(const CallArgs& c) {
+  const Arg& t = c.get("self");
+  if (!t.is_node() || !t.node()->is_tuple())
+    c.fail("getitem reads an op returning several tensors (a tuple); %" +
+           (t.is_node() ? t.node()->name() + " is a tensor" : arg_str(t) + " is not a node"));
+  const auto& metas = t.node()->tuple_metas();
+  int64_t n = static_cast<int64_t>(metas.size());
+  int64_t i = c.get("idx").to_int();
+  if (i < -n || i >= n)
+    c.fail("tuple index " + std::to_string(i) + " out of range: %" + t.node()->name() + " (" +
+           t.node()->target() + ") has " + std::to_string(n) + " elements");
+  return metas[static_cast<size_t>(i < 0 ? i + n : i)];
+}
+
+struct MultiOp {
+  const char* schema;
+  OpCategory category;
+  bool differentiable;
+  ExpandFn expand;
+};
+
+std::vector<MultiOp> multi_ops() {
+  using C = OpCategory;
+  auto stat = [](std::string s) { return [s](Graph& g, const ExpandCall& c) { return stat_mean(g, c, s); }; };
+  auto sizes = [](const char* p) { return [p](Graph& g, const ExpandCall& c) { return split_with_sizes(g, c, p); }; };
+  return {
+      {"max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Reduction, true,
+       [](Graph& g, const ExpandCall& c) { return max_min_dim(g, c, true); }},
+      {"min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Reduction, true,
+       [](Graph& g, const ExpandCall& c) { return max_min_dim(g, c, false); }},
+      {"sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", C::Indexing, true, sort},
+      {"sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+       C::Indexing, true, sort},
+      {"topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+       C::Indexing, true, topk},
+      {"kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing,
+       true, kthvalue},
+      {"median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing, true,
+       median_dim},
+      {"split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", C::View, true, split_tensor},
+      {"split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", C::View, true, sizes("split_size")},
+      {"split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", C::View, true,
+       sizes("split_sizes")},
+      {"unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]", C::View, true, split_tensor},
+      {"unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]", C::View, true,
+       sizes("split_sizes")},
+      {"chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", C::View, true, chunk},
+      {"tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]", C::View, true,
+       tensor_split_sections},
+      {"tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]", C::View, true,
+       tensor_split_indices},
+      {"unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", C::View, true, unbind},
+      {"var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
+       C::Reduction, true, stat("var")},
+      {"var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)", C::Reduction,
+       true, stat("var")},
+      {"var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)", C::Reduction, true, stat("var")},
+      {"std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
+       C::Reduction, true, stat("std")},
+      {"std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)", C::Reduction,
+       true, stat("std")},
+      {"std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)", C::Reduction, true, stat("std")},
+      {"aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)", C::Reduction, true,
+       aminmax},
+      {"native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true, native_layer_norm},
+      {"native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true, native_batch_norm},
+      {"native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true, native_group_norm},
+      {"nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+       C::Composite, true, nll_loss_forward},
+      {"log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)", C::Composite, true,
+       log_sigmoid_forward},
+  };
+}
+
+}  // namespace
+
+void register_multi_output_ops(OpRegistry& r) {
+  r.add("getitem(Tensor self, int idx) -> Tensor", OpCategory::View, Promotion::None, getitem_rule);
+  for (auto& op : multi_ops()) {
+    OpSchema s = parse_schema(op.schema);
+    r.add_multi(op.schema, op.category, infer_by_expansion(s.name)).differentiable = op.differentiable;
+  }
+}
+
+void register_multi_output_expansions(ExpansionTable& t) {
+  for (auto& op : multi_ops()) t.add(parse_schema(op.schema).name, op.expand);
+}
+
+}  // namespace stax
