@@ -117,6 +117,23 @@ def flat_outputs(out):
     raise fxrun.Unmapped("returns a %s" % type(out).__name__)
 
 
+def differentiable_leaves(fn, leaves, floats):
+    """The float leaves torch differentiates: aten declares some inputs not differentiable
+    (native_batch_norm's running stats, nll_loss_forward's weight) and raises when they require
+    grad; those are left out of --wrt."""
+    def ok(wrt):
+        try:
+            fn(*[t.clone().requires_grad_(i in wrt) for i, t in enumerate(leaves)])
+            return True
+        except RuntimeError as e:
+            if "is not differentiable with respect to" not in str(e):
+                raise
+            return False
+    if ok(floats):
+        return floats
+    return [i for i in floats if ok([i])]
+
+
 def run_sample(op, fn, leaves, workdir):
     """-> {mode: None (pass) | 'crash: ...' | 'fail: ...'}; raises Unmapped."""
     try:
@@ -161,6 +178,7 @@ def run_sample(op, fn, leaves, workdir):
                 break
     if "grad" in modes and op.supports_autograd and not random:
         floats = [i for i, t in enumerate(leaves) if t.dtype.is_floating_point]
+        floats = differentiable_leaves(fn, leaves, floats)
         if floats and want and any(w.dtype.is_floating_point for w in want):
             # Upstream gradients are ones for the floating-point outputs (integer outputs, such
             # as max.dim's indices, have none: `stax grad` makes no tangent for them).

@@ -230,7 +230,13 @@ std::vector<Node*> aminmax(Graph& g, const ExpandCall& c) {
     for (int64_t d = 0; d < x->meta().dim(); ++d) all.push_back(d);
     dims = Arg(all);
   }
-  return {g.call("amin.default", {x, dims, keepdim}), g.call("amax.default", {x, dims, keepdim})};
+  Node* lo = g.call("amin.default", {x, dims, keepdim});
+  Node* hi = g.call("amax.default", {x, dims, keepdim});
+  if (x->meta().dim() == 0 && c.has("dim") && keepdim) {  // torch 1.13 gives shape (1,) there
+    lo = g.call("reshape.default", {lo, Arg(Ints{1})});
+    hi = g.call("reshape.default", {hi, Arg(Ints{1})});
+  }
+  return {lo, hi};
 }
 
 // rsqrt(var(x over dims, biased) + eps), detached; and the detached mean.
@@ -278,7 +284,8 @@ std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
   if (groups <= 0 || x->meta().dim() < 2 || x->shape()[1] % groups != 0)
     c.fail("native_group_norm: the channel count must be divisible by group (" + std::to_string(groups) + ")");
   Node* out = g.call("group_norm.default", {x, groups, c.get("weight"), c.get("bias"), eps});
-  Node* grouped = g.call("reshape.default", {x, Arg(Ints{n, groups, -1})});
+  int64_t per_group = c.get("C").to_int() / groups * c.get("HxW").to_int();
+  Node* grouped = g.call("reshape.default", {x, Arg(Ints{n, groups, per_group})});
   auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps);
   return {out, m, r};
 }
