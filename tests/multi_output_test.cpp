@@ -47,6 +47,8 @@ void expect_eq(const Tensor& got, const std::vector<double>& want, const std::st
     double g = got.get_double(static_cast<int64_t>(k));
     if (std::isnan(want[k]))
       EXPECT_TRUE(std::isnan(g)) << what << "[" << k << "] = " << g;
+    else if (std::isinf(want[k]))
+      EXPECT_EQ(g, want[k]) << what << "[" << k << "]";
     else
       EXPECT_NEAR(g, want[k], 1e-6 * std::max(1.0, std::abs(want[k]))) << what << "[" << k << "]";
   }
@@ -355,6 +357,52 @@ TEST(MultiOutput, CompiledTrainingStepSavesTensorsOnly) {
       EXPECT_NEAR(grads[i].get_double(k), ref[1 + i].get_double(k), 1e-5) << i << "[" << k << "]";
   for (const Node* n : f.partition().forward.nodes()) EXPECT_FALSE(n->is_tuple()) << n->name();
   EXPECT_GT(f.stats().num_saved, 0u);
+}
+
+TEST(MultiOutput, PoolingIndicesFrexpLossForward) {
+  Graph g;
+  Node* x = g.placeholder("x", {1, 1, 3, 4});
+  Node* mp = g.call("max_pool2d_with_indices", {x, std::vector<int64_t>{2, 2}, std::vector<int64_t>{1, 2},
+                                                std::vector<int64_t>{0, 1}, std::vector<int64_t>{1, 1}});
+  Node* amp = g.call("adaptive_max_pool2d", {x, std::vector<int64_t>{2, 3}});
+  Node* v = g.placeholder("v", {7});
+  Node* fr = g.call("frexp.Tensor", {v});
+  Node* lp = g.placeholder("lp", {3, 4});
+  Node* t = g.placeholder("t", TensorMeta::contiguous({3}, DType::Int64));
+  Node* w = g.placeholder("w", {4});
+  Node* nl = g.call("nll_loss_forward", {lp, t, w, int64_t{1}, int64_t{-100}});
+  Node* ls = g.call("log_sigmoid_forward", {v});
+  std::vector<Node*> outs;
+  for (Node* n : {mp, amp, fr, nl, ls})
+    for (int64_t i : {0, 1}) outs.push_back(g.call("getitem", {n, i}));
+  g.output(outs);
+  //  x = 0 7 2 7 / 5 1 9 0 / 3 8 8 4
+  Tensor xs = mat({1, 1, 3, 4}, {0, 7, 2, 7, 5, 1, 9, 0, 3, 8, 8, 4});
+  Tensor vs = mat({7}, {0.75, -3, 0, 1e-40, 8, -std::numeric_limits<double>::infinity(), kNaN});
+  Tensor lps = mat({3, 4}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12});
+  Tensor ts = mat({3}, {2, -100, 0}, DType::Int64);
+  Tensor ws = mat({4}, {0.5, 1, 2, 4});
+  auto r = run_both(g, {xs, vs, lps, ts, ws});
+  // windows 2x2, stride (1, 2), padding (0, 1): columns [-1, 0], [1, 2], [3, 4]; the first max.
+  expect_eq(r[0], {5, 9, 7, 5, 9, 4}, "max_pool2d values");
+  expect_eq(r[1], {4, 6, 3, 4, 6, 11}, "max_pool2d indices (flat in H*W)");
+  // adaptive 3x4 -> 2x3: rows [0, 2), [1, 3); columns [0, 2), [1, 3), [2, 4)
+  expect_eq(r[2], {7, 9, 9, 8, 9, 9}, "adaptive values");
+  expect_eq(r[3], {1, 6, 6, 9, 6, 6}, "adaptive indices");
+  expect_eq(r[4], {0.75, -0.75, 0, std::ldexp(vs.get_double(3), 132), 0.5,
+                   -std::numeric_limits<double>::infinity(), kNaN}, "frexp mantissa");
+  expect_eq(r[5], {0, 2, 0, -132, 4, 0, 0}, "frexp exponent");
+  EXPECT_EQ(r[5].dtype(), DType::Int32);
+  // nll: mean of -w[t] * lp over the targets not ignored: (2 * 3 + 0.5 * 9) / 2.5
+  expect_eq(r[6], {(2 * 3 + 0.5 * 9) / 2.5}, "nll_loss_forward output");
+  expect_eq(r[7], {2.5}, "nll_loss_forward total_weight");
+  std::vector<double> want, buf;
+  for (double e : values(vs)) {
+    buf.push_back(std::exp(-std::abs(e)));
+    want.push_back(std::min(e, 0.0) - std::log1p(std::exp(-std::abs(e))));
+  }
+  expect_eq(r[8], want, "log_sigmoid");
+  expect_eq(r[9], buf, "log_sigmoid buffer");
 }
 
 TEST(MultiOutput, ExpansionTableCoversEveryMultiOutputOp) {

@@ -50,6 +50,15 @@ def constant(x):  # a lifted constant: get_attr + lift_fresh_copy
     return x * torch.tensor([1.0, 2.0, 3.0])
 
 
+def multi_output(x, w):  # tuple-valued ops and operator.getitem (docs/DECISIONS.md item 20)
+    v, i = torch.max(x, 1)
+    a, b = torch.split(x, 2, 0)[:2]
+    s, si = torch.sort(x, -1, descending=True)
+    var, mean = torch.var_mean(x, 1)
+    y = F.layer_norm(x, (x.shape[1],), w)
+    return v, i, a * b, y, s[:, :2], si, var + mean, sum(torch.unbind(x, 1)), torch.topk(x, 2)
+
+
 CASES = [
     ("gelu_softmax", gelu_softmax, [torch.randn(4, 8), torch.randn(8, 16), torch.randn(16)]),
     ("mlp", mlp, [torch.randn(5, 8), torch.randn(16, 8), torch.randn(16), torch.randn(3, 16),
@@ -57,6 +66,7 @@ CASES = [
     ("arith", arith, [torch.rand(3, 4) + 0.5, torch.rand(3, 4) + 0.5]),
     ("layouts", layouts, [torch.randn(3, 4)]),
     ("constant", constant, [torch.randn(2, 3)]),
+    ("multi_output", multi_output, [torch.randn(4, 5), torch.randn(5)]),
 ]
 # A few OpInfo samples, traced as printouts too.
 import warnings  # noqa: E402

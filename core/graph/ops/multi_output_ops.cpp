@@ -19,9 +19,14 @@
 //   native_group_norm          group_norm; mean and rstd per (N, group) (detached)
 //   nll_loss_forward           nll_loss; total_weight (the weight of the targets not ignored)
 //   log_sigmoid_forward        min(x, 0) - log1p(exp(-|x|)); buffer exp(-|x|)
+//   max_pool{1,2,3}d_with_indices  max_pool{n}d; the indices from an argmax over the windows
+//   frexp.Tensor               floor(log2|x|) + 1, corrected by one; x scaled by exact powers of 2
+//   adaptive_max_pool{1,2,3}d  per dim, argmax + gather of each window's slice, then cat
 #include <algorithm>
+#include <limits>
 
 #include "core/graph/multi_output.h"
+#include "core/graph/nn_params.h"
 #include "core/graph/op_registry.h"
 #include "core/graph/ops/register_ops.h"
 #include "core/support/error.h"
@@ -328,6 +333,114 @@ std::vector<Node*> log_sigmoid_forward(Graph& g, const ExpandCall& c) {
   return {out, g.call("detach.default", {z})};
 }
 
+// (values, indices) of max_pool{n}d: the values are max_pool{n}d's; the index of each window's
+// maximum (the first one, as torch's `val > max` scan; NaN wins) is the argmax over the stacked
+// window slices (nn::pool_windows, row-major kernel order), decoded into the flattened position in
+// the input's spatial dims: sum_d (o_d * stride_d - pad_d + offset_d * dilation_d) * inner_d.
+std::vector<Node*> max_pool_with_indices(Graph& g, const ExpandCall& c, size_t n) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() != static_cast<int64_t>(n) + 1 && x->meta().dim() != static_cast<int64_t>(n) + 2)
+    c.fail("max_pool" + std::to_string(n) + "d_with_indices expects a " + std::to_string(n + 1) +
+           "-d or " + std::to_string(n + 2) + "-d input, got shape " + shape_str(x->shape()));
+  nn::PoolParams p =
+      nn::pool_params([&](const char* name) -> const Arg& { return c.get(name); }, n, true, c.where());
+  Node* values = g.call("max_pool" + std::to_string(n) + "d.default",
+                        {x, c.get("kernel_size"), c.get("stride"), c.get("padding"),
+                         c.get("dilation"), c.get("ceil_mode")});
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<Node*> windows = nn::pool_windows(g, x, p, -inf, -inf);
+  Arg::List items;
+  for (Node* w : windows) items.emplace_back(w);
+  Node* which = g.call("argmax.default", {g.call("stack.default", {Arg(items), int64_t{-1}}),
+                                           int64_t{-1}, false});
+  const Shape& out = values->shape();
+  const Shape& in = x->shape();
+  size_t rank = out.size();
+  Node* index = nullptr;
+  int64_t kernel_inner = 1, input_inner = 1;
+  for (size_t d = n; d-- > 0;) {
+    int64_t od = out[rank - n + d];
+    Node* offset = g.call("remainder.Scalar",
+                          {g.call("floor_divide.Scalar", {which, kernel_inner}), p.kernel[d]});
+    Ints grid_shape(n - d, 1);
+    grid_shape[0] = od;
+    Node* o = g.call("reshape.default",
+                     {g.call("arange.default", {od}, {{"dtype", DType::Int64}}), Arg(grid_shape)});
+    Node* start = g.call("sub.Scalar", {g.call("mul.Scalar", {o, p.stride[d]}), p.padding[d]});
+    Node* coord = g.call("add.Tensor", {start, g.call("mul.Scalar", {offset, p.dilation[d]})});
+    Node* term = g.call("mul.Scalar", {coord, input_inner});
+    index = index ? g.call("add.Tensor", {index, term}) : term;
+    kernel_inner *= p.kernel[d];
+    input_inner *= in[in.size() - n + d];
+  }
+  return {values, index};
+}
+
+// (values, indices) of adaptive_max_pool{n}d, one spatial dim at a time from the last: window j
+// of a dim of size L spans [floor(j L / o), ceil((j + 1) L / o)); its first maximum (argmax) is
+// gathered from the values and from the flat indices of the dims already reduced, and its
+// coordinate times the dim's inner size is added. The first maximum of a window in row-major
+// order is the one torch's scan keeps.
+std::vector<Node*> adaptive_max_pool(Graph& g, const ExpandCall& c, size_t n) {
+  Node* x = c.tensor("self");
+  int64_t rank = x->meta().dim();
+  if (rank != static_cast<int64_t>(n) + 1 && rank != static_cast<int64_t>(n) + 2)
+    c.fail("adaptive_max_pool" + std::to_string(n) + "d expects a " + std::to_string(n + 1) + "-d or " +
+           std::to_string(n + 2) + "-d input, got shape " + shape_str(x->shape()));
+  Ints os = nn::expand_list(c.get("output_size"), n, "output_size", c.where(), 1);
+  Node* values = x;
+  Node* index = nullptr;
+  int64_t inner = 1;
+  for (size_t i = n; i-- > 0;) {
+    int64_t d = rank - static_cast<int64_t>(n) + static_cast<int64_t>(i);
+    int64_t L = x->shape()[d], o = os[i];
+    if (L == 0) c.fail("adaptive_max_pool: input dimension " + std::to_string(d) + " is empty");
+    Arg::List vs, is;
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t start = (j * L) / o, end = ((j + 1) * L + o - 1) / o;
+      Node* sl = slice(g, values, d, start, end);
+      Node* a = g.call("argmax.default", {sl, d, true});
+      vs.emplace_back(g.call("gather.default", {sl, d, a}));
+      Node* coord = g.call("mul.Scalar", {g.call("add.Scalar", {a, start}), inner});
+      is.emplace_back(index ? g.call("add.Tensor", {g.call("gather.default", {slice(g, index, d, start, end), d, a}), coord})
+                            : coord);
+    }
+    values = o == 1 ? vs[0].node() : g.call("cat.default", {Arg(vs), d});
+    index = o == 1 ? is[0].node() : g.call("cat.default", {Arg(is), d});
+    inner *= L;
+  }
+  return {values, index};
+}
+
+// (mantissa, exponent) with x = mantissa * 2^exponent, 0.5 <= |mantissa| < 1 (int32 exponent);
+// 0, ±inf and NaN give (x, 0), as std::frexp. exponent = floor(log2|x|) + 1, corrected by one
+// where log2 rounds across a power of two; the scaling by 2^-e is exact (two exp2 factors so that
+// neither overflows for subnormal or huge x).
+std::vector<Node*> frexp(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (!is_floating(x->dtype())) c.fail("frexp expects a floating-point input, got " + std::string(dtype_name(x->dtype())));
+  auto call = [&](const char* op, std::vector<Arg> a) { return g.call(op, std::move(a)); };
+  Node* a = call("abs.default", {x});
+  Node* regular = call("logical_and.default", {call("isfinite.default", {x}), call("ne.Scalar", {x, 0.0})});
+  Node* safe = call("where.ScalarOther", {regular, a, 1.0});
+  Node* e = call("add.Scalar", {call("floor.default", {call("log2.default", {safe})}), 1.0});
+  auto scale = [&](Node* v, Node* k) {  // v * 2^k, k integral
+    Node* h = call("floor.default", {call("mul.Scalar", {k, 0.5})});
+    return call("mul.Tensor", {call("mul.Tensor", {v, call("exp2.default", {h})}),
+                               call("exp2.default", {call("sub.Tensor", {k, h})})});
+  };
+  Node* m = scale(x, call("neg.default", {e}));
+  Node* big = call("ge.Scalar", {call("abs.default", {m}), 1.0});
+  e = call("add.Tensor", {e, call("to.dtype", {big, e->dtype()})});
+  m = call("where.self", {big, call("mul.Scalar", {m, 0.5}), m});
+  Node* small = call("logical_and.default", {call("lt.Scalar", {call("abs.default", {m}), 0.5}), regular});
+  e = call("sub.Tensor", {e, call("to.dtype", {small, e->dtype()})});
+  m = call("where.self", {small, call("mul.Scalar", {m, 2.0}), m});
+  Node* mantissa = call("where.self", {regular, m, x});
+  Node* exponent = call("to.dtype", {call("where.ScalarOther", {regular, e, 0.0}), DType::Int32});
+  return {mantissa, exponent};
+}
+
 // getitem(tuple, i): element i (negative i counts from the end, as Python's).
 TensorMeta getitem_rule(const CallArgs& c) {
   const Arg& t = c.get("self");
@@ -403,6 +516,19 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, nll_loss_forward},
       {"log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)", C::Composite, true,
        log_sigmoid_forward},
+      {"max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 1); }},
+      {"max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 2); }},
+      {"max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 3); }},
+      {"frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", C::Composite, true, frexp},
+      {"adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return adaptive_max_pool(g, c, 1); }},
+      {"adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return adaptive_max_pool(g, c, 2); }},
+      {"adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return adaptive_max_pool(g, c, 3); }},
   };
 }
 
