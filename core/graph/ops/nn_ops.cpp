@@ -8,9 +8,9 @@
 // Differences from aten, by design of a single-output, functional IR:
 //   * batch_norm with training=True normalizes with the batch statistics but cannot update
 //     running_mean / running_var in place (a graph computes the update explicitly, as
-//     examples/cnn_train_step.stax does); the multi-output native_batch_norm, native_group_norm,
-//     native_layer_norm, max_pool2d_with_indices, nll_loss_forward and convolution_backward are
-//     not registered (the graph IR has single-output nodes).
+//     examples/cnn_train_step.stax does). The multi-output native_batch_norm, native_group_norm,
+//     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
+//     into these (core/graph/ops/multi_output_ops.cpp); convolution_backward is not registered.
 //   * scaled_dot_product_attention supports dropout_p == 0 only.
 #include <algorithm>
 
