@@ -15,6 +15,7 @@ void register_composite_ops(OpRegistry& r);   // softmax log_softmax silu layer_
 void register_backward_ops(OpRegistry& r);    // gelu_backward threshold_backward ...
 void register_nn_ops(OpRegistry& r);          // convolution pooling norms losses attention (nn_ops.cpp)
 void register_model_ops(OpRegistry& r);       // issue 14: activations, scans, shape ops ...
+void register_more_ops(OpRegistry& r);        // issue 14: more aten ops (more_ops.cpp)
 
 inline void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -27,6 +28,7 @@ inline void register_all_ops(OpRegistry& r) {
   register_backward_ops(r);
   register_nn_ops(r);
   register_model_ops(r);
+  register_more_ops(r);
 }
 
 }  // namespace stax
