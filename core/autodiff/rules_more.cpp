@@ -159,7 +159,13 @@ const char* const kViaDecomposition[] = {
     "addbmm.default", "dist.default", "nansum.default", "logcumsumexp.default", "trace.default",
     "diagonal.default", "diag.default", "diag_embed.default", "take.default",
     "index_fill.int_Scalar", "index_fill.int_Tensor", "rot90.default", "pixel_shuffle.default",
-    "pixel_unshuffle.default", "narrow_copy.default"};
+    "pixel_unshuffle.default", "narrow_copy.default", "_adaptive_avg_pool2d.default",
+    "_adaptive_avg_pool3d.default", "max_unpool2d.default", "max_unpool3d.default",
+    "upsample_bilinear2d.vec", "upsample_nearest2d.vec", "upsample_nearest1d.vec",
+    "linalg_cross.default", "median.default", "nanmedian.default", "index_copy.default",
+    "put.default", "masked_scatter.default", "renorm.default", "unfold.default",
+    "_cdist_forward.default", "_pdist_forward.default", "block_diag.default",
+    "slice_scatter.default", "select_scatter.default"};
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 //   index_fill        where(dim index in index, value, self)
 //   rot90             flip + transpose;  pixel_(un)shuffle: reshape, permute, reshape
 //   narrow_copy       slice + clone;  new_full / new_zeros / new_ones: full with self's dtype
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -487,6 +488,307 @@ Node* new_filled(Graph& g, const Node& n, const Arg& value) {
   return g.call("full", {n.arg("size"), value}, {{"dtype", n.dtype()}});
 }
 
+
+// ---- the second group
+
+Node* zeros_of(Graph& g, const Shape& s, DType t) {
+  return g.call("zeros", {s}, {{"dtype", t}});
+}
+
+Node* max_unpool(Graph& g, const Node& n, size_t k) {
+  Node* x = n.input(0);
+  Node* idx = n.input(1);
+  Shape s = x->shape();
+  Shape lead(s.begin(), s.end() - k);
+  int64_t in = 1;
+  for (size_t i = s.size() - k; i < s.size(); ++i) in *= s[i];
+  Ints os = n.arg("output_size").to_int_list();
+  int64_t out = 1;
+  for (int64_t v : os) out *= v;
+  Shape flat_in = lead, flat_out = lead, final = lead;
+  flat_in.push_back(in);
+  flat_out.push_back(out);
+  final.insert(final.end(), os.begin(), os.end());
+  Node* xs = g.call("reshape", {x, flat_in});
+  Node* is = g.call("reshape", {idx, flat_in});
+  Node* r = g.call("scatter.src", {zeros_of(g, flat_out, x->dtype()),
+                                   static_cast<int64_t>(lead.size()), is, xs});
+  return g.call("reshape", {r, final});
+}
+
+// upsample_*.vec -> the fixed-size overload: the output size, and the scales when given.
+Node* upsample_vec(Graph& g, const Node& n, const char* target, size_t spatial, bool corners) {
+  Node* x = n.input(0);
+  const Arg& sf = n.arg("scale_factors");
+  Shape osize = n.shape();
+  Ints size(osize.end() - spatial, osize.end());
+  std::vector<Arg> args{x, size};
+  if (corners) args.push_back(n.arg("align_corners"));
+  Kwargs kw;
+  if (!sf.is_absent()) {
+    const char* names[] = {"scales_h", "scales_w"};
+    for (size_t i = 0; i < spatial; ++i)
+      kw.emplace_back(spatial == 1 ? "scales" : names[i], Arg(sf.list()[i].to_double()));
+  }
+  return g.call(target, std::move(args), std::move(kw));
+}
+
+Node* upsample_nearest1d_vec(Graph& g, const Node& n) {
+  Node* x = g.call("unsqueeze", {n.input(0), 2});
+  Kwargs kw;
+  if (!n.arg("scale_factors").is_absent())
+    kw.emplace_back("scales_w", Arg(n.arg("scale_factors").list()[0].to_double()));
+  Node* y = g.call("upsample_nearest2d", {x, Ints{1, n.shape().back()}}, std::move(kw));
+  return g.call("squeeze.dim", {y, 2});
+}
+
+Node* cross(Graph& g, const Node& n) {
+  Node* a = in(g, n, "self");
+  Node* b = in(g, n, "other");
+  int64_t d = dim_of(n, "dim", a->meta().dim());
+  auto part = [&](Node* x, int64_t i) { return g.call("slice.Tensor", {x, d, i, i + 1}); };
+  auto term = [&](int64_t i, int64_t j) {
+    return g.call("sub.Tensor", {g.call("mul.Tensor", {part(a, i), part(b, j)}),
+                                 g.call("mul.Tensor", {part(a, j), part(b, i)})});
+  };
+  std::vector<Node*> cs{term(1, 2), term(2, 0), term(0, 1)};
+  Shape s = n.shape();
+  for (Node*& c : cs) {
+    Shape cs_shape = s;
+    cs_shape[d] = 1;
+    c = g.call("expand", {c, cs_shape});
+  }
+  return g.call("cat", {Arg(cs), d});
+}
+
+Node* median(Graph& g, const Node& n, bool ignore_nan) {
+  Node* x = n.input(0);
+  int64_t len = shape_numel(x->shape());
+  Node* flat = g.call("reshape", {x, Shape{len}});
+  Node* sorted = g.call("index_select", {flat, 0, g.call("argsort", {flat})});
+  bool fl = is_floating(x->dtype());
+  Node* pos;
+  if (ignore_nan && fl) {
+    Node* k = g.call("sum.default", {g.call("logical_not", {g.call("isnan", {flat})})});
+    Node* h = g.call("floor_divide.Scalar", {g.call("sub.Scalar", {k, 1}), 2});
+    pos = g.call("reshape", {g.call("clamp_min", {h, 0}), Shape{1}});
+  } else {
+    pos = g.call("full", {Shape{1}, (len - 1) / 2}, {{"dtype", DType::Int64}});
+  }
+  Node* m = g.call("reshape", {g.call("index_select", {sorted, 0, pos}), Shape{}});
+  if (ignore_nan || !fl) return m;
+  Node* last = g.call("reshape", {g.call("slice.Tensor", {sorted, 0, len - 1, len}), Shape{}});
+  return g.call("where.self", {g.call("isnan", {last}), last, m});
+}
+
+Node* eye(Graph& g, const Node& n) {
+  Shape s = n.shape();
+  Node* r = g.call("unsqueeze", {g.call("arange", {s[0]}), 1});
+  Node* c = g.call("arange", {s[1]});
+  return cast(g, g.call("eq.Tensor", {r, c}), n.dtype());
+}
+
+// torch's linspace: step = (end - start) / (steps - 1) in the result type; the first half counts
+// up from start, the second half down from end.
+Node* linspace_values(Graph& g, const Node& n, double start, double end, int64_t steps) {
+  DType t = n.dtype();
+  if (steps == 0) return zeros_of(g, Shape{0}, t);
+  if (steps == 1) return g.call("full", {Shape{1}, start}, {{"dtype", t}});
+  double step;
+  if (t == DType::Float64) {
+    step = (end - start) / static_cast<double>(steps - 1);
+  } else {
+    float fs = static_cast<float>(start), fe = static_cast<float>(end);
+    step = static_cast<double>((fe - fs) / static_cast<float>(steps - 1));
+    start = fs;
+    end = fe;
+  }
+  Node* i = g.call("arange", {steps});
+  Node* fi = cast(g, i, t);
+  Node* lo = g.call("add.Scalar", {g.call("mul.Scalar", {fi, step}), start});
+  Node* back = cast(g, g.call("add.Scalar", {g.call("neg", {i}), steps - 1}), t);
+  Node* hi = g.call("add.Scalar", {g.call("neg", {g.call("mul.Scalar", {back, step})}), end});
+  return g.call("where.self", {g.call("lt.Scalar", {i, steps / 2}), lo, hi});
+}
+
+Node* linspace(Graph& g, const Node& n) {
+  return linspace_values(g, n, n.arg("start").to_double(), n.arg("end").to_double(),
+                         n.arg("steps").to_int());
+}
+
+Node* logspace(Graph& g, const Node& n) {
+  Node* e = linspace_values(g, n, n.arg("start").to_double(), n.arg("end").to_double(),
+                            n.arg("steps").to_int());
+  return cast(g, g.call("pow.Scalar", {n.arg("base"), e}), n.dtype());
+}
+
+Node* isin(Graph& g, const Node& n) {
+  Node* e = n.input(0);
+  Node* t = n.input(1);
+  Node* flat = g.call("reshape", {t, Shape{shape_numel(t->shape())}});
+  Node* hit = g.call("any.dim", {g.call("eq.Tensor", {g.call("unsqueeze", {e, -1}), flat}), -1});
+  return n.arg("invert").to_bool() ? g.call("logical_not", {hit}) : hit;
+}
+
+// The count of sequence entries before each value: !(s >= v) (right: !(s > v)), as torch's
+// binary search compares, so NaN values go last.
+Node* search(Graph& g, const Node& n, Node* seq, Node* v, bool right) {
+  Node* vs = g.call("unsqueeze", {v, -1});
+  Node* ss = seq->meta().dim() == 1 ? seq : g.call("unsqueeze", {seq, -2});
+  Node* before = g.call("logical_not", {g.call(right ? "gt.Tensor" : "ge.Tensor", {ss, vs})});
+  Node* c = g.call("sum.dim_IntList", {before, Ints{-1}});
+  return cast(g, c, n.dtype());
+}
+
+Node* bucketize(Graph& g, const Node& n) {
+  return search(g, n, n.arg("boundaries").node(), n.input(0), n.arg("right").to_bool());
+}
+
+Node* searchsorted(Graph& g, const Node& n) {
+  bool right = n.arg("right").to_bool() ||
+               (!n.arg("side").is_absent() && n.arg("side").str() == "right");
+  return search(g, n, n.arg("sorted_sequence").node(), n.arg("self").node(), right);
+}
+
+// An index along `d` holding `positions` (int64 [k]) broadcast to `like`'s shape.
+Node* along(Graph& g, Node* positions, int64_t d, const Shape& like) {
+  Shape s(like.size(), 1);
+  s[d] = like[d];
+  return g.call("expand", {g.call("reshape", {positions, s}), like});
+}
+
+Node* index_copy(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  Node* src = n.arg("source").node();
+  Node* idx = n.arg("index").node();
+  if (self->meta().dim() == 0) return g.call("reshape", {src, Shape{}});
+  int64_t d = dim_of(n, "dim", self->meta().dim());
+  Node* flat = g.call("reshape", {idx, Shape{shape_numel(idx->shape())}});
+  return g.call("scatter.src", {self, d, along(g, flat, d, src->shape()), src});
+}
+
+Node* put(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  int64_t len = shape_numel(self->shape());
+  int64_t k = shape_numel(n.arg("index").node()->shape());
+  Node* flat = g.call("reshape", {self, Shape{len}});
+  Node* i = g.call("reshape", {n.arg("index").node(), Shape{k}});
+  i = g.call("where.self", {g.call("lt.Scalar", {i, 0}), g.call("add.Scalar", {i, len}), i});
+  Node* s = g.call("reshape", {n.arg("source").node(), Shape{k}});
+  Node* r = g.call(n.arg("accumulate").to_bool() ? "scatter_add" : "scatter.src", {flat, 0, i, s});
+  return g.call("reshape", {r, self->shape()});
+}
+
+Node* masked_scatter(Graph& g, const Node& n) {
+  Shape s = n.shape();
+  Node* self = g.call("expand", {n.input(0), s});
+  Node* mask = g.call("expand", {n.arg("mask").node(), s});
+  Node* src = n.arg("source").node();
+  int64_t m = shape_numel(src->shape()), len = shape_numel(s);
+  if (m == 0 || len == 0) return g.call("clone", {self});
+  Node* mi = cast(g, g.call("reshape", {mask, Shape{len}}), DType::Int64);
+  Node* pos = g.call("clamp_min", {g.call("sub.Scalar", {g.call("cumsum", {mi, 0}), 1}), 0});
+  Node* vals = g.call("index_select", {g.call("reshape", {src, Shape{m}}), 0, pos});
+  return g.call("where.self", {mask, g.call("reshape", {vals, s}), self});
+}
+
+Node* renorm(Graph& g, const Node& n) {
+  Node* x = n.input(0);
+  int64_t rank = x->meta().dim();
+  int64_t d = dim_of(n, "dim", rank);
+  Ints dims;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d) dims.push_back(i);
+  Node* nrm = g.call("linalg_vector_norm", {x, n.arg("p"), dims, true});
+  Node* big = g.call("gt.Scalar", {nrm, n.arg("maxnorm")});
+  Node* f = g.call("div.Tensor", {g.call("full_like", {nrm, n.arg("maxnorm")}),
+                                  g.call("add.Scalar", {nrm, 1e-7})});
+  return g.call("mul.Tensor", {x, g.call("where.ScalarOther", {big, f, 1.0})});
+}
+
+Node* unfold(Graph& g, const Node& n) {
+  Node* x = n.input(0);
+  int64_t size = n.arg("size").to_int(), step = n.arg("step").to_int();
+  if (x->meta().dim() == 0) return g.call("expand", {g.call("reshape", {x, Shape{1}}), Shape{size}});
+  int64_t d = dim_of(n, "dimension", x->meta().dim());
+  Shape s = x->shape();
+  int64_t windows = (s[d] - size) / step + 1;
+  Node* starts = g.call("mul.Scalar", {g.call("unsqueeze", {g.call("arange", {windows}), 1}), step});
+  Node* idx = g.call("add.Tensor", {starts, g.call("arange", {size})});
+  Node* y = g.call("index_select", {x, d, g.call("reshape", {idx, Shape{windows * size}})});
+  Shape split = s;
+  split[d] = windows;
+  split.insert(split.begin() + d + 1, size);
+  y = g.call("reshape", {y, split});
+  Ints perm;
+  for (int64_t i = 0; i < static_cast<int64_t>(split.size()); ++i)
+    if (i != d + 1) perm.push_back(i);
+  perm.push_back(d + 1);
+  return g.call("clone", {g.call("permute", {y, perm})});
+}
+
+Node* cdist_of(Graph& g, Node* a, Node* b, const Arg& p) {
+  Node* diff = g.call("sub.Tensor", {g.call("unsqueeze", {a, -2}), g.call("unsqueeze", {b, -3})});
+  return g.call("linalg_vector_norm", {diff, p, Ints{-1}});
+}
+
+Node* cdist(Graph& g, const Node& n) {
+  return cdist_of(g, n.arg("x1").node(), n.arg("x2").node(), n.arg("p"));
+}
+
+Node* pdist(Graph& g, const Node& n) {
+  Node* x = n.input(0);
+  int64_t rows = x->shape()[0];
+  if (rows < 2) return zeros_of(g, Shape{0}, x->dtype());
+  Node* flat = g.call("reshape", {cdist_of(g, x, x, n.arg("p")), Shape{rows * rows}});
+  std::vector<Node*> parts;
+  for (int64_t i = 0; i + 1 < rows; ++i)
+    parts.push_back(g.call("slice.Tensor", {flat, 0, i * rows + i + 1, (i + 1) * rows}));
+  return parts.size() == 1 ? g.call("clone", {parts[0]}) : g.call("cat", {Arg(parts), 0});
+}
+
+Node* block_diag(Graph& g, const Node& n) {
+  std::vector<Node*> ts = n.arg("tensors").to_node_list();
+  Shape s = n.shape();
+  std::vector<Node*> rows;
+  int64_t col = 0;
+  for (Node* t : ts) {
+    Node* m = cast(g, t, n.dtype());
+    if (t->meta().dim() == 0) m = g.call("reshape", {m, Shape{1, 1}});
+    else if (t->meta().dim() == 1) m = g.call("reshape", {m, Shape{1, t->shape()[0]}});
+    int64_t w = m->shape()[1];
+    rows.push_back(g.call("constant_pad_nd", {m, Ints{col, s[1] - col - w}}));
+    col += w;
+  }
+  if (rows.empty()) return zeros_of(g, s, n.dtype());
+  return rows.size() == 1 ? g.call("clone", {rows[0]}) : g.call("cat", {Arg(rows), 0});
+}
+
+Node* slice_scatter(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  Node* src = n.arg("src").node();
+  int64_t d = dim_of(n, "dim", self->meta().dim());
+  int64_t len = self->shape()[d];
+  int64_t start = n.arg("start").is_absent() ? 0 : n.arg("start").to_int();
+  if (start < 0) start += len;
+  start = std::clamp<int64_t>(start, 0, len);
+  int64_t k = src->shape()[d];
+  if (k == 0) return g.call("clone", {self});
+  Node* pos = g.call("add.Scalar", {g.call("mul.Scalar", {g.call("arange", {k}), n.arg("step")}),
+                                    start});
+  return g.call("scatter.src", {self, d, along(g, pos, d, src->shape()), src});
+}
+
+Node* select_scatter(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  int64_t d = dim_of(n, "dim", self->meta().dim());
+  int64_t i = n.arg("index").to_int();
+  if (i < 0) i += self->shape()[d];
+  Node* src = g.call("unsqueeze", {n.arg("src").node(), d});
+  Node* idx = g.call("full", {src->shape(), i}, {{"dtype", DType::Int64}});
+  return g.call("scatter.src", {self, d, idx, src});
+}
+
 }  // namespace
 
 void register_more_decompositions(DecompositionTable& t) {
@@ -543,6 +845,39 @@ void register_more_decompositions(DecompositionTable& t) {
   t.add("new_full.default", [](Graph& g, const Node& n) { return new_filled(g, n, n.arg("fill_value")); });
   t.add("new_zeros.default", [](Graph& g, const Node& n) { return new_filled(g, n, Arg(0)); });
   t.add("new_ones.default", [](Graph& g, const Node& n) { return new_filled(g, n, Arg(1)); });
+  for (const char* op : {"_adaptive_avg_pool2d.default", "_adaptive_avg_pool3d.default"})
+    t.add(op, [](Graph& g, const Node& n) {
+      return g.call(n.op()->schema.base.substr(1), {n.input(0), n.arg("output_size")});
+    });
+  t.add("max_unpool2d.default", [](Graph& g, const Node& n) { return max_unpool(g, n, 2); });
+  t.add("max_unpool3d.default", [](Graph& g, const Node& n) { return max_unpool(g, n, 3); });
+  t.add("upsample_bilinear2d.vec", [](Graph& g, const Node& n) {
+    return upsample_vec(g, n, "upsample_bilinear2d", 2, true);
+  });
+  t.add("upsample_nearest2d.vec", [](Graph& g, const Node& n) {
+    return upsample_vec(g, n, "upsample_nearest2d", 2, false);
+  });
+  t.add("upsample_nearest1d.vec", upsample_nearest1d_vec);
+  t.add("linalg_cross.default", cross);
+  t.add("median.default", [](Graph& g, const Node& n) { return median(g, n, false); });
+  t.add("nanmedian.default", [](Graph& g, const Node& n) { return median(g, n, true); });
+  t.add("eye.default", eye);
+  t.add("eye.m", eye);
+  t.add("linspace.default", linspace);
+  t.add("logspace.default", logspace);
+  t.add("isin.Tensor_Tensor", isin);
+  t.add("bucketize.Tensor", bucketize);
+  t.add("searchsorted.Tensor", searchsorted);
+  t.add("index_copy.default", index_copy);
+  t.add("put.default", put);
+  t.add("masked_scatter.default", masked_scatter);
+  t.add("renorm.default", renorm);
+  t.add("unfold.default", unfold);
+  t.add("_cdist_forward.default", cdist);
+  t.add("_pdist_forward.default", pdist);
+  t.add("block_diag.default", block_diag);
+  t.add("slice_scatter.default", slice_scatter);
+  t.add("select_scatter.default", select_scatter);
 }
 
 }  // namespace stax

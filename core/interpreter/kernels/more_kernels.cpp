@@ -7,6 +7,8 @@
 //     compiled path runs too.
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <numeric>
 #include <string>
 
 #include "core/graph/op_registry.h"
@@ -97,9 +99,65 @@ Tensor polygamma(const KernelContext& ctx) {
   })(ctx);
 }
 
+// gcd / lcm on int64 values (torch: lcm = |a / gcd * b|, 0 when gcd is 0).
+template <bool Lcm>
+Tensor gcd_lcm(const KernelContext& ctx) {
+  DType dt = computation_dtype(ctx.out_meta().dtype);
+  std::array<Tensor, 2> ins{operand(ctx, "self", dt), operand(ctx, "other", dt)};
+  Tensor out = empty_output(ctx.out_meta());
+  map_into_as<i64>(out, ins, [](i64 a, i64 b) -> i64 {
+    i64 g = std::gcd(a, b);
+    if constexpr (Lcm) return g == 0 ? 0 : std::abs(a / g * b);
+    else return g;
+  });
+  return out;
+}
+
+// normal(mean, std): mean + std * z, z the standard normal numbers of the node's seed.
+Tensor normal(const KernelContext& ctx) {
+  const TensorMeta& om = ctx.out_meta();
+  DType dt = computation_dtype(om.dtype);
+  std::array<Tensor, 3> ins{operand(ctx, "mean", dt), operand(ctx, "std", dt),
+                            Tensor::randn(om.sizes, om.dtype, ctx.seed(), 0)};
+  Tensor out = empty_output(om);
+  dispatch_compute(dt, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<C>)
+      map_into_as<C>(out, ins, [](C m, C s, C z) -> C { return m + s * z; });
+  });
+  return out;
+}
+
+Tensor bernoulli(const KernelContext& ctx) {
+  const TensorMeta& om = ctx.out_meta();
+  DType dt = computation_dtype(om.dtype);
+  std::array<Tensor, 2> ins{ctx.tensor("self"), Tensor::rand(om.sizes, om.dtype, ctx.seed(), 0)};
+  Tensor out = empty_output(om);
+  dispatch_compute(dt, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<C>)
+      map_into_as<C>(out, ins, [](C p, C u) -> C { return u < p ? C(1) : C(0); });
+  });
+  return out;
+}
+
+Tensor randint_like(const KernelContext& ctx) {
+  const TensorMeta& om = ctx.out_meta();
+  bool low = ctx.node().op()->schema.index_of("low") >= 0;
+  return Tensor::randint(om.sizes, low ? ctx.arg("low").to_int() : 0, ctx.arg("high").to_int(),
+                         om.dtype, ctx.seed(), 0);
+}
+
 }  // namespace
 
 void register_more_kernels(InterpreterTable& t) {
+  t.add("gcd.default", gcd_lcm<false>);
+  t.add("lcm.default", gcd_lcm<true>);
+  for (const char* op : {"normal.Tensor_Tensor", "normal.Tensor_float", "normal.float_Tensor"})
+    t.add(op, normal);
+  t.add("bernoulli.default", bernoulli);
+  t.add("randint_like.default", randint_like);
+  t.add("randint_like.low_dtype", randint_like);
   // ---- library math in the computation type
   t.add("asin.default", floating_map<1>([](auto x) { return std::asin(x); }));
   t.add("acos.default", floating_map<1>([](auto x) { return std::acos(x); }));
@@ -177,7 +235,15 @@ void register_more_kernels(InterpreterTable& t) {
         "logcumsumexp.default", "trace.default", "diagonal.default", "diag.default",
         "diag_embed.default", "take.default", "index_fill.int_Scalar", "index_fill.int_Tensor",
         "rot90.default", "pixel_shuffle.default", "pixel_unshuffle.default",
-        "narrow_copy.default", "new_full.default", "new_zeros.default", "new_ones.default"})
+        "narrow_copy.default", "new_full.default", "new_zeros.default", "new_ones.default",
+        "_adaptive_avg_pool2d.default", "_adaptive_avg_pool3d.default", "max_unpool2d.default",
+        "max_unpool3d.default", "upsample_bilinear2d.vec", "upsample_nearest2d.vec",
+        "upsample_nearest1d.vec", "linalg_cross.default", "median.default", "nanmedian.default",
+        "eye.default", "eye.m", "linspace.default", "logspace.default", "isin.Tensor_Tensor",
+        "bucketize.Tensor", "searchsorted.Tensor", "index_copy.default", "put.default",
+        "masked_scatter.default", "renorm.default", "unfold.default", "_cdist_forward.default",
+        "_pdist_forward.default", "block_diag.default", "slice_scatter.default",
+        "select_scatter.default"})
     t.add(op, kernels::run_decomposition);
 }
 
