@@ -45,6 +45,7 @@ const JvpTable& default_jvp_table() {
     register_backward_jvps(t);
     register_nn_jvps(t);
     register_model_jvps(t);
+    register_more_jvps(t);
     return t;
   }();
   return table;

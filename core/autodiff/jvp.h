@@ -68,6 +68,7 @@ void register_nonlinear_jvps(JvpTable& t);
 void register_backward_jvps(JvpTable& t);
 void register_nn_jvps(JvpTable& t);  // jvp_rules_nn.cpp
 void register_model_jvps(JvpTable& t);  // issue 14 model ops (rules_model.cpp)
+void register_more_jvps(JvpTable& t);   // issue 14 more aten ops (rules_more.cpp)
 
 // A rule that applies op's VJP rule to the tangent of `param`: J ẋ = Jᵀ ẋ holds when the Jacobian
 // with respect to that input is symmetric (elementwise ops, softmax).

@@ -21,6 +21,7 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
+#include "core/autodiff/via_decomposition.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
@@ -77,6 +78,8 @@ void replay(const Graph& g, const Emitter& e, std::unordered_map<const Node*, No
   }
 }
 
+}  // namespace
+
 void vjp_via_decomposition(VjpContext& c) {
   auto m = mini_graph(*c.node());
   std::vector<std::string> wrt;
@@ -116,6 +119,8 @@ Node* jvp_via_decomposition(JvpContext& c) {
   replay(j.graph, c, map, outs[0], c.out());
   return map.at(outs[j.num_outputs]);
 }
+
+namespace {
 
 // ---- explicit rules
 

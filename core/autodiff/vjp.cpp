@@ -41,6 +41,7 @@ const VjpTable& default_vjp_table() {
     register_composite_vjps(t);
     register_nn_vjps(t);
     register_model_vjps(t);
+    register_more_vjps(t);
     return t;
   }();
   return table;

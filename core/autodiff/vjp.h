@@ -84,5 +84,6 @@ void register_extern_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);  // vjp_rules_nn.cpp
 void register_model_vjps(VjpTable& t);  // issue 14 model ops (rules_model.cpp)
+void register_more_vjps(VjpTable& t);   // issue 14 more aten ops (rules_more.cpp)
 
 }  // namespace stax

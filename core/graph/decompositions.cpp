@@ -245,6 +245,7 @@ const DecompositionTable& default_decompositions() {
     t.add("bernoulli.p", bernoulli_decomp);
     register_nn_decompositions(t);
     register_model_decompositions(t);
+    register_more_decompositions(t);
     return t;
   }();
   return table;

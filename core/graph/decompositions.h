@@ -49,6 +49,8 @@ class DecompositionTable {
 
 // The entries of the model ops (core/graph/decompositions_model.cpp, issue 14).
 void register_model_decompositions(DecompositionTable& t);
+// The entries of more aten ops (core/graph/decompositions_more.cpp, issue 14).
+void register_more_decompositions(DecompositionTable& t);
 
 // The table of this build (built on first use, immutable afterwards).
 const DecompositionTable& default_decompositions();

@@ -78,6 +78,11 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
         if (!e.is_int()) return false;
       return true;
     case ParamType::Float: return a.is_int() || a.is_double();
+    case ParamType::FloatList:
+      if (!a.is_list()) return false;
+      for (const auto& e : a.list())
+        if (!e.is_number()) return false;
+      return true;
     case ParamType::Bool: return a.is_bool() || a.is_int();
     case ParamType::Str: return a.is_string();
     case ParamType::ScalarType: return a.is_dtype();

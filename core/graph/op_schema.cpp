@@ -75,6 +75,7 @@ ParamType parse_type(std::string t, bool& optional, const std::string& schema) {
   if (t == "int" || t == "SymInt") return ParamType::Int;
   if (t.rfind("int[", 0) == 0 || t.rfind("SymInt[", 0) == 0) return ParamType::IntList;
   if (t == "float") return ParamType::Float;
+  if (t.rfind("float[", 0) == 0) return ParamType::FloatList;
   if (t == "bool") return ParamType::Bool;
   if (t == "str") return ParamType::Str;
   if (t == "ScalarType") return ParamType::ScalarType;
@@ -90,6 +91,7 @@ const char* type_str(ParamType t) {
     case ParamType::Scalar: return "Scalar";
     case ParamType::Int: return "int";
     case ParamType::IntList: return "int[]";
+    case ParamType::FloatList: return "float[]";
     case ParamType::Float: return "float";
     case ParamType::Bool: return "bool";
     case ParamType::Str: return "str";

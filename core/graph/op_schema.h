@@ -19,6 +19,7 @@ enum class ParamType {
   Scalar,      // Scalar     (int, float or bool)
   Int,         // int / SymInt
   IntList,     // int[] / int[N] / SymInt[]  (a single int is accepted for int[1])
+  FloatList,   // float[] (upsample_*.vec scale_factors): a list of numbers
   Float,       // float
   Bool,        // bool
   Str,         // str

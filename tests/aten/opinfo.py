@@ -17,7 +17,8 @@ expected_failures.txt lists 'opinfo NAME' (or 'opinfo NAME/MODE') with the reaso
 stax process that died (a signal, or an exit code other than 0, 1, 2). Prints one line per entry
 with -v (and always for failures), then the summary:
   "N of M entries run; crashes C; unexplained failures U"
-and exits 1 when C or U is not 0 (or, with --all, when an expected failure passes).
+and exits 1 when C or U is not 0 (or, with --all, when an expected failure passes, unless its
+reason starts with "(flaky)": torch's own result varies from run to run).
 
 --budget S stops starting new entries after S seconds (entries are visited in a fixed order,
 rotated by --offset), so that CI gets a time-boxed subset; --all runs everything."""
@@ -183,8 +184,8 @@ def run_sample(op, fn, leaves, workdir):
             # Upstream gradients are ones for the floating-point outputs (integer outputs, such
             # as max.dim's indices, have none: `stax grad` makes no tangent for them).
             rg = [t.clone().requires_grad_(i in floats) for i, t in enumerate(leaves)]
-            outs = [o for o in flat_outputs(fn(*rg)) if o.dtype.is_floating_point]
-            try:
+            try:  # torch may refuse a gradient input (soft_margin_loss's target): no grad check
+                outs = [o for o in flat_outputs(fn(*rg)) if o.dtype.is_floating_point]
                 tg = torch.autograd.grad(outs, [rg[i] for i in floats],
                                          [torch.ones_like(o) for o in outs], allow_unused=True)
             except RuntimeError as e:  # an output without grad_fn (no path from the inputs)
@@ -268,7 +269,7 @@ for op in order:
     if not outcome:
         stats["passed"] += 1
         stale = [k2 for k2 in (key, key + "/interp", key + "/compiled", key + "/grad")
-                 if k2 in expected]
+                 if k2 in expected and not expected[k2].startswith("(flaky)")]
         if stale:
             stats["stale"] += 1
             print("PASSES but listed as an expected failure: %s" % ", ".join(stale))

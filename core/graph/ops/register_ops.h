@@ -16,6 +16,7 @@ void register_backward_ops(OpRegistry& r);    // gelu_backward threshold_backwar
 void register_nn_ops(OpRegistry& r);          // convolution pooling norms losses attention (nn_ops.cpp)
 void register_model_ops(OpRegistry& r);       // issue 14: activations, scans, shape ops ...
 void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, native_layer_norm ...
+void register_more_ops(OpRegistry& r);        // issue 14: more aten ops (more_ops.cpp)
 
 inline void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -29,6 +30,7 @@ inline void register_all_ops(OpRegistry& r) {
   register_nn_ops(r);
   register_model_ops(r);
   register_multi_output_ops(r);
+  register_more_ops(r);
 }
 
 }  // namespace stax

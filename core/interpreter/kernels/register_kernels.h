@@ -16,6 +16,7 @@ void register_creation_kernels(InterpreterTable& t);    // incl. random ops
 void register_composite_kernels(InterpreterTable& t);   // softmax ... (may run the decomposition)
 void register_nn_kernels(InterpreterTable& t);          // convolution, pooling, norms (nn_kernels.cpp)
 void register_model_kernels(InterpreterTable& t);       // issue 14: activations, scans ...
+void register_more_kernels(InterpreterTable& t);        // issue 14: more aten ops (more_kernels.cpp)
 
 inline void register_all_kernels(InterpreterTable& t) {
   register_pointwise_kernels(t);
@@ -27,6 +28,7 @@ inline void register_all_kernels(InterpreterTable& t) {
   register_composite_kernels(t);
   register_nn_kernels(t);
   register_model_kernels(t);
+  register_more_kernels(t);
 }
 
 }  // namespace stax
