@@ -360,6 +360,15 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
   w.open(lane_loop(ix, lanes));
   for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
   for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, seg + "[stax_lane]"));
+  if (row_chains) {
+    // An empty asm per accumulator (no instruction): the SLP vectoriser would otherwise pack the
+    // rows' chains into one vector fed by gathers, several times slower than independent chains.
+    for (const Declaration& a : accs) {
+      std::string type = a.declarator.substr(0, a.declarator.size() - a.name.size() - 1);
+      const char* where = type == "float" || type == "double" ? "+x" : "+r";
+      w.line("__asm__(\"\" : \"" + std::string(where) + "\"(" + a.name + "[stax_lane]));");
+    }
+  }
   w.close();
   if (segmented)
     w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
