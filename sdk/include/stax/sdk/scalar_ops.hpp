@@ -2,8 +2,9 @@
 // interpreter executes and that C-like CPU printers (cpu_cpp) embed verbatim as their kernel prelude,
 // so that compiled pointwise code and the interpreter agree bit for bit (seed §6.9, class-1
 // transformations). Constraints, because this text is compiled inside JIT kernels:
-//   * no #include of any system header; math goes through __builtin_* (GCC and Clang both lower
-//     them to the libm call or to an exact instruction: sqrt, floor, ...);
+//   * no #include of any system header; exact math goes through __builtin_* (GCC and Clang both
+//     lower them to an exact instruction or libm call: sqrt, floor, fmod, ...), transcendentals
+//     through SLEEF's deterministic functions, declared below (link libsleef);
 //   * C++17, header-only, no exceptions; everything is defined for every input: integer division
 //     by zero yields 0 rather than trapping; int64 add / sub / mul / neg / abs / pow wrap around
 //     (two's complement, as torch does), so INT64_MIN / -1 is INT64_MIN and INT64_MIN % -1 is 0
