@@ -55,7 +55,7 @@ class C99Backend : public Backend {
     cc.extension = ".c";
     cc.work_dir = work_dir_;
     cc.plugin = kName;
-    cc.link_flags = "-lm";
+    cc.link_flags = "-lm -lsleef";  // scalar_ops.h: SLEEF's transcendentals
     return compile_shared_object(kernel_source(k), cc, k);
   }
 

@@ -53,6 +53,7 @@ class ExampleBackend : public Backend {
     cxx.extension = ".cpp";
     cxx.work_dir = work_dir_;
     cxx.plugin = kName;
+    cxx.link_flags = "-lsleef";  // scalar_ops.hpp's transcendentals are SLEEF's
     return compile_shared_object(kernel_source(k), cxx, k);
   }
 

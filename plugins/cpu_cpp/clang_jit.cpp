@@ -31,6 +31,10 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Target/TargetMachine.h"
@@ -117,6 +121,75 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
   return args;
 }
+
+// SLEEF's vector forms for the loop vectoriser (docs/vector_math.md). scalar_ops.hpp computes
+// exp, log, tanh, erf, pow ... with SLEEF's deterministic scalar functions
+// `Sleef_cinz_<f>f1_u10purec` / `Sleef_cinz_<f>d1_u10purec`; their AVX-512 forms without FMA,
+// `Sleef_cinz_<f>f16_u10avx512fnofma` / `Sleef_cinz_<f>d8_u10avx512fnofma`, return the same bits
+// lane by lane (the SLEEF "cinz" contract; vector_math_test checks it). This pass runs just before
+// the loop vectoriser and tells it so, in LLVM's vector-function ABI (the attribute
+// `vector-function-abi-variant` = `_ZGV_LLVM_N16v_<scalar>(<vector>)` on each call, and a
+// declaration of the vector function, as LLVM's InjectTLIMappings does for its own vector
+// libraries): a vectorised loop then calls one SLEEF vector function per 16 floats (8 doubles)
+// instead of 16 scalar calls, and the result stays bit-identical to the interpreter's. Only for
+// functions whose target has AVX-512F (the vector form's ISA); elsewhere the calls stay scalar.
+bool sleef_vector_form(llvm::StringRef scalar, std::string* vector_name, unsigned* lanes) {
+  if (!scalar.consume_front("Sleef_cinz_") || !scalar.consume_back("_u10purec")) return false;
+  if (scalar.consume_back("f1")) {
+    *lanes = 16;
+    *vector_name = "Sleef_cinz_" + scalar.str() + "f16_u10avx512fnofma";
+  } else if (scalar.consume_back("d1")) {
+    *lanes = 8;
+    *vector_name = "Sleef_cinz_" + scalar.str() + "d8_u10avx512fnofma";
+  } else {
+    return false;
+  }
+  static const char* const kKnown[] = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                                       "sin", "cos", "tan", "tanh", "erf", "pow"};
+  for (const char* k : kKnown)
+    if (scalar == k) return true;
+  return false;
+}
+
+struct SleefVectorVariants : llvm::PassInfoMixin<SleefVectorVariants> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager&) {
+    llvm::Attribute features = f.getFnAttribute("target-features");
+    if (!features.isValid() || !features.getValueAsString().contains("+avx512f"))
+      return llvm::PreservedAnalyses::all();
+    llvm::Module& m = *f.getParent();
+    bool changed = false;
+    for (llvm::BasicBlock& bb : f) {
+      for (llvm::Instruction& inst : bb) {
+        auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
+        llvm::Function* callee = call ? call->getCalledFunction() : nullptr;
+        if (!callee || !callee->isDeclaration() || call->hasFnAttr("vector-function-abi-variant"))
+          continue;
+        std::string vector_name;
+        unsigned lanes = 0;
+        if (!sleef_vector_form(callee->getName(), &vector_name, &lanes)) continue;
+        llvm::FunctionType* st = callee->getFunctionType();
+        std::vector<llvm::Type*> params;
+        for (llvm::Type* t : st->params()) params.push_back(llvm::FixedVectorType::get(t, lanes));
+        llvm::FunctionType* vt = llvm::FunctionType::get(
+            llvm::FixedVectorType::get(st->getReturnType(), lanes), params, false);
+        const bool fresh = m.getFunction(vector_name) == nullptr;
+        auto* vf = llvm::dyn_cast<llvm::Function>(m.getOrInsertFunction(vector_name, vt).getCallee());
+        if (!vf || vf->getFunctionType() != vt) continue;  // a clash of names: leave it scalar
+        if (fresh) {
+          vf->setDoesNotAccessMemory();
+          vf->setDoesNotThrow();
+          llvm::appendToCompilerUsed(m, {vf});  // kept until the vectoriser has seen it
+        }
+        call->addFnAttr(llvm::Attribute::get(
+            f.getContext(), "vector-function-abi-variant",
+            "_ZGV_LLVM_N" + std::to_string(lanes) + std::string(st->getNumParams(), 'v') + "_" +
+                callee->getName().str() + "(" + vector_name + ")"));
+        changed = true;
+      }
+    }
+    return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
+  }
+};
 
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
@@ -456,6 +529,12 @@ CompiledModule ClangJit::compile(std::string_view source,
     fe.Inputs.emplace_back(file_name, kind);
     invocation->getCodeGenOpts().DisableFree = false;
     invocation->getCodeGenOpts().MainFileName = file_name;
+    invocation->getCodeGenOpts().PassBuilderCallbacks.push_back([](llvm::PassBuilder& pb) {
+      pb.registerVectorizerStartEPCallback(
+          [](llvm::FunctionPassManager& fpm, llvm::OptimizationLevel) {
+            fpm.addPass(SleefVectorVariants());
+          });
+    });
     invocation->getDiagnosticOpts().ShowColors = false;
     clang::PreprocessorOptions& pp = invocation->getPreprocessorOpts();
     pp.RetainRemappedFileBuffers = false;  // the SourceManager takes ownership of the buffer
@@ -586,7 +665,8 @@ std::string ClangJit::identity() const {
   std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
                     s.target_machine->getTargetTriple().str() + "; opt " +
                     std::to_string(s.options.opt_level) + "; native_cpu " +
-                    (s.options.native_cpu ? "1" : "0") + "; flags";
+                    (s.options.native_cpu ? "1" : "0") +
+                    "; passes sleef-vector-variants 1; flags";
   for (const std::string& f : s.options.extra_flags) out += " " + f;
   out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();

@@ -1,5 +1,6 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <vector>
@@ -89,6 +90,14 @@ class SourceWriter {
 // through the segmented order instead (emit_segmented_body).
 constexpr int64_t kMaxWideLanes = 128;
 constexpr int64_t kMinWideLanes = 16;
+// Row chains (issue 9, the fast strict order): a reduction kernel that is not contiguous along its
+// innermost iteration variable (a row reduction) and has no segmented body (strict_order: true, or
+// only argmax / argmin) runs kRowChains neighbouring rows side by side: their sequential
+// accumulators are independent chains, so the adds overlap instead of waiting on one another's
+// latency, and each row keeps exactly the interpreter's sequential order. The lane loop is fully
+// unrolled and not vectorised (a vector over rows would need gathers); a body that does not
+// accumulate (softmax's exp stored over the row) runs row by row, its own loop vectorised.
+constexpr int64_t kRowChains = 8;
 
 // Whether every load of the kernel moves by 0 or 1 element when iteration variable `dim` grows
 // by one (evaluated at the origin; a non-affine index counts as not contiguous).
@@ -319,8 +328,15 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
 // the segment a running counter over the flat reduction index); the statements run in a lane loop
 // inside the reduction loop(s), the stores in one after them.
 void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-                    sdk::Span<int64_t> rranges, bool reduction, int64_t lanes, bool segmented) {
+                    sdk::Span<int64_t> rranges, bool reduction, int64_t lanes, bool segmented,
+                    bool row_chains = false) {
   const std::string ix = p.index_type();
+  if (row_chains && pb.prologue.empty()) {  // nothing accumulates: row by row
+    w.open(lane_loop(ix, lanes));
+    emit_body(w, p, pb, rranges, reduction);
+    w.close();
+    return;
+  }
   const std::string n = "[" + std::to_string(lanes) + "]";
   const std::string seg = segmented ? "[stax_seg]" : "";
   std::vector<Declaration> accs;
@@ -340,9 +356,19 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
   if (segmented) w.open("{");  // the scope of the counter
   if (segmented) w.line(ix + " stax_seg = 0;");
   if (reduction) open_reduction_loops(w, p, rranges, rranges.size());
+  if (row_chains) w.line("#pragma clang loop unroll(full) vectorize(disable)");
   w.open(lane_loop(ix, lanes));
   for (const std::string& l : pb.hoisted) w.line(l);  // per lane: they read i<lane>
   for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, seg + "[stax_lane]"));
+  if (row_chains) {
+    // An empty asm per accumulator (no instruction): the SLP vectoriser would otherwise pack the
+    // rows' chains into one vector fed by gathers, several times slower than independent chains.
+    for (const Declaration& a : accs) {
+      std::string type = a.declarator.substr(0, a.declarator.size() - a.name.size() - 1);
+      const char* where = type == "float" || type == "double" ? "+x" : "+r";
+      w.line("__asm__(\"\" : \"" + std::string(where) + "\"(" + a.name + "[stax_lane]));");
+    }
+  }
   w.close();
   if (segmented)
     w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
@@ -380,11 +406,17 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     any_reduction = any_reduction || k.body(b).is_reduction_loop();
     segmented[b] = !options.strict_order && segmentable(k.body(b));
   }
+  bool row_chains = false;
   if (any_reduction && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
     int64_t extent = ranges[static_cast<size_t>(lane_dim)];
     lanes = kMaxWideLanes;
     while (lanes > extent && lanes > kMinWideLanes) lanes /= 2;
     if (lanes > extent) lanes = 0;
+  } else if (any_reduction && lane_dim >= 0 &&
+             std::none_of(segmented.begin(), segmented.end(), [](bool b) { return b; }) &&
+             ranges[static_cast<size_t>(lane_dim)] >= kRowChains) {
+    lanes = kRowChains;
+    row_chains = true;
   }
 
   // Print the bodies first (lane versions first, so that they get the low temporary numbers):
@@ -452,14 +484,14 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     std::string lo = chunked ? begin : "0";
     std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);
-    w.line("// " + n + " outputs along " + v + " at a time");
+    w.line("// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time");
     w.line(ix + " " + v + " = " + lo + ";");
     // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
     w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
       emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes,
-                     segmented[b]);
+                     segmented[b], row_chains);
     }
     w.close();
     w.open("for (; " + v + " < " + hi + "; ++" + v + ") {");

@@ -249,7 +249,7 @@ class CpuCppBackend : public sdk::Backend {
       ClangJitOptions o;
       o.opt_level = static_cast<int>(opt_level_);
       o.native_cpu = native_cpu_;
-      o.load_sleef = false;
+      o.load_sleef = true;  // scalar_ops.hpp's transcendentals are SLEEF's (libsleef.so.3)
       jit_ = std::make_unique<ClangJit>(std::move(o));
     });
     return *jit_;

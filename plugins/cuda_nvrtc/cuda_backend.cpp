@@ -534,7 +534,7 @@ class CudaNvrtcBackend : public sdk::Backend {
     if (!jit_) {
       cpu::ClangJitOptions o;
       o.opt_level = 2;
-      o.load_sleef = false;
+      o.load_sleef = true;  // the emulation's prelude computes exp, tanh ... with SLEEF
       jit_ = std::make_unique<cpu::ClangJit>(std::move(o));
       emulator_ = std::make_shared<GridEmulator>();
     }

@@ -26,6 +26,10 @@ std::string nvrtc_head() {
     s += "#define __builtin_" + std::string(f) + "f " + f + "f\n";
     s += "#define __builtin_" + std::string(f) + " " + f + "\n";
   }
+  // The transcendentals: CUDA's own (scalar_ops.hpp takes SLEEF's on the CPU; CUDA's expf etc.
+  // are within 2 ULP (CUDA C Programming Guide, Mathematical Functions), so tests on a GPU compare
+  // with a bound, never bitwise; the host emulation below keeps SLEEF's and stays bitwise).
+  s += "#define STAX_SCALAR_MATH_F(name) name##f\n#define STAX_SCALAR_MATH_D(name) name\n";
   s += R"(#define __builtin_inff() __int_as_float(0x7f800000)
 #define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
 #define __builtin_huge_valf() __int_as_float(0x7f800000)

@@ -56,23 +56,52 @@ static inline bool stax_is_min_by_minus_one(stax_i64 a, stax_i64 b) {
   return b == -1 && a == (stax_i64)((stax_u64)1 << 63);
 }
 
-/* ---- floating (T = float with libm suffix f, or double) -------------------------------------- */
-#define STAX_C99_FLOAT_OPS(T, t, F)                                                                \
-  static inline T stax_exp_##t(T x) { return exp##F(x); }                                        \
-  static inline T stax_exp2_##t(T x) { return exp2##F(x); }                                      \
-  static inline T stax_expm1_##t(T x) { return expm1##F(x); }                                    \
-  static inline T stax_log_##t(T x) { return log##F(x); }                                        \
-  static inline T stax_log2_##t(T x) { return log2##F(x); }                                      \
-  static inline T stax_log10_##t(T x) { return log10##F(x); }                                    \
-  static inline T stax_log1p_##t(T x) { return log1p##F(x); }                                    \
+/* The transcendentals are SLEEF's deterministic scalar forms, as in scalar_ops.hpp (which explains
+ * why): Sleef_cinz_<f>f1_u10purec / Sleef_cinz_<f>d1_u10purec from libsleef (link -lsleef). */
+#define STAX_C99_SLEEF_DECL(name)                                       \
+  float Sleef_cinz_##name##f1_u10purec(float);                          \
+  double Sleef_cinz_##name##d1_u10purec(double);
+STAX_C99_SLEEF_DECL(exp) STAX_C99_SLEEF_DECL(exp2) STAX_C99_SLEEF_DECL(expm1)
+STAX_C99_SLEEF_DECL(log) STAX_C99_SLEEF_DECL(log2) STAX_C99_SLEEF_DECL(log10)
+STAX_C99_SLEEF_DECL(log1p) STAX_C99_SLEEF_DECL(sin) STAX_C99_SLEEF_DECL(cos)
+STAX_C99_SLEEF_DECL(tan) STAX_C99_SLEEF_DECL(tanh) STAX_C99_SLEEF_DECL(erf)
+float Sleef_cinz_powf1_u10purec(float, float);
+double Sleef_cinz_powd1_u10purec(double, double);
+#undef STAX_C99_SLEEF_DECL
+
+/* A NaN result is the default NaN (scalar_ops.hpp explains). */
+static inline float stax_canon_f32(float r) { return r != r ? NAN : r; }
+static inline double stax_canon_f64(double r) { return r != r ? (double)NAN : r; }
+/* erf: below 1e-30 SLEEF's erff is up to 1.9 ULP off; x * 2/sqrt(pi) there (scalar_ops.hpp) */
+static inline float stax_erf_impl_f32(float x) {
+  float r = Sleef_cinz_erff1_u10purec(x);
+  float tiny = (float)((double)x * 1.1283791670955126);
+  return stax_canon_f32(fabsf(x) < 1e-30f ? tiny : r);
+}
+static inline double stax_erf_impl_f64(double x) { return stax_canon_f64(Sleef_cinz_erfd1_u10purec(x)); }
+
+/* ---- floating (T = float with libm suffix f and SLEEF suffix f1, or double and d1) ------------- */
+#define STAX_C99_FLOAT_OPS(T, t, F, S)                                                             \
+  static inline T stax_exp_##t(T x) { return stax_canon_##t(Sleef_cinz_exp##S##_u10purec(x)); }                    \
+  static inline T stax_exp2_##t(T x) { return stax_canon_##t(Sleef_cinz_exp2##S##_u10purec(x)); }                  \
+  static inline T stax_expm1_##t(T x) { return stax_canon_##t(Sleef_cinz_expm1##S##_u10purec(x)); }                \
+  static inline T stax_log_##t(T x) { return stax_canon_##t(Sleef_cinz_log##S##_u10purec(x)); }                    \
+  static inline T stax_log2_##t(T x) { return stax_canon_##t(Sleef_cinz_log2##S##_u10purec(x)); }                  \
+  static inline T stax_log10_##t(T x) { return stax_canon_##t(Sleef_cinz_log10##S##_u10purec(x)); }                \
+  /* above SLEEF's domain (1e38 / 1e307) log1p is log: scalar_ops.hpp */                         \
+  static inline T stax_log1p_##t(T x) {                                                           \
+    T r = Sleef_cinz_log1p##S##_u10purec(x);                                                      \
+    T big = Sleef_cinz_log##S##_u10purec(x);                                                      \
+    return stax_canon_##t(x > (sizeof(T) == 4 ? (T)1e38f : (T)1e307) ? big : r);                                  \
+  }                                                                                              \
   static inline T stax_sqrt_##t(T x) { return sqrt##F(x); }                                      \
   static inline T stax_rsqrt_##t(T x) { return (T)1 / sqrt##F(x); }                              \
-  static inline T stax_sin_##t(T x) { return sin##F(x); }                                        \
-  static inline T stax_cos_##t(T x) { return cos##F(x); }                                        \
-  static inline T stax_tan_##t(T x) { return tan##F(x); }                                        \
-  static inline T stax_tanh_##t(T x) { return tanh##F(x); }                                      \
-  static inline T stax_sigmoid_##t(T x) { return (T)1 / ((T)1 + exp##F(-x)); }                   \
-  static inline T stax_erf_##t(T x) { return erf##F(x); }                                        \
+  static inline T stax_sin_##t(T x) { return stax_canon_##t(Sleef_cinz_sin##S##_u10purec(x)); }                    \
+  static inline T stax_cos_##t(T x) { return stax_canon_##t(Sleef_cinz_cos##S##_u10purec(x)); }                    \
+  static inline T stax_tan_##t(T x) { return stax_canon_##t(Sleef_cinz_tan##S##_u10purec(x)); }                    \
+  static inline T stax_tanh_##t(T x) { return stax_canon_##t(Sleef_cinz_tanh##S##_u10purec(x)); }                  \
+  static inline T stax_sigmoid_##t(T x) { return (T)1 / ((T)1 + stax_exp_##t(-x)); } \
+  static inline T stax_erf_##t(T x) { return stax_erf_impl_##t(x); }                              \
   static inline T stax_reciprocal_##t(T x) { return (T)1 / x; }                                  \
   static inline T stax_floor_##t(T x) { return floor##F(x); }                                    \
   static inline T stax_ceil_##t(T x) { return ceil##F(x); }                                      \
@@ -112,11 +141,11 @@ static inline bool stax_is_min_by_minus_one(stax_i64 a, stax_i64 b) {
     if (b == (T)2) return a * a;                                                                 \
     if (b == (T)-1) return (T)1 / a;                                                             \
     if (b == (T)0.5) return a == -(T)INFINITY ? (T)INFINITY : fabs##F(sqrt##F(a));               \
-    if (a == (T)2) return exp2##F(b);                                                            \
-    return pow##F(a, b);                                                                         \
+    if (a == (T)2) return stax_exp2_##t(b);                                        \
+    return stax_canon_##t(Sleef_cinz_pow##S##_u10purec(a, b));                                                     \
   }
-STAX_C99_FLOAT_OPS(float, f32, f)
-STAX_C99_FLOAT_OPS(double, f64, )
+STAX_C99_FLOAT_OPS(float, f32, f, f1)
+STAX_C99_FLOAT_OPS(double, f64, , d1)
 #undef STAX_C99_FLOAT_OPS
 
 /* ---- int64 -------------------------------------------------------------------------------------- */

@@ -2,8 +2,9 @@
 // interpreter executes and that C-like CPU printers (cpu_cpp) embed verbatim as their kernel prelude,
 // so that compiled pointwise code and the interpreter agree bit for bit (seed §6.9, class-1
 // transformations). Constraints, because this text is compiled inside JIT kernels:
-//   * no #include of any system header; math goes through __builtin_* (GCC and Clang both lower
-//     them to the libm call or to an exact instruction: sqrt, floor, ...);
+//   * no #include of any system header; exact math goes through __builtin_* (GCC and Clang both
+//     lower them to an exact instruction or libm call: sqrt, floor, fmod, ...), transcendentals
+//     through SLEEF's deterministic functions, declared below (link libsleef);
 //   * C++17, header-only, no exceptions; everything is defined for every input: integer division
 //     by zero yields 0 rather than trapping; int64 add / sub / mul / neg / abs / pow wrap around
 //     (two's complement, as torch does), so INT64_MIN / -1 is INT64_MIN and INT64_MIN % -1 is 0
@@ -13,6 +14,41 @@
 // compute in int64 and are narrowed on store), bool ops on bool.
 #ifndef STAX_SDK_SCALAR_OPS_HPP
 #define STAX_SDK_SCALAR_OPS_HPP
+
+// ---- transcendentals: SLEEF's deterministic scalar forms ---------------------------------------
+// exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, erf and pow (float and double;
+// float16 / bfloat16 through float) are SLEEF's `Sleef_cinz_<f><t>1_u10purec` functions (libsleef,
+// Debian libsleef-dev 3.5.1): plain C, no FMA, so the same bits on every x86 CPU, and the same bits
+// as SLEEF's vector forms `Sleef_cinz_<f>f16_u10avx512fnofma` / `..d8..` that cpu_cpp's vectorised
+// loops call (plugins/cpu_cpp/clang_jit.cpp maps one to the other): the interpreter and the vector
+// kernels agree bit for bit by construction, not by luck of the C library. Each is within 1.0 ULP
+// of the correctly rounded result over its whole domain (SLEEF's u10 bound; docs/vector_math.md
+// lists them). A target whose math is not SLEEF (CUDA C) defines STAX_SCALAR_MATH_F / _D before
+// this header to its own functions, and then owes its tests a bound, not bit equality.
+#ifndef STAX_SCALAR_MATH_F
+#define STAX_SCALAR_MATH_F(name) Sleef_cinz_##name##f1_u10purec
+#define STAX_SCALAR_MATH_D(name) Sleef_cinz_##name##d1_u10purec
+#define STAX_SCALAR_SLEEF_DECL1(name)                                                           \
+  float STAX_SCALAR_MATH_F(name)(float) __attribute__((const, nothrow));                       \
+  double STAX_SCALAR_MATH_D(name)(double) __attribute__((const, nothrow));
+extern "C" {
+STAX_SCALAR_SLEEF_DECL1(exp)
+STAX_SCALAR_SLEEF_DECL1(exp2)
+STAX_SCALAR_SLEEF_DECL1(expm1)
+STAX_SCALAR_SLEEF_DECL1(log)
+STAX_SCALAR_SLEEF_DECL1(log2)
+STAX_SCALAR_SLEEF_DECL1(log10)
+STAX_SCALAR_SLEEF_DECL1(log1p)
+STAX_SCALAR_SLEEF_DECL1(sin)
+STAX_SCALAR_SLEEF_DECL1(cos)
+STAX_SCALAR_SLEEF_DECL1(tan)
+STAX_SCALAR_SLEEF_DECL1(tanh)
+STAX_SCALAR_SLEEF_DECL1(erf)
+float STAX_SCALAR_MATH_F(pow)(float, float) __attribute__((const, nothrow));
+double STAX_SCALAR_MATH_D(pow)(double, double) __attribute__((const, nothrow));
+}
+#undef STAX_SCALAR_SLEEF_DECL1
+#endif
 
 namespace stax_scalar {
 
@@ -29,20 +65,50 @@ inline bool is_min_by_minus_one(i64 a, i64 b) { return b == -1 && a == (i64)((u6
 #define STAX_SCALAR_MATH1(name)                                      \
   inline float name(float x) { return __builtin_##name##f(x); }     \
   inline double name(double x) { return __builtin_##name(x); }
+// A NaN result is the default NaN (0x7fc00000 / 0x7ff8000000000000): SLEEF's scalar and vector
+// forms agree on every non-NaN bit but not on the sign and payload of a NaN they create (log(-1):
+// +NaN scalar, -NaN vector) or pass on; one NaN for all keeps the kernels bitwise equal to the
+// interpreter (a compare and a blend per vector).
+#define STAX_SCALAR_TRANSCENDENTAL1(name)                                          \
+  inline float name(float x) { return canonical_nan(STAX_SCALAR_MATH_F(name)(x)); } \
+  inline double name(double x) { return canonical_nan(STAX_SCALAR_MATH_D(name)(x)); }
 namespace m {
-STAX_SCALAR_MATH1(exp)
-STAX_SCALAR_MATH1(exp2)
-STAX_SCALAR_MATH1(expm1)
-STAX_SCALAR_MATH1(log)
-STAX_SCALAR_MATH1(log2)
-STAX_SCALAR_MATH1(log10)
-STAX_SCALAR_MATH1(log1p)
+inline float canonical_nan(float r) { return r != r ? __builtin_nanf("") : r; }
+inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
+STAX_SCALAR_TRANSCENDENTAL1(exp)
+STAX_SCALAR_TRANSCENDENTAL1(exp2)
+STAX_SCALAR_TRANSCENDENTAL1(expm1)
+STAX_SCALAR_TRANSCENDENTAL1(log)
+STAX_SCALAR_TRANSCENDENTAL1(log2)
+STAX_SCALAR_TRANSCENDENTAL1(log10)
+// SLEEF's log1p returns +inf above 1e38 (float) / 1e307 (double), its documented domain; there
+// log1p(x) equals log(x) to far below an ULP (1/x < 1e-38), so that is what it computes (a select
+// of two unconditional calls: the loop vectoriser keeps it, in the same bits).
+inline float log1p(float x) {
+  float r = STAX_SCALAR_MATH_F(log1p)(x);
+  float big = STAX_SCALAR_MATH_F(log)(x);
+  return canonical_nan(x > 1e38f ? big : r);
+}
+inline double log1p(double x) {
+  double r = STAX_SCALAR_MATH_D(log1p)(x);
+  double big = STAX_SCALAR_MATH_D(log)(x);
+  return canonical_nan(x > 1e307 ? big : r);
+}
 STAX_SCALAR_MATH1(sqrt)
-STAX_SCALAR_MATH1(sin)
-STAX_SCALAR_MATH1(cos)
-STAX_SCALAR_MATH1(tan)
-STAX_SCALAR_MATH1(tanh)
-STAX_SCALAR_MATH1(erf)
+STAX_SCALAR_TRANSCENDENTAL1(sin)
+STAX_SCALAR_TRANSCENDENTAL1(cos)
+STAX_SCALAR_TRANSCENDENTAL1(tan)
+STAX_SCALAR_TRANSCENDENTAL1(tanh)
+// SLEEF's erff is up to 1.9 ULP off for |x| < 1e-30 (results near the float underflow
+// threshold, measured); there erf(x) = x * 2/sqrt(pi) to far below an ULP: a double product
+// rounded once to float is within 0.5 ULP. (The double version stays within 1 ULP:
+// vector_math_test.)
+inline float erf(float x) {
+  float r = STAX_SCALAR_MATH_F(erf)(x);
+  float tiny = (float)((double)x * 1.1283791670955126);
+  return canonical_nan(__builtin_fabsf(x) < 1e-30f ? tiny : r);
+}
+inline double erf(double x) { return canonical_nan(STAX_SCALAR_MATH_D(erf)(x)); }
 STAX_SCALAR_MATH1(floor)
 STAX_SCALAR_MATH1(ceil)
 STAX_SCALAR_MATH1(trunc)
@@ -52,29 +118,29 @@ inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
 inline double fmod(double a, double b) { return __builtin_fmod(a, b); }
 inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 inline double copysign(double a, double b) { return __builtin_copysign(a, b); }
-// With a constant operand, compilers rewrite pow without fast-math (LLVM's library-call
-// simplifier, as in a compiled kernel of pow.Scalar): pow(a, 2) -> a * a, pow(a, -1) -> 1 / a,
-// pow(a, 0.5) -> |sqrt(a)| (+inf for a = -inf), pow(2, b) -> exp2(b); pow(a, 0) and pow(a, 1)
-// fold to 1 and a, which the C library returns too. The C library's pow is not correctly rounded
-// (glibc's differs from a * a in about one case in a thousand), so every caller takes these forms
-// explicitly: the interpreter, with run-time operands, computes what the compiled kernel
-// computes, bit for bit.
+// pow(a, 2) -> a * a, pow(a, -1) -> 1 / a, pow(a, 0.5) -> |sqrt(a)| (+inf for a = -inf),
+// pow(2, b) -> exp2(b), as compilers rewrite a pow with a constant operand (LLVM's library-call
+// simplifier) and as torch special-cases them; pow(a, 0) and pow(a, 1) give 1 and a, which SLEEF
+// returns too. A general pow is not correctly rounded (differs from a * a in about one case in a
+// thousand), so every caller takes these forms explicitly: the interpreter, with run-time
+// operands, computes what the compiled kernel computes, bit for bit.
 inline float pow(float a, float b) {
   if (b == 2.0f) return a * a;
   if (b == -1.0f) return 1.0f / a;
   if (b == 0.5f) return a == -__builtin_inff() ? __builtin_inff() : __builtin_fabsf(__builtin_sqrtf(a));
-  if (a == 2.0f) return __builtin_exp2f(b);
-  return __builtin_powf(a, b);
+  if (a == 2.0f) return exp2(b);
+  return canonical_nan(STAX_SCALAR_MATH_F(pow)(a, b));
 }
 inline double pow(double a, double b) {
   if (b == 2.0) return a * a;
   if (b == -1.0) return 1.0 / a;
   if (b == 0.5) return a == -__builtin_inf() ? __builtin_inf() : __builtin_fabs(__builtin_sqrt(a));
-  if (a == 2.0) return __builtin_exp2(b);
-  return __builtin_pow(a, b);
+  if (a == 2.0) return exp2(b);
+  return canonical_nan(STAX_SCALAR_MATH_D(pow)(a, b));
 }
 }  // namespace m
 #undef STAX_SCALAR_MATH1
+#undef STAX_SCALAR_TRANSCENDENTAL1
 
 // ---- unary, floating ---------------------------------------------------------------------------
 template <class T> inline T neg(T x) { return -x; }
