@@ -69,8 +69,10 @@ constexpr size_t kBlobMagicSize = sizeof(kBlobMagic) - 1;
 constexpr const char kEntry[] = "stax_entry";
 
 // Below this many iteration points (times the reduction length) a kernel runs on the calling
-// thread: a few microseconds of work, less than waking a worker costs (README, "Threads").
-constexpr int64_t kParallelMinPoints = 1 << 16;
+// thread and wakes nobody: ~20 us of streaming work on one core, against a parallel_for that costs
+// 0.4 us with the workers spinning and 3-8 us with them asleep (measured on the 2-vCPU guest at
+// loadavg 9; README "Kernel threads"). At 2^16 points 2 threads only broke even there.
+constexpr int64_t kParallelMinPoints = 1 << 17;
 // Larger kernels are cut into up to kChunksPerThread chunks per thread of at least
 // kMinChunkPoints points, claimed dynamically (thread_pool.h): a thread the OS deschedules holds
 // back one small chunk, not half of the kernel. Rows are independent and every output keeps its
