@@ -1,29 +1,42 @@
 // bench_cpu: Stax (cpu_cpp, default options: the segmented reduction order) next to hand-written
-// C++ (hand_kernels.h: g++ -O3 -march=native -ffast-math, OpenMP) for the workloads of issue 9, at
-// 1 and 2 threads, interleaved in one run (Stax, hand, Stax, hand, ...; medians).
+// C++ (hand_kernels.h: g++ -O3 -march=native -ffast-math, OpenMP, OpenBLAS) and torch eager, for
+// the workloads of issue 9, at 1 and 2 threads, interleaved in one run (Stax, hand, Stax, hand,
+// ...; medians). `scripts/bench_cpu.sh` runs it (the issue's whole table in one command).
 //
-//   bench_cpu [reps=9] [sizes=4096,8192]
+//   bench_cpu [reps=9] [sizes=4096,8192] [threads=1,2] [workloads=W1,W3,W4,W5,W1call,W2,MLP]
 //
 // Workloads (float32, rows = cols = size):
 //   W1  ((x + y).relu() * 2).sum(-1)      W3  softmax(x, -1)
 //   W4  (x * x).sum(-1)                   W5  layer_norm(x, -1) (weight, bias; eps 1e-5)
-// Columns: medians in ms; hand/stax = throughput of Stax relative to hand (≥ 1: Stax is faster);
-// GB/s of Stax counting the minimum traffic (inputs read once, outputs written once); %bw =
-// that against the read bandwidth measured at start-up on the same thread count (a read-reduce
-// probe: a fused pass may exceed it a little); err = max |stax - hand| / max |hand|.
-// Torch eager is not timed here: Debian's python3-torch is not installed on the measured machine.
+//   W1call  W1 at 64 x 128, per call (the time of 1000 back-to-back calls / 1000): overhead
+//   W2  gelu(x @ W).sum() forward + backward (x, W: 1024 x 1024; CompiledFunction), vs one sgemm
+//       + one fused pass forward and one fused pass + two sgemms backward
+//   MLP one training step of pred = gelu(x @ W1 + b1) @ W2 + b2, loss = mean((pred - y)^2),
+//       gradients of W1, b1, W2, b2 (x 1024 x 1024, W1 1024 x 1024, W2 1024 x 128)
+// Columns: medians in ms (stax, hand, torch eager, roof = the minimum traffic at the measured
+// read bandwidth on the same threads: a lower bound for the memory-bound rows, "-" for W2 / MLP,
+// which are compute-bound); hand/stax, torch/stax, roof/stax = throughput of Stax relative to
+// each (>= 1: Stax is faster; the issue's goals: hand/stax >= 0.9 for W1-W5, >= 1/1.1 for W2 and
+// MLP, >= 0.5 for W1call); GB/s of Stax counting the minimum traffic; err = max |stax - hand| /
+// max |hand| (W2 / MLP: over every gradient). torch runs in /usr/bin/python3
+// (bench/torch_eager.py, torch.set_num_threads) before the Stax rows; its column reads "-" when
+// torch cannot be imported (the reason is printed).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bench/hand_kernels.h"
 #include "core/config/config.h"
+#include "core/driver/compiled_function.h"
 #include "core/driver/compiler.h"
 
 namespace {
@@ -135,9 +148,162 @@ std::string loadavg() {
   return s;
 }
 
+// torch eager medians (ms) by "workload size threads", from bench/torch_eager.py in
+// /usr/bin/python3; empty (with `why` set) when torch is not importable.
+std::map<std::string, double> torch_times(int reps, const std::vector<int64_t>& sizes,
+                                          const std::vector<int>& threads, std::string& why) {
+  std::map<std::string, double> times;
+  std::string size_list, thread_list;
+  for (int64_t n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
+  for (int t : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(t);
+  std::string cmd = "/usr/bin/python3 " STAX_SOURCE_DIR "/bench/torch_eager.py " +
+                    std::to_string(reps) + " " + size_list + " " + thread_list + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    why = "cannot start /usr/bin/python3";
+    return times;
+  }
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    std::stringstream ss(line);
+    std::string tag, wl;
+    long long n = 0;
+    int t = 0;
+    double ms = 0;
+    ss >> tag;
+    if (tag == "torch" && (ss >> wl >> n >> t >> ms))
+      times[wl + " " + std::to_string(n) + " " + std::to_string(t)] = ms;
+    else if (tag == "torch-missing")
+      why = std::string(line).substr(14);
+  }
+  int status = pclose(p);
+  if (times.empty() && why.empty())
+    why = "bench/torch_eager.py printed no timings (exit status " + std::to_string(status) + ")";
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  return times;
+}
+
+struct Row {
+  std::string name;
+  int64_t size = 0;
+  int threads = 1;
+  double stax = 0, hand = 0, torch = -1, roof = -1, bytes = 0, err = 0;
+};
+
+void print_header() {
+  std::printf("%-6s %6s %3s %10s %10s %10s %10s %9s %10s %9s %8s %9s\n", "wl", "size", "thr",
+              "stax ms", "hand ms", "torch ms", "roof ms", "hand/stax", "torch/stax",
+              "roof/stax", "GB/s", "err");
+}
+
+void print_row(const Row& r) {
+  auto ms = [](double v) {
+    char b[32];
+    if (v < 0)
+      std::snprintf(b, sizeof b, "-");
+    else
+      std::snprintf(b, sizeof b, "%.4f", v);
+    return std::string(b);
+  };
+  auto ratio = [&](double v) {
+    char b[32];
+    if (v < 0)
+      std::snprintf(b, sizeof b, "-");
+    else
+      std::snprintf(b, sizeof b, "%.2f", v / r.stax);
+    return std::string(b);
+  };
+  std::printf("%-6s %6lld %3d %10.4f %10.4f %10s %10s %9s %10s %9s %8.1f %9.1e\n",
+              r.name.c_str(), static_cast<long long>(r.size), r.threads, r.stax, r.hand,
+              ms(r.torch).c_str(), ms(r.roof).c_str(), ratio(r.hand).c_str(),
+              ratio(r.torch).c_str(), ratio(r.roof).c_str(),
+              r.bytes > 0 ? r.bytes / r.stax / 1e6 : 0.0, r.err);
+  std::fflush(stdout);
+}
+
+// max |a - b| / max |b| over pairs of tensors
+double rel_err(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  double diff = 0, mag = 0;
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k)
+    for (int64_t e = 0; e < want[k].numel(); ++e) {
+      diff = std::max(diff, std::fabs(got[k].get_double(e) - want[k].get_double(e)));
+      mag = std::max(mag, std::fabs(want[k].get_double(e)));
+    }
+  return mag > 0 ? diff / mag : diff;
+}
+
+Graph w2_graph(int64_t n) {
+  Graph g;
+  Node* x = g.placeholder("x", {n, n});
+  Node* w = g.placeholder("W", {n, n});
+  g.output({g.call("sum.default", {g.call("gelu", {g.call("matmul", {x, w})})})});
+  return g;
+}
+
+constexpr int64_t kMlpBatch = 1024, kMlpIn = 1024, kMlpHidden = 1024, kMlpOut = 128;
+
+Graph mlp_graph() {
+  Graph g;
+  Node* x = g.placeholder("x", {kMlpBatch, kMlpIn});
+  Node* w1 = g.placeholder("W1", {kMlpIn, kMlpHidden});
+  Node* b1 = g.placeholder("b1", {kMlpHidden});
+  Node* w2 = g.placeholder("W2", {kMlpHidden, kMlpOut});
+  Node* b2 = g.placeholder("b2", {kMlpOut});
+  Node* y = g.placeholder("y", {kMlpBatch, kMlpOut});
+  Node* a = g.call("gelu", {g.call("add.Tensor", {g.call("matmul", {x, w1}), b1})});
+  Node* pred = g.call("add.Tensor", {g.call("matmul", {a, w2}), b2});
+  Node* diff = g.call("sub.Tensor", {pred, y});
+  g.output({g.call("mean", {g.call("mul.Tensor", {diff, diff})})});
+  return g;
+}
+
+std::vector<Tensor> random_inputs(const Graph& g, double scale) {
+  std::vector<Tensor> in;
+  uint64_t offset = 0;
+  for (const Node* p : g.placeholders()) {
+    Tensor t = Tensor::randn(p->meta().sizes, p->meta().dtype, 1, offset);
+    if (scale != 1.0)
+      for (int64_t e = 0; e < t.numel(); ++e) t.set_double(e, t.get_double(e) * scale);
+    in.push_back(t);
+    offset += static_cast<uint64_t>(p->meta().numel());
+  }
+  return in;
+}
+
+// One forward + backward of `f` (gradients of every wrt input).
+std::vector<Tensor> train_step(CompiledFunction& f, const std::vector<Tensor>& in) {
+  ForwardResult r = f.forward(in);
+  return f.backward(*r.ctx);
+}
+
 }  // namespace
 
+// Nanoseconds of one PAUSE instruction (what spin-waits are made of): ~170 ns on the KVM guests
+// we measure on (pause-loop exiting), a few ns on bare metal.
+double pause_ns() {
+  const int n = 100000;
+  auto t = Clock::now();
+  for (int i = 0; i < n; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return ms_since(t) * 1e6 / n;
+}
+
 int main(int argc, char** argv) {
+  // The hand baseline's OpenMP workers spin GOMP_SPINCOUNT PAUSEs (300000 by default) after each
+  // parallel loop before sleeping: ~50 ms on a guest where PAUSE costs 170 ns, so each Stax run
+  // that follows a hand run (interleaved) would share a core with a spinning idle thread. Like
+  // Stax's pool (100 µs, thread_pool.cpp), the baseline spins ~100 µs: libgomp reads the variable
+  // when it is loaded, so the bench sets it and runs itself again.
+  if (!std::getenv("GOMP_SPINCOUNT") && !std::getenv("OMP_WAIT_POLICY")) {
+    double ns = std::max(0.5, pause_ns());
+    std::string spins = std::to_string(std::max<long long>(100, static_cast<long long>(1e5 / ns)));
+    setenv("GOMP_SPINCOUNT", spins.c_str(), 1);
+    setenv("STAX_BENCH_PAUSE_NS", std::to_string(ns).c_str(), 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: go on with the default
+  }
   int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
   std::vector<int64_t> sizes = {4096, 8192};
   if (argc > 2) {
@@ -145,26 +311,48 @@ int main(int argc, char** argv) {
     std::stringstream ss(argv[2]);
     for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoll(item));
   }
-  double bw[3] = {0, measure_bandwidth(1), measure_bandwidth(2)};
-  std::printf("bench_cpu: reps %d; read bandwidth %.1f GB/s (1 thread), %.1f GB/s (2 threads)\n",
-              reps, bw[1] / 1e9, bw[2] / 1e9);
-  std::printf("loadavg at start: %s\n", loadavg().c_str());
-  std::printf("%-4s %6s %3s %10s %10s %9s %8s %5s %9s\n", "wl", "size", "thr", "stax ms", "hand ms",
-              "hand/stax", "GB/s", "%bw", "err");
-  Compiler one(config(1)), two(config(2));
+  std::vector<int> thread_counts = {1, 2};
+  if (argc > 3) {
+    thread_counts.clear();
+    std::stringstream ss(argv[3]);
+    for (std::string item; std::getline(ss, item, ',');) thread_counts.push_back(std::stoi(item));
+  }
+  std::string only = argc > 4 ? "," + std::string(argv[4]) + "," : "";
+  auto wanted = [&](const std::string& wl) {
+    return only.empty() || only.find("," + wl + ",") != std::string::npos;
+  };
+  std::printf("bench_cpu: reps %d; loadavg at start: %s\n", reps, loadavg().c_str());
+  std::printf("hand baseline: GOMP_SPINCOUNT=%s (PAUSE %s ns)\n",
+              std::getenv("GOMP_SPINCOUNT") ? std::getenv("GOMP_SPINCOUNT") : "libgomp's default",
+              std::getenv("STAX_BENCH_PAUSE_NS") ? std::getenv("STAX_BENCH_PAUSE_NS") : "?");
+  std::map<int, double> bw;
+  for (int t : thread_counts) {
+    bw[t] = measure_bandwidth(t);
+    std::printf("read bandwidth %.1f GB/s (%d thread%s)\n", bw[t] / 1e9, t, t == 1 ? "" : "s");
+  }
+  std::string torch_why;
+  std::map<std::string, double> torch;
+  if (!std::getenv("STAX_BENCH_NO_TORCH"))
+    torch = torch_times(reps, sizes, thread_counts, torch_why);
+  else
+    torch_why = "STAX_BENCH_NO_TORCH is set";
+  if (torch.empty()) std::printf("torch eager: not timed (%s)\n", torch_why.c_str());
+  auto torch_ms = [&](const std::string& wl, int64_t n, int t) {
+    auto it = torch.find(wl + " " + std::to_string(n) + " " + std::to_string(t));
+    return it == torch.end() ? -1.0 : it->second;
+  };
+  print_header();
+  std::map<int, std::unique_ptr<Compiler>> compilers;
+  for (int t : thread_counts) compilers[t] = std::make_unique<Compiler>(config(t));
   for (int64_t n : sizes) {
     for (Workload& wl : workloads(n)) {
-      std::vector<Tensor> in;
-      uint64_t offset = 0;
-      for (const Node* p : wl.graph.placeholders()) {
-        in.push_back(Tensor::randn(p->meta().sizes, p->meta().dtype, 1, offset));
-        offset += static_cast<uint64_t>(p->meta().numel());
-      }
+      if (!wanted(wl.name)) continue;
+      std::vector<Tensor> in = random_inputs(wl.graph, 1.0);
       const Node* o = wl.graph.outputs()[0];
       Tensor hand_out = Tensor::zeros(o->meta().sizes, o->meta().dtype);
       double bytes = static_cast<double>(traffic_bytes(wl.graph));
-      for (int threads : {1, 2}) {
-        CompiledGraph cg = (threads == 1 ? one : two).compile(wl.graph);
+      for (int threads : thread_counts) {
+        CompiledGraph cg = compilers[threads]->compile(wl.graph);
         std::vector<Tensor> got = cg.run(in);  // warm-up: page faults, caches
         wl.hand(in, hand_out, threads);
         std::vector<double> ts, th;
@@ -177,18 +365,116 @@ int main(int argc, char** argv) {
           wl.hand(in, hand_out, threads);
           th.push_back(ms_since(t));
         }
-        double diff = 0, mag = 0;
-        for (int64_t e = 0; e < hand_out.numel(); ++e) {
-          diff = std::max(diff, std::fabs(got[0].get_double(e) - hand_out.get_double(e)));
-          mag = std::max(mag, std::fabs(hand_out.get_double(e)));
-        }
-        double stax = median(ts), hand = median(th);
-        std::printf("%-4s %6lld %3d %10.3f %10.3f %9.2f %8.1f %4.0f%% %9.1e\n", wl.name.c_str(),
-                    static_cast<long long>(n), threads, stax, hand, hand / stax,
-                    bytes / stax / 1e6, 100.0 * bytes / bw[threads] / (stax / 1e3),
-                    mag > 0 ? diff / mag : diff);
-        std::fflush(stdout);
+        Row r{wl.name, n, threads, median(ts), median(th), torch_ms(wl.name, n, threads),
+              bytes / bw[threads] * 1e3, bytes, rel_err({got[0]}, {hand_out})};
+        print_row(r);
       }
+    }
+  }
+
+  // W1 at 64 x 128: the per-call overhead (1000 back-to-back calls per sample)
+  if (wanted("W1call")) {
+    const int64_t rows = 64, cols = 128, calls = 1000;
+    Graph g;
+    Node* x = g.placeholder("x", {rows, cols});
+    Node* y = g.placeholder("y", {rows, cols});
+    Node* m = g.call("mul.Scalar", {g.call("relu", {g.call("add.Tensor", {x, y})}), 2});
+    g.output({g.call("sum.dim_IntList", {m, std::vector<int64_t>{-1}})});
+    std::vector<Tensor> in = random_inputs(g, 1.0);
+    Tensor hand_out = Tensor::zeros({rows}, DType::Float32);
+    for (int threads : thread_counts) {
+      CompiledGraph cg = compilers[threads]->compile(g);
+      std::vector<Tensor> got = cg.run(in);
+      std::vector<double> ts, th;
+      for (int k = 0; k < reps; ++k) {
+        auto t = Clock::now();
+        for (int64_t c = 0; c < calls; ++c) {
+          got.clear();
+          got = cg.run(in);
+        }
+        ts.push_back(ms_since(t) / calls);
+        t = Clock::now();
+        for (int64_t c = 0; c < calls; ++c)
+          bench::hand_w1(in[0].data<float>(), in[1].data<float>(), hand_out.data<float>(), rows,
+                         cols, threads);
+        th.push_back(ms_since(t) / calls);
+      }
+      double bytes = static_cast<double>(traffic_bytes(g));
+      print_row(Row{"W1call", rows, threads, median(ts), median(th),
+                    torch_ms("W1call", rows, threads), bytes / bw[threads] * 1e3, bytes,
+                    rel_err({got[0]}, {hand_out})});
+    }
+  }
+
+  // W2: gelu(x @ W).sum(), forward + backward at 1024^3
+  if (wanted("W2")) {
+    const int64_t n = 1024;
+    Graph g = w2_graph(n);
+    std::vector<Tensor> in = random_inputs(g, 1.0);
+    Tensor h = Tensor::empty({n, n}), dh = Tensor::empty({n, n});
+    std::vector<Tensor> hand_grads = {Tensor::empty({n, n}), Tensor::empty({n, n})};
+    for (int threads : thread_counts) {
+      CompiledFunction f(g, {"x", "W"}, *compilers[threads]);
+      std::vector<Tensor> got = train_step(f, in);  // compiles the backward
+      auto hand = [&] {
+        bench::hand_w2_forward(in[0].data<float>(), in[1].data<float>(), h.data<float>(), n, n, n,
+                               threads);
+        bench::hand_w2_backward(in[0].data<float>(), in[1].data<float>(), h.data<float>(),
+                                dh.data<float>(), hand_grads[0].data<float>(),
+                                hand_grads[1].data<float>(), n, n, n, threads);
+      };
+      hand();
+      std::vector<double> ts, th;
+      for (int k = 0; k < reps; ++k) {
+        got.clear();
+        auto t = Clock::now();
+        got = train_step(f, in);
+        ts.push_back(ms_since(t));
+        t = Clock::now();
+        hand();
+        th.push_back(ms_since(t));
+      }
+      print_row(Row{"W2", n, threads, median(ts), median(th), torch_ms("W2", n, threads), -1, 0,
+                    rel_err(got, hand_grads)});
+    }
+  }
+
+  // MLP: one training step (forward + backward, every parameter's gradient)
+  if (wanted("MLP")) {
+    Graph g = mlp_graph();
+    std::vector<Tensor> in = random_inputs(g, 1.0);
+    for (size_t k : {size_t{1}, size_t{3}})  // W1, W2 ~ N(0, 1) / sqrt(fan_in)
+      for (int64_t e = 0; e < in[k].numel(); ++e) in[k].set_double(e, in[k].get_double(e) / 32);
+    std::vector<Tensor> hand_grads = {
+        Tensor::empty({kMlpIn, kMlpHidden}), Tensor::empty({kMlpHidden}),
+        Tensor::empty({kMlpHidden, kMlpOut}), Tensor::empty({kMlpOut})};
+    Tensor pre = Tensor::empty({kMlpBatch, kMlpHidden}), act = Tensor::empty({kMlpBatch, kMlpHidden}),
+           dact = Tensor::empty({kMlpBatch, kMlpHidden}), pred = Tensor::empty({kMlpBatch, kMlpOut}),
+           dpred = Tensor::empty({kMlpBatch, kMlpOut});
+    auto f = [](Tensor& t) { return t.data<float>(); };
+    for (int threads : thread_counts) {
+      CompiledFunction fn(g, {"W1", "b1", "W2", "b2"}, *compilers[threads]);
+      std::vector<Tensor> got = train_step(fn, in);
+      auto hand = [&] {
+        bench::hand_mlp_step(in[0].data<float>(), in[1].data<float>(), in[2].data<float>(),
+                             in[3].data<float>(), in[4].data<float>(), in[5].data<float>(),
+                             f(hand_grads[0]), f(hand_grads[1]), f(hand_grads[2]),
+                             f(hand_grads[3]), {f(pre), f(act), f(pred), f(dpred), f(dact)},
+                             kMlpBatch, kMlpIn, kMlpHidden, kMlpOut, threads);
+      };
+      hand();
+      std::vector<double> ts, th;
+      for (int k = 0; k < reps; ++k) {
+        got.clear();
+        auto t = Clock::now();
+        got = train_step(fn, in);
+        ts.push_back(ms_since(t));
+        t = Clock::now();
+        hand();
+        th.push_back(ms_since(t));
+      }
+      print_row(Row{"MLP", kMlpBatch, threads, median(ts), median(th),
+                    torch_ms("MLP", kMlpBatch, threads), -1, 0, rel_err(got, hand_grads)});
     }
   }
   std::printf("loadavg at end: %s\n", loadavg().c_str());

@@ -4,6 +4,8 @@
 // configuration, out-of-bounds indirect indices, wrong inputs).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <random>
 #include <unistd.h>
 
@@ -223,7 +225,9 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
   EXPECT_EQ(p.name(), "cpu_cpp");
   EXPECT_EQ(p.kind(), sdk::DeviceKind::CPU);
   EXPECT_GT(p.properties().vector_bytes, 0);
-  EXPECT_EQ(p.properties().cores, 1);  // threads: 1 by default
+  // threads: the machine's physical cores by default
+  EXPECT_GE(p.properties().cores, 1);
+  EXPECT_LE(p.properties().cores, static_cast<int32_t>(std::thread::hardware_concurrency()));
   sdk::RealizationThresholds t = p.thresholds(), seed = sdk::RealizationThresholds::cpu();
   EXPECT_EQ(t.op_limit, 50);
   EXPECT_EQ(t.users_limit, seed.users_limit);
@@ -231,7 +235,14 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
   EXPECT_EQ(t.max_reads, 4);
   EXPECT_EQ(t.max_accumulated_reads, 12);
   EXPECT_EQ(t.transcendental_ops, seed.transcendental_ops);
-  EXPECT_EQ(p.split_reduction(1 << 20, 4, sdk::ReductionType::Sum), 1);
+  // the segmented order's fixed blocks (reduction_order.hpp); strict_order never splits
+  EXPECT_EQ(p.split_reduction(1 << 20, 4, sdk::ReductionType::Sum), 64);
+  EXPECT_EQ(p.split_reduction(1 << 13, 4, sdk::ReductionType::Sum), 1);
+  EXPECT_EQ(cpu_compiler(test::Order::Strict)
+                .registry()
+                .backend("cpu")
+                .split_reduction(1 << 20, 4, sdk::ReductionType::Sum),
+            1);
   EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution"}));
 }
 

@@ -93,7 +93,8 @@ void CompiledKernel::run(void* const* buffers, size_t num_buffers, void* stream)
   a.buffers = buffers;
   a.num_buffers = num_buffers;
   a.stream = stream;
-  backend_->check(backend_->api().run(&a), "run of kernel '" + name_ + "'");
+  // The call's name is built on failure only: a run is on the per-call path (issue 9).
+  if (StaxError* err = backend_->api().run(&a)) backend_->check(err, "run of kernel '" + name_ + "'");
 }
 
 // ABI 1.2: whether the plugin's table holds the device-memory functions (it is long enough and

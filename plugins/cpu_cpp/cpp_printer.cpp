@@ -382,7 +382,28 @@ void emit_wide_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
   }
 }
 
+// The wide lanes of a kernel (0: none): kernels with a reduction loop (a fused kernel may add
+// pointwise bodies, e.g. a mean's division), contiguous along the innermost iteration variable
+// with an extent of at least kMinWideLanes.
+int64_t wide_lanes(const sdk::Kernel& k) {
+  sdk::Span<int64_t> ranges = k.ranges();
+  const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
+  bool any_reduction = false;
+  for (size_t b = 0; b < k.num_bodies(); ++b)
+    any_reduction = any_reduction || k.body(b).is_reduction_loop();
+  if (!any_reduction || lane_dim < 0 || !contiguous_along(k, lane_dim)) return 0;
+  int64_t extent = ranges[static_cast<size_t>(lane_dim)];
+  int64_t lanes = kMaxWideLanes;
+  while (lanes > extent && lanes > kMinWideLanes) lanes /= 2;
+  return lanes > extent ? 0 : lanes;
+}
+
 }  // namespace
+
+int64_t outer_chunk_alignment(const sdk::Kernel& k, const PrintOptions&) {
+  int64_t lanes = wide_lanes(k);
+  return lanes > 0 && k.ranges().size() == 1 ? lanes : 1;
+}
 
 const std::string& kernel_prelude() {
   static const std::string prelude = std::string("// Prelude: stax/sdk/scalar_ops.hpp\n") +
@@ -395,26 +416,19 @@ const std::string& kernel_prelude() {
 std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& options) {
   sdk::Span<int64_t> ranges = k.ranges();
   sdk::Span<int64_t> rranges = k.reduction_ranges();
-  // Wide lanes (see above) for kernels with a reduction loop (a fused kernel may add pointwise
-  // bodies, e.g. a mean's division), contiguous along the innermost iteration variable with an
-  // extent of at least kMinWideLanes.
-  int64_t lanes = 0;
+  // Wide lanes (see wide_lanes()).
+  int64_t lanes = wide_lanes(k);
   const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
-  bool any_reduction = false;
   std::vector<bool> segmented(k.num_bodies(), false);
-  for (size_t b = 0; b < k.num_bodies(); ++b) {
-    any_reduction = any_reduction || k.body(b).is_reduction_loop();
+  for (size_t b = 0; b < k.num_bodies(); ++b)
     segmented[b] = !options.strict_order && segmentable(k.body(b));
-  }
+  bool any_reduction = false;
+  for (size_t b = 0; b < k.num_bodies(); ++b)
+    any_reduction = any_reduction || k.body(b).is_reduction_loop();
   bool row_chains = false;
-  if (any_reduction && lane_dim >= 0 && contiguous_along(k, lane_dim)) {
-    int64_t extent = ranges[static_cast<size_t>(lane_dim)];
-    lanes = kMaxWideLanes;
-    while (lanes > extent && lanes > kMinWideLanes) lanes /= 2;
-    if (lanes > extent) lanes = 0;
-  } else if (any_reduction && lane_dim >= 0 &&
-             std::none_of(segmented.begin(), segmented.end(), [](bool b) { return b; }) &&
-             ranges[static_cast<size_t>(lane_dim)] >= kRowChains) {
+  if (lanes == 0 && any_reduction && lane_dim >= 0 && !contiguous_along(k, lane_dim) &&
+      std::none_of(segmented.begin(), segmented.end(), [](bool b) { return b; }) &&
+      ranges[static_cast<size_t>(lane_dim)] >= kRowChains) {
     lanes = kRowChains;
     row_chains = true;
   }

@@ -65,6 +65,11 @@ const std::string& kernel_prelude();
 // The kernel function alone (from the signature to the closing brace, newline-terminated).
 std::string print_kernel_function(const sdk::Kernel& kernel, const PrintOptions& options = {});
 
+// The host's chunks of the outermost loop [stax_begin, stax_end) should start at multiples of
+// this (the wide-lane block when the lanes run along the outermost loop, else 1), so that no chunk
+// cuts a block of lanes into scalar tail iterations. Any chunking gives the same bits.
+int64_t outer_chunk_alignment(const sdk::Kernel& kernel, const PrintOptions& options = {});
+
 // kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(kernel).
 std::string print_kernel_source(const sdk::Kernel& kernel, const PrintOptions& options = {});
 

@@ -5,10 +5,11 @@
 //
 // Options (`devices.cpu.options` in the YAML config; unknown keys are errors naming the file line):
 //   opt_level: 3             -O level of Clang and of LLVM code generation (0..3)
-//   threads: 1               threads a kernel runs on (the outermost loop is cut into one chunk
-//                            per thread; kernels with fewer than kParallelMinPoints iteration
-//                            points run on the calling thread). Default 1: on the 2-vCPU VMs we
-//                            measure on, 2 threads are slower (TOOLCHAIN.md).
+//   threads: <cores>         threads a kernel (and an extern gemm) runs on: the outermost loop is
+//                            cut into chunks claimed dynamically by the pool's threads; kernels
+//                            with fewer than kParallelMinPoints points run on the calling thread.
+//                            Default: the physical cores the process may run on (machine_threads;
+//                            README "Threads" gives the measurements behind it).
 //   native_cpu: true         -march=native (false: the baseline x86-64 target)
 //   strict_order: false      false: reductions accumulate in the fixed segmented order
 //                            (stax/sdk/reduction_order.hpp: 16 vector chains and a tree; the
@@ -19,16 +20,22 @@
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
 // Thresholds: the seed's CPU values (§6.6: op limit 50, users 5 near 40 ops, 4 reads, 12
-// accumulated reads, transcendental exp log log10 log1p log2 sigmoid tanh). split_reduction: 1.
+// accumulated reads, transcendental exp log log10 log1p log2 sigmoid tanh). split_reduction: the
+// segmented order's blocks (1 under strict_order).
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +44,7 @@
 #include "plugins/cpu_cpp/extern_kernels.h"
 #include "plugins/cpu_cpp/thread_pool.h"
 #include "stax/sdk/plugin.hpp"
+#include "stax/sdk/reduction_order.hpp"
 
 namespace stax::cpu {
 
@@ -60,8 +68,17 @@ constexpr size_t kBlobMagicSize = sizeof(kBlobMagic) - 1;
 // Every module has a JITDylib of its own (clang_jit.h), so one entry name serves every kernel.
 constexpr const char kEntry[] = "stax_entry";
 
-// Below this many iteration points (times the reduction length) a kernel runs single-threaded.
-constexpr int64_t kParallelMinPoints = 1 << 16;
+// Below this many iteration points (times the reduction length) a kernel runs on the calling
+// thread and wakes nobody: ~20 us of streaming work on one core, against a parallel_for that costs
+// 0.4 us with the workers spinning and 3-8 us with them asleep (measured on the 2-vCPU guest at
+// loadavg 9; README "Kernel threads"). At 2^16 points 2 threads only broke even there.
+constexpr int64_t kParallelMinPoints = 1 << 17;
+// Larger kernels are cut into up to kChunksPerThread chunks per thread of at least
+// kMinChunkPoints points, claimed dynamically (thread_pool.h): a thread the OS deschedules holds
+// back one small chunk, not half of the kernel. Rows are independent and every output keeps its
+// own order, so the chunking never changes a bit.
+constexpr int64_t kChunksPerThread = 4;
+constexpr int64_t kMinChunkPoints = 1 << 15;
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -75,6 +92,28 @@ std::string cpu_model_name() {
   return "cpu";
 }
 
+// The default thread count: the physical cores this process may run on (its affinity mask, SMT
+// siblings counted once: the kernels are memory-bound and a sibling adds no bandwidth).
+int64_t machine_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return std::max<int64_t>(1, std::thread::hardware_concurrency());
+  auto read_id = [](int cpu, const char* what) {
+    std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/" + what);
+    long long id = -1;
+    return (in >> id) ? id : -1LL;
+  };
+  std::set<std::pair<long long, long long>> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    long long package = read_id(cpu, "physical_package_id"), core = read_id(cpu, "core_id");
+    if (core < 0) cores.insert({-1, cpu});  // no topology: every CPU counts
+    else cores.insert({package, core});
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(cores.size()), 1, 1024);
+}
+
 int32_t simd_bytes() {
 #if defined(__x86_64__) || defined(__i386__)
   if (__builtin_cpu_supports("avx512f")) return 64;
@@ -86,7 +125,8 @@ int32_t simd_bytes() {
 class CpuKernel : public sdk::CompiledKernel {
  public:
   CpuKernel(CompiledModule module, KernelFn* fn, std::string source, std::string name,
-            size_t num_buffers, int64_t outer, int64_t points, std::shared_ptr<ThreadPool> pool)
+            size_t num_buffers, int64_t outer, int64_t points, int64_t align,
+            std::shared_ptr<ThreadPool> pool)
       : module_(std::move(module)),
         fn_(fn),
         source_(std::move(source)),
@@ -94,6 +134,7 @@ class CpuKernel : public sdk::CompiledKernel {
         num_buffers_(num_buffers),
         outer_(outer),
         points_(points),
+        align_(std::max<int64_t>(1, align)),
         pool_(std::move(pool)) {}
 
   const std::string& source() const override { return source_; }
@@ -112,29 +153,43 @@ class CpuKernel : public sdk::CompiledKernel {
         throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
                                "cpu_cpp: kernel '" + name_ + "': null buffer " + std::to_string(i));
     if (outer_ <= 0) return;
-    int64_t chunks = 1;
-    if (pool_ && pool_->threads() > 1 && points_ >= kParallelMinPoints)
-      chunks = std::min<int64_t>(pool_->threads(), outer_);
+    const int64_t chunks = chunk_count();
+    if (chunks == 1) {  // small work, or one thread: no wake-up, no allocation
+      KernelFault error{nullptr, 0, 0, 0};
+      fn_(buffers, 0, outer_, &error);
+      report(error);
+      return;
+    }
     std::vector<KernelFault> errors(static_cast<size_t>(chunks), KernelFault{nullptr, 0, 0, 0});
-    if (chunks == 1) {
-      fn_(buffers, 0, outer_, &errors[0]);
-    } else {
-      pool_->parallel_for(chunks, [&](int64_t c) {
-        int64_t begin = outer_ * c / chunks, end = outer_ * (c + 1) / chunks;
-        fn_(buffers, begin, end, &errors[static_cast<size_t>(c)]);
-      });
-    }
-    for (const KernelFault& e : errors) {
-      if (!e.message) continue;
-      std::string what = e.message;
-      if (e.has_index)
-        what = "index out of bounds: index " + std::to_string(e.index) +
-               " for a dimension of size " + std::to_string(e.size);
-      throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + what);
-    }
+    const int64_t units = (outer_ + align_ - 1) / align_;  // chunk bounds are multiples of align_
+    pool_->parallel_for(chunks, [&](int64_t c) {
+      int64_t begin = std::min(outer_, units * c / chunks * align_);
+      int64_t end = std::min(outer_, units * (c + 1) / chunks * align_);
+      if (begin < end) fn_(buffers, begin, end, &errors[static_cast<size_t>(c)]);
+    });
+    for (const KernelFault& e : errors) report(e);
+  }
+
+  // How many chunks of the outermost loop a run is cut into (1: the calling thread alone).
+  int64_t chunk_count() const {
+    if (!pool_ || pool_->threads() <= 1 || points_ < kParallelMinPoints) return 1;
+    const int64_t threads = pool_->threads();
+    const int64_t units = (outer_ + align_ - 1) / align_;
+    int64_t chunks = std::min(threads * kChunksPerThread, points_ / kMinChunkPoints);
+    chunks = std::max(chunks, threads);
+    return std::max<int64_t>(1, std::min(chunks, units));
   }
 
  private:
+  void report(const KernelFault& e) const {
+    if (!e.message) return;
+    std::string what = e.message;
+    if (e.has_index)
+      what = "index out of bounds: index " + std::to_string(e.index) +
+             " for a dimension of size " + std::to_string(e.size);
+    throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + what);
+  }
+
   CompiledModule module_;
   KernelFn* fn_;
   std::string source_;
@@ -142,6 +197,7 @@ class CpuKernel : public sdk::CompiledKernel {
   size_t num_buffers_;
   int64_t outer_;   // extent of the outermost loop (1 for a kernel without ranges)
   int64_t points_;  // iteration points times reduction length: the parallelism cut-off
+  int64_t align_;   // chunk bounds are multiples of it (the printer's wide lanes along i0)
   std::shared_ptr<ThreadPool> pool_;
 };
 
@@ -155,7 +211,7 @@ class CpuCppBackend : public sdk::Backend {
                    "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
-    threads_ = o.get_int("threads", 1);
+    threads_ = o.get_int("threads", machine_threads());
     if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
     native_cpu_ = o.get_bool("native_cpu", true);
     print_.strict_order = o.get_bool("strict_order", false);
@@ -184,7 +240,14 @@ class CpuCppBackend : public sdk::Backend {
     return sdk::RealizationThresholds::cpu();
   }
 
-  int64_t split_reduction(int64_t, int64_t, sdk::ReductionType) const override { return 1; }
+  // The segmented order's fixed blocks (stax/sdk/reduction_order.hpp): a reduction of 2^17 or
+  // more elements is two levels, the blocks (as many outputs as blocks: the threads share them)
+  // and their partials, exactly the interpreter's ReductionOrder::Segmented. A function of the
+  // reduction's length alone, so any thread count gives the same bits. strict_order keeps one
+  // sequential chain (unsplit).
+  int64_t split_reduction(int64_t reduction_numel, int64_t, sdk::ReductionType) const override {
+    return print_.strict_order ? 1 : sdk::reduction_blocks(reduction_numel);
+  }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
     std::string source = kernel_source(k);
@@ -224,6 +287,7 @@ class CpuCppBackend : public sdk::Backend {
 
   void run_extern(const std::string& name, const std::vector<sdk::TensorView>& tensors,
                   size_t num_inputs, const std::vector<double>& scalars, void*) override {
+    set_blas_threads(static_cast<int>(threads_));
     run_extern_kernel(name, tensors, num_inputs, scalars);
   }
 
@@ -239,7 +303,8 @@ class CpuCppBackend : public sdk::Backend {
     int64_t outer = ranges.empty() ? 1 : ranges[0];
     int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
     return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
-                                       k.num_buffers(), outer, points, pool_);
+                                       k.num_buffers(), outer, points,
+                                       outer_chunk_alignment(k, print_), pool_);
   }
 
   // Created once, by the first compile (compiles may come from several threads: ClangJit

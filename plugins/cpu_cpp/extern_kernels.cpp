@@ -351,6 +351,14 @@ void check_arity(const std::string& name, const std::vector<TensorView>& t, size
 
 }  // namespace
 
+void set_blas_threads(int threads) {
+#ifdef OPENBLAS_VERSION
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+}
+
 const std::vector<std::string>& extern_kernel_names() {
   static const std::vector<std::string> names = {"mm", "bmm", "addmm", "matmul", "convolution"};
   return names;

@@ -22,6 +22,11 @@
 
 namespace stax::cpu {
 
+// OpenBLAS's thread count (process-wide; cheap when unchanged): the backend sets it to its own
+// `threads` before each extern call, so a gemm uses the threads the kernels use (OpenBLAS's
+// default is every core, whose spinning workers then compete with the kernels' pool).
+void set_blas_threads(int threads);
+
 // "mm", "bmm", "addmm", "matmul", "convolution".
 const std::vector<std::string>& extern_kernel_names();
 

@@ -1,11 +1,26 @@
 #include "plugins/cpu_cpp/thread_pool.h"
 
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
 namespace stax::cpu {
 
 namespace {
 
-// Pause loops of a spin (a few tens of microseconds on current x86 cores) before sleeping.
-constexpr int kSpinIterations = 20000;
+// How long a waiting thread spins before it sleeps. Long enough to bridge the gaps between the
+// kernels of one run and between back-to-back runs (microseconds), short enough that an idle
+// pool gives the cores back at once.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+constexpr int kTaskBits = 20;
+constexpr uint64_t kTaskMask = (uint64_t{1} << kTaskBits) - 1;
+constexpr int kGenerationShift = 2 * kTaskBits;
+constexpr uint64_t kGenerationMask = (uint64_t{1} << (64 - kGenerationShift)) - 1;
+
+uint64_t generation(uint64_t state) { return state >> kGenerationShift; }
+uint64_t task_count(uint64_t state) { return (state >> kTaskBits) & kTaskMask; }
+uint64_t next_task(uint64_t state) { return state & kTaskMask; }
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -13,14 +28,17 @@ void cpu_relax() {
 #endif
 }
 
-// Spins until done() or the spin budget is spent; returns done().
+// Spins until done() or the spin time is spent; returns done().
 template <class Done>
 bool spin_until(Done done) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (done()) return true;
-    cpu_relax();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() - start > kSpin) return done();
   }
-  return done();
 }
 
 }  // namespace
@@ -30,67 +48,82 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_.fetch_add(1, std::memory_order_seq_cst);
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
 void ThreadPool::drain() {
-  // mutex_ is NOT held on entry.
   for (;;) {
-    int64_t t;
-    const std::function<void(int64_t)>* task;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!task_ || next_ >= tasks_) return;
-      t = next_++;
-      task = task_;
+    uint64_t s = state_.load(std::memory_order_acquire);
+    uint64_t t, tasks;
+    for (;;) {
+      t = next_task(s);
+      tasks = task_count(s);
+      if (t >= tasks) return;
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+        break;
     }
-    (*task)(t);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (finished_.fetch_add(1) + 1 == tasks_) done_.notify_all();
-    }
+    // The batch cannot end (nor task_ change) before this claimed task is counted below.
+    (*task_)(static_cast<int64_t>(t));
+    if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks &&
+        caller_sleeping_.load(std::memory_order_seq_cst))
+      finished_.notify_all();
   }
 }
 
 void ThreadPool::work() {
-  uint64_t seen = 0;
+  uint64_t seen = 0;  // the generation of the last batch this worker looked at
   for (;;) {
-    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    auto fresh = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation(state_.load(std::memory_order_acquire)) != seen;
+    };
+    if (!spin_until(fresh)) {
+      for (;;) {
+        // Dekker with parallel_for: either this check sees the new batch, or the caller sees
+        // sleepers_ > 0 after publishing it and bumps wake_ and wakes us.
+        uint32_t w = wake_.load(std::memory_order_seq_cst);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        if (!fresh()) wake_.wait(w, std::memory_order_seq_cst);
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        if (fresh()) break;
+      }
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation(state_.load(std::memory_order_acquire));
     drain();
   }
 }
 
 void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>& task) {
   if (tasks <= 0) return;
+  if (tasks > kMaxTasks)
+    throw std::invalid_argument("ThreadPool::parallel_for: " + std::to_string(tasks) +
+                                " tasks, at most " + std::to_string(kMaxTasks));
   if (workers_.empty() || tasks == 1) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
     return;
   }
   std::lock_guard<std::mutex> serial(run_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &task;
-    tasks_ = tasks;
-    next_ = 0;
-    finished_ = 0;
-    ++generation_;
-  }
-  wake_.notify_all();
+  task_ = &task;
+  finished_.store(0, std::memory_order_relaxed);
+  caller_sleeping_.store(0, std::memory_order_relaxed);
+  const uint64_t g = (generation(state_.load(std::memory_order_relaxed)) + 1) & kGenerationMask;
+  // Publishes task_ and the reset counters with the batch (seq_cst: see work()).
+  state_.store(g << kGenerationShift | static_cast<uint64_t>(tasks) << kTaskBits,
+               std::memory_order_seq_cst);
+  wake_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_.notify_all();
   drain();
-  spin_until([&] { return finished_.load(std::memory_order_acquire) == tasks_; });
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_ == tasks_; });
+  const uint32_t all = static_cast<uint32_t>(tasks);
+  if (!spin_until([&] { return finished_.load(std::memory_order_acquire) == all; })) {
+    caller_sleeping_.store(1, std::memory_order_seq_cst);
+    for (uint32_t f; (f = finished_.load(std::memory_order_seq_cst)) != all;)
+      finished_.wait(f, std::memory_order_seq_cst);
+  }
   task_ = nullptr;
 }
 

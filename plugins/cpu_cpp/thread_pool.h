@@ -1,15 +1,21 @@
 // A small host thread pool for cpu_cpp kernels (no OpenMP: libomp in JIT'd code clashes with GCC's
 // libgomp, TOOLCHAIN.md). Kernels are compiled with their outermost loop over [stax_begin,
-// stax_end); run() cuts that range into contiguous chunks, one per thread, and calls the kernel
-// once per chunk. The calling thread takes part, so `threads` = 1 spawns nothing.
-// Waiting spins briefly before sleeping (kSpinIterations pause loops, some tens of microseconds):
-// workers poll for the next batch and the caller for the batch's end, so back-to-back kernels of
-// a few tens of microseconds do not pay a condition-variable wake-up each (the reason 2 threads
-// lost to 1 on small kernels); after the spin they sleep on condition variables as before.
+// stax_end); the backend cuts that range into chunks and parallel_for() runs them. The calling
+// thread takes part, so `threads` = 1 spawns nothing.
+//
+// A batch is one 64-bit word (generation, task count, next task), so claiming a task is one
+// compare-and-swap and a thread that wakes late can never claim a task of another batch. Tasks
+// are claimed dynamically: a thread that the OS deschedules (a loaded machine) holds back at most
+// the one chunk it has claimed, the others take the rest. No mutex on the hot path.
+//
+// Waiting spins before it sleeps (kSpinMicros of pause loops, then a futex through C++20
+// std::atomic::wait): workers poll for the next batch and the caller for the batch's end, so the
+// back-to-back kernels of a run do not pay a wake-up each (a sleeping worker costs a futex wake,
+// tens of microseconds, before it runs), and a waker makes the futex call only when a thread is
+// really asleep.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -28,24 +34,29 @@ class ThreadPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // The most tasks one parallel_for takes (the width of the task fields of the batch word).
+  static constexpr int64_t kMaxTasks = (int64_t{1} << 20) - 1;
+
   // Calls task(t) for t in [0, tasks), spread over the pool and the calling thread; returns when
-  // every call has returned. Calls are serialised: one parallel_for at a time per pool. `task`
-  // must not throw.
+  // every call has returned. 1 <= tasks <= kMaxTasks (more is a std::invalid_argument). Calls are
+  // serialised: one parallel_for at a time per pool (another caller waits). `task` must not throw.
   void parallel_for(int64_t tasks, const std::function<void(int64_t)>& task);
 
  private:
   void work();
-  void drain();  // runs tasks of the current batch until none is left
+  // Claims and runs tasks of the batch in `state_` until none is left.
+  void drain();
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // serialises parallel_for
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int64_t)>* task_ = nullptr;
-  int64_t tasks_ = 0, next_ = 0;
-  std::atomic<int64_t> finished_{0};     // written under mutex_, polled without it
-  std::atomic<uint64_t> generation_{0};  // likewise
-  bool stop_ = false;
+  // The batch: generation (bits 40..63), task count (20..39), next task to claim (0..19).
+  alignas(64) std::atomic<uint64_t> state_{0};
+  const std::function<void(int64_t)>* task_ = nullptr;  // published by the release of state_
+  alignas(64) std::atomic<uint32_t> finished_{0};       // tasks of the batch that returned
+  std::atomic<uint32_t> caller_sleeping_{0};
+  alignas(64) std::atomic<uint32_t> wake_{0};  // bumped per batch (and at stop): futex word
+  std::atomic<uint32_t> sleepers_{0};          // workers asleep on wake_
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace stax::cpu

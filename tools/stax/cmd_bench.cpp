@@ -4,7 +4,8 @@
 // read once, every output written once), the GB/s that makes, and the fraction of the machine's
 // read bandwidth measured here (a read-reduce pass over 256 MiB on the same number of threads,
 // best of 3: fused passes that stream two arrays can exceed it a little). Like Triton's do_bench:
-// what a user reaches for first. --threads N sets the `threads` option of every device.
+// what a user reaches for first. --threads N sets the `threads` option of every device (without
+// it the bandwidth is measured on the backend's own thread count, its `cores` property).
 // Each run drops the previous run's outputs first, so the executor's storage pool serves them.
 #include <algorithm>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/driver/compiler.h"
+#include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"
 
@@ -117,7 +119,16 @@ int bench(const BenchOptions& o) {
   std::sort(ms.begin(), ms.end());
   auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1))]; };
   const double median = at(0.5);
-  const int threads = o.threads > 0 ? o.threads : 1;
+  // the threads the backend runs on (--threads, else its configured or default `threads`)
+  int threads = o.threads;
+  if (threads <= 0) {
+    const std::string kind = config.default_device.empty() ? "cpu" : config.default_device;
+    try {
+      threads = std::max(1, static_cast<int>(compiler.registry().backend(kind).properties().cores));
+    } catch (const Error&) {
+      threads = 1;
+    }
+  }
   const double bw = read_bandwidth(threads);
   char line[256];
   std::snprintf(line, sizeof line,
