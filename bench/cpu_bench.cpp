@@ -477,6 +477,45 @@ int main(int argc, char** argv) {
                     torch_ms("MLP", kMlpBatch, threads), -1, 0, rel_err(got, hand_grads)});
     }
   }
+
+  // strict_order: true (the sequential order, bitwise the interpreter's; row reductions run 8
+  // rows' chains side by side): W1 and W4 on 1 thread, against the same hand kernels.
+  {
+    Config sc = config(1);
+    sc.devices["cpu"].options.set("strict_order", OptionValue::make_scalar("true"));
+    Compiler strict(sc);
+    for (int64_t n : sizes) {
+      for (Workload& wl : workloads(n)) {
+        if (wl.name != "W1" && wl.name != "W4") continue;
+        std::vector<Tensor> in;
+        uint64_t offset = 0;
+        for (const Node* p : wl.graph.placeholders()) {
+          in.push_back(Tensor::randn(p->meta().sizes, p->meta().dtype, 1, offset));
+          offset += static_cast<uint64_t>(p->meta().numel());
+        }
+        const Node* o = wl.graph.outputs()[0];
+        Tensor hand_out = Tensor::zeros(o->meta().sizes, o->meta().dtype);
+        CompiledGraph cg = strict.compile(wl.graph);
+        std::vector<Tensor> got = cg.run(in);
+        wl.hand(in, hand_out, 1);
+        std::vector<double> ts, th;
+        for (int k = 0; k < reps; ++k) {
+          got.clear();
+          auto t = Clock::now();
+          got = cg.run(in);
+          ts.push_back(ms_since(t));
+          t = Clock::now();
+          wl.hand(in, hand_out, 1);
+          th.push_back(ms_since(t));
+        }
+        double stax = median(ts), hand = median(th);
+        std::printf("%-4s %6lld %3d %10.3f %10.3f %9.2f %8.1f   (strict_order)\n",
+                    wl.name.c_str(), static_cast<long long>(n), 1, stax, hand, hand / stax,
+                    static_cast<double>(traffic_bytes(wl.graph)) / stax / 1e6);
+        std::fflush(stdout);
+      }
+    }
+  }
   std::printf("loadavg at end: %s\n", loadavg().c_str());
   return 0;
 }

@@ -1,7 +1,7 @@
 // cuda_triton (plugins/cuda_triton) without a GPU:
 //   * the e2e set under Triton's own interpreter (`interpret: true`, TRITON_INTERPRET=1 in the
 //     plugin's Python workers) against the reference interpreter: pointwise outputs in every
-//     dtype (the workers give libdevice's functions the C library's, as the reference uses) and
+//     dtype (the workers give libdevice's functions SLEEF's, as the reference uses) and
 //     max / min / argmax / argmin / any / all / integer reductions bit for bit; float sums /
 //     products within the seed §6.5 bound (tree order);
 //   * every kernel of the e2e set compiles ahead of time with the Triton compiler to an sm_90

@@ -47,17 +47,17 @@ def patch_libdevice():
             return tl.tensor(TensorHandle(res, scalar), ty)
         return call
 
-    # Transcendental functions from the C library, like the reference interpreter
-    # (scalar_ops.hpp's __builtin_expf ... are libm calls), so interpreted pointwise kernels agree
-    # with it bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
+    # Transcendental functions from SLEEF, like the reference interpreter (scalar_ops.hpp:
+    # Sleef_cinz_<f>f1_u10purec / ..d1.., docs/vector_math.md), with its three refinements (the
+    # default NaN, log1p above SLEEF's domain, erff near underflow), so interpreted pointwise
+    # kernels agree with it bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
     import ctypes
-    import ctypes.util
-    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    sleef = ctypes.CDLL("libsleef.so.3")
 
     def c_math(name, nargs):
         fns = {}
-        for suffix, ctype, npdt in (("f", ctypes.c_float, np.float32), ("", ctypes.c_double, np.float64)):
-            fn = getattr(libm, name + suffix)
+        for suffix, ctype, npdt in (("f1", ctypes.c_float, np.float32), ("d1", ctypes.c_double, np.float64)):
+            fn = getattr(sleef, "Sleef_cinz_" + name + suffix + "_u10purec")
             fn.restype = ctype
             fn.argtypes = [ctype] * nargs
             fns[npdt] = np.frompyfunc(fn, nargs, 1)
@@ -66,8 +66,23 @@ def patch_libdevice():
             dt = arrays[0].dtype.type
             if arrays[0].size == 0:
                 return np.broadcast_arrays(*arrays)[0].astype(dt)
-            return np.asarray(fns[dt](*arrays)).astype(dt)
+            r = np.asarray(fns[dt](*arrays)).astype(dt)
+            x = np.broadcast_arrays(*arrays)[0].astype(dt)
+            if name == "log1p":
+                big = np.asarray(fns_log[dt](x)).astype(dt)
+                r = np.where(x > (dt(1e38) if dt == np.float32 else dt(1e307)), big, r)
+            if name == "erf" and dt == np.float32:
+                tiny = (x.astype(np.float64) * 1.1283791670955126).astype(np.float32)
+                r = np.where(np.abs(x) < np.float32(1e-30), tiny, r)
+            return np.where(r != r, dt(np.nan), r).astype(dt)
         return run
+
+    fns_log = {}
+    for suffix, ctype, npdt in (("f1", ctypes.c_float, np.float32), ("d1", ctypes.c_double, np.float64)):
+        fn = getattr(sleef, "Sleef_cinz_log" + suffix + "_u10purec")
+        fn.restype = ctype
+        fn.argtypes = [ctype]
+        fns_log[npdt] = np.frompyfunc(fn, 1, 1)
 
     table = {name: c_math(name, 1) for name in (
         "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh",
