@@ -56,7 +56,7 @@ TEST(ReductionBlocks, TheInterpreterFoldsBlocksThenPartials) {
 }
 
 // Long and full reductions of every kind, with prologues (gelu, as W2's forward after its matmul),
-// few outputs and long rows, a column reduction: 1, 2 and 3 threads, both orders, equal
+// few outputs and long rows, a column reduction, kernels whose outermost extent is 1: 1, 2 and 3 threads, both orders, equal
 // to the interpreter bit for bit.
 TEST(CompiledThreads, LongReductionsGiveTheSameBitsOnAnyThreadCount) {
   Graph g;
@@ -64,6 +64,8 @@ TEST(CompiledThreads, LongReductionsGiveTheSameBitsOnAnyThreadCount) {
   Node* m = g.placeholder("m", {512, 1024});  // W2's x @ W at a smaller scale: 32 blocks
   Node* z = g.placeholder("z", {3, 1 << 17});
   Node* c = g.placeholder("c", {(1 << 17) + 16, 5});  // a column reduction of 131088 = 16·8193
+  Node* k = g.placeholder("k", {1024, 300});
+  Node* u = g.placeholder("u", {1, 300000});
   Node* h = g.call("gelu", {g.call("mul.Scalar", {m, 8.0})});
   g.output({g.call("sum.default", {h}),                                     // W2's forward
             g.call("sum.default", {g.call("mul.Tensor", {x, x})}),          // full, prologue
@@ -72,7 +74,10 @@ TEST(CompiledThreads, LongReductionsGiveTheSameBitsOnAnyThreadCount) {
             g.call("amin", {z, std::vector<int64_t>{1}}),                   // 3 long rows
             g.call("sum.dim_IntList", {c, std::vector<int64_t>{0}}),        // 5 long columns
             g.call("prod", {g.call("add.Scalar", {g.call("mul.Scalar", {z, 1e-4}), 1.0})}),
-            g.call("sum.dim_IntList", {x, std::vector<int64_t>{-1}})});     // short rows
+            g.call("sum.dim_IntList", {x, std::vector<int64_t>{-1}}),      // short rows
+            // a bias gradient's [1, n] (keepdim column sum): split along n, in lane blocks
+            g.call("sum.dim_IntList", {k, std::vector<int64_t>{0}, true}),
+            g.call("relu", {u})});  // [1, n] pointwise: split along n
   std::vector<Tensor> in = random_inputs(g, 17);
   for (test::Order order : {test::Order::Segmented, test::Order::Strict}) {
     std::vector<Tensor> want;

@@ -400,9 +400,16 @@ int64_t wide_lanes(const sdk::Kernel& k) {
 
 }  // namespace
 
+int32_t chunked_dim(const sdk::Kernel& k) {
+  sdk::Span<int64_t> ranges = k.ranges();
+  for (size_t d = 0; d < ranges.size(); ++d)
+    if (ranges[d] > 1) return static_cast<int32_t>(d);
+  return 0;
+}
+
 int64_t outer_chunk_alignment(const sdk::Kernel& k, const PrintOptions&) {
   int64_t lanes = wide_lanes(k);
-  return lanes > 0 && k.ranges().size() == 1 ? lanes : 1;
+  return lanes > 0 && chunked_dim(k) == static_cast<int32_t>(k.ranges().size()) - 1 ? lanes : 1;
 }
 
 const std::string& kernel_prelude() {
@@ -473,9 +480,10 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   const std::string begin = narrow ? "(" + ix + ")stax_begin" : "stax_begin";
   const std::string end = narrow ? "(" + ix + ")stax_end" : "stax_end";
   const size_t loops = lanes == 0 ? ranges.size() : ranges.size() - 1;
+  const size_t chunk = static_cast<size_t>(chunked_dim(k));  // [stax_begin, stax_end)
   for (size_t d = 0; d < loops; ++d) {
     std::string v = p.loop_var(static_cast<int32_t>(d));
-    if (d == 0)
+    if (d == chunk)
       w.open(loop(ix, v, begin, end));
     else
       w.open(loop(ix, v, "0", extent(ranges[d], narrow)));
@@ -494,7 +502,8 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     scalar_bodies();
   } else {
     std::string v = p.loop_var(lane_dim);
-    bool chunked = lane_dim == 0;  // the innermost loop is also the one split across threads
+    // the innermost loop is also the one split across threads
+    bool chunked = static_cast<size_t>(lane_dim) == chunk;
     std::string lo = chunked ? begin : "0";
     std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);

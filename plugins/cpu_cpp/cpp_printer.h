@@ -65,8 +65,13 @@ const std::string& kernel_prelude();
 // The kernel function alone (from the signature to the closing brace, newline-terminated).
 std::string print_kernel_function(const sdk::Kernel& kernel, const PrintOptions& options = {});
 
-// The host's chunks of the outermost loop [stax_begin, stax_end) should start at multiples of
-// this (the wide-lane block when the lanes run along the outermost loop, else 1), so that no chunk
+// The iteration dimension whose loop runs over [stax_begin, stax_end), the one the host splits
+// across threads: the first with an extent above 1 (leading unit dimensions, e.g. the [1, n] of a
+// keepdim column sum such as a bias gradient, would leave nothing to split), else 0.
+int32_t chunked_dim(const sdk::Kernel& kernel);
+
+// The host's chunks of the chunked loop [stax_begin, stax_end) should start at multiples of
+// this (the wide-lane block when the lanes run along the chunked loop, else 1), so that no chunk
 // cuts a block of lanes into scalar tail iterations. Any chunking gives the same bits.
 int64_t outer_chunk_alignment(const sdk::Kernel& kernel, const PrintOptions& options = {});
 

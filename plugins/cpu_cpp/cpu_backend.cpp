@@ -195,7 +195,7 @@ class CpuKernel : public sdk::CompiledKernel {
   std::string source_;
   std::string name_;
   size_t num_buffers_;
-  int64_t outer_;   // extent of the outermost loop (1 for a kernel without ranges)
+  int64_t outer_;   // extent of the chunked loop (chunked_dim; 1 for a kernel without ranges)
   int64_t points_;  // iteration points times reduction length: the parallelism cut-off
   int64_t align_;   // chunk bounds are multiples of it (the printer's wide lanes along i0)
   std::shared_ptr<ThreadPool> pool_;
@@ -300,7 +300,7 @@ class CpuCppBackend : public sdk::Backend {
                                                    std::string source) {
     KernelFn* fn = module.function<KernelFn>(kEntry);
     sdk::Span<int64_t> ranges = k.ranges();
-    int64_t outer = ranges.empty() ? 1 : ranges[0];
+    int64_t outer = ranges.empty() ? 1 : ranges[static_cast<size_t>(chunked_dim(k))];
     int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
     return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
                                        k.num_buffers(), outer, points,
