@@ -20,6 +20,7 @@
 //   nll_loss_forward           nll_loss; total_weight (the weight of the targets not ignored)
 //   log_sigmoid_forward        min(x, 0) - log1p(exp(-|x|)); buffer exp(-|x|)
 //   max_pool{1,2,3}d_with_indices  max_pool{n}d; the indices from an argmax over the windows
+//   cummax / cummin            a log-step scan of pointwise selects over (value, index) pairs
 //   frexp.Tensor               floor(log2|x|) + 1, corrected by one; x scaled by exact powers of 2
 //   adaptive_max_pool{1,2,3}d  per dim, argmax + gather of each window's slice, then cat
 #include <algorithm>
@@ -441,6 +442,60 @@ std::vector<Node*> frexp(Graph& g, const ExpandCall& c) {
   return {mantissa, exponent};
 }
 
+// (values, indices) of cummax / cummin along dim: an inclusive Hillis-Steele scan over
+// (value, index) pairs in ceil(log2 n) steps of pointwise selects, each combining a position with
+// the one `step` before it (padded with -inf / +inf). The later element wins ties and NaN wins
+// everything (a later NaN too), as torch's `isnan(x) || x >= max` loop; this selection is
+// associative, so the scan gives the loop's result. Values are selected elements, so the gradient
+// reaches the selected input only, as torch's scatter of the gradient by the indices.
+std::vector<Node*> cum_extreme(Graph& g, const ExpandCall& c, bool is_max) {
+  Node* x = c.tensor("self");
+  int64_t rank = x->meta().dim();
+  if (rank == 0) {
+    wrap_dim(c.get("dim").to_int(), 1, c.where());
+    return {g.call("clone.default", {x}),
+            g.call("zeros.default", {Arg(Ints{})}, {{"dtype", DType::Int64}})};
+  }
+  int64_t dim = wrap_dim(c.get("dim").to_int(), rank, c.where());
+  int64_t n = x->shape()[dim];
+  Ints grid(static_cast<size_t>(rank - dim), 1);
+  grid[0] = n;
+  Node* idx = g.call("expand.default",
+                     {g.call("reshape.default", {g.call("arange.default", {n}, {{"dtype", DType::Int64}}),
+                                                 Arg(grid)}),
+                      Arg(x->shape())});
+  Node* val = x;
+  // The padding never wins: -inf / +inf, an integer type's extreme, False / True.
+  Arg pad;
+  if (is_floating(x->dtype()))
+    pad = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  else if (x->dtype() == DType::Bool)
+    pad = Arg(!is_max);
+  else
+    pad = Arg(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  auto shift = [&](Node* t, int64_t k, const Arg& fill) {  // t moved k places forward along dim
+    Ints p(static_cast<size_t>(2 * (rank - dim)), 0);
+    p[p.size() - 2] = k;
+    Node* padded = g.call("constant_pad_nd.default", {t, Arg(p), fill});
+    return slice(g, padded, dim, 0, n);
+  };
+  for (int64_t k = 1; k < n; k *= 2) {
+    Node* lv = shift(val, k, pad);
+    Node* li = shift(idx, k, Arg(int64_t{0}));
+    // keep self (the later element) when isnan(self) || (!isnan(left) && self >= left)
+    Node* cmp = g.call(is_max ? "ge.Tensor" : "le.Tensor", {val, lv});
+    Node* keep = g.call("logical_or.default",
+                        {g.call("isnan.default", {val}),
+                         g.call("logical_and.default",
+                                {g.call("logical_not.default", {g.call("isnan.default", {lv})}), cmp})});
+    val = g.call("where.self", {keep, val, lv});
+    idx = g.call("where.self", {keep, idx, li});
+  }
+  if (val == x) val = g.call("clone.default", {x});
+  if (idx->op() && idx->op()->name() == "expand.default") idx = g.call("clone.default", {idx});
+  return {val, idx};
+}
+
 // getitem(tuple, i): element i (negative i counts from the end, as Python's).
 TensorMeta getitem_rule(const CallArgs& c) {
   const Arg& t = c.get("self");
@@ -522,6 +577,10 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 2); }},
       {"max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
        C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 3); }},
+      {"cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return cum_extreme(g, c, true); }},
+      {"cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return cum_extreme(g, c, false); }},
       {"frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", C::Composite, true, frexp},
       {"adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", C::Composite, true,
        [](Graph& g, const ExpandCall& c) { return adaptive_max_pool(g, c, 1); }},
