@@ -429,6 +429,22 @@ TEST(MultiOutput, CummaxCumminTiesAndNaN) {
   EXPECT_EQ(fb, 0u) << "a scan of pointwise selects compiles";
 }
 
+TEST(MultiOutput, ModeSmallestOfTheMostFrequentAndItsLastIndex) {
+  Graph g;
+  Node* x = g.placeholder("x", {3, 5});
+  Node* m = g.call("mode", {x});
+  Node* k = g.call("mode", {x, int64_t{0}, true});
+  g.output({g.call("getitem", {m, int64_t{0}}), g.call("getitem", {m, int64_t{1}}),
+            g.call("getitem", {k, int64_t{0}}), g.call("getitem", {k, int64_t{1}})});
+  Tensor in = mat({3, 5}, {1, 2, 2, 1, 3, 5, 4, 4, 5, 5, 0, 1, 2, 3, 4});
+  auto r = run_both(g, {in});
+  expect_eq(r[0], {1, 5, 0}, "mode values (torch: 1, 5, 0)");
+  expect_eq(r[1], {3, 4, 0}, "mode indices (torch: 3, 4, 0)");
+  expect_eq(r[2], {0, 1, 2, 1, 3}, "mode over dim 0");
+  expect_eq(r[3], {2, 2, 2, 0, 0}, "mode indices over dim 0");
+  EXPECT_EQ(r[2].sizes(), Shape({1, 5}));
+}
+
 TEST(MultiOutput, ExpansionTableCoversEveryMultiOutputOp) {
   for (const OpDef* op : default_registry().all())
     if (op->multi_output())
