@@ -405,6 +405,46 @@ TEST(MultiOutput, PoolingIndicesFrexpLossForward) {
   expect_eq(r[9], buf, "log_sigmoid buffer");
 }
 
+TEST(MultiOutput, CummaxCumminTiesAndNaN) {
+  // torch's loop: `isnan(x) || x >= max` (cummax) keeps the later of equal values and any NaN.
+  Graph g;
+  Node* x = g.placeholder("x", {2, 6});
+  Node* mx = g.call("cummax", {x, int64_t{1}});
+  Node* mn = g.call("cummin", {x, int64_t{-1}});
+  Node* xi = g.placeholder("xi", TensorMeta::contiguous({5}, DType::Int64));
+  Node* mi = g.call("cummax", {xi, int64_t{0}});
+  g.output({g.call("getitem", {mx, int64_t{0}}), g.call("getitem", {mx, int64_t{1}}),
+            g.call("getitem", {mn, int64_t{0}}), g.call("getitem", {mn, int64_t{1}}),
+            g.call("getitem", {mi, int64_t{0}}), g.call("getitem", {mi, int64_t{1}})});
+  Tensor in = mat({2, 6}, {1, 3, 3, 2, 5, 5, 2, kNaN, 7, kNaN, 1, 0});
+  Tensor ii = mat({5}, {-4, -9, -4, 3, 3}, DType::Int64);
+  size_t fb = 0;
+  auto r = run_both(g, {in, ii}, &fb);
+  expect_eq(r[0], {1, 3, 3, 3, 5, 5, 2, kNaN, kNaN, kNaN, kNaN, kNaN}, "cummax values");
+  expect_eq(r[1], {0, 1, 2, 2, 4, 5, 0, 1, 1, 3, 3, 3}, "cummax indices");
+  expect_eq(r[2], {1, 1, 1, 1, 1, 1, 2, kNaN, kNaN, kNaN, kNaN, kNaN}, "cummin values");
+  expect_eq(r[3], {0, 0, 0, 0, 0, 0, 0, 1, 1, 3, 3, 3}, "cummin indices");
+  expect_eq(r[4], {-4, -4, -4, 3, 3}, "cummax int64 values");
+  expect_eq(r[5], {0, 0, 2, 3, 4}, "cummax int64 indices");
+  EXPECT_EQ(fb, 0u) << "a scan of pointwise selects compiles";
+}
+
+TEST(MultiOutput, ModeSmallestOfTheMostFrequentAndItsLastIndex) {
+  Graph g;
+  Node* x = g.placeholder("x", {3, 5});
+  Node* m = g.call("mode", {x});
+  Node* k = g.call("mode", {x, int64_t{0}, true});
+  g.output({g.call("getitem", {m, int64_t{0}}), g.call("getitem", {m, int64_t{1}}),
+            g.call("getitem", {k, int64_t{0}}), g.call("getitem", {k, int64_t{1}})});
+  Tensor in = mat({3, 5}, {1, 2, 2, 1, 3, 5, 4, 4, 5, 5, 0, 1, 2, 3, 4});
+  auto r = run_both(g, {in});
+  expect_eq(r[0], {1, 5, 0}, "mode values (torch: 1, 5, 0)");
+  expect_eq(r[1], {3, 4, 0}, "mode indices (torch: 3, 4, 0)");
+  expect_eq(r[2], {0, 1, 2, 1, 3}, "mode over dim 0");
+  expect_eq(r[3], {2, 2, 2, 0, 0}, "mode indices over dim 0");
+  EXPECT_EQ(r[2].sizes(), Shape({1, 5}));
+}
+
 TEST(MultiOutput, ExpansionTableCoversEveryMultiOutputOp) {
   for (const OpDef* op : default_registry().all())
     if (op->multi_output())

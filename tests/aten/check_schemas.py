@@ -1,7 +1,7 @@
 """Every op schema Stax registers (`stax ops --tsv`) against the schema strings of the installed
 torch (torch._C._jit_get_all_schemas()): name, overload, argument names, types, defaults and
 keyword-only markers must be identical (after aten_schema's normalization; return types are not
-compared: Stax ops return one tensor). A difference is a failure unless expected_failures.txt
+compared: Stax keeps aten's return text, e.g. max.dim's "-> (Tensor values, Tensor indices)"). A difference is a failure unless expected_failures.txt
 lists it ('schema NAME: reason'). Skips cleanly (exit 77) without torch."""
 import sys
 

@@ -20,6 +20,8 @@
 //   nll_loss_forward           nll_loss; total_weight (the weight of the targets not ignored)
 //   log_sigmoid_forward        min(x, 0) - log1p(exp(-|x|)); buffer exp(-|x|)
 //   max_pool{1,2,3}d_with_indices  max_pool{n}d; the indices from an argmax over the windows
+//   mode                       stable argsort, run starts by a cummax scan, the first longest run
+//   cummax / cummin            a log-step scan of pointwise selects over (value, index) pairs
 //   frexp.Tensor               floor(log2|x|) + 1, corrected by one; x scaled by exact powers of 2
 //   adaptive_max_pool{1,2,3}d  per dim, argmax + gather of each window's slice, then cat
 #include <algorithm>
@@ -441,6 +443,100 @@ std::vector<Node*> frexp(Graph& g, const ExpandCall& c) {
   return {mantissa, exponent};
 }
 
+// (values, indices) of cummax / cummin along dim: an inclusive Hillis-Steele scan over
+// (value, index) pairs in ceil(log2 n) steps of pointwise selects, each combining a position with
+// the one `step` before it (padded with -inf / +inf). The later element wins ties and NaN wins
+// everything (a later NaN too), as torch's `isnan(x) || x >= max` loop; this selection is
+// associative, so the scan gives the loop's result. Values are selected elements, so the gradient
+// reaches the selected input only, as torch's scatter of the gradient by the indices.
+std::vector<Node*> cum_extreme(Graph& g, Node* x, int64_t dim_in, bool is_max, const std::string& where) {
+  int64_t rank = x->meta().dim();
+  if (rank == 0) {
+    wrap_dim(dim_in, 1, where);
+    return {g.call("clone.default", {x}),
+            g.call("zeros.default", {Arg(Ints{})}, {{"dtype", DType::Int64}})};
+  }
+  int64_t dim = wrap_dim(dim_in, rank, where);
+  int64_t n = x->shape()[dim];
+  Ints grid(static_cast<size_t>(rank - dim), 1);
+  grid[0] = n;
+  Node* idx = g.call("expand.default",
+                     {g.call("reshape.default", {g.call("arange.default", {n}, {{"dtype", DType::Int64}}),
+                                                 Arg(grid)}),
+                      Arg(x->shape())});
+  Node* val = x;
+  // The padding never wins: -inf / +inf, an integer type's extreme, False / True.
+  Arg pad;
+  if (is_floating(x->dtype()))
+    pad = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  else if (x->dtype() == DType::Bool)
+    pad = Arg(!is_max);
+  else
+    pad = Arg(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  auto shift = [&](Node* t, int64_t k, const Arg& fill) {  // t moved k places forward along dim
+    Ints p(static_cast<size_t>(2 * (rank - dim)), 0);
+    p[p.size() - 2] = k;
+    Node* padded = g.call("constant_pad_nd.default", {t, Arg(p), fill});
+    return slice(g, padded, dim, 0, n);
+  };
+  for (int64_t k = 1; k < n; k *= 2) {
+    Node* lv = shift(val, k, pad);
+    Node* li = shift(idx, k, Arg(int64_t{0}));
+    // keep self (the later element) when isnan(self) || (!isnan(left) && self >= left)
+    Node* cmp = g.call(is_max ? "ge.Tensor" : "le.Tensor", {val, lv});
+    Node* keep = g.call("logical_or.default",
+                        {g.call("isnan.default", {val}),
+                         g.call("logical_and.default",
+                                {g.call("logical_not.default", {g.call("isnan.default", {lv})}), cmp})});
+    val = g.call("where.self", {keep, val, lv});
+    idx = g.call("where.self", {keep, idx, li});
+  }
+  if (val == x) val = g.call("clone.default", {x});
+  if (idx->op() && idx->op()->name() == "expand.default") idx = g.call("clone.default", {idx});
+  return {val, idx};
+}
+
+// (values, indices) of mode along dim: the most frequent value (the smallest of equally frequent
+// ones) and the largest index where it occurs, as torch's CPU kernel (a sort of (value, index)
+// pairs, then a scan of runs keeping the first longest). Here: a stable argsort; run starts
+// (where the sorted value changes) carried forward by a cummax scan; the run length at each
+// position; its first maximum is the end of the first longest run, whose stable-sort index is the
+// largest original index of that value.
+std::vector<Node*> mode(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  int64_t rank = x->meta().dim();
+  bool keepdim = c.get("keepdim").to_bool();
+  if (rank == 0) {
+    wrap_dim(c.get("dim").to_int(), 1, c.where());
+    return {g.call("clone.default", {x}),
+            g.call("zeros.default", {Arg(Ints{})}, {{"dtype", DType::Int64}})};
+  }
+  int64_t dim = wrap_dim(c.get("dim").to_int(), rank, c.where());
+  int64_t n = x->shape()[dim];
+  if (n == 0) c.fail("mode(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size");
+  Node* perm = argsort(g, x, dim, false);
+  Node* sorted = g.call("gather.default", {x, dim, perm});
+  Ints grid(static_cast<size_t>(rank - dim), 1);
+  grid[0] = n;
+  Node* pos = g.call("reshape.default", {g.call("arange.default", {n}, {{"dtype", DType::Int64}}), Arg(grid)});
+  Node* changed;
+  if (n > 1) {
+    Node* prev = slice(g, sorted, dim, 0, n - 1);
+    Node* next = slice(g, sorted, dim, 1, n);
+    Ints first_shape = x->shape();
+    first_shape[dim] = 1;
+    Node* first = g.call("full.default", {Arg(first_shape), true}, {{"dtype", DType::Bool}});
+    changed = g.call("cat.default", {Arg(Arg::List{first, g.call("ne.Tensor", {next, prev})}), dim});
+  } else {
+    changed = g.call("full.default", {Arg(x->shape()), true}, {{"dtype", DType::Bool}});
+  }
+  Node* starts = g.call("where.ScalarOther", {changed, pos, int64_t{0}});
+  Node* run_start = cum_extreme(g, starts, dim, true, c.where())[0];
+  Node* length = g.call("sub.Tensor", {pos, run_start});
+  Node* end = g.call("argmax.default", {length, dim, true});
+  return {take(g, sorted, dim, end, keepdim), drop(g, g.call("gather.default", {perm, dim, end}), dim, keepdim, x)};
+}
+
 // getitem(tuple, i): element i (negative i counts from the end, as Python's).
 TensorMeta getitem_rule(const CallArgs& c) {
   const Arg& t = c.get("self");
@@ -522,6 +618,11 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 2); }},
       {"max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
        C::Composite, true, [](Graph& g, const ExpandCall& c) { return max_pool_with_indices(g, c, 3); }},
+      {"cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return cum_extreme(g, c.tensor("self"), c.get("dim").to_int(), true, c.where()); }},
+      {"cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return cum_extreme(g, c.tensor("self"), c.get("dim").to_int(), false, c.where()); }},
+      {"mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing, true, mode},
       {"frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", C::Composite, true, frexp},
       {"adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", C::Composite, true,
        [](Graph& g, const ExpandCall& c) { return adaptive_max_pool(g, c, 1); }},
