@@ -789,6 +789,62 @@ Node* select_scatter(Graph& g, const Node& n) {
   return g.call("scatter.src", {self, d, idx, src});
 }
 
+// tril_indices / triu_indices: per row r, rows r and the column range, concatenated.
+Node* tri_indices(Graph& g, const Node& n, bool lower) {
+  int64_t row = n.arg("row").to_int(), col = n.arg("col").to_int(), off = n.arg("offset").to_int();
+  DType t = n.dtype();
+  std::vector<Node*> parts;
+  for (int64_t r = 0; r < row; ++r) {
+    int64_t lo = lower ? 0 : std::max<int64_t>(0, r + off);
+    int64_t hi = lower ? std::min(col, r + off + 1) : col;
+    if (hi <= lo) continue;
+    Node* rs = g.call("full", {Shape{1, hi - lo}, r}, {{"dtype", t}});
+    Node* cs = g.call("reshape", {g.call("arange.start", {lo, hi}, {{"dtype", t}}), Shape{1, hi - lo}});
+    parts.push_back(g.call("cat", {Arg(std::vector<Node*>{rs, cs}), 0}));
+  }
+  if (parts.empty()) return zeros_of(g, Shape{2, 0}, t);
+  return parts.size() == 1 ? parts[0] : g.call("cat", {Arg(parts), 1});
+}
+
+Node* index_reduce(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  Node* src = n.arg("source").node();
+  Node* idx = cast(g, n.arg("index").node(), DType::Int64);
+  if (self->meta().dim() == 0) {
+    self = g.call("reshape", {self, Shape{1}});
+    src = g.call("reshape", {src, Shape{1}});
+  }
+  int64_t d = dim_of(n, "dim", n.input(0)->meta().dim());
+  Node* flat = g.call("reshape", {idx, Shape{shape_numel(idx->shape())}});
+  Node* r = g.call("scatter_reduce.two", {self, d, along(g, flat, d, src->shape()), src,
+                                          n.arg("reduce")},
+                   {{"include_self", n.arg("include_self")}});
+  return g.call("reshape", {r, n.shape()});
+}
+
+Node* multi_margin(Graph& g, const Node& n) {
+  Node* x = n.input(0);
+  int64_t classes = x->meta().dim() == 0 ? 1 : x->shape().back();
+  int64_t rows = x->meta().dim() == 2 ? x->shape()[0] : 1;
+  Node* x2 = g.call("reshape", {x, Shape{rows, classes}});
+  Node* t = g.call("reshape", {n.arg("target").node(), Shape{rows, 1}});
+  Node* xy = g.call("gather", {x2, 1, t});
+  Node* z = g.call("add.Tensor", {g.call("add.Scalar", {g.call("neg", {xy}), n.arg("margin")}), x2});
+  Node* h = g.call("relu", {z});
+  if (n.arg("p").to_double() == 2) h = g.call("mul.Tensor", {h, h});
+  if (!n.arg("weight").is_absent())
+    h = g.call("mul.Tensor", {h, g.call("reshape", {g.call("index_select",
+                                                           {n.arg("weight").node(), 0,
+                                                            g.call("reshape", {t, Shape{rows}})}),
+                                                    Shape{rows, 1}})});
+  Node* own = g.call("eq.Tensor", {g.call("arange", {classes}), t});
+  h = g.call("where.ScalarSelf", {own, 0.0, h});
+  Node* l = g.call("div.Scalar", {g.call("sum.dim_IntList", {h, Ints{1}}), classes});
+  int64_t red = n.arg("reduction").to_int();
+  if (red == nn::kReductionNone) return g.call("reshape", {l, n.shape()});
+  return reduce_loss(g, l, red);
+}
+
 }  // namespace
 
 void register_more_decompositions(DecompositionTable& t) {
@@ -878,6 +934,10 @@ void register_more_decompositions(DecompositionTable& t) {
   t.add("block_diag.default", block_diag);
   t.add("slice_scatter.default", slice_scatter);
   t.add("select_scatter.default", select_scatter);
+  t.add("tril_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, true); });
+  t.add("triu_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, false); });
+  t.add("index_reduce.default", index_reduce);
+  t.add("multi_margin_loss.default", multi_margin);
 }
 
 }  // namespace stax
