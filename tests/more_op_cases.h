@@ -110,6 +110,47 @@ inline std::vector<Case> more_cases() {
   add("pdist", {U({4, 3})}, op1("_pdist_forward", {2.0}));
   add("slice_scatter", {U({5, 3}), U({2, 3})}, op2("slice_scatter", {0, 1, 5, 2}));
   add("select_scatter", {U({5, 3}), U({3})}, op2("select_scatter", {0, -2}));
+  add("rad2deg", {U({3, 4})}, op1("rad2deg"));
+  add("sgn", {NZ({3, 4})}, op1("sgn"));
+  add("round_decimals", {U({3, 4})}, op1("round.decimals", {}, {{"decimals", 2}}));
+  add("copysign_scalar", {NZ({3, 4})}, op1("copysign.Scalar", {-1.0}));
+  add("fmin", {Fixed({4}, {1.0, -2.0, 0.5, 3.0}), Fixed({4}, {0.5, -1.0, 2.5, -3.0})},
+      op2("fmin"));
+  add("vdot", {U({5}), U({5})}, op2("vdot"));
+  add("index_fill_tensor", {U({3, 4}), Idx({2}, 4, 0), U({})},
+      [](Graph& g, const std::vector<Node*>& x) {
+        return g.call("index_fill.int_Tensor", {x[0], 1, x[1], x[2]});
+      });
+  add("index_reduce_mean", {U({4, 3}), Idx({5}, 4), U({5, 3})},
+      [](Graph& g, const std::vector<Node*>& x) {
+        return g.call("index_reduce", {x[0], 0, x[1], x[2], "mean"});
+      });
+  add("put", {U({3, 4}), Idx({3}, 12, 0), U({3})}, op3("put"));
+  add("nanmedian", {Fixed({5}, {0.3, -1.2, 2.5, 0.9, -0.4})}, op1("nanmedian"));
+  add("pixel_unshuffle", {U({1, 2, 4, 2})}, op1("pixel_unshuffle", {2}));
+  add("block_diag", {U({2, 3}), U({2}), U({})}, [](Graph& g, const std::vector<Node*>& x) {
+    return g.call("block_diag", {Arg(std::vector<Node*>{x[0], x[1], x[2]})});
+  });
+  add("_adaptive_avg_pool2d", {U({1, 2, 5, 4})}, op1("_adaptive_avg_pool2d", {L({3, 2})}));
+  add("_adaptive_avg_pool3d", {U({1, 1, 3, 4, 2})}, op1("_adaptive_avg_pool3d", {L({2, 2, 1})}));
+  add("max_unpool3d",
+      {U({1, 1, 1, 2, 1}), Const(Fixed({1, 1, 1, 2, 1}, {1, 6}))},
+      [](Graph& g, const std::vector<Node*>& x) {
+        return g.call("max_unpool3d", {x[0], g.call("to.dtype", {x[1], DType::Int64}),
+                                       L({2, 2, 2}), L({2, 2, 2}), L({0, 0, 0})});
+      });
+  add("upsample_bilinear2d_vec", {U({1, 2, 3, 4})}, [](Graph& g, const std::vector<Node*>& x) {
+    return g.call("upsample_bilinear2d.vec", {x[0], Arg(), false, Arg(Arg::List{1.5, 2.0})});
+  });
+  add("upsample_nearest2d_vec", {U({1, 2, 3, 4})}, op1("upsample_nearest2d.vec", {L({5, 6}), Arg()}));
+  add("upsample_nearest1d_vec", {U({1, 2, 3})}, [](Graph& g, const std::vector<Node*>& x) {
+    return g.call("upsample_nearest1d.vec", {x[0], Arg(), Arg(Arg::List{2.0})});
+  });
+  add("multi_margin_loss",
+      {Fixed({2, 3}, {0.1, 0.9, -0.4, 1.2, 0.3, 0.5}), Const(Fixed({2}, {1, 0}))},
+      [](Graph& g, const std::vector<Node*>& x) {
+        return g.call("multi_margin_loss", {x[0], g.call("to.dtype", {x[1], DType::Int64})});
+      });
   return out;
 }
 

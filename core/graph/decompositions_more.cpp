@@ -736,15 +736,18 @@ Node* cdist(Graph& g, const Node& n) {
   return cdist_of(g, n.arg("x1").node(), n.arg("x2").node(), n.arg("p"));
 }
 
+// The distances of the pairs i < j only (triu_indices(n, n, 1)), so the zero distances of the
+// diagonal never enter the gradient.
 Node* pdist(Graph& g, const Node& n) {
   Node* x = n.input(0);
   int64_t rows = x->shape()[0];
   if (rows < 2) return zeros_of(g, Shape{0}, x->dtype());
-  Node* flat = g.call("reshape", {cdist_of(g, x, x, n.arg("p")), Shape{rows * rows}});
-  std::vector<Node*> parts;
-  for (int64_t i = 0; i + 1 < rows; ++i)
-    parts.push_back(g.call("slice.Tensor", {flat, 0, i * rows + i + 1, (i + 1) * rows}));
-  return parts.size() == 1 ? g.call("clone", {parts[0]}) : g.call("cat", {Arg(parts), 0});
+  Node* pairs = g.call("triu_indices", {rows, rows, 1});
+  Node* i = g.call("select.int", {pairs, 0, 0});
+  Node* j = g.call("select.int", {pairs, 0, 1});
+  Node* diff = g.call("sub.Tensor", {g.call("index_select", {x, 0, i}),
+                                     g.call("index_select", {x, 0, j})});
+  return g.call("linalg_vector_norm", {diff, n.arg("p"), Ints{-1}});
 }
 
 Node* block_diag(Graph& g, const Node& n) {
