@@ -108,6 +108,11 @@ inline std::vector<Case> more_cases() {
   add("unfold", {U({3, 7})}, op1("unfold", {1, 3, 2}));
   add("cdist", {U({3, 4}), U({2, 4})}, op2("_cdist_forward", {2.0, Arg()}));
   add("pdist", {U({4, 3})}, op1("_pdist_forward", {2.0}));
+  add("pdist_p3", {U({4, 3})}, op1("_pdist_forward", {3.0}));
+  // coincident points: the distance's gradient is 0 there (torch), not NaN
+  add("cdist_coincident", {Fixed({2, 3}, {0.5, -1.0, 2.0, 0.3, 0.7, -0.2}),
+                           Fixed({2, 3}, {0.5, -1.0, 2.0, 1.1, -0.4, 0.9})},
+      op2("_cdist_forward", {2.0, Arg()}));
   add("slice_scatter", {U({5, 3}), U({2, 3})}, op2("slice_scatter", {0, 1, 5, 2}));
   add("select_scatter", {U({5, 3}), U({3})}, op2("select_scatter", {0, -2}));
   add("rad2deg", {U({3, 4})}, op1("rad2deg"));

@@ -19,6 +19,7 @@
 //   huber / soft margin / binary cross-entropy losses: torch's formulas, then mean / sum
 //   dot / vdot / mv   mm of reshaped operands;  addmv / addr / addbmm: beta self + alpha (...)
 //   dist              linalg_vector_norm(a - b, p)
+//   cdist / pdist     (sum |a_i - b_j|^p)^(1/p), the root guarded at 0 (coincident points)
 //   nansum            sum(where(isnan(x), 0, x));  count_nonzero: sum(x != 0)
 //   logcumsumexp      log(cumsum(exp(x - m))) + m, m = max along dim (inf -> 0)
 //   diagonal          permute the two dims last, flatten them, slice with step cols + 1
@@ -727,9 +728,24 @@ Node* unfold(Graph& g, const Node& n) {
   return g.call("clone", {g.call("permute", {y, perm})});
 }
 
+// ||a_i - b_j||_p over the last dim. For p other than 0, 1 and inf the root is guarded where the
+// sum is 0 (coincident points): the distance is 0 there and so is its gradient, as torch's
+// cdist backward gives, instead of sqrt'(0) * 0 = NaN.
+Node* pnorm_last(Graph& g, Node* diff, const Arg& p) {
+  double pv = p.to_double();
+  if (pv == 0 || pv == 1 || std::isinf(pv)) return g.call("linalg_vector_norm", {diff, p, Ints{-1}});
+  Node* pw = pv == 2 ? g.call("mul.Tensor", {diff, diff})
+                     : g.call("pow.Tensor_Scalar", {g.call("abs", {diff}), pv});
+  Node* s = g.call("sum.dim_IntList", {pw, Ints{-1}});
+  Node* zero = g.call("eq.Scalar", {s, 0});
+  Node* safe = g.call("where.ScalarSelf", {zero, 1.0, s});
+  Node* root = pv == 2 ? g.call("sqrt", {safe}) : g.call("pow.Tensor_Scalar", {safe, 1.0 / pv});
+  return g.call("where.ScalarSelf", {zero, 0.0, root});
+}
+
 Node* cdist_of(Graph& g, Node* a, Node* b, const Arg& p) {
   Node* diff = g.call("sub.Tensor", {g.call("unsqueeze", {a, -2}), g.call("unsqueeze", {b, -3})});
-  return g.call("linalg_vector_norm", {diff, p, Ints{-1}});
+  return pnorm_last(g, diff, p);
 }
 
 Node* cdist(Graph& g, const Node& n) {
@@ -747,7 +763,7 @@ Node* pdist(Graph& g, const Node& n) {
   Node* j = g.call("select.int", {pairs, 0, 1});
   Node* diff = g.call("sub.Tensor", {g.call("index_select", {x, 0, i}),
                                      g.call("index_select", {x, 0, j})});
-  return g.call("linalg_vector_norm", {diff, n.arg("p"), Ints{-1}});
+  return pnorm_last(g, diff, n.arg("p"));
 }
 
 Node* block_diag(Graph& g, const Node& n) {
