@@ -371,6 +371,7 @@ inline std::vector<Case> composite_cases() {
 
 #include "tests/nn_cases.h"  // nn_cases(): the neural-network ops
 #include "tests/model_op_cases.h"
+#include "tests/more_op_cases.h"  // more_cases(): issue 14, more aten ops
 
 namespace stax::testing {
 
@@ -378,7 +379,8 @@ inline std::vector<Case> all_cases() {
   std::mt19937_64 rng(20240611);
   std::vector<Case> out;
   for (auto& v : {unary_cases(rng), binary_cases(rng), reduction_cases(rng), view_cases(),
-                  indexing_cases(), extern_cases(), composite_cases(), nn_cases(), model_cases()})
+                  indexing_cases(), extern_cases(), composite_cases(), nn_cases(), model_cases(),
+                  more_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

@@ -165,7 +165,8 @@ const char* const kViaDecomposition[] = {
     "linalg_cross.default", "median.default", "nanmedian.default", "index_copy.default",
     "put.default", "masked_scatter.default", "renorm.default", "unfold.default",
     "_cdist_forward.default", "_pdist_forward.default", "block_diag.default",
-    "slice_scatter.default", "select_scatter.default"};
+    "slice_scatter.default", "select_scatter.default", "index_reduce.default",
+    "multi_margin_loss.default"};
 
 }  // namespace
 

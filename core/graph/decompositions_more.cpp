@@ -19,6 +19,7 @@
 //   huber / soft margin / binary cross-entropy losses: torch's formulas, then mean / sum
 //   dot / vdot / mv   mm of reshaped operands;  addmv / addr / addbmm: beta self + alpha (...)
 //   dist              linalg_vector_norm(a - b, p)
+//   cdist / pdist     (sum |a_i - b_j|^p)^(1/p), the root guarded at 0 (coincident points)
 //   nansum            sum(where(isnan(x), 0, x));  count_nonzero: sum(x != 0)
 //   logcumsumexp      log(cumsum(exp(x - m))) + m, m = max along dim (inf -> 0)
 //   diagonal          permute the two dims last, flatten them, slice with step cols + 1
@@ -727,24 +728,42 @@ Node* unfold(Graph& g, const Node& n) {
   return g.call("clone", {g.call("permute", {y, perm})});
 }
 
+// ||a_i - b_j||_p over the last dim. For p other than 0, 1 and inf the root is guarded where the
+// sum is 0 (coincident points): the distance is 0 there and so is its gradient, as torch's
+// cdist backward gives, instead of sqrt'(0) * 0 = NaN.
+Node* pnorm_last(Graph& g, Node* diff, const Arg& p) {
+  double pv = p.to_double();
+  if (pv == 0 || pv == 1 || std::isinf(pv)) return g.call("linalg_vector_norm", {diff, p, Ints{-1}});
+  Node* pw = pv == 2 ? g.call("mul.Tensor", {diff, diff})
+                     : g.call("pow.Tensor_Scalar", {g.call("abs", {diff}), pv});
+  Node* s = g.call("sum.dim_IntList", {pw, Ints{-1}});
+  Node* zero = g.call("eq.Scalar", {s, 0});
+  Node* safe = g.call("where.ScalarSelf", {zero, 1.0, s});
+  Node* root = pv == 2 ? g.call("sqrt", {safe}) : g.call("pow.Tensor_Scalar", {safe, 1.0 / pv});
+  return g.call("where.ScalarSelf", {zero, 0.0, root});
+}
+
 Node* cdist_of(Graph& g, Node* a, Node* b, const Arg& p) {
   Node* diff = g.call("sub.Tensor", {g.call("unsqueeze", {a, -2}), g.call("unsqueeze", {b, -3})});
-  return g.call("linalg_vector_norm", {diff, p, Ints{-1}});
+  return pnorm_last(g, diff, p);
 }
 
 Node* cdist(Graph& g, const Node& n) {
   return cdist_of(g, n.arg("x1").node(), n.arg("x2").node(), n.arg("p"));
 }
 
+// The distances of the pairs i < j only (triu_indices(n, n, 1)), so the zero distances of the
+// diagonal never enter the gradient.
 Node* pdist(Graph& g, const Node& n) {
   Node* x = n.input(0);
   int64_t rows = x->shape()[0];
   if (rows < 2) return zeros_of(g, Shape{0}, x->dtype());
-  Node* flat = g.call("reshape", {cdist_of(g, x, x, n.arg("p")), Shape{rows * rows}});
-  std::vector<Node*> parts;
-  for (int64_t i = 0; i + 1 < rows; ++i)
-    parts.push_back(g.call("slice.Tensor", {flat, 0, i * rows + i + 1, (i + 1) * rows}));
-  return parts.size() == 1 ? g.call("clone", {parts[0]}) : g.call("cat", {Arg(parts), 0});
+  Node* pairs = g.call("triu_indices", {rows, rows, 1});
+  Node* i = g.call("select.int", {pairs, 0, 0});
+  Node* j = g.call("select.int", {pairs, 0, 1});
+  Node* diff = g.call("sub.Tensor", {g.call("index_select", {x, 0, i}),
+                                     g.call("index_select", {x, 0, j})});
+  return pnorm_last(g, diff, n.arg("p"));
 }
 
 Node* block_diag(Graph& g, const Node& n) {
@@ -787,6 +806,62 @@ Node* select_scatter(Graph& g, const Node& n) {
   Node* src = g.call("unsqueeze", {n.arg("src").node(), d});
   Node* idx = g.call("full", {src->shape(), i}, {{"dtype", DType::Int64}});
   return g.call("scatter.src", {self, d, idx, src});
+}
+
+// tril_indices / triu_indices: per row r, rows r and the column range, concatenated.
+Node* tri_indices(Graph& g, const Node& n, bool lower) {
+  int64_t row = n.arg("row").to_int(), col = n.arg("col").to_int(), off = n.arg("offset").to_int();
+  DType t = n.dtype();
+  std::vector<Node*> parts;
+  for (int64_t r = 0; r < row; ++r) {
+    int64_t lo = lower ? 0 : std::max<int64_t>(0, r + off);
+    int64_t hi = lower ? std::min(col, r + off + 1) : col;
+    if (hi <= lo) continue;
+    Node* rs = g.call("full", {Shape{1, hi - lo}, r}, {{"dtype", t}});
+    Node* cs = g.call("reshape", {g.call("arange.start", {lo, hi}, {{"dtype", t}}), Shape{1, hi - lo}});
+    parts.push_back(g.call("cat", {Arg(std::vector<Node*>{rs, cs}), 0}));
+  }
+  if (parts.empty()) return zeros_of(g, Shape{2, 0}, t);
+  return parts.size() == 1 ? parts[0] : g.call("cat", {Arg(parts), 1});
+}
+
+Node* index_reduce(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  Node* src = n.arg("source").node();
+  Node* idx = cast(g, n.arg("index").node(), DType::Int64);
+  if (self->meta().dim() == 0) {
+    self = g.call("reshape", {self, Shape{1}});
+    src = g.call("reshape", {src, Shape{1}});
+  }
+  int64_t d = dim_of(n, "dim", n.input(0)->meta().dim());
+  Node* flat = g.call("reshape", {idx, Shape{shape_numel(idx->shape())}});
+  Node* r = g.call("scatter_reduce.two", {self, d, along(g, flat, d, src->shape()), src,
+                                          n.arg("reduce")},
+                   {{"include_self", n.arg("include_self")}});
+  return g.call("reshape", {r, n.shape()});
+}
+
+Node* multi_margin(Graph& g, const Node& n) {
+  Node* x = n.input(0);
+  int64_t classes = x->meta().dim() == 0 ? 1 : x->shape().back();
+  int64_t rows = x->meta().dim() == 2 ? x->shape()[0] : 1;
+  Node* x2 = g.call("reshape", {x, Shape{rows, classes}});
+  Node* t = g.call("reshape", {n.arg("target").node(), Shape{rows, 1}});
+  Node* xy = g.call("gather", {x2, 1, t});
+  Node* z = g.call("add.Tensor", {g.call("add.Scalar", {g.call("neg", {xy}), n.arg("margin")}), x2});
+  Node* h = g.call("relu", {z});
+  if (n.arg("p").to_double() == 2) h = g.call("mul.Tensor", {h, h});
+  if (!n.arg("weight").is_absent())
+    h = g.call("mul.Tensor", {h, g.call("reshape", {g.call("index_select",
+                                                           {n.arg("weight").node(), 0,
+                                                            g.call("reshape", {t, Shape{rows}})}),
+                                                    Shape{rows, 1}})});
+  Node* own = g.call("eq.Tensor", {g.call("arange", {classes}), t});
+  h = g.call("where.ScalarSelf", {own, 0.0, h});
+  Node* l = g.call("div.Scalar", {g.call("sum.dim_IntList", {h, Ints{1}}), classes});
+  int64_t red = n.arg("reduction").to_int();
+  if (red == nn::kReductionNone) return g.call("reshape", {l, n.shape()});
+  return reduce_loss(g, l, red);
 }
 
 }  // namespace
@@ -878,6 +953,10 @@ void register_more_decompositions(DecompositionTable& t) {
   t.add("block_diag.default", block_diag);
   t.add("slice_scatter.default", slice_scatter);
   t.add("select_scatter.default", select_scatter);
+  t.add("tril_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, true); });
+  t.add("triu_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, false); });
+  t.add("index_reduce.default", index_reduce);
+  t.add("multi_margin_loss.default", multi_margin);
 }
 
 }  // namespace stax

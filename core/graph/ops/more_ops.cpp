@@ -965,6 +965,74 @@ void register_more_ops_2(OpRegistry& r) {
        slice_scatter_rule);
   comp("select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor",
        select_scatter_rule);
+  auto tri_indices = [](const CallArgs& c) {
+    int64_t row = c.get("row").to_int(), col = c.get("col").to_int(), off = c.get("offset").to_int();
+    if (row < 0) c.fail("row must be non-negative, got" + std::to_string(row));
+    if (col < 0) c.fail("col must be non-negative, got" + std::to_string(col));
+    bool lower = c.op().schema.base == "tril_indices";
+    int64_t n = 0;
+    for (int64_t r = 0; r < row; ++r) {
+      int64_t lo = lower ? 0 : std::max<int64_t>(0, r + off);
+      int64_t hi = lower ? std::min(col, r + off + 1) : col;
+      n += std::max<int64_t>(0, hi - lo);
+    }
+    DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : DType::Int64;
+    if (t != DType::Int64 && t != DType::Int32) c.fail("tril/triu_indices: dtype must be int32 or int64");
+    return TensorMeta::contiguous({2, n}, t, "cpu");
+  };
+  for (const char* n : {"tril_indices", "triu_indices"})
+    comp(std::string(n) + "(int row, int col, int offset=0, *, ScalarType? dtype=long, "
+         "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+         tri_indices)
+        .differentiable = false;
+  comp("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, "
+       "bool include_self=True) -> Tensor",
+       [](const CallArgs& c) {
+         const std::string& red = c.get("reduce").str();
+         if (red != "prod" && red != "mean" && red != "amax" && red != "amin")
+           c.fail("index_reduce(): Expected reduce to be one of prod, mean, amax or amin, got " +
+                  red);
+         const TensorMeta& self = c.tensor("self");
+         const TensorMeta& idx = c.tensor("index");
+         const TensorMeta& src = c.tensor("source");
+         int64_t d = wrap_dim(c.get("dim").to_int(), std::max<int64_t>(self.dim(), 1), c.where());
+         if (idx.dtype != DType::Int64 && idx.dtype != DType::Int32)
+           c.fail("index_reduce_(): Expected dtype int32/int64 for index");
+         if (idx.dim() > 1) c.fail("index_reduce_(): Index is supposed to be a vector");
+         if (src.dtype != self.dtype)
+           c.fail("index_reduce_(): self and source must have the same scalar type");
+         Shape want = self.sizes;
+         if (self.dim() > 0) want[d] = shape_numel(idx.sizes);
+         if (self.dim() > 0 && src.sizes != want)
+           c.fail("index_reduce_(): source of shape " + shape_str(src.sizes) + " must have shape " +
+                  shape_str(want));
+         return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
+       });
+  comp("multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, "
+       "Tensor? weight=None, int reduction=1) -> Tensor",
+       [](const CallArgs& c) {
+         const TensorMeta& x = c.tensor("self");
+         const TensorMeta& t = c.tensor("target");
+         if (!is_floating(x.dtype)) c.fail("multi_margin_loss: expected a floating-point input");
+         if (x.dim() > 2)
+           c.fail("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+                  shape_str(x.sizes));
+         int64_t n = x.dim() == 2 ? x.sizes[0] : 1;
+         if (t.dtype != DType::Int64) c.fail("multi_margin_loss: expected an int64 target");
+         if (shape_numel(t.sizes) != n || t.dim() > 1)
+           c.fail("inconsistent target size: " + shape_str(t.sizes) + " for input of size: " +
+                  shape_str(x.sizes));
+         double p = c.get("p").to_double();
+         if (p != 1 && p != 2) c.fail("only p == 1 and p == 2 supported");
+         int64_t classes = x.dim() == 0 ? 1 : x.sizes.back();
+         if (c.has("weight") && (c.tensor("weight").dim() != 1 ||
+                                 c.tensor("weight").sizes[0] != classes))
+           c.fail("inconsistent weight size, expected " + std::to_string(classes) +
+                  " but got " + shape_str(c.tensor("weight").sizes));
+         int64_t red = c.get("reduction").to_int();
+         Shape s = red == nn::kReductionNone ? t.sizes : Shape{};
+         return TensorMeta::contiguous(s, x.dtype, x.device);
+       });
   // Random ops (interpreter kernels drawing from the run's seed; compared by shape and dtype).
   auto random = [&](const std::string& schema, InferFn f) {
     r.add(schema, C::Random, P::None, std::move(f)).differentiable = false;

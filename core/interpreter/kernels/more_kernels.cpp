@@ -243,7 +243,8 @@ void register_more_kernels(InterpreterTable& t) {
         "bucketize.Tensor", "searchsorted.Tensor", "index_copy.default", "put.default",
         "masked_scatter.default", "renorm.default", "unfold.default", "_cdist_forward.default",
         "_pdist_forward.default", "block_diag.default", "slice_scatter.default",
-        "select_scatter.default"})
+        "select_scatter.default", "tril_indices.default", "triu_indices.default",
+        "index_reduce.default", "multi_margin_loss.default"})
     t.add(op, kernels::run_decomposition);
 }
 
