@@ -104,7 +104,7 @@ TEST_F(CudaCacheTest, AheadOfTimeCubinRoundTrips) {
   std::vector<std::string> stored = entries(dir);
   ASSERT_EQ(stored.size(), cold_kernels.size());
   for (const std::string& e : stored) {
-    EXPECT_NE(e.find("STAXCUB1"), std::string::npos);
+    EXPECT_NE(e.find("STAXCUB2"), std::string::npos);
     EXPECT_NE(e.find("\x7f" "ELF"), std::string::npos) << "no cubin in the entry";
     EXPECT_NE(e.find("sm_90"), std::string::npos);
   }
