@@ -3,13 +3,17 @@
 //     cache as host object code; a hit runs and gives the cold compile's bits;
 //   * ahead of time (`arch: sm_90`, no device needed): the cubin and its launch metadata round-
 //     trip; a hit has the cold kernel's source and cubin (the stored bytes), and the key changes
-//     with the arch; an entry whose metadata does not fit the plan is rejected and rebuilt.
+//     with the arch; an entry whose metadata does not fit the plan is rejected and rebuilt;
+//   * cuda_triton ahead of time (sm_90 cubins from the Triton compiler): the same, and a hit
+//     takes no Python worker.
 // Every test uses its own temporary cache directory (ctest runs with STAX_CACHE_DIR=off).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -104,7 +108,7 @@ TEST_F(CudaCacheTest, AheadOfTimeCubinRoundTrips) {
   std::vector<std::string> stored = entries(dir);
   ASSERT_EQ(stored.size(), cold_kernels.size());
   for (const std::string& e : stored) {
-    EXPECT_NE(e.find("STAXCUB1"), std::string::npos);
+    EXPECT_NE(e.find("STAXCUB2"), std::string::npos);
     EXPECT_NE(e.find("\x7f" "ELF"), std::string::npos) << "no cubin in the entry";
     EXPECT_NE(e.find("sm_90"), std::string::npos);
   }
@@ -164,6 +168,115 @@ TEST_F(CudaCacheTest, MetadataThatDoesNotFitThePlanIsRejected) {
   CompiledGraph cg = compiler.compile(g);
   EXPECT_EQ(cg.stats().kernels_from_disk, 0);
   EXPECT_EQ(cg.stats().kernels_compiled, 1);
+}
+
+// ---- cuda_triton: cubins from the Triton compiler (sm_90, no device needed) ---------------------
+
+bool triton_available() {
+  static const bool ok = std::system("python3 -c 'import triton' >/dev/null 2>&1") == 0;
+  return ok;
+}
+
+Config triton_cached(const fs::path& dir, const std::string& arch) {
+  Config c = cuda_cached(dir, {{"arch", arch}});
+  c.devices["cuda"].backend = "cuda_triton";
+  return c;
+}
+
+// Rewrites every entry's payload with `edit` (checksum fixed up), so that only the plugin's
+// deserialize can refuse it.
+void edit_payloads(const fs::path& dir, const std::function<void(std::string&)>& edit) {
+  for (const auto& e : fs::directory_iterator(dir / "kernels")) {
+    if (e.path().extension() != ".entry") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string b = ss.str();
+    auto u64 = [&](size_t at) {
+      uint64_t v = 0;
+      for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+      return v;
+    };
+    uint64_t key = u64(8);
+    std::string k = b.substr(32, key), p = b.substr(32 + key);
+    edit(p);
+    std::string nb = b.substr(0, 16);
+    for (uint64_t v : {uint64_t(p.size()), fnv1a64(p, fnv1a64(k))})
+      for (int i = 0; i < 8; ++i) nb.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    std::ofstream out(e.path(), std::ios::binary | std::ios::trunc);
+    out << nb << k << p;
+  }
+}
+
+// The cubin and its launch metadata round-trip: a hit takes no worker (the kernel is built from
+// the stored bytes), has the cold kernel's source, and stores the same bytes again; the key
+// changes with the arch; metadata that does not fit the printed kernel, another arch's cubin and
+// a malformed entry are refused and rebuilt.
+TEST_F(CudaCacheTest, TritonCubinRoundTrips) {
+  if (!triton_available()) GTEST_SKIP() << "the triton Python package is not installed";
+  fs::path dir = fresh_dir("triton");
+  Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/example_1_1.stax");
+  std::string cold_source;
+  {
+    Compiler compiler(triton_cached(dir, "sm_90"));
+    CompiledGraph cg = compiler.compile(g);
+    EXPECT_EQ(cg.backend_name(), "cuda_triton");
+    ASSERT_EQ(cg.stats().kernels_compiled, 1);
+    cold_source = cg.kernels()[0].source;
+  }
+  std::vector<std::string> stored = entries(dir);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_NE(stored[0].find("STAXTRI1"), std::string::npos);
+  EXPECT_NE(stored[0].find("\x7f" "ELF"), std::string::npos) << "no cubin in the entry";
+  EXPECT_NE(stored[0].find("cuda_triton"), std::string::npos) << "the key names no plugin";
+  {
+    Compiler compiler(triton_cached(dir, "sm_90"));
+    CompiledGraph cg = compiler.compile(g);
+    EXPECT_EQ(cg.stats().kernels_compiled, 0);
+    EXPECT_EQ(cg.stats().kernels_from_disk, 1);
+    EXPECT_EQ(cg.kernels()[0].source, cold_source);
+  }
+  {
+    Compiler compiler(triton_cached(dir, "sm_80"));  // another key
+    EXPECT_EQ(compiler.compile(g).stats().kernels_compiled, 1);
+  }
+  std::vector<std::string> both = entries(dir);
+  EXPECT_EQ(both.size(), 2u);
+  auto refused_then_rebuilt = [&](const std::function<void(std::string&)>& edit) {
+    fs::path d = fresh_dir("triton_edit");
+    {
+      Compiler compiler(triton_cached(d, "sm_90"));
+      ASSERT_EQ(compiler.compile(g).stats().kernels_compiled, 1);
+    }
+    edit_payloads(d, edit);
+    Compiler compiler(triton_cached(d, "sm_90"));
+    CompiledGraph cg = compiler.compile(g);
+    EXPECT_EQ(cg.stats().kernels_from_disk, 0);
+    EXPECT_EQ(cg.stats().kernels_compiled, 1);
+    fs::remove_all(d);
+  };
+  // After the magic, fields 0..6: function, cc, num_warps, shared, num_params, grid, cubin.
+  auto field_at = [](const std::string& p, int index) {
+    size_t at = 8;
+    for (int f = 0; f < index; ++f) {
+      uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(p[at + i]);
+      at += 8 + n;
+    }
+    return at + 8;  // the field's first byte
+  };
+  refused_then_rebuilt([&](std::string& p) { p[field_at(p, 1)] = '8'; });  // sm_80's cubin
+  refused_then_rebuilt([&](std::string& p) {                           // num_warps
+    char& c = p[field_at(p, 2)];
+    c = c == '8' ? '4' : '8';
+  });
+  refused_then_rebuilt([&](std::string& p) {  // the grid
+    char& c = p[field_at(p, 5)];
+    c = c == '9' ? '1' : '9';
+  });
+  refused_then_rebuilt([&](std::string& p) { p.resize(p.size() / 2); });  // truncated
+  refused_then_rebuilt([&](std::string& p) { p.replace(0, 8, "STAXTRI0"); });
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -153,22 +153,32 @@ TEST(CudaEmulated, Listing63Executes) {
   EXPECT_TRUE(test::bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
 }
 
-// A bounds-checked gather with an index out of range: the kernel traps; the emulator reports it.
-TEST(CudaEmulated, TrapIsReportedAsARuntimeError) {
+// A bounds-checked gather with an index out of range: the kernel records the index and the size
+// (the first faulting thread: index 9 before 12; index_select takes no negative index) and traps; the
+// error names both, like cpu_cpp's.
+TEST(CudaEmulated, TrapIsReportedAsARuntimeErrorWithTheIndexAndTheSize) {
   Graph g;
   Node* x = g.placeholder("x", {5, 7});
   Node* idx = g.placeholder("idx", {4}, DType::Int64);
   g.output({g.call("index_select", {x, 0, idx})});
   CompiledGraph cg = emulated_compiler().compile(g);
-  try {
-    cg.run({Tensor::randn({5, 7}, DType::Float32, 1),
-            Tensor::from_vector<int64_t>({4}, {0, 9, 1, 2})});
-    FAIL() << "an out-of-bounds index did not trap";
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "cuda_nvrtc (emulated): kernel 'kernel0' trapped in block 0"))
-        << e.what();
-    EXPECT_TRUE(contains(e.what(), "(an indirect index out of bounds)")) << e.what();
-  }
+  auto error_of = [&](std::vector<int64_t> index) {
+    try {
+      cg.run({Tensor::randn({5, 7}, DType::Float32, 1),
+              Tensor::from_vector<int64_t>({4}, std::move(index))});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string e = error_of({0, 9, 1, 12});
+  EXPECT_TRUE(contains(e, "cuda_nvrtc (emulated): kernel 'kernel0' trapped in block 0")) << e;
+  EXPECT_TRUE(contains(e, "(an indirect index out of bounds)")) << e;
+  EXPECT_TRUE(contains(e, "index out of bounds: index 9 for a dimension of size 5")) << e;
+  e = error_of({0, 1, -7, 2});
+  EXPECT_TRUE(contains(e, "index out of bounds: index -7 for a dimension of size 5")) << e;
+  // In range: runs, and the record of the failed run is not reused.
+  EXPECT_EQ(error_of({0, 4, 3, 2}), "no error");
 }
 
 // ABI 1.2 device memory of the emulation: host memory, kernels launched on it directly.

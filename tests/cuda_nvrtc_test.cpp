@@ -110,6 +110,22 @@ TEST(CudaNvrtc, LaunchForms) {
 // Seed Listing 6.3 (Example 6.1, x.t() + y targeting CUDA): the lowered read of x is
 // i0 + 256*i1; the kernel's loops are then ordered for contiguous access (x's read becomes
 // 256*i0 + i1) and the flat thread index decomposes into the two loop variables.
+// An indirect index: the kernel takes the fault record after its buffers and checks with
+// STAX_CHECK_INDEX (the index as loaded and the size, for the host's message); NVRTC compiles it
+// (atomicCAS, __threadfence_system, __trap) to an sm_90 cubin. Run in cuda_emulated_test.
+TEST(CudaNvrtc, IndexChecksRecordTheIndexAndTheSize) {
+  Graph g;
+  Node* x = g.placeholder("x", {5, 7});
+  Node* idx = g.placeholder("idx", {4}, DType::Int64);
+  g.output({g.call("index_select", {x, 0, idx})});
+  CompiledGraph cg = cuda_compiler().compile(g);
+  ASSERT_EQ(cg.num_kernels(), 1u);
+  const std::string& s = cg.kernels()[0].source;
+  EXPECT_TRUE(contains(s, ", unsigned long long* stax_fault) {")) << s;
+  EXPECT_TRUE(contains(s, "STAX_CHECK_INDEX(")) << s;
+  EXPECT_TRUE(contains(s, ", 5LL);")) << s;
+}
+
 TEST(CudaNvrtc, Listing63Golden) {
   Graph g;
   Node* x = g.placeholder("x", {512, 256});

@@ -427,20 +427,46 @@ TEST_F(KernelCacheTest, DamagedOrRejectedEntriesAreRebuilt) {
   damage_all_then_compile([](std::string& b) { b[b.size() - 100] ^= 0x10; });  // object code
   damage_all_then_compile([](std::string& b) { b.resize(b.size() * 2 / 3); });  // truncated
   damage_all_then_compile([](std::string& b) { b.clear(); });                   // zero length
-  // A well-formed entry whose payload the plugin rejects (not an object file): its checksum is
-  // right, so only cpu_cpp's deserialize can refuse it.
-  damage_all_then_compile([](std::string& b) {
+  // Well-formed entries whose payload the plugin rejects: their checksums are right, so only
+  // cpu_cpp's deserialize can refuse them.
+  auto with_payload = [](std::string& b, const std::function<std::string(uint64_t)>& payload) {
     auto u64 = [&](size_t at) {
       uint64_t v = 0;
       for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
       return v;
     };
-    uint64_t key = u64(8), payload = u64(16);
+    auto put = [&](size_t at, uint64_t v) {
+      for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    };
+    uint64_t key = u64(8);
     std::string k = b.substr(32, key);
-    std::string p = "STAXCPU1" + std::string(payload - 8, '\x7f');
-    uint64_t sum = fnv1a64(p, fnv1a64(k));
-    for (int i = 0; i < 8; ++i) b[24 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
+    std::string p = payload(u64(16));
+    put(16, p.size());
+    put(24, fnv1a64(p, fnv1a64(k)));
     b = b.substr(0, 32) + k + p;
+  };
+  auto field = [](const std::string& f) {
+    std::string out;
+    for (int i = 0; i < 8; ++i) out += static_cast<char>((uint64_t(f.size()) >> (8 * i)) & 0xff);
+    return out + f;
+  };
+  // The format of an older plugin (STAXCPU1: the object only).
+  damage_all_then_compile([&](std::string& b) {
+    with_payload(b, [](uint64_t n) { return "STAXCPU1" + std::string(n - 8, '\x7f'); });
+  });
+  // The current format whose object is not an object file.
+  damage_all_then_compile([&](std::string& b) {
+    with_payload(b, [&](uint64_t n) {
+      return "STAXCPU2" + field("names") + field("source") + field(std::string(n, '\x7f'));
+    });
+  });
+  // Field lengths that run past the end.
+  damage_all_then_compile([&](std::string& b) {
+    with_payload(b, [&](uint64_t n) {
+      std::string p = "STAXCPU2" + field("names") + field(std::string(n, 's'));
+      p[8 + 8 + 5 + 7] = '\x7f';  // the source's length: ~2^63
+      return p;
+    });
   });
 }
 

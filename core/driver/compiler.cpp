@@ -52,6 +52,7 @@ void compile_kernels(CompiledGraph::Impl& impl, KernelCache& cache, const Option
     for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
     impl.infos.push_back({plan.name, names, impl.compiled.back()->source(), ms});
   }
+  cache.store_pending();
 }
 
 // The "kernels" dump: every kernel's source under a header line.

@@ -158,18 +158,26 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
       std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name.c_str(),
                    ms(t0, Clock::now()));
     *origin = KernelOrigin::Compiled;
-    if (d) {
-      std::string bytes;
-      try {
-        bytes = plugin.serialize(*kernel);
-      } catch (const PluginCallError&) {
-        bytes.clear();  // this kernel cannot be serialized: in-process caching only
-      }
-      if (!bytes.empty()) d->store(key, bytes, kernel->source());
-    }
+    if (d) pending_.push_back({&plugin, key, kernel});  // stored by store_pending()
   }
   e.memory.emplace(memory_key, kernel);
   return kernel;
+}
+
+void KernelCache::store_pending() {
+  std::vector<Pending> pending = std::move(pending_);
+  pending_.clear();
+  DiskCache* d = disk();
+  if (!d) return;
+  for (const Pending& p : pending) {
+    std::string bytes;
+    try {
+      bytes = p.plugin->serialize(*p.kernel);
+    } catch (const PluginCallError&) {
+      bytes.clear();  // this kernel cannot be serialized (or failed to compile): not stored
+    }
+    if (!bytes.empty()) d->store(p.key, bytes, p.kernel->source());
+  }
 }
 
 }  // namespace stax

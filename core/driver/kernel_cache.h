@@ -4,7 +4,8 @@
 //      costs no plugin call.
 //   2. On disk (core/cache/disk_cache.h) when the settings enable it and the plugin opts in
 //      (ABI 1.3: a nonempty cache identity): a hit deserializes the stored bytes (cpu_cpp links
-//      the object code again, no Clang); a miss compiles, serializes and stores.
+//      the object code again, no Clang); a miss compiles, and store_pending() (after all of a
+//      graph's kernels) serializes and stores.
 // The disk key material: a format line, the plugin's name, version, library file (path, size,
 // mtime: a rebuilt plugin never reuses its predecessor's kernels), the ABI version, the device's
 // properties, the backend's options (the config subtree) and the plugin's cache identity
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/backend/plugin.h"
 #include "core/cache/disk_cache.h"
@@ -35,6 +37,11 @@ class KernelCache {
   // Compiler calls it under its session lock.
   std::shared_ptr<CompiledKernel> get(const Plugin& plugin, const OptionValue& options,
                                       const StaxKernelDesc& desc, KernelOrigin* origin);
+
+  // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
+  // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
+  // parallel in its workers) is waited for once all of a graph's kernels are under way.
+  void store_pending();
 
   const CacheSettings& settings() const { return settings_; }
   // The disk level, or null (disabled, no directory, unusable).
@@ -56,7 +63,13 @@ class KernelCache {
   };
   PluginEntry& entry(const Plugin& plugin, const OptionValue& options);
 
+  struct Pending {
+    const Plugin* plugin;
+    std::string key;
+    std::shared_ptr<CompiledKernel> kernel;
+  };
   CacheSettings settings_;
+  std::vector<Pending> pending_;
   bool disk_tried_ = false;
   std::unique_ptr<DiskCache> disk_;
   std::map<const Plugin*, PluginEntry> plugins_;

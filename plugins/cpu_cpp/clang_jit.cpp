@@ -21,7 +21,9 @@
 #include "clang/Frontend/CompilerInvocation.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PreprocessorOptions.h"
+#include "llvm/ExecutionEngine/JITLink/EHFrameSupport.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -254,6 +256,7 @@ struct JitState {
   // is kept so that a kernel can be serialized, and linked with addObjectFile.
   std::unique_ptr<llvm::TargetMachine> target_machine;
   uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
+  std::string identity;     // identity(), computed on first use
 
   // Builds cc1_args and target_cpu on first use (under `mutex`, or in the constructor).
   void ensure_cc1() {
@@ -416,7 +419,29 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
                    "cannot create the target machine: " + to_string(tm.takeError()));
   s.target_machine = std::move(*tm);
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  // What a link costs matters for the kernel cache (a hit links a stored object, ~0.1-0.3 ms):
+  //  - no platform (setUpInactivePlatform): the default GenericLLVMIRPlatform builds an IR module
+  //    (__dso_handle, atexit helpers) in every JITDylib it sets up, i.e. for every kernel;
+  //    kernels have no static constructors or destructors and ClangJit never runs initializers;
+  //  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
+  //    executor-process-control wrapper.
+  // (LLVM 19's MapperJITLinkMemoryManager, a slab allocator, was tried: the link after a failed
+  // one segfaulted in BasicLayout::apply (clang_jit_test's UnresolvedExternalIsAnErrorNotACrash),
+  // apparently writing to memory the failed allocation's abandon() gave back; the default
+  // manager's mmap / mprotect per object was ~5-10% of a link in perf.)
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*jtmb))
+          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+          .setObjectLinkingLayerCreator(
+              [](llvm::orc::ExecutionSession& es, const llvm::Triple&)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto layer = std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
+                layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
+                    es, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
+                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+              })
+          .create();
   if (!jit)
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
                    "cannot create the LLJIT: " + to_string(jit.takeError()));
@@ -661,6 +686,14 @@ CompiledModule ClangJit::load_object(std::string_view object,
 std::string ClangJit::identity() const {
   // What decides the cc1 arguments (the driver is a function of these and Clang's version) and
   // the code generator: no driver run, so a process that only links stored objects pays nothing.
+  // Computed once (the host CPU's features cost ~0.1 ms to query): the options are fixed.
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.identity.empty()) s.identity = compute_identity();
+  return s.identity;
+}
+
+std::string ClangJit::compute_identity() const {
   const JitState& s = *state_;
   std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
                     s.target_machine->getTargetTriple().str() + "; opt " +

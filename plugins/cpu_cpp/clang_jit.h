@@ -147,7 +147,7 @@ class ClangJit {
                              std::string_view name = "kernel");
   // Everything besides the source that decides compile()'s object code: LLVM's version, the
   // target triple, the options (opt level, native_cpu, flags) and the host CPU's name and
-  // features (what -march=native expands to). Cheap: no driver run.
+  // features (what -march=native expands to). Cheap: no driver run, computed once.
   std::string identity() const;
 
   const ClangJitOptions& options() const;
@@ -163,6 +163,7 @@ class ClangJit {
       std::string_view object, const std::vector<std::string>& symbol_names,
       const std::string& kernel_name,
       const std::function<JitError(const std::string&, const std::string&)>& fail);
+  std::string compute_identity() const;
   std::shared_ptr<detail::JitState> state_;
 };
 

@@ -61,10 +61,49 @@ struct KernelFault {
 };
 using KernelFn = void(void* const*, long long, long long, KernelFault*);
 
-// The serialized kernel (ABI 1.3): this magic (its last digit is the format's version), then the
-// object file whose entry point is kEntry.
-constexpr const char kBlobMagic[] = "STAXCPU1";
+// The serialized kernel (ABI 1.3): this magic (its last digit is the format's version), then
+// three length-prefixed fields (8-byte little-endian length, then the bytes): the names of the
+// description it was printed from (names_key), its source after the prelude (source_prefix(),
+// the same for every kernel of a plugin build: ~21 KB not stored with each kernel), and the
+// object file whose entry point is kEntry. A hit whose description has the same names takes the
+// stored source: printing the kernel again costs about as much as linking it (0.05-0.25 ms).
+constexpr const char kBlobMagic[] = "STAXCPU2";
 constexpr size_t kBlobMagicSize = sizeof(kBlobMagic) - 1;
+
+// Everything of a description that its canonical bytes (the cache key) leave out and the printer
+// prints: the kernel's, buffers' and bodies' names.
+std::string names_key(const sdk::Kernel& k) {
+  std::string out = k.name();
+  out += '\0';
+  for (size_t i = 0; i < k.num_buffers(); ++i) out += k.buffer(i).name() + '\0';
+  out += '\0';
+  for (size_t i = 0; i < k.num_bodies(); ++i) out += k.body(i).name() + '\0';
+  return out;
+}
+
+// What every kernel's source starts with.
+const std::string& source_prefix() {
+  static const std::string prefix = kernel_prelude() + kKernelMarker + "\n";
+  return prefix;
+}
+
+void put_field(std::string& out, std::string_view field) {
+  uint64_t n = field.size();
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  out.append(field.data(), field.size());
+}
+
+// The next field of a blob; false when the bytes end early.
+bool take_field(std::string_view& in, std::string_view* field) {
+  if (in.size() < 8) return false;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(in[i])) << (8 * i);
+  in.remove_prefix(8);
+  if (n > in.size()) return false;
+  *field = in.substr(0, n);
+  in.remove_prefix(n);
+  return true;
+}
 // Every module has a JITDylib of its own (clang_jit.h), so one entry name serves every kernel.
 constexpr const char kEntry[] = "stax_entry";
 
@@ -124,12 +163,13 @@ int32_t simd_bytes() {
 
 class CpuKernel : public sdk::CompiledKernel {
  public:
-  CpuKernel(CompiledModule module, KernelFn* fn, std::string source, std::string name,
-            size_t num_buffers, int64_t outer, int64_t points, int64_t align,
+  CpuKernel(CompiledModule module, KernelFn* fn, std::string source, std::string names,
+            std::string name, size_t num_buffers, int64_t outer, int64_t points, int64_t align,
             std::shared_ptr<ThreadPool> pool)
       : module_(std::move(module)),
         fn_(fn),
         source_(std::move(source)),
+        names_(std::move(names)),
         name_(std::move(name)),
         num_buffers_(num_buffers),
         outer_(outer),
@@ -139,8 +179,20 @@ class CpuKernel : public sdk::CompiledKernel {
 
   const std::string& source() const override { return source_; }
 
-  // ABI 1.3: the magic, then the relocatable object (clang_jit.h: CompiledModule::object()).
-  std::string serialize() const override { return std::string(kBlobMagic) + module_.object(); }
+  // ABI 1.3: kBlobMagic's format; the object is clang_jit.h's CompiledModule::object().
+  std::string serialize() const override {
+    std::string out = kBlobMagic;
+    out.reserve(kBlobMagicSize + 24 + names_.size() + source_.size() + module_.object().size());
+    std::string_view source = source_;
+    if (source.substr(0, source_prefix().size()) == source_prefix())
+      source.remove_prefix(source_prefix().size());
+    else
+      return std::string();  // not printed by kernel_source() (cannot happen): not cached
+    put_field(out, names_);
+    put_field(out, source);
+    put_field(out, module_.object());
+    return out;
+  }
 
   void run(void* const* buffers, size_t num_buffers, void*) override {
     if (num_buffers != num_buffers_)
@@ -193,6 +245,7 @@ class CpuKernel : public sdk::CompiledKernel {
   CompiledModule module_;
   KernelFn* fn_;
   std::string source_;
+  std::string names_;  // names_key() of the description it was printed from
   std::string name_;
   size_t num_buffers_;
   int64_t outer_;   // extent of the chunked loop (chunked_dim; 1 for a kernel without ranges)
@@ -275,11 +328,20 @@ class CpuCppBackend : public sdk::Backend {
       throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
                              "cpu_cpp: serialized kernel '" + k.name() +
                                  "' does not start with " + kBlobMagic);
-    std::string source = kernel_source(k);
+    std::string_view in(bytes + kBlobMagicSize, size - kBlobMagicSize), names, stored, object;
+    if (!take_field(in, &names) || !take_field(in, &stored) || !take_field(in, &object) ||
+        !in.empty())
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cpu_cpp: serialized kernel '" + k.name() +
+                                 "' is malformed (its fields do not add up to its " +
+                                 std::to_string(size) + " bytes)");
+    // The source as printed from the current description: the stored one when the names agree
+    // (the canonical bytes, the print options and the prelude are in the key), else printed.
+    std::string source = names == names_key(k) ? source_prefix() + std::string(stored)
+                                               : kernel_source(k);
     if (dump_source_)
       std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
                 << source << "\n";
-    std::string_view object(bytes + kBlobMagicSize, size - kBlobMagicSize);
     return make_kernel(k, jit().load_object(object, {kEntry}, k.name()), std::move(source));
   }
 
@@ -293,7 +355,7 @@ class CpuCppBackend : public sdk::Backend {
 
  private:
   std::string kernel_source(const sdk::Kernel& k) const {
-    return kernel_prelude() + kKernelMarker + "\n" + print_kernel_function(k, print_) + inject_;
+    return source_prefix() + print_kernel_function(k, print_) + inject_;
   }
 
   std::unique_ptr<sdk::CompiledKernel> make_kernel(const sdk::Kernel& k, CompiledModule module,
@@ -302,8 +364,8 @@ class CpuCppBackend : public sdk::Backend {
     sdk::Span<int64_t> ranges = k.ranges();
     int64_t outer = ranges.empty() ? 1 : ranges[static_cast<size_t>(chunked_dim(k))];
     int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
-    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), k.name(),
-                                       k.num_buffers(), outer, points,
+    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), names_key(k),
+                                       k.name(), k.num_buffers(), outer, points,
                                        outer_chunk_alignment(k, print_), pool_);
   }
 

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -69,6 +71,9 @@ CudaDriver::CudaDriver(const std::string& library) : library_(library) {
   STAX_CUDA_RESOLVE(cuMemcpyHtoDAsync_v2);
   STAX_CUDA_RESOLVE(cuMemcpyDtoHAsync_v2);
   STAX_CUDA_RESOLVE(cuMemcpyDtoDAsync_v2);
+  STAX_CUDA_RESOLVE(cuMemHostAlloc);
+  STAX_CUDA_RESOLVE(cuMemHostGetDevicePointer_v2);
+  STAX_CUDA_RESOLVE(cuMemFreeHost);
 #undef STAX_CUDA_RESOLVE
 }
 
@@ -185,6 +190,27 @@ CUdeviceptr CudaDevice::alloc(size_t bytes) const {
   CUdeviceptr p = 0;
   driver_.check(driver_.fn().cuMemAlloc_v2(&p, bytes == 0 ? 1 : bytes), "cuMemAlloc_v2");
   return p;
+}
+
+void* CudaDevice::alloc_host_mapped(size_t bytes, CUdeviceptr* device) const {
+  make_current();
+  constexpr unsigned kDeviceMap = 0x02;  // CU_MEMHOSTALLOC_DEVICEMAP
+  void* host = nullptr;
+  driver_.check(driver_.fn().cuMemHostAlloc(&host, bytes == 0 ? 1 : bytes, kDeviceMap),
+                "cuMemHostAlloc");
+  CUresult r = driver_.fn().cuMemHostGetDevicePointer_v2(device, host, 0);
+  if (r != 0) {
+    driver_.fn().cuMemFreeHost(host);
+    driver_.check(r, "cuMemHostGetDevicePointer_v2");
+  }
+  std::memset(host, 0, bytes);
+  return host;
+}
+
+void CudaDevice::free_host_mapped(void* host) const {
+  if (!host) return;
+  driver_.fn().cuCtxSetCurrent(context_);
+  driver_.fn().cuMemFreeHost(host);
 }
 
 void CudaDevice::free(CUdeviceptr p) const {

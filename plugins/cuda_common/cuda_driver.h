@@ -59,6 +59,10 @@ struct DriverFunctions {
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  // page-locked host memory mapped into the device (a kernel's fault record)
+  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int) = nullptr;
+  CUresult (*cuMemHostGetDevicePointer_v2)(CUdeviceptr*, void*, unsigned int) = nullptr;
+  CUresult (*cuMemFreeHost)(void*) = nullptr;
 };
 
 class CudaDriver {
@@ -143,6 +147,12 @@ class CudaDevice {
 
   CUdeviceptr alloc(size_t bytes) const;  // a zero-byte request allocates one byte
   void free(CUdeviceptr p) const;
+  // Page-locked host memory mapped into the device's address space (cuMemHostAlloc with
+  // CU_MEMHOSTALLOC_DEVICEMAP), zeroed: kernels write it, the host reads it directly, also after
+  // a launch that trapped (the context is then unusable, the host memory is not). *device gets
+  // the kernel's pointer. free_host_mapped ignores errors (a context lost to a trap).
+  void* alloc_host_mapped(size_t bytes, CUdeviceptr* device) const;
+  void free_host_mapped(void* host) const;
   // Copies. With a stream: queued on it (cuMemcpy*Async; from pageable host memory the source
   // is staged before the call returns, to pageable host memory the copy completes first, per the
   // driver API's documentation); without one: synchronous cuMemcpy*.

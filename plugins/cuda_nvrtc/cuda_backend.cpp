@@ -63,8 +63,8 @@ struct KernelBuffer {
 // ABI 1.3 serialized kernels: a magic (the last digit is the format's version), then fields
 // each as u64 length + bytes. Device: function name, arch, grid, block, cubin. Emulated: the
 // relocatable object of the host build (entry point kEmuEntry).
-constexpr const char kCubinMagic[] = "STAXCUB1";
-constexpr const char kEmuMagic[] = "STAXCUE1";
+constexpr const char kCubinMagic[] = "STAXCUB2";  // 2: kernels take the fault record
+constexpr const char kEmuMagic[] = "STAXCUE2";
 constexpr size_t kMagicSize = 8;
 // Every JIT module has a JITDylib of its own (clang_jit.h): one entry name serves every kernel.
 constexpr const char kEmuEntry[] = "stax_emu_entry";
@@ -109,14 +109,63 @@ class FieldReader {
   std::string kernel_;
 };
 
+// "index out of bounds: index I for a dimension of size S" (cpu_cpp's words) from a fault record
+// (cuda_printer.h: kFaultParam), or empty when no thread recorded one.
+std::string describe_fault(const volatile unsigned long long* words) {
+  if (words[0] != 1) return std::string();
+  return "index out of bounds: index " + std::to_string(static_cast<long long>(words[1])) +
+         " for a dimension of size " + std::to_string(static_cast<long long>(words[2]));
+}
+
+// The fault record of a backend's device kernels: kFaultWords of page-locked host memory mapped
+// into the device, allocated on the first launch. One per backend: a fault traps, which loses
+// the (primary) context, so the first fault recorded is the one to report; it is never reset.
+class FaultRecord {
+ public:
+  explicit FaultRecord(std::shared_ptr<LazyDevice> device) : device_(std::move(device)) {}
+  ~FaultRecord() {
+    if (host_) device_->require().free_host_mapped(host_);
+  }
+  FaultRecord(const FaultRecord&) = delete;
+  FaultRecord& operator=(const FaultRecord&) = delete;
+  // The kernel parameter (a pointer to the device pointer, as cuLaunchKernel takes it).
+  void* param() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!host_)
+      host_ = static_cast<unsigned long long*>(
+          device_->require().alloc_host_mapped(kFaultWords * sizeof(unsigned long long), &ptr_));
+    return &ptr_;
+  }
+  std::string describe() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return host_ ? describe_fault(host_) : std::string();
+  }
+  // Rethrows `e` (a failed launch or synchronize) with the recorded fault, if any, in front.
+  [[noreturn]] void rethrow(const sdk::PluginError& e, const std::string& kernel) const {
+    std::string fault = describe();
+    if (fault.empty()) throw e;
+    throw sdk::PluginError(STAX_ERROR_RUNTIME, "cuda_nvrtc: " +
+                                                   (kernel.empty() ? std::string("a kernel")
+                                                                   : "kernel '" + kernel + "'") +
+                                                   ": " + fault + " (" + e.what() + ")");
+  }
+
+ private:
+  std::shared_ptr<LazyDevice> device_;
+  mutable std::mutex mutex_;
+  unsigned long long* host_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+};
+
 class CudaKernel : public sdk::CompiledKernel {
  public:
   // `function`: the kernel's name in the cubin (the name it was compiled under; `name` may
   // differ for a kernel from the cache).
-  CudaKernel(std::shared_ptr<LazyDevice> device, std::string name, std::string function,
-             std::string arch, std::string source, std::vector<char> cubin, LaunchPlan plan,
-             std::vector<KernelBuffer> buffers)
+  CudaKernel(std::shared_ptr<LazyDevice> device, std::shared_ptr<FaultRecord> fault,
+             std::string name, std::string function, std::string arch, std::string source,
+             std::vector<char> cubin, LaunchPlan plan, std::vector<KernelBuffer> buffers)
       : device_(std::move(device)),
+        fault_(std::move(fault)),
         name_(std::move(name)),
         function_name_(std::move(function)),
         arch_(std::move(arch)),
@@ -155,15 +204,20 @@ class CudaKernel : public sdk::CompiledKernel {
           }
       }
     } release{dev, ptrs};
-    std::vector<void*> params(num_buffers);
+    std::vector<void*> params(num_buffers + 1);
     for (size_t i = 0; i < num_buffers; ++i) {
       ptrs[i] = dev.alloc(buffers_[i].bytes);
       dev.copy_to_device(ptrs[i], buffers[i], buffers_[i].bytes);
       params[i] = &ptrs[i];
     }
-    dev.launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
-               static_cast<CUstream>(stream));
-    dev.synchronize();
+    params[num_buffers] = fault_->param();
+    try {
+      dev.launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
+                 static_cast<CUstream>(stream));
+      dev.synchronize();
+    } catch (const sdk::PluginError& e) {
+      fault_->rethrow(e, name_);
+    }
     for (size_t i = 0; i < num_buffers; ++i)
       if (buffers_[i].copy_back) dev.copy_to_host(buffers[i], ptrs[i], buffers_[i].bytes);
   }
@@ -174,13 +228,19 @@ class CudaKernel : public sdk::CompiledKernel {
     CUfunction f = function();
     if (plan_.points == 0) return;
     std::vector<CUdeviceptr> ptrs(num_buffers);
-    std::vector<void*> params(num_buffers);
+    std::vector<void*> params(num_buffers + 1);
     for (size_t i = 0; i < num_buffers; ++i) {
       ptrs[i] = reinterpret_cast<CUdeviceptr>(buffers[i]);
       params[i] = &ptrs[i];
     }
-    device_->require().launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1}, params.data(),
-                              static_cast<CUstream>(stream));
+    params[num_buffers] = fault_->param();
+    // Asynchronous: a fault shows at the stream's synchronize (device_synchronize reports it).
+    try {
+      device_->require().launch(f, Dim3{plan_.grid, 1, 1}, Dim3{plan_.block, 1, 1},
+                                params.data(), static_cast<CUstream>(stream));
+    } catch (const sdk::PluginError& e) {
+      fault_->rethrow(e, name_);
+    }
   }
 
  private:
@@ -202,6 +262,7 @@ class CudaKernel : public sdk::CompiledKernel {
   }
 
   std::shared_ptr<LazyDevice> device_;
+  std::shared_ptr<FaultRecord> fault_;
   std::string name_;
   std::string function_name_;
   std::string arch_;
@@ -320,7 +381,17 @@ class EmulatedKernel : public sdk::CompiledKernel {
                                  std::to_string(num_buffers_) + " buffers, got " +
                                  std::to_string(num_buffers));
     if (plan_.points == 0) return;
-    emulator_->launch(entry_, buffers, plan_.grid, plan_.block, name_);
+    // The buffers, then this launch's fault record (kFaultParam), in host memory.
+    unsigned long long fault[kFaultWords] = {};
+    std::vector<void*> args(buffers, buffers + num_buffers);
+    args.push_back(fault);
+    try {
+      emulator_->launch(entry_, args.data(), plan_.grid, plan_.block, name_);
+    } catch (const sdk::PluginError& e) {
+      std::string what = describe_fault(fault);
+      if (what.empty()) throw;
+      throw sdk::PluginError(STAX_ERROR_RUNTIME, std::string(e.what()) + ": " + what);
+    }
   }
 
   // Device buffers: each must be device_alloc memory (checked), then the same launch.
@@ -345,7 +416,8 @@ class EmulatedKernel : public sdk::CompiledKernel {
 };
 
 // What the emulation compile appends to a kernel: the entry point EmuEntry, which calls the
-// kernel with its buffers converted to the parameter types.
+// kernel with its buffers and the fault record (num_buffers + 1 pointers) converted to the
+// parameter types.
 std::string emulation_entry(const std::string& entry, const std::string& kernel,
                             size_t num_buffers) {
   return "\ntemplate <class T, T... I> struct stax_emu_seq {};\n"
@@ -357,7 +429,7 @@ std::string emulation_entry(const std::string& entry, const std::string& kernel,
          "extern \"C\" void " + entry + "(stax_emu_state* state, void* const* buffers) {\n"
          "  stax_emu = state;\n"
          "  stax_emu_call(" + kernel + ", buffers, __make_integer_seq<stax_emu_seq, unsigned long, " +
-         std::to_string(num_buffers) + ">{});\n"
+         std::to_string(num_buffers + 1) + ">{});\n"
          "}\n";
 }
 
@@ -381,6 +453,7 @@ class CudaNvrtcBackend : public sdk::Backend {
     bool trace = o.get_bool("trace_copies", false);
     if (trace && !emulate_) o.at("trace_copies").fail("is only available with emulate: true");
     device_ = std::make_shared<LazyDevice>(device_index(), "cuda_nvrtc");
+    fault_ = std::make_shared<FaultRecord>(device_);
     if (emulate_) memory_ = std::make_shared<EmulatedMemory>(trace);
   }
 
@@ -447,7 +520,11 @@ class CudaNvrtcBackend : public sdk::Backend {
       memory_->trace("synchronize");
       return;
     }
-    device_->require().stream_synchronize(static_cast<CUstream>(stream));
+    try {
+      device_->require().stream_synchronize(static_cast<CUstream>(stream));
+    } catch (const sdk::PluginError& e) {
+      fault_->rethrow(e, "");
+    }
   }
   void* stream_create() override {
     if (emulate_) return memory_->stream_create();
@@ -464,8 +541,9 @@ class CudaNvrtcBackend : public sdk::Backend {
     std::string source = print_kernel_source(k, plan) + inject_;
     if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
     NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
-    return std::make_unique<CudaKernel>(device_, k.name(), k.name(), arch(), std::move(source),
-                                        std::move(out.cubin), plan, kernel_buffers(k));
+    return std::make_unique<CudaKernel>(device_, fault_, k.name(), k.name(), arch(),
+                                        std::move(source), std::move(out.cubin), plan,
+                                        kernel_buffers(k));
   }
 
   // ABI 1.3, the kernel cache. Device kernels: the cubin and its launch metadata (checked against
@@ -511,7 +589,7 @@ class CudaNvrtcBackend : public sdk::Backend {
     if (dump_source_)
       std::cerr << "// cuda_nvrtc kernel '" << k.name() << "' (from the kernel cache)\n"
                 << source << "\n";
-    return std::make_unique<CudaKernel>(device_, k.name(), std::move(function), arch(),
+    return std::make_unique<CudaKernel>(device_, fault_, k.name(), std::move(function), arch(),
                                         std::move(source),
                                         std::vector<char>(cubin.begin(), cubin.end()), plan,
                                         kernel_buffers(k));
@@ -564,6 +642,7 @@ class CudaNvrtcBackend : public sdk::Backend {
   bool dump_source_ = false;
   std::string inject_;
   std::shared_ptr<LazyDevice> device_;
+  std::shared_ptr<FaultRecord> fault_;  // device kernels' (cuda_printer.h: kFaultParam)
   std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
   std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
   std::shared_ptr<EmulatedMemory> memory_;       // emulate: device memory and streams

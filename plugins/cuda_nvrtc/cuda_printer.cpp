@@ -65,6 +65,14 @@ static stax_emu_state* stax_emu;
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(n)
+// The blocks of a launch run one after another on one thread: plain read-modify-write.
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
+                                    unsigned long long desired) {
+  unsigned long long old = *p;
+  if (old == expected) *p = desired;
+  return old;
+}
+inline void __threadfence_system() {}
 // Warp shuffles: each lane publishes its value in its slot, every thread of the block switches
 // (the emulator's barrier), each reads its source lane's slot, and switches again before the
 // slots are reused. The kernels call shuffles uniformly (every thread of the block the same
@@ -133,6 +141,24 @@ STAX_SCALAR_F16_CONVERSIONS(__nv_bfloat16)
   do {                            \
     if (!(cond)) __trap();        \
   } while (0)
+// The same for an indirect index, reporting it first: the first thread to fail (atomicCAS on
+// stax_fault[0]) leaves the index as loaded and the size in stax_fault[1], [2], which the host
+// reads after the launch (host-visible memory: it survives the trap), then the launch fails.
+__device__ inline void stax_record_index_fault(unsigned long long* f, long long index,
+                                               long long size) {
+  if (atomicCAS(f, 0ULL, 1ULL) == 0ULL) {
+    f[1] = (unsigned long long)index;
+    f[2] = (unsigned long long)size;
+    __threadfence_system();
+  }
+}
+#define STAX_CHECK_INDEX(cond, index, size)                  \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      stax_record_index_fault(stax_fault, (index), (size));  \
+      __trap();                                              \
+    }                                                        \
+  } while (0)
 
 // The warp form's shuffle within a row's group of 16 lanes (kRowLanes): the value of lane + h,
 // or the lane's own value past the group. Through 64 bits, so every accumulator type (bool, the
@@ -175,7 +201,8 @@ struct Accumulator {
 
 class CudaPrinter : public sdk::CStylePrinter {
  public:
-  explicit CudaPrinter(const sdk::Kernel& k) : sdk::CStylePrinter(k, cuda_tables()) {}
+  explicit CudaPrinter(const sdk::Kernel& k)
+      : sdk::CStylePrinter(k, cuda_tables()), num_buffers_(k.num_buffers()) {}
 
   std::string reduction(ReductionType type, DType dtype, std::string value) override {
     bool arg = type == ReductionType::ArgMax || type == ReductionType::ArgMin;
@@ -187,12 +214,27 @@ class CudaPrinter : public sdk::CStylePrinter {
   }
   // The accumulators printed since the last call.
   std::vector<Accumulator> take_accumulators() { return std::move(accumulators_); }
+  // The buffers, then the fault record of STAX_CHECK_INDEX (kFaultParam).
+  std::string signature() const override {
+    std::string s = sdk::CStylePrinter::signature();
+    size_t close = s.rfind(')');
+    return s.substr(0, close) + (num_buffers_ ? ", " : "") + "unsigned long long* " +
+           kFaultParam + s.substr(close);
+  }
+  // STAX_CHECK_INDEX(0 <= tmp1 && tmp1 < 5, (long long)(tmp0), 5LL): the host's message names
+  // the loaded index and the size.
+  std::string check_index(const std::string& cond, const std::string& index, const std::string&,
+                          int64_t size) const override {
+    return "STAX_CHECK_INDEX(" + cond + ", (long long)(" + index + "), " +
+           std::to_string(size) + "LL);";
+  }
   // `op(a, b)` spelled as the printer spells ops.def ops.
   std::string combine(int32_t opcode, const std::string& a, const std::string& b) const {
     return op_call(opcode, {a, b});
   }
 
  private:
+  size_t num_buffers_;
   std::vector<Accumulator> accumulators_;
 };
 

@@ -4,10 +4,11 @@
 //   <prelude>                      (NVRTC; the host emulation's: see Target) CUDA spellings of the __builtin_* math that scalar_ops.hpp
 //                                  uses, <cuda_fp16.h> / <cuda_bf16.h>, scalar_ops.hpp verbatim
 //                                  (compiled with NVRTC's -default-device), the __half /
-//                                  __nv_bfloat16 conversions, STAX_CHECK, the argmax/argmin
-//                                  combine rule
+//                                  __nv_bfloat16 conversions, STAX_CHECK / STAX_CHECK_INDEX,
+//                                  the argmax/argmin combine rule
 //   // ---- stax kernel ----        kKernelMarker
-//   extern "C" __global__ void __launch_bounds__(256) kernel0(const float* in_ptr0, ...)
+//   extern "C" __global__ void __launch_bounds__(256) kernel0(const float* in_ptr0, ...,
+//                                                             unsigned long long* stax_fault)
 //
 // Three launch forms (LaunchPlan):
 //   * pointwise kernels (no reduction-loop body): one iteration point per thread, grid-stride
@@ -50,6 +51,12 @@
 namespace stax::cuda {
 
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
+// The kernel's last parameter (after the buffers): `unsigned long long* stax_fault`, three
+// words of host-visible memory, zero before the launch. A failed indirect-index check
+// (STAX_CHECK_INDEX) of the first faulting thread sets [0] = 1, [1] = the index as loaded,
+// [2] = the size, then traps; the host reads them after the failed launch.
+inline constexpr const char* kFaultParam = "stax_fault";
+inline constexpr size_t kFaultWords = 3;
 
 // How a printed kernel is launched.
 struct LaunchPlan {

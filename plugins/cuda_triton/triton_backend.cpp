@@ -118,10 +118,71 @@ struct Runtime {
 struct CubinResult {
   std::vector<char> cubin;
   std::string function;
+  int cc = 0;  // the compute capability it was compiled for
   unsigned num_warps = 4;
   unsigned shared = 0;
   size_t num_params = 0;
   double ms = 0;
+};
+
+// The serialized kernel (ABI 1.3, the kernel cache; device kernels only): this magic (its last
+// digit is the format's version), then length-prefixed fields (8-byte little-endian length, the
+// bytes): the function name in the cubin, the compute capability, num_warps, the dynamic shared
+// memory, the number of parameters, the grid, and the cubin. A hit loads them without a worker.
+constexpr const char kCubinMagic[] = "STAXTRI1";
+constexpr size_t kMagicSize = sizeof(kCubinMagic) - 1;
+
+void put_field(std::string& out, std::string_view field) {
+  uint64_t n = field.size();
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  out.append(field.data(), field.size());
+}
+
+// Reads the fields of a serialized kernel; a malformed one is a PluginError naming the kernel.
+class FieldReader {
+ public:
+  FieldReader(const void* data, size_t size, std::string kernel)
+      : p_(static_cast<const char*>(data)), left_(size), kernel_(std::move(kernel)) {
+    if (left_ < kMagicSize || std::string_view(p_, kMagicSize) != kCubinMagic)
+      fail("does not start with " + std::string(kCubinMagic));
+    p_ += kMagicSize;
+    left_ -= kMagicSize;
+  }
+  std::string_view field() {
+    if (left_ < 8) fail("truncated");
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(p_[i])) << (8 * i);
+    p_ += 8;
+    left_ -= 8;
+    if (n > left_) fail("truncated (a field of " + std::to_string(n) + " bytes, " +
+                        std::to_string(left_) + " left)");
+    std::string_view out(p_, n);
+    p_ += n;
+    left_ -= n;
+    return out;
+  }
+  uint64_t number() {
+    std::string_view f = field();
+    uint64_t v = 0;
+    if (f.empty() || f.size() > 19) fail("a malformed number");
+    for (char c : f) {
+      if (c < '0' || c > '9') fail("a malformed number");
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return v;
+  }
+  void end() {
+    if (left_ != 0) fail(std::to_string(left_) + " bytes after the last field");
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                           "cuda_triton: serialized kernel '" + kernel_ + "' " + why);
+  }
+
+ private:
+  const char* p_;
+  size_t left_;
+  std::string kernel_;
 };
 
 std::string constexprs_of(const TritonLaunch& l) {
@@ -168,6 +229,22 @@ class TritonKernel : public sdk::CompiledKernel {
   }
 
   const std::string& source() const override { return src_.text; }
+
+  // ABI 1.3: kCubinMagic's format. Waits for the compile; an interpreted kernel is not
+  // serialized (the backend has no cache identity then).
+  std::string serialize() const override {
+    if (!cubin_.valid()) return std::string();
+    const CubinResult& c = cubin_.get();
+    std::string out = kCubinMagic;
+    put_field(out, c.function);
+    put_field(out, std::to_string(c.cc));
+    put_field(out, std::to_string(c.num_warps));
+    put_field(out, std::to_string(c.shared));
+    put_field(out, std::to_string(c.num_params));
+    put_field(out, std::to_string(src_.launch.grid));
+    put_field(out, std::string_view(c.cubin.data(), c.cubin.size()));
+    return out;
+  }
 
   void run(void* const* buffers, size_t n, void* stream) override {
     check_count(n);
@@ -395,6 +472,7 @@ class CudaTritonBackend : public sdk::Backend {
           r.add("debug", src.text.find("tl.device_assert") != std::string::npos ? "1" : "0");
           Reply rep = w.call(r, what);
           CubinResult c;
+          c.cc = cc;
           c.cubin.assign(rep.body.begin(), rep.body.end());
           c.function = rep.field("name");
           c.num_warps = static_cast<unsigned>(std::stoul(rep.field("num_warps")));
@@ -422,7 +500,88 @@ class CudaTritonBackend : public sdk::Backend {
                                           std::move(copy_back), std::move(fut));
   }
 
+  // ABI 1.3, the kernel cache, for device kernels (cubins): the plugin, the Triton version (one
+  // short Python start per backend: importlib.metadata, no `import triton`), the Python used,
+  // the target and the compile options the worker passes. Interpreted kernels are not cached
+  // (empty identity): they run in the workers anyway.
+  std::string cache_identity() const override {
+    if (interpret_) return std::string();
+    std::string version = triton_version();
+    if (version.empty()) return std::string();  // no Triton: compiles fail and say why
+    return std::string(kName) + " " + kVersion + "; triton " + version + "; python " +
+           python_ + "; target cuda " + arch() +
+           " warp 32; options enable_fp_fusion=False enable_reflect_ftz=False "
+           "sanitize_overflow=False debug=<tl.device_assert in the source>";
+  }
+
+  // A cubin from the cache: no worker, no Python. The launch metadata must fit the kernel as
+  // printed from the current description (grid, num_warps, the parameters) and the arch.
+  std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
+                                                   size_t size) override {
+    if (interpret_)
+      fail(STAX_ERROR_UNSUPPORTED, "cuda_triton: interpreted kernels are not cached");
+    TritonKernelSource src = print_triton_kernel(k);
+    FieldReader r(data, size, k.name());
+    CubinResult c;
+    c.function = std::string(r.field());
+    c.cc = static_cast<int>(r.number());
+    c.num_warps = static_cast<unsigned>(r.number());
+    c.shared = static_cast<unsigned>(r.number());
+    c.num_params = r.number();
+    uint64_t grid = r.number();
+    std::string_view cubin = r.field();
+    r.end();
+    const int cc = std::stoi(arch().substr(3));
+    if (c.cc != cc) r.fail("is for sm_" + std::to_string(c.cc) + ", not " + arch());
+    if (grid != static_cast<uint64_t>(src.launch.grid) ||
+        c.num_warps != static_cast<unsigned>(src.launch.num_warps) ||
+        c.num_params < k.num_buffers() || cubin.empty() || c.function.empty())
+      r.fail("does not fit the kernel (grid " + std::to_string(grid) + " vs " +
+             std::to_string(src.launch.grid) + ", num_warps " + std::to_string(c.num_warps) +
+             " vs " + std::to_string(src.launch.num_warps) + ", " +
+             std::to_string(c.num_params) + " parameters for " +
+             std::to_string(k.num_buffers()) + " buffers)");
+    c.cubin.assign(cubin.begin(), cubin.end());
+    if (dump_source_)
+      std::cerr << "# cuda_triton kernel '" << k.name() << "' (from the kernel cache)\n"
+                << src.text << "\n";
+    std::vector<size_t> bytes;
+    std::vector<bool> copy_back;
+    for (size_t i = 0; i < k.num_buffers(); ++i) {
+      sdk::Buffer b = k.buffer(i);
+      bytes.push_back(cuda::buffer_bytes(b));
+      copy_back.push_back(!b.is_input());
+    }
+    std::promise<CubinResult> ready;
+    ready.set_value(std::move(c));
+    std::string key = "k" + std::to_string(next_key_++);
+    return std::make_unique<TritonKernel>(runtime(), std::move(src), key, 0, 0, std::move(bytes),
+                                          std::move(copy_back), ready.get_future().share());
+  }
+
  private:
+  // importlib.metadata's version of the `triton` distribution for python_, once; empty when
+  // Python or Triton is missing.
+  std::string triton_version() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (version_tried_) return triton_version_;
+    version_tried_ = true;
+    std::string cmd = "'" + python_ +
+                      "' -c 'import importlib.metadata as m; print(m.version(\"triton\"))' "
+                      "2>/dev/null";
+    if (python_.find('\'') != std::string::npos) return triton_version_;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[128];
+      std::string out;
+      while (std::fgets(buf, sizeof buf, p)) out += buf;
+      if (::pclose(p) == 0) {
+        while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+        triton_version_ = out;
+      }
+    }
+    return triton_version_;
+  }
+
   std::shared_ptr<Runtime> runtime() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (rt_) return rt_;
@@ -463,7 +622,9 @@ class CudaTritonBackend : public sdk::Backend {
   bool dump_source_ = false;
   bool verbose_ = false;
   std::shared_ptr<LazyDevice> device_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  mutable bool version_tried_ = false;
+  mutable std::string triton_version_;
   std::shared_ptr<Runtime> rt_;
   std::atomic<uint64_t> next_key_{0};
 };
