@@ -8,4 +8,5 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 scripts/fuzz.sh 30
+scripts/sanitize.sh thread-ci  # TSan: the concurrency binaries (build-tsan)
 ctest --test-dir build --output-on-failure -j"$(nproc)"

@@ -207,6 +207,18 @@ TEST(CudaNvrtc, BadArchOptionIsRejected) {
   }
 }
 
+// Without a driver, the device name says why from the first query of a fresh backend on (the
+// reason was read before the device had been tried: "no device present ()" under clang, whose
+// order of evaluating a `+` chain's operands differs from GCC's; found by the clang ASan build).
+TEST(CudaNvrtc, DeviceNameSaysWhyThereIsNoDeviceFromTheFirstQuery) {
+  if (driver_present()) GTEST_SKIP() << "a CUDA driver is present (cuda_gpu_test runs kernels)";
+  Compiler fresh(cuda_config());
+  const std::string name = fresh.registry().backend("cuda").properties().device_name;
+  EXPECT_TRUE(contains(name, "no device present (no CUDA driver (libcuda.so.1 not found)); "
+                             "compiling for sm_90"))
+      << name;
+}
+
 // Without a driver, compiling works and running fails with the clean message.
 TEST(CudaNvrtc, RunWithoutDriverFailsCleanly) {
   if (driver_present()) GTEST_SKIP() << "a CUDA driver is present (cuda_gpu_test runs kernels)";

@@ -60,7 +60,12 @@ class LazyDevice {
     if (const CudaDevice* d = get()) return *d;
     throw sdk::PluginError(STAX_ERROR_UNAVAILABLE, plugin_ + ": " + reason_);
   }
-  const std::string& reason() const { return reason_; }
+  // Why there is no device ("" until get() has tried). A copy taken under the lock: another
+  // thread may be in get() (properties() and run() of one backend run concurrently).
+  std::string reason() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reason_;
+  }
 
  private:
   int index_;

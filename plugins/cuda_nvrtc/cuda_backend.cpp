@@ -459,12 +459,15 @@ class CudaNvrtcBackend : public sdk::Backend {
 
   sdk::DeviceProperties properties() const override {
     // Emulated or no device: an H200 (the tuning target, TOOLCHAIN.md) compiled for arch().
+    // Open the device first: reason() is empty until it has been tried (the operands of one `+`
+    // chain are evaluated in an unspecified order: GCC happened to call arch(), which opens it,
+    // before reason(); clang did not, and printed "no device present ()").
+    const CudaDevice* dev = emulate_ ? nullptr : device();
     std::string name = emulate_ ? "host emulation of " + arch() + " (fibers on the CPU)"
                                 : "no device present (" +
                                       (device_ ? device_->reason() : std::string("-")) +
                                       "); compiling for " + arch();
-    sdk::DeviceProperties p =
-        gpu_properties(emulate_ ? nullptr : device(), std::stoi(arch().substr(3)), name);
+    sdk::DeviceProperties p = gpu_properties(dev, std::stoi(arch().substr(3)), name);
     p.concurrent_runs = 1;  // run / run_extern are reentrant; each run gets its own stream
     return p;
   }

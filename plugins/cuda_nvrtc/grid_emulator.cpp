@@ -8,6 +8,26 @@ namespace stax::cuda {
 
 namespace fc = boost::context::detail;
 
+// The functions that run on a fiber's stack (fiber_main, and the kernel's sync / trap callbacks)
+// switch stacks with jump_fcontext and some never return. ThreadSanitizer keeps a shadow call
+// stack per OS thread (func_entry / func_exit around every instrumented call): frames entered on
+// a fiber and left by a jump would pile up on the scheduler's shadow stack, launch after launch,
+// until reports show wrong stacks or the shadow stack overflows. These functions are therefore
+// not instrumented at all; every fiber runs on the launching thread, one after another, so there
+// is nothing for TSan to see in them (the kernel itself is JIT-compiled and never instrumented).
+// (Only in a TSan build: ASan keeps checking them.)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STAX_FIBER_FN __attribute__((disable_sanitizer_instrumentation))  // clang
+#endif
+#endif
+#if !defined(STAX_FIBER_FN) && defined(__SANITIZE_THREAD__)
+#define STAX_FIBER_FN __attribute__((no_sanitize_thread))  // GCC: no func_entry / exit either
+#endif
+#if !defined(STAX_FIBER_FN)
+#define STAX_FIBER_FN
+#endif
+
 struct GridEmulator::Launch {
   struct Fiber {
     fc::fcontext_t context = nullptr;
@@ -24,7 +44,7 @@ struct GridEmulator::Launch {
   static Launch& of(EmuState* s) { return *static_cast<Launch*>(s->runtime); }
 
   // A fiber's body: run the kernel as thread `current`, then hand control back for good.
-  static void fiber_main(fc::transfer_t t) {
+  STAX_FIBER_FN static void fiber_main(fc::transfer_t t) {
     Launch& l = *static_cast<Launch*>(t.data);
     l.scheduler = t.fctx;
     unsigned me = l.current;
@@ -33,12 +53,12 @@ struct GridEmulator::Launch {
     fc::jump_fcontext(l.scheduler, nullptr);  // never resumed
   }
   // __syncthreads(): back to the scheduler until the next round.
-  static void sync(EmuState* s) {
+  STAX_FIBER_FN static void sync(EmuState* s) {
     Launch& l = of(s);
     l.scheduler = fc::jump_fcontext(l.scheduler, nullptr).fctx;
   }
   // __trap(): the launch fails; this fiber is never resumed (its stack is simply reused).
-  static void trap(EmuState* s) {
+  STAX_FIBER_FN static void trap(EmuState* s) {
     Launch& l = of(s);
     l.trapped = true;
     fc::jump_fcontext(l.scheduler, nullptr);
