@@ -445,6 +445,18 @@ TEST(MultiOutput, ModeSmallestOfTheMostFrequentAndItsLastIndex) {
   EXPECT_EQ(r[2].sizes(), Shape({1, 5}));
 }
 
+TEST(MultiOutput, LogSigmoidGradientIsOneMinusSigmoidAtZeroToo) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({3}, DType::Float64));
+  g.output({g.call("getitem", {g.call("log_sigmoid_forward", {x}), int64_t{0}})});
+  Tensor in = mat({3}, {0, -2, 3}, DType::Float64);
+  VjpResult v = vjp(g, {in}, {Tensor::ones({3}, DType::Float64)});
+  for (int64_t k = 0; k < 3; ++k) {
+    double xv = in.get_double(k);
+    EXPECT_NEAR(v.grads[0].get_double(k), 1 - 1 / (1 + std::exp(-xv)), 1e-15) << xv;
+  }
+}
+
 TEST(MultiOutput, ExpansionTableCoversEveryMultiOutputOp) {
   for (const OpDef* op : default_registry().all())
     if (op->multi_output())

@@ -328,10 +328,14 @@ std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
 }
 
 // (output, buffer): min(x, 0) - log1p(exp(-|x|)), and exp(-|x|) as torch's CPU kernel keeps it.
+// min(x, 0) is written (x - |x|) / 2 (exact in floating point): its derivative at 0 is then 1/2,
+// so the gradient is 1 - sigmoid(x) everywhere, 0 included, as torch's log_sigmoid_backward.
 std::vector<Node*> log_sigmoid_forward(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
-  Node* z = g.call("exp.default", {g.call("neg.default", {g.call("abs.default", {x})})});
-  Node* out = g.call("sub.Tensor", {g.call("clamp_max.default", {x, 0.0}), g.call("log1p.default", {z})});
+  Node* a = g.call("abs.default", {x});
+  Node* z = g.call("exp.default", {g.call("neg.default", {a})});
+  Node* low = g.call("mul.Scalar", {g.call("sub.Tensor", {x, a}), 0.5});
+  Node* out = g.call("sub.Tensor", {low, g.call("log1p.default", {z})});
   return {out, g.call("detach.default", {z})};
 }
 
