@@ -365,6 +365,18 @@ class TritonKernel : public sdk::CompiledKernel {
   CUfunction function_ = nullptr;
 };
 
+// Each buffer's size in bytes, and whether the kernel writes it (copied back after a launch).
+std::pair<std::vector<size_t>, std::vector<bool>> buffer_layout(const sdk::Kernel& k) {
+  std::vector<size_t> bytes;
+  std::vector<bool> copy_back;
+  for (size_t i = 0; i < k.num_buffers(); ++i) {
+    sdk::Buffer b = k.buffer(i);
+    bytes.push_back(cuda::buffer_bytes(b));
+    copy_back.push_back(!b.is_input());
+  }
+  return {std::move(bytes), std::move(copy_back)};
+}
+
 class CudaTritonBackend : public sdk::Backend {
  public:
   static constexpr size_t kDriverAlignment = 256;
@@ -431,13 +443,7 @@ class CudaTritonBackend : public sdk::Backend {
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
     TritonKernelSource src = print_triton_kernel(k);
     if (dump_source_) std::cerr << "# cuda_triton kernel '" << k.name() << "'\n" << src.text << "\n";
-    std::vector<size_t> bytes;
-    std::vector<bool> copy_back;
-    for (size_t i = 0; i < k.num_buffers(); ++i) {
-      sdk::Buffer b = k.buffer(i);
-      bytes.push_back(cuda::buffer_bytes(b));
-      copy_back.push_back(!b.is_input());
-    }
+    auto [bytes, copy_back] = buffer_layout(k);
     std::shared_ptr<Runtime> rt = runtime();
     std::string key = "k" + std::to_string(next_key_++);
     size_t wi = rt->pool->next();
@@ -545,13 +551,7 @@ class CudaTritonBackend : public sdk::Backend {
     if (dump_source_)
       std::cerr << "# cuda_triton kernel '" << k.name() << "' (from the kernel cache)\n"
                 << src.text << "\n";
-    std::vector<size_t> bytes;
-    std::vector<bool> copy_back;
-    for (size_t i = 0; i < k.num_buffers(); ++i) {
-      sdk::Buffer b = k.buffer(i);
-      bytes.push_back(cuda::buffer_bytes(b));
-      copy_back.push_back(!b.is_input());
-    }
+    auto [bytes, copy_back] = buffer_layout(k);
     std::promise<CubinResult> ready;
     ready.set_value(std::move(c));
     std::string key = "k" + std::to_string(next_key_++);

@@ -43,4 +43,24 @@ Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims_in, bool ke
   return out;
 }
 
+InferFn floating(std::vector<std::string> params, Promotion mode) {
+  return [params = std::move(params), mode](const CallArgs& c) {
+    TensorMeta m = elementwise(c, params, mode);
+    if (!is_floating(m.dtype)) {
+      std::string t(dtype_name(m.dtype));
+      c.fail("expected a floating-point input, got " + t + " (not implemented for '" + t +
+             "', as in torch)");
+    }
+    return m;
+  };
+}
+
+InferFn numeric(std::vector<std::string> params, Promotion mode) {
+  return [params = std::move(params), mode](const CallArgs& c) {
+    TensorMeta m = elementwise(c, params, mode);
+    if (m.dtype == DType::Bool) c.fail("not implemented for 'bool' tensors");
+    return m;
+  };
+}
+
 }  // namespace stax::infer

@@ -17,4 +17,11 @@ InferFn elementwise_rule(std::vector<std::string> params);
 // Reduced shape of `in` over `dims` (all dims when empty), keeping reduced dims as 1 if keepdim.
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims, bool keepdim, const CallArgs& c);
 
+// Elementwise over `params` (promotion `mode`) with a floating-point result required: torch has no
+// integer kernel ("... not implemented for 'int64', as in torch").
+InferFn floating(std::vector<std::string> params, Promotion mode = Promotion::Default);
+
+// Elementwise over `params` (promotion `mode`), rejecting bool tensors as torch does.
+InferFn numeric(std::vector<std::string> params, Promotion mode = Promotion::Default);
+
 }  // namespace stax::infer

@@ -29,24 +29,8 @@ using C = OpCategory;
 
 std::string dt(DType t) { return std::string(dtype_name(t)); }
 
-// Elementwise with a floating-point result required (torch has no integer kernel).
-InferFn floating(std::vector<std::string> params, Promotion mode = P::Default) {
-  return [params = std::move(params), mode](const CallArgs& c) {
-    TensorMeta m = infer::elementwise(c, params, mode);
-    if (!is_floating(m.dtype))
-      c.fail("expected a floating-point input, got " + dt(m.dtype) + " (not implemented for '" +
-             dt(m.dtype) + "', as in torch)");
-    return m;
-  };
-}
-
-InferFn numeric(std::vector<std::string> params, Promotion mode = P::Default) {
-  return [params = std::move(params), mode](const CallArgs& c) {
-    TensorMeta m = infer::elementwise(c, params, mode);
-    if (m.dtype == DType::Bool) c.fail("not implemented for 'bool' tensors");
-    return m;
-  };
-}
+using infer::floating;
+using infer::numeric;
 
 TensorMeta same_as_self(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
