@@ -130,59 +130,6 @@ TEST_F(CudaCacheTest, AheadOfTimeCubinRoundTrips) {
   EXPECT_EQ(entries(dir).size(), 2 * stored.size());
 }
 
-TEST_F(CudaCacheTest, MetadataThatDoesNotFitThePlanIsRejected) {
-  // An entry whose launch metadata was edited (checksum fixed up): cuda_nvrtc's deserialize
-  // compares it with the plan for the description and refuses; the kernel is compiled again.
-  fs::path dir = fresh_dir("metadata");
-  const std::map<std::string, std::string> sm90 = {{"arch", "sm_90"}};
-  Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/example_1_1.stax");
-  {
-    Compiler compiler(cuda_cached(dir, sm90));
-    ASSERT_EQ(compiler.compile(g).stats().kernels_compiled, 1);
-  }
-  for (const auto& e : fs::directory_iterator(dir / "kernels")) {
-    if (e.path().extension() != ".entry") continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string b = ss.str();
-    auto u64 = [&](size_t at) {
-      uint64_t v = 0;
-      for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-      return v;
-    };
-    uint64_t key = u64(8);
-    std::string k = b.substr(32, key), p = b.substr(32 + key);
-    // The payload's fields: magic, function name, arch, grid, block, cubin. Change the block.
-    size_t at = 8;
-    for (int field = 0; field < 3; ++field) at += 8 + u64(32 + key + at);
-    ASSERT_LT(at + 8, p.size());
-    p[at + 8] = p[at + 8] == '1' ? '2' : '1';  // the block size's first digit
-    uint64_t sum = fnv1a64(p, fnv1a64(k));
-    std::string nb = b.substr(0, 24);
-    for (int i = 0; i < 8; ++i) nb.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
-    std::ofstream out(e.path(), std::ios::binary | std::ios::trunc);
-    out << nb << k << p;
-  }
-  Compiler compiler(cuda_cached(dir, sm90));
-  CompiledGraph cg = compiler.compile(g);
-  EXPECT_EQ(cg.stats().kernels_from_disk, 0);
-  EXPECT_EQ(cg.stats().kernels_compiled, 1);
-}
-
-// ---- cuda_triton: cubins from the Triton compiler (sm_90, no device needed) ---------------------
-
-bool triton_available() {
-  static const bool ok = std::system("python3 -c 'import triton' >/dev/null 2>&1") == 0;
-  return ok;
-}
-
-Config triton_cached(const fs::path& dir, const std::string& arch) {
-  Config c = cuda_cached(dir, {{"arch", arch}});
-  c.devices["cuda"].backend = "cuda_triton";
-  return c;
-}
-
 // Rewrites every entry's payload with `edit` (checksum fixed up), so that only the plugin's
 // deserialize can refuse it.
 void edit_payloads(const fs::path& dir, const std::function<void(std::string&)>& edit) {
@@ -207,6 +154,48 @@ void edit_payloads(const fs::path& dir, const std::function<void(std::string&)>&
     out << nb << k << p;
   }
 }
+
+TEST_F(CudaCacheTest, MetadataThatDoesNotFitThePlanIsRejected) {
+  // An entry whose launch metadata was edited (checksum fixed up): cuda_nvrtc's deserialize
+  // compares it with the plan for the description and refuses; the kernel is compiled again.
+  fs::path dir = fresh_dir("metadata");
+  const std::map<std::string, std::string> sm90 = {{"arch", "sm_90"}};
+  Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/example_1_1.stax");
+  {
+    Compiler compiler(cuda_cached(dir, sm90));
+    ASSERT_EQ(compiler.compile(g).stats().kernels_compiled, 1);
+  }
+  edit_payloads(dir, [](std::string& p) {
+    auto u64 = [&](size_t at) {
+      uint64_t v = 0;
+      for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[at + i]);
+      return v;
+    };
+    // The payload's fields: magic, function name, arch, grid, block, cubin. Change the block.
+    size_t at = 8;
+    for (int field = 0; field < 3; ++field) at += 8 + u64(at);
+    ASSERT_LT(at + 8, p.size());
+    p[at + 8] = p[at + 8] == '1' ? '2' : '1';  // the block size's first digit
+  });
+  Compiler compiler(cuda_cached(dir, sm90));
+  CompiledGraph cg = compiler.compile(g);
+  EXPECT_EQ(cg.stats().kernels_from_disk, 0);
+  EXPECT_EQ(cg.stats().kernels_compiled, 1);
+}
+
+// ---- cuda_triton: cubins from the Triton compiler (sm_90, no device needed) ---------------------
+
+bool triton_available() {
+  static const bool ok = std::system("python3 -c 'import triton' >/dev/null 2>&1") == 0;
+  return ok;
+}
+
+Config triton_cached(const fs::path& dir, const std::string& arch) {
+  Config c = cuda_cached(dir, {{"arch", arch}});
+  c.devices["cuda"].backend = "cuda_triton";
+  return c;
+}
+
 
 // The cubin and its launch metadata round-trip: a hit takes no worker (the kernel is built from
 // the stored bytes), has the cold kernel's source, and stores the same bytes again; the key
