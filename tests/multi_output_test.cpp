@@ -458,9 +458,11 @@ TEST(MultiOutput, LogSigmoidGradientIsOneMinusSigmoidAtZeroToo) {
 }
 
 TEST(MultiOutput, ExpansionTableCoversEveryMultiOutputOp) {
-  for (const OpDef* op : default_registry().all())
-    if (op->multi_output())
+  for (const OpDef* op : default_registry().all()) {
+    if (op->multi_output()) {
       EXPECT_NE(default_expansions().find(op->name()), nullptr) << op->name();
+    }
+  }
 }
 
 }  // namespace

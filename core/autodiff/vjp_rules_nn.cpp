@@ -95,12 +95,6 @@ namespace {
 
 using nn::Ints;
 
-Ints iota_from(int64_t first, int64_t count) {
-  Ints v;
-  for (int64_t i = 0; i < count; ++i) v.push_back(first + i);
-  return v;
-}
-
 // (N, C, S...) -> (C/G per group ..): a tensor's batch and channel dims regrouped for the weight
 // gradient: `as_input` gives (C/G, G*N, S...), otherwise (G*C/G, N, S...).
 Node* regroup(VjpContext& c, Node* t, int64_t G, bool as_input) {
