@@ -251,5 +251,70 @@ TEST(MemoryPlan, AKernelWritesInPlaceOfAnInputThatDiesThere) {
   for (uint64_t seed : {1, 2}) expect_matches_interpreter(cg, g, seed);
 }
 
+// Kernel temporaries (memory_plan.h, issue 9): softmax's exp is written and read only inside its
+// kernel and its division overwrites it element for element, so it lives in the output's bytes:
+// no n x n arena buffer, the kernel has one pointer for both, the results keep their bits.
+TEST(MemoryPlan, SoftmaxExpLivesInItsOutputRow) {
+  Graph g = example("softmax.stax");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  const MemoryPlan& m = cg.memory_plan();
+  // buf2 / buf6: exp of each softmax; buf4 / buf8: the divisions, the graph's outputs.
+  for (auto [temp, host] : {std::pair{"buf2", "buf4"}, std::pair{"buf6", "buf8"}}) {
+    const BufferPlacement* p = m.find(temp);
+    ASSERT_NE(p, nullptr) << m.str();
+    EXPECT_EQ(p->kind, BufferPlacement::Kind::Temporary) << m.str();
+    EXPECT_EQ(p->stored_in, host) << m.str();
+    EXPECT_EQ(m.host_of(temp), host);
+    EXPECT_TRUE(contains(m.str(), std::string(temp) + ": kernel temporary in " + host)) << m.str();
+  }
+  // The arena holds the row statistics only (4 buffers of 8 floats, 64-byte aligned).
+  EXPECT_LE(m.arena_bytes, 4 * 64) << m.str();
+  ASSERT_EQ(cg.schedule().kernels.size(), 1u);
+  std::vector<KernelPlan> plans = plan_kernels(cg.schedule(), cg.lowered());
+  for (const std::string& name : plans[0].desc.buffer_names()) {
+    EXPECT_NE(name, "buf2");
+    EXPECT_NE(name, "buf6");
+  }
+  for (uint64_t seed : {1, 2, 3}) expect_matches_interpreter(cg, g, seed);
+}
+
+// A temporary read after the first later buffer's body cannot live there; it lives in the next
+// buffer that overwrites it after its last read (o2), or in none. Rows of 4096 x 64: the kernel
+// is cut into chunks, so 1, 2 and 3 threads run it; both orders, bit for bit.
+TEST(MemoryPlan, KernelTemporariesKeepEveryBitOnAnyThreadCount) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 4096});
+  Node* d = g.call("sub.Tensor", {x, g.call("amax", {x, std::vector<int64_t>{-1}, true})});
+  Node* e = g.call("exp", {d});
+  Node* s = g.call("sum.dim_IntList", {e, std::vector<int64_t>{-1}, true});
+  Node* o = g.call("div.Tensor", {e, s});
+  Node* o2 = g.call("mul.Tensor", {e, o});  // reads e after o's body
+  Node* ls = g.call("sub.Tensor", {d, g.call("log", {s})});  // log_softmax
+  g.output({o, o2, ls});
+  for (test::Order order : {test::Order::Segmented, test::Order::Strict}) {
+    SCOPED_TRACE(test::order_name(order));
+    std::vector<Tensor> in = test::random_inputs(g, 11);
+    std::vector<Tensor> want = test::reference(g, in, order);
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(threads);
+      Compiler c(test::cpu_config(test::cpu_options(order, threads)));
+      CompiledGraph cg = c.compile(g);
+      const MemoryPlan& m = cg.memory_plan();
+      size_t temporaries = 0;
+      for (const BufferPlacement& p : m.buffers) {
+        if (p.kind != BufferPlacement::Kind::Temporary) continue;
+        ++temporaries;
+        // never the division's buffer: e is read after it
+        EXPECT_NE(p.stored_in, cg.lowered().outputs[0].buffer->name()) << m.str();
+      }
+      EXPECT_GE(temporaries, 1u) << m.str() << cg.schedule().str();
+      std::vector<Tensor> got = cg.run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "out " << i << "\n" << m.str();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stax

@@ -273,6 +273,7 @@ std::vector<Tensor> run_on_device(const Impl& impl, const std::vector<Tensor>& i
     const BufferPlacement* p = s < impl.placements.size() ? impl.placements[s] : nullptr;
     if (p && p->kind == BufferPlacement::Kind::Arena)
       return static_cast<std::byte*>(ctx.device_arena->data) + p->offset;
+    if (p && p->kind == BufferPlacement::Kind::Temporary) return nullptr;  // in its host's bytes
     size_t need = bytes_of(impl.slots[s]->layout());
     std::unique_ptr<Impl::DeviceBlock>& b = ctx.device_slots[s];
     if (!b || b->bytes < need) {
@@ -459,6 +460,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   auto storage_for = [&](size_t s) {
     const Layout& want = impl.slots[s]->layout();
     const BufferPlacement* p = impl.placements[s];
+    if (p && p->kind == BufferPlacement::Kind::Temporary) return Tensor();  // in its host's bytes
     if (!p || p->kind != BufferPlacement::Kind::Arena) return allocate(want);
     int64_t item = static_cast<int64_t>(dtype_size(want.dtype));
     return context->arena.reinterpret(want.dtype, want.size, want.stride,

@@ -45,11 +45,59 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
   return "";
 }
 
+bool is_load(const LoopOp& op) {
+  return op.opcode == Opcode::load || op.opcode == Opcode::masked_load;
+}
+
+// The buffer of `kernel` whose bytes the kernel temporary computed by body `t` may live in, or ""
+// (memory_plan.h: kernel temporaries). `hosts`: buffers that already hold a temporary.
+std::string temporary_host(const ScheduledKernel& kernel, size_t t,
+                           const std::set<std::string>& hosts) {
+  const LoopBody& bt = kernel.bodies[t];
+  const LoopOp* st = nullptr;
+  for (const LoopOp& op : bt.ops)
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) st = &op;
+  if (!st || st->opcode != Opcode::store || st->buffer != kernel.buffers[t]->name()) return "";
+  const std::string& temp = kernel.buffers[t]->name();
+  const Expr& at = bt.index_of(*st);
+  const Layout& lt = kernel.buffers[t]->layout();
+  for (size_t h = t + 1; h < kernel.bodies.size(); ++h) {
+    const LoopBody& bh = kernel.bodies[h];
+    const std::string& host = kernel.buffers[h]->name();
+    const LoopOp* sh = nullptr;
+    for (const LoopOp& op : bh.ops)
+      if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) sh = &op;
+    const Layout& lh = kernel.buffers[h]->layout();
+    if (!sh || sh->opcode != Opcode::store || sh->buffer != host || hosts.count(host) ||
+        bh.index_of(*sh) != at || lh.dtype != lt.dtype || lh.size != lt.size ||
+        lh.stride != lt.stride || lh.offset != lt.offset)
+      continue;
+    bool ok = true;
+    for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
+      for (const LoopOp& op : kernel.bodies[k].ops) {
+        if (!is_load(op)) continue;
+        if (op.buffer == temp && (k <= t || k > h || kernel.bodies[k].index_of(op) != at))
+          ok = false;
+        if (op.buffer == host && k < h) ok = false;
+      }
+    if (ok) return host;
+  }
+  return "";
+}
+
 }  // namespace
 
 const BufferPlacement* MemoryPlan::find(const std::string& buffer) const {
   auto it = index.find(buffer);
   return it == index.end() ? nullptr : &buffers[it->second];
+}
+
+std::string MemoryPlan::host_of(const std::string& buffer) const {
+  std::string name = buffer;
+  for (const BufferPlacement* p = find(name); p && p->kind == BufferPlacement::Kind::Temporary;
+       p = find(name))
+    name = p->stored_in;
+  return name;
 }
 
 std::string MemoryPlan::str() const {
@@ -68,6 +116,7 @@ std::string MemoryPlan::str() const {
       case BufferPlacement::Kind::Fallback: s += "fallback result"; break;
       case BufferPlacement::Kind::Arena: s += "arena[" + std::to_string(p.offset) + ", +" +
                                               std::to_string(p.bytes) + ")"; break;
+      case BufferPlacement::Kind::Temporary: s += "kernel temporary in " + p.stored_in; break;
     }
     if (!p.in_place_of.empty()) s += " in place of " + p.in_place_of;
     s += " steps " + std::to_string(p.first_step) + ".." + std::to_string(p.last_step) + "\n";
@@ -101,6 +150,26 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     plan.buffers.push_back(p);
   }
 
+  // Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
+  // kernel (chains T -> U -> H resolve to H's storage, see host_of).
+  std::set<std::string> hosts;
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    const ScheduleStep& step = schedule.steps[i];
+    if (step.kind != ScheduleStep::Kind::Kernel) continue;
+    const ScheduledKernel& kernel = schedule.kernels[step.kernel];
+    if (kernel.bodies.size() != kernel.buffers.size()) continue;
+    for (size_t t = 0; t < kernel.buffers.size(); ++t) {
+      BufferPlacement& p = plan.buffers[plan.index.at(kernel.buffers[t]->name())];
+      if (p.kind != BufferPlacement::Kind::Arena || p.first_step != i || p.last_step != i) continue;
+      std::string host = temporary_host(kernel, t, hosts);
+      if (host.empty()) continue;
+      p.kind = BufferPlacement::Kind::Temporary;
+      p.stored_in = host;
+      hosts.insert(host);
+      plan.intermediate_bytes += p.bytes;
+    }
+  }
+
   // In place: kernel buffers taking over a dying input's bytes. Chains (I -> O -> P) share one
   // storage; root[k] is the first buffer of k's chain.
   std::vector<size_t> root(plan.buffers.size());
@@ -111,7 +180,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
       BufferPlacement& out = plan.buffers[plan.index.at(kernel.buffers[b]->name())];
-      if (out.kind != BufferPlacement::Kind::Arena) continue;
+      if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
       std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
       if (donor.empty()) continue;
       taken.insert(donor);

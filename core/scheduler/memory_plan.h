@@ -16,6 +16,19 @@
 //     body or an earlier one (so each element of I is read before O overwrites it, in the same
 //     iteration point). apply_in_place() (in_place.h) then points those reads at O, so the
 //     kernel sees one buffer (INOUT) and no two of its pointers alias.
+//   * kernel temporaries (issue 9: softmax's exp): an arena buffer T that only its own kernel
+//     writes and reads (no other step reads it, the graph does not return it) and that a later
+//     body of the same kernel overwrites element for element keeps no storage of its own: it
+//     lives in the bytes of that later buffer H (`stored_in`). Conditions: T's body stores it
+//     with `store` at index e; H's body, later in the kernel, stores H at the same e; both have
+//     the same dtype and layout; every read of T in the kernel is at e, in a body after T's and
+//     not after H's (so each element of T is read before H overwrites it, in the same iteration
+//     point: the order the kernel semantics already give, plugin_api.h), and no body before H's
+//     reads H. apply_in_place() points T's store and reads at H, so softmax's kernel writes
+//     exp(x - max) into its output row, sums it there and divides it in place: the hand-written
+//     kernel's memory traffic (one read of x, one write of the result), where T alone took a
+//     full n x n buffer written and read back. Each element keeps the bits it had: no body
+//     changes, results are bit-identical.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +43,7 @@
 namespace stax {
 
 struct BufferPlacement {
-  enum class Kind { Output, Fallback, Arena };
+  enum class Kind { Output, Fallback, Arena, Temporary };
   std::string buffer;
   Kind kind = Kind::Arena;
   int64_t offset = 0;      // Arena: byte offset, a multiple of kArenaAlignment
@@ -38,6 +51,7 @@ struct BufferPlacement {
   size_t first_step = 0;   // the step that writes it
   size_t last_step = 0;    // the last step that reads it (first_step if none)
   std::string in_place_of;  // Arena: the buffer whose bytes it takes over at first_step, or ""
+  std::string stored_in;    // Temporary: the buffer of its kernel whose bytes it lives in
 };
 
 struct MemoryPlan {
@@ -48,6 +62,9 @@ struct MemoryPlan {
   int64_t intermediate_bytes = 0;  // the sum over the arena's buffers (the arena without reuse)
 
   const BufferPlacement* find(const std::string& buffer) const;
+  // The buffer whose storage `buffer` uses: itself, or for a kernel temporary the end of its
+  // `stored_in` chain.
+  std::string host_of(const std::string& buffer) const;
   // "arena: 4096 bytes for 6 intermediates of 12288 bytes (33.3%)" and one line per buffer.
   std::string str() const;
 };
