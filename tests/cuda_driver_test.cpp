@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "plugins/cuda_common/cuda_driver.h"
 #include "plugins/cuda_common/gpu_backend_support.h"
@@ -98,6 +100,93 @@ TEST(CudaSharedMemory, OptInLimitsOfArchitecturesWithoutADevice) {
   EXPECT_EQ(shared_memory_optin_for_arch(75), 65536);
   EXPECT_EQ(shared_memory_optin_for_arch(70), 98304);
   EXPECT_EQ(shared_memory_optin_for_arch(42), 49152);  // unknown: no opt-in assumed
+}
+
+// On a device (skipped without one; scripts/gpu_check.sh runs it): a kernel with 100 KB of dynamic
+// shared memory (hand-written PTX, JIT-compiled by the driver, so no toolkit is needed) fails to
+// launch without the opt-in and runs after prepare_shared_memory; more than the device's limit is
+// refused naming the kernel.
+TEST(CudaSharedMemory, OptInAbove48KbLaunchesOnTheDevice) {
+  std::unique_ptr<CudaDevice> dev;
+  try {
+    dev = std::make_unique<CudaDevice>(CudaDriver::instance(), 0);
+  } catch (const sdk::PluginError& e) {
+    GTEST_SKIP() << "no GPU to run on: " << e.what();
+  }
+  static const char kPtx[] =
+    ".version 7.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    ".extern .shared .align 16 .b8 stax_smem[];\n"
+    ".visible .entry stax_reverse_through_shared(.param .u64 out, .param .u32 n)\n"
+    "{\n"
+    "  .reg .pred %p<3>;\n"
+    "  .reg .b32 %r<8>;\n"
+    "  .reg .b64 %rd<8>;\n"
+    "  .reg .f32 %f<3>;\n"
+    "  ld.param.u64 %rd1, [out];\n"
+    "  ld.param.u32 %r1, [n];\n"
+    "  cvta.to.global.u64 %rd2, %rd1;\n"
+    "  mov.u32 %r2, %tid.x;\n"
+    "  mov.u32 %r3, %ntid.x;\n"
+    "  mov.u64 %rd4, stax_smem;\n"
+    "  mov.u32 %r4, %r2;\n"
+    "FILL:\n"
+    "  setp.ge.u32 %p1, %r4, %r1;\n"
+    "  @%p1 bra FILLED;\n"
+    "  cvt.rn.f32.u32 %f1, %r4;\n"
+    "  mul.wide.u32 %rd3, %r4, 4;\n"
+    "  add.u64 %rd5, %rd4, %rd3;\n"
+    "  st.shared.f32 [%rd5], %f1;\n"
+    "  add.u32 %r4, %r4, %r3;\n"
+    "  bra FILL;\n"
+    "FILLED:\n"
+    "  bar.sync 0;\n"
+    "  sub.u32 %r5, %r1, 1;\n"
+    "  mov.u32 %r4, %r2;\n"
+    "COPY:\n"
+    "  setp.ge.u32 %p2, %r4, %r1;\n"
+    "  @%p2 bra DONE;\n"
+    "  sub.u32 %r6, %r5, %r4;\n"
+    "  mul.wide.u32 %rd3, %r6, 4;\n"
+    "  add.u64 %rd5, %rd4, %rd3;\n"
+    "  ld.shared.f32 %f2, [%rd5];\n"
+    "  mul.wide.u32 %rd6, %r4, 4;\n"
+    "  add.u64 %rd7, %rd2, %rd6;\n"
+    "  st.global.f32 [%rd7], %f2;\n"
+    "  add.u32 %r4, %r4, %r3;\n"
+    "  bra COPY;\n"
+    "DONE:\n"
+    "  ret;\n"
+    "}\n";
+  const int64_t optin = dev->info().shared_memory_per_block_optin;
+  if (optin < 100 * 1024) GTEST_SKIP() << "the device allows only " << optin << " bytes";
+  CudaModule m = dev->load_module(std::vector<char>(kPtx, kPtx + sizeof kPtx));
+  CUfunction f = m.function("stax_reverse_through_shared");
+  const unsigned n = 25600, bytes = n * 4;  // 100 KB
+  CUdeviceptr out = dev->alloc(bytes);
+  uint64_t out_arg = out;
+  unsigned n_arg = n;
+  void* params[] = {&out_arg, &n_arg};
+  EXPECT_THROW(dev->launch(f, {1, 1, 1}, {256, 1, 1}, params, nullptr, bytes), sdk::PluginError)
+      << "100 KB of dynamic shared memory launched without the opt-in";
+  dev->prepare_shared_memory(f, "stax_reverse_through_shared", bytes);
+  dev->launch(f, {1, 1, 1}, {256, 1, 1}, params, nullptr, bytes);
+  dev->synchronize();
+  std::vector<float> host(n);
+  dev->copy_to_host(host.data(), out, bytes);
+  dev->free(out);
+  for (unsigned i = 0; i < n; i += 997) EXPECT_EQ(host[i], static_cast<float>(n - 1 - i)) << i;
+  EXPECT_EQ(host[n - 1], 0.0f);
+  try {
+    dev->prepare_shared_memory(f, "stax_reverse_through_shared",
+                               static_cast<unsigned>(optin) + 1);
+    FAIL() << "opted in above the device's limit";
+  } catch (const sdk::PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'stax_reverse_through_shared' needs"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CudaPointerAlignment, MisalignedArgumentIsNamed) {
