@@ -60,7 +60,7 @@ namespace stax::test {
 //   Reordered  within `bound`, per element: the §6.5 bound of each reordered reduction on its
 //              path (sum: 2·(n-1)·u·Σ|a_i|; mean: that / n and the division's roundings; prod:
 //              2·(n-1)·u·|p|; + the storage rounding of half types), carried to the output by
-//              first-order-free error propagation through the ops after it (views and cat move
+//              running error propagation through the ops after it (views and cat move
 //              it; add / sub / mul / div add it up with both sides' rounding; min / max / clamp /
 //              amax / amin are 1-Lipschitz; floor / ceil / trunc / comparisons / integer
 //              conversions count the jumps inside [w - e, w + e]; exp and sigmoid by their slope,
