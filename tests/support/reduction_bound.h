@@ -63,7 +63,8 @@ namespace stax::test {
 //              running error propagation through the ops after it (views and cat move
 //              it; add / sub / mul / div add it up with both sides' rounding; min / max / clamp /
 //              amax / amin are 1-Lipschitz; floor / ceil / trunc / comparisons / integer
-//              conversions count the jumps inside [w - e, w + e]; exp and sigmoid by their slope,
+//              conversions count the jumps inside [w - e, w + e], where() adds the gap between
+//              its sides where its condition may flip; exp and sigmoid by their slope,
 //              with two 1-ulp evaluations); all of it computed by the interpreter in float64 on
 //              a clone of the graph;
 //   Downstream an op on the path that the propagation does not cover (softmax, log, pow, ...):
@@ -238,6 +239,30 @@ inline std::vector<OutputBound> reorder_bounds(const Graph& g, const std::vector
         Node* ea = E(n->input(0));
         e = aux.call("sub.Tensor", {aux.call(t, {aux.call("add.Tensor", {w, ea})}),
                                     aux.call(t, {aux.call("sub.Tensor", {w, ea})})});
+      } else if (t == "eq.Tensor" || t == "ne.Tensor" || t == "gt.Tensor" || t == "ge.Tensor" ||
+                 t == "lt.Tensor" || t == "le.Tensor" || t == "eq.Scalar" || t == "ne.Scalar" ||
+                 t == "gt.Scalar" || t == "ge.Scalar" || t == "lt.Scalar" || t == "le.Scalar") {
+        // may flip where the operands are within their errors of each other
+        const bool scalar = t.find(".Scalar") != std::string::npos;
+        const Node* a = n->input(0);
+        Node* diff = scalar ? aux.call("sub.Scalar", {f64(a), args[1]})
+                            : aux.call("sub.Tensor", {f64(a), f64(n->input(1))});
+        Node* es = scalar ? E(a) : add(E(a), E(n->input(1)));
+        e = full(n, aux.call("to.dtype", {aux.call("le.Tensor", {aux.call("abs", {diff}), es}),
+                                          DType::Float64}));
+      } else if (t == "where.self") {
+        // the chosen side's error; where the condition may flip, the distance to the other side
+        const Node* c = n->input(0);
+        const Node* a = n->input(1);
+        const Node* b = n->input(2);
+        Node* ea = E(a) ? E(a) : zeros(a);
+        Node* eb = E(b) ? E(b) : zeros(b);
+        e = full(n, aux.call("where.self", {map.at(c), ea, eb}));
+        if (E(c)) {
+          Node* gap = add(aux.call("abs", {aux.call("sub.Tensor", {f64(a), f64(b)})}),
+                          add(ea, eb));
+          e = full(n, add(e, aux.call("mul.Tensor", {E(c), gap})));
+        }
       } else if (t == "exp") {
         // exp(w)·(e^e - 1), both sides 1 ulp (SLEEF / libdevice): 4u·|w|
         Node* ea = E(n->input(0));
