@@ -31,6 +31,7 @@
 #include "core/support/error.h"
 #include "tests/support/aten_names.h"
 #include "tests/support/compiled_check.h"
+#include "tests/support/cubin_count.h"
 #include "tests/support/cuda_e2e.h"
 #include "tests/support/random_graphs.h"
 #include "tests/support/reduction_bound.h"
@@ -217,7 +218,7 @@ TEST(CompiledFuzz, CudaKernelsCompileAndEmulatedAgree) {
 // carried through the ops after it; matmuls and softmax within their bounds. An output behind an
 // op the propagation does not cover (a comparison of a sum, log1p, ...) keeps rtol 1e-4 and is
 // counted (none in this slice). The first kNumTritonAotSeeds compile to sm_90 cubins with the
-// Triton compiler (the run then fails on the missing driver, after waiting for the compile).
+// Triton compiler (counted through the kernel cache: the run fails on the missing driver first).
 // Longer local runs: STAX_TRITON_FUZZ_SEEDS=N interprets N graphs, STAX_TRITON_AOT_SEEDS=M
 // compiles the first M to cubins.
 constexpr uint64_t kNumTritonSeeds = 60;
@@ -236,7 +237,13 @@ TEST(CompiledFuzz, TritonKernelsInterpretedAgreeAndCompile) {
     c.devices["cuda"].backend = "cuda_triton";
     return c;
   };
-  Compiler interpreted(config(true)), aot(config(false));
+  // A fresh cache directory makes the ahead-of-time compiles wait and counts the cubins
+  // (tests/support/cubin_count.h: the run fails on the missing driver before waiting).
+  test::CubinCache cubins("fuzz");
+  Config aot_config = config(false);
+  aot_config.cache_dir = cubins.dir();
+  Compiler interpreted(config(true)), aot(aot_config);
+  int compiled = 0;
   size_t exact = 0, bounded = 0, downstream = 0, kernels = 0;
   uint64_t num_seeds = kNumTritonSeeds, aot_seeds = kNumTritonAotSeeds;
   if (const char* e = std::getenv("STAX_TRITON_FUZZ_SEEDS")) num_seeds = std::stoull(e);
@@ -254,6 +261,7 @@ TEST(CompiledFuzz, TritonKernelsInterpretedAgreeAndCompile) {
     if (seed < aot_seeds) {
       CompiledGraph cg = aot.compile(fc.g);
       kernels += cg.num_kernels();
+      compiled += cg.stats().kernels_compiled;
       try {
         cg.run(fc.inputs);
       } catch (const Error& e) {
@@ -297,6 +305,7 @@ TEST(CompiledFuzz, TritonKernelsInterpretedAgreeAndCompile) {
   EXPECT_GT(exact, 10u);
   EXPECT_GT(bounded, 5u);
   EXPECT_GT(kernels, std::min<uint64_t>(aot_seeds, num_seeds));
+  EXPECT_EQ(cubins.cubins(), static_cast<size_t>(compiled)) << "a Triton compile failed";
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << num_seeds << " fuzz graphs on cuda_triton (interpreted), outputs: " << exact
             << " bit for bit, " << bounded << " within their §6.5 / gemm / softmax bound, "
