@@ -5,7 +5,7 @@
 //     max / min / argmax / argmin / any / all / integer reductions bit for bit; float sums /
 //     products within the seed §6.5 bound (tree order);
 //   * every kernel of the e2e set compiles ahead of time with the Triton compiler to an sm_90
-//     cubin (the kernel then fails on "no CUDA driver": the compile is waited for first);
+//     cubin (counted through a fresh kernel cache; the run then fails on "no CUDA driver");
 //   * seed Listing 5.4: the compiled backward of Example 5.1 is one Triton kernel that loads the
 //     saved matmul and the upstream gradient, recomputes erf and exp, and stores once;
 //   * a Python error and a dead worker are clean errors naming the kernel; the worker restarts.
