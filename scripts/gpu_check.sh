@@ -31,7 +31,7 @@ if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$LOG" 2
        timeout 420 cmake --build build -j"$jobs" --target stax stax_plugin_cpu_cpp \
          stax_plugin_cuda_nvrtc cuda_gpu_test cuda_nvrtc_test cuda_emulated_test \
          cuda_driver_test cuda_resident_test cuda_cli_test compiled_fuzz_test \
-         stax_plugin_cuda_triton cuda_triton_gpu_test cuda_triton_test >>"$LOG" 2>&1; }; then
+         stax_plugin_cuda_triton cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test >>"$LOG" 2>&1; }; then
   echo "build failed (see $LOG)"; tail -20 "$LOG"; exit 1
 fi
 
@@ -45,7 +45,7 @@ python3 -c "import triton; print('triton', triton.__version__)" 2>&1 | tee -a "$
 # cuda_gpu_test and cuda_triton_gpu_test are the `gpu`-labelled ctest entries; run directly to keep
 # their bench lines.
 for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test cuda_resident_test \
-         cuda_cli_test cuda_triton_gpu_test cuda_triton_test; do
+         cuda_cli_test cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test; do
   step "$t"
   timeout 120 "build/bin/$t" >"build/$t.out" 2>&1 || status=1
   cat "build/$t.out" >>"$LOG"

@@ -215,7 +215,7 @@ TEST_F(CudaCacheTest, TritonCubinRoundTrips) {
   }
   std::vector<std::string> stored = entries(dir);
   ASSERT_EQ(stored.size(), 1u);
-  EXPECT_NE(stored[0].find("STAXTRI1"), std::string::npos);
+  EXPECT_NE(stored[0].find("STAXTRI2"), std::string::npos);
   EXPECT_NE(stored[0].find("\x7f" "ELF"), std::string::npos) << "no cubin in the entry";
   EXPECT_NE(stored[0].find("cuda_triton"), std::string::npos) << "the key names no plugin";
   {
@@ -244,7 +244,8 @@ TEST_F(CudaCacheTest, TritonCubinRoundTrips) {
     EXPECT_EQ(cg.stats().kernels_compiled, 1);
     fs::remove_all(d);
   };
-  // After the magic, fields 0..6: function, cc, num_warps, shared, num_params, grid, cubin.
+  // After the magic, fields 0..7: function, cc, num_warps, shared, num_params, grid, the
+  // arguments compiled with tt.divisibility = 16 ("0,1,2"), cubin.
   auto field_at = [](const std::string& p, int index) {
     size_t at = 8;
     for (int f = 0; f < index; ++f) {
@@ -263,6 +264,7 @@ TEST_F(CudaCacheTest, TritonCubinRoundTrips) {
     char& c = p[field_at(p, 5)];
     c = c == '9' ? '1' : '9';
   });
+  refused_then_rebuilt([&](std::string& p) { p[field_at(p, 6)] = '1'; });  // other hints
   refused_then_rebuilt([&](std::string& p) { p.resize(p.size() / 2); });  // truncated
   refused_then_rebuilt([&](std::string& p) { p.replace(0, 8, "STAXTRI0"); });
   fs::remove_all(dir);

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <memory>
@@ -59,6 +60,8 @@ CudaDriver::CudaDriver(const std::string& library) : library_(library) {
   STAX_CUDA_RESOLVE(cuModuleLoadData);
   STAX_CUDA_RESOLVE(cuModuleUnload);
   STAX_CUDA_RESOLVE(cuModuleGetFunction);
+  STAX_CUDA_RESOLVE(cuFuncGetAttribute);
+  STAX_CUDA_RESOLVE(cuFuncSetAttribute);
   STAX_CUDA_RESOLVE(cuLaunchKernel);
   STAX_CUDA_RESOLVE(cuMemAlloc_v2);
   STAX_CUDA_RESOLVE(cuMemFree_v2);
@@ -89,6 +92,39 @@ void CudaDriver::check(CUresult result, const char* call) const {
   if (result == CUDA_SUCCESS) return;
   throw PluginError(STAX_ERROR_RUNTIME,
                     std::string("cuda: ") + call + " failed: " + error_text(result));
+}
+
+// ---- shared memory ----
+
+SharedMemoryPlan plan_shared_memory(const std::string& kernel, int64_t static_bytes,
+                                    int64_t dynamic_bytes, int64_t per_block, int64_t optin) {
+  if (static_bytes < 0 || dynamic_bytes < 0)
+    throw PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                      "cuda: kernel '" + kernel + "' reports a negative shared memory size");
+  const int64_t total = static_bytes + dynamic_bytes;
+  const int64_t limit = std::max(per_block, optin);
+  if (total > limit)
+    throw PluginError(
+        STAX_ERROR_UNSUPPORTED,
+        "cuda: kernel '" + kernel + "' needs " + std::to_string(total) +
+            " bytes of shared memory per block (" + std::to_string(static_bytes) + " static + " +
+            std::to_string(dynamic_bytes) + " dynamic); the device allows at most " +
+            std::to_string(limit) + " (" + std::to_string(per_block) + " without opting in)");
+  SharedMemoryPlan plan;
+  plan.dynamic = dynamic_bytes;
+  plan.opt_in = total > per_block;
+  return plan;
+}
+
+int64_t shared_memory_optin_for_arch(int cc) {
+  switch (cc) {
+    case 70: case 72: return 96 * 1024;
+    case 75: return 64 * 1024;
+    case 80: case 87: return 163 * 1024;
+    case 86: case 89: case 120: case 121: return 99 * 1024;
+    case 90: case 100: case 101: case 103: return 227 * 1024;
+    default: return 48 * 1024;
+  }
 }
 
 // ---- CudaModule ----
@@ -151,6 +187,7 @@ CudaDevice::CudaDevice(const CudaDriver& driver, int index) : driver_(driver) {
                              attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info_.l2_cache_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   info_.shared_memory_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info_.shared_memory_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   size_t mem = 0;
   driver_.check(f.cuDeviceTotalMem_v2(&mem, device_), "cuDeviceTotalMem_v2");
   info_.memory_bytes = static_cast<int64_t>(mem);
@@ -178,6 +215,23 @@ void CudaDevice::launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUst
   driver_.check(driver_.fn().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                             shared_bytes, stream, params, nullptr),
                 "cuLaunchKernel");
+}
+
+void CudaDevice::prepare_shared_memory(CUfunction f, const std::string& kernel,
+                                       unsigned dynamic_bytes) const {
+  make_current();
+  int static_bytes = 0;
+  driver_.check(driver_.fn().cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                f),
+                "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
+  SharedMemoryPlan plan =
+      plan_shared_memory(kernel, static_bytes, dynamic_bytes, info_.shared_memory_per_block,
+                         info_.shared_memory_per_block_optin);
+  if (plan.opt_in)
+    driver_.check(driver_.fn().cuFuncSetAttribute(
+                      f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                      static_cast<int>(plan.dynamic)),
+                  "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
 void CudaDevice::synchronize() const {

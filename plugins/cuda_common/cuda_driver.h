@@ -45,6 +45,8 @@ struct DriverFunctions {
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void**, void**) = nullptr;
   CUresult (*cuMemAlloc_v2)(CUdeviceptr*, size_t) = nullptr;
@@ -101,7 +103,29 @@ struct CudaDeviceInfo {
   int64_t memory_bytes = 0;
   int64_t l2_cache_bytes = 0;
   int64_t shared_memory_per_block = 0;
+  // What a kernel may use after opting in (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN):
+  // 227 KB on sm_90.
+  int64_t shared_memory_per_block_optin = 0;
 };
+
+// The CUDA launch rule for shared memory: a kernel gets at most `per_block` bytes (48 KB on every
+// CUDA device) of static + dynamic shared memory unless it opts in with
+// cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic), which allows
+// static + dynamic up to `optin`. plan_shared_memory decides: opt_in is true when the
+// kernel needs more than `per_block`; more than max(per_block, optin) is a PluginError
+// (STAX_ERROR_UNSUPPORTED) naming the kernel, the amount and the device's limit. Pure: the unit
+// tests give it the attributes of devices this machine does not have.
+struct SharedMemoryPlan {
+  bool opt_in = false;  // call cuFuncSetAttribute before the launch
+  int64_t dynamic = 0;  // its value: the dynamic bytes the launch passes
+};
+SharedMemoryPlan plan_shared_memory(const std::string& kernel, int64_t static_bytes,
+                                    int64_t dynamic_bytes, int64_t per_block, int64_t optin);
+// The opt-in limit of an architecture without a device (compile-time checks, a cache entry
+// loaded before the device is opened): the CUDA programming guide's table (sm_70 96 KB, sm_75
+// 64 KB, sm_80 / sm_87 163 KB, sm_86 / sm_89 / sm_120 99 KB, sm_90 / sm_100 227 KB); 48 KB for an
+// architecture it does not list.
+int64_t shared_memory_optin_for_arch(int compute_capability);
 
 // A loaded module (cuModuleLoadData); unloads when destroyed. Move-only.
 class CudaModule {
@@ -144,6 +168,12 @@ class CudaDevice {
   void launch(CUfunction f, Dim3 grid, Dim3 block, void** params, CUstream stream,
               unsigned shared_bytes = 0) const;
   void synchronize() const;
+  // Makes `f` launchable with `dynamic_bytes` of dynamic shared memory: plan_shared_memory on its
+  // static shared memory (cuFuncGetAttribute) and this device's limits, then the opt-in
+  // (cuFuncSetAttribute) when it needs more than 48 KB. Call once per function, before its first
+  // launch; throws plan_shared_memory's error naming `kernel`.
+  void prepare_shared_memory(CUfunction f, const std::string& kernel,
+                             unsigned dynamic_bytes) const;
 
   CUdeviceptr alloc(size_t bytes) const;  // a zero-byte request allocates one byte
   void free(CUdeviceptr p) const;

@@ -6,9 +6,12 @@
 // sdk::split_reduction_gpu (Algorithm 6.1) on these properties.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugins/cuda_common/cuda_driver.h"
 #include "stax/sdk/backend.hpp"
@@ -36,6 +39,32 @@ inline size_t buffer_bytes(const sdk::Buffer& b) {
     last += (b.sizes()[d] - 1) * b.strides()[d];
   }
   return static_cast<size_t>((last + 1) * dtype_bytes(b.dtype()));
+}
+
+// The alignment a kernel compiled with pointer-divisibility hints (cuda_triton:
+// tt.divisibility = 16 on every pointer argument, Inductor's divisibility_16) assumes of every
+// pointer it is launched with: its loads and stores may be vectorized on that assumption.
+inline constexpr uintptr_t kPointerAlignment = 16;
+
+// Throws PluginError(STAX_ERROR_INVALID_ARGUMENT) naming `plugin`, the kernel, the argument
+// (index and `names[i]`) and its address when buffers[i] is not a multiple of `alignment`: a
+// misaligned pointer is refused before the launch, never a wrong or faulting vector access.
+inline void check_pointer_alignment(const std::string& plugin, const std::string& kernel,
+                                    void* const* buffers, size_t n,
+                                    const std::vector<std::string>& names,
+                                    uintptr_t alignment = kPointerAlignment) {
+  for (size_t i = 0; i < n; ++i) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(buffers[i]);
+    if (p % alignment == 0) continue;
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(p));
+    throw sdk::PluginError(
+        STAX_ERROR_INVALID_ARGUMENT,
+        plugin + ": kernel '" + kernel + "': argument " + std::to_string(i) +
+            (i < names.size() ? " (" + names[i] + ")" : std::string()) + " is at " + addr +
+            ", not " + std::to_string(alignment) +
+            "-byte aligned; the kernel was compiled assuming every pointer is (tt.divisibility)");
+  }
 }
 
 // The device a backend instance drives, opened on first use. Holds the reason when there is none.

@@ -17,6 +17,13 @@
 //   workers: 2           Python worker processes (parallel compiles)
 //   dump_source: false   print each kernel's Triton source to stderr when it is compiled
 //   verbose: false       print each kernel's compile time and metadata to stderr
+//   pointer_hints: true  compile every pointer argument with tt.divisibility = 16 (vectorized
+//                        loads / stores) and refuse, at launch, a pointer that is not 16-byte
+//                        aligned (docs/DECISIONS.md); false: no hint, no check
+// Launch: a kernel whose metadata asks for more than 48 KB of dynamic shared memory opts in
+// (cuda_common's plan_shared_memory / prepare_shared_memory); more than the device's opt-in limit
+// is an error naming the kernel, the amount and the limit, also at compile time against the
+// architecture's limit (shared_memory_optin_for_arch).
 // Thresholds and splits: the SDK's GPU policy on gpu_properties() (cuda_common), as cuda_nvrtc.
 #include <fcntl.h>
 #include <stdlib.h>
@@ -122,14 +129,17 @@ struct CubinResult {
   unsigned num_warps = 4;
   unsigned shared = 0;
   size_t num_params = 0;
+  std::string aligned;  // the arguments compiled with tt.divisibility = 16 ("0,1,2"; "" none)
+  int vector_memory_ops = 0;  // vectorized global loads / stores in the PTX (verbose)
   double ms = 0;
 };
 
 // The serialized kernel (ABI 1.3, the kernel cache; device kernels only): this magic (its last
 // digit is the format's version), then length-prefixed fields (8-byte little-endian length, the
 // bytes): the function name in the cubin, the compute capability, num_warps, the dynamic shared
-// memory, the number of parameters, the grid, and the cubin. A hit loads them without a worker.
-constexpr const char kCubinMagic[] = "STAXTRI1";
+// memory, the number of parameters, the grid, the arguments compiled with the alignment hint,
+// and the cubin. A hit loads them without a worker.
+constexpr const char kCubinMagic[] = "STAXTRI2";
 constexpr size_t kMagicSize = sizeof(kCubinMagic) - 1;
 
 void put_field(std::string& out, std::string_view field) {
@@ -197,6 +207,25 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// The arguments a kernel of n buffers is compiled with tt.divisibility = 16 on: every pointer
+// ("0,1,...,n-1"), or none without pointer hints.
+std::string hinted_arguments(size_t n, bool hints) {
+  std::vector<std::string> v;
+  if (hints)
+    for (size_t i = 0; i < n; ++i) v.push_back(std::to_string(i));
+  return join(v);
+}
+
+// The compile-time check of a kernel's shared memory against the architecture's opt-in limit
+// (the launch checks the device's own limits again).
+void check_shared_for_arch(const std::string& kernel, unsigned shared, int cc) {
+  try {
+    cuda::plan_shared_memory(kernel, 0, shared, 48 * 1024, cuda::shared_memory_optin_for_arch(cc));
+  } catch (const sdk::PluginError& e) {
+    fail(e.code(), std::string(e.what()) + " on sm_" + std::to_string(cc));
+  }
+}
+
 // Loads the kernel's module into worker w when w does not hold it (a new or restarted process).
 void ensure_loaded(Worker& w, uint64_t& loaded_generation, const std::string& key,
                    const TritonKernelSource& k, const std::string& what) {
@@ -213,8 +242,10 @@ class TritonKernel : public sdk::CompiledKernel {
  public:
   TritonKernel(std::shared_ptr<Runtime> rt, TritonKernelSource src, std::string key,
                size_t worker, uint64_t generation, std::vector<size_t> bytes,
-               std::vector<bool> copy_back, std::shared_future<CubinResult> cubin)
-      : rt_(std::move(rt)),
+               std::vector<bool> copy_back, std::shared_future<CubinResult> cubin,
+               bool pointer_hints)
+      : pointer_hints_(pointer_hints),
+        rt_(std::move(rt)),
         src_(std::move(src)),
         key_(std::move(key)),
         worker_(worker),
@@ -242,6 +273,7 @@ class TritonKernel : public sdk::CompiledKernel {
     put_field(out, std::to_string(c.shared));
     put_field(out, std::to_string(c.num_params));
     put_field(out, std::to_string(src_.launch.grid));
+    put_field(out, c.aligned);
     put_field(out, std::string_view(c.cubin.data(), c.cubin.size()));
     return out;
   }
@@ -277,6 +309,10 @@ class TritonKernel : public sdk::CompiledKernel {
 
   void run_on_device(void* const* buffers, size_t n, void* stream) override {
     check_count(n);
+    // The caller's pointers (device-resident runs, user buffers) against the alignment the cubin
+    // assumes; under the interpreter too, which runs the same kernels (the contract is one).
+    if (pointer_hints_)
+      cuda::check_pointer_alignment("cuda_triton", src_.name, buffers, n, src_.arg_names);
     if (!cubin_.valid()) return run_interpreted(buffers);  // interpreter: device = host memory
     const CubinResult& c = cubin();
     const CudaDevice& dev = rt_->device->require();
@@ -296,8 +332,11 @@ class TritonKernel : public sdk::CompiledKernel {
   void launch(const CudaDevice& dev, const CubinResult& c, void** buffers, void* stream) {
     std::lock_guard<std::mutex> lock(launch_mutex_);
     if (!function_) {
-      module_ = dev.load_module(c.cubin);
-      function_ = module_.function(c.function);
+      cuda::CudaModule module = dev.load_module(c.cubin);
+      CUfunction f = module.function(c.function);
+      dev.prepare_shared_memory(f, src_.name, c.shared);  // > 48 KB: the opt-in
+      module_ = std::move(module);
+      function_ = f;
     }
     size_t n = bytes_.size();
     // Triton 3.x kernels take the global and profile scratch pointers after the buffers; this
@@ -351,6 +390,7 @@ class TritonKernel : public sdk::CompiledKernel {
                                             " buffers, got " + std::to_string(n));
   }
 
+  bool pointer_hints_;
   std::shared_ptr<Runtime> rt_;
   TritonKernelSource src_;
   std::string key_;
@@ -384,7 +424,8 @@ class CudaTritonBackend : public sdk::Backend {
   static constexpr const char* kVersion = "0.1 (Triton)";
 
   void configure(const sdk::Options& o) override {
-    o.check_known({"arch", "interpret", "python", "workers", "dump_source", "verbose"});
+    o.check_known(
+        {"arch", "interpret", "python", "workers", "dump_source", "verbose", "pointer_hints"});
     arch_ = o.get_string("arch", "");
     if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+")))
       o.at("arch").fail("must be sm_<digits> (e.g. sm_90), got '" + arch_ + "'");
@@ -396,6 +437,7 @@ class CudaTritonBackend : public sdk::Backend {
     workers_ = static_cast<size_t>(workers);
     dump_source_ = o.get_bool("dump_source", false);
     verbose_ = o.get_bool("verbose", false);
+    pointer_hints_ = o.get_bool("pointer_hints", true);
     device_ = std::make_shared<LazyDevice>(device_index(), "cuda_triton");
   }
 
@@ -458,12 +500,13 @@ class CudaTritonBackend : public sdk::Backend {
       }
       return std::make_unique<TritonKernel>(rt, std::move(src), key, wi, gen, std::move(bytes),
                                             std::move(copy_back),
-                                            std::shared_future<CubinResult>());
+                                            std::shared_future<CubinResult>(), pointer_hints_);
     }
     int cc = std::stoi(arch().substr(3));
     size_t num_buffers = k.num_buffers();
+    const std::string hinted = hinted_arguments(num_buffers, pointer_hints_);
     std::shared_future<CubinResult> fut =
-        std::async(std::launch::async, [rt, src, key, wi, what, cc, num_buffers]() {
+        std::async(std::launch::async, [rt, src, key, wi, what, cc, num_buffers, hinted]() {
           Worker& w = rt->pool->at(wi);
           std::lock_guard<std::mutex> lock(w.lock());
           uint64_t gen = 0;
@@ -474,6 +517,7 @@ class CudaTritonBackend : public sdk::Backend {
           r.add("num_warps", std::to_string(src.launch.num_warps));
           r.add("signature", join(src.signature));
           r.add("constexprs", constexprs_of(src.launch));
+          r.add("aligned", hinted);
           // Debug mode keeps tl.device_assert (the bounds checks of indirect indexing).
           r.add("debug", src.text.find("tl.device_assert") != std::string::npos ? "1" : "0");
           Reply rep = w.call(r, what);
@@ -484,7 +528,13 @@ class CudaTritonBackend : public sdk::Backend {
           c.num_warps = static_cast<unsigned>(std::stoul(rep.field("num_warps")));
           c.shared = static_cast<unsigned>(std::stoul(rep.field("shared")));
           c.num_params = std::stoul(rep.field("num_params"));
+          c.aligned = rep.field("aligned");
+          c.vector_memory_ops = std::stoi(rep.field("vector_memory_ops"));
           c.ms = std::stod(rep.field("ms"));
+          if (c.aligned != hinted)
+            fail(STAX_ERROR_COMPILE, what + ": Triton compiled tt.divisibility = 16 on arguments [" +
+                                         c.aligned + "], asked for [" + hinted + "]");
+          check_shared_for_arch(src.name, c.shared, cc);
           if (c.num_params < num_buffers || c.cubin.empty())
             fail(STAX_ERROR_COMPILE, what + ": Triton's kernel has " +
                                          std::to_string(c.num_params) + " parameters for " +
@@ -499,11 +549,12 @@ class CudaTritonBackend : public sdk::Backend {
           if (rt->verbose)
             std::cerr << "cuda_triton: " << what << " -> sm_" << cc << " cubin ("
                       << c.cubin.size() << " bytes), num_warps " << c.num_warps << ", shared "
-                      << c.shared << " B, " << c.ms << " ms\n";
+                      << c.shared << " B, tt.divisibility=16 on [" << c.aligned << "], "
+                      << c.vector_memory_ops << " vector loads/stores, " << c.ms << " ms\n";
           return c;
         }).share();
     return std::make_unique<TritonKernel>(rt, std::move(src), key, wi, 0, std::move(bytes),
-                                          std::move(copy_back), std::move(fut));
+                                          std::move(copy_back), std::move(fut), pointer_hints_);
   }
 
   // ABI 1.3, the kernel cache, for device kernels (cubins): the plugin, the Triton version (one
@@ -517,7 +568,8 @@ class CudaTritonBackend : public sdk::Backend {
     return std::string(kName) + " " + kVersion + "; triton " + version + "; python " +
            python_ + "; target cuda " + arch() +
            " warp 32; options enable_fp_fusion=False enable_reflect_ftz=False "
-           "sanitize_overflow=False debug=<tl.device_assert in the source>";
+           "sanitize_overflow=False debug=<tl.device_assert in the source>; pointer hints " +
+           (pointer_hints_ ? "tt.divisibility=16" : "none");
   }
 
   // A cubin from the cache: no worker, no Python. The launch metadata must fit the kernel as
@@ -535,10 +587,16 @@ class CudaTritonBackend : public sdk::Backend {
     c.shared = static_cast<unsigned>(r.number());
     c.num_params = r.number();
     uint64_t grid = r.number();
+    c.aligned = std::string(r.field());
     std::string_view cubin = r.field();
     r.end();
     const int cc = std::stoi(arch().substr(3));
     if (c.cc != cc) r.fail("is for sm_" + std::to_string(c.cc) + ", not " + arch());
+    const std::string hinted = hinted_arguments(k.num_buffers(), pointer_hints_);
+    if (c.aligned != hinted)
+      r.fail("has tt.divisibility = 16 on arguments [" + c.aligned + "], this configuration [" +
+             hinted + "]");
+    check_shared_for_arch(k.name(), c.shared, cc);
     if (grid != static_cast<uint64_t>(src.launch.grid) ||
         c.num_warps != static_cast<unsigned>(src.launch.num_warps) ||
         c.num_params < k.num_buffers() || cubin.empty() || c.function.empty())
@@ -556,7 +614,8 @@ class CudaTritonBackend : public sdk::Backend {
     ready.set_value(std::move(c));
     std::string key = "k" + std::to_string(next_key_++);
     return std::make_unique<TritonKernel>(runtime(), std::move(src), key, 0, 0, std::move(bytes),
-                                          std::move(copy_back), ready.get_future().share());
+                                          std::move(copy_back), ready.get_future().share(),
+                                          pointer_hints_);
   }
 
  private:
@@ -621,6 +680,7 @@ class CudaTritonBackend : public sdk::Backend {
   size_t workers_ = 2;
   bool dump_source_ = false;
   bool verbose_ = false;
+  bool pointer_hints_ = true;
   std::shared_ptr<LazyDevice> device_;
   mutable std::mutex mutex_;
   mutable bool version_tried_ = false;

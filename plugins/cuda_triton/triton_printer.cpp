@@ -853,6 +853,7 @@ TritonKernelSource print_triton_kernel(const sdk::Kernel& k) {
     DType d = k.buffer(i).dtype();
     src.signature.push_back(signature_type(d));
     src.dtypes.push_back(kDtypeNames[static_cast<int>(d)]);
+    src.arg_names.push_back(ops.buffer_names()[i]);
     params += ops.buffer_names()[i] + ", ";
   }
   bool wide = k.index_bits() == 64;

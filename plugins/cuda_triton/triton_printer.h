@@ -68,6 +68,7 @@ struct TritonKernelSource {
   // name ("float32").
   std::vector<std::string> signature;
   std::vector<std::string> dtypes;
+  std::vector<std::string> arg_names;  // per buffer: its parameter ("in_ptr0", "out_ptr0", ...)
   TritonLaunch launch;
 };
 

@@ -248,7 +248,18 @@ def constexprs(f):
     return out
 
 
+def hinted_args(ttir, name):
+    """The arguments of kernel `name` whose pointer carries tt.divisibility = 16 in the TTIR the
+    compile produced (what reached the compiler, read back rather than assumed)."""
+    import re
+    start = ttir.index("tt.func public @" + name + "(")
+    head = ttir[start:ttir.index("\n", start)]
+    return [m.group(1) for m in re.finditer(r"%(\w+): !tt\.ptr<[^>]*> \{([^}]*)\}", head)
+            if "tt.divisibility = 16" in m.group(2)]
+
+
 def compile_kernel(f, body):
+    import re
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     fn = modules[f["key"]]
@@ -258,9 +269,13 @@ def compile_kernel(f, body):
     signature = {}
     for i, name in enumerate(names):
         signature[name] = "constexpr" if name in ce else sig[i]
+    # Pointer-alignment hints (Inductor's divisibility_16): the plugin checks at launch that every
+    # pointer it passes is 16-byte aligned (gpu_backend_support.h: check_pointer_alignment).
+    aligned = [int(i) for i in f.get("aligned", "").split(",") if i]
+    attrs = {(i, ): [["tt.divisibility", 16]] for i in aligned}
     t0 = time.perf_counter()
     compiled = triton.compile(
-        ASTSource(fn=fn, signature=signature, constexprs=ce),
+        ASTSource(fn=fn, signature=signature, constexprs=ce, attrs=attrs),
         target=GPUTarget("cuda", int(f["arch"]), 32),
         options={"num_warps": int(f["num_warps"]), "enable_fp_fusion": False,
                  "enable_reflect_ftz": False, "debug": f.get("debug") == "1",
@@ -270,9 +285,13 @@ def compile_kernel(f, body):
     ptx = compiled.asm["ptx"]
     entry = ptx[ptx.index(".entry"):]
     num_params = entry[:entry.index(")")].count(".param")
+    hinted = hinted_args(compiled.asm["ttir"], fn.__name__)
+    hinted_idx = ",".join(str(names.index(n)) for n in hinted)
+    vector_ops = len(re.findall(r"\b(?:ld|st)\.global(?:\.\w+)*\.v[248]\b", ptx))
     head = (f"name={md.name}\nnum_warps={md.num_warps}\nshared={md.shared}\n"
             f"num_params={num_params}\nglobal_scratch_size={md.global_scratch_size}\n"
-            f"profile_scratch_size={md.profile_scratch_size}\nms={ms:.3f}\n\n")
+            f"profile_scratch_size={md.profile_scratch_size}\naligned={hinted_idx}\n"
+            f"vector_memory_ops={vector_ops}\nms={ms:.3f}\n\n")
     return head.encode() + compiled.asm["cubin"]
 
 
