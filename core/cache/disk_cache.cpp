@@ -44,9 +44,12 @@ uint64_t mix64(uint64_t x) {  // the splitmix64 finalizer
   return x;
 }
 
-uint64_t load_u64(const unsigned char* p) {  // little-endian, any alignment
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+uint64_t load_u64(const unsigned char* p) {  // little-endian, any alignment: one load
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
   return v;
 }
 
@@ -254,7 +257,8 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
   }
   ::futimens(fd.fd, nullptr);  // LRU: now (through the open file: no second path lookup)
   ++counters_.hits;
-  return std::string(payload);
+  file->erase(0, kHeader + key_size);  // the payload, in the buffer it was read into
+  return file;
 }
 
 void DiskCache::store(std::string_view key, std::string_view payload, std::string_view source) {

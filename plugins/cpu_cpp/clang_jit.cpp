@@ -119,7 +119,13 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
                                    "-ffp-contract=off",
                                    "-fno-exceptions",
                                    "-fno-rtti",
-                                   "-fno-color-diagnostics"};
+                                   "-fno-color-diagnostics",
+                                   // No .eh_frame: kernels never throw nor are unwound through
+                                   // (faults are reported in a struct), and every link of a
+                                   // stored object would split, fix up, register and later
+                                   // deregister the frames (issue 11: a kernel-cache hit).
+                                   "-fno-asynchronous-unwind-tables",
+                                   "-fno-unwind-tables"};
   if (options.native_cpu) args.push_back("-march=native");
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
   return args;
@@ -824,7 +830,7 @@ std::string ClangJit::compute_identity() const {
                     s.target_machine->getTargetTriple().str() + "; opt " +
                     std::to_string(s.options.opt_level) + "; native_cpu " +
                     (s.options.native_cpu ? "1" : "0") +
-                    "; passes sleef-vector-variants 1; flags";
+                    "; passes sleef-vector-variants 1; unwind-tables 0; flags";
   for (const std::string& f : s.options.extra_flags) out += " " + f;
   out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();

@@ -52,7 +52,8 @@ struct JitState;  // the driver's cc1 arguments, the LLJIT instance, the mutex (
 
 // Options of a ClangJit, with their defaults. The driver command line is always
 //   clang -x c++ -std=c++17 -c kernel.cpp -O<opt_level> -fno-math-errno -ffp-contract=off
-//         -fno-exceptions -fno-rtti -fno-color-diagnostics [-march=native] <extra_flags...>
+//         -fno-exceptions -fno-rtti -fno-color-diagnostics -fno-asynchronous-unwind-tables
+//         -fno-unwind-tables [-march=native] <extra_flags...>
 // (-ffp-contract=off: no FMA contraction, so kernels round like the reference interpreter).
 struct ClangJitOptions {
   // -O<opt_level> for Clang's pipeline, and the matching LLVM code generation level
