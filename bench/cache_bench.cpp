@@ -13,6 +13,7 @@
 // set-up (cpu_cpp: target machine and LLJIT, no Clang driver on a hit).
 // Usage: bench_cache [hit_processes=5]. /proc/loadavg is printed: the numbers are indicative on
 // a loaded machine.
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,14 @@ double thread_cpu_ms() {
   timespec ts;
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Page faults of the calling thread so far (minor + major): the first graph of a process touches
+// code and data pages for the first time; each fault costs ~0.5-2 us, independent of the load.
+long thread_faults() {
+  rusage u;
+  ::getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt + u.ru_majflt;
 }
 
 struct Case {
@@ -113,13 +122,15 @@ int child(const std::string& dir) {
   for (Case& k : cs) {
     auto t = Clock::now();
     double cpu0 = thread_cpu_ms();
+    long faults0 = thread_faults();
     CompiledGraph cg = compiler.compile(k.graph);
     double total = ms_since(t);
     double cpu = thread_cpu_ms() - cpu0;
+    long faults = thread_faults() - faults0;
     const CompileStats& s = cg.stats();
     double pipeline = s.decompose_ms + s.lower_ms + s.schedule_ms + s.codegen_ms;
-    std::printf("%s\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\n", k.name.c_str(), total, pipeline,
-                s.compile_ms, s.kernels_from_disk, s.kernels_compiled, cpu);
+    std::printf("%s\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\t%ld\n", k.name.c_str(), total, pipeline,
+                s.compile_ms, s.kernels_from_disk, s.kernels_compiled, cpu, faults);
   }
   // Example 1.1 once more, by a second Compiler (its own kernel cache, so the kernel comes from
   // disk again) set up beforehand: the same hit in a process whose code is already paged in
@@ -129,18 +140,20 @@ int child(const std::string& dir) {
   again.kernel_cache().disk();
   auto t = Clock::now();
   double cpu0 = thread_cpu_ms();
+  long faults0 = thread_faults();
   CompiledGraph cg = again.compile(cs[0].graph);
   double total = ms_since(t);
   double cpu_ms = thread_cpu_ms() - cpu0;
+  long faults = thread_faults() - faults0;
   const CompileStats& s = cg.stats();
-  std::printf("%s\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\n", "example_1_1 again", total,
+  std::printf("%s\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\t%ld\n", "example_1_1 again", total,
               s.decompose_ms + s.lower_ms + s.schedule_ms + s.codegen_ms, s.compile_ms,
-              s.kernels_from_disk, s.kernels_compiled, cpu_ms);
+              s.kernels_from_disk, s.kernels_compiled, cpu_ms, faults);
   return 0;
 }
 
 struct Row {
-  double total = 0, pipeline = 0, kernels = 0, cpu = 0;
+  double total = 0, pipeline = 0, kernels = 0, cpu = 0, faults = 0;
   int disk = 0, compiled = 0;
 };
 
@@ -161,7 +174,7 @@ std::map<std::string, Row> run_child(const std::string& self, const std::string&
       continue;
     }
     Row r;
-    in >> r.total >> r.pipeline >> r.kernels >> r.disk >> r.compiled >> r.cpu;
+    in >> r.total >> r.pipeline >> r.kernels >> r.disk >> r.compiled >> r.cpu >> r.faults;
     rows[name] = r;
   }
   if (p) ::pclose(p);
@@ -207,25 +220,27 @@ int main(int argc, char** argv) {
                 "%.2f ms (of which joint graph + partition %.2f ms)\n",
                 cold_setup[0], median(hit_setup_ms), cold_setup[3], median(hit_jit_ms),
                 cold_setup[1], cold_setup[2]);
-  std::printf("%-18s %10s %10s %8s %12s %12s %10s %10s %8s\n", "graph", "cold ms", "hit ms", "ratio",
-              "hit pipeline", "hit kernels", "hit cpu ms", "min cpu ms", "kernels");
+  std::printf("%-18s %10s %10s %8s %12s %12s %10s %10s %7s %8s\n", "graph", "cold ms", "hit ms",
+              "ratio", "hit pipeline", "hit kernels", "hit cpu ms", "min cpu ms", "faults",
+              "kernels");
   double step_cold = 0, step_hit = 0;
   for (const char* name : {"example_1_1.stax", "softmax.stax", "mlp fw", "mlp bw"}) {
     const Row& c = cold[name];
-    std::vector<double> total, pipeline, kernels, cpu;
+    std::vector<double> total, pipeline, kernels, cpu, faults;
     int disk = 0;
     for (const Row& r : hit_rows[name]) {
       total.push_back(r.total);
       pipeline.push_back(r.pipeline);
       kernels.push_back(r.kernels);
       cpu.push_back(r.cpu);
-
+      faults.push_back(r.faults);
       disk = r.disk;
     }
     double h = median(total);
-    std::printf("%-18s %10.2f %10.3f %8.0f %12.3f %12.3f %10.3f %10.3f %4d/%-3d\n", name,
+    std::printf("%-18s %10.2f %10.3f %8.0f %12.3f %12.3f %10.3f %10.3f %7.0f %4d/%-3d\n", name,
                 c.total, h, h > 0 ? c.total / h : 0, median(pipeline), median(kernels),
-                median(cpu), cpu.empty() ? 0 : *std::min_element(cpu.begin(), cpu.end()), disk, c.compiled);
+                median(cpu), cpu.empty() ? 0 : *std::min_element(cpu.begin(), cpu.end()),
+                median(faults), disk, c.compiled);
     if (std::string(name).rfind("mlp", 0) == 0) {
       step_cold += c.total;
       step_hit += h;
@@ -234,17 +249,18 @@ int main(int argc, char** argv) {
   std::printf("%-18s %10.2f %10.3f %8.0f   (forward + backward)\n", "mlp step", step_cold,
               step_hit, step_hit > 0 ? step_cold / step_hit : 0);
   {
-    std::vector<double> total, pipeline, kernels, cpu;
+    std::vector<double> total, pipeline, kernels, cpu, faults;
     for (const Row& r : hit_rows["example_1_1 again"]) {
       total.push_back(r.total);
       pipeline.push_back(r.pipeline);
       kernels.push_back(r.kernels);
       cpu.push_back(r.cpu);
+      faults.push_back(r.faults);
     }
     std::printf("example_1_1.stax again, in a warm process (a second Compiler, kernel from disk): "
-                "%.3f ms (pipeline %.3f, kernels %.3f; cpu %.3f, min %.3f)\n",
+                "%.3f ms (pipeline %.3f, kernels %.3f; cpu %.3f, min %.3f; %.0f page faults)\n",
                 median(total), median(pipeline), median(kernels), median(cpu),
-                cpu.empty() ? 0 : *std::min_element(cpu.begin(), cpu.end()));
+                cpu.empty() ? 0 : *std::min_element(cpu.begin(), cpu.end()), median(faults));
   }
   fs::remove_all(dir);
   return 0;

@@ -274,6 +274,69 @@ TEST(ClangJit, SameSymbolInTwoLiveModulesAndObjectsLinkedAgain) {
   EXPECT_NE(what.find("nope"), std::string::npos) << what;
 }
 
+// load_objects: a graph's stored kernels linked in one JITDylib with one lookup (the kernel cache's
+// batch). Equal symbol names in the objects, the same object twice, modules freed one by one,
+// and every failure (a damaged object, a missing symbol, an unresolved external) a JitError
+// naming the kernel that leaves nothing linked and the JIT usable.
+TEST(ClangJit, BatchOfObjectsLinksInOneLookup) {
+  CompiledModule one = jit().compile("extern \"C\" int dup() { return 1; }\n", {"dup"}, "one");
+  CompiledModule two = jit().compile(
+      "extern \"C\" int dup() { return 2; }\nextern \"C\" int other() { return 20; }\n",
+      {"dup", "other"}, "two");
+  EXPECT_TRUE(jit().load_objects({}).empty());
+  std::vector<CompiledModule> batch = jit().load_objects(
+      {{one.object(), {"dup"}, "k1"}, {two.object(), {"dup", "other"}, "k2"},
+       {one.object(), {"dup"}, "k3"}});
+  ASSERT_EQ(batch.size(), 3u);
+  EXPECT_EQ(batch[0].function<int()>("dup")(), 1);
+  EXPECT_EQ(batch[1].function<int()>("dup")(), 2);
+  EXPECT_EQ(batch[1].function<int()>("other")(), 20);
+  EXPECT_EQ(batch[2].function<int()>("dup")(), 1);
+  EXPECT_NE(batch[0].address("dup"), batch[2].address("dup"));  // two copies of one object
+  EXPECT_EQ(batch[1].symbols().size(), 2u);
+  EXPECT_EQ(batch[1].symbols()[1].first, "other");
+  EXPECT_EQ(batch[1].name(), "k2");
+  EXPECT_EQ(batch[0].object(), one.object());  // stored again, it links again
+  EXPECT_EQ(batch[0].times().frontend_ms, 0);
+  // Freed one by one; the others keep running (the shared dylib goes with the last).
+  batch[0].reset();
+  EXPECT_EQ(batch[2].function<int()>("dup")(), 1);
+  one.reset();
+  two.reset();
+  EXPECT_EQ(batch[1].function<int()>("other")(), 20);
+  std::vector<CompiledModule> again =
+      jit().load_objects({{batch[1].object(), {"other"}, "k4"}});
+  batch.clear();
+  EXPECT_EQ(again[0].function<int()>("other")(), 20);
+
+  // Failures: all or nothing, the kernel named, the JIT usable afterwards.
+  const std::string good = again[0].object();
+  std::string what = error_text(
+      [&] { jit().load_objects({{good, {"other"}, "fine"}, {"not an object", {"x"}, "bad"}}); });
+  EXPECT_NE(what.find("object of kernel 'bad'"), std::string::npos) << what;
+  what = error_text([&] { jit().load_objects({{good, {"other"}, "fine"}, {good, {"nope"}, "k5"}}); });
+  EXPECT_NE(what.find("symbol 'nope' of kernel 'k5'"), std::string::npos) << what;
+  // An object whose external reference resolves nowhere fails at link time, in the lookup.
+  CompiledModule uses_libm = jit().compile(
+      "extern \"C\" float cbrtf(float);\nextern \"C\" float root(float x) { return cbrtf(x); }\n",
+      {"root"}, "libm");
+  std::string broken = uses_libm.object();
+  size_t at = broken.find(std::string("cbrtf") + '\0');
+  ASSERT_NE(at, std::string::npos);
+  broken.replace(at, 5, "cbrtQ");  // no such function in the process
+  testing::internal::CaptureStderr();
+  what = error_text([&] {
+    jit().load_objects({{good, {"other"}, "fine"}, {broken, {"root"}, "unresolved"}});
+  });
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_NE(what.find("cbrtQ"), std::string::npos) << what;
+  EXPECT_NE(what.find("'unresolved'"), std::string::npos) << what;
+  std::vector<CompiledModule> after = jit().load_objects(
+      {{good, {"other"}, "fine"}, {uses_libm.object(), {"root"}, "libm"}});
+  EXPECT_EQ(after[0].function<int()>("other")(), 20);
+  EXPECT_EQ(after[1].function<float(float)>("root")(27.0f), 3.0f);
+}
+
 TEST(ClangJit, AddressOfAnUnrequestedSymbolIsAnError) {
   CompiledModule m = jit().compile(kAxpy, {"axpy"});
   const std::string what = error_text([&] { m.address("other"); });

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "stax/plugin_api.h"
 #include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;
@@ -44,7 +45,9 @@ TEST_F(CliCompile, PluginsListsTheCpuBackend) {
   EXPECT_TRUE(contains(r.out, "plugins (")) << r.out;
   EXPECT_TRUE(contains(r.out, "  cpu_cpp  " + std::string(STAX_PLUGIN_DIR) + "/libstax_cpu_cpp.so"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "ABI 1.3 (host 1.3)")) << r.out;
+  const std::string abi = std::to_string(STAX_PLUGIN_API_MAJOR) + "." +
+                          std::to_string(STAX_PLUGIN_API_MINOR);
+  EXPECT_TRUE(contains(r.out, "ABI " + abi + " (host " + abi + ")")) << r.out;
   EXPECT_TRUE(contains(r.out, "device: cpu '")) << r.out;
   EXPECT_TRUE(contains(r.out,
                        "thresholds: op_limit 50, users_limit 5 (at >= 40 ops), "

@@ -148,7 +148,7 @@ void edit_payloads(const fs::path& dir, const std::function<void(std::string&)>&
     std::string k = b.substr(32, key), p = b.substr(32 + key);
     edit(p);
     std::string nb = b.substr(0, 16);
-    for (uint64_t v : {uint64_t(p.size()), fnv1a64(p, fnv1a64(k))})
+    for (uint64_t v : {uint64_t(p.size()), entry_checksum(k, p)})
       for (int i = 0; i < 8; ++i) nb.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     std::ofstream out(e.path(), std::ios::binary | std::ios::trunc);
     out << nb << k << p;

@@ -305,6 +305,66 @@ std::unique_ptr<CompiledKernel> Plugin::deserialize(const StaxKernelDesc& kernel
   return wrap(a.compiled, kname, "kernel_deserialize");
 }
 
+std::vector<std::unique_ptr<CompiledKernel>> Plugin::deserialize_batch(
+    const std::vector<const StaxKernelDesc*>& kernels,
+    const std::vector<std::string_view>& bytes) const {
+  std::vector<std::unique_ptr<CompiledKernel>> out;
+  const StaxPluginApi& api = state_->api();
+  if (kernels.size() != bytes.size())
+    throw PluginCallError(path().string(),
+                          "plugin '" + name() + "': deserialize_batch of " +
+                              std::to_string(kernels.size()) + " kernels with " +
+                              std::to_string(bytes.size()) + " byte strings",
+                          STAX_ERROR_INVALID_ARGUMENT);
+  if (!STAX_SDK_HAS_FIELD(&api, StaxPluginApi, kernel_deserialize_batch) ||
+      !api.kernel_deserialize_batch || kernels.size() == 1) {
+    for (size_t i = 0; i < kernels.size(); ++i) out.push_back(deserialize(*kernels[i], bytes[i]));
+    return out;
+  }
+  if (!has_cache_functions(api))
+    throw PluginCallError(path().string(),
+                          "plugin '" + name() + "': its ABI has no kernel serialization (1.3)",
+                          STAX_ERROR_UNSUPPORTED);
+  std::vector<const void*> data;
+  std::vector<size_t> sizes;
+  std::string names;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    data.push_back(bytes[i].data());
+    sizes.push_back(bytes[i].size());
+    names += std::string(i ? ", '" : "'") + (kernels[i]->name ? kernels[i]->name : "") + "'";
+  }
+  std::vector<StaxCompiledKernel*> compiled(kernels.size(), nullptr);
+  StaxKernelDeserializeBatchArgs a = sdk::make_struct<StaxKernelDeserializeBatchArgs>();
+  a.backend = state_->backend;
+  a.count = kernels.size();
+  a.kernels = kernels.data();
+  a.data = data.data();
+  a.sizes = sizes.data();
+  a.compiled = compiled.data();
+  state_->check(api.kernel_deserialize_batch(&a), "kernel_deserialize_batch of " + names);
+  // Every handle owned before anything can throw (none leaks when a later one is bad), then
+  // each kernel's source.
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    std::unique_ptr<CompiledKernel> k(new CompiledKernel());
+    k->backend_ = state_;
+    k->handle_ = compiled[i];
+    k->name_ = kernels[i]->name ? kernels[i]->name : "";
+    out.push_back(std::move(k));
+  }
+  for (auto& k : out) {
+    if (!k->handle_)
+      throw PluginCallError(path().string(),
+                            "plugin '" + name() + "': kernel_deserialize_batch of kernel '" +
+                                k->name_ + "' returned no kernel",
+                            STAX_ERROR_INTERNAL);
+    StaxKernelSourceArgs src = sdk::make_struct<StaxKernelSourceArgs>();
+    src.compiled = k->handle_;
+    state_->check(api.kernel_source(&src), "kernel_source of '" + k->name_ + "'");
+    if (src.source) k->source_.assign(src.source, src.source_size);
+  }
+  return out;
+}
+
 std::vector<std::string> Plugin::extern_kernels() const {
   StaxExternKernelsArgs a = sdk::make_struct<StaxExternKernelsArgs>();
   a.backend = state_->backend;

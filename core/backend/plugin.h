@@ -105,6 +105,13 @@ class Plugin {
   std::string serialize(const CompiledKernel& compiled) const;
   std::unique_ptr<CompiledKernel> deserialize(const StaxKernelDesc& kernel,
                                               std::string_view bytes) const;
+  // ABI 1.4: deserialize() of several kernels in one plugin call (a graph's kernels found in the
+  // kernel cache: cpu_cpp links them together). All or nothing: a PluginCallError when the plugin
+  // rejects any of them (the caller then deserializes them one by one, which finds the bad one).
+  // A plugin older than 1.4 gets deserialize() one by one.
+  std::vector<std::unique_ptr<CompiledKernel>> deserialize_batch(
+      const std::vector<const StaxKernelDesc*>& kernels,
+      const std::vector<std::string_view>& bytes) const;
 
   std::vector<std::string> extern_kernels() const;
   bool has_extern_kernel(const std::string& name) const;

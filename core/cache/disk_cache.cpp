@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'T', 'A', 'X', 'K', 'C', '0', '1'};
+constexpr char kMagic[8] = {'S', 'T', 'A', 'X', 'K', 'C', '0', '2'};
 constexpr size_t kHeader = 8 + 3 * 8;
 constexpr const char* kEntryExt = ".entry";
 constexpr const char* kSourceExt = ".src";
@@ -44,9 +44,24 @@ uint64_t mix64(uint64_t x) {  // the splitmix64 finalizer
   return x;
 }
 
-uint64_t checksum(std::string_view key, std::string_view payload) {
-  return fnv1a64(payload, fnv1a64(key));
+uint64_t load_u64(const unsigned char* p) {  // little-endian, any alignment: one load
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return v;
 }
+
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+constexpr uint64_t kK1 = 0x9e3779b97f4a7c15ull;  // odd constants with mixed bits
+constexpr uint64_t kK2 = 0xc2b2ae3d27d4eb4full;
+constexpr uint64_t kK3 = 0x165667b19e3779f9ull;
+
+// One lane's step: the word enters through a multiplication, the rotation spreads the high
+// product bits down before the next one.
+uint64_t lane_step(uint64_t acc, uint64_t word) { return rotl(acc + word * kK2, 29) * kK1; }
 
 // Writes all of `data` to fd; false on an error (errno set).
 bool write_all(int fd, const char* data, size_t size) {
@@ -62,16 +77,19 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-// The file's bytes; nothing when it cannot be read; at most `limit` bytes (a larger file comes
-// back as its first `limit` + 1 bytes, which no entry check accepts).
-std::optional<std::string> read_file(const fs::path& p, uint64_t limit) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return std::nullopt;
+// An open file descriptor, closed on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
+};
+
+// The file's bytes (fd open for reading); nothing when it cannot be read; at most `limit` bytes
+// (a larger file comes back as its first `limit` + 1 bytes, which no entry check accepts).
+std::optional<std::string> read_fd(int fd, uint64_t limit) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return std::nullopt;
   uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), limit + 1);
   std::string out(static_cast<size_t>(size), '\0');
   size_t done = 0;
@@ -81,7 +99,6 @@ std::optional<std::string> read_file(const fs::path& p, uint64_t limit) {
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
   out.resize(done);
   return out;
 }
@@ -112,6 +129,29 @@ std::set<std::string>& warned_roots() {
 
 }  // namespace
 
+uint64_t hash64(std::string_view bytes, uint64_t seed) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t n = bytes.size();
+  uint64_t a = seed + kK1, b = seed ^ kK2, c = seed + kK3, d = seed - kK1;
+  while (n >= 32) {  // four independent chains: the multiplications overlap
+    a = lane_step(a, load_u64(p));
+    b = lane_step(b, load_u64(p + 8));
+    c = lane_step(c, load_u64(p + 16));
+    d = lane_step(d, load_u64(p + 24));
+    p += 32;
+    n -= 32;
+  }
+  uint64_t h = mix64(a) ^ rotl(mix64(b), 16) ^ rotl(mix64(c), 32) ^ rotl(mix64(d), 48);
+  h ^= static_cast<uint64_t>(bytes.size()) * kK3;
+  for (; n >= 8; p += 8, n -= 8) h = lane_step(h, load_u64(p));
+  for (; n > 0; ++p, --n) h = rotl(h ^ (*p * kK3), 23) * kK1;
+  return mix64(h);
+}
+
+uint64_t entry_checksum(std::string_view key, std::string_view payload) {
+  return hash64(payload, hash64(key));
+}
+
 uint64_t fnv1a64(std::string_view bytes, uint64_t seed) {
   uint64_t h = seed;
   for (unsigned char c : bytes) {
@@ -122,8 +162,8 @@ uint64_t fnv1a64(std::string_view bytes, uint64_t seed) {
 }
 
 std::string hash128_hex(std::string_view bytes) {
-  uint64_t a = mix64(fnv1a64(bytes) ^ bytes.size());
-  uint64_t b = mix64(fnv1a64(bytes, 0x84222325cbf29ce4ull) + 0x9e3779b97f4a7c15ull);
+  uint64_t a = hash64(bytes, 0x84222325cbf29ce4ull);
+  uint64_t b = hash64(bytes, 0x2545f4914f6cdd1dull);
   static const char* digits = "0123456789abcdef";
   std::string out(32, '0');
   for (int i = 0; i < 16; ++i) {
@@ -185,7 +225,8 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
   if (!usable_) return std::nullopt;
   const fs::path path = entry_path(key);
   // An entry larger than the whole cache may be is damaged: never read it all into memory.
-  std::optional<std::string> file = read_file(path, max_bytes_);
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  std::optional<std::string> file = fd.fd >= 0 ? read_fd(fd.fd, max_bytes_) : std::nullopt;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file) {
     ++counters_.misses;
@@ -201,7 +242,7 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
   if (ok) {
     stored_key = std::string_view(f).substr(kHeader, key_size);
     payload = std::string_view(f).substr(kHeader + key_size, payload_size);
-    ok = checksum(stored_key, payload) == get_u64(f.data() + 24);
+    ok = entry_checksum(stored_key, payload) == get_u64(f.data() + 24);
   }
   if (!ok) {  // torn, truncated, zero-length or corrupt: never loaded
     std::error_code ec;
@@ -214,9 +255,10 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
     ++counters_.misses;
     return std::nullopt;
   }
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // LRU: now
+  ::futimens(fd.fd, nullptr);  // LRU: now (through the open file: no second path lookup)
   ++counters_.hits;
-  return std::string(payload);
+  file->erase(0, kHeader + key_size);  // the payload, in the buffer it was read into
+  return file;
 }
 
 void DiskCache::store(std::string_view key, std::string_view payload, std::string_view source) {
@@ -228,7 +270,7 @@ void DiskCache::store(std::string_view key, std::string_view payload, std::strin
   body.append(kMagic, 8);
   put_u64(body, key.size());
   put_u64(body, payload.size());
-  put_u64(body, checksum(key, payload));
+  put_u64(body, entry_checksum(key, payload));
   body.append(key);
   body.append(payload);
 

@@ -116,52 +116,114 @@ KernelCache::PluginEntry& KernelCache::entry(const Plugin& plugin, const OptionV
 std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const OptionValue& options,
                                                  const StaxKernelDesc& desc,
                                                  KernelOrigin* origin) {
+  std::vector<KernelOrigin> origins;
+  std::vector<double> ms;
+  auto kernels = get_all(plugin, options, {&desc}, &origins, &ms);
+  *origin = origins[0];
+  return kernels[0];
+}
+
+std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
+    const Plugin& plugin, const OptionValue& options,
+    const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
+    std::vector<double>* ms_out) {
+  const size_t n = descs.size();
+  std::vector<std::shared_ptr<CompiledKernel>> out(n);
+  origins->assign(n, KernelOrigin::Compiled);
+  ms_out->assign(n, 0.0);
   PluginEntry& e = entry(plugin, options);
-  const std::string canonical = canonical_kernel_bytes(desc);
-  const std::string name = desc.name ? desc.name : "";
-  const std::string memory_key = name + '\0' + canonical;
-  if (auto it = e.memory.find(memory_key); it != e.memory.end()) {
-    *origin = KernelOrigin::Memory;
-    return it->second;
-  }
   DiskCache* d = e.prefix.empty() ? nullptr : disk();
-  const std::string key = d ? e.prefix + canonical : std::string();
-  std::shared_ptr<CompiledKernel> kernel;
   // STAX_CACHE_TRACE=1: one line per kernel on stderr (origin, read and link times).
   static const bool trace = std::getenv("STAX_CACHE_TRACE") != nullptr;
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
-  if (d) {
+  auto name_of = [&](size_t i) { return std::string(descs[i]->name ? descs[i]->name : ""); };
+  std::vector<std::string> memory_keys(n), keys(n);
+  struct Hit {
+    size_t index;
+    std::string bytes;
+  };
+  std::vector<Hit> hits;
+  // 1. The process's own kernels, then the disk entries' bytes.
+  for (size_t i = 0; i < n; ++i) {
     auto t0 = Clock::now();
-    if (std::optional<std::string> bytes = d->load(key)) {
-      auto t1 = Clock::now();
-      try {
-        kernel = plugin.deserialize(desc, *bytes);
-        *origin = KernelOrigin::Disk;
-        if (trace)
-          std::fprintf(stderr, "stax cache: %s from disk (%zu bytes): read %.3f ms, load %.3f ms\n",
-                       name.c_str(), bytes->size(), ms(t0, t1), ms(t1, Clock::now()));
-      } catch (const PluginCallError& e) {
-        d->remove(key);  // stale or damaged: compile it again below
-        if (trace)
-          std::fprintf(stderr, "stax cache: %s refused by the plugin: %s\n", name.c_str(),
-                       e.what());
-      }
+    const std::string canonical = canonical_kernel_bytes(*descs[i]);
+    memory_keys[i] = name_of(i) + '\0' + canonical;
+    if (auto it = e.memory.find(memory_keys[i]); it != e.memory.end()) {
+      out[i] = it->second;
+      (*origins)[i] = KernelOrigin::Memory;
+      (*ms_out)[i] = ms(t0, Clock::now());
+      continue;
+    }
+    if (!d) continue;
+    keys[i] = e.prefix + canonical;
+    if (std::optional<std::string> bytes = d->load(keys[i])) {
+      (*ms_out)[i] = ms(t0, Clock::now());
+      hits.push_back({i, std::move(*bytes)});
     }
   }
-  if (!kernel) {
+  // 2. The hits in one plugin call; one by one when it rejects the batch.
+  if (!hits.empty()) {
     auto t0 = Clock::now();
-    kernel = plugin.compile(desc);
-    if (trace)
-      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name.c_str(),
-                   ms(t0, Clock::now()));
-    *origin = KernelOrigin::Compiled;
-    if (d) pending_.push_back({&plugin, key, kernel});  // stored by store_pending()
+    std::vector<const StaxKernelDesc*> hit_descs;
+    std::vector<std::string_view> hit_bytes;
+    for (const Hit& h : hits) {
+      hit_descs.push_back(descs[h.index]);
+      hit_bytes.push_back(h.bytes);
+    }
+    std::vector<std::unique_ptr<CompiledKernel>> got;
+    try {
+      got = plugin.deserialize_batch(hit_descs, hit_bytes);
+    } catch (const PluginCallError& err) {
+      got.clear();
+      if (trace && hits.size() > 1)
+        std::fprintf(stderr, "stax cache: the batch of %zu kernels was refused, one by one: %s\n",
+                     hits.size(), err.what());
+    }
+    const double share = ms(t0, Clock::now()) / static_cast<double>(hits.size());
+    for (size_t h = 0; h < hits.size(); ++h) {
+      const size_t i = hits[h].index;
+      auto t1 = Clock::now();
+      if (got.size() == hits.size()) {
+        out[i] = std::move(got[h]);
+        (*ms_out)[i] += share;
+      } else {
+        try {
+          out[i] = plugin.deserialize(*descs[i], hits[h].bytes);
+        } catch (const PluginCallError& err) {
+          d->remove(keys[i]);  // stale or damaged: compiled below
+          if (trace)
+            std::fprintf(stderr, "stax cache: %s refused by the plugin: %s\n", name_of(i).c_str(),
+                         err.what());
+          continue;
+        }
+        (*ms_out)[i] += share + ms(t1, Clock::now());
+      }
+      (*origins)[i] = KernelOrigin::Disk;
+      if (trace)
+        std::fprintf(stderr, "stax cache: %s from disk (%zu bytes): %.3f ms (read + load%s)\n",
+                     name_of(i).c_str(), hits[h].bytes.size(), (*ms_out)[i],
+                     got.size() == hits.size() && hits.size() > 1 ? ", linked in a batch" : "");
+    }
   }
-  e.memory.emplace(memory_key, kernel);
-  return kernel;
+  // 3. The rest compiled (and stored by store_pending()).
+  for (size_t i = 0; i < n; ++i) {
+    if ((*origins)[i] == KernelOrigin::Memory) continue;
+    if (!out[i]) {
+      auto t0 = Clock::now();
+      out[i] = plugin.compile(*descs[i]);
+      (*ms_out)[i] += ms(t0, Clock::now());
+      if (trace)
+        std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name_of(i).c_str(),
+                     (*ms_out)[i]);
+      (*origins)[i] = KernelOrigin::Compiled;
+      if (d) pending_.push_back({&plugin, keys[i], out[i]});
+    }
+    e.memory.emplace(memory_keys[i], out[i]);
+  }
+  return out;
 }
 
 void KernelCache::store_pending() {

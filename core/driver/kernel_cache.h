@@ -37,6 +37,15 @@ class KernelCache {
   // Compiler calls it under its session lock.
   std::shared_ptr<CompiledKernel> get(const Plugin& plugin, const OptionValue& options,
                                       const StaxKernelDesc& desc, KernelOrigin* origin);
+  // get() of a graph's kernels, in order, with each one's origin and milliseconds: the kernels
+  // found on disk are deserialized in ONE plugin call (Plugin::deserialize_batch: cpu_cpp links
+  // them in one JIT dylib with one lookup); when the plugin rejects the batch, one by one, so a
+  // stale or damaged entry is found, removed and compiled while the others still come from disk.
+  // A disk hit's time is its read plus its share of the batch.
+  std::vector<std::shared_ptr<CompiledKernel>> get_all(
+      const Plugin& plugin, const OptionValue& options,
+      const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
+      std::vector<double>* ms);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in

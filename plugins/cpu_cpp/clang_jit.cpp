@@ -22,6 +22,7 @@
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PreprocessorOptions.h"
 #include "llvm/ExecutionEngine/JITLink/EHFrameSupport.h"
+#include "llvm/ExecutionEngine/JITLink/JITLink.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -118,7 +119,13 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
                                    "-ffp-contract=off",
                                    "-fno-exceptions",
                                    "-fno-rtti",
-                                   "-fno-color-diagnostics"};
+                                   "-fno-color-diagnostics",
+                                   // No .eh_frame: kernels never throw nor are unwound through
+                                   // (faults are reported in a struct), and every link of a
+                                   // stored object would split, fix up, register and later
+                                   // deregister the frames (issue 11: a kernel-cache hit).
+                                   "-fno-asynchronous-unwind-tables",
+                                   "-fno-unwind-tables"};
   if (options.native_cpu) args.push_back("-march=native");
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
   return args;
@@ -280,9 +287,22 @@ using detail::JitState;
 // ---------------------------------------------------------------------------------------------
 // CompiledModule
 
+// A JITDylib shared by the modules of one load_objects() batch: removed with the last of them.
+struct SharedDylib {
+  std::shared_ptr<JitState> state;
+  llvm::orc::JITDylib* dylib = nullptr;
+  ~SharedDylib() {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    llvm::consumeError(state->jit->getExecutionSession().removeJITDylib(*dylib));
+  }
+};
+
 struct CompiledModule::Impl {
   std::shared_ptr<JitState> state;  // declared first: destroyed after the dylib
   llvm::orc::JITDylib* dylib = nullptr;  // this module's own JITDylib, removed on destruction
+  // A module of a batch (load_objects): its code is its tracker's in the shared dylib.
+  llvm::orc::ResourceTrackerSP tracker;
+  std::shared_ptr<SharedDylib> shared_dylib;
   std::string object;                    // the relocatable object the JIT linked
   std::string name;
   std::string diagnostics;
@@ -290,6 +310,12 @@ struct CompiledModule::Impl {
   CompileTimes times;
 
   ~Impl() {
+    if (tracker) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      llvm::consumeError(tracker->remove());  // this object's memory; the dylib may stay
+      tracker = nullptr;
+    }
+    shared_dylib.reset();  // the batch's dylib goes with its last module
     if (!dylib) return;
     std::lock_guard<std::mutex> lock(state->mutex);
     // Nothing sensible to do with a failure in a destructor; never print it.
@@ -683,6 +709,111 @@ CompiledModule ClangJit::load_object(std::string_view object,
   return CompiledModule(std::move(impl));
 }
 
+std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {
+  if (objects.empty()) return {};
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.orc_errors.clear();
+  s.backend_errors.clear();
+  const auto t_jit = Clock::now();
+  std::string all_names;
+  for (size_t i = 0; i < objects.size() && i < 8; ++i)
+    all_names += (i ? ", '" : "'") + (objects[i].name.empty() ? "kernel" : objects[i].name) + "'";
+  if (objects.size() > 8) all_names += ", ...";
+  const std::string location = objects.size() == 1 ? objects[0].name + ".o" : "kernel batch";
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
+    return JitError(STAX_ERROR_COMPILE, location,
+                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
+  };
+
+  // 1. Each object as a link graph (its bytes are kept by its module and outlive the graph),
+  //    the asked-for symbols renamed so that the objects' equal names do not clash.
+  std::vector<std::unique_ptr<CompiledModule::Impl>> impls;
+  std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>> graphs;
+  std::vector<std::vector<std::string>> renamed(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const ObjectToLoad& o = objects[i];
+    const std::string kernel_name = o.name.empty() ? std::string("kernel") : o.name;
+    auto impl = std::make_unique<CompiledModule::Impl>();
+    impl->object.assign(o.object.data(), o.object.size());
+    impl->name = kernel_name;
+    auto graph = llvm::jitlink::createLinkGraphFromObject(
+        llvm::MemoryBufferRef(llvm::StringRef(impl->object), kernel_name + ".o"));
+    if (!graph)
+      throw fail("the JIT rejected the object of kernel '" + kernel_name + "'",
+                 to_string(graph.takeError()));
+    for (const std::string& symbol : o.symbol_names) {
+      llvm::jitlink::Symbol* found = nullptr;
+      for (llvm::jitlink::Symbol* sym : (*graph)->defined_symbols())
+        if (sym->hasName() && sym->getScope() != llvm::jitlink::Scope::Local &&
+            sym->getName() == symbol)
+          found = sym;
+      if (!found)
+        throw fail("the JIT could not link symbol '" + symbol + "' of kernel '" + kernel_name +
+                       "'",
+                   "the object does not define it");
+      const std::string name = symbol + "." + std::to_string(i);
+      llvm::MutableArrayRef<char> stored = (*graph)->allocateContent(llvm::Twine(name));
+      found->setName(llvm::StringRef(stored.data(), stored.size()));
+      renamed[i].push_back(name);
+    }
+    impls.push_back(std::move(impl));
+    graphs.push_back(std::move(*graph));
+  }
+
+  // 2. One dylib, every graph under a tracker of its own, one lookup of every symbol.
+  auto jd = s.jit->createJITDylib("stax_batch_" + std::to_string(s.next_dylib++));
+  if (!jd) throw fail("the JIT cannot create a dylib for kernels " + all_names,
+                      to_string(jd.takeError()));
+  auto discard = [&] {
+    s.orc_errors += to_string(s.jit->getExecutionSession().removeJITDylib(*jd));
+  };
+  auto& layer = static_cast<llvm::orc::ObjectLinkingLayer&>(s.jit->getObjLinkingLayer());
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    impls[i]->tracker = jd->createResourceTracker();
+    if (llvm::Error err = layer.add(impls[i]->tracker, std::move(graphs[i]))) {
+      std::string details = to_string(std::move(err));
+      for (auto& impl : impls) impl->tracker = nullptr;
+      discard();
+      throw fail("the JIT rejected the object of kernel '" + impls[i]->name + "'", details);
+    }
+  }
+  llvm::orc::SymbolLookupSet wanted;
+  for (const auto& names : renamed)
+    for (const std::string& name : names) wanted.add(s.jit->mangleAndIntern(name));
+  auto found = s.jit->getExecutionSession().lookup(
+      llvm::orc::makeJITDylibSearchOrder(&*jd, llvm::orc::JITDylibLookupFlags::MatchAllSymbols),
+      std::move(wanted));
+  if (!found || !s.backend_errors.empty()) {
+    std::string details = found ? s.backend_errors : to_string(found.takeError());
+    std::string more = s.take_orc_errors();
+    for (auto& impl : impls) impl->tracker = nullptr;
+    discard();
+    throw fail("the JIT could not link kernels " + all_names,
+               (more.empty() ? "" : more + "\n") + details);
+  }
+
+  // 3. The modules: the original names with their addresses; the dylib shared.
+  auto shared = std::make_shared<SharedDylib>();
+  shared->state = state_;
+  shared->dylib = &*jd;
+  const double ms = ms_since(t_jit) / static_cast<double>(objects.size());
+  std::vector<CompiledModule> out;
+  for (size_t i = 0; i < impls.size(); ++i) {
+    auto& impl = impls[i];
+    for (size_t k = 0; k < renamed[i].size(); ++k) {
+      auto it = found->find(s.jit->mangleAndIntern(renamed[i][k]));
+      impl->symbols.emplace_back(objects[i].symbol_names[k],
+                                 it == found->end() ? nullptr : it->second.getAddress().toPtr<void*>());
+    }
+    impl->state = state_;
+    impl->shared_dylib = shared;
+    impl->times = CompileTimes{0, ms};
+    out.push_back(CompiledModule(std::move(impl)));
+  }
+  return out;
+}
+
 std::string ClangJit::identity() const {
   // What decides the cc1 arguments (the driver is a function of these and Clang's version) and
   // the code generator: no driver run, so a process that only links stored objects pays nothing.
@@ -699,7 +830,7 @@ std::string ClangJit::compute_identity() const {
                     s.target_machine->getTargetTriple().str() + "; opt " +
                     std::to_string(s.options.opt_level) + "; native_cpu " +
                     (s.options.native_cpu ? "1" : "0") +
-                    "; passes sleef-vector-variants 1; flags";
+                    "; passes sleef-vector-variants 1; unwind-tables 0; flags";
   for (const std::string& f : s.options.extra_flags) out += " " + f;
   out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();

@@ -52,7 +52,8 @@ struct JitState;  // the driver's cc1 arguments, the LLJIT instance, the mutex (
 
 // Options of a ClangJit, with their defaults. The driver command line is always
 //   clang -x c++ -std=c++17 -c kernel.cpp -O<opt_level> -fno-math-errno -ffp-contract=off
-//         -fno-exceptions -fno-rtti -fno-color-diagnostics [-march=native] <extra_flags...>
+//         -fno-exceptions -fno-rtti -fno-color-diagnostics -fno-asynchronous-unwind-tables
+//         -fno-unwind-tables [-march=native] <extra_flags...>
 // (-ffp-contract=off: no FMA contraction, so kernels round like the reference interpreter).
 struct ClangJitOptions {
   // -O<opt_level> for Clang's pipeline, and the matching LLVM code generation level
@@ -145,6 +146,25 @@ class ClangJit {
   // number of times. A malformed object or a missing symbol is a JitError (STAX_ERROR_COMPILE).
   CompiledModule load_object(std::string_view object, const std::vector<std::string>& symbol_names,
                              std::string_view name = "kernel");
+
+  // One object of load_objects().
+  struct ObjectToLoad {
+    std::string_view object;                // made by compile(), as for load_object()
+    std::vector<std::string> symbol_names;  // to look up; may repeat between the objects
+    std::string name;                       // names the kernel in errors
+  };
+  // load_object() of several objects at once (a graph's kernels found in the kernel cache): one
+  // JITDylib for all of them and ONE lookup of all their symbols, so the JIT's per-link session
+  // (dylib, lookup, materialization dispatch) is paid once. Each object's asked-for symbols are
+  // renamed in its link graph ("<symbol>.<index>"), so equal names in several objects (every
+  // cpu_cpp kernel's entry point) do not clash; symbols() and address() use the original names.
+  // The i-th module owns the i-th object's code (freed on its destruction; the dylib goes with
+  // the last of them); the same object may appear any number of times. All or nothing: a
+  // malformed object, a missing symbol or a link error of any object is a JitError
+  // (STAX_ERROR_COMPILE) naming the kernels, nothing of the batch stays linked and the JIT
+  // stays usable (a caller may then load the objects one by one to find the bad one).
+  // times().jit_ms of each module is its share of the batch.
+  std::vector<CompiledModule> load_objects(const std::vector<ObjectToLoad>& objects);
   // Everything besides the source that decides compile()'s object code: LLVM's version, the
   // target triple, the options (opt level, native_cpu, flags) and the host CPU's name and
   // features (what -march=native expands to). Cheap: no driver run, computed once.

@@ -33,6 +33,8 @@
  *   (or whose identity is empty) is cached in process only, never on disk.
  *   1.3 (streams, issue 8) appended stream_create / stream_destroy (see STREAMS below): the host
  *   calls them only when the table holds them; without them every call uses the NULL stream.
+ *   1.4 (issue 11) appended kernel_deserialize_batch: a graph's cached kernels in one call, so a
+ *   backend can set them up together; the host calls it only when the table holds it.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -76,7 +78,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 3
+#define STAX_PLUGIN_API_MINOR 4
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -534,6 +536,23 @@ typedef struct StaxKernelDeserializeArgs {
   size_t size;
   StaxCompiledKernel* compiled; /* out, destroyed with compiled_kernel_destroy */
 } StaxKernelDeserializeArgs;
+/* ---- ABI 1.4 (issue 11): a graph's cached kernels at once ------------------------------------
+ * kernel_deserialize_batch is kernel_deserialize of `count` kernels in one call: the host passes
+ * the kernels of a graph it found in the kernel cache, so that a backend may set them up together
+ * (cpu_cpp links their objects in one JIT dylib with one symbol lookup). All or nothing: on an
+ * error no kernel was created (compiled[] is left as it was) and the host deserializes them one
+ * by one, which names the bad entry. */
+typedef struct StaxKernelDeserializeBatchArgs {
+  size_t struct_size;
+  StaxBackend* backend;
+  size_t count;
+  const StaxKernelDesc* const* kernels; /* count descriptions (valid during the call) */
+  const void* const* data;              /* count byte arrays from kernel_serialize */
+  const size_t* sizes;                  /* their sizes */
+  StaxCompiledKernel** compiled; /* out: the host's array of count, each kernel destroyed with
+                                    compiled_kernel_destroy */
+} StaxKernelDeserializeBatchArgs;
+
 /* ---- ABI 1.3 (issue 8): streams ------------------------------------------------------------
  * STREAMS: a stream orders the work queued on it: run (and run_extern) with buffers_on_device,
  * and device_copy, with the same `stream` execute in call order, possibly after the call
@@ -617,6 +636,8 @@ typedef struct StaxPluginApi {
   StaxError* (*stream_create)(StaxStreamCreateArgs* args);
   StaxError* (*stream_destroy)(StaxStreamDestroyArgs* args);
   /* ---- end of ABI 1.3 (issue 8): streams ---- */
+  /* ---- ABI 1.4 (issue 11): kernel_deserialize_batch (above) ---- */
+  StaxError* (*kernel_deserialize_batch)(StaxKernelDeserializeBatchArgs* args);
 } StaxPluginApi;
 
 /* The entry point's type. */

@@ -224,6 +224,20 @@ class Backend {
     throw PluginError(STAX_ERROR_UNSUPPORTED,
                       "backend '" + name_ + "' cannot deserialize compiled kernels");
   }
+  // ABI 1.4: deserialize() of several kernels at once (a graph's kernels found in the kernel
+  // cache), for a backend that sets them up faster together. All or nothing: throw when any of
+  // them fails (the host then deserializes them one by one). Default: deserialize() each.
+  struct Serialized {
+    const void* data;
+    size_t size;
+  };
+  virtual std::vector<std::unique_ptr<CompiledKernel>> deserialize_batch(
+      const std::vector<Kernel>& kernels, const std::vector<Serialized>& bytes) {
+    std::vector<std::unique_ptr<CompiledKernel>> out;
+    for (size_t i = 0; i < kernels.size() && i < bytes.size(); ++i)
+      out.push_back(deserialize(kernels[i], bytes[i].data, bytes[i].size));
+    return out;
+  }
 
   // Library kernels / templates this backend offers ("mm", "bmm", "addmm", "matmul", ...).
   virtual std::vector<std::string> extern_kernels() const { return {}; }

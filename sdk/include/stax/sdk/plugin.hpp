@@ -293,6 +293,38 @@ struct Adapter {
     });
   }
 
+  // ABI 1.4: a graph's cached kernels at once.
+  static StaxError* kernel_deserialize_batch(StaxKernelDeserializeBatchArgs* a) {
+    return guarded("kernel_deserialize_batch", [&] {
+      STAX_SDK_REQUIRE_ARGS(a, StaxKernelDeserializeBatchArgs, compiled);
+      if (a->count && (!a->kernels || !a->data || !a->sizes || !a->compiled))
+        throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "kernel_deserialize_batch of null arrays");
+      std::vector<Kernel> kernels;
+      std::vector<Backend::Serialized> bytes;
+      for (size_t i = 0; i < a->count; ++i) {
+        if (!a->data[i] && a->sizes[i])
+          throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "kernel_deserialize_batch of null data");
+        validate(a->kernels[i]);
+        kernels.emplace_back(a->kernels[i]);
+        bytes.push_back({a->data[i], a->sizes[i]});
+      }
+      std::vector<std::unique_ptr<CompiledKernel>> got =
+          holder(a->backend)->backend->deserialize_batch(kernels, bytes);
+      if (got.size() != a->count)
+        throw PluginError(STAX_ERROR_INTERNAL, "deserialize_batch returned " +
+                                                   std::to_string(got.size()) + " kernels for " +
+                                                   std::to_string(a->count));
+      std::vector<std::unique_ptr<KernelHolder>> holders;
+      for (auto& kernel : got) {
+        if (!kernel) throw PluginError(STAX_ERROR_INTERNAL, "deserialize_batch returned no kernel");
+        holders.emplace_back(new KernelHolder());
+        holders.back()->kernel = std::move(kernel);
+      }
+      for (size_t i = 0; i < a->count; ++i)  // nothing throws from here on: all or nothing
+        a->compiled[i] = reinterpret_cast<StaxCompiledKernel*>(holders[i].release());
+    });
+  }
+
   // ABI 1.3: streams.
   static StaxError* stream_create(StaxStreamCreateArgs* a) {
     return guarded("stream_create", [&] {
@@ -379,6 +411,7 @@ struct Adapter {
       t.kernel_deserialize = &kernel_deserialize;
       t.stream_create = &stream_create;    // ABI 1.3 (issue 8): streams
       t.stream_destroy = &stream_destroy;
+      t.kernel_deserialize_batch = &kernel_deserialize_batch;  // ABI 1.4
       return t;
     }();
     return &api;
