@@ -54,6 +54,11 @@ struct PrintOptions {
   // Sequential reductions in the interpreter's lexicographic order (bit-identical to its default
   // ReductionOrder::Sequential) instead of the segmented order.
   bool strict_order = false;
+  // The vector printer (vector_printer.h): the innermost loop of pointwise kernels and of
+  // segmented reduction bodies as explicit AVX-512 vector code (the same bits); false: scalar
+  // loops that Clang's loop vectoriser vectorises. Needs AVX-512 (the backend turns it off
+  // without).
+  bool vector_printer = false;
 };
 
 // The line separating the prelude from the kernel function.
