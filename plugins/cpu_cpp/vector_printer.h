@@ -11,8 +11,8 @@
 // prelude vector_prelude() (namespace stax_vec), printed before a kernel that uses them.
 //
 // Semantics: every lane computes what scalar_ops.hpp computes for its element, bit for bit (the
-// vector forms are the scalar definitions written over lanes: vector_prelude_test checks each
-// op on random bit patterns); a reduction keeps the segmented order of stax/sdk/reduction_order.hpp
+// vector forms are the scalar definitions written over lanes: vector_printer_test runs each op
+// on random bit patterns against the scalar printer); a reduction keeps the segmented order of stax/sdk/reduction_order.hpp
 // with segment l in lane l (the flat reduction index j goes to lane j mod 16, the loop stepping by
 // 16 from 0) and its fixed tree as shuffles (stax_vec::tree_<op>): results are the scalar
 // printer's, bit for bit.
