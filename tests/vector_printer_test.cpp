@@ -188,6 +188,48 @@ TEST(VectorPrinter, BroadcastsStridedAndNonAffineLoadsAreGathers) {
   EXPECT_TRUE(expect_same_bits(h, "non-affine view"));
 }
 
+TEST(VectorPrinter, IndirectLoadsAreGathersWithTheirBoundsChecks) {
+  Graph g;
+  Node* x = g.placeholder("x", {5, 40});
+  Node* idx = g.placeholder("idx", {20}, DType::Int64);
+  Node* gidx = g.placeholder("gidx", {5, 33}, DType::Int64);
+  Node* nidx = g.placeholder("nidx", {4}, DType::Int64);
+  std::vector<Node*> outs = {
+      g.call("index_select", {x, 0, g.call("remainder.Scalar", {idx, 5})}),
+      g.call("index_select", {x, 1, idx}),
+      g.call("gather", {x, 1, gidx}),
+      g.call("exp", {g.call("index.Tensor", {x, Arg(Arg::List{Arg(nidx)})})}),
+  };
+  g.output(outs);
+  std::vector<Tensor> in = special_inputs(g);
+  in[1] = Tensor::randint({20}, 0, 40, DType::Int64, 3);
+  in[2] = Tensor::randint({5, 33}, 0, 40, DType::Int64, 4);
+  in[3] = Tensor::from_vector<int64_t>({4}, {0, -1, 3, -5});  // x[idx]: negative indices wrap
+  EXPECT_TRUE(expect_same_bits(g, in, "indexing"));
+  // An index out of bounds in lane 5 of the second vector: the same error as the scalar kernel.
+  Graph h;
+  Node* y = h.placeholder("y", {50});
+  Node* i = h.placeholder("i", {40}, DType::Int64);
+  h.output({h.call("gather", {y, 0, i})});
+  std::vector<int64_t> bad(40, 3);
+  bad[21] = 77;
+  bad[30] = 99;
+  std::vector<Tensor> bad_in = {Tensor::randn({50}), Tensor::from_vector<int64_t>({40}, bad)};
+  std::string errors[2];
+  for (bool vp : {false, true}) {
+    CompiledGraph cg = compiler(Order::Segmented, vp).compile(h);
+    EXPECT_EQ(vectorised(cg), vp);
+    try {
+      cg.run(bad_in);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      errors[vp] = e.what();
+    }
+  }
+  EXPECT_TRUE(contains(errors[1], "index 77 for a dimension of size 50")) << errors[1];
+  EXPECT_EQ(errors[0], errors[1]);
+}
+
 TEST(VectorPrinter, RowAndFullReductionsInTheSegmentedOrder) {
   for (int64_t n : {1, 7, 16, 33, 100, 4099}) {
     Graph g;
@@ -251,7 +293,7 @@ TEST(VectorPrinter, FuzzGraphsGiveTheScalarPrintersBits) {
 }
 
 TEST(VectorPrinter, FallsBackWhereItHasNoVectorForm) {
-  // argmax (sequential), int64 values, pow: the scalar printer, the same bits.
+  // argmax (sequential), int64 arithmetic, pow: the scalar printer, the same bits.
   Graph g;
   Node* x = g.placeholder("x", {4, 50});
   g.output({g.call("argmax", {x, 1})});
@@ -275,7 +317,7 @@ std::string kernel_function(const Graph& g) {
   std::string src = cg.kernels().at(0).source;
   size_t at = src.find("}  // namespace stax_vec\n");
   EXPECT_NE(at, std::string::npos) << src;
-  return at == std::string::npos ? src : src.substr(at + 25);
+  return at == std::string::npos ? src : src.substr(src.find("extern \"C\" void", at));
 }
 
 Graph golden_pointwise() {  // relu(x + y) * 2 over (8, 64): no tail
@@ -308,6 +350,14 @@ Graph golden_tail() {  // exp(x) over (3, 21), one loop of 63: the chunk's last 
   Graph g;
   Node* x = g.placeholder("x", {3, 21});
   g.output({g.call("exp", {x})});
+  return g;
+}
+
+Graph golden_indirect() {  // y.gather(0, i) over 40: int64 index loads, checks, gathers
+  Graph g;
+  Node* y = g.placeholder("y", {50});
+  Node* i = g.placeholder("i", {40}, DType::Int64);
+  g.output({g.call("gather", {y, 0, i})});
   return g;
 }
 
@@ -439,6 +489,38 @@ TEST(VectorPrinterGolden, ChunkTailIsMasked) {
 )GOLDEN");
 }
 
+
+TEST(VectorPrinterGolden, IndirectGatherWithBoundsCheck) {
+  EXPECT_EQ(kernel_function(golden_indirect()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  const long long* __restrict in_ptr0 = (const long long*)stax_buffers[0];
+  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
+  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  {
+    int i0 = (int)stax_begin;
+    const stax_vi stax_iota = stax_vec::iota();
+    for (; i0 <= (int)stax_end - 16; i0 += 16) {
+      // buf2
+      stax_vl vtmp0 = stax_vec::load(in_ptr0 + (i0));
+      STAX_VEC_CHECK_INDEX(vtmp0, vtmp0, 50LL, (stax_mask16)0xffff);
+      stax_vi vtmp1 = __builtin_convertvector(vtmp0, stax_vi);
+      stax_vf vtmp2 = stax_vec::gather(in_ptr1, vtmp1, 0xffff);
+      stax_vec::store(out_ptr0 + (i0), vtmp2);
+    }
+    if (i0 < (int)stax_end) {  // the last, partial vector: masked
+      const stax_mask16 stax_m = stax_vec::tail_mask((int)stax_end - i0);
+      const stax_vm stax_tail = stax_vec::tail_lanes((int)stax_end - i0);
+      (void)stax_tail;
+      // buf2
+      stax_vl vtmp3 = stax_vec::load(in_ptr0 + (i0), stax_m);
+      STAX_VEC_CHECK_INDEX(vtmp3, vtmp3, 50LL, stax_m);
+      stax_vi vtmp4 = __builtin_convertvector(vtmp3, stax_vi);
+      stax_vf vtmp5 = stax_vec::gather(in_ptr1, vtmp4, stax_m);
+      stax_vec::store(out_ptr0 + (i0), vtmp5, stax_m);
+    }
+  }
+}
+)GOLDEN");
+}
 
 }  // namespace
 }  // namespace stax

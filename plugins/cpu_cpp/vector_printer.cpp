@@ -83,6 +83,23 @@ static inline stax_vf gather(const float* p, stax_vl idx, stax_mask16 m = 0xffff
   stax_v8f b = __builtin_ia32_gatherdiv16sf((stax_v8f)0.0f, p, hi, (unsigned char)(m >> 8), 4);
   return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
+// int64 lanes (the indices of an indirect load): contiguous loads, the masked form in two halves.
+static inline stax_vl load(const long long* p) {
+  stax_vl v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline stax_vl load(const long long* p, stax_mask16 m) {
+  stax_v8l lo = __builtin_ia32_loaddqudi512_mask(p, (stax_v8l)0, (unsigned char)m);
+  stax_v8l hi = __builtin_ia32_loaddqudi512_mask(p + 8, (stax_v8l)0, (unsigned char)(m >> 8));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+typedef long stax_vcmp64 __attribute__((ext_vector_type(16)));  // what an int64 compare gives
+static inline stax_mask16 to_mask(stax_vcmp64 m) {
+  return __builtin_bit_cast(stax_mask16, __builtin_convertvector(m != 0, bool __attribute__((ext_vector_type(16)))));
+}
+// An indirect index: negative values wrap once (x < 0 ? x + size : x).
+static inline stax_vl wrap_negative(stax_vl x, long long size) { return x < 0 ? x + size : x; }
 // Index arithmetic (CStyleTables::min / max) on lane indices.
 static inline stax_vi index_min(stax_vi a, stax_vi b) { return a < b ? a : b; }
 static inline stax_vi index_max(stax_vi a, stax_vi b) { return a < b ? b : a; }
@@ -171,6 +188,18 @@ STAX_VEC_TREE(maximum)
 STAX_VEC_TREE(minimum)
 #undef STAX_VEC_TREE
 }  // namespace stax_vec
+// The bounds check of an indirect index over the lanes of `mask`: the first lane out of
+// [0, size) is reported with its index as loaded, as the scalar kernel reports its first failing
+// element, and the kernel stops.
+#define STAX_VEC_CHECK_INDEX(loaded, index, size, mask)                                   \
+  do {                                                                                    \
+    stax_mask16 stax_bad = stax_vec::to_mask(((index) < 0) | ((index) >= (size))) & (mask); \
+    if (stax_bad) {                                                                       \
+      int stax_lane = __builtin_ctz(stax_bad);                                            \
+      stax_fail(stax_error, stax_index_fault{(loaded)[stax_lane], (size)});               \
+      return;                                                                             \
+    }                                                                                     \
+  } while (0)
 )STAX_VEC";
 
 // The vector variable of a body: the innermost iteration variable of a pointwise kernel, the
@@ -253,12 +282,20 @@ std::string body_reason(const sdk::Kernel& k, size_t bi, const VectorVar& v, boo
       case STAX_OP_LOAD:
       case STAX_OP_MASKED_LOAD: {
         sdk::Buffer buf = body.buffer_of(op);
-        if (buf.dtype() != DType::Float32 || op.dtype() != DType::Float32)
-          return at + ": a load of " + std::string(sdk::dtype_name(buf.dtype()));
         Expr e = body.index_of(op);
-        if (has_kind(e, ExprKind::Indirect)) return at + ": an indirect index";
-        if (!stride_along(e, v) && (has_kind(e, ExprKind::Min) || has_kind(e, ExprKind::Max)))
-          return at + ": a non-affine index with min / max";
+        const bool indirect = has_kind(e, ExprKind::Indirect);
+        if (buf.dtype() == DType::Int64 && op.dtype() == DType::Int64 &&
+            op.opcode() == STAX_OP_LOAD) {
+          // the indices of an indirect load: contiguous or invariant along the vector loop
+          auto s = stride_along(e, v);
+          if (indirect || !s || (*s != 0 && *s != 1))
+            return at + ": an int64 load that is not contiguous along the vector loop";
+        } else if (buf.dtype() != DType::Float32 || op.dtype() != DType::Float32) {
+          return at + ": a load of " + std::string(sdk::dtype_name(buf.dtype()));
+        }
+        if ((indirect || !stride_along(e, v)) &&
+            (has_kind(e, ExprKind::Min) || has_kind(e, ExprKind::Max)))
+          return at + ": a gather index with min / max";
         loaded.insert(op.buffer());
         break;
       }
@@ -301,9 +338,12 @@ std::string body_reason(const sdk::Kernel& k, size_t bi, const VectorVar& v, boo
       case STAX_OP_WHERE:
         if (!lane_type(op.dtype())) return at + ": a where of " + sdk::dtype_name(op.dtype());
         break;
+      case STAX_OP_INDIRECT_INDEXING:
+        if (dtype_of(op.operand(0)) != DType::Int64)
+          return at + ": an index of " + std::string(sdk::dtype_name(dtype_of(op.operand(0))));
+        break;
       default: {
-        if (op.opcode() == STAX_OP_INDEX_EXPR || op.opcode() == STAX_OP_INDIRECT_INDEXING)
-          return at + ": not printed over vectors";
+        if (op.opcode() == STAX_OP_INDEX_EXPR) return at + ": not printed over vectors";
         DType in = op.num_operands() > 0 ? dtype_of(op.operand(0)) : op.dtype();
         if (in == DType::Float32 ? !is_float_op(op.opcode())
                                  : !(in == DType::Bool && is_bool_op(op.opcode())))
@@ -394,6 +434,7 @@ sdk::CStyleTables vector_tables() {
   sdk::CStyleTables t;
   t.compute_types[static_cast<int>(DType::Float32)] = "stax_vf";
   t.compute_types[static_cast<int>(DType::Bool)] = "stax_vm";
+  t.compute_types[static_cast<int>(DType::Int64)] = "stax_vl";  // indices only
   t.op_prefix = "stax_vec::";
   t.value_prefix = "vtmp";
   t.acc_prefix = "vacc";
@@ -447,6 +488,21 @@ class VectorOps : public sdk::CStylePrinter {
                                      : "stax_vec::to_float(" + x + ")");
   }
 
+  // A vector of indices: wrapped, checked over the live lanes (the first bad lane is reported as
+  // the scalar kernel reports its first bad element), narrowed to int lanes for 32-bit kernels.
+  std::string indirect_indexing(std::string x, int64_t size, bool check_bounds,
+                                bool wrap_negative) override {
+    const std::string sz = std::to_string(size) + "LL";
+    std::string v = x;
+    if (wrap_negative) v = emit("stax_vec::wrap_negative(" + x + ", " + sz + ")", true, "stax_vl");
+    if (check_bounds)
+      out().lines.push_back("STAX_VEC_CHECK_INDEX(" + x + ", " + v + ", " + sz + ", " +
+                            (tail_ ? "stax_m" : "(stax_mask16)0xffff") + ");");
+    if (kernel().index_bits() == 32)
+      v = emit("__builtin_convertvector(" + v + ", stax_vi)", true, "stax_vi");
+    return v;
+  }
+
   std::string reduction(sdk::ReductionType type, DType dtype, std::string value) override {
     auto it = accs_.find(cur_op_);
     const char* op = type == sdk::ReductionType::Sum    ? "add"
@@ -492,18 +548,25 @@ class VectorOps : public sdk::CStylePrinter {
   }
 
   std::string load_rhs(const sdk::Buffer& b, const Expr& index, const std::string& mask) {
-    std::optional<int64_t> s = stride_along(index, var_);
+    std::optional<int64_t> st = stride_along(index, var_);
+    if (b.dtype() == DType::Int64) {  // indices (the plan: contiguous or invariant)
+      if (st.value_or(1) == 0) return "(stax_vl)(" + element(b, index) + ")";
+      return "stax_vec::load(" + address(b, index) + (tail_ ? ", stax_m" : "") + ")";
+    }
+    // Indirect indices vary by lane: a gather.
+    const bool affine = st.has_value() && !has_kind(index, ExprKind::Indirect);
+    const int64_t s = st.value_or(0);
     std::string m = mask.empty() ? (tail_ ? "stax_m" : "")
                                  : "stax_vec::to_mask(" + mask + ")" + (tail_ ? " & stax_m" : "");
-    if (s && *s == 1)
+    if (affine && s == 1)
       return "stax_vec::load(" + address(b, index) + (m.empty() ? "" : ", " + m) + ")";
-    if (s && *s == 0 && mask.empty()) return "(stax_vf)(" + element(b, index) + ")";
+    if (affine && s == 0 && mask.empty()) return "(stax_vf)(" + element(b, index) + ")";
     used_iota_ = true;
     std::string base = buffer_name(b);
     if (b.offset() != 0) base += " + " + std::to_string(b.offset());
     std::string idx;
-    if (s) {
-      idx = format_index(index) + " + " + std::to_string(*s) + " * stax_iota";
+    if (affine) {
+      idx = format_index(index) + " + " + std::to_string(s) + " * stax_iota";
     } else {
       lane_index_ = true;
       idx = format_index(index);

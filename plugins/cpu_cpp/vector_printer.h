@@ -4,8 +4,9 @@
 // (`typedef float stax_vf __attribute__((ext_vector_type(16)))`), unaligned vector loads and
 // stores (__builtin_memcpy), a masked tail (`__builtin_ia32_loadups512_mask` /
 // `storeups512_mask` over the first n lanes, reductions keep their other lanes by a select),
-// gathers for strided or non-affine loads (`__builtin_ia32_gathersiv16sf` with 32-bit indices,
-// two `gatherdiv16sf` halves with 64-bit ones), NaN-propagating maximum / minimum as selects and
+// gathers for strided, non-affine and indirect loads (`__builtin_ia32_gathersiv16sf` with 32-bit
+// indices, two `gatherdiv16sf` halves with 64-bit ones; an indirect index vector is checked over
+// the live lanes, the first bad lane reported as the scalar kernel reports it), NaN-propagating maximum / minimum as selects and
 // SLEEF's vector functions called directly (`Sleef_cinz_expf16_u10avx512fnofma`: the same bits
 // as the scalar `..f1_u10purec` forms of scalar_ops.hpp). No system header: the ops live in the
 // prelude vector_prelude() (namespace stax_vec), printed before a kernel that uses them.
@@ -18,11 +19,11 @@
 // printer's, bit for bit.
 //
 // What it prints (vector_plan()): float32 values and bool (lanes of 0 / -1); loads of float32
-// buffers at any index without indirection (contiguous: a vector load; invariant: a broadcast;
-// strided or non-affine: a gather); stores of float32 buffers contiguous along the vector loop;
+// buffers (contiguous: a vector load; invariant: a broadcast; strided, non-affine or indirect: a
+// gather); int64 index loads (contiguous or invariant) feeding indirect indexing; stores of float32 buffers contiguous along the vector loop;
 // sum / prod / amax / amin reductions in the segmented order (not strict_order, not argmax /
 // argmin / any / all); the ops of ops.def on float32 but floordiv, mod and pow. Everything else
-// (other dtypes, index_expr, indirect indexing, stores that are not contiguous, a buffer both
+// (other dtypes, int64 arithmetic, index_expr, stores that are not contiguous, a buffer both
 // loaded and stored by the vectorised code, pointwise kernels whose innermost extent is below
 // 16, kernels the scalar printer lane-interleaves: column reductions and strict order's row
 // chains) keeps the scalar printer, which Clang's loop vectoriser vectorises.
