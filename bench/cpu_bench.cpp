@@ -5,6 +5,10 @@
 //
 //   bench_cpu [reps=9] [sizes=4096,8192] [threads=1,2] [workloads=W1,W3,W4,W5,W1call,W2,MLP]
 //
+// STAX_BENCH_VECTOR_PRINTER=true|false sets cpu_cpp's `vector_printer`; =both times Stax with it
+// off and on in the same run (rows `W1` and `W1+vp`, the two interleaved with hand in one loop
+// for W1-W5 and W1call; W2 / MLP one after the other).
+//
 // Workloads (float32, rows = cols = size):
 //   W1  ((x + y).relu() * 2).sum(-1)      W3  softmax(x, -1)
 //   W4  (x * x).sum(-1)                   W5  layer_norm(x, -1) (weight, bias; eps 1e-5)
@@ -68,7 +72,8 @@ double measure_bandwidth(int threads) {
   return best;
 }
 
-Config config(int threads) {
+// vector_printer: "" (the plugin's default), "true" or "false".
+Config config(int threads, const std::string& vector_printer = "") {
   Config c;
   c.source = "<bench>";
   c.plugin_path = {STAX_PLUGIN_DIR};
@@ -76,6 +81,8 @@ Config config(int threads) {
   cpu.backend = "cpu_cpp";
   cpu.options = OptionValue::map();
   cpu.options.set("threads", OptionValue::make_scalar(std::to_string(threads)));
+  if (!vector_printer.empty())
+    cpu.options.set("vector_printer", OptionValue::make_scalar(vector_printer));
   c.devices["cpu"] = std::move(cpu);
   return c;
 }
@@ -345,8 +352,17 @@ int main(int argc, char** argv) {
     return it == torch.end() ? -1.0 : it->second;
   };
   print_header();
-  std::map<int, std::unique_ptr<Compiler>> compilers;
-  for (int t : thread_counts) compilers[t] = std::make_unique<Compiler>(config(t));
+  // Compiler sets: one, or (STAX_BENCH_VECTOR_PRINTER=both) vector printer off and on.
+  const char* vp_env = std::getenv("STAX_BENCH_VECTOR_PRINTER");
+  std::string vp = vp_env ? vp_env : "";
+  std::vector<std::string> vp_modes = vp == "both" ? std::vector<std::string>{"false", "true"}
+                                                   : std::vector<std::string>{vp};
+  std::vector<std::map<int, std::unique_ptr<Compiler>>> sets(vp_modes.size());
+  for (size_t s = 0; s < vp_modes.size(); ++s)
+    for (int t : thread_counts) sets[s][t] = std::make_unique<Compiler>(config(t, vp_modes[s]));
+  auto row_name = [&](const std::string& wl, size_t s) {
+    return vp_modes[s] == "true" && vp_modes.size() > 1 ? wl + "+vp" : wl;
+  };
   for (int64_t n : sizes) {
     for (Workload& wl : workloads(n)) {
       if (!wanted(wl.name)) continue;
@@ -355,22 +371,32 @@ int main(int argc, char** argv) {
       Tensor hand_out = Tensor::zeros(o->meta().sizes, o->meta().dtype);
       double bytes = static_cast<double>(traffic_bytes(wl.graph));
       for (int threads : thread_counts) {
-        CompiledGraph cg = compilers[threads]->compile(wl.graph);
-        std::vector<Tensor> got = cg.run(in);  // warm-up: page faults, caches
+        std::vector<CompiledGraph> cgs;
+        std::vector<std::vector<Tensor>> gots;
+        for (auto& set : sets) {
+          cgs.push_back(set[threads]->compile(wl.graph));
+          gots.push_back(cgs.back().run(in));  // warm-up: page faults, caches
+        }
         wl.hand(in, hand_out, threads);
-        std::vector<double> ts, th;
+        std::vector<std::vector<double>> ts(sets.size());
+        std::vector<double> th;
         for (int k = 0; k < reps; ++k) {
-          got.clear();  // dropped results: the storage pool serves the next run
+          for (size_t s = 0; s < sets.size(); ++s) {
+            gots[s].clear();  // dropped results: the storage pool serves the next run
+            auto t = Clock::now();
+            gots[s] = cgs[s].run(in);
+            ts[s].push_back(ms_since(t));
+          }
           auto t = Clock::now();
-          got = cg.run(in);
-          ts.push_back(ms_since(t));
-          t = Clock::now();
           wl.hand(in, hand_out, threads);
           th.push_back(ms_since(t));
         }
-        Row r{wl.name, n, threads, median(ts), median(th), torch_ms(wl.name, n, threads),
-              bytes / bw[threads] * 1e3, bytes, rel_err({got[0]}, {hand_out})};
-        print_row(r);
+        for (size_t s = 0; s < sets.size(); ++s) {
+          Row r{row_name(wl.name, s), n, threads, median(ts[s]), median(th),
+                torch_ms(wl.name, n, threads), bytes / bw[threads] * 1e3, bytes,
+                rel_err({gots[s][0]}, {hand_out})};
+          print_row(r);
+        }
       }
     }
   }
@@ -385,8 +411,9 @@ int main(int argc, char** argv) {
     g.output({g.call("sum.dim_IntList", {m, std::vector<int64_t>{-1}})});
     std::vector<Tensor> in = random_inputs(g, 1.0);
     Tensor hand_out = Tensor::zeros({rows}, DType::Float32);
+    for (size_t s = 0; s < sets.size(); ++s)
     for (int threads : thread_counts) {
-      CompiledGraph cg = compilers[threads]->compile(g);
+      CompiledGraph cg = sets[s][threads]->compile(g);
       std::vector<Tensor> got = cg.run(in);
       std::vector<double> ts, th;
       for (int k = 0; k < reps; ++k) {
@@ -403,7 +430,7 @@ int main(int argc, char** argv) {
         th.push_back(ms_since(t) / calls);
       }
       double bytes = static_cast<double>(traffic_bytes(g));
-      print_row(Row{"W1call", rows, threads, median(ts), median(th),
+      print_row(Row{row_name("W1call", s), rows, threads, median(ts), median(th),
                     torch_ms("W1call", rows, threads), bytes / bw[threads] * 1e3, bytes,
                     rel_err({got[0]}, {hand_out})});
     }
@@ -416,8 +443,9 @@ int main(int argc, char** argv) {
     std::vector<Tensor> in = random_inputs(g, 1.0);
     Tensor h = Tensor::empty({n, n}), dh = Tensor::empty({n, n});
     std::vector<Tensor> hand_grads = {Tensor::empty({n, n}), Tensor::empty({n, n})};
+    for (size_t s = 0; s < sets.size(); ++s)
     for (int threads : thread_counts) {
-      CompiledFunction f(g, {"x", "W"}, *compilers[threads]);
+      CompiledFunction f(g, {"x", "W"}, *sets[s][threads]);
       std::vector<Tensor> got = train_step(f, in);  // compiles the backward
       auto hand = [&] {
         bench::hand_w2_forward(in[0].data<float>(), in[1].data<float>(), h.data<float>(), n, n, n,
@@ -437,7 +465,7 @@ int main(int argc, char** argv) {
         hand();
         th.push_back(ms_since(t));
       }
-      print_row(Row{"W2", n, threads, median(ts), median(th), torch_ms("W2", n, threads), -1, 0,
+      print_row(Row{row_name("W2", s), n, threads, median(ts), median(th), torch_ms("W2", n, threads), -1, 0,
                     rel_err(got, hand_grads)});
     }
   }
@@ -455,8 +483,9 @@ int main(int argc, char** argv) {
            dact = Tensor::empty({kMlpBatch, kMlpHidden}), pred = Tensor::empty({kMlpBatch, kMlpOut}),
            dpred = Tensor::empty({kMlpBatch, kMlpOut});
     auto f = [](Tensor& t) { return t.data<float>(); };
+    for (size_t s = 0; s < sets.size(); ++s)
     for (int threads : thread_counts) {
-      CompiledFunction fn(g, {"W1", "b1", "W2", "b2"}, *compilers[threads]);
+      CompiledFunction fn(g, {"W1", "b1", "W2", "b2"}, *sets[s][threads]);
       std::vector<Tensor> got = train_step(fn, in);
       auto hand = [&] {
         bench::hand_mlp_step(in[0].data<float>(), in[1].data<float>(), in[2].data<float>(),
@@ -476,7 +505,7 @@ int main(int argc, char** argv) {
         hand();
         th.push_back(ms_since(t));
       }
-      print_row(Row{"MLP", kMlpBatch, threads, median(ts), median(th),
+      print_row(Row{row_name("MLP", s), kMlpBatch, threads, median(ts), median(th),
                     torch_ms("MLP", kMlpBatch, threads), -1, 0, rel_err(got, hand_grads)});
     }
   }

@@ -1,11 +1,13 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 
 #include <algorithm>
+#include <memory>
 #include <map>
 #include <regex>
 #include <vector>
 
 #include "plugins/cpu_cpp/embedded_text.h"
+#include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/reduction_order.hpp"
 
@@ -407,8 +409,13 @@ int32_t chunked_dim(const sdk::Kernel& k) {
   return 0;
 }
 
-int64_t outer_chunk_alignment(const sdk::Kernel& k, const PrintOptions&) {
+int64_t outer_chunk_alignment(const sdk::Kernel& k, const PrintOptions& options) {
   int64_t lanes = wide_lanes(k);
+  // The vector printer's pointwise loop: chunks of whole vectors (only the last one masked).
+  if (options.vector_printer && lanes == 0 && !k.ranges().empty() &&
+      chunked_dim(k) == static_cast<int32_t>(k.ranges().size()) - 1 &&
+      vector_plan(k, options.strict_order).pointwise)
+    return kVectorLanes;
   return lanes > 0 && chunked_dim(k) == static_cast<int32_t>(k.ranges().size()) - 1 ? lanes : 1;
 }
 
@@ -439,6 +446,11 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     lanes = kRowChains;
     row_chains = true;
   }
+  // The vector printer (vector_printer.h): kernels that are not lane-interleaved.
+  VectorPlan vplan;
+  if (options.vector_printer && lanes == 0) vplan = vector_plan(k, options.strict_order);
+  std::unique_ptr<VectorPrinter> vp;
+  if (vplan.any()) vp = std::make_unique<VectorPrinter>(k);
 
   // Print the bodies first (lane versions first, so that they get the low temporary numbers):
   // whether a bounds check appears decides the (void) casts below. Segmented bodies outside the
@@ -479,7 +491,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
   const std::string ix = p.index_type();
   const std::string begin = narrow ? "(" + ix + ")stax_begin" : "stax_begin";
   const std::string end = narrow ? "(" + ix + ")stax_end" : "stax_end";
-  const size_t loops = lanes == 0 ? ranges.size() : ranges.size() - 1;
+  const size_t loops = lanes == 0 && !vplan.pointwise ? ranges.size() : ranges.size() - 1;
   const size_t chunk = static_cast<size_t>(chunked_dim(k));  // [stax_begin, stax_end)
   for (size_t d = 0; d < loops; ++d) {
     std::string v = p.loop_var(static_cast<int32_t>(d));
@@ -492,13 +504,21 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     for (size_t b = 0; b < k.num_bodies(); ++b) {
       sdk::LoopBody body = k.body(b);
       if (!body.name().empty()) w.line("// " + body.name());
-      if (segmented[b])
+      if (b < vplan.body.size() && vplan.body[b]) {
+        for (const std::string& l : vp->reduction_body(b)) w.line(l);
+      } else if (segmented[b])
         emit_segmented_body(w, p, bodies[b], rranges);
       else
         emit_body(w, p, bodies[b], rranges, body.is_reduction_loop());
     }
   };
-  if (lanes == 0) {
+  if (vplan.pointwise) {
+    const size_t d = ranges.size() - 1;
+    for (const std::string& l :
+         d == chunk ? vp->pointwise_loop(begin, end, true)
+                    : vp->pointwise_loop("0", extent(ranges[d], narrow), ranges[d] % kVectorLanes != 0))
+      w.line(l);
+  } else if (lanes == 0) {
     scalar_bodies();
   } else {
     std::string v = p.loop_var(lane_dim);
@@ -522,7 +542,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     w.close();
   }
   while (w.depth() > 0) w.close();
-  return w.take();
+  return vplan.any() ? vector_prelude() + w.take() : w.take();
 }
 
 std::string print_kernel_source(const sdk::Kernel& kernel, const PrintOptions& options) {

@@ -34,7 +34,9 @@
 // reduction over an outer dimension) is lane-interleaved: up to 128 neighbouring outputs per
 // block, accumulators in an array and the lane loop innermost (vector loads and adds; each output
 // keeps its own order). Pointwise loops are left to Clang's vectoriser. No system header is
-// included.
+// included. With PrintOptions::vector_printer the innermost loop of pointwise kernels and of
+// segmented reduction bodies is printed as explicit AVX-512 code instead (vector_printer.h),
+// body by body where it has a vector form, with the same bits.
 // Index arithmetic is long long, or int when the host proved every index fits int32
 // (Kernel::index_bits() == 32, ABI 1.1): then loop variables are int (`for (int i0 =
 // (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
@@ -54,6 +56,11 @@ struct PrintOptions {
   // Sequential reductions in the interpreter's lexicographic order (bit-identical to its default
   // ReductionOrder::Sequential) instead of the segmented order.
   bool strict_order = false;
+  // The vector printer (vector_printer.h): the innermost loop of pointwise kernels and of
+  // segmented reduction bodies as explicit AVX-512 vector code (the same bits); false: scalar
+  // loops that Clang's loop vectoriser vectorises. Needs AVX-512 (the backend turns it off
+  // without).
+  bool vector_printer = false;
 };
 
 // The line separating the prelude from the kernel function.

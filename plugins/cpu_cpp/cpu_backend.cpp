@@ -16,6 +16,10 @@
 //                            interpreter's ReductionOrder::Segmented bit for bit, within the §6.5
 //                            bound of the sequential order, the same for any thread count);
 //                            true: sequential, bit-identical to the interpreter's default order
+//   vector_printer: false    true: the innermost loop of pointwise kernels and of segmented
+//                            reduction bodies printed as explicit AVX-512 vector code
+//                            (vector_printer.h; the same bits); needs native_cpu and AVX-512,
+//                            else ignored (scalar loops, Clang's vectoriser)
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -153,6 +157,9 @@ int64_t machine_threads() {
   return std::clamp<int64_t>(static_cast<int64_t>(cores.size()), 1, 1024);
 }
 
+// The vector printer's default (docs/vector_math.md: bench_cpu with it on and off).
+constexpr bool kVectorPrinterDefault = false;
+
 int32_t simd_bytes() {
 #if defined(__x86_64__) || defined(__i386__)
   if (__builtin_cpu_supports("avx512f")) return 64;
@@ -260,14 +267,16 @@ class CpuCppBackend : public sdk::Backend {
   static constexpr const char* kVersion = "0.1 (Clang/ORC in-process JIT, OpenBLAS)";
 
   void configure(const sdk::Options& o) override {
-    o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "dump_source",
-                   "test_inject_source"});
+    o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
+                   "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
     if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
     native_cpu_ = o.get_bool("native_cpu", true);
     print_.strict_order = o.get_bool("strict_order", false);
+    print_.vector_printer =
+        o.get_bool("vector_printer", kVectorPrinterDefault) && native_cpu_ && simd_bytes() >= 64;
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
     if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
@@ -320,7 +329,8 @@ class CpuCppBackend : public sdk::Backend {
   // is printed again from the current description, so it carries the current names.
   std::string cache_identity() const override {
     return std::string(kName) + " " + kVersion + "; strict_order " +
-           (print_.strict_order ? "1" : "0") + "; inject " + std::to_string(inject_.size()) +
+           (print_.strict_order ? "1" : "0") + "; vector_printer " +
+           (print_.vector_printer ? "1" : "0") + "; inject " + std::to_string(inject_.size()) +
            "; " + const_cast<CpuCppBackend*>(this)->jit().identity();
   }
 

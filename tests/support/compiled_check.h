@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,8 +40,12 @@ enum class Order { Segmented, Strict };
 inline const char* order_name(Order o) { return o == Order::Strict ? "strict_order" : "segmented"; }
 
 // cpu_cpp options for `order` (`strict_order: true` for Order::Strict), plus `threads` when > 0.
+// STAX_TEST_VECTOR_PRINTER=true|false sets cpu_cpp's `vector_printer` (the ctest entries
+// *_vector_test run the compiled suites with it on; unset: the plugin's default).
 inline OptionValue cpu_options(Order order, int threads = 0) {
   OptionValue o = OptionValue::map();
+  if (const char* v = std::getenv("STAX_TEST_VECTOR_PRINTER"); v && *v)
+    o.set("vector_printer", OptionValue::make_scalar(v));
   if (order == Order::Strict) o.set("strict_order", OptionValue::make_scalar("true"));
   if (threads > 0) o.set("threads", OptionValue::make_scalar(std::to_string(threads)));
   return o;
@@ -49,7 +54,7 @@ inline OptionValue cpu_options(Order order, int threads = 0) {
 // One Compiler per order and test binary (the JIT's cold start is paid once per order); the
 // default options give Order::Segmented.
 inline Compiler& cpu_compiler(Order order = Order::Segmented) {
-  static Compiler segmented(cpu_config());
+  static Compiler segmented(cpu_config(cpu_options(Order::Segmented)));
   static Compiler strict(cpu_config(cpu_options(Order::Strict)));
   return order == Order::Strict ? strict : segmented;
 }
