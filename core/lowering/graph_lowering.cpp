@@ -71,7 +71,10 @@ LoopBody record_loader(const IRPtr& value) {
 
 GraphLowering::GraphLowering(const Graph& g, const LoweringOptions& options,
                              const LoweringTable& table)
-    : graph_(g), options_(options), table_(table) {}
+    : graph_(g), options_(options), table_(table) {
+  for (const Node* n : g.outputs())
+    if (n) output_nodes_.insert(n);
+}
 
 IRPtr GraphLowering::value(const Node* n) const {
   auto it = env_.find(n);
@@ -203,8 +206,7 @@ void GraphLowering::lower_call(const Node& n) {
   }
   env_[&n] = v;
 
-  auto outs = graph_.outputs();
-  if (std::find(outs.begin(), outs.end(), &n) != outs.end()) {
+  if (output_nodes_.count(&n)) {
     outputs_done_[&n] = realize_output(n);
     return;
   }
