@@ -20,7 +20,6 @@
 #include <map>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/graph/graph.h"
@@ -109,9 +108,6 @@ class GraphLowering {
   const Node* current_ = nullptr;
   std::unordered_map<const Node*, IRPtr> env_;
   std::map<const Node*, GraphOutput> outputs_done_;
-  // The graph's returned nodes, looked up once per lowered node (a backward graph returns one
-  // gradient per parameter: searching Graph::outputs() each time was O(nodes x outputs)).
-  std::unordered_set<const Node*> output_nodes_;
   std::vector<std::shared_ptr<InputBuffer>> inputs_;
   std::vector<BufferPtr> buffers_;
   int name_counter_ = 0;
