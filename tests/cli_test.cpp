@@ -155,6 +155,13 @@ TEST_F(Cli, RunPrintsSummariesAndSavesOutputs) {
       << with_input.out;
 }
 
+// Issue 12 "Also": a directory given as --input used to give a message without the path.
+TEST_F(Cli, RunInputThatIsADirectoryNamesThePath) {
+  Result r = stax("run " + example("example_1_1.stax") + " --input primals_1=" + dir_.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, dir_.string() + ": error: is a directory, not a .npy file")) << r.err;
+}
+
 TEST_F(Cli, RunRejectsUnknownInputs) {
   Result r = stax("run " + example("example_1_1.stax") + " --input nope=x.npy");
   EXPECT_EQ(r.code, 1);

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend/plugin.h"
 #include "core/backend/plugin_loader.h"
 #include "core/backend/plugin_registry.h"
 #include "core/config/config.h"
+#include "core/driver/compiler.h"
 #include "core/support/error.h"
 #include "stax/sdk/kernel_builder.hpp"
 #include "tests/support/example11_kernel.h"
@@ -350,6 +352,43 @@ TEST(PluginLoader, MinorZeroPluginStillLoadsAndRuns) {
   check_example11(*k);
   // A backend that does not opt into concurrent runs (the SDK's default) is run serialised.
   EXPECT_FALSE(reg.create("abi_minor0")->properties().concurrent_runs);
+}
+
+// Issue 12 "Also": runs of one CompiledGraph were serialised by a per-Compiler mutex, so two
+// threads never ran in parallel. The rendezvous plugin (tests/plugins/rendezvous.cpp) reports
+// concurrent_runs and its kernel waits until a kernel of another run is inside at the same time,
+// failing after 60 s: serialised runs fail here, overlapping ones pass.
+TEST(PluginLoader, ConcurrentRunsOverlapInTime) {
+  stax::Config c;
+  c.source = "<test>";
+  c.plugin_path = {kTestPlugins};
+  c.cache = false;
+  stax::DeviceConfig d;
+  d.backend = "rendezvous";
+  d.location = "<test>";
+  c.devices["cpu"] = d;
+  stax::Compiler compiler(c);
+  stax::Graph g;
+  stax::Node* x = g.placeholder("x", {8});
+  g.output({g.call("relu", {g.call("add.Scalar", {x, -3.0})})});
+  stax::CompiledGraph cg = compiler.compile(g);
+  const int kThreads = 2;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::vector<float>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        got[t] = cg.run({stax::Tensor::arange(8, stax::DType::Float32)})[0].to_vector<float>();
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    EXPECT_EQ(got[t], (std::vector<float>{0, 0, 0, 0, 1, 2, 3, 4})) << "thread " << t;
+  }
 }
 
 TEST(PluginLoader, LibraryNamedDifferentlyThanItsFile) {

@@ -203,8 +203,11 @@ void GraphLowering::lower_call(const Node& n) {
   }
   env_[&n] = v;
 
-  auto outs = graph_.outputs();
-  if (std::find(outs.begin(), outs.end(), &n) != outs.end()) {
+  // A returned node has the output node among its (distinct) users. Searching a fresh copy of
+  // Graph::outputs() here was O(nodes x outputs): a 100k-node MLP step's backward graph returns
+  // ~17k gradients.
+  const Node* out_node = graph_.output_node();
+  if (out_node && std::find(n.users().begin(), n.users().end(), out_node) != n.users().end()) {
     outputs_done_[&n] = realize_output(n);
     return;
   }

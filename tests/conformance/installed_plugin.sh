@@ -58,8 +58,11 @@ if [[ -n "$vendor" ]]; then
   # by the C99 plugin's `cc` (gcc, cc1: uninstrumented, and they never free what they allocate
   # before exit), so LeakSanitizer is off in this one process tree; every other test checks the
   # same libraries for leaks.
+  # ASan only: TSan's runtime (gcc) starts fine as the instrumented library's dependency, and a
+  # preloaded libtsan makes the /bin/sh that std::system starts for the C99 plugin's `cc` die of
+  # SIGSEGV (every kernel then "fails to compile" with an empty log).
   preload=()
-  if [[ -n "${STAX_SANITIZER_RUNTIME:-}" ]]; then
+  if [[ "${STAX_SANITIZER_RUNTIME:-}" == *asan* ]]; then
     preload=(env LD_PRELOAD="$STAX_SANITIZER_RUNTIME" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
   fi
   "${preload[@]}" "$work/vendor/vendor_conformance_test" "$work/conformance.yaml" \
