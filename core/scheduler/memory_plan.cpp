@@ -5,12 +5,68 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
+#include <vector>
 
 namespace stax {
 
 namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// One arena storage: a chain of in-place buffers, live over steps [first, last].
+struct Storage {
+  int64_t bytes = 0, offset = 0;
+  size_t first = SIZE_MAX, last = 0;
+};
+
+// Placed storages by lifetime. A segment tree over the steps keeps each lifetime at its
+// O(log steps) canonical nodes, so the storages live at one step are the lists on one
+// root-to-leaf path; an ordered set by first step gives those starting inside a range.
+class LifetimeIndex {
+ public:
+  explicit LifetimeIndex(size_t steps) : steps_(std::max<size_t>(steps, 1)), nodes_(4 * steps_) {}
+
+  void insert(const Storage* s) {
+    add(1, 0, steps_ - 1, s->first, std::min(s->last, steps_ - 1), s);
+    by_first_.insert({s->first, seq_++, s});
+  }
+
+  // Calls f once for each placed storage whose lifetime intersects [first, last].
+  template <typename F>
+  void overlapping(size_t first, size_t last, F&& f) const {
+    if (first < steps_) {
+      size_t node = 1, lo = 0, hi = steps_ - 1;
+      for (;;) {
+        for (const Storage* s : nodes_[node]) f(s);
+        if (lo == hi) break;
+        size_t mid = lo + (hi - lo) / 2;
+        if (first <= mid) node = 2 * node, hi = mid;
+        else node = 2 * node + 1, lo = mid + 1;
+      }
+    }
+    for (auto it = by_first_.upper_bound({first, SIZE_MAX, nullptr});
+         it != by_first_.end() && std::get<0>(*it) <= last; ++it)
+      f(std::get<2>(*it));
+  }
+
+ private:
+  void add(size_t node, size_t lo, size_t hi, size_t a, size_t b, const Storage* s) {
+    if (b < lo || hi < a || a > b) return;
+    if (a <= lo && hi <= b) {
+      nodes_[node].push_back(s);
+      return;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    add(2 * node, lo, mid, a, b, s);
+    add(2 * node + 1, mid + 1, hi, a, b, s);
+  }
+
+  size_t steps_;
+  std::vector<std::vector<const Storage*>> nodes_;
+  std::set<std::tuple<size_t, size_t, const Storage*>> by_first_;
+  size_t seq_ = 0;
+};
 
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
@@ -189,10 +245,6 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     }
   }
   // One storage per chain: its lifetime spans the chain's.
-  struct Storage {
-    int64_t bytes = 0, offset = 0;
-    size_t first = SIZE_MAX, last = 0;
-  };
   std::map<size_t, Storage> storages;
   for (size_t k = 0; k < plan.buffers.size(); ++k) {
     const BufferPlacement& p = plan.buffers[k];
@@ -210,13 +262,17 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   for (auto& [k, s] : storages) order.push_back(&s);
   std::stable_sort(order.begin(), order.end(),
                    [](const Storage* a, const Storage* b) { return a->bytes > b->bytes; });
-  std::vector<const Storage*> placed;
+  // The placed storages whose lifetimes intersect [first, last] are those live at `first`
+  // (a stabbing query on a segment tree over steps) and those starting in (first, last] (a
+  // range of an ordered set): O(log steps + overlaps) per storage instead of a scan of every
+  // placed one, which was quadratic at 100k storages (issue 12's scale bench).
+  LifetimeIndex placed(schedule.steps.size());
+  std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live placed storages
   for (Storage* p : order) {
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live placed storages
-    for (const Storage* q : placed) {
-      if (q->last < p->first || p->last < q->first) continue;
+    busy.clear();
+    placed.overlapping(p->first, p->last, [&](const Storage* q) {
       busy.push_back({q->offset, q->offset + q->bytes});
-    }
+    });
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
@@ -225,7 +281,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     }
     p->offset = offset;
     plan.arena_bytes = std::max(plan.arena_bytes, offset + p->bytes);
-    placed.push_back(p);
+    placed.insert(p);
   }
   for (size_t k = 0; k < plan.buffers.size(); ++k)
     if (plan.buffers[k].kind == BufferPlacement::Kind::Arena)
