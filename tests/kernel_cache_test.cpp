@@ -20,6 +20,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +34,32 @@ namespace stax {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Replaces a well-formed cache entry's payload (header: magic, key length at 8, payload length
+// at 16, checksum at 24, then key and payload) with payload(old payload length), the lengths and
+// checksum rewritten so that only the plugin's deserialize can refuse it.
+void replace_payload(std::string& b, const std::function<std::string(uint64_t)>& payload) {
+  auto u64 = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+    return v;
+  };
+  auto put = [&](size_t at, uint64_t v) {
+    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  std::string k = b.substr(32, u64(8));
+  std::string p = payload(u64(16));
+  put(16, p.size());
+  put(24, entry_checksum(k, p));
+  b = b.substr(0, 32) + k + p;
+}
+
+// A cpu_cpp payload field: its length (8 bytes, little-endian), then its bytes.
+std::string length_prefixed(const std::string& f) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((uint64_t(f.size()) >> (8 * i)) & 0xff);
+  return out + f;
+}
 
 // Every directory fresh_dir made, removed when the test binary exits.
 struct Cleanup {
@@ -429,41 +456,22 @@ TEST_F(KernelCacheTest, DamagedOrRejectedEntriesAreRebuilt) {
   damage_all_then_compile([](std::string& b) { b.clear(); });                   // zero length
   // Well-formed entries whose payload the plugin rejects: their checksums are right, so only
   // cpu_cpp's deserialize can refuse them.
-  auto with_payload = [](std::string& b, const std::function<std::string(uint64_t)>& payload) {
-    auto u64 = [&](size_t at) {
-      uint64_t v = 0;
-      for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-      return v;
-    };
-    auto put = [&](size_t at, uint64_t v) {
-      for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-    };
-    uint64_t key = u64(8);
-    std::string k = b.substr(32, key);
-    std::string p = payload(u64(16));
-    put(16, p.size());
-    put(24, entry_checksum(k, p));
-    b = b.substr(0, 32) + k + p;
-  };
-  auto field = [](const std::string& f) {
-    std::string out;
-    for (int i = 0; i < 8; ++i) out += static_cast<char>((uint64_t(f.size()) >> (8 * i)) & 0xff);
-    return out + f;
-  };
   // The format of an older plugin (STAXCPU1: the object only).
   damage_all_then_compile([&](std::string& b) {
-    with_payload(b, [](uint64_t n) { return "STAXCPU1" + std::string(n - 8, '\x7f'); });
+    replace_payload(b, [](uint64_t n) { return "STAXCPU1" + std::string(n - 8, '\x7f'); });
   });
   // The current format whose object is not an object file.
   damage_all_then_compile([&](std::string& b) {
-    with_payload(b, [&](uint64_t n) {
-      return "STAXCPU2" + field("names") + field("source") + field(std::string(n, '\x7f'));
+    replace_payload(b, [&](uint64_t n) {
+      return "STAXCPU2" + length_prefixed("names") + length_prefixed("source") +
+             length_prefixed(std::string(n, '\x7f'));
     });
   });
   // Field lengths that run past the end.
   damage_all_then_compile([&](std::string& b) {
-    with_payload(b, [&](uint64_t n) {
-      std::string p = "STAXCPU2" + field("names") + field(std::string(n, 's'));
+    replace_payload(b, [&](uint64_t n) {
+      std::string p =
+          "STAXCPU2" + length_prefixed("names") + length_prefixed(std::string(n, 's'));
       p[8 + 8 + 5 + 7] = '\x7f';  // the source's length: ~2^63
       return p;
     });
@@ -511,25 +519,10 @@ TEST_F(KernelCacheTest, AGraphsKernelsLinkInOneBatchAndHitsMixWithMisses) {
   ASSERT_EQ(static_cast<int>(entries.size()), n);
   fs::remove(entries[0]);  // a miss
   std::string b = read_all(entries[1]);  // an entry whose object the JIT rejects, checksum right
-  auto u64 = [&](size_t at) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-    return v;
-  };
-  auto put = [&](size_t at, uint64_t v) {
-    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  auto field = [](const std::string& f) {
-    std::string out;
-    for (int i = 0; i < 8; ++i) out += static_cast<char>((uint64_t(f.size()) >> (8 * i)) & 0xff);
-    return out + f;
-  };
-  const std::string key = b.substr(32, u64(8));
-  const std::string payload =
-      "STAXCPU2" + field("names") + field("source") + field("\x7f" "ELF not an object");
-  put(16, payload.size());
-  put(24, entry_checksum(key, payload));
-  b = b.substr(0, 32) + key + payload;
+  replace_payload(b, [](uint64_t) {
+    return "STAXCPU2" + length_prefixed("names") + length_prefixed("source") +
+           length_prefixed("\x7f" "ELF not an object");
+  });
   write_all(entries[1], b);
 
   same_bits(cold, compile_run(&st));
