@@ -27,6 +27,7 @@
 #include "core/tensor/npy.h"
 #include "core/support/error.h"
 #include "tests/autodiff_cases.h"
+#include "tests/support/torch_python.h"
 
 using namespace stax;
 using namespace stax::testing;
@@ -211,7 +212,7 @@ TEST(VjpDtypes, GradientsHaveTheInputsDtype) {
 
 // Against PyTorch's autograd when it is installed (it is not in the default environment).
 TEST(VjpAgainstTorch, Example51) {
-  if (std::system("python3 -c 'import torch' > /dev/null 2>&1") != 0)
+  if (!test::torch_importable())
     GTEST_SKIP() << "torch is not installed; the finite-difference checks above stand in for it";
   std::string dir = ::testing::TempDir();
   std::mt19937_64 rng(7);
@@ -224,7 +225,7 @@ TEST(VjpAgainstTorch, Example51) {
       << "w = torch.from_numpy(np.load('" << dir << "/ad_w.npy')).requires_grad_()\n"
       << "torch.nn.functional.gelu(x @ w).sum().backward()\n"
       << "np.save('" << dir << "/ad_gw.npy', w.grad.numpy())\n";
-  ASSERT_EQ(std::system(("python3 " + dir + "/ad_torch.py").c_str()), 0);
+  ASSERT_EQ(std::system((test::torch_python() + " " + dir + "/ad_torch.py").c_str()), 0);
   Graph g;
   Node* xp = g.placeholder("x", {4, 6}, DType::Float64);
   Node* wp = g.placeholder("w", {6, 3}, DType::Float64);

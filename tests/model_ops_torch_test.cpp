@@ -21,6 +21,7 @@
 #include "core/interpreter/interpreter.h"
 #include "core/tensor/npy.h"
 #include "core/tensor/tensor.h"
+#include "tests/support/torch_python.h"
 
 using namespace stax;
 
@@ -30,8 +31,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool have_torch() {
-  static const bool have = std::system("python3 -c 'import torch' > /dev/null 2>&1") == 0;
-  return have;
+  return test::torch_importable();
 }
 
 // A Python literal for a non-tensor argument.
@@ -85,7 +85,8 @@ Tensor torch_result(const Case& c) {
       << "t = [torch.from_numpy(np.load(f'{d}/in{i}.npy')) for i in range(" << c.inputs.size()
       << ")]\nout = torch.ops.aten." << base << "." << overload << "(" << args << ")\n"
       << "np.save(f'{d}/out.npy', out.numpy().reshape(out.shape))\n";
-  std::string cmd = "python3 " + dir + "/run.py " + dir + " > " + dir + "/log.txt 2>&1";
+  std::string cmd =
+      test::torch_python() + " " + dir + "/run.py " + dir + " > " + dir + "/log.txt 2>&1";
   Tensor out;
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream log(dir + "/log.txt");
@@ -183,6 +184,13 @@ std::vector<Case> cases() {
   return c;
 }
 
+// The relative tolerance for float64 results. aten's CPU hardsigmoid_backward multiplies by
+// `1.0f / 6.0f`, a float constant, in every dtype (0.16666667163372 in float64); Stax divides by
+// 6, so the two differ by ~3e-8 relative in float64 (and agree in float32).
+double float64_rtol(const std::string& op) {
+  return op == "hardsigmoid_backward.default" ? 5e-8 : 1e-12;
+}
+
 }  // namespace
 
 TEST(ModelOpsAgainstTorch, SameOverloadSameArgumentsSameValues) {
@@ -205,7 +213,7 @@ TEST(ModelOpsAgainstTorch, SameOverloadSameArgumentsSameValues) {
       } else if (exact || std::isinf(y)) {
         EXPECT_EQ(x, y) << "[" << k << "]";
       } else {
-        EXPECT_NEAR(x, y, 1e-12 * std::max(1.0, std::abs(y))) << "[" << k << "]";
+        EXPECT_NEAR(x, y, float64_rtol(c.op) * std::max(1.0, std::abs(y))) << "[" << k << "]";
       }
     }
   }
