@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include <tuple>
 #include <vector>
 
 namespace stax {
@@ -29,7 +28,7 @@ class LifetimeIndex {
 
   void insert(const Storage* s) {
     add(1, 0, steps_ - 1, s->first, std::min(s->last, steps_ - 1), s);
-    by_first_.insert({s->first, seq_++, s});
+    by_first_.emplace(s->first, s);
   }
 
   // Calls f once for each placed storage whose lifetime intersects [first, last].
@@ -45,9 +44,8 @@ class LifetimeIndex {
         else node = 2 * node + 1, lo = mid + 1;
       }
     }
-    for (auto it = by_first_.upper_bound({first, SIZE_MAX, nullptr});
-         it != by_first_.end() && std::get<0>(*it) <= last; ++it)
-      f(std::get<2>(*it));
+    for (auto it = by_first_.upper_bound(first); it != by_first_.end() && it->first <= last; ++it)
+      f(it->second);
   }
 
  private:
@@ -64,9 +62,25 @@ class LifetimeIndex {
 
   size_t steps_;
   std::vector<std::vector<const Storage*>> nodes_;
-  std::set<std::tuple<size_t, size_t, const Storage*>> by_first_;
-  size_t seq_ = 0;
+  std::multimap<size_t, const Storage*> by_first_;
 };
+
+bool is_load(const LoopOp& op) {
+  return op.opcode == Opcode::load || op.opcode == Opcode::masked_load;
+}
+
+// The body's last store (or reduction store), or nullptr.
+const LoopOp* last_store(const LoopBody& b) {
+  const LoopOp* st = nullptr;
+  for (const LoopOp& op : b.ops)
+    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) st = &op;
+  return st;
+}
+
+// Whether two buffers lay their elements out alike (same dtype, sizes, strides and offset).
+bool same_layout(const Layout& a, const Layout& b) {
+  return a.dtype == b.dtype && a.size == b.size && a.stride == b.stride && a.offset == b.offset;
+}
 
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
@@ -74,9 +88,7 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
                            const BufferPlacement& out, const MemoryPlan& plan,
                            const LoweredGraph& graph, const std::set<std::string>& taken) {
   const LoopBody& b = kernel.bodies[body];
-  const LoopOp* store = nullptr;
-  for (const LoopOp& op : b.ops)
-    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) store = &op;
+  const LoopOp* store = last_store(b);
   if (!store) return "";
   const Buffer* o = graph.find(out.buffer);
   for (const std::string& name : read_writes(b).read_buffers()) {
@@ -84,16 +96,11 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
     if (!donor || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
       continue;
-    const Buffer* in = graph.find(name);
-    const Layout &li = in->layout(), &lo = o->layout();
-    if (li.dtype != lo.dtype || li.size != lo.size || li.stride != lo.stride ||
-        li.offset != lo.offset)
-      continue;
+    if (!same_layout(graph.find(name)->layout(), o->layout())) continue;
     bool ok = true;
     for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
       for (const LoopOp& op : kernel.bodies[k].ops) {
-        if ((op.opcode != Opcode::load && op.opcode != Opcode::masked_load) || op.buffer != name)
-          continue;
+        if (!is_load(op) || op.buffer != name) continue;
         if (k > body || kernel.bodies[k].index_of(op) != b.index_of(*store)) ok = false;
       }
     if (ok) return name;
@@ -101,18 +108,12 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
   return "";
 }
 
-bool is_load(const LoopOp& op) {
-  return op.opcode == Opcode::load || op.opcode == Opcode::masked_load;
-}
-
 // The buffer of `kernel` whose bytes the kernel temporary computed by body `t` may live in, or ""
 // (memory_plan.h: kernel temporaries). `hosts`: buffers that already hold a temporary.
 std::string temporary_host(const ScheduledKernel& kernel, size_t t,
                            const std::set<std::string>& hosts) {
   const LoopBody& bt = kernel.bodies[t];
-  const LoopOp* st = nullptr;
-  for (const LoopOp& op : bt.ops)
-    if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) st = &op;
+  const LoopOp* st = last_store(bt);
   if (!st || st->opcode != Opcode::store || st->buffer != kernel.buffers[t]->name()) return "";
   const std::string& temp = kernel.buffers[t]->name();
   const Expr& at = bt.index_of(*st);
@@ -120,13 +121,9 @@ std::string temporary_host(const ScheduledKernel& kernel, size_t t,
   for (size_t h = t + 1; h < kernel.bodies.size(); ++h) {
     const LoopBody& bh = kernel.bodies[h];
     const std::string& host = kernel.buffers[h]->name();
-    const LoopOp* sh = nullptr;
-    for (const LoopOp& op : bh.ops)
-      if (op.opcode == Opcode::store || op.opcode == Opcode::store_reduction) sh = &op;
-    const Layout& lh = kernel.buffers[h]->layout();
+    const LoopOp* sh = last_store(bh);
     if (!sh || sh->opcode != Opcode::store || sh->buffer != host || hosts.count(host) ||
-        bh.index_of(*sh) != at || lh.dtype != lt.dtype || lh.size != lt.size ||
-        lh.stride != lt.stride || lh.offset != lt.offset)
+        bh.index_of(*sh) != at || !same_layout(kernel.buffers[h]->layout(), lt))
       continue;
     bool ok = true;
     for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
