@@ -61,7 +61,16 @@ struct PrintOptions {
   // loops that Clang's loop vectoriser vectorises. Needs AVX-512 (the backend turns it off
   // without).
   bool vector_printer = false;
+  // A reduction-loop body that only stores (softmax's exp over the row) runs inside the loop of
+  // the segmented reduction after it when that reduction reads the stored row at the same index
+  // (the same bits: every value and every accumulation order is unchanged); false: each body its
+  // own loop (for comparison).
+  bool fuse_bodies = true;
 };
+
+// Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
+// kernel cache never hands back an object printed by an older printer.
+inline constexpr int kPrinterRevision = 2;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
