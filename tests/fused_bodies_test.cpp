@@ -6,6 +6,8 @@
 // where the next body does not read the stored row at the stored index are left alone.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -154,9 +156,86 @@ TEST(FusedBodies, TheFusedLoop) {
   EXPECT_LT(exp, tree) << src;
   EXPECT_LT(store, tree) << src;
   EXPECT_LT(acc, tree) << src;
-  // Three reduction loops over the row (max, exp + sum, division), each a 16-wide main loop
-  // and a tail loop for 100 = 6 * 16 + 4: 'r0_0 <= 100 - 16' twice, the division's plain loop.
-  EXPECT_EQ(count(src, "r0_0 <= 100 - 16"), 2u) << src;
+  // The 16-wide main loops over the row: max (its fast form, and the exact one run again only
+  // when a NaN was seen), exp + sum; the division is a plain loop.
+  EXPECT_EQ(count(src, "r0_0 <= 100 - 16"), 3u) << src;
+  EXPECT_EQ(count(src, "stax_scalar::maximum(acc0[stax_seg], tmp0)"), 2u) << src;  // exact loops
+  EXPECT_EQ(count(src, "acc0[stax_seg] = acc0[stax_seg] > tmp0 ? acc0[stax_seg] : tmp0;"), 2u)
+      << src;
+}
+
+// ---- the fast form of max / min accumulations (fast_min_max in cpp_printer.cpp) ---------------
+
+float nan_with(uint32_t payload, bool negative) {
+  return std::bit_cast<float>((negative ? 0xFF800000u : 0x7F800000u) | 0x00400000u | payload);
+}
+
+// Rows of `cols` with NaNs of different payloads and signs (first NaN of a row: the result),
+// +-0 ties (the later one wins), +-inf, a row of all -inf, and plain random rows.
+Tensor special_rows(int64_t rows, int64_t cols) {
+  Tensor t = test::random_inputs([&] {
+    Graph g;
+    g.output({g.placeholder("x", {rows, cols})});
+    return g;
+  }(), 3)[0];
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows * cols; ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.get_double(i));
+  auto at = [&](int64_t r, int64_t c) -> float& { return v[static_cast<size_t>(r * cols + c % cols)]; };
+  for (int64_t r = 0; r < rows; ++r) {
+    switch (r % 8) {
+      case 0: at(r, 5) = nan_with(1, false); at(r, 21) = nan_with(2, true); break;  // same segment
+      case 1: at(r, 7) = nan_with(3, true); at(r, cols - 1) = nan_with(4, false); break;  // tail
+      case 2:  // all zeros of both signs: the last of the ties wins per segment
+        for (int64_t c = 0; c < cols; ++c) at(r, c) = (c * 7 % 3) ? 0.0f : -0.0f;
+        break;
+      case 3: for (int64_t c = 0; c < cols; ++c) at(r, c) = -INFINITY; break;
+      case 4: at(r, 3) = INFINITY; at(r, 40) = -INFINITY; break;
+      case 5: at(r, cols - 1) = nan_with(5, false); break;  // a NaN in the last element only
+      default: break;
+    }
+  }
+  return Tensor::from_vector<float>({rows, cols}, v);
+}
+
+void expect_reference_bits(const Graph& g, const std::vector<Tensor>& in, const std::string& what) {
+  SCOPED_TRACE(what);
+  std::vector<Tensor> want;
+  for (int threads : {1, 2, 3}) {
+    CompiledGraph cg = compiler(true, threads).compile(g);
+    // The interpreter on the graph as compiled (softmax decomposed into amax, exp, sum, div).
+    if (want.empty()) want = test::reference(cg.graph(), in, test::Order::Segmented);
+    std::vector<Tensor> got = cg.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "output " << i << ", " << threads << " threads";
+    if (threads == 1) {
+      EXPECT_NE(kernel_functions(cg).find("_any) {  // a NaN"), std::string::npos)
+          << kernel_functions(cg);
+    }
+  }
+}
+
+TEST(FastMinMax, NaNsSignedZerosAndInfinitiesGiveTheInterpretersBits) {
+  for (int64_t cols : {16, 100, 4099}) {
+    const int64_t rows = cols == 4099 ? 64 : 40;  // 64 x 4099: the rows chunked across threads
+    std::vector<Tensor> in = {special_rows(rows, cols)};
+    for (const char* op : {"amax", "amin"}) {
+      Graph g;
+      g.output({g.call(op, {g.placeholder("x", {rows, cols}), std::vector<int64_t>{-1}})});
+      expect_reference_bits(g, in, std::string(op) + " cols " + std::to_string(cols));
+    }
+    Graph s;
+    s.output({s.call("softmax.int", {s.placeholder("x", {rows, cols}), -1})});
+    expect_reference_bits(s, in, "softmax cols " + std::to_string(cols));
+  }
+  // Two reduction dimensions, the inner a multiple of 16: the segment follows the flat index.
+  Tensor t = special_rows(8, 96);
+  Graph g;
+  Node* x = g.placeholder("x", {8, 3, 32});
+  g.output({g.call("amax", {x, std::vector<int64_t>{1, 2}})});
+  std::vector<float> v(8 * 96);
+  for (int64_t i = 0; i < 8 * 96; ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.get_double(i));
+  expect_reference_bits(g, {Tensor::from_vector<float>({8, 3, 32}, v)}, "amax over (3, 32)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <map>
 #include <regex>
 #include <vector>
@@ -221,6 +222,12 @@ bool is_load(const sdk::OpNode& op) {
   return op.opcode() == STAX_OP_LOAD || op.opcode() == STAX_OP_MASKED_LOAD;
 }
 
+bool stores_in_loop(const sdk::LoopBody& body) {
+  for (size_t i = 0; i < body.num_ops(); ++i)
+    if (body.op(i).opcode() == STAX_OP_STORE) return true;
+  return false;
+}
+
 // Whether body b of k (a reduction-loop body that only stores, e.g. softmax's exp(x - max)
 // written over the row) can run inside the loop of the next body, a segmented reduction (the
 // sum of that row): iteration r then runs b's statements for r and then the next body's, instead
@@ -345,8 +352,39 @@ void emit_segment_tree(SourceWriter& w, const CppPrinter& p,
 // counter `stax_seg` follows the flat reduction index; then the tree, and the stores read segment 0.
 // `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
 // statements go before the loop, its statements before this body's in every iteration.
+// The fast form of a floating-point max / min accumulation in the segmented loop (nullopt: the
+// line is not one): `acc[s] = stax_scalar::maximum(acc[s], x);` -> `acc[s] = acc[s] > x ? acc[s]
+// : x;` plus a NaN flag. Without NaNs maximum(a, b) is exactly `a > b ? a : b` (a tie returns b,
+// the later element, as maximum does), a one-instruction chain where maximum's NaN tests make a
+// dependency chain of several (the max pass of softmax ran at ~1/4 of hand's speed); a NaN anywhere
+// in the row sets the flag and the exact loop runs again (maximum: the first NaN wins).
+std::optional<std::vector<std::string>> fast_min_max(const std::string& line,
+                                                     const std::vector<Declaration>& accs,
+                                                     const std::string& flags) {
+  static const std::regex re(
+      "^(acc[0-9]+)\\[stax_seg\\] = stax_scalar::(maximum|minimum)\\(\\1\\[stax_seg\\], "
+      "([A-Za-z_][A-Za-z0-9_]*)\\);$");
+  std::smatch m;
+  if (!std::regex_match(line, m, re)) return std::nullopt;
+  for (const Declaration& a : accs) {
+    if (a.name != m[1].str()) continue;
+    std::string type = a.declarator.substr(0, a.declarator.size() - a.name.size() - 1);
+    if (type != "float" && type != "double") return std::nullopt;
+    const std::string acc = m[1].str() + "[stax_seg]", x = m[3].str();
+    const char* cmp = m[2].str() == "maximum" ? " > " : " < ";
+    return std::vector<std::string>{acc + " = " + acc + cmp + x + " ? " + acc + " : " + x + ";",
+                                    flags + "[stax_seg] |= " + x + " != " + x + ";"};
+  }
+  return std::nullopt;
+}
+
+// `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
+// statements go before the loop, its statements before this body's in every iteration.
+// `no_stores`: the body stores nothing inside its loop (then its max / min accumulations may take
+// the fast form of fast_min_max, the loop running again exactly when a NaN was seen).
 void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-                         sdk::Span<int64_t> rranges, const sdk::PrintedBody* before = nullptr) {
+                         sdk::Span<int64_t> rranges, const sdk::PrintedBody* before = nullptr,
+                         bool no_stores = false) {
   const std::string ix = p.index_type();
   const std::string k = std::to_string(kSegments);
   std::vector<Declaration> accs;
@@ -354,19 +392,60 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
     accs.push_back(split_declaration(l));
     w.line(accs.back().declarator + "[" + k + "];");
   }
-  w.open(segment_loop(ix, kSegments));
-  for (const Declaration& a : accs) w.line(a.name + "[stax_seg] = " + a.init + ";");
-  w.close();
+  auto init = [&] {
+    w.open(segment_loop(ix, kSegments));
+    for (const Declaration& a : accs) w.line(a.name + "[stax_seg] = " + a.init + ";");
+    w.close();
+  };
+  init();
   for (const std::string& l : pb.hoisted) w.line(l);
   if (before)
     for (const std::string& l : before->hoisted) w.line(l);
+  // The fast max / min form (fast_min_max), where it applies.
+  std::vector<std::string> fast_lines;
+  bool fast = false;
+  const std::string flags = "stax_nan_" + (accs.empty() ? std::string() : accs[0].name);
+  if (!before && no_stores && vector_segments(rranges)) {
+    for (const std::string& l : pb.lines) {
+      std::string line = subscript_accumulators(l, "[stax_seg]");
+      if (auto f = fast_min_max(line, accs, flags)) {
+        fast = true;
+        fast_lines.insert(fast_lines.end(), f->begin(), f->end());
+      } else {
+        fast_lines.push_back(line);
+      }
+    }
+  }
+  bool fast_pass = fast;
   auto statements = [&] {
+    if (fast_pass) {
+      for (const std::string& l : fast_lines) w.line(l);
+      return;
+    }
     if (before)
       for (const std::string& l : before->lines) w.line(l);
     for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, "[stax_seg]"));
   };
+  if (fast) {
+    w.line("int " + flags + "[" + k + "];");
+    w.open(segment_loop(ix, kSegments));
+    w.line(flags + "[stax_seg] = 0;");
+    w.close();
+  }
   int outer = w.depth();
   if (vector_segments(rranges)) {
+   for (int pass = 0; pass < (fast ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      // A NaN was seen: the exact accumulation again, from the identities.
+      fast_pass = false;
+      w.line("int " + flags + "_any = 0;");
+      w.open(segment_loop(ix, kSegments));
+      w.line(flags + "_any |= " + flags + "[stax_seg];");
+      w.close();
+      w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
+      init();
+    }
+    const int pass_depth = w.depth();
     const size_t last = rranges.size() - 1;
     open_reduction_loops(w, p, rranges, last);
     std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
@@ -387,6 +466,9 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
       statements();
       w.close();
     }
+    while (w.depth() > pass_depth) w.close();  // the reduction loops, the scope of v
+    if (pass == 1) w.close();                   // if (stax_any_nan)
+   }
   } else {
     w.open("{");  // the scope of the counter
     w.line(ix + " stax_seg = 0;");
@@ -590,7 +672,8 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
       } else if (fused[b]) {
         w.line("// (runs in the next body's loop)");
       } else if (segmented[b])
-        emit_segmented_body(w, p, bodies[b], rranges, b > 0 && fused[b - 1] ? &bodies[b - 1] : nullptr);
+        emit_segmented_body(w, p, bodies[b], rranges, b > 0 && fused[b - 1] ? &bodies[b - 1] : nullptr,
+                            !stores_in_loop(body));
       else
         emit_body(w, p, bodies[b], rranges, body.is_reduction_loop());
     }

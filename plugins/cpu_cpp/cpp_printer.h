@@ -70,7 +70,7 @@ struct PrintOptions {
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 2;
+inline constexpr int kPrinterRevision = 3;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
