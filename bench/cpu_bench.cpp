@@ -7,7 +7,8 @@
 //
 // STAX_BENCH_VECTOR_PRINTER=true|false sets cpu_cpp's `vector_printer`; =both times Stax with it
 // off and on in the same run (rows `W1` and `W1+vp`, the two interleaved with hand in one loop
-// for W1-W5 and W1call; W2 / MLP one after the other).
+// for W1-W5 and W1call; W2 / MLP one after the other). STAX_BENCH_OPTION=name:v1,v2 does the same
+// for any cpu_cpp option (e.g. fuse_bodies:true,false: rows `W3` and `W3+fuse_bodies=false`).
 //
 // Workloads (float32, rows = cols = size):
 //   W1  ((x + y).relu() * 2).sum(-1)      W3  softmax(x, -1)
@@ -25,10 +26,13 @@
 // max |hand| (W2 / MLP: over every gradient). torch runs in /usr/bin/python3
 // (bench/torch_eager.py, torch.set_num_threads) before the Stax rows; its column reads "-" when
 // torch cannot be imported (the reason is printed).
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -46,7 +50,22 @@
 namespace {
 
 using namespace stax;
-using Clock = std::chrono::steady_clock;
+// Wall time; STAX_BENCH_CLOCK=thread_cpu: the calling thread's CPU time instead (a loaded
+// machine's preemptions do not count; meaningful for 1-thread rows only, where the caller does all
+// the work); =process_cpu: the CPU time of all the process's threads (what a run costs the
+// machine, spinning included).
+struct Clock {
+  using time_point = std::chrono::steady_clock::time_point;
+  static time_point now() {
+    static const std::string which =
+        std::getenv("STAX_BENCH_CLOCK") ? std::getenv("STAX_BENCH_CLOCK") : "";
+    static const bool thread = which == "thread_cpu", process = which == "process_cpu";
+    if (!thread && !process) return std::chrono::steady_clock::now();
+    timespec ts;
+    clock_gettime(thread ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return time_point(std::chrono::nanoseconds(int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec));
+  }
+};
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -73,7 +92,8 @@ double measure_bandwidth(int threads) {
 }
 
 // vector_printer: "" (the plugin's default), "true" or "false".
-Config config(int threads, const std::string& vector_printer = "") {
+Config config(int threads, const std::string& vector_printer = "",
+              const std::string& option = "", const std::string& value = "") {
   Config c;
   c.source = "<bench>";
   c.plugin_path = {STAX_PLUGIN_DIR};
@@ -83,6 +103,7 @@ Config config(int threads, const std::string& vector_printer = "") {
   cpu.options.set("threads", OptionValue::make_scalar(std::to_string(threads)));
   if (!vector_printer.empty())
     cpu.options.set("vector_printer", OptionValue::make_scalar(vector_printer));
+  if (!option.empty()) cpu.options.set(option, OptionValue::make_scalar(value));
   c.devices["cpu"] = std::move(cpu);
   return c;
 }
@@ -357,10 +378,26 @@ int main(int argc, char** argv) {
   std::string vp = vp_env ? vp_env : "";
   std::vector<std::string> vp_modes = vp == "both" ? std::vector<std::string>{"false", "true"}
                                                    : std::vector<std::string>{vp};
+  // Or (STAX_BENCH_OPTION=name:v1,v2,...) one set per value of one cpu_cpp option, rows named
+  // <workload>+<name>=<value> after the first (e.g. fuse_bodies:true,false).
+  std::string opt_name;
+  std::vector<std::string> opt_values;
+  if (const char* o = std::getenv("STAX_BENCH_OPTION"); o && std::strchr(o, ':')) {
+    std::string spec = o;
+    opt_name = spec.substr(0, spec.find(':'));
+    std::string rest = spec.substr(spec.find(':') + 1) + ",";
+    for (size_t at = 0, comma; (comma = rest.find(',', at)) != std::string::npos; at = comma + 1)
+      if (comma > at) opt_values.push_back(rest.substr(at, comma - at));
+    vp_modes.assign(opt_values.size(), vp == "both" ? "" : vp);
+  }
   std::vector<std::map<int, std::unique_ptr<Compiler>>> sets(vp_modes.size());
   for (size_t s = 0; s < vp_modes.size(); ++s)
-    for (int t : thread_counts) sets[s][t] = std::make_unique<Compiler>(config(t, vp_modes[s]));
+    for (int t : thread_counts)
+      sets[s][t] = std::make_unique<Compiler>(
+          opt_values.empty() ? config(t, vp_modes[s])
+                             : config(t, vp_modes[s], opt_name, opt_values[s]));
   auto row_name = [&](const std::string& wl, size_t s) {
+    if (!opt_values.empty()) return s == 0 ? wl : wl + "+" + opt_name + "=" + opt_values[s];
     return vp_modes[s] == "true" && vp_modes.size() > 1 ? wl + "+vp" : wl;
   };
   for (int64_t n : sizes) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <map>
 #include <regex>
 #include <vector>
@@ -198,6 +199,79 @@ bool segmentable(const sdk::LoopBody& body) {
   return any;
 }
 
+// Whether expression e is affine (sums and products of constants and variables: no indirect
+// value, floordiv, mod, min or max).
+bool affine(const sdk::Expr& e) {
+  switch (e.kind()) {
+    case sdk::ExprKind::Const:
+    case sdk::ExprKind::IterVar:
+    case sdk::ExprKind::ReduceVar: return true;
+    case sdk::ExprKind::Add:
+    case sdk::ExprKind::Mul: return affine(e.lhs()) && affine(e.rhs());
+    default: return false;
+  }
+}
+
+bool has_indirect(const sdk::LoopBody& body) {
+  for (size_t i = 0; i < body.num_exprs(); ++i)
+    if (body.expr(static_cast<int32_t>(i)).kind() == sdk::ExprKind::Indirect) return true;
+  return false;
+}
+
+bool is_load(const sdk::OpNode& op) {
+  return op.opcode() == STAX_OP_LOAD || op.opcode() == STAX_OP_MASKED_LOAD;
+}
+
+bool stores_in_loop(const sdk::LoopBody& body) {
+  for (size_t i = 0; i < body.num_ops(); ++i)
+    if (body.op(i).opcode() == STAX_OP_STORE) return true;
+  return false;
+}
+
+// Whether body b of k (a reduction-loop body that only stores, e.g. softmax's exp(x - max)
+// written over the row) can run inside the loop of the next body, a segmented reduction (the
+// sum of that row): iteration r then runs b's statements for r and then the next body's, instead
+// of all of b's iterations first. Every value is computed as before and every accumulator keeps
+// its order, so the bits are the same; the row is read once where it was read twice. Required:
+// one reduction loop; b accumulates nothing; the next body reads what b stores only at the index
+// b stores it at, an affine index that moves with the reduction variable (so each element is
+// stored once, at the iteration that reads it), and stores nothing inside its loop into a buffer
+// b reads or writes; neither has an indirect index (whose bounds checks would fail in another
+// order).
+bool fusable_into_next(const sdk::Kernel& k, size_t b, sdk::Span<int64_t> rranges) {
+  if (b + 1 >= k.num_bodies() || rranges.size() != 1) return false;
+  sdk::LoopBody body = k.body(b), next = k.body(b + 1);
+  if (!body.is_reduction_loop() || has_indirect(body) || has_indirect(next)) return false;
+  std::map<int32_t, std::string> stored;  // buffer -> its store's index
+  std::vector<int32_t> touched;           // buffers b loads or stores
+  std::vector<int64_t> zero_i(k.ranges().size() + 1, 0), r0 = {0}, r1 = {1};
+  for (size_t i = 0; i < body.num_ops(); ++i) {
+    sdk::OpNode op = body.op(i);
+    if (op.opcode() == STAX_OP_REDUCTION || op.opcode() == STAX_OP_STORE_REDUCTION) return false;
+    if (is_load(op)) touched.push_back(op.buffer());
+    if (op.opcode() != STAX_OP_STORE) continue;
+    touched.push_back(op.buffer());
+    sdk::Expr e = body.index_of(op);
+    if (!affine(e) || stored.count(op.buffer()) ||
+        sdk::evaluate(e, zero_i.data(), r0.data(), nullptr) ==
+            sdk::evaluate(e, zero_i.data(), r1.data(), nullptr))
+      return false;
+    stored[op.buffer()] = sdk::format_expr(e);
+  }
+  if (stored.empty()) return false;
+  for (size_t i = 0; i < next.num_ops(); ++i) {
+    sdk::OpNode op = next.op(i);
+    if (is_load(op)) {
+      auto it = stored.find(op.buffer());
+      if (it != stored.end() && sdk::format_expr(next.index_of(op)) != it->second) return false;
+    } else if (op.opcode() == STAX_OP_STORE &&
+               std::find(touched.begin(), touched.end(), op.buffer()) != touched.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // `acc3` / `acc3_index` -> `acc3<subscript>` (`acc3[stax_lane]`: the accumulators of a wide-lane
 // body; `acc3[stax_seg]`: of a segmented one).
 std::string subscript_accumulators(const std::string& line,
@@ -276,8 +350,41 @@ void emit_segment_tree(SourceWriter& w, const CppPrinter& p,
 // vector_segments() the innermost reduction loop steps by kSegments over `stax_seg` (the body was
 // printed with that variable reading as (r + stax_seg)) and a tail loop finishes it, else a running
 // counter `stax_seg` follows the flat reduction index; then the tree, and the stores read segment 0.
+// `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
+// statements go before the loop, its statements before this body's in every iteration.
+// The fast form of a floating-point max / min accumulation in the segmented loop (nullopt: the
+// line is not one): `acc[s] = stax_scalar::maximum(acc[s], x);` -> `acc[s] = acc[s] > x ? acc[s]
+// : x;` plus a NaN flag. Without NaNs maximum(a, b) is exactly `a > b ? a : b` (a tie returns b,
+// the later element, as maximum does), a one-instruction chain where maximum's NaN tests make a
+// dependency chain of several (the max pass of softmax ran at ~1/4 of hand's speed); a NaN anywhere
+// in the row sets the flag and the exact loop runs again (maximum: the first NaN wins).
+std::optional<std::vector<std::string>> fast_min_max(const std::string& line,
+                                                     const std::vector<Declaration>& accs,
+                                                     const std::string& flags) {
+  static const std::regex re(
+      "^(acc[0-9]+)\\[stax_seg\\] = stax_scalar::(maximum|minimum)\\(\\1\\[stax_seg\\], "
+      "([A-Za-z_][A-Za-z0-9_]*)\\);$");
+  std::smatch m;
+  if (!std::regex_match(line, m, re)) return std::nullopt;
+  for (const Declaration& a : accs) {
+    if (a.name != m[1].str()) continue;
+    std::string type = a.declarator.substr(0, a.declarator.size() - a.name.size() - 1);
+    if (type != "float" && type != "double") return std::nullopt;
+    const std::string acc = m[1].str() + "[stax_seg]", x = m[3].str();
+    const char* cmp = m[2].str() == "maximum" ? " > " : " < ";
+    return std::vector<std::string>{acc + " = " + acc + cmp + x + " ? " + acc + " : " + x + ";",
+                                    flags + "[stax_seg] |= " + x + " != " + x + ";"};
+  }
+  return std::nullopt;
+}
+
+// `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
+// statements go before the loop, its statements before this body's in every iteration.
+// `no_stores`: the body stores nothing inside its loop (then its max / min accumulations may take
+// the fast form of fast_min_max, the loop running again exactly when a NaN was seen).
 void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
-                         sdk::Span<int64_t> rranges) {
+                         sdk::Span<int64_t> rranges, const sdk::PrintedBody* before = nullptr,
+                         bool no_stores = false) {
   const std::string ix = p.index_type();
   const std::string k = std::to_string(kSegments);
   std::vector<Declaration> accs;
@@ -285,15 +392,60 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
     accs.push_back(split_declaration(l));
     w.line(accs.back().declarator + "[" + k + "];");
   }
-  w.open(segment_loop(ix, kSegments));
-  for (const Declaration& a : accs) w.line(a.name + "[stax_seg] = " + a.init + ";");
-  w.close();
+  auto init = [&] {
+    w.open(segment_loop(ix, kSegments));
+    for (const Declaration& a : accs) w.line(a.name + "[stax_seg] = " + a.init + ";");
+    w.close();
+  };
+  init();
   for (const std::string& l : pb.hoisted) w.line(l);
+  if (before)
+    for (const std::string& l : before->hoisted) w.line(l);
+  // The fast max / min form (fast_min_max), where it applies.
+  std::vector<std::string> fast_lines;
+  bool fast = false;
+  const std::string flags = "stax_nan_" + (accs.empty() ? std::string() : accs[0].name);
+  if (!before && no_stores && vector_segments(rranges)) {
+    for (const std::string& l : pb.lines) {
+      std::string line = subscript_accumulators(l, "[stax_seg]");
+      if (auto f = fast_min_max(line, accs, flags)) {
+        fast = true;
+        fast_lines.insert(fast_lines.end(), f->begin(), f->end());
+      } else {
+        fast_lines.push_back(line);
+      }
+    }
+  }
+  bool fast_pass = fast;
   auto statements = [&] {
+    if (fast_pass) {
+      for (const std::string& l : fast_lines) w.line(l);
+      return;
+    }
+    if (before)
+      for (const std::string& l : before->lines) w.line(l);
     for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, "[stax_seg]"));
   };
+  if (fast) {
+    w.line("int " + flags + "[" + k + "];");
+    w.open(segment_loop(ix, kSegments));
+    w.line(flags + "[stax_seg] = 0;");
+    w.close();
+  }
   int outer = w.depth();
   if (vector_segments(rranges)) {
+   for (int pass = 0; pass < (fast ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      // A NaN was seen: the exact accumulation again, from the identities.
+      fast_pass = false;
+      w.line("int " + flags + "_any = 0;");
+      w.open(segment_loop(ix, kSegments));
+      w.line(flags + "_any |= " + flags + "[stax_seg];");
+      w.close();
+      w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
+      init();
+    }
+    const int pass_depth = w.depth();
     const size_t last = rranges.size() - 1;
     open_reduction_loops(w, p, rranges, last);
     std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
@@ -314,6 +466,9 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
       statements();
       w.close();
     }
+    while (w.depth() > pass_depth) w.close();  // the reduction loops, the scope of v
+    if (pass == 1) w.close();                   // if (stax_any_nan)
+   }
   } else {
     w.open("{");  // the scope of the counter
     w.line(ix + " stax_seg = 0;");
@@ -400,6 +555,9 @@ int64_t wide_lanes(const sdk::Kernel& k) {
   return lanes > extent ? 0 : lanes;
 }
 
+// Whether the vector printer prints body b.
+bool fused_vector(const VectorPlan& plan, size_t b) { return b < plan.body.size() && plan.body[b]; }
+
 }  // namespace
 
 int32_t chunked_dim(const sdk::Kernel& k) {
@@ -463,8 +621,13 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     for (size_t b = 0; b < k.num_bodies(); ++b) lane_bodies.push_back(p.print(k.body(b)));
     p.set_lane(-1, "");
   }
+  // Store-only bodies that run in the next body's segmented loop (fusable_into_next).
+  std::vector<bool> fused(k.num_bodies(), false);
+  for (size_t b = 0; options.fuse_bodies && b + 1 < k.num_bodies(); ++b)
+    fused[b] = !segmented[b] && segmented[b + 1] && !fused_vector(vplan, b) &&
+               !fused_vector(vplan, b + 1) && fusable_into_next(k, b, rranges);
   for (size_t b = 0; b < k.num_bodies(); ++b) {
-    if (segmented[b] && vector_segments(rranges))
+    if ((segmented[b] || fused[b]) && vector_segments(rranges))
       p.set_segment(static_cast<int32_t>(rranges.size()) - 1, "stax_seg");
     bodies.push_back(p.print(k.body(b)));
     p.set_segment(-1, "");
@@ -506,8 +669,11 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
       if (!body.name().empty()) w.line("// " + body.name());
       if (b < vplan.body.size() && vplan.body[b]) {
         for (const std::string& l : vp->reduction_body(b)) w.line(l);
+      } else if (fused[b]) {
+        w.line("// (runs in the next body's loop)");
       } else if (segmented[b])
-        emit_segmented_body(w, p, bodies[b], rranges);
+        emit_segmented_body(w, p, bodies[b], rranges, b > 0 && fused[b - 1] ? &bodies[b - 1] : nullptr,
+                            !stores_in_loop(body));
       else
         emit_body(w, p, bodies[b], rranges, body.is_reduction_loop());
     }

@@ -37,6 +37,12 @@
 // included. With PrintOptions::vector_printer the innermost loop of pointwise kernels and of
 // segmented reduction bodies is printed as explicit AVX-512 code instead (vector_printer.h),
 // body by body where it has a vector form, with the same bits.
+// Two printings of the segmented order that change no bit (issue 9, DECISIONS "softmax in three
+// passes"): a reduction-loop body that only stores (softmax's exp(x - max) over the row) runs in
+// the loop of the segmented reduction after it when that one reads the stored row at the stored
+// index (PrintOptions::fuse_bodies); and a float max / min accumulation runs as `acc = acc > x ?
+// acc : x` with a NaN flag per segment, the exact NaN-propagating loop running again for a row
+// only when the flag is set (stax_scalar::maximum's NaN tests made a 5-6 cycle dependency chain).
 // Index arithmetic is long long, or int when the host proved every index fits int32
 // (Kernel::index_bits() == 32, ABI 1.1): then loop variables are int (`for (int i0 =
 // (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
@@ -61,7 +67,16 @@ struct PrintOptions {
   // loops that Clang's loop vectoriser vectorises. Needs AVX-512 (the backend turns it off
   // without).
   bool vector_printer = false;
+  // A reduction-loop body that only stores (softmax's exp over the row) runs inside the loop of
+  // the segmented reduction after it when that reduction reads the stored row at the same index
+  // (the same bits: every value and every accumulation order is unchanged); false: each body its
+  // own loop (for comparison).
+  bool fuse_bodies = true;
 };
+
+// Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
+// kernel cache never hands back an object printed by an older printer.
+inline constexpr int kPrinterRevision = 3;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
