@@ -1,0 +1,156 @@
+// See slab_arena.h.
+#include "plugins/cpu_cpp/slab_arena.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+namespace stax::cpu {
+
+namespace {
+
+constexpr size_t kGranule = 64;
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+SlabArena::SlabArena(size_t chunk_bytes, bool populate)
+    : chunk_bytes_(chunk_bytes), populate_(populate) {
+  long page = ::sysconf(_SC_PAGESIZE);
+  page_ = page > 0 ? static_cast<size_t>(page) : 4096;
+  chunk_bytes_ = round_up(chunk_bytes_ == 0 ? page_ : chunk_bytes_, page_);
+}
+
+SlabArena::~SlabArena() {
+  for (auto& c : chunks_) {
+    ::munmap(c->rw, c->size);
+    ::munmap(c->rx, c->size);
+    ::munmap(c->ro, c->size);
+  }
+}
+
+bool SlabArena::init() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !chunks_.empty() || map_chunk(chunk_bytes_);
+}
+
+bool SlabArena::map_chunk(size_t size) {
+  const int fd = ::memfd_create("stax-jit-code", MFD_CLOEXEC);
+  if (fd < 0) {
+    error_ = errno_text("memfd_create");
+    return false;
+  }
+  auto chunk = std::make_unique<Chunk>();
+  chunk->size = size;
+  bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+  if (!ok) error_ = errno_text("ftruncate of the JIT's code chunk");
+  auto view = [&](int prot, char** out) {
+    if (!ok) return;
+    // Only the RW view is populated (its pages allocated and mapped now): a link writes there.
+    // The RX and R views fault their pages in when a kernel first runs, not while it links.
+    const int populate = populate_ && (prot & PROT_WRITE) ? MAP_POPULATE : 0;
+    void* p = ::mmap(nullptr, size, prot, MAP_SHARED | populate, fd, 0);
+    if (p == MAP_FAILED) {
+      error_ = errno_text("mmap of the JIT's code chunk");
+      ok = false;
+      return;
+    }
+    *out = static_cast<char*>(p);
+  };
+  view(PROT_READ | PROT_WRITE, &chunk->rw);
+  view(PROT_READ | PROT_EXEC, &chunk->rx);
+  view(PROT_READ, &chunk->ro);
+  ::close(fd);  // the mappings keep the memory
+  if (!ok) {
+    for (char* p : {chunk->rw, chunk->rx, chunk->ro})
+      if (p) ::munmap(p, size);
+    return false;
+  }
+  chunk->free.emplace(0, size);
+  chunks_.push_back(std::move(chunk));
+  return true;
+}
+
+bool SlabArena::carve(size_t index, size_t size, size_t align, Piece* out) {
+  Chunk& c = *chunks_[index];
+  for (auto it = c.free.begin(); it != c.free.end(); ++it) {
+    const size_t start = it->first, end = it->first + it->second;
+    const size_t at = round_up(start, align);
+    if (at + size > end) continue;
+    c.free.erase(it);
+    if (at > start) c.free.emplace(start, at - start);
+    if (at + size < end) c.free.emplace(at + size, end - (at + size));
+    *out = Piece{index, at, size, c.rw + at, c.rx + at, c.ro + at};
+    return true;
+  }
+  return false;
+}
+
+SlabArena::Piece SlabArena::allocate(size_t size, size_t align, bool own_pages) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (size == 0 || align == 0 || (align & (align - 1)) != 0 || align > page_) {
+    error_ = "a JIT allocation of " + std::to_string(size) + " bytes aligned to " +
+             std::to_string(align) + " (the arena gives 1.." + std::to_string(page_) +
+             "-byte alignment to non-empty pieces)";
+    return {};
+  }
+  size = round_up(size, own_pages ? page_ : kGranule);
+  if (own_pages) align = page_;
+  align = std::max(align, kGranule);
+  Piece piece;
+  for (size_t i = 0; i < chunks_.size(); ++i)
+    if (carve(i, size, align, &piece)) break;
+  if (!piece) {
+    if (!map_chunk(std::max(chunk_bytes_, round_up(size, page_))) ||
+        !carve(chunks_.size() - 1, size, align, &piece))
+      return {};
+  }
+  used_ += piece.size;
+  ++pieces_;
+  return piece;
+}
+
+void SlabArena::free(const Piece& piece) {
+  if (!piece) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Chunk& c = *chunks_.at(piece.chunk);
+  size_t start = piece.offset, size = piece.size;
+  auto next = c.free.lower_bound(start);
+  if (next != c.free.end() && start + size == next->first) {  // merge with the next extent
+    size += next->second;
+    next = c.free.erase(next);
+  }
+  if (next != c.free.begin()) {  // and with the previous one
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      size += prev->second;
+      c.free.erase(prev);
+    }
+  }
+  c.free.emplace(start, size);
+  used_ -= piece.size;
+  --pieces_;
+}
+
+SlabStats SlabArena::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SlabStats s;
+  s.chunks = chunks_.size();
+  for (const auto& c : chunks_) {
+    s.mapped_bytes += c->size;
+    for (const auto& [offset, size] : c->free) s.largest_free = std::max(s.largest_free, size);
+  }
+  s.used_bytes = used_;
+  s.pieces = pieces_;
+  return s;
+}
+
+}  // namespace stax::cpu
