@@ -697,14 +697,18 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
 
   // Link once, now: see warm_up_object(). The path of every kernel-cache hit (load_objects; a
   // single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
+  const char* warm_env = std::getenv("STAX_JIT_WARM_UP");
 #if defined(__x86_64__)
-  try {
+  if (warm_env && std::string(warm_env) == "off") {
+    s.warm_up_error = "STAX_JIT_WARM_UP=off";
+  } else try {
     const std::string object = warm_up_object();
     load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
   } catch (const JitError& e) {
     s.warm_up_error = e.what();
   }
 #else
+  (void)warm_env;
   s.warm_up_error = "no warm-up object for this architecture";
 #endif
 }

@@ -191,6 +191,7 @@ class ClangJit {
   // The constructor links a tiny object once (and frees it), so that the first kernel linked in
   // a process does not pay for the linker's first run (code paged in, lazy bindings, heap); empty
   // when that link succeeded, else why not (a JIT that could not warm up still works).
+  // STAX_JIT_WARM_UP=off in the environment skips it (for A/B measurements).
   const std::string& warm_up_error() const;
   // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps. The
   // driver runs on the first compile() (or here), or in the constructor with extra_flags.

@@ -52,9 +52,10 @@ class SlabArena {
   };
 
   // chunk_bytes: the size of the first chunk and the least size of every later one (rounded up
-  // to pages). populate: map the chunks' RW view with MAP_POPULATE (their pages are allocated
-  // and mapped once, when the chunk is mapped, instead of at the first link into each page).
-  explicit SlabArena(size_t chunk_bytes = size_t{256} << 10, bool populate = true);
+  // to pages). populate_bytes: how much of the first chunk init() writes (allocating and mapping
+  // its pages once, up front, instead of a page fault at the first link into each page).
+  explicit SlabArena(size_t chunk_bytes = size_t{256} << 10,
+                     size_t populate_bytes = size_t{64} << 10);
   ~SlabArena();
   SlabArena(const SlabArena&) = delete;
   SlabArena& operator=(const SlabArena&) = delete;
@@ -87,7 +88,7 @@ class SlabArena {
   bool carve(size_t chunk, size_t size, size_t align, Piece* out);
 
   size_t chunk_bytes_;
-  bool populate_;
+  size_t populate_bytes_;
   size_t page_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
