@@ -3,6 +3,8 @@
 #include "plugins/cpu_cpp/slab_arena.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -614,6 +616,39 @@ TEST(ClangJit, SlabMemoryIsReturnedAndReused) {
   EXPECT_EQ(j.memory_stats().mapped_bytes, mapped_after_warmup);
   window.clear();
   EXPECT_EQ(j.memory_stats().used_bytes, 0u);
+}
+
+// The slab's chunks are shared mappings: after fork() the child must get its own copy, or a kernel
+// it links into a piece it freed would overwrite the parent's code there (and the reverse).
+TEST(ClangJit, ForkedChildGetsItsOwnCodeMemory) {
+  if (test::kThreadSanitizer) GTEST_SKIP() << "fork() in a TSan process";
+  ClangJit j;
+  ASSERT_TRUE(j.memory_stats().slab);
+  CompiledModule one = j.compile("extern \"C\" int v() { return 1; }\n", {"v"}, "one");
+  CompiledModule two = j.compile("extern \"C\" int v() { return 2; }\n", {"v"}, "two");
+  const std::string obj2 = two.object();
+  two.reset();
+  CompiledModule parent = j.load_object(one.object(), {"v"}, "parent");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child frees the parent's module and links the other kernel into the same piece.
+    void* at = parent.address("v");
+    parent.reset();
+    CompiledModule child = j.load_object(obj2, {"v"}, "child");
+    const bool same_piece = child.address("v") == at;
+    const bool runs = child.function<int()>("v")() == 2;
+    ::_exit(!same_piece ? 2 : !runs ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the child did not reuse the piece, 3: it ran wrong";
+  EXPECT_EQ(parent.function<int()>("v")(), 1);  // the child's link did not reach it
+  // And the parent still links into its own arena.
+  CompiledModule again = j.load_object(obj2, {"v"}, "again");
+  EXPECT_EQ(again.function<int()>("v")(), 2);
+  EXPECT_EQ(parent.function<int()>("v")(), 1);
 }
 
 TEST(ClangJit, WithoutTheSlabLLVMsManagerLinks) {

@@ -2,6 +2,7 @@
 #include "plugins/cpu_cpp/slab_arena.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -19,16 +20,102 @@ size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// fork(): the chunks are MAP_SHARED, so without care a child would share the parent's code
+// memory, and a kernel either of them links into a piece it thinks is free would overwrite the
+// other's code. Every live arena is registered; pthread_atfork's handlers hold all their mutexes
+// across fork() (no piece is being carved at that moment) and give the child private copies of
+// its chunks (SlabArena::after_fork_in_child), as the default manager's private mappings would
+// be after fork.
+std::mutex& registry_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: atfork handlers may outlive statics
+  return *m;
+}
+std::vector<SlabArena*>& registry() {
+  static auto* arenas = new std::vector<SlabArena*>;
+  return *arenas;
+}
+
 }  // namespace
+
+void SlabArena::before_fork() {
+  registry_mutex().lock();
+  for (SlabArena* a : registry()) a->mutex_.lock();
+}
+
+void SlabArena::after_fork_in_parent() {
+  for (SlabArena* a : registry()) a->mutex_.unlock();
+  registry_mutex().unlock();
+}
+
+void SlabArena::after_fork_in_child() {
+  for (SlabArena* a : registry()) {
+    a->privatize();
+    a->mutex_.unlock();
+  }
+  registry_mutex().unlock();
+}
+
+// In a child after fork: each chunk's three views are mapped again, at the same addresses, from a
+// new memfd holding a copy of the chunk. If that fails (no memory or descriptors), the chunk's
+// views become private copies (code keeps running; the RW view no longer reaches the others)
+// and the arena refuses further pieces.
+void SlabArena::privatize() {
+  for (auto& c : chunks_) {
+    bool ok = false;
+    const int fd = ::memfd_create("stax-jit-code", MFD_CLOEXEC);
+    if (fd >= 0) {
+      ok = ::ftruncate(fd, static_cast<off_t>(c->size)) == 0;
+      for (size_t done = 0; ok && done < c->size;) {
+        const ssize_t n = ::pwrite(fd, c->rw + done, c->size - done, static_cast<off_t>(done));
+        if (n <= 0) ok = false;
+        else done += static_cast<size_t>(n);
+      }
+      const std::pair<char*, int> views[] = {{c->rw, PROT_READ | PROT_WRITE},
+                                             {c->rx, PROT_READ | PROT_EXEC},
+                                             {c->ro, PROT_READ}};
+      for (const auto& [at, prot] : views)
+        if (ok && ::mmap(at, c->size, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+          ok = false;
+      ::close(fd);
+    }
+    if (ok) continue;
+    // A private copy in place of each view.
+    for (auto [at, prot] : {std::pair<char*, int>{c->rw, PROT_READ | PROT_WRITE},
+                            std::pair<char*, int>{c->rx, PROT_READ | PROT_EXEC},
+                            std::pair<char*, int>{c->ro, PROT_READ}}) {
+      std::vector<char> copy(at, at + c->size);
+      if (::mmap(at, c->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                 -1, 0) != MAP_FAILED) {
+        std::memcpy(at, copy.data(), c->size);
+        ::mprotect(at, c->size, prot);
+      }
+    }
+    broken_ = true;
+  }
+}
 
 SlabArena::SlabArena(size_t chunk_bytes, size_t populate_bytes)
     : chunk_bytes_(chunk_bytes), populate_bytes_(populate_bytes) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::pthread_atfork(&SlabArena::before_fork, &SlabArena::after_fork_in_parent,
+                     &SlabArena::after_fork_in_child);
+  });
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    registry().push_back(this);
+  }
   long page = ::sysconf(_SC_PAGESIZE);
   page_ = page > 0 ? static_cast<size_t>(page) : 4096;
   chunk_bytes_ = round_up(chunk_bytes_ == 0 ? page_ : chunk_bytes_, page_);
 }
 
 SlabArena::~SlabArena() {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto& r = registry();
+    r.erase(std::remove(r.begin(), r.end(), this), r.end());
+  }
   for (auto& c : chunks_) {
     ::munmap(c->rw, c->size);
     ::munmap(c->rx, c->size);
@@ -101,6 +188,11 @@ SlabArena::Piece SlabArena::allocate(size_t size, size_t align, bool own_pages) 
     error_ = "a JIT allocation of " + std::to_string(size) + " bytes aligned to " +
              std::to_string(align) + " (the arena gives 1.." + std::to_string(page_) +
              "-byte alignment to non-empty pieces)";
+    return {};
+  }
+  if (broken_) {
+    error_ = "the JIT's code memory could not be copied after fork(); this process links no more "
+             "kernels";
     return {};
   }
   size = round_up(size, own_pages ? page_ : kGranule);

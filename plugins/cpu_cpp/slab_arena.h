@@ -16,6 +16,10 @@
 // chunk_bytes, rounded to pages), so the arena grows but never moves a piece. Chunks stay mapped
 // until the arena is destroyed: loading and freeing kernels again and again does not grow it.
 //
+// fork(): the chunks are shared mappings, so a child gets private copies of them at fork (a
+// pthread_atfork handler maps each chunk again from a new memfd at the same addresses): parent and
+// child never write into each other's code, as with private mappings.
+//
 // Plain C++ (no LLVM): clang_jit.cpp builds LLVM's JITLinkMemoryManager on it, and
 // clang_jit_test tests it directly. Thread-safe.
 #pragma once
@@ -84,6 +88,10 @@ class SlabArena {
     char* ro = nullptr;
     std::map<size_t, size_t> free;  // offset -> size, disjoint and not adjacent
   };
+  static void before_fork();
+  static void after_fork_in_parent();
+  static void after_fork_in_child();
+  void privatize();             // in a child after fork, under mutex_
   bool map_chunk(size_t size);  // under mutex_
   bool carve(size_t chunk, size_t size, size_t align, Piece* out);
 
@@ -94,6 +102,7 @@ class SlabArena {
   std::vector<std::unique_ptr<Chunk>> chunks_;
   size_t used_ = 0;
   size_t pieces_ = 0;
+  bool broken_ = false;  // privatize() could not copy a chunk: no more pieces
   std::string error_;
 };
 
