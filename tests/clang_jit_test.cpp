@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -461,6 +462,14 @@ TEST(ClangJit, ManyCompilesDoNotGrowMemoryUnboundedly) {
   EXPECT_LT(grown, 10 * 1024) << "RSS grew by " << grown << " KiB over " << rounds << " compiles";
 }
 
+// STAX_JIT_SLAB=off / STAX_JIT_WARM_UP=off (clang_jit.h) turn the JIT's slab and warm-up off.
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "off";
+}
+bool slab_turned_off() { return env_off("STAX_JIT_SLAB"); }
+bool warm_up_turned_off() { return env_off("STAX_JIT_WARM_UP"); }
+
 // The arena the JIT links into (slab_arena.h), by itself.
 TEST(SlabArena, CarvesAlignsGrowsCoalescesAndReuses) {
   SlabArena arena(4 * 4096);
@@ -543,9 +552,11 @@ TEST(SlabArena, CarvesAlignsGrowsCoalescesAndReuses) {
 // The JIT on the arena: modules take pieces and give them back (freed, or after a failed link),
 // recycled memory runs the new code, and loading and freeing many graphs maps nothing new.
 TEST(ClangJit, SlabMemoryIsReturnedAndReused) {
+  if (slab_turned_off()) GTEST_SKIP() << "STAX_JIT_SLAB=off";
   ClangJit j;
   ASSERT_TRUE(j.memory_stats().slab) << "memfd_create unavailable?";
-  EXPECT_EQ(j.warm_up_error(), "");  // the constructor's warm-up linked, and was freed:
+  if (!warm_up_turned_off())
+    EXPECT_EQ(j.warm_up_error(), "");  // the constructor's warm-up linked, and was freed:
   const JitMemoryStats empty = j.memory_stats();
   EXPECT_EQ(empty.used_bytes, 0u);
   EXPECT_GE(empty.chunks, 1u);
@@ -622,6 +633,7 @@ TEST(ClangJit, SlabMemoryIsReturnedAndReused) {
 // it links into a piece it freed would overwrite the parent's code there (and the reverse).
 TEST(ClangJit, ForkedChildGetsItsOwnCodeMemory) {
   if (test::kThreadSanitizer) GTEST_SKIP() << "fork() in a TSan process";
+  if (slab_turned_off()) GTEST_SKIP() << "STAX_JIT_SLAB=off";
   ClangJit j;
   ASSERT_TRUE(j.memory_stats().slab);
   CompiledModule one = j.compile("extern \"C\" int v() { return 1; }\n", {"v"}, "one");

@@ -20,6 +20,17 @@ size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// A memfd whose pages may be mapped executable: MFD_EXEC where the kernel knows it (with
+// vm.memfd_noexec=1 a memfd without it is sealed non-executable), else without it (an older
+// kernel rejects the unknown flag).
+int code_memfd() {
+#ifdef MFD_EXEC
+  const int fd = ::memfd_create("stax-jit-code", MFD_CLOEXEC | MFD_EXEC);
+  if (fd >= 0 || errno != EINVAL) return fd;
+#endif
+  return ::memfd_create("stax-jit-code", MFD_CLOEXEC);
+}
+
 // fork(): the chunks are MAP_SHARED, so without care a child would share the parent's code
 // memory, and a kernel either of them links into a piece it thinks is free would overwrite the
 // other's code. Every live arena is registered; pthread_atfork's handlers hold all their mutexes
@@ -62,7 +73,7 @@ void SlabArena::after_fork_in_child() {
 void SlabArena::privatize() {
   for (auto& c : chunks_) {
     bool ok = false;
-    const int fd = ::memfd_create("stax-jit-code", MFD_CLOEXEC);
+    const int fd = code_memfd();
     if (fd >= 0) {
       ok = ::ftruncate(fd, static_cast<off_t>(c->size)) == 0;
       for (size_t done = 0; ok && done < c->size;) {
@@ -129,7 +140,7 @@ bool SlabArena::init() {
 }
 
 bool SlabArena::map_chunk(size_t size) {
-  const int fd = ::memfd_create("stax-jit-code", MFD_CLOEXEC);
+  const int fd = code_memfd();
   if (fd < 0) {
     error_ = errno_text("memfd_create");
     return false;
