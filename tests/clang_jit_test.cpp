@@ -1,10 +1,15 @@
 // The in-process JIT engine of cpu_cpp: compile C++ strings with Clang, link with ORC, call them.
 #include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cpu_cpp/slab_arena.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -455,6 +460,221 @@ TEST(ClangJit, ManyCompilesDoNotGrowMemoryUnboundedly) {
   // A leak of the frontend (DisableFree) costs ~0.2-0.5 MB per compile, ~40 MB here at
   // -O0 (measured: 37 MB with DisableFree left on, 0 KiB without).
   EXPECT_LT(grown, 10 * 1024) << "RSS grew by " << grown << " KiB over " << rounds << " compiles";
+}
+
+// STAX_JIT_SLAB=off / STAX_JIT_WARM_UP=off (clang_jit.h) turn the JIT's slab and warm-up off.
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "off";
+}
+bool slab_turned_off() { return env_off("STAX_JIT_SLAB"); }
+bool warm_up_turned_off() { return env_off("STAX_JIT_WARM_UP"); }
+
+// The arena the JIT links into (slab_arena.h), by itself.
+TEST(SlabArena, CarvesAlignsGrowsCoalescesAndReuses) {
+  SlabArena arena(4 * 4096);
+  ASSERT_TRUE(arena.init()) << arena.error();
+  const size_t page = arena.page_size();
+  const size_t first = std::max<size_t>(4 * 4096, page);
+  SlabStats st = arena.stats();
+  EXPECT_EQ(st.chunks, 1u);
+  EXPECT_EQ(st.mapped_bytes, first);
+  EXPECT_EQ(st.largest_free, first);
+
+  // A piece written through its RW view reads back through the RX and R views.
+  SlabArena::Piece a = arena.allocate(100, 16);
+  ASSERT_TRUE(a) << arena.error();
+  EXPECT_EQ(a.size, 128u);  // 64-byte granules
+  std::memcpy(a.rw, "slab", 5);
+  EXPECT_STREQ(a.ro, "slab");
+  EXPECT_STREQ(a.rx, "slab");
+  EXPECT_NE(a.rw, a.rx);
+  SlabArena::Piece b = arena.allocate(10, 256);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.rx) % 256, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.ro) % 256, 0u);
+  EXPECT_GE(b.offset, a.offset + a.size);  // no overlap
+  SlabArena::Piece own = arena.allocate(1, 8, /*own_pages=*/true);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own.offset % page, 0u);
+  EXPECT_EQ(own.size, page);
+
+  // Filling the chunk: the next piece maps a second one; a piece larger than a chunk a larger one.
+  std::vector<SlabArena::Piece> fill;
+  while (arena.stats().chunks == 1) {
+    SlabArena::Piece p = arena.allocate(1000, 64);
+    ASSERT_TRUE(p) << arena.error();
+    fill.push_back(p);
+  }
+  EXPECT_EQ(fill.back().chunk, 1u);
+  SlabArena::Piece big = arena.allocate(first * 3 + 1, 64);
+  ASSERT_TRUE(big);
+  st = arena.stats();
+  EXPECT_EQ(st.chunks, 3u);
+  EXPECT_EQ(st.mapped_bytes, 2 * first + (first * 3 + page) / page * page);
+  std::memset(big.rw, 0xab, big.size);  // all of it is mapped
+  EXPECT_EQ(static_cast<unsigned char>(big.ro[big.size - 1]), 0xab);
+
+  // Bad requests are errors, not pieces.
+  EXPECT_FALSE(arena.allocate(0, 16));
+  EXPECT_FALSE(arena.allocate(16, 3));
+  EXPECT_FALSE(arena.allocate(16, page * 2));
+  EXPECT_NE(arena.error().find("aligned to"), std::string::npos) << arena.error();
+
+  // Freed in any order, the extents coalesce: every chunk is one free extent again.
+  arena.free(b);
+  for (size_t i = 0; i < fill.size(); i += 2) arena.free(fill[i]);
+  arena.free(a);
+  for (size_t i = 1; i < fill.size(); i += 2) arena.free(fill[i]);
+  arena.free(own);
+  arena.free(big);
+  st = arena.stats();
+  EXPECT_EQ(st.pieces, 0u);
+  EXPECT_EQ(st.used_bytes, 0u);
+  EXPECT_EQ(st.largest_free, (first * 3 + page) / page * page);
+  const size_t mapped = st.mapped_bytes;
+  SlabArena::Piece whole = arena.allocate(first, 64);  // the first chunk in one piece
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole.chunk, 0u);
+  arena.free(whole);
+  // Many allocate / free rounds reuse the chunks: nothing more is mapped.
+  for (int round = 0; round < 500; ++round) {
+    std::vector<SlabArena::Piece> live;
+    for (int k = 0; k < 7; ++k) live.push_back(arena.allocate(64 + 200 * k + round % 50, 64));
+    for (const auto& p : live) ASSERT_TRUE(p);
+    for (size_t k = 0; k < live.size(); k += 2) arena.free(live[k]);
+    for (size_t k = 1; k < live.size(); k += 2) arena.free(live[k]);
+  }
+  EXPECT_EQ(arena.stats().mapped_bytes, mapped);
+  EXPECT_EQ(arena.stats().used_bytes, 0u);
+}
+
+// The JIT on the arena: modules take pieces and give them back (freed, or after a failed link),
+// recycled memory runs the new code, and loading and freeing many graphs maps nothing new.
+TEST(ClangJit, SlabMemoryIsReturnedAndReused) {
+  if (slab_turned_off()) GTEST_SKIP() << "STAX_JIT_SLAB=off";
+  ClangJit j;
+  ASSERT_TRUE(j.memory_stats().slab) << "memfd_create unavailable?";
+  if (!warm_up_turned_off())
+    EXPECT_EQ(j.warm_up_error(), "");  // the constructor's warm-up linked, and was freed:
+  const JitMemoryStats empty = j.memory_stats();
+  EXPECT_EQ(empty.used_bytes, 0u);
+  EXPECT_GE(empty.chunks, 1u);
+  CompiledModule one = j.compile(
+      "static const float c[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
+      "extern \"C\" float get(int i) { return c[i & 7] * 2.0f; }\n",
+      {"get"}, "one");
+  CompiledModule two = j.compile("extern \"C\" float get(int i) { return i * 10.0f; }\n",
+                                 {"get"}, "two");
+  const JitMemoryStats live = j.memory_stats();
+  EXPECT_GT(live.used_bytes, 0u);
+  EXPECT_GE(live.pieces, 2u);
+  const std::string obj1 = one.object(), obj2 = two.object();
+  one.reset();
+  two.reset();
+  EXPECT_EQ(j.memory_stats().used_bytes, 0u);
+  EXPECT_EQ(j.memory_stats().pieces, 0u);
+
+  // Recycled pieces: object 1, freed, then object 2 in its memory runs object 2's code.
+  for (int round = 0; round < 3; ++round) {
+    CompiledModule a = j.load_object(obj1, {"get"}, "a");
+    EXPECT_EQ(a.function<float(int)>("get")(3), 8.0f);
+    a.reset();
+    CompiledModule b = j.load_object(obj2, {"get"}, "b");
+    EXPECT_EQ(b.function<float(int)>("get")(3), 30.0f);
+  }
+  EXPECT_EQ(j.memory_stats().used_bytes, 0u);
+
+  // A failed link (an external that resolves nowhere) gives its pieces back.
+  CompiledModule uses_libm = j.compile(
+      "extern \"C\" float cbrtf(float);\nextern \"C\" float root(float x) { return cbrtf(x); }\n",
+      {"root"}, "libm");
+  const JitMemoryStats before_fail = j.memory_stats();
+  std::string broken = uses_libm.object();
+  const size_t at = broken.find(std::string("cbrtf") + '\0');
+  ASSERT_NE(at, std::string::npos);
+  broken.replace(at, 5, "cbrtQ");
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_NE(error_text([&] { j.load_object(broken, {"root"}, "unresolved"); }).find("cbrtQ"),
+              std::string::npos);
+    EXPECT_NE(error_text([&] {
+                j.load_objects({{obj1, {"get"}, "fine"}, {broken, {"root"}, "unresolved"}});
+              }).find("cbrtQ"),
+              std::string::npos);
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(j.memory_stats().used_bytes, before_fail.used_bytes);
+  EXPECT_EQ(j.memory_stats().pieces, before_fail.pieces);
+  // ... and the JIT links and runs after it, in that memory.
+  CompiledModule after = j.load_object(uses_libm.object(), {"root"}, "libm again");
+  EXPECT_EQ(after.function<float(float)>("root")(27.0f), 3.0f);
+  after.reset();
+  uses_libm.reset();
+
+  // Many graphs (batches of 4 kernels) loaded, run and freed, in overlapping lifetimes: the
+  // mapped memory stays what the first rounds needed.
+  std::vector<std::vector<CompiledModule>> window;
+  size_t mapped_after_warmup = 0;
+  for (int round = 0; round < 300; ++round) {
+    window.push_back(j.load_objects({{obj1, {"get"}, "g1"}, {obj2, {"get"}, "g2"},
+                                     {obj1, {"get"}, "g3"}, {obj2, {"get"}, "g4"}}));
+    ASSERT_EQ(window.back()[2].function<float(int)>("get")(1), 4.0f);
+    ASSERT_EQ(window.back()[3].function<float(int)>("get")(2), 20.0f);
+    if (window.size() > 5) window.erase(window.begin());
+    if (round == 20) mapped_after_warmup = j.memory_stats().mapped_bytes;
+  }
+  EXPECT_EQ(j.memory_stats().mapped_bytes, mapped_after_warmup);
+  window.clear();
+  EXPECT_EQ(j.memory_stats().used_bytes, 0u);
+}
+
+// The slab's chunks are shared mappings: after fork() the child must get its own copy, or a kernel
+// it links into a piece it freed would overwrite the parent's code there (and the reverse).
+TEST(ClangJit, ForkedChildGetsItsOwnCodeMemory) {
+  if (test::kThreadSanitizer) GTEST_SKIP() << "fork() in a TSan process";
+  if (slab_turned_off()) GTEST_SKIP() << "STAX_JIT_SLAB=off";
+  ClangJit j;
+  ASSERT_TRUE(j.memory_stats().slab);
+  CompiledModule one = j.compile("extern \"C\" int v() { return 1; }\n", {"v"}, "one");
+  CompiledModule two = j.compile("extern \"C\" int v() { return 2; }\n", {"v"}, "two");
+  const std::string obj2 = two.object();
+  two.reset();
+  CompiledModule parent = j.load_object(one.object(), {"v"}, "parent");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child frees the parent's module and links the other kernel into the same piece.
+    void* at = parent.address("v");
+    parent.reset();
+    CompiledModule child = j.load_object(obj2, {"v"}, "child");
+    const bool same_piece = child.address("v") == at;
+    const bool runs = child.function<int()>("v")() == 2;
+    ::_exit(!same_piece ? 2 : !runs ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the child did not reuse the piece, 3: it ran wrong";
+  EXPECT_EQ(parent.function<int()>("v")(), 1);  // the child's link did not reach it
+  // And the parent still links into its own arena.
+  CompiledModule again = j.load_object(obj2, {"v"}, "again");
+  EXPECT_EQ(again.function<int()>("v")(), 2);
+  EXPECT_EQ(parent.function<int()>("v")(), 1);
+}
+
+TEST(ClangJit, WithoutTheSlabLLVMsManagerLinks) {
+  ClangJitOptions options;
+  options.slab_memory = false;
+  options.load_sleef = false;
+  ClangJit j(options);
+  EXPECT_FALSE(j.memory_stats().slab);
+  CompiledModule m = j.compile(kAxpy, {"axpy"}, "plain");
+  std::vector<CompiledModule> batch = j.load_objects({{m.object(), {"axpy"}, "again"}});
+  float x[3] = {1, 2, 3}, y[3] = {1, 1, 1}, out[3];
+  batch[0].function<void(const float*, const float*, float*, long, float)>("axpy")(x, y, out, 3,
+                                                                                   2.0f);
+  EXPECT_EQ(out[2], 7.0f);
 }
 
 TEST(ClangJit, NumberSourceLines) {

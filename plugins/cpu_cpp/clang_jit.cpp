@@ -1,11 +1,15 @@
 // In-process Clang -> LLVM IR -> ORC LLJIT. See clang_jit.h for the contract and
 // /work/shared/TOOLCHAIN.md for the measured facts this follows.
 #include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cpu_cpp/slab_arena.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <unordered_set>
@@ -23,6 +27,8 @@
 #include "clang/Lex/PreprocessorOptions.h"
 #include "llvm/ExecutionEngine/JITLink/EHFrameSupport.h"
 #include "llvm/ExecutionEngine/JITLink/JITLink.h"
+#include "llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h"
+#include "llvm/ExecutionEngine/Orc/Shared/AllocationActions.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -42,6 +48,7 @@
 #include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/Memory.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -200,6 +207,202 @@ struct SleefVectorVariants : llvm::PassInfoMixin<SleefVectorVariants> {
   }
 };
 
+// The JIT's memory manager on a SlabArena (slab_arena.h): each segment of a link graph is a piece
+// of the arena, written through the RW view and placed at the view of its protection (RX code,
+// R constants, RW data in pages of its own), so a link neither maps, protects nor unmaps memory.
+// A failed link (abandon) and a freed module (deallocate) return their pieces; segments of
+// finalize lifetime are returned once finalized. Only the in-process JIT uses it.
+class SlabMemoryManager : public llvm::jitlink::JITLinkMemoryManager {
+ public:
+  explicit SlabMemoryManager(SlabArena& arena) : arena_(arena) {}
+
+  // What a finalized allocation keeps: its pieces and the dealloc actions of its finalize
+  // actions (e.g. deregistering EH frames), run on deallocate.
+  struct Finalized {
+    std::vector<SlabArena::Piece> pieces;
+    std::vector<llvm::orc::shared::WrapperFunctionCall> dealloc_actions;
+  };
+
+  class InFlight : public llvm::jitlink::JITLinkMemoryManager::InFlightAlloc {
+   public:
+    InFlight(SlabArena& arena, llvm::jitlink::LinkGraph& graph,
+             std::vector<SlabArena::Piece> standard, std::vector<SlabArena::Piece> finalize)
+        : arena_(arena), graph_(&graph), standard_(std::move(standard)),
+          finalize_(std::move(finalize)) {}
+    ~InFlight() override { release(); }  // neither finalized nor abandoned: give the pieces back
+
+    void finalize(OnFinalizedFunction on_finalized) override {
+      for (const SlabArena::Piece& p : standard_)
+        llvm::sys::Memory::InvalidateInstructionCache(p.rx, p.size);
+      auto dealloc = llvm::orc::shared::runFinalizeActions(graph_->allocActions());
+      if (!dealloc) {
+        release();
+        on_finalized(dealloc.takeError());
+        return;
+      }
+      for (const SlabArena::Piece& p : finalize_) arena_.free(p);
+      finalize_.clear();
+      auto* done = new Finalized{std::move(standard_), std::move(*dealloc)};
+      standard_.clear();
+      on_finalized(FinalizedAlloc(llvm::orc::ExecutorAddr::fromPtr(done)));
+    }
+
+    void abandon(OnAbandonedFunction on_abandoned) override {
+      release();
+      on_abandoned(llvm::Error::success());
+    }
+
+   private:
+    void release() {
+      for (const SlabArena::Piece& p : finalize_) arena_.free(p);
+      for (const SlabArena::Piece& p : standard_) arena_.free(p);
+      finalize_.clear();
+      standard_.clear();
+    }
+    SlabArena& arena_;
+    llvm::jitlink::LinkGraph* graph_;
+    std::vector<SlabArena::Piece> standard_, finalize_;
+  };
+
+  void allocate(const llvm::jitlink::JITLinkDylib*, llvm::jitlink::LinkGraph& graph,
+                OnAllocatedFunction on_allocated) override {
+    using llvm::orc::MemProt;
+    llvm::jitlink::BasicLayout layout(graph);
+    std::vector<SlabArena::Piece> standard, finalize;
+    auto give_back = [&] {
+      for (const SlabArena::Piece& p : standard) arena_.free(p);
+      for (const SlabArena::Piece& p : finalize) arena_.free(p);
+    };
+    for (auto& [group, segment] : layout.segments()) {
+      const auto prot = static_cast<unsigned>(group.getMemProt());
+      const bool writable = (prot & static_cast<unsigned>(MemProt::Write)) != 0;
+      const bool exec = (prot & static_cast<unsigned>(MemProt::Exec)) != 0;
+      if (writable && exec) {
+        give_back();
+        on_allocated(llvm::make_error<llvm::StringError>(
+            "cpu_cpp jit: graph '" + graph.getName() +
+                "' has a writable and executable segment, which the slab memory manager does "
+                "not provide",
+            llvm::inconvertibleErrorCode()));
+        return;
+      }
+      const size_t size = segment.ContentSize + segment.ZeroFillSize;
+      SlabArena::Piece piece =
+          arena_.allocate(std::max<size_t>(size, 1), segment.Alignment.value(), writable);
+      if (!piece) {
+        give_back();
+        on_allocated(llvm::make_error<llvm::StringError>(
+            "cpu_cpp jit: no memory for graph '" + graph.getName() + "': " + arena_.error(),
+            llvm::inconvertibleErrorCode()));
+        return;
+      }
+      std::memset(piece.rw, 0, piece.size);  // a recycled piece holds an old kernel
+      segment.WorkingMem = piece.rw;
+      segment.Addr = llvm::orc::ExecutorAddr::fromPtr(writable ? piece.rw
+                                                      : exec   ? piece.rx
+                                                               : piece.ro);
+      (group.getMemLifetime() == llvm::orc::MemLifetime::Standard ? standard : finalize)
+          .push_back(piece);
+    }
+    if (llvm::Error err = layout.apply()) {
+      give_back();
+      on_allocated(std::move(err));
+      return;
+    }
+    on_allocated(std::make_unique<InFlight>(arena_, graph, std::move(standard),
+                                            std::move(finalize)));
+  }
+  using llvm::jitlink::JITLinkMemoryManager::allocate;
+
+  void deallocate(std::vector<FinalizedAlloc> allocs,
+                  OnDeallocatedFunction on_deallocated) override {
+    llvm::Error err = llvm::Error::success();
+    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+      auto* done = it->release().toPtr<Finalized*>();
+      err = llvm::joinErrors(std::move(err),
+                             llvm::orc::shared::runDeallocActions(done->dealloc_actions));
+      for (const SlabArena::Piece& p : done->pieces) arena_.free(p);
+      delete done;
+    }
+    on_deallocated(std::move(err));
+  }
+  using llvm::jitlink::JITLinkMemoryManager::deallocate;
+
+ private:
+  SlabArena& arena_;
+};
+
+// A minimal relocatable ELF object for x86-64, built byte by byte: `stax_jit_warm_up` is
+// `jmp memset` (an R_X86_64_PLT32 relocation against an undefined symbol the process defines).
+// The constructor links it (and frees it) once, so that the first kernel a process links does
+// not pay for the first run of the linker: the ELF reader, the x86-64 fix-ups, GOT / PLT stubs,
+// the lookup of a process symbol, ORC's lookup and materialization and the memory manager (their
+// code paged in, their lazily bound calls resolved, their heap in place). Never called.
+std::string warm_up_object() {
+  const char text[] = {'\xe9', 0, 0, 0, 0};  // jmp rel32
+  const char strtab[] = "\0stax_jit_warm_up\0memset";                  // 0, 1, 18
+  const char shstrtab[] = "\0.text\0.rela.text\0.symtab\0.strtab\0.shstrtab";  // 1 7 18 26 34
+  std::string out(sizeof(Elf64_Ehdr), '\0');
+  auto put = [&out](const void* p, size_t n, size_t align) {
+    while (out.size() % align) out.push_back('\0');
+    const size_t at = out.size();
+    out.append(static_cast<const char*>(p), n);
+    return at;
+  };
+  const size_t text_at = put(text, sizeof text, 16);
+  Elf64_Rela rela{};
+  rela.r_offset = 1;
+  rela.r_info = ELF64_R_INFO(2, R_X86_64_PLT32);
+  rela.r_addend = -4;
+  const size_t rela_at = put(&rela, sizeof rela, 8);
+  Elf64_Sym syms[3]{};
+  syms[1].st_name = 1;
+  syms[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+  syms[1].st_shndx = 1;
+  syms[1].st_size = sizeof text;
+  syms[2].st_name = 18;
+  syms[2].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE);
+  syms[2].st_shndx = SHN_UNDEF;
+  const size_t sym_at = put(syms, sizeof syms, 8);
+  const size_t str_at = put(strtab, sizeof strtab, 1);
+  const size_t shstr_at = put(shstrtab, sizeof shstrtab, 1);
+  Elf64_Shdr sh[6]{};
+  auto section = [&](int i, uint32_t name, uint32_t type, uint64_t flags, size_t at, size_t size,
+                     uint32_t link, uint32_t info, uint64_t align, uint64_t entsize) {
+    sh[i].sh_name = name;
+    sh[i].sh_type = type;
+    sh[i].sh_flags = flags;
+    sh[i].sh_offset = at;
+    sh[i].sh_size = size;
+    sh[i].sh_link = link;
+    sh[i].sh_info = info;
+    sh[i].sh_addralign = align;
+    sh[i].sh_entsize = entsize;
+  };
+  section(1, 1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_at, sizeof text, 0, 0, 16, 0);
+  section(2, 7, SHT_RELA, SHF_INFO_LINK, rela_at, sizeof rela, 3, 1, 8, sizeof rela);
+  section(3, 18, SHT_SYMTAB, 0, sym_at, sizeof syms, 4, 1, 8, sizeof(Elf64_Sym));
+  section(4, 26, SHT_STRTAB, 0, str_at, sizeof strtab, 0, 0, 1, 0);
+  section(5, 34, SHT_STRTAB, 0, shstr_at, sizeof shstrtab, 0, 0, 1, 0);
+  const size_t sh_at = put(sh, sizeof sh, 8);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_ident[EI_OSABI] = ELFOSABI_SYSV;
+  eh.e_type = ET_REL;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = sh_at;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 6;
+  eh.e_shstrndx = 5;
+  std::memcpy(out.data(), &eh, sizeof eh);
+  return out;
+}
+
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
@@ -258,12 +461,17 @@ struct JitState {
   // Errors of LLVM's code generation for the kernel being compiled (e.g. a bad inline asm
   // string): without a handler LLVMContext prints them and calls exit(1).
   std::string backend_errors;
+  // The memory kernels are linked into (ClangJitOptions::slab_memory; null: LLVM's default
+  // manager). Declared before `jit`, which frees its modules' memory when destroyed.
+  std::unique_ptr<SlabArena> arena;
+  std::unique_ptr<SlabMemoryManager> memory;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   // Code generation to an object file (the same target machine the LLJIT would use); the object
   // is kept so that a kernel can be serialized, and linked with addObjectFile.
   std::unique_ptr<llvm::TargetMachine> target_machine;
   uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
   std::string identity;     // identity(), computed on first use
+  std::string warm_up_error;  // why the constructor's warm-up link failed; empty: it linked
 
   // Builds cc1_args and target_cpu on first use (under `mutex`, or in the constructor).
   void ensure_cc1() {
@@ -451,18 +659,29 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
   //    kernels have no static constructors or destructors and ClangJit never runs initializers;
   //  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
   //    executor-process-control wrapper.
-  // (LLVM 19's MapperJITLinkMemoryManager, a slab allocator, was tried: the link after a failed
-  // one segfaulted in BasicLayout::apply (clang_jit_test's UnresolvedExternalIsAnErrorNotACrash),
-  // apparently writing to memory the failed allocation's abandon() gave back; the default
-  // manager's mmap / mprotect per object was ~5-10% of a link in perf.)
+  //  - the memory of a link is carved out of a SlabArena (slab_arena.h), not mapped, protected
+  //    and unmapped per object (LLVM 19's own slab, MapperJITLinkMemoryManager, was tried first:
+  //    the link after a failed one segfaulted in BasicLayout::apply).
+  if (s.options.slab_memory) {
+    const char* env = std::getenv("STAX_JIT_SLAB");
+    if (!(env && std::string(env) == "off")) {
+      auto arena = std::make_unique<SlabArena>();
+      if (arena->init()) {
+        s.arena = std::move(arena);
+        s.memory = std::make_unique<SlabMemoryManager>(*s.arena);
+      }  // else (no memfd_create, e.g. a sandbox): LLVM's default manager
+    }
+  }
+  SlabMemoryManager* memory = s.memory.get();
   auto jit =
       llvm::orc::LLJITBuilder()
           .setJITTargetMachineBuilder(std::move(*jtmb))
           .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
           .setObjectLinkingLayerCreator(
-              [](llvm::orc::ExecutionSession& es, const llvm::Triple&)
+              [memory](llvm::orc::ExecutionSession& es, const llvm::Triple&)
                   -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
-                auto layer = std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
+                auto layer = memory ? std::make_unique<llvm::orc::ObjectLinkingLayer>(es, *memory)
+                                    : std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
                 layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
                     es, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
                 return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
@@ -475,11 +694,40 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
   JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
   s.jit->getExecutionSession().setErrorReporter(
       [raw](llvm::Error err) { raw->orc_errors += to_string(std::move(err)) + "\n"; });
+
+  // Link once, now: see warm_up_object(). The path of every kernel-cache hit (load_objects; a
+  // single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
+  const char* warm_env = std::getenv("STAX_JIT_WARM_UP");
+#if defined(__x86_64__)
+  if (warm_env && std::string(warm_env) == "off") {
+    s.warm_up_error = "STAX_JIT_WARM_UP=off";
+  } else try {
+    const std::string object = warm_up_object();
+    load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
+  } catch (const JitError& e) {
+    s.warm_up_error = e.what();
+  }
+#else
+  (void)warm_env;
+  s.warm_up_error = "no warm-up object for this architecture";
+#endif
 }
 
 ClangJit::~ClangJit() = default;
 
 const ClangJitOptions& ClangJit::options() const { return state_->options; }
+JitMemoryStats ClangJit::memory_stats() const {
+  JitMemoryStats out;
+  if (!state_->arena) return out;
+  const SlabStats st = state_->arena->stats();
+  out.slab = true;
+  out.chunks = st.chunks;
+  out.mapped_bytes = st.mapped_bytes;
+  out.used_bytes = st.used_bytes;
+  out.pieces = st.pieces;
+  return out;
+}
+const std::string& ClangJit::warm_up_error() const { return state_->warm_up_error; }
 bool ClangJit::sleef_available() const { return state_->sleef; }
 const std::vector<std::string>& ClangJit::cc1_args() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -694,19 +942,11 @@ std::unique_ptr<CompiledModule::Impl> ClangJit::link_object(
 CompiledModule ClangJit::load_object(std::string_view object,
                                      const std::vector<std::string>& symbol_names,
                                      std::string_view name) {
-  JitState& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
-  s.orc_errors.clear();
-  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
-    return JitError(STAX_ERROR_COMPILE, kernel_name + ".o",
-                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
-  };
-  const auto t_jit = Clock::now();
-  auto impl = link_object(object, symbol_names, kernel_name, fail);
-  impl->name = kernel_name;
-  impl->times = CompileTimes{0, ms_since(t_jit)};
-  return CompiledModule(std::move(impl));
+  // A batch of one: a kernel-cache hit takes one path (the one the constructor warms up),
+  // whether its graph has one kernel or several.
+  std::vector<CompiledModule> one = load_objects(
+      {{object, symbol_names, name.empty() ? std::string("kernel") : std::string(name)}});
+  return std::move(one.front());
 }
 
 std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {

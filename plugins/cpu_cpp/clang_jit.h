@@ -69,6 +69,20 @@ struct ClangJitOptions {
   // Sleef_* functions. A missing library is not an error: sleef_available() is then false.
   bool load_sleef = true;
   std::string sleef_library = "libsleef.so.3";
+  // Link kernels into one arena of memfd chunks mapped RW + RX + R (slab_arena.h): a link then
+  // makes no mmap / mprotect / munmap and reuses the freed pieces of earlier modules. False, or
+  // STAX_JIT_SLAB=off in the environment (for A/B measurements), or a system without
+  // memfd_create: LLVM's default manager (an mmap per object).
+  bool slab_memory = true;
+};
+
+// The JIT's code memory (ClangJit::memory_stats).
+struct JitMemoryStats {
+  bool slab = false;        // the slab arena is in use (else LLVM's manager: the rest is 0)
+  size_t chunks = 0;        // chunks mapped
+  size_t mapped_bytes = 0;  // their size (each mapped as RW, RX and R views)
+  size_t used_bytes = 0;    // in live modules' segments
+  size_t pieces = 0;        // live segments
 };
 
 // Wall time of one compile(), in milliseconds.
@@ -172,6 +186,13 @@ class ClangJit {
 
   const ClangJitOptions& options() const;
   bool sleef_available() const;
+  // Where linked code lives: the slab's chunks and what live modules use of them.
+  JitMemoryStats memory_stats() const;
+  // The constructor links a tiny object once (and frees it), so that the first kernel linked in
+  // a process does not pay for the linker's first run (code paged in, lazy bindings, heap); empty
+  // when that link succeeded, else why not (a JIT that could not warm up still works).
+  // STAX_JIT_WARM_UP=off in the environment skips it (for A/B measurements).
+  const std::string& warm_up_error() const;
   // The cc1 arguments the driver produced (without the leading "clang"/"-cc1"), for dumps. The
   // driver runs on the first compile() (or here), or in the constructor with extra_flags.
   const std::vector<std::string>& cc1_args() const;

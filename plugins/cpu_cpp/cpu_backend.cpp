@@ -391,8 +391,13 @@ class CpuCppBackend : public sdk::Backend {
                              "cpu_cpp: serialized kernel '" + k.name() +
                                  "' is malformed (its fields do not add up to its " +
                                  std::to_string(size) + " bytes)");
-    Stored out{object, names == names_key(k) ? source_prefix() + std::string(stored)
-                                             : kernel_source(k)};
+    Stored out{object, {}};
+    if (names == names_key(k)) {  // one copy, into a string of the right size
+      out.source.reserve(source_prefix().size() + stored.size());
+      out.source.append(source_prefix()).append(stored);
+    } else {
+      out.source = kernel_source(k);
+    }
     if (dump_source_)
       std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
                 << out.source << "\n";
