@@ -130,6 +130,10 @@ struct ReadWrites {
 };
 // The read/write recorder of §6.7 item 1.
 ReadWrites read_writes(const LoopBody& body);
+// The distinct buffers `body` loads, in first-load order: read_writes(body).read_buffers() without
+// copying a name or an index expression (views of the ops' names, valid while `body` lives
+// unchanged). The scheduler and the memory plan ask this for every buffer of a 100k-node graph.
+std::vector<std::string_view> loaded_buffers(const LoopBody& body);
 
 // The op counter of §6.7 item 2 (realization thresholds, §6.6).
 struct OpCounts {

@@ -71,13 +71,20 @@ LoopBody record_loader(const IRPtr& value) {
 
 GraphLowering::GraphLowering(const Graph& g, const LoweringOptions& options,
                              const LoweringTable& table)
-    : graph_(g), options_(options), table_(table) {}
+    : graph_(g), options_(options), table_(table), env_(g.nodes().size()) {}
+
+IRPtr* GraphLowering::slot(const Node* n) {
+  auto i = n ? static_cast<size_t>(n->index()) : env_.size();
+  if (i >= env_.size() || graph_.nodes()[i] != n)
+    throw Error("lowering", n ? "%" + n->name() : "", "internal: a node of another graph");
+  return &env_[i];
+}
 
 IRPtr GraphLowering::value(const Node* n) const {
-  auto it = env_.find(n);
-  if (it == env_.end())
+  auto i = n ? static_cast<size_t>(n->index()) : env_.size();
+  if (i >= env_.size() || graph_.nodes()[i] != n || !env_[i])
     throw Error("lowering", n ? "%" + n->name() : "", "internal: value used before it was lowered");
-  return it->second;
+  return env_[i];
 }
 
 IRPtr GraphLowering::input(const Node& n, std::string_view param) const {
@@ -163,7 +170,7 @@ void GraphLowering::lower_placeholder(const Node& n) {
   buf->add_origins({&n});
   ++name_counter_;
   inputs_.push_back(buf);
-  env_[&n] = std::make_shared<StorageBox>(buf);
+  *slot(&n) = std::make_shared<StorageBox>(buf);
 }
 
 bool GraphLowering::user_needs_memory(const Node& n) const {
@@ -201,7 +208,7 @@ void GraphLowering::lower_call(const Node& n) {
     if (err.location().empty()) throw Error(err.stage(), "%" + n.name(), err.message());
     throw;
   }
-  env_[&n] = v;
+  *slot(&n) = v;
 
   // A returned node has the output node among its (distinct) users. Searching a fresh copy of
   // Graph::outputs() here was O(nodes x outputs): a 100k-node MLP step's backward graph returns
@@ -251,38 +258,44 @@ void GraphLowering::finalize(LoweredGraph& out) {
       static_cast<ComputedBuffer&>(*b).data()->release_inner_fn();
   // 3. producers before consumers (stable: among the buffers whose producers are placed, the
   //    earliest registered comes first; Kahn's algorithm with a priority queue, O(E log B)).
-  std::unordered_map<std::string, size_t> position;
+  std::unordered_map<std::string_view, size_t> position;  // views of the buffers' names
   std::unordered_map<const Buffer*, size_t> index_of;
+  position.reserve(buffers_.size());
+  index_of.reserve(buffers_.size());
   for (size_t i = 0; i < buffers_.size(); ++i) {
     position.emplace(buffers_[i]->name(), i);
     index_of.emplace(buffers_[i].get(), i);
   }
   std::vector<std::vector<size_t>> consumers(buffers_.size());
   std::vector<size_t> waiting(buffers_.size(), 0);
+  std::vector<size_t> producers;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer& b = *buffers_[i];
-    std::set<size_t> producers;
+    producers.clear();
     for (const Buffer* d : kernel_inputs(b)) {
       auto it = index_of.find(d);
-      if (it != index_of.end()) producers.insert(it->second);
+      if (it != index_of.end()) producers.push_back(it->second);
     }
     if (b.kind() == IRKind::ComputedBuffer)
-      for (const std::string& name :
-           read_writes(static_cast<const ComputedBuffer&>(b).body()).read_buffers()) {
+      for (std::string_view name : loaded_buffers(static_cast<const ComputedBuffer&>(b).body())) {
         auto it = position.find(name);
-        if (it != position.end()) producers.insert(it->second);
+        if (it != position.end()) producers.push_back(it->second);
       }
-    producers.erase(i);
+    // distinct, ascending, without i itself
+    std::sort(producers.begin(), producers.end());
+    producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+    producers.erase(std::remove(producers.begin(), producers.end(), i), producers.end());
     for (size_t p : producers) consumers[p].push_back(i);
     waiting[i] = producers.size();
   }
+  out.buffers.reserve(buffers_.size());
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (waiting[i] == 0) ready.push(i);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    out.buffers.push_back(buffers_[i]);
+    out.buffers.push_back(std::move(buffers_[i]));
     for (size_t c : consumers[i])
       if (--waiting[c] == 0) ready.push(c);
   }
@@ -316,13 +329,14 @@ LoweredGraph lower_graph(const Graph& g, const LoweringOptions& options,
 
 void LoweredGraph::index() {
   by_name.clear();
+  by_name.reserve(inputs.size() + buffers.size());
   for (const auto& b : inputs) by_name.emplace(b->name(), b.get());
   for (const auto& b : buffers) by_name.emplace(b->name(), b.get());
 }
 
 const Buffer* LoweredGraph::find(std::string_view name) const {
   if (by_name.size() == inputs.size() + buffers.size() && !by_name.empty()) {
-    auto it = by_name.find(std::string(name));
+    auto it = by_name.find(name);
     return it == by_name.end() ? nullptr : it->second;
   }
   for (const auto& b : inputs)

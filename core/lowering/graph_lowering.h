@@ -27,6 +27,7 @@
 #include "core/lowering/lowering_rules.h"
 #include "core/lowering/realization.h"
 #include "core/policy/backend_policy.h"
+#include "core/support/name_map.h"
 
 namespace stax {
 
@@ -48,7 +49,7 @@ struct LoweredGraph {
   std::vector<BufferPtr>
       buffers;  // ComputedBuffer / ExternKernel / FallbackKernel, producers first
   std::vector<GraphOutput> outputs;  // in return order
-  std::unordered_map<std::string, const Buffer*> by_name;  // see find()
+  NameMap<const Buffer*> by_name;  // see find()
 
   // An input or a buffer by name, or null: through the name index when it is complete (built by
   // lower_graph; index() rebuilds it after editing the lists), else by a linear search.
@@ -106,7 +107,9 @@ class GraphLowering {
   LoweringOptions options_;
   const LoweringTable& table_;
   const Node* current_ = nullptr;
-  std::unordered_map<const Node*, IRPtr> env_;
+  // The lowered value of each node, at the node's position in the graph (Node::index()).
+  std::vector<IRPtr> env_;
+  IRPtr* slot(const Node* n);
   std::map<const Node*, GraphOutput> outputs_done_;
   std::vector<std::shared_ptr<InputBuffer>> inputs_;
   std::vector<BufferPtr> buffers_;

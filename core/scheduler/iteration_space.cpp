@@ -102,8 +102,25 @@ std::optional<std::pair<Extents, Extents>> split_extents(const Extents& e, int64
                         Extents(d.begin() + static_cast<std::ptrdiff_t>(k), d.end()));
 }
 
+bool is_identity_placement(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges) {
+  auto no_units = [](const Extents& e) { return std::find(e.begin(), e.end(), 1) == e.end(); };
+  if (body.ranges != ranges || !no_units(ranges)) return false;
+  switch (placement) {
+    case BodyPlacement::Iteration:
+      return !body.is_reduction();
+    case BodyPlacement::Reduction:
+      return body.is_reduction() && body.reduction_ranges == reduction_ranges &&
+             no_units(reduction_ranges);
+    case BodyPlacement::Full:
+      return false;  // iteration variables become reduction variables
+  }
+  return false;
+}
+
 LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
                       const Extents& reduction_ranges) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
   std::map<Expr, Expr> mapping;
   std::vector<Expr> iter_targets = vars(VarKind::Iter, ranges);
   Extents iter_extents = ranges;

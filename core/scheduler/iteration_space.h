@@ -54,4 +54,10 @@ enum class BodyPlacement {
 LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
                       const Extents& reduction_ranges);
 
+// Whether reindex_body(body, placement, ranges, reduction_ranges) is `body` itself: the space
+// is the body's own (same extents, none of them 1) and the placement maps every variable onto
+// itself. The scheduler then uses the body as it is instead of a re-indexed copy.
+bool is_identity_placement(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges);
+
 }  // namespace stax

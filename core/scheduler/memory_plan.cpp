@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace stax {
@@ -12,6 +15,10 @@ namespace stax {
 namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Buffer names as views of names the LoweredGraph and the Schedule own (buffer names, the loads
+// of scheduled bodies), which outlive plan_memory: no name is copied per lookup.
+using NameSet = std::unordered_set<std::string_view>;
 
 // One arena storage: a chain of in-place buffers, live over steps [first, last].
 struct Storage {
@@ -86,12 +93,12 @@ bool same_layout(const Layout& a, const Layout& b) {
 // "" (see memory_plan.h: in place).
 std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
                            const BufferPlacement& out, const MemoryPlan& plan,
-                           const LoweredGraph& graph, const std::set<std::string>& taken) {
+                           const LoweredGraph& graph, const NameSet& taken) {
   const LoopBody& b = kernel.bodies[body];
   const LoopOp* store = last_store(b);
   if (!store) return "";
   const Buffer* o = graph.find(out.buffer);
-  for (const std::string& name : read_writes(b).read_buffers()) {
+  for (std::string_view name : loaded_buffers(b)) {
     const BufferPlacement* donor = plan.find(name);
     if (!donor || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
@@ -103,15 +110,14 @@ std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
         if (!is_load(op) || op.buffer != name) continue;
         if (k > body || kernel.bodies[k].index_of(op) != b.index_of(*store)) ok = false;
       }
-    if (ok) return name;
+    if (ok) return std::string(name);
   }
   return "";
 }
 
 // The buffer of `kernel` whose bytes the kernel temporary computed by body `t` may live in, or ""
 // (memory_plan.h: kernel temporaries). `hosts`: buffers that already hold a temporary.
-std::string temporary_host(const ScheduledKernel& kernel, size_t t,
-                           const std::set<std::string>& hosts) {
+std::string temporary_host(const ScheduledKernel& kernel, size_t t, const NameSet& hosts) {
   const LoopBody& bt = kernel.bodies[t];
   const LoopOp* st = last_store(bt);
   if (!st || st->opcode != Opcode::store || st->buffer != kernel.buffers[t]->name()) return "";
@@ -140,7 +146,7 @@ std::string temporary_host(const ScheduledKernel& kernel, size_t t,
 
 }  // namespace
 
-const BufferPlacement* MemoryPlan::find(const std::string& buffer) const {
+const BufferPlacement* MemoryPlan::find(std::string_view buffer) const {
   auto it = index.find(buffer);
   return it == index.end() ? nullptr : &buffers[it->second];
 }
@@ -178,13 +184,24 @@ std::string MemoryPlan::str() const {
 }
 
 MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
-  std::map<std::string, size_t> written_at;
-  for (size_t i = 0; i < schedule.steps.size(); ++i)
-    for (const Buffer* b : schedule.writes(schedule.steps[i])) written_at[b->name()] = i;
-  std::map<std::string, size_t> last_read;
-  for (size_t i = 0; i < schedule.steps.size(); ++i)
-    for (const std::string& n : schedule.reads(schedule.steps[i])) last_read[n] = i;
-  std::set<std::string> returned;
+  std::unordered_map<std::string_view, size_t> written_at;
+  std::unordered_map<std::string_view, size_t> last_read;  // Schedule::reads of each step
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    const ScheduleStep& step = schedule.steps[i];
+    if (step.kind == ScheduleStep::Kind::Kernel) {
+      const ScheduledKernel& k = schedule.kernels.at(step.kernel);
+      for (const ComputedBuffer* b : k.buffers) written_at[b->name()] = i;
+      for (const LoopBody& body : k.bodies)
+        for (std::string_view n : loaded_buffers(body)) last_read[n] = i;
+      continue;
+    }
+    written_at[step.buffer->name()] = i;
+    const auto& inputs = step.kind == ScheduleStep::Kind::Extern
+                             ? static_cast<const ExternKernel*>(step.buffer)->inputs()
+                             : static_cast<const FallbackKernel*>(step.buffer)->inputs();
+    for (const KernelInput& in : inputs) last_read[in.buffer->name()] = i;
+  }
+  NameSet returned;
   for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer->name());
 
   MemoryPlan plan;
@@ -205,7 +222,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
 
   // Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
   // kernel (chains T -> U -> H resolve to H's storage, see host_of).
-  std::set<std::string> hosts;
+  NameSet hosts;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
@@ -218,7 +235,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       if (host.empty()) continue;
       p.kind = BufferPlacement::Kind::Temporary;
       p.stored_in = host;
-      hosts.insert(host);
+      hosts.insert(p.stored_in);
       plan.intermediate_bytes += p.bytes;
     }
   }
@@ -227,7 +244,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // storage; root[k] is the first buffer of k's chain.
   std::vector<size_t> root(plan.buffers.size());
   for (size_t k = 0; k < root.size(); ++k) root[k] = k;
-  std::set<std::string> taken;
+  NameSet taken;
   for (const ScheduleStep& step : schedule.steps) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
@@ -236,8 +253,8 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
       std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
       if (donor.empty()) continue;
-      taken.insert(donor);
       out.in_place_of = donor;
+      taken.insert(plan.buffers[plan.index.at(donor)].buffer);
       root[plan.index.at(out.buffer)] = root[plan.index.at(donor)];
     }
   }

@@ -4,6 +4,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/support/error.h"
 
@@ -18,13 +21,13 @@ std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
 }
 
 // A buffer's body with unit extents dropped (a reduction over one point keeps {1}; an empty
-// body stays as it is).
-LoopBody unit_free(const LoopBody& b) {
-  if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return b;  // never fused
+// body stays as it is): nullopt when that is the body itself (no copy).
+std::optional<LoopBody> unit_free(const LoopBody& b) {
+  if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return std::nullopt;
   Extents ranges = drop_unit_extents(b.ranges);
   Extents rr = drop_unit_extents(b.reduction_ranges);
   if (b.is_reduction() && rr.empty()) rr = {1};
-  if (ranges == b.ranges && rr == b.reduction_ranges) return b;
+  if (ranges == b.ranges && rr == b.reduction_ranges) return std::nullopt;
   BodyPlacement p = b.is_reduction() ? BodyPlacement::Reduction : BodyPlacement::Iteration;
   return reindex_body(b, p, ranges, rr);
 }
@@ -44,13 +47,18 @@ const LoopOp* store_of(const LoopBody& b) {
 
 struct Member {
   const ComputedBuffer* buffer;
-  LoopBody body;  // unit_free(buffer->body())
+  std::optional<LoopBody> own;  // unit_free(buffer->body()) when it differs from that body
+  const LoopBody& body() const { return own ? *own : buffer->body(); }
 };
+
+// Buffer names as views of names the LoweredGraph owns (the buffers' names and the loads of
+// their recorded bodies), which outlive the Scheduler: no name is copied per lookup.
+using NameSet = std::unordered_set<std::string_view>;
 
 struct Group {
   std::vector<Member> members;
   Extents ranges, reduction_ranges;
-  std::set<std::string> writes, reads;
+  NameSet writes, reads;
   size_t step = 0;
   bool closed = false;  // a reduction over one point, or an empty space: kept alone
 };
@@ -102,8 +110,14 @@ std::optional<std::pair<Extents, Extents>> joint_space(const Group& g, const Loo
   return std::nullopt;
 }
 
-LoopBody placed(const LoopBody& b, const Extents& ranges, const Extents& rr) {
-  return reindex_body(b, placement_in(b, ranges, rr), ranges, rr);
+// `b` placed in the space: `b` itself when that is the identity, else a re-indexed copy kept in
+// `storage`.
+const LoopBody& placed_ref(const LoopBody& b, const Extents& ranges, const Extents& rr,
+                           std::optional<LoopBody>& storage) {
+  BodyPlacement p = placement_in(b, ranges, rr);
+  if (is_identity_placement(b, p, ranges, rr)) return b;
+  storage = reindex_body(b, p, ranges, rr);
+  return *storage;
 }
 
 class Scheduler {
@@ -127,6 +141,7 @@ class Scheduler {
   // Why `b` (body `body`) cannot join `g`; nullopt when it can. On success `space` is the joint
   // iteration space.
   std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
+                                     const std::vector<std::string_view>& reads,
                                      std::pair<Extents, Extents>& space) const {
     if (!limits_.enable_fusion) return "fusion is off";
     if (g.closed) return "the kernel is a reduction over one point or empty";
@@ -138,30 +153,38 @@ class Scheduler {
       return "the kernel has reached the fusion limit of " +
              std::to_string(limits_.max_fused_nodes) + " buffers";
     // Every producer outside the group must run before it.
-    for (const std::string& name : read_writes(body).read_buffers()) {
+    for (std::string_view name : reads) {
       if (g.writes.count(name)) continue;
       auto it = step_of_.find(name);
       if (it != step_of_.end() && it->second > g.step)
-        return "reads " + name + ", which a later step computes";
+        return "reads " + std::string(name) + ", which a later step computes";
     }
     auto joint = joint_space(g, body);
     if (!joint)
       return "iteration space " + space_str(body.ranges, body.reduction_ranges) +
              " does not fit the kernel's " + space_str(g.ranges, g.reduction_ranges);
     // Reads of what the group writes: at the same address as the write, in the joint space.
-    LoopBody mine = placed(body, joint->first, joint->second);
+    // Placing re-indexes only the expressions (the ops stay as they are), so `mine` is made
+    // once a load of what the group writes needs its address.
+    std::optional<LoopBody> mine_storage;
+    const LoopBody* mine = nullptr;
     int64_t shared = 0;
-    for (const LoopOp& op : mine.ops) {
+    for (size_t k = 0; k < body.ops.size(); ++k) {
+      const LoopOp& op = body.ops[k];
       if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
       if (g.reads.count(op.buffer)) shared = 1;
       if (!g.writes.count(op.buffer)) continue;
       shared = 1;
+      if (!mine) mine = &placed_ref(body, joint->first, joint->second, mine_storage);
       const Member& producer = *std::find_if(g.members.begin(), g.members.end(),
                                              [&](const Member& m) { return m.buffer->name() == op.buffer; });
-      LoopBody theirs = placed(producer.body, joint->first, joint->second);
+      std::optional<LoopBody> theirs_storage;
+      const LoopBody& theirs =
+          placed_ref(producer.body(), joint->first, joint->second, theirs_storage);
       const LoopOp* st = store_of(theirs);
-      if (!st || theirs.index_of(*st) != mine.index_of(op))
-        return "reads " + op.buffer + " at " + mine.index_of(op).str() +
+      const Expr& at = mine->index_of(mine->ops[k]);
+      if (!st || theirs.index_of(*st) != at)
+        return "reads " + op.buffer + " at " + at.str() +
                ", not where the kernel writes it (" +
                (st ? theirs.index_of(*st).str() : std::string("?")) + ")";
     }
@@ -171,9 +194,9 @@ class Scheduler {
     return std::nullopt;
   }
 
-  int64_t shared_bytes(const Group& g, const LoopBody& body) const {
+  int64_t shared_bytes(const Group& g, const std::vector<std::string_view>& reads) const {
     int64_t bytes = 0;
-    for (const std::string& name : read_writes(body).read_buffers()) {
+    for (std::string_view name : reads) {
       if (!g.writes.count(name) && !g.reads.count(name)) continue;
       if (const Buffer* buf = graph_.find(name))
         bytes += std::max<int64_t>(buf->layout().storage_numel(), 1) *
@@ -184,26 +207,29 @@ class Scheduler {
 
   void add_computed(const ComputedBuffer& b, const Buffer* prev) {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
-    LoopBody body = unit_free(b.body());
+    std::optional<LoopBody> own = unit_free(b.body());
+    const LoopBody& body = own ? *own : b.body();
+    // The buffers it reads, as views of its recorded body's names (unit_free keeps the ops).
+    const std::vector<std::string_view> reads = loaded_buffers(b.body());
     // Candidates: the kernels that write or read a buffer this one reads (the others share
     // nothing with it), and the kernel of its predecessor (for the reason of a split).
     std::set<size_t> candidates;
-    for (const std::string& name : read_writes(body).read_buffers()) {
+    for (std::string_view name : reads) {
       auto it = groups_touching_.find(name);
       if (it != groups_touching_.end()) candidates.insert(it->second.begin(), it->second.end());
     }
-    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of_.at(prev->name()));
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of_.at(prev));
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
     std::map<size_t, std::string> reasons;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
-      if (auto why = why_not(groups_[k], b, body, space)) {
+      if (auto why = why_not(groups_[k], b, body, reads, space)) {
         reasons[k] = *why;
         continue;
       }
-      int64_t score = shared_bytes(groups_[k], body);
+      int64_t score = shared_bytes(groups_[k], reads);
       if (score > best_score || (score == best_score && k > best)) {
         best = k;
         best_score = score;
@@ -212,7 +238,7 @@ class Scheduler {
     }
     // The reason the buffer is not with its predecessor in the graph's order.
     if (prev && prev->kind() == IRKind::ComputedBuffer) {
-      size_t pg = group_of_.at(prev->name());
+      size_t pg = group_of_.at(prev);
       if (pg != best)
         splits_.push_back({prev->name(), b.name(),
                            reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
@@ -239,14 +265,18 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    for (const std::string& name : read_writes(body).read_buffers()) {
+    auto touch = [&](std::string_view name) {
+      std::vector<size_t>& gs = groups_touching_[name];
+      if (std::find(gs.begin(), gs.end(), best) == gs.end()) gs.push_back(best);
+    };
+    for (std::string_view name : reads) {
       g.reads.insert(name);
-      groups_touching_[name].insert(best);
+      touch(name);
     }
     g.writes.insert(b.name());
-    groups_touching_[b.name()].insert(best);
-    g.members.push_back({&b, std::move(body)});
-    group_of_[b.name()] = best;
+    touch(b.name());
+    g.members.push_back({&b, std::move(own)});
+    group_of_[&b] = best;
     step_of_[b.name()] = g.step;
   }
 
@@ -280,7 +310,11 @@ class Scheduler {
       k.reduction_ranges = g.reduction_ranges;
       for (Member& m : g.members) {
         k.buffers.push_back(m.buffer);
-        k.bodies.push_back(placed(m.body, g.ranges, g.reduction_ranges));
+        std::optional<LoopBody> storage;
+        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage);
+        if (storage) k.bodies.push_back(std::move(*storage));
+        else if (m.own) k.bodies.push_back(std::move(*m.own));
+        else k.bodies.push_back(body);
       }
       s.kernels.push_back(std::move(k));
     }
@@ -293,9 +327,10 @@ class Scheduler {
   FusionLimits limits_;
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
-  std::map<std::string, size_t> group_of_;  // ComputedBuffer -> group
-  std::map<std::string, size_t> step_of_;   // every scheduled buffer -> step
-  std::map<std::string, std::set<size_t>> groups_touching_;  // buffer -> groups reading/writing it
+  std::unordered_map<const Buffer*, size_t> group_of_;   // ComputedBuffer -> group
+  std::unordered_map<std::string_view, size_t> step_of_;  // every scheduled buffer -> step
+  // buffer -> the groups reading or writing it (distinct)
+  std::unordered_map<std::string_view, std::vector<size_t>> groups_touching_;
   std::vector<Schedule::Split> splits_;
 };
 
