@@ -366,6 +366,32 @@ Expr operator+(const Expr& a, const Expr& b) {
   return build_sum(std::move(t));
 }
 
+Expr linear_sum(const std::vector<Expr>& terms, const std::vector<int64_t>& coeffs,
+                int64_t constant) {
+  assert(terms.size() == coeffs.size());
+  bool simple = true;
+  for (const Expr& e : terms) simple = simple && (e.is_var() || e.is_const());
+  if (!simple) {
+    Expr e(constant);
+    for (size_t k = 0; k < terms.size(); ++k) e = e + terms[k] * Expr(coeffs[k]);
+    return e;
+  }
+  // Variables and constants only: no floor-division / modulo pair to fold, so merging all terms
+  // at once gives what the pairwise additions give.
+  Terms t;
+  t.constant = constant;
+  t.terms.reserve(terms.size());
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (coeffs[k] == 0) continue;
+    if (terms[k].is_const())
+      t.constant += terms[k].value() * coeffs[k];
+    else
+      t.terms.emplace_back(terms[k], coeffs[k]);
+  }
+  if (t.terms.empty()) return Expr(t.constant);
+  return build_sum(std::move(t));
+}
+
 Expr operator-(const Expr& a) { return scale(a, -1); }
 Expr operator-(const Expr& a, const Expr& b) { return a + scale(b, -1); }
 

@@ -118,10 +118,11 @@ bool is_identity_placement(const LoopBody& body, BodyPlacement placement, const 
   return false;
 }
 
-LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
-                      const Extents& reduction_ranges) {
-  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
-  std::map<Expr, Expr> mapping;
+BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                             const Extents& reduction_ranges) {
+  identity_ = is_identity_placement(body, placement, ranges, reduction_ranges);
+  if (identity_) return;
+  std::map<Expr, Expr>& mapping = mapping_;
   std::vector<Expr> iter_targets = vars(VarKind::Iter, ranges);
   Extents iter_extents = ranges;
   if (placement == BodyPlacement::Full) {
@@ -141,8 +142,18 @@ LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Exten
     map_onto(body.reduce_vars(), body.reduction_ranges,
              targets_without_units(vars(VarKind::Reduce, reduction_ranges), reduction_ranges),
              drop_unit_extents(reduction_ranges), mapping);
+}
+
+Expr BodyReindexer::operator()(const Expr& e) const {
+  return identity_ ? e : substitute(e, mapping_);
+}
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  BodyReindexer reindex(body, placement, ranges, reduction_ranges);
   LoopBody out = body;
-  for (Expr& e : out.indices) e = substitute(e, mapping);
+  for (Expr& e : out.indices) e = reindex(e);
   out.ranges = ranges;
   out.reduction_ranges = placement == BodyPlacement::Iteration ? Extents{} : reduction_ranges;
   return out;

@@ -10,6 +10,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/support/error.h"
+
 namespace stax {
 
 namespace {
@@ -184,40 +186,65 @@ std::string MemoryPlan::str() const {
 }
 
 MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
-  std::unordered_map<std::string_view, size_t> written_at;
-  std::unordered_map<std::string_view, size_t> last_read;  // Schedule::reads of each step
+  // Buffers by position in graph.buffers (= in plan.buffers): the step that writes each and the
+  // last step that reads it (Schedule::reads of each step).
+  const size_t n = graph.buffers.size();
+  std::unordered_map<const Buffer*, size_t> pos;
+  std::unordered_map<std::string_view, size_t> pos_by_name;  // views of the buffers' names
+  pos.reserve(n);
+  pos_by_name.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    pos.emplace(graph.buffers[k].get(), k);
+    pos_by_name.emplace(graph.buffers[k]->name(), k);
+  }
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> written_at(n, kNone), last_read(n, kNone);
+  auto wrote = [&](const Buffer* b, size_t i) {
+    auto it = pos.find(b);
+    if (it != pos.end()) written_at[it->second] = i;
+  };
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
     if (step.kind == ScheduleStep::Kind::Kernel) {
       const ScheduledKernel& k = schedule.kernels.at(step.kernel);
-      for (const ComputedBuffer* b : k.buffers) written_at[b->name()] = i;
+      for (const ComputedBuffer* b : k.buffers) wrote(b, i);
       for (const LoopBody& body : k.bodies)
-        for (std::string_view n : loaded_buffers(body)) last_read[n] = i;
+        for (std::string_view name : loaded_buffers(body)) {
+          auto it = pos_by_name.find(name);
+          if (it != pos_by_name.end()) last_read[it->second] = i;
+        }
       continue;
     }
-    written_at[step.buffer->name()] = i;
+    wrote(step.buffer, i);
     const auto& inputs = step.kind == ScheduleStep::Kind::Extern
                              ? static_cast<const ExternKernel*>(step.buffer)->inputs()
                              : static_cast<const FallbackKernel*>(step.buffer)->inputs();
-    for (const KernelInput& in : inputs) last_read[in.buffer->name()] = i;
+    for (const KernelInput& in : inputs) {
+      auto it = pos.find(in.buffer.get());
+      if (it != pos.end()) last_read[it->second] = i;
+    }
   }
-  NameSet returned;
-  for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer->name());
+  std::unordered_set<const Buffer*> returned;
+  for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer.get());
 
   MemoryPlan plan;
-  for (const BufferPtr& b : graph.buffers) {
+  plan.buffers.reserve(n);
+  plan.index.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const Buffer* b = graph.buffers[k].get();
+    if (written_at[k] == kNone)
+      throw Error("schedule", b->name(), "internal: the buffer is written by no step");
     BufferPlacement p;
     p.buffer = b->name();
     p.bytes = std::max<int64_t>(b->layout().storage_numel(), 1) *
               static_cast<int64_t>(dtype_size(b->dtype()));
-    p.first_step = written_at.at(b->name());
-    auto it = last_read.find(b->name());
-    p.last_step = it == last_read.end() ? p.first_step : std::max(p.first_step, it->second);
-    p.kind = returned.count(b->name())                ? BufferPlacement::Kind::Output
+    p.first_step = written_at[k];
+    p.last_step = last_read[k] == kNone ? p.first_step : std::max(p.first_step, last_read[k]);
+    p.kind = returned.count(b)                        ? BufferPlacement::Kind::Output
              : b->kind() == IRKind::FallbackKernel    ? BufferPlacement::Kind::Fallback
                                                       : BufferPlacement::Kind::Arena;
-    plan.index[p.buffer] = plan.buffers.size();
-    plan.buffers.push_back(p);
+    plan.index.emplace(p.buffer, k);
+    plan.buffers.push_back(std::move(p));
   }
 
   // Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
@@ -229,7 +256,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     if (kernel.bodies.size() != kernel.buffers.size()) continue;
     for (size_t t = 0; t < kernel.buffers.size(); ++t) {
-      BufferPlacement& p = plan.buffers[plan.index.at(kernel.buffers[t]->name())];
+      BufferPlacement& p = plan.buffers[pos.at(kernel.buffers[t])];
       if (p.kind != BufferPlacement::Kind::Arena || p.first_step != i || p.last_step != i) continue;
       std::string host = temporary_host(kernel, t, hosts);
       if (host.empty()) continue;
@@ -249,13 +276,13 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      BufferPlacement& out = plan.buffers[plan.index.at(kernel.buffers[b]->name())];
+      BufferPlacement& out = plan.buffers[pos.at(kernel.buffers[b])];
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
       std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
       if (donor.empty()) continue;
       out.in_place_of = donor;
       taken.insert(plan.buffers[plan.index.at(donor)].buffer);
-      root[plan.index.at(out.buffer)] = root[plan.index.at(donor)];
+      root[pos.at(kernel.buffers[b])] = root[plan.index.at(donor)];
     }
   }
   // One storage per chain: its lifetime spans the chain's.

@@ -123,7 +123,15 @@ const LoopBody& placed_ref(const LoopBody& b, const Extents& ranges, const Exten
 class Scheduler {
  public:
   Scheduler(const LoweredGraph& graph, const FusionLimits& limits)
-      : graph_(graph), limits_(limits) {}
+      : graph_(graph), limits_(limits) {
+    const size_t n = graph.buffers.size();
+    group_of_.reserve(n);
+    step_of_.reserve(n);
+    groups_touching_.reserve(n + graph.inputs.size());
+    groups_.reserve(n);
+    steps_.reserve(n);
+    splits_.reserve(n);
+  }
 
   Schedule run() {
     const Buffer* prev = nullptr;
@@ -164,29 +172,29 @@ class Scheduler {
       return "iteration space " + space_str(body.ranges, body.reduction_ranges) +
              " does not fit the kernel's " + space_str(g.ranges, g.reduction_ranges);
     // Reads of what the group writes: at the same address as the write, in the joint space.
-    // Placing re-indexes only the expressions (the ops stay as they are), so `mine` is made
-    // once a load of what the group writes needs its address.
-    std::optional<LoopBody> mine_storage;
-    const LoopBody* mine = nullptr;
+    // Placing re-indexes only the expressions (the ops stay as they are): the two addresses
+    // compared are re-indexed alone, no body is copied.
+    std::optional<BodyReindexer> mine;
     int64_t shared = 0;
-    for (size_t k = 0; k < body.ops.size(); ++k) {
-      const LoopOp& op = body.ops[k];
+    for (const LoopOp& op : body.ops) {
       if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
       if (g.reads.count(op.buffer)) shared = 1;
       if (!g.writes.count(op.buffer)) continue;
       shared = 1;
-      if (!mine) mine = &placed_ref(body, joint->first, joint->second, mine_storage);
-      const Member& producer = *std::find_if(g.members.begin(), g.members.end(),
-                                             [&](const Member& m) { return m.buffer->name() == op.buffer; });
-      std::optional<LoopBody> theirs_storage;
-      const LoopBody& theirs =
-          placed_ref(producer.body(), joint->first, joint->second, theirs_storage);
-      const LoopOp* st = store_of(theirs);
-      const Expr& at = mine->index_of(mine->ops[k]);
-      if (!st || theirs.index_of(*st) != at)
+      const Extents& r = joint->first;
+      const Extents& rr = joint->second;
+      if (!mine) mine.emplace(body, placement_in(body, r, rr), r, rr);
+      const LoopBody& producer = std::find_if(g.members.begin(), g.members.end(), [&](const Member& m) {
+                                   return m.buffer->name() == op.buffer;
+                                 })->body();
+      const LoopOp* st = store_of(producer);
+      Expr at = (*mine)(body.index_of(op));
+      std::optional<Expr> written;
+      if (st) written = BodyReindexer(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
+      if (!written || *written != at)
         return "reads " + op.buffer + " at " + at.str() +
-               ", not where the kernel writes it (" +
-               (st ? theirs.index_of(*st).str() : std::string("?")) + ")";
+               ", not where the kernel writes it (" + (written ? written->str() : std::string("?")) +
+               ")";
     }
     if (!shared) return "shares no buffer with the kernel";
     (void)b;
