@@ -93,19 +93,24 @@ bool same_layout(const Layout& a, const Layout& b) {
 
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
-std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
-                           const BufferPlacement& out, const MemoryPlan& plan,
-                           const LoweredGraph& graph, const NameSet& taken) {
+// `position`: a buffer's position in graph.buffers and plan.buffers, by name; `out_pos`: out's.
+std::string in_place_donor(const ScheduledKernel& kernel, size_t body, size_t out_pos,
+                           const MemoryPlan& plan, const LoweredGraph& graph,
+                           const std::unordered_map<std::string_view, size_t>& position,
+                           const NameSet& taken) {
   const LoopBody& b = kernel.bodies[body];
   const LoopOp* store = last_store(b);
   if (!store) return "";
-  const Buffer* o = graph.find(out.buffer);
+  const BufferPlacement& out = plan.buffers[out_pos];
+  const Buffer* o = graph.buffers[out_pos].get();
   for (std::string_view name : loaded_buffers(b)) {
-    const BufferPlacement* donor = plan.find(name);
-    if (!donor || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
+    auto at = position.find(name);
+    if (at == position.end()) continue;  // a graph input
+    const BufferPlacement* donor = &plan.buffers[at->second];
+    if (donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
       continue;
-    if (!same_layout(graph.find(name)->layout(), o->layout())) continue;
+    if (!same_layout(graph.buffers[at->second]->layout(), o->layout())) continue;
     bool ok = true;
     for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
       for (const LoopOp& op : kernel.bodies[k].ops) {
@@ -276,20 +281,24 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      BufferPlacement& out = plan.buffers[pos.at(kernel.buffers[b])];
+      const size_t out_pos = pos.at(kernel.buffers[b]);
+      BufferPlacement& out = plan.buffers[out_pos];
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
-      std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
+      std::string donor = in_place_donor(kernel, b, out_pos, plan, graph, pos_by_name, taken);
       if (donor.empty()) continue;
       out.in_place_of = donor;
       taken.insert(plan.buffers[plan.index.at(donor)].buffer);
-      root[pos.at(kernel.buffers[b])] = root[plan.index.at(donor)];
+      root[out_pos] = root[pos_by_name.at(donor)];
     }
   }
   // One storage per chain: its lifetime spans the chain's.
-  std::map<size_t, Storage> storages;
+  // storages[r]: the storage of the chain rooted at buffer r (used[r] when there is one).
+  std::vector<Storage> storages(plan.buffers.size());
+  std::vector<bool> used(plan.buffers.size(), false);
   for (size_t k = 0; k < plan.buffers.size(); ++k) {
     const BufferPlacement& p = plan.buffers[k];
     if (p.kind != BufferPlacement::Kind::Arena) continue;
+    used[root[k]] = true;
     Storage& s = storages[root[k]];
     s.bytes = std::max(s.bytes, p.bytes);
     s.first = std::min(s.first, p.first_step);
@@ -300,7 +309,8 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // Greedy by size: each storage at the lowest aligned offset where it overlaps no placed
   // storage whose lifetime intersects its own.
   std::vector<Storage*> order;
-  for (auto& [k, s] : storages) order.push_back(&s);
+  for (size_t r = 0; r < storages.size(); ++r)
+    if (used[r]) order.push_back(&storages[r]);
   std::stable_sort(order.begin(), order.end(),
                    [](const Storage* a, const Storage* b) { return a->bytes > b->bytes; });
   // The placed storages whose lifetimes intersect [first, last] are those live at `first`
@@ -326,7 +336,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   }
   for (size_t k = 0; k < plan.buffers.size(); ++k)
     if (plan.buffers[k].kind == BufferPlacement::Kind::Arena)
-      plan.buffers[k].offset = storages.at(root[k]).offset;
+      plan.buffers[k].offset = storages[root[k]].offset;
   plan.arena_bytes = align_up(plan.arena_bytes, MemoryPlan::kArenaAlignment);
   return plan;
 }

@@ -52,8 +52,18 @@ struct Member {
 };
 
 // Buffer names as views of names the LoweredGraph owns (the buffers' names and the loads of
-// their recorded bodies), which outlive the Scheduler: no name is copied per lookup.
-using NameSet = std::unordered_set<std::string_view>;
+// their recorded bodies), which outlive the Scheduler: no name is copied per lookup. A kernel's
+// sets are small (bounded by FusionLimits::max_fused_nodes): a vector searched linearly costs
+// less than a hash set per kernel (50k kernels in the 100k-node MLP step).
+struct NameSet {
+  std::vector<std::string_view> names;
+  bool count(std::string_view n) const {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  }
+  void insert(std::string_view n) {
+    if (!count(n)) names.push_back(n);
+  }
+};
 
 struct Group {
   std::vector<Member> members;
