@@ -67,7 +67,7 @@ Loader Reduction::make_loader() const {
 Loader Buffer::make_loader() const {
   auto self = std::static_pointer_cast<const Buffer>(shared_from_this());
   return [self](OpsBuilder& b, const Index& index) {
-    return b.load(self->name(), self->dtype(), self->layout().index(index));
+    return b.load(self->name(), self->dtype(), self->layout().index(index), self.get());
   };
 }
 
@@ -127,7 +127,8 @@ Loader View::make_loader() const {
 Loader ReinterpretView::make_loader() const {
   auto self = std::static_pointer_cast<const ReinterpretView>(shared_from_this());
   return [self](OpsBuilder& b, const Index& index) {
-    return b.load(self->base()->name(), self->dtype(), self->layout().index(index));
+    return b.load(self->base()->name(), self->dtype(), self->layout().index(index),
+                  self->base().get());
   };
 }
 

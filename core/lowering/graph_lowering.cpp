@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -258,28 +259,42 @@ void GraphLowering::finalize(LoweredGraph& out) {
       static_cast<ComputedBuffer&>(*b).data()->release_inner_fn();
   // 3. producers before consumers (stable: among the buffers whose producers are placed, the
   //    earliest registered comes first; Kahn's algorithm with a priority queue, O(E log B)).
-  std::unordered_map<std::string_view, size_t> position;  // views of the buffers' names
-  std::unordered_map<const Buffer*, size_t> index_of;
-  position.reserve(buffers_.size());
-  index_of.reserve(buffers_.size());
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    position.emplace(buffers_[i]->name(), i);
-    index_of.emplace(buffers_[i].get(), i);
-  }
+  //    A buffer's registration index is its graph_id for now (LoweredGraph::index renumbers);
+  //    loads carry the buffer they read (LoopOp::source), a name map is built only for loads
+  //    without one.
+  for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i]->set_graph_id(static_cast<int64_t>(i));
+  auto registered = [&](const Buffer* d) -> int64_t {
+    int64_t k = d ? d->graph_id() : -1;
+    return k >= 0 && static_cast<size_t>(k) < buffers_.size() && buffers_[static_cast<size_t>(k)].get() == d
+               ? k
+               : -1;
+  };
+  std::optional<std::unordered_map<std::string_view, size_t>> position;  // by name, if needed
+  auto by_name = [&](std::string_view name) -> int64_t {
+    if (!position) {
+      position.emplace();
+      position->reserve(buffers_.size());
+      for (size_t i = 0; i < buffers_.size(); ++i) position->emplace(buffers_[i]->name(), i);
+    }
+    auto it = position->find(name);
+    return it == position->end() ? -1 : static_cast<int64_t>(it->second);
+  };
   std::vector<std::vector<size_t>> consumers(buffers_.size());
   std::vector<size_t> waiting(buffers_.size(), 0);
   std::vector<size_t> producers;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer& b = *buffers_[i];
     producers.clear();
-    for (const Buffer* d : kernel_inputs(b)) {
-      auto it = index_of.find(d);
-      if (it != index_of.end()) producers.push_back(it->second);
-    }
+    for (const Buffer* d : kernel_inputs(b))
+      if (int64_t k = registered(d); k >= 0) producers.push_back(static_cast<size_t>(k));
     if (b.kind() == IRKind::ComputedBuffer)
-      for (std::string_view name : loaded_buffers(static_cast<const ComputedBuffer&>(b).body())) {
-        auto it = position.find(name);
-        if (it != position.end()) producers.push_back(it->second);
+      for (const LoopOp& op : static_cast<const ComputedBuffer&>(b).body().ops) {
+        if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+        int64_t k = op.source && op.source->name() == op.buffer
+                        ? (op.source->kind() == IRKind::InputBuffer ? -1 : registered(op.source))
+                        : by_name(op.buffer);
+        if (k < 0 && op.source && op.source->kind() != IRKind::InputBuffer) k = by_name(op.buffer);
+        if (k >= 0) producers.push_back(static_cast<size_t>(k));
       }
     // distinct, ascending, without i itself
     std::sort(producers.begin(), producers.end());
@@ -316,6 +331,22 @@ LoweredGraph GraphLowering::run() {
   for (const Node* n : graph_.outputs()) out.outputs.push_back(realize_output(*n));
   finalize(out);
   out.index();
+  // Loads and stores name their buffer by id from now on (LoopOp::buffer_id); the sources are
+  // dropped, as the bodies may outlive the buffers.
+  for (const BufferPtr& b : out.buffers) {
+    if (b->kind() != IRKind::ComputedBuffer) continue;
+    for (LoopOp& op : static_cast<ComputedBuffer&>(*b).mutable_body().ops) {
+      const bool is_load = op.opcode == Opcode::load || op.opcode == Opcode::masked_load;
+      if (!is_load && op.opcode != Opcode::store && op.opcode != Opcode::store_reduction) continue;
+      if (is_load && op.source && op.source->name() == op.buffer)
+        op.buffer_id = out.id_of(op.source);
+      else if (!is_load && op.buffer == b->name())
+        op.buffer_id = b->graph_id();
+      else
+        op.buffer_id = out.id_of(std::string_view(op.buffer));
+      op.source = nullptr;
+    }
+  }
   return out;
 }
 
@@ -332,6 +363,34 @@ void LoweredGraph::index() {
   by_name.reserve(inputs.size() + buffers.size());
   for (const auto& b : inputs) by_name.emplace(b->name(), b.get());
   for (const auto& b : buffers) by_name.emplace(b->name(), b.get());
+  for (size_t k = 0; k < buffers.size(); ++k) buffers[k]->set_graph_id(static_cast<int64_t>(k));
+  for (size_t j = 0; j < inputs.size(); ++j)
+    inputs[j]->set_graph_id(static_cast<int64_t>(buffers.size() + j));
+}
+
+const Buffer* LoweredGraph::by_id(int64_t id) const {
+  if (id < 0) return nullptr;
+  auto k = static_cast<size_t>(id);
+  if (k < buffers.size()) return buffers[k].get();
+  if (k - buffers.size() < inputs.size()) return inputs[k - buffers.size()].get();
+  return nullptr;
+}
+
+int64_t LoweredGraph::id_of(const Buffer* b) const {
+  if (!b) return -1;
+  if (by_id(b->graph_id()) == b) return b->graph_id();
+  const Buffer* named = find(b->name());
+  return named == b ? named->graph_id() : -1;
+}
+
+int64_t LoweredGraph::id_of(std::string_view name) const {
+  const Buffer* b = find(name);
+  return b && by_id(b->graph_id()) == b ? b->graph_id() : -1;
+}
+
+int64_t LoweredGraph::id_of_op(const LoopOp& op) const {
+  if (const Buffer* b = by_id(op.buffer_id); b && b->name() == op.buffer) return op.buffer_id;
+  return id_of(std::string_view(op.buffer));
 }
 
 const Buffer* LoweredGraph::find(std::string_view name) const {

@@ -93,24 +93,36 @@ bool same_layout(const Layout& a, const Layout& b) {
 
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
-// `position`: a buffer's position in graph.buffers and plan.buffers, by name; `out_pos`: out's.
+// The buffers (positions in graph.buffers and plan.buffers = LoweredGraph ids) `body` loads,
+// distinct, in first-load order; graph inputs left out.
+std::vector<size_t> loaded_positions(const LoopBody& body, const LoweredGraph& graph) {
+  std::vector<size_t> out;
+  for (const LoopOp& op : body.ops) {
+    if (!is_load(op)) continue;
+    int64_t id = graph.id_of_op(op);
+    if (id < 0 || static_cast<size_t>(id) >= graph.buffers.size()) continue;
+    auto k = static_cast<size_t>(id);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+// `out_pos`: the position of the buffer `body` writes.
 std::string in_place_donor(const ScheduledKernel& kernel, size_t body, size_t out_pos,
                            const MemoryPlan& plan, const LoweredGraph& graph,
-                           const std::unordered_map<std::string_view, size_t>& position,
                            const NameSet& taken) {
   const LoopBody& b = kernel.bodies[body];
   const LoopOp* store = last_store(b);
   if (!store) return "";
   const BufferPlacement& out = plan.buffers[out_pos];
   const Buffer* o = graph.buffers[out_pos].get();
-  for (std::string_view name : loaded_buffers(b)) {
-    auto at = position.find(name);
-    if (at == position.end()) continue;  // a graph input
-    const BufferPlacement* donor = &plan.buffers[at->second];
+  for (size_t at : loaded_positions(b, graph)) {
+    const std::string& name = plan.buffers[at].buffer;
+    const BufferPlacement* donor = &plan.buffers[at];
     if (donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
       continue;
-    if (!same_layout(graph.buffers[at->second]->layout(), o->layout())) continue;
+    if (!same_layout(graph.buffers[at]->layout(), o->layout())) continue;
     bool ok = true;
     for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
       for (const LoopOp& op : kernel.bodies[k].ops) {
@@ -193,20 +205,28 @@ std::string MemoryPlan::str() const {
 MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // Buffers by position in graph.buffers (= in plan.buffers): the step that writes each and the
   // last step that reads it (Schedule::reads of each step).
+  // Positions are LoweredGraph ids (buffers[k] has id k), indexed afresh if the lists were
+  // edited since.
   const size_t n = graph.buffers.size();
-  std::unordered_map<const Buffer*, size_t> pos;
-  std::unordered_map<std::string_view, size_t> pos_by_name;  // views of the buffers' names
-  pos.reserve(n);
-  pos_by_name.reserve(n);
-  for (size_t k = 0; k < n; ++k) {
-    pos.emplace(graph.buffers[k].get(), k);
-    pos_by_name.emplace(graph.buffers[k]->name(), k);
+  bool indexed = true;
+  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
+    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
+  if (!indexed) {
+    LoweredGraph copy = graph;
+    copy.index();
+    return plan_memory(copy, schedule);
   }
+  auto position = [&](const Buffer* b) -> size_t {
+    int64_t id = graph.id_of(b);
+    if (id < 0 || static_cast<size_t>(id) >= n)
+      throw Error("schedule", b->name(), "internal: the buffer is not in the graph");
+    return static_cast<size_t>(id);
+  };
   constexpr size_t kNone = SIZE_MAX;
   std::vector<size_t> written_at(n, kNone), last_read(n, kNone);
   auto wrote = [&](const Buffer* b, size_t i) {
-    auto it = pos.find(b);
-    if (it != pos.end()) written_at[it->second] = i;
+    int64_t id = graph.id_of(b);
+    if (id >= 0 && static_cast<size_t>(id) < n) written_at[static_cast<size_t>(id)] = i;
   };
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
@@ -214,9 +234,10 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       const ScheduledKernel& k = schedule.kernels.at(step.kernel);
       for (const ComputedBuffer* b : k.buffers) wrote(b, i);
       for (const LoopBody& body : k.bodies)
-        for (std::string_view name : loaded_buffers(body)) {
-          auto it = pos_by_name.find(name);
-          if (it != pos_by_name.end()) last_read[it->second] = i;
+        for (const LoopOp& op : body.ops) {
+          if (!is_load(op)) continue;
+          int64_t id = graph.id_of_op(op);
+          if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
         }
       continue;
     }
@@ -225,8 +246,8 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
                              ? static_cast<const ExternKernel*>(step.buffer)->inputs()
                              : static_cast<const FallbackKernel*>(step.buffer)->inputs();
     for (const KernelInput& in : inputs) {
-      auto it = pos.find(in.buffer.get());
-      if (it != pos.end()) last_read[it->second] = i;
+      int64_t id = graph.id_of(in.buffer.get());
+      if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
     }
   }
   std::unordered_set<const Buffer*> returned;
@@ -261,7 +282,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     if (kernel.bodies.size() != kernel.buffers.size()) continue;
     for (size_t t = 0; t < kernel.buffers.size(); ++t) {
-      BufferPlacement& p = plan.buffers[pos.at(kernel.buffers[t])];
+      BufferPlacement& p = plan.buffers[position(kernel.buffers[t])];
       if (p.kind != BufferPlacement::Kind::Arena || p.first_step != i || p.last_step != i) continue;
       std::string host = temporary_host(kernel, t, hosts);
       if (host.empty()) continue;
@@ -281,14 +302,14 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      const size_t out_pos = pos.at(kernel.buffers[b]);
+      const size_t out_pos = position(kernel.buffers[b]);
       BufferPlacement& out = plan.buffers[out_pos];
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
-      std::string donor = in_place_donor(kernel, b, out_pos, plan, graph, pos_by_name, taken);
+      std::string donor = in_place_donor(kernel, b, out_pos, plan, graph, taken);
       if (donor.empty()) continue;
       out.in_place_of = donor;
       taken.insert(plan.buffers[plan.index.at(donor)].buffer);
-      root[out_pos] = root[pos_by_name.at(donor)];
+      root[out_pos] = root[plan.index.at(donor)];
     }
   }
   // One storage per chain: its lifetime spans the chain's.

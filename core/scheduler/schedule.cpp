@@ -47,28 +47,47 @@ const LoopOp* store_of(const LoopBody& b) {
 
 struct Member {
   const ComputedBuffer* buffer;
+  int64_t id;                   // the buffer's LoweredGraph id
   std::optional<LoopBody> own;  // unit_free(buffer->body()) when it differs from that body
   const LoopBody& body() const { return own ? *own : buffer->body(); }
 };
 
-// Buffer names as views of names the LoweredGraph owns (the buffers' names and the loads of
-// their recorded bodies), which outlive the Scheduler: no name is copied per lookup. A kernel's
-// sets are small (bounded by FusionLimits::max_fused_nodes): a vector searched linearly costs
-// less than a hash set per kernel (50k kernels in the 100k-node MLP step).
-struct NameSet {
-  std::vector<std::string_view> names;
-  bool count(std::string_view n) const {
-    return std::find(names.begin(), names.end(), n) != names.end();
-  }
-  void insert(std::string_view n) {
-    if (!count(n)) names.push_back(n);
+// Buffers by their LoweredGraph id (LoweredGraph::index): vectors by id instead of maps keyed by
+// name. A kernel's sets are small (bounded by FusionLimits::max_fused_nodes): a vector searched
+// linearly costs less than a hash set per kernel (50k kernels in the 100k-node MLP step).
+struct IdSet {
+  std::vector<int64_t> ids;
+  bool count(int64_t id) const { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+  void insert(int64_t id) {
+    if (!count(id)) ids.push_back(id);
   }
 };
+
+// The ids of the buffers a body loads: per op (-1 for other ops or an unknown buffer) and the
+// distinct ones in first-load order.
+struct LoadIds {
+  std::vector<int64_t> of_op;
+  std::vector<int64_t> distinct;
+};
+
+LoadIds load_ids(const LoopBody& body, const LoweredGraph& graph) {
+  LoadIds r;
+  r.of_op.assign(body.ops.size(), -1);
+  for (size_t k = 0; k < body.ops.size(); ++k) {
+    const LoopOp& op = body.ops[k];
+    if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+    int64_t id = graph.id_of_op(op);
+    r.of_op[k] = id;
+    if (id >= 0 && std::find(r.distinct.begin(), r.distinct.end(), id) == r.distinct.end())
+      r.distinct.push_back(id);
+  }
+  return r;
+}
 
 struct Group {
   std::vector<Member> members;
   Extents ranges, reduction_ranges;
-  NameSet writes, reads;
+  IdSet writes, reads;
   size_t step = 0;
   bool closed = false;  // a reduction over one point, or an empty space: kept alone
 };
@@ -135,9 +154,9 @@ class Scheduler {
   Scheduler(const LoweredGraph& graph, const FusionLimits& limits)
       : graph_(graph), limits_(limits) {
     const size_t n = graph.buffers.size();
-    group_of_.reserve(n);
-    step_of_.reserve(n);
-    groups_touching_.reserve(n + graph.inputs.size());
+    group_of_.assign(graph.num_ids(), kNoStep);
+    step_of_.assign(graph.num_ids(), kNoStep);
+    groups_touching_.resize(graph.num_ids());
     groups_.reserve(n);
     steps_.reserve(n);
     splits_.reserve(n);
@@ -159,7 +178,7 @@ class Scheduler {
   // Why `b` (body `body`) cannot join `g`; nullopt when it can. On success `space` is the joint
   // iteration space.
   std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
-                                     const std::vector<std::string_view>& reads,
+                                     const LoadIds& loads,
                                      std::pair<Extents, Extents>& space) const {
     if (!limits_.enable_fusion) return "fusion is off";
     if (g.closed) return "the kernel is a reduction over one point or empty";
@@ -171,11 +190,11 @@ class Scheduler {
       return "the kernel has reached the fusion limit of " +
              std::to_string(limits_.max_fused_nodes) + " buffers";
     // Every producer outside the group must run before it.
-    for (std::string_view name : reads) {
-      if (g.writes.count(name)) continue;
-      auto it = step_of_.find(name);
-      if (it != step_of_.end() && it->second > g.step)
-        return "reads " + std::string(name) + ", which a later step computes";
+    for (int64_t id : loads.distinct) {
+      if (g.writes.count(id)) continue;
+      size_t step = step_of_[static_cast<size_t>(id)];
+      if (step != kNoStep && step > g.step)
+        return "reads " + graph_.by_id(id)->name() + ", which a later step computes";
     }
     auto joint = joint_space(g, body);
     if (!joint)
@@ -186,16 +205,18 @@ class Scheduler {
     // compared are re-indexed alone, no body is copied.
     std::optional<BodyReindexer> mine;
     int64_t shared = 0;
-    for (const LoopOp& op : body.ops) {
-      if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
-      if (g.reads.count(op.buffer)) shared = 1;
-      if (!g.writes.count(op.buffer)) continue;
+    for (size_t k = 0; k < body.ops.size(); ++k) {
+      const LoopOp& op = body.ops[k];
+      const int64_t id = loads.of_op[k];
+      if (id < 0) continue;  // not a load (or of no buffer of the graph)
+      if (g.reads.count(id)) shared = 1;
+      if (!g.writes.count(id)) continue;
       shared = 1;
       const Extents& r = joint->first;
       const Extents& rr = joint->second;
       if (!mine) mine.emplace(body, placement_in(body, r, rr), r, rr);
       const LoopBody& producer = std::find_if(g.members.begin(), g.members.end(), [&](const Member& m) {
-                                   return m.buffer->name() == op.buffer;
+                                   return m.id == id;
                                  })->body();
       const LoopOp* st = store_of(producer);
       Expr at = (*mine)(body.index_of(op));
@@ -212,11 +233,11 @@ class Scheduler {
     return std::nullopt;
   }
 
-  int64_t shared_bytes(const Group& g, const std::vector<std::string_view>& reads) const {
+  int64_t shared_bytes(const Group& g, const LoadIds& loads) const {
     int64_t bytes = 0;
-    for (std::string_view name : reads) {
-      if (!g.writes.count(name) && !g.reads.count(name)) continue;
-      if (const Buffer* buf = graph_.find(name))
+    for (int64_t id : loads.distinct) {
+      if (!g.writes.count(id) && !g.reads.count(id)) continue;
+      if (const Buffer* buf = graph_.by_id(id))
         bytes += std::max<int64_t>(buf->layout().storage_numel(), 1) *
                  static_cast<int64_t>(dtype_size(buf->dtype()));
     }
@@ -227,27 +248,29 @@ class Scheduler {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
     std::optional<LoopBody> own = unit_free(b.body());
     const LoopBody& body = own ? *own : b.body();
-    // The buffers it reads, as views of its recorded body's names (unit_free keeps the ops).
-    const std::vector<std::string_view> reads = loaded_buffers(b.body());
+    // The buffers it reads, by id (unit_free keeps the ops).
+    const LoadIds loads = load_ids(b.body(), graph_);
+    const int64_t self = graph_.id_of(&b);
+    if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
     // Candidates: the kernels that write or read a buffer this one reads (the others share
     // nothing with it), and the kernel of its predecessor (for the reason of a split).
     std::set<size_t> candidates;
-    for (std::string_view name : reads) {
-      auto it = groups_touching_.find(name);
-      if (it != groups_touching_.end()) candidates.insert(it->second.begin(), it->second.end());
+    for (int64_t id : loads.distinct) {
+      const auto& gs = groups_touching_[static_cast<size_t>(id)];
+      candidates.insert(gs.begin(), gs.end());
     }
-    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of_.at(prev));
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of(prev));
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
     std::map<size_t, std::string> reasons;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
-      if (auto why = why_not(groups_[k], b, body, reads, space)) {
+      if (auto why = why_not(groups_[k], b, body, loads, space)) {
         reasons[k] = *why;
         continue;
       }
-      int64_t score = shared_bytes(groups_[k], reads);
+      int64_t score = shared_bytes(groups_[k], loads);
       if (score > best_score || (score == best_score && k > best)) {
         best = k;
         best_score = score;
@@ -256,7 +279,7 @@ class Scheduler {
     }
     // The reason the buffer is not with its predecessor in the graph's order.
     if (prev && prev->kind() == IRKind::ComputedBuffer) {
-      size_t pg = group_of_.at(prev);
+      size_t pg = group_of(prev);
       if (pg != best)
         splits_.push_back({prev->name(), b.name(),
                            reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
@@ -283,19 +306,19 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    auto touch = [&](std::string_view name) {
-      std::vector<size_t>& gs = groups_touching_[name];
+    auto touch = [&](int64_t id) {
+      std::vector<size_t>& gs = groups_touching_[static_cast<size_t>(id)];
       if (std::find(gs.begin(), gs.end(), best) == gs.end()) gs.push_back(best);
     };
-    for (std::string_view name : reads) {
-      g.reads.insert(name);
-      touch(name);
+    for (int64_t id : loads.distinct) {
+      g.reads.insert(id);
+      touch(id);
     }
-    g.writes.insert(b.name());
-    touch(b.name());
-    g.members.push_back({&b, std::move(own)});
-    group_of_[&b] = best;
-    step_of_[b.name()] = g.step;
+    g.writes.insert(self);
+    touch(self);
+    g.members.push_back({&b, self, std::move(own)});
+    group_of_[static_cast<size_t>(self)] = best;
+    step_of_[static_cast<size_t>(self)] = g.step;
   }
 
   void add_single(const Buffer& b, const Buffer* prev) {
@@ -307,7 +330,9 @@ class Scheduler {
       splits_.push_back({prev->name(), b.name(),
                          b.name() + " is " + (b.kind() == IRKind::ExternKernel ? "an extern" : "a fallback") +
                              " kernel"});
-    step_of_[b.name()] = steps_.size();
+    const int64_t self = graph_.id_of(&b);
+    if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
+    step_of_[static_cast<size_t>(self)] = steps_.size();
     steps_.push_back(step);
   }
 
@@ -345,10 +370,17 @@ class Scheduler {
   FusionLimits limits_;
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
-  std::unordered_map<const Buffer*, size_t> group_of_;   // ComputedBuffer -> group
-  std::unordered_map<std::string_view, size_t> step_of_;  // every scheduled buffer -> step
-  // buffer -> the groups reading or writing it (distinct)
-  std::unordered_map<std::string_view, std::vector<size_t>> groups_touching_;
+  static constexpr size_t kNoStep = SIZE_MAX;
+  size_t group_of(const Buffer* b) const {
+    int64_t id = graph_.id_of(b);
+    size_t g = id < 0 ? kNoStep : group_of_[static_cast<size_t>(id)];
+    if (g == kNoStep) throw Error("schedule", b->name(), "internal: the buffer has no kernel");
+    return g;
+  }
+  std::vector<size_t> group_of_;  // by id: a ComputedBuffer's group (kNoStep: none)
+  std::vector<size_t> step_of_;   // by id: a scheduled buffer's step (kNoStep: none)
+  // by id: the groups reading or writing the buffer (distinct)
+  std::vector<std::vector<size_t>> groups_touching_;
   std::vector<Schedule::Split> splits_;
 };
 
@@ -375,6 +407,16 @@ std::set<std::string> Schedule::reads(const ScheduleStep& step) const {
 }
 
 Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {
+  // The scheduler works by buffer id (LoweredGraph::index, done by lower_graph); a graph edited
+  // since is indexed afresh (the same buffers, so the schedule refers to `graph`'s).
+  bool indexed = true;
+  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
+    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
+  if (!indexed) {
+    LoweredGraph copy = graph;
+    copy.index();
+    return Scheduler(copy, limits).run();
+  }
   return Scheduler(graph, limits).run();
 }
 
