@@ -44,8 +44,10 @@ int inline_depth_of(const IRPtr& v) {
 
 // The §6.4 layout of a flexible buffer: strides in the loop order its reads prefer.
 std::vector<int> pick_fill_order(const LoopBody& inner) {
-  std::vector<Expr> reads;
-  for (const MemoryDep& d : read_writes(inner).reads) reads.push_back(d.index);
+  std::vector<Expr> reads;  // read_writes(inner).reads' indices, without copying the names
+  for (const LoopOp& op : inner.ops)
+    if (op.opcode == Opcode::load || op.opcode == Opcode::masked_load)
+      reads.push_back(inner.index_of(op));
   return fill_order_by_strides(reads, inner.iter_vars());
 }
 

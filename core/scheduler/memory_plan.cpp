@@ -250,8 +250,11 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
     }
   }
-  std::unordered_set<const Buffer*> returned;
-  for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer.get());
+  std::vector<bool> returned(n, false);
+  for (const GraphOutput& o : graph.outputs) {
+    int64_t id = graph.id_of(o.buffer.get());
+    if (id >= 0 && static_cast<size_t>(id) < n) returned[static_cast<size_t>(id)] = true;
+  }
 
   MemoryPlan plan;
   plan.buffers.reserve(n);
@@ -266,7 +269,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
               static_cast<int64_t>(dtype_size(b->dtype()));
     p.first_step = written_at[k];
     p.last_step = last_read[k] == kNone ? p.first_step : std::max(p.first_step, last_read[k]);
-    p.kind = returned.count(b)                        ? BufferPlacement::Kind::Output
+    p.kind = returned[k]                              ? BufferPlacement::Kind::Output
              : b->kind() == IRKind::FallbackKernel    ? BufferPlacement::Kind::Fallback
                                                       : BufferPlacement::Kind::Arena;
     plan.index.emplace(p.buffer, k);
