@@ -177,8 +177,10 @@ class Scheduler {
  private:
   // Why `b` (body `body`) cannot join `g`; nullopt when it can. On success `space` is the joint
   // iteration space.
+  // `explain`: whether the reason is wanted (only the predecessor's kernel's is reported); else a
+  // refusal is an empty string, without formatting extents and expressions.
   std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
-                                     const LoadIds& loads,
+                                     const LoadIds& loads, bool explain,
                                      std::pair<Extents, Extents>& space) const {
     if (!limits_.enable_fusion) return "fusion is off";
     if (g.closed) return "the kernel is a reduction over one point or empty";
@@ -187,18 +189,19 @@ class Scheduler {
     if (extents_numel(body.ranges) * extents_numel(body.reduction_ranges) == 0)
       return "an empty iteration space";
     if (g.members.size() >= static_cast<size_t>(std::max(limits_.max_fused_nodes, 1)))
-      return "the kernel has reached the fusion limit of " +
+      return !explain ? std::string() : "the kernel has reached the fusion limit of " +
              std::to_string(limits_.max_fused_nodes) + " buffers";
     // Every producer outside the group must run before it.
     for (int64_t id : loads.distinct) {
       if (g.writes.count(id)) continue;
       size_t step = step_of_[static_cast<size_t>(id)];
       if (step != kNoStep && step > g.step)
-        return "reads " + graph_.by_id(id)->name() + ", which a later step computes";
+        return !explain ? std::string()
+                        : "reads " + graph_.by_id(id)->name() + ", which a later step computes";
     }
     auto joint = joint_space(g, body);
     if (!joint)
-      return "iteration space " + space_str(body.ranges, body.reduction_ranges) +
+      return !explain ? std::string() : "iteration space " + space_str(body.ranges, body.reduction_ranges) +
              " does not fit the kernel's " + space_str(g.ranges, g.reduction_ranges);
     // Reads of what the group writes: at the same address as the write, in the joint space.
     // Placing re-indexes only the expressions (the ops stay as they are): the two addresses
@@ -223,7 +226,7 @@ class Scheduler {
       std::optional<Expr> written;
       if (st) written = BodyReindexer(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
       if (!written || *written != at)
-        return "reads " + op.buffer + " at " + at.str() +
+        return !explain ? std::string() : "reads " + op.buffer + " at " + at.str() +
                ", not where the kernel writes it (" + (written ? written->str() : std::string("?")) +
                ")";
     }
@@ -264,9 +267,11 @@ class Scheduler {
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
     std::map<size_t, std::string> reasons;
+    const size_t explain_group =
+        prev && prev->kind() == IRKind::ComputedBuffer ? group_of(prev) : SIZE_MAX;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
-      if (auto why = why_not(groups_[k], b, body, loads, space)) {
+      if (auto why = why_not(groups_[k], b, body, loads, k == explain_group, space)) {
         reasons[k] = *why;
         continue;
       }
