@@ -1,5 +1,7 @@
 #include "core/ir/eliminate_dead_ops.h"
 
+#include <algorithm>
+
 namespace stax {
 
 namespace {
@@ -15,9 +17,18 @@ void mark_expr_ops(const Expr& e, std::vector<bool>& live, std::vector<int32_t>&
   }
 }
 
-}  // namespace
+// Whether `e` has an indirect variable (tmp<op>) whose op number `renumber` changes.
+bool renames(const Expr& e, const std::vector<int32_t>& renumber) {
+  if (e.is_var())
+    return e.var_kind() == VarKind::Indirect &&
+           (static_cast<size_t>(e.var_index()) >= renumber.size() ||
+            renumber[static_cast<size_t>(e.var_index())] != e.var_index());
+  for (const Expr& a : e.args())
+    if (renames(a, renumber)) return true;
+  return false;
+}
 
-LoopBody eliminate_dead_ops(const LoopBody& body) {
+std::vector<bool> live_ops(const LoopBody& body) {
   size_t n = body.ops.size();
   std::vector<bool> live(n, false);
   std::vector<int32_t> work;
@@ -36,12 +47,37 @@ LoopBody eliminate_dead_ops(const LoopBody& body) {
       }
     if (op.index >= 0) mark_expr_ops(body.index_of(op), live, work);
   }
+  return live;
+}
+
+}  // namespace
+
+LoopBody eliminate_dead_ops(LoopBody&& body) {
+  std::vector<bool> live = live_ops(body);
+  if (std::find(live.begin(), live.end(), false) != live.end()) return eliminate_dead_ops(body);
+  // Every op is live, so ops, operands and indirect variables keep their numbers; the rebuild
+  // would re-add the index list in first-use order: when it is in that order already (and holds
+  // no unused entry), the rebuilt body is `body`.
+  int32_t next = 0;
+  for (const LoopOp& op : body.ops) {
+    if (op.index < 0 || op.index < next) continue;
+    if (op.index != next) return eliminate_dead_ops(body);
+    ++next;
+  }
+  if (static_cast<size_t>(next) != body.indices.size()) return eliminate_dead_ops(body);
+  return std::move(body);
+}
+
+LoopBody eliminate_dead_ops(const LoopBody& body) {
+  size_t n = body.ops.size();
+  std::vector<bool> live = live_ops(body);
 
   std::vector<int32_t> renumber(n, -1);
   int32_t next = 0;
   for (size_t i = 0; i < n; ++i)
     if (live[i]) renumber[i] = next++;
   auto rename = [&](const Expr& e) {
+    if (!renames(e, renumber)) return e;  // substitute would rebuild `e` as it is
     return substitute(e, [&](const Expr& v) -> std::optional<Expr> {
       if (v.var_kind() != VarKind::Indirect) return std::nullopt;
       return Expr::indirect(renumber[static_cast<size_t>(v.var_index())], v.extent());

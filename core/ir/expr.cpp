@@ -234,19 +234,34 @@ void decompose(const Expr& e, int64_t scale, Terms& out) {
 }
 
 void sort_and_merge(Terms& t) {
-  std::stable_sort(t.terms.begin(), t.terms.end(),
-                   [](const auto& a, const auto& b) { return compare(a.first, b.first) < 0; });
-  std::vector<std::pair<Expr, int64_t>> merged;
-  for (auto& [atom, c] : t.terms) {
-    if (!merged.empty() && merged.back().first == atom)
-      merged.back().second += c;
-    else
-      merged.emplace_back(atom, c);
+  auto& v = t.terms;
+  // A stable sort by the canonical order. Sums have a handful of terms: an insertion sort (stable,
+  // so the same result as std::stable_sort) without the merge sort's temporary buffer.
+  if (v.size() <= 16) {
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (compare(v[i - 1].first, v[i].first) <= 0) continue;
+      auto x = std::move(v[i]);
+      size_t j = i;
+      for (; j > 0 && compare(x.first, v[j - 1].first) < 0; --j) v[j] = std::move(v[j - 1]);
+      v[j] = std::move(x);
+    }
+  } else {
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return compare(a.first, b.first) < 0; });
   }
-  merged.erase(
-      std::remove_if(merged.begin(), merged.end(), [](const auto& p) { return p.second == 0; }),
-      merged.end());
-  t.terms = std::move(merged);
+  // Merge equal atoms (adjacent now) in place, then drop zero coefficients.
+  size_t out = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (out > 0 && v[out - 1].first == v[i].first) {
+      v[out - 1].second += v[i].second;
+      continue;
+    }
+    if (out != i) v[out] = std::move(v[i]);
+    ++out;
+  }
+  v.resize(out);
+  v.erase(std::remove_if(v.begin(), v.end(), [](const auto& p) { return p.second == 0; }),
+          v.end());
 }
 
 // s*(x//s) + x % s == x: finds one such pair (coefficients c*s and c) and replaces it by c*x.
@@ -279,8 +294,10 @@ Expr build_sum(Terms t) {
   if (t.terms.size() == 1 && t.terms[0].second == 1 && t.constant == 0) return t.terms[0].first;
   std::vector<Expr> atoms;
   std::vector<int64_t> coeffs;
+  atoms.reserve(t.terms.size());
+  coeffs.reserve(t.terms.size());
   for (auto& [a, c] : t.terms) {
-    atoms.push_back(a);
+    atoms.push_back(std::move(a));
     coeffs.push_back(c);
   }
   return ExprBuild::node(ExprKind::Add, std::move(atoms), std::move(coeffs), t.constant);
@@ -343,8 +360,35 @@ Expr operator+(const Expr& a, const Expr& b) {
   if (a.is_const(0)) return b;
   if (b.is_const(0)) return a;
   Terms t;
+  t.terms.reserve(a.args().size() + b.args().size() + 2);
   decompose(a, 1, t);
   decompose(b, 1, t);
+  return build_sum(std::move(t));
+}
+
+Expr linear_sum(const std::vector<Expr>& terms, const std::vector<int64_t>& coeffs,
+                int64_t constant) {
+  assert(terms.size() == coeffs.size());
+  bool simple = true;
+  for (const Expr& e : terms) simple = simple && (e.is_var() || e.is_const());
+  if (!simple) {
+    Expr e(constant);
+    for (size_t k = 0; k < terms.size(); ++k) e = e + terms[k] * Expr(coeffs[k]);
+    return e;
+  }
+  // Variables and constants only: no floor-division / modulo pair to fold, so merging all terms
+  // at once gives what the pairwise additions give.
+  Terms t;
+  t.constant = constant;
+  t.terms.reserve(terms.size());
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (coeffs[k] == 0) continue;
+    if (terms[k].is_const())
+      t.constant += terms[k].value() * coeffs[k];
+    else
+      t.terms.emplace_back(terms[k], coeffs[k]);
+  }
+  if (t.terms.empty()) return Expr(t.constant);
   return build_sum(std::move(t));
 }
 

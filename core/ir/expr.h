@@ -116,6 +116,11 @@ Expr floordiv(const Expr& a, const Expr& b);
 Expr mod(const Expr& a, const Expr& b);
 Expr min(const Expr& a, const Expr& b);
 Expr max(const Expr& a, const Expr& b);
+// constant + coeffs[0]*terms[0] + coeffs[1]*terms[1] + ..., equal to adding the products one by
+// one; built as one canonical sum when every term is a variable or a constant (a layout's
+// address of an iteration index: no intermediate sums are allocated).
+Expr linear_sum(const std::vector<Expr>& terms, const std::vector<int64_t>& coeffs,
+                int64_t constant);
 
 // Def. 6.4: the interval of all values of `e`, given each variable's range. A variable's range is
 // [0, extent-1] (unbounded above for an unknown extent; an indirect variable of unknown extent is

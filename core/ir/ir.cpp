@@ -67,7 +67,7 @@ Loader Reduction::make_loader() const {
 Loader Buffer::make_loader() const {
   auto self = std::static_pointer_cast<const Buffer>(shared_from_this());
   return [self](OpsBuilder& b, const Index& index) {
-    return b.load(self->name(), self->dtype(), self->layout().index(index));
+    return b.load(self->name(), self->dtype(), self->layout().index(index), self.get());
   };
 }
 
@@ -127,7 +127,8 @@ Loader View::make_loader() const {
 Loader ReinterpretView::make_loader() const {
   auto self = std::static_pointer_cast<const ReinterpretView>(shared_from_this());
   return [self](OpsBuilder& b, const Index& index) {
-    return b.load(self->base()->name(), self->dtype(), self->layout().index(index));
+    return b.load(self->base()->name(), self->dtype(), self->layout().index(index),
+                  self->base().get());
   };
 }
 
@@ -145,6 +146,34 @@ IRPtr make_view(const IRPtr& base, Shape size, Reindex reindex) {
     Index vars = iter_index(size);
     Expr e = fs->layout.index(reindex(vars));
     Shape strides(size.size(), 0);
+    // The common case read off the canonical sum: every term one of `vars` (the loop below
+    // gives the same strides and offset, through expression arithmetic).
+    auto var_pos = [&](const Expr& a) -> int {
+      for (size_t k = 0; k < vars.size(); ++k)
+        if (a == vars[k]) return static_cast<int>(k);
+      return -1;
+    };
+    bool direct = e.is_const() || e.is_var() || e.kind() == ExprKind::Add;
+    int64_t direct_offset = 0;
+    if (e.is_const()) {
+      direct_offset = e.value();
+    } else if (e.is_var()) {
+      int k = var_pos(e);
+      if (k < 0) direct = false;
+      else strides[static_cast<size_t>(k)] = 1;
+    } else if (direct) {
+      for (size_t i = 0; i < e.args().size() && direct; ++i) {
+        int k = var_pos(e.args()[i]);
+        if (k < 0) direct = false;
+        else strides[static_cast<size_t>(k)] += e.coeffs()[i];
+      }
+      direct_offset = e.value();
+    }
+    if (direct) {
+      Layout l = Layout::fixed(fs->layout.device, fs->layout.dtype, size, strides, direct_offset);
+      return std::make_shared<ReinterpretView>(fs->buffer, std::move(l));
+    }
+    std::fill(strides.begin(), strides.end(), 0);
     Expr rest = e;
     bool affine = true;
     for (size_t k = 0; k < vars.size() && affine; ++k) {

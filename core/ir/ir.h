@@ -173,10 +173,15 @@ class Buffer : public IRNode {
   // ops.load(name, layout.index(index)); the layout is read when the loader runs, so a flexible
   // layout frozen later is honoured.
   Loader make_loader() const override;
+  // The buffer's id in the LoweredGraph that indexed it last (LoweredGraph::index): a position
+  // for vectors instead of maps keyed by name; -1 before. A hint: LoweredGraph::id_of checks it.
+  int64_t graph_id() const { return graph_id_; }
+  void set_graph_id(int64_t id) { graph_id_ = id; }
 
  private:
   std::string name_;
   Layout layout_;
+  int64_t graph_id_ = -1;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 
@@ -195,6 +200,7 @@ class ComputedBuffer : public Buffer {
   // The recorded loop body (set by GraphLowering once layouts are final; empty before).
   const LoopBody& body() const { return body_; }
   void set_body(LoopBody body) { body_ = std::move(body); }
+  LoopBody& mutable_body() { return body_; }
   // Records data's inner_fn followed by its store (or reduction + store_reduction) into this
   // buffer at layout().index(i); ops no store needs are eliminated.
   LoopBody record_body() const;

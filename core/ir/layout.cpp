@@ -30,10 +30,16 @@ Layout Layout::flexible(std::string device, DType dtype, Shape size) {
 
 Expr Layout::index(const std::vector<Expr>& idx) const {
   assert(idx.size() == size.size());
-  Expr e(offset);
+  std::vector<Expr> terms;
+  std::vector<int64_t> coeffs;
+  terms.reserve(size.size());
+  coeffs.reserve(size.size());
   for (size_t j = 0; j < size.size(); ++j)
-    if (size[j] != 1 && stride[j] != 0) e = e + idx[j] * Expr(stride[j]);
-  return e;
+    if (size[j] != 1 && stride[j] != 0) {
+      terms.push_back(idx[j]);
+      coeffs.push_back(stride[j]);
+    }
+  return linear_sum(terms, coeffs, offset);
 }
 
 void Layout::freeze(const std::vector<int>& fill_order) {

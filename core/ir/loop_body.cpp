@@ -160,6 +160,16 @@ std::vector<std::string> distinct(const std::vector<MemoryDep>& deps) {
 std::vector<std::string> ReadWrites::read_buffers() const { return distinct(reads); }
 std::vector<std::string> ReadWrites::write_buffers() const { return distinct(writes); }
 
+std::vector<std::string_view> loaded_buffers(const LoopBody& body) {
+  std::vector<std::string_view> out;
+  for (const LoopOp& op : body.ops) {
+    if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+    std::string_view name = op.buffer;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 ReadWrites read_writes(const LoopBody& body) {
   ReadWrites rw;
   for (const LoopOp& op : body.ops) {

@@ -77,11 +77,20 @@ struct ScalarValue {
   bool operator==(const ScalarValue&) const = default;
 };
 
+class Buffer;
+
 struct LoopOp {
   Opcode opcode = Opcode::invalid;
   DType dtype = DType::Float32;  // result dtype; store / store_reduction: the stored value's
   std::array<int32_t, 3> operands{-1, -1, -1};
   std::string buffer;  // load, masked_load, store, store_reduction
+  // load, masked_load: the IR buffer the load was recorded from, while lowering runs (null when
+  // unknown, and once lowering has turned it into buffer_id: never dereferenced afterwards).
+  const Buffer* source = nullptr;
+  // load, masked_load, store, store_reduction: the id of `buffer` in the LoweredGraph that
+  // lowered the body (LoweredGraph::index), or -1. A hint for passes over that graph (vectors by
+  // id instead of maps by name): LoweredGraph::id_of_op checks it still names `buffer`.
+  int64_t buffer_id = -1;
   int32_t index = -1;  // into LoopBody::indices: load, masked_load, store*, index_expr
   ReductionType reduction = ReductionType::None;  // reduction
   ScalarValue imm;                                // constant; masked_load's `other`
@@ -130,6 +139,10 @@ struct ReadWrites {
 };
 // The read/write recorder of §6.7 item 1.
 ReadWrites read_writes(const LoopBody& body);
+// The distinct buffers `body` loads, in first-load order: read_writes(body).read_buffers() without
+// copying a name or an index expression (views of the ops' names, valid while `body` lives
+// unchanged). The scheduler and the memory plan ask this for every buffer of a 100k-node graph.
+std::vector<std::string_view> loaded_buffers(const LoopBody& body);
 
 // The op counter of §6.7 item 2 (realization thresholds, §6.6).
 struct OpCounts {

@@ -97,22 +97,24 @@ Val OpsBuilder::constant(ScalarValue value, DType t) {
   return push(std::move(op), sym);
 }
 
-Val OpsBuilder::load(const std::string& buffer, DType t, const Expr& index) {
+Val OpsBuilder::load(const std::string& buffer, DType t, const Expr& index, const Buffer* source) {
   LoopOp op;
   op.opcode = Opcode::load;
   op.dtype = t;
   op.buffer = buffer;
+  op.source = source;
   op.index = body_.add_index(index);
   return push(std::move(op));
 }
 
 Val OpsBuilder::masked_load(const std::string& buffer, DType t, const Expr& index, Val mask,
-                            ScalarValue other) {
+                            ScalarValue other, const Buffer* source) {
   assert(dtype(mask) == DType::Bool);
   LoopOp op;
   op.opcode = Opcode::masked_load;
   op.dtype = t;
   op.buffer = buffer;
+  op.source = source;
   op.index = body_.add_index(index);
   op.operands[0] = mask.id;
   op.imm = other;

@@ -53,9 +53,11 @@ class OpsBuilder {
   Val constant(ScalarValue value, DType dtype);
   // The formula interface (pointwise_formulas.h): a floating literal.
   Val constant(double value, DType dtype) { return constant(ScalarValue::floating(value), dtype); }
-  Val load(const std::string& buffer, DType dtype, const Expr& index);
+  // `source`: the IR buffer named `buffer`, when the caller has it (LoopOp::source).
+  Val load(const std::string& buffer, DType dtype, const Expr& index,
+           const Buffer* source = nullptr);
   Val masked_load(const std::string& buffer, DType dtype, const Expr& index, Val mask,
-                  ScalarValue other);
+                  ScalarValue other, const Buffer* source = nullptr);
   Val index_expr(const Expr& index, DType dtype);
   Val to_dtype(Val x, DType dtype);   // returns x itself when it already has `dtype`
   Val where(Val cond, Val a, Val b);  // cond bool; a and b of the same dtype

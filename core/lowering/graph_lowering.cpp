@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -43,8 +44,10 @@ int inline_depth_of(const IRPtr& v) {
 
 // The §6.4 layout of a flexible buffer: strides in the loop order its reads prefer.
 std::vector<int> pick_fill_order(const LoopBody& inner) {
-  std::vector<Expr> reads;
-  for (const MemoryDep& d : read_writes(inner).reads) reads.push_back(d.index);
+  std::vector<Expr> reads;  // read_writes(inner).reads' indices, without copying the names
+  for (const LoopOp& op : inner.ops)
+    if (op.opcode == Opcode::load || op.opcode == Opcode::masked_load)
+      reads.push_back(inner.index_of(op));
   return fill_order_by_strides(reads, inner.iter_vars());
 }
 
@@ -71,13 +74,20 @@ LoopBody record_loader(const IRPtr& value) {
 
 GraphLowering::GraphLowering(const Graph& g, const LoweringOptions& options,
                              const LoweringTable& table)
-    : graph_(g), options_(options), table_(table) {}
+    : graph_(g), options_(options), table_(table), env_(g.nodes().size()) {}
+
+IRPtr* GraphLowering::slot(const Node* n) {
+  auto i = n ? static_cast<size_t>(n->index()) : env_.size();
+  if (i >= env_.size() || graph_.nodes()[i] != n)
+    throw Error("lowering", n ? "%" + n->name() : "", "internal: a node of another graph");
+  return &env_[i];
+}
 
 IRPtr GraphLowering::value(const Node* n) const {
-  auto it = env_.find(n);
-  if (it == env_.end())
+  auto i = n ? static_cast<size_t>(n->index()) : env_.size();
+  if (i >= env_.size() || graph_.nodes()[i] != n || !env_[i])
     throw Error("lowering", n ? "%" + n->name() : "", "internal: value used before it was lowered");
-  return it->second;
+  return env_[i];
 }
 
 IRPtr GraphLowering::input(const Node& n, std::string_view param) const {
@@ -163,7 +173,7 @@ void GraphLowering::lower_placeholder(const Node& n) {
   buf->add_origins({&n});
   ++name_counter_;
   inputs_.push_back(buf);
-  env_[&n] = std::make_shared<StorageBox>(buf);
+  *slot(&n) = std::make_shared<StorageBox>(buf);
 }
 
 bool GraphLowering::user_needs_memory(const Node& n) const {
@@ -201,7 +211,7 @@ void GraphLowering::lower_call(const Node& n) {
     if (err.location().empty()) throw Error(err.stage(), "%" + n.name(), err.message());
     throw;
   }
-  env_[&n] = v;
+  *slot(&n) = v;
 
   // A returned node has the output node among its (distinct) users. Searching a fresh copy of
   // Graph::outputs() here was O(nodes x outputs): a 100k-node MLP step's backward graph returns
@@ -251,38 +261,58 @@ void GraphLowering::finalize(LoweredGraph& out) {
       static_cast<ComputedBuffer&>(*b).data()->release_inner_fn();
   // 3. producers before consumers (stable: among the buffers whose producers are placed, the
   //    earliest registered comes first; Kahn's algorithm with a priority queue, O(E log B)).
-  std::unordered_map<std::string, size_t> position;
-  std::unordered_map<const Buffer*, size_t> index_of;
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    position.emplace(buffers_[i]->name(), i);
-    index_of.emplace(buffers_[i].get(), i);
-  }
+  //    A buffer's registration index is its graph_id for now (LoweredGraph::index renumbers);
+  //    loads carry the buffer they read (LoopOp::source), a name map is built only for loads
+  //    without one.
+  for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i]->set_graph_id(static_cast<int64_t>(i));
+  auto registered = [&](const Buffer* d) -> int64_t {
+    int64_t k = d ? d->graph_id() : -1;
+    return k >= 0 && static_cast<size_t>(k) < buffers_.size() && buffers_[static_cast<size_t>(k)].get() == d
+               ? k
+               : -1;
+  };
+  std::optional<std::unordered_map<std::string_view, size_t>> position;  // by name, if needed
+  auto by_name = [&](std::string_view name) -> int64_t {
+    if (!position) {
+      position.emplace();
+      position->reserve(buffers_.size());
+      for (size_t i = 0; i < buffers_.size(); ++i) position->emplace(buffers_[i]->name(), i);
+    }
+    auto it = position->find(name);
+    return it == position->end() ? -1 : static_cast<int64_t>(it->second);
+  };
   std::vector<std::vector<size_t>> consumers(buffers_.size());
   std::vector<size_t> waiting(buffers_.size(), 0);
+  std::vector<size_t> producers;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer& b = *buffers_[i];
-    std::set<size_t> producers;
-    for (const Buffer* d : kernel_inputs(b)) {
-      auto it = index_of.find(d);
-      if (it != index_of.end()) producers.insert(it->second);
-    }
+    producers.clear();
+    for (const Buffer* d : kernel_inputs(b))
+      if (int64_t k = registered(d); k >= 0) producers.push_back(static_cast<size_t>(k));
     if (b.kind() == IRKind::ComputedBuffer)
-      for (const std::string& name :
-           read_writes(static_cast<const ComputedBuffer&>(b).body()).read_buffers()) {
-        auto it = position.find(name);
-        if (it != position.end()) producers.insert(it->second);
+      for (const LoopOp& op : static_cast<const ComputedBuffer&>(b).body().ops) {
+        if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+        int64_t k = op.source && op.source->name() == op.buffer
+                        ? (op.source->kind() == IRKind::InputBuffer ? -1 : registered(op.source))
+                        : by_name(op.buffer);
+        if (k < 0 && op.source && op.source->kind() != IRKind::InputBuffer) k = by_name(op.buffer);
+        if (k >= 0) producers.push_back(static_cast<size_t>(k));
       }
-    producers.erase(i);
+    // distinct, ascending, without i itself
+    std::sort(producers.begin(), producers.end());
+    producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+    producers.erase(std::remove(producers.begin(), producers.end(), i), producers.end());
     for (size_t p : producers) consumers[p].push_back(i);
     waiting[i] = producers.size();
   }
+  out.buffers.reserve(buffers_.size());
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (waiting[i] == 0) ready.push(i);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    out.buffers.push_back(buffers_[i]);
+    out.buffers.push_back(std::move(buffers_[i]));
     for (size_t c : consumers[i])
       if (--waiting[c] == 0) ready.push(c);
   }
@@ -303,6 +333,22 @@ LoweredGraph GraphLowering::run() {
   for (const Node* n : graph_.outputs()) out.outputs.push_back(realize_output(*n));
   finalize(out);
   out.index();
+  // Loads and stores name their buffer by id from now on (LoopOp::buffer_id); the sources are
+  // dropped, as the bodies may outlive the buffers.
+  for (const BufferPtr& b : out.buffers) {
+    if (b->kind() != IRKind::ComputedBuffer) continue;
+    for (LoopOp& op : static_cast<ComputedBuffer&>(*b).mutable_body().ops) {
+      const bool is_load = op.opcode == Opcode::load || op.opcode == Opcode::masked_load;
+      if (!is_load && op.opcode != Opcode::store && op.opcode != Opcode::store_reduction) continue;
+      if (is_load && op.source && op.source->name() == op.buffer)
+        op.buffer_id = out.id_of(op.source);
+      else if (!is_load && op.buffer == b->name())
+        op.buffer_id = b->graph_id();
+      else
+        op.buffer_id = out.id_of(std::string_view(op.buffer));
+      op.source = nullptr;
+    }
+  }
   return out;
 }
 
@@ -316,13 +362,42 @@ LoweredGraph lower_graph(const Graph& g, const LoweringOptions& options,
 
 void LoweredGraph::index() {
   by_name.clear();
+  by_name.reserve(inputs.size() + buffers.size());
   for (const auto& b : inputs) by_name.emplace(b->name(), b.get());
   for (const auto& b : buffers) by_name.emplace(b->name(), b.get());
+  for (size_t k = 0; k < buffers.size(); ++k) buffers[k]->set_graph_id(static_cast<int64_t>(k));
+  for (size_t j = 0; j < inputs.size(); ++j)
+    inputs[j]->set_graph_id(static_cast<int64_t>(buffers.size() + j));
+}
+
+const Buffer* LoweredGraph::by_id(int64_t id) const {
+  if (id < 0) return nullptr;
+  auto k = static_cast<size_t>(id);
+  if (k < buffers.size()) return buffers[k].get();
+  if (k - buffers.size() < inputs.size()) return inputs[k - buffers.size()].get();
+  return nullptr;
+}
+
+int64_t LoweredGraph::id_of(const Buffer* b) const {
+  if (!b) return -1;
+  if (by_id(b->graph_id()) == b) return b->graph_id();
+  const Buffer* named = find(b->name());
+  return named == b ? named->graph_id() : -1;
+}
+
+int64_t LoweredGraph::id_of(std::string_view name) const {
+  const Buffer* b = find(name);
+  return b && by_id(b->graph_id()) == b ? b->graph_id() : -1;
+}
+
+int64_t LoweredGraph::id_of_op(const LoopOp& op) const {
+  if (const Buffer* b = by_id(op.buffer_id); b && b->name() == op.buffer) return op.buffer_id;
+  return id_of(std::string_view(op.buffer));
 }
 
 const Buffer* LoweredGraph::find(std::string_view name) const {
   if (by_name.size() == inputs.size() + buffers.size() && !by_name.empty()) {
-    auto it = by_name.find(std::string(name));
+    auto it = by_name.find(name);
     return it == by_name.end() ? nullptr : it->second;
   }
   for (const auto& b : inputs)

@@ -27,6 +27,7 @@
 #include "core/lowering/lowering_rules.h"
 #include "core/lowering/realization.h"
 #include "core/policy/backend_policy.h"
+#include "core/support/name_map.h"
 
 namespace stax {
 
@@ -48,12 +49,22 @@ struct LoweredGraph {
   std::vector<BufferPtr>
       buffers;  // ComputedBuffer / ExternKernel / FallbackKernel, producers first
   std::vector<GraphOutput> outputs;  // in return order
-  std::unordered_map<std::string, const Buffer*> by_name;  // see find()
+  NameMap<const Buffer*> by_name;  // see find()
 
   // An input or a buffer by name, or null: through the name index when it is complete (built by
   // lower_graph; index() rebuilds it after editing the lists), else by a linear search.
   const Buffer* find(std::string_view name) const;
+  // Sets the name index and the dense ids: buffers[k] has id k, inputs[j] id buffers.size() + j
+  // (Buffer::graph_id).
   void index();
+  size_t num_ids() const { return buffers.size() + inputs.size(); }
+  const Buffer* by_id(int64_t id) const;  // null when out of range
+  // The id of `b` when it is this graph's buffer or input (by its graph_id, checked), else -1.
+  int64_t id_of(const Buffer* b) const;
+  int64_t id_of(std::string_view name) const;  // -1 when no buffer or input has that name
+  // The id of the buffer a load / store op names: its buffer_id when that still names
+  // op.buffer, else by name; -1 for none.
+  int64_t id_of_op(const LoopOp& op) const;
   // The Listing 6.2 dump: every InputBuffer, then every buffer, one per paragraph.
   std::string str(FormatStyle style = FormatStyle::Full) const;
 };
@@ -106,7 +117,9 @@ class GraphLowering {
   LoweringOptions options_;
   const LoweringTable& table_;
   const Node* current_ = nullptr;
-  std::unordered_map<const Node*, IRPtr> env_;
+  // The lowered value of each node, at the node's position in the graph (Node::index()).
+  std::vector<IRPtr> env_;
+  IRPtr* slot(const Node* n);
   std::map<const Node*, GraphOutput> outputs_done_;
   std::vector<std::shared_ptr<InputBuffer>> inputs_;
   std::vector<BufferPtr> buffers_;

@@ -102,9 +102,27 @@ std::optional<std::pair<Extents, Extents>> split_extents(const Extents& e, int64
                         Extents(d.begin() + static_cast<std::ptrdiff_t>(k), d.end()));
 }
 
-LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
-                      const Extents& reduction_ranges) {
-  std::map<Expr, Expr> mapping;
+bool is_identity_placement(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges) {
+  auto no_units = [](const Extents& e) { return std::find(e.begin(), e.end(), 1) == e.end(); };
+  if (body.ranges != ranges || !no_units(ranges)) return false;
+  switch (placement) {
+    case BodyPlacement::Iteration:
+      return !body.is_reduction();
+    case BodyPlacement::Reduction:
+      return body.is_reduction() && body.reduction_ranges == reduction_ranges &&
+             no_units(reduction_ranges);
+    case BodyPlacement::Full:
+      return false;  // iteration variables become reduction variables
+  }
+  return false;
+}
+
+BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                             const Extents& reduction_ranges) {
+  identity_ = is_identity_placement(body, placement, ranges, reduction_ranges);
+  if (identity_) return;
+  std::map<Expr, Expr>& mapping = mapping_;
   std::vector<Expr> iter_targets = vars(VarKind::Iter, ranges);
   Extents iter_extents = ranges;
   if (placement == BodyPlacement::Full) {
@@ -124,8 +142,18 @@ LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Exten
     map_onto(body.reduce_vars(), body.reduction_ranges,
              targets_without_units(vars(VarKind::Reduce, reduction_ranges), reduction_ranges),
              drop_unit_extents(reduction_ranges), mapping);
+}
+
+Expr BodyReindexer::operator()(const Expr& e) const {
+  return identity_ ? e : substitute(e, mapping_);
+}
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  BodyReindexer reindex(body, placement, ranges, reduction_ranges);
   LoopBody out = body;
-  for (Expr& e : out.indices) e = substitute(e, mapping);
+  for (Expr& e : out.indices) e = reindex(e);
   out.ranges = ranges;
   out.reduction_ranges = placement == BodyPlacement::Iteration ? Extents{} : reduction_ranges;
   return out;

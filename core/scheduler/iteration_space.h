@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,5 +54,26 @@ enum class BodyPlacement {
 // `reduction_ranges` for Full and Reduction bodies and empty for Iteration bodies.
 LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
                       const Extents& reduction_ranges);
+
+// The variable mapping of reindex_body(body, placement, ranges, reduction_ranges), to re-index
+// single expressions of `body` (the scheduler's fusion checks need a load's and a store's address
+// in the kernel space, not a copy of the whole body). Throws as reindex_body does.
+class BodyReindexer {
+ public:
+  BodyReindexer(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                const Extents& reduction_ranges);
+  // `e` (an expression of the body) in the kernel space.
+  Expr operator()(const Expr& e) const;
+
+ private:
+  bool identity_ = false;
+  std::map<Expr, Expr> mapping_;
+};
+
+// Whether reindex_body(body, placement, ranges, reduction_ranges) is `body` itself: the space
+// is the body's own (same extents, none of them 1) and the placement maps every variable onto
+// itself. The scheduler then uses the body as it is instead of a re-indexed copy.
+bool is_identity_placement(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges);
 
 }  // namespace stax

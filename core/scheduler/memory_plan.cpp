@@ -5,13 +5,22 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include "core/support/error.h"
 
 namespace stax {
 
 namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Buffer names as views of names the LoweredGraph and the Schedule own (buffer names, the loads
+// of scheduled bodies), which outlive plan_memory: no name is copied per lookup.
+using NameSet = std::unordered_set<std::string_view>;
 
 // One arena storage: a chain of in-place buffers, live over steps [first, last].
 struct Storage {
@@ -84,34 +93,50 @@ bool same_layout(const Layout& a, const Layout& b) {
 
 // The arena buffer whose bytes `body` (of `kernel`, writing placement `out`) may take over, or
 // "" (see memory_plan.h: in place).
-std::string in_place_donor(const ScheduledKernel& kernel, size_t body,
-                           const BufferPlacement& out, const MemoryPlan& plan,
-                           const LoweredGraph& graph, const std::set<std::string>& taken) {
+// The buffers (positions in graph.buffers and plan.buffers = LoweredGraph ids) `body` loads,
+// distinct, in first-load order; graph inputs left out.
+std::vector<size_t> loaded_positions(const LoopBody& body, const LoweredGraph& graph) {
+  std::vector<size_t> out;
+  for (const LoopOp& op : body.ops) {
+    if (!is_load(op)) continue;
+    int64_t id = graph.id_of_op(op);
+    if (id < 0 || static_cast<size_t>(id) >= graph.buffers.size()) continue;
+    auto k = static_cast<size_t>(id);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+// `out_pos`: the position of the buffer `body` writes.
+std::string in_place_donor(const ScheduledKernel& kernel, size_t body, size_t out_pos,
+                           const MemoryPlan& plan, const LoweredGraph& graph,
+                           const NameSet& taken) {
   const LoopBody& b = kernel.bodies[body];
   const LoopOp* store = last_store(b);
   if (!store) return "";
-  const Buffer* o = graph.find(out.buffer);
-  for (const std::string& name : read_writes(b).read_buffers()) {
-    const BufferPlacement* donor = plan.find(name);
-    if (!donor || donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
+  const BufferPlacement& out = plan.buffers[out_pos];
+  const Buffer* o = graph.buffers[out_pos].get();
+  for (size_t at : loaded_positions(b, graph)) {
+    const std::string& name = plan.buffers[at].buffer;
+    const BufferPlacement* donor = &plan.buffers[at];
+    if (donor->kind != BufferPlacement::Kind::Arena || taken.count(name) ||
         donor->last_step != out.first_step || donor->first_step >= out.first_step)
       continue;
-    if (!same_layout(graph.find(name)->layout(), o->layout())) continue;
+    if (!same_layout(graph.buffers[at]->layout(), o->layout())) continue;
     bool ok = true;
     for (size_t k = 0; k < kernel.bodies.size() && ok; ++k)
       for (const LoopOp& op : kernel.bodies[k].ops) {
         if (!is_load(op) || op.buffer != name) continue;
         if (k > body || kernel.bodies[k].index_of(op) != b.index_of(*store)) ok = false;
       }
-    if (ok) return name;
+    if (ok) return std::string(name);
   }
   return "";
 }
 
 // The buffer of `kernel` whose bytes the kernel temporary computed by body `t` may live in, or ""
 // (memory_plan.h: kernel temporaries). `hosts`: buffers that already hold a temporary.
-std::string temporary_host(const ScheduledKernel& kernel, size_t t,
-                           const std::set<std::string>& hosts) {
+std::string temporary_host(const ScheduledKernel& kernel, size_t t, const NameSet& hosts) {
   const LoopBody& bt = kernel.bodies[t];
   const LoopOp* st = last_store(bt);
   if (!st || st->opcode != Opcode::store || st->buffer != kernel.buffers[t]->name()) return "";
@@ -140,7 +165,7 @@ std::string temporary_host(const ScheduledKernel& kernel, size_t t,
 
 }  // namespace
 
-const BufferPlacement* MemoryPlan::find(const std::string& buffer) const {
+const BufferPlacement* MemoryPlan::find(std::string_view buffer) const {
   auto it = index.find(buffer);
   return it == index.end() ? nullptr : &buffers[it->second];
 }
@@ -178,47 +203,95 @@ std::string MemoryPlan::str() const {
 }
 
 MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
-  std::map<std::string, size_t> written_at;
-  for (size_t i = 0; i < schedule.steps.size(); ++i)
-    for (const Buffer* b : schedule.writes(schedule.steps[i])) written_at[b->name()] = i;
-  std::map<std::string, size_t> last_read;
-  for (size_t i = 0; i < schedule.steps.size(); ++i)
-    for (const std::string& n : schedule.reads(schedule.steps[i])) last_read[n] = i;
-  std::set<std::string> returned;
-  for (const GraphOutput& o : graph.outputs) returned.insert(o.buffer->name());
+  // Buffers by position in graph.buffers (= in plan.buffers): the step that writes each and the
+  // last step that reads it (Schedule::reads of each step).
+  // Positions are LoweredGraph ids (buffers[k] has id k), indexed afresh if the lists were
+  // edited since.
+  const size_t n = graph.buffers.size();
+  bool indexed = true;
+  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
+    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
+  if (!indexed) {
+    LoweredGraph copy = graph;
+    copy.index();
+    return plan_memory(copy, schedule);
+  }
+  auto position = [&](const Buffer* b) -> size_t {
+    int64_t id = graph.id_of(b);
+    if (id < 0 || static_cast<size_t>(id) >= n)
+      throw Error("schedule", b->name(), "internal: the buffer is not in the graph");
+    return static_cast<size_t>(id);
+  };
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> written_at(n, kNone), last_read(n, kNone);
+  auto wrote = [&](const Buffer* b, size_t i) {
+    int64_t id = graph.id_of(b);
+    if (id >= 0 && static_cast<size_t>(id) < n) written_at[static_cast<size_t>(id)] = i;
+  };
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    const ScheduleStep& step = schedule.steps[i];
+    if (step.kind == ScheduleStep::Kind::Kernel) {
+      const ScheduledKernel& k = schedule.kernels.at(step.kernel);
+      for (const ComputedBuffer* b : k.buffers) wrote(b, i);
+      for (const LoopBody& body : k.bodies)
+        for (const LoopOp& op : body.ops) {
+          if (!is_load(op)) continue;
+          int64_t id = graph.id_of_op(op);
+          if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
+        }
+      continue;
+    }
+    wrote(step.buffer, i);
+    const auto& inputs = step.kind == ScheduleStep::Kind::Extern
+                             ? static_cast<const ExternKernel*>(step.buffer)->inputs()
+                             : static_cast<const FallbackKernel*>(step.buffer)->inputs();
+    for (const KernelInput& in : inputs) {
+      int64_t id = graph.id_of(in.buffer.get());
+      if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
+    }
+  }
+  std::vector<bool> returned(n, false);
+  for (const GraphOutput& o : graph.outputs) {
+    int64_t id = graph.id_of(o.buffer.get());
+    if (id >= 0 && static_cast<size_t>(id) < n) returned[static_cast<size_t>(id)] = true;
+  }
 
   MemoryPlan plan;
-  for (const BufferPtr& b : graph.buffers) {
+  plan.buffers.reserve(n);
+  plan.index.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const Buffer* b = graph.buffers[k].get();
+    if (written_at[k] == kNone)
+      throw Error("schedule", b->name(), "internal: the buffer is written by no step");
     BufferPlacement p;
     p.buffer = b->name();
     p.bytes = std::max<int64_t>(b->layout().storage_numel(), 1) *
               static_cast<int64_t>(dtype_size(b->dtype()));
-    p.first_step = written_at.at(b->name());
-    auto it = last_read.find(b->name());
-    p.last_step = it == last_read.end() ? p.first_step : std::max(p.first_step, it->second);
-    p.kind = returned.count(b->name())                ? BufferPlacement::Kind::Output
+    p.first_step = written_at[k];
+    p.last_step = last_read[k] == kNone ? p.first_step : std::max(p.first_step, last_read[k]);
+    p.kind = returned[k]                              ? BufferPlacement::Kind::Output
              : b->kind() == IRKind::FallbackKernel    ? BufferPlacement::Kind::Fallback
                                                       : BufferPlacement::Kind::Arena;
-    plan.index[p.buffer] = plan.buffers.size();
-    plan.buffers.push_back(p);
+    plan.index.emplace(p.buffer, k);
+    plan.buffers.push_back(std::move(p));
   }
 
   // Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
   // kernel (chains T -> U -> H resolve to H's storage, see host_of).
-  std::set<std::string> hosts;
+  NameSet hosts;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     if (kernel.bodies.size() != kernel.buffers.size()) continue;
     for (size_t t = 0; t < kernel.buffers.size(); ++t) {
-      BufferPlacement& p = plan.buffers[plan.index.at(kernel.buffers[t]->name())];
+      BufferPlacement& p = plan.buffers[position(kernel.buffers[t])];
       if (p.kind != BufferPlacement::Kind::Arena || p.first_step != i || p.last_step != i) continue;
       std::string host = temporary_host(kernel, t, hosts);
       if (host.empty()) continue;
       p.kind = BufferPlacement::Kind::Temporary;
       p.stored_in = host;
-      hosts.insert(host);
+      hosts.insert(p.stored_in);
       plan.intermediate_bytes += p.bytes;
     }
   }
@@ -227,25 +300,29 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // storage; root[k] is the first buffer of k's chain.
   std::vector<size_t> root(plan.buffers.size());
   for (size_t k = 0; k < root.size(); ++k) root[k] = k;
-  std::set<std::string> taken;
+  NameSet taken;
   for (const ScheduleStep& step : schedule.steps) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      BufferPlacement& out = plan.buffers[plan.index.at(kernel.buffers[b]->name())];
+      const size_t out_pos = position(kernel.buffers[b]);
+      BufferPlacement& out = plan.buffers[out_pos];
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
-      std::string donor = in_place_donor(kernel, b, out, plan, graph, taken);
+      std::string donor = in_place_donor(kernel, b, out_pos, plan, graph, taken);
       if (donor.empty()) continue;
-      taken.insert(donor);
       out.in_place_of = donor;
-      root[plan.index.at(out.buffer)] = root[plan.index.at(donor)];
+      taken.insert(plan.buffers[plan.index.at(donor)].buffer);
+      root[out_pos] = root[plan.index.at(donor)];
     }
   }
   // One storage per chain: its lifetime spans the chain's.
-  std::map<size_t, Storage> storages;
+  // storages[r]: the storage of the chain rooted at buffer r (used[r] when there is one).
+  std::vector<Storage> storages(plan.buffers.size());
+  std::vector<bool> used(plan.buffers.size(), false);
   for (size_t k = 0; k < plan.buffers.size(); ++k) {
     const BufferPlacement& p = plan.buffers[k];
     if (p.kind != BufferPlacement::Kind::Arena) continue;
+    used[root[k]] = true;
     Storage& s = storages[root[k]];
     s.bytes = std::max(s.bytes, p.bytes);
     s.first = std::min(s.first, p.first_step);
@@ -256,7 +333,8 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // Greedy by size: each storage at the lowest aligned offset where it overlaps no placed
   // storage whose lifetime intersects its own.
   std::vector<Storage*> order;
-  for (auto& [k, s] : storages) order.push_back(&s);
+  for (size_t r = 0; r < storages.size(); ++r)
+    if (used[r]) order.push_back(&storages[r]);
   std::stable_sort(order.begin(), order.end(),
                    [](const Storage* a, const Storage* b) { return a->bytes > b->bytes; });
   // The placed storages whose lifetimes intersect [first, last] are those live at `first`
@@ -282,7 +360,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   }
   for (size_t k = 0; k < plan.buffers.size(); ++k)
     if (plan.buffers[k].kind == BufferPlacement::Kind::Arena)
-      plan.buffers[k].offset = storages.at(root[k]).offset;
+      plan.buffers[k].offset = storages[root[k]].offset;
   plan.arena_bytes = align_up(plan.arena_bytes, MemoryPlan::kArenaAlignment);
   return plan;
 }

@@ -39,6 +39,7 @@
 
 #include "core/lowering/graph_lowering.h"
 #include "core/scheduler/schedule.h"
+#include "core/support/name_map.h"
 
 namespace stax {
 
@@ -57,11 +58,11 @@ struct BufferPlacement {
 struct MemoryPlan {
   static constexpr int64_t kArenaAlignment = 64;
   std::vector<BufferPlacement> buffers;  // one per LoweredGraph::buffers entry, same order
-  std::unordered_map<std::string, size_t> index;  // buffer name -> position in `buffers`
+  NameMap<size_t> index;  // buffer name -> position in `buffers`
   int64_t arena_bytes = 0;
   int64_t intermediate_bytes = 0;  // the sum over the arena's buffers (the arena without reuse)
 
-  const BufferPlacement* find(const std::string& buffer) const;
+  const BufferPlacement* find(std::string_view buffer) const;
   // The buffer whose storage `buffer` uses: itself, or for a kernel temporary the end of its
   // `stored_in` chain.
   std::string host_of(const std::string& buffer) const;

@@ -4,6 +4,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/support/error.h"
 
@@ -18,13 +21,13 @@ std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
 }
 
 // A buffer's body with unit extents dropped (a reduction over one point keeps {1}; an empty
-// body stays as it is).
-LoopBody unit_free(const LoopBody& b) {
-  if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return b;  // never fused
+// body stays as it is): nullopt when that is the body itself (no copy).
+std::optional<LoopBody> unit_free(const LoopBody& b) {
+  if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return std::nullopt;
   Extents ranges = drop_unit_extents(b.ranges);
   Extents rr = drop_unit_extents(b.reduction_ranges);
   if (b.is_reduction() && rr.empty()) rr = {1};
-  if (ranges == b.ranges && rr == b.reduction_ranges) return b;
+  if (ranges == b.ranges && rr == b.reduction_ranges) return std::nullopt;
   BodyPlacement p = b.is_reduction() ? BodyPlacement::Reduction : BodyPlacement::Iteration;
   return reindex_body(b, p, ranges, rr);
 }
@@ -44,13 +47,47 @@ const LoopOp* store_of(const LoopBody& b) {
 
 struct Member {
   const ComputedBuffer* buffer;
-  LoopBody body;  // unit_free(buffer->body())
+  int64_t id;                   // the buffer's LoweredGraph id
+  std::optional<LoopBody> own;  // unit_free(buffer->body()) when it differs from that body
+  const LoopBody& body() const { return own ? *own : buffer->body(); }
 };
+
+// Buffers by their LoweredGraph id (LoweredGraph::index): vectors by id instead of maps keyed by
+// name. A kernel's sets are small (bounded by FusionLimits::max_fused_nodes): a vector searched
+// linearly costs less than a hash set per kernel (50k kernels in the 100k-node MLP step).
+struct IdSet {
+  std::vector<int64_t> ids;
+  bool count(int64_t id) const { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+  void insert(int64_t id) {
+    if (!count(id)) ids.push_back(id);
+  }
+};
+
+// The ids of the buffers a body loads: per op (-1 for other ops or an unknown buffer) and the
+// distinct ones in first-load order.
+struct LoadIds {
+  std::vector<int64_t> of_op;
+  std::vector<int64_t> distinct;
+};
+
+LoadIds load_ids(const LoopBody& body, const LoweredGraph& graph) {
+  LoadIds r;
+  r.of_op.assign(body.ops.size(), -1);
+  for (size_t k = 0; k < body.ops.size(); ++k) {
+    const LoopOp& op = body.ops[k];
+    if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
+    int64_t id = graph.id_of_op(op);
+    r.of_op[k] = id;
+    if (id >= 0 && std::find(r.distinct.begin(), r.distinct.end(), id) == r.distinct.end())
+      r.distinct.push_back(id);
+  }
+  return r;
+}
 
 struct Group {
   std::vector<Member> members;
   Extents ranges, reduction_ranges;
-  std::set<std::string> writes, reads;
+  IdSet writes, reads;
   size_t step = 0;
   bool closed = false;  // a reduction over one point, or an empty space: kept alone
 };
@@ -102,14 +139,28 @@ std::optional<std::pair<Extents, Extents>> joint_space(const Group& g, const Loo
   return std::nullopt;
 }
 
-LoopBody placed(const LoopBody& b, const Extents& ranges, const Extents& rr) {
-  return reindex_body(b, placement_in(b, ranges, rr), ranges, rr);
+// `b` placed in the space: `b` itself when that is the identity, else a re-indexed copy kept in
+// `storage`.
+const LoopBody& placed_ref(const LoopBody& b, const Extents& ranges, const Extents& rr,
+                           std::optional<LoopBody>& storage) {
+  BodyPlacement p = placement_in(b, ranges, rr);
+  if (is_identity_placement(b, p, ranges, rr)) return b;
+  storage = reindex_body(b, p, ranges, rr);
+  return *storage;
 }
 
 class Scheduler {
  public:
   Scheduler(const LoweredGraph& graph, const FusionLimits& limits)
-      : graph_(graph), limits_(limits) {}
+      : graph_(graph), limits_(limits) {
+    const size_t n = graph.buffers.size();
+    group_of_.assign(graph.num_ids(), kNoStep);
+    step_of_.assign(graph.num_ids(), kNoStep);
+    groups_touching_.resize(graph.num_ids());
+    groups_.reserve(n);
+    steps_.reserve(n);
+    splits_.reserve(n);
+  }
 
   Schedule run() {
     const Buffer* prev = nullptr;
@@ -126,7 +177,10 @@ class Scheduler {
  private:
   // Why `b` (body `body`) cannot join `g`; nullopt when it can. On success `space` is the joint
   // iteration space.
+  // `explain`: whether the reason is wanted (only the predecessor's kernel's is reported); else a
+  // refusal is an empty string, without formatting extents and expressions.
   std::optional<std::string> why_not(const Group& g, const ComputedBuffer& b, const LoopBody& body,
+                                     const LoadIds& loads, bool explain,
                                      std::pair<Extents, Extents>& space) const {
     if (!limits_.enable_fusion) return "fusion is off";
     if (g.closed) return "the kernel is a reduction over one point or empty";
@@ -135,35 +189,46 @@ class Scheduler {
     if (extents_numel(body.ranges) * extents_numel(body.reduction_ranges) == 0)
       return "an empty iteration space";
     if (g.members.size() >= static_cast<size_t>(std::max(limits_.max_fused_nodes, 1)))
-      return "the kernel has reached the fusion limit of " +
+      return !explain ? std::string() : "the kernel has reached the fusion limit of " +
              std::to_string(limits_.max_fused_nodes) + " buffers";
     // Every producer outside the group must run before it.
-    for (const std::string& name : read_writes(body).read_buffers()) {
-      if (g.writes.count(name)) continue;
-      auto it = step_of_.find(name);
-      if (it != step_of_.end() && it->second > g.step)
-        return "reads " + name + ", which a later step computes";
+    for (int64_t id : loads.distinct) {
+      if (g.writes.count(id)) continue;
+      size_t step = step_of_[static_cast<size_t>(id)];
+      if (step != kNoStep && step > g.step)
+        return !explain ? std::string()
+                        : "reads " + graph_.by_id(id)->name() + ", which a later step computes";
     }
     auto joint = joint_space(g, body);
     if (!joint)
-      return "iteration space " + space_str(body.ranges, body.reduction_ranges) +
+      return !explain ? std::string() : "iteration space " + space_str(body.ranges, body.reduction_ranges) +
              " does not fit the kernel's " + space_str(g.ranges, g.reduction_ranges);
     // Reads of what the group writes: at the same address as the write, in the joint space.
-    LoopBody mine = placed(body, joint->first, joint->second);
+    // Placing re-indexes only the expressions (the ops stay as they are): the two addresses
+    // compared are re-indexed alone, no body is copied.
+    std::optional<BodyReindexer> mine;
     int64_t shared = 0;
-    for (const LoopOp& op : mine.ops) {
-      if (op.opcode != Opcode::load && op.opcode != Opcode::masked_load) continue;
-      if (g.reads.count(op.buffer)) shared = 1;
-      if (!g.writes.count(op.buffer)) continue;
+    for (size_t k = 0; k < body.ops.size(); ++k) {
+      const LoopOp& op = body.ops[k];
+      const int64_t id = loads.of_op[k];
+      if (id < 0) continue;  // not a load (or of no buffer of the graph)
+      if (g.reads.count(id)) shared = 1;
+      if (!g.writes.count(id)) continue;
       shared = 1;
-      const Member& producer = *std::find_if(g.members.begin(), g.members.end(),
-                                             [&](const Member& m) { return m.buffer->name() == op.buffer; });
-      LoopBody theirs = placed(producer.body, joint->first, joint->second);
-      const LoopOp* st = store_of(theirs);
-      if (!st || theirs.index_of(*st) != mine.index_of(op))
-        return "reads " + op.buffer + " at " + mine.index_of(op).str() +
-               ", not where the kernel writes it (" +
-               (st ? theirs.index_of(*st).str() : std::string("?")) + ")";
+      const Extents& r = joint->first;
+      const Extents& rr = joint->second;
+      if (!mine) mine.emplace(body, placement_in(body, r, rr), r, rr);
+      const LoopBody& producer = std::find_if(g.members.begin(), g.members.end(), [&](const Member& m) {
+                                   return m.id == id;
+                                 })->body();
+      const LoopOp* st = store_of(producer);
+      Expr at = (*mine)(body.index_of(op));
+      std::optional<Expr> written;
+      if (st) written = BodyReindexer(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
+      if (!written || *written != at)
+        return !explain ? std::string() : "reads " + op.buffer + " at " + at.str() +
+               ", not where the kernel writes it (" + (written ? written->str() : std::string("?")) +
+               ")";
     }
     if (!shared) return "shares no buffer with the kernel";
     (void)b;
@@ -171,11 +236,11 @@ class Scheduler {
     return std::nullopt;
   }
 
-  int64_t shared_bytes(const Group& g, const LoopBody& body) const {
+  int64_t shared_bytes(const Group& g, const LoadIds& loads) const {
     int64_t bytes = 0;
-    for (const std::string& name : read_writes(body).read_buffers()) {
-      if (!g.writes.count(name) && !g.reads.count(name)) continue;
-      if (const Buffer* buf = graph_.find(name))
+    for (int64_t id : loads.distinct) {
+      if (!g.writes.count(id) && !g.reads.count(id)) continue;
+      if (const Buffer* buf = graph_.by_id(id))
         bytes += std::max<int64_t>(buf->layout().storage_numel(), 1) *
                  static_cast<int64_t>(dtype_size(buf->dtype()));
     }
@@ -184,26 +249,33 @@ class Scheduler {
 
   void add_computed(const ComputedBuffer& b, const Buffer* prev) {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
-    LoopBody body = unit_free(b.body());
+    std::optional<LoopBody> own = unit_free(b.body());
+    const LoopBody& body = own ? *own : b.body();
+    // The buffers it reads, by id (unit_free keeps the ops).
+    const LoadIds loads = load_ids(b.body(), graph_);
+    const int64_t self = graph_.id_of(&b);
+    if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
     // Candidates: the kernels that write or read a buffer this one reads (the others share
     // nothing with it), and the kernel of its predecessor (for the reason of a split).
     std::set<size_t> candidates;
-    for (const std::string& name : read_writes(body).read_buffers()) {
-      auto it = groups_touching_.find(name);
-      if (it != groups_touching_.end()) candidates.insert(it->second.begin(), it->second.end());
+    for (int64_t id : loads.distinct) {
+      const auto& gs = groups_touching_[static_cast<size_t>(id)];
+      candidates.insert(gs.begin(), gs.end());
     }
-    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of_.at(prev->name()));
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of(prev));
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
     std::map<size_t, std::string> reasons;
+    const size_t explain_group =
+        prev && prev->kind() == IRKind::ComputedBuffer ? group_of(prev) : SIZE_MAX;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
-      if (auto why = why_not(groups_[k], b, body, space)) {
+      if (auto why = why_not(groups_[k], b, body, loads, k == explain_group, space)) {
         reasons[k] = *why;
         continue;
       }
-      int64_t score = shared_bytes(groups_[k], body);
+      int64_t score = shared_bytes(groups_[k], loads);
       if (score > best_score || (score == best_score && k > best)) {
         best = k;
         best_score = score;
@@ -212,7 +284,7 @@ class Scheduler {
     }
     // The reason the buffer is not with its predecessor in the graph's order.
     if (prev && prev->kind() == IRKind::ComputedBuffer) {
-      size_t pg = group_of_.at(prev->name());
+      size_t pg = group_of(prev);
       if (pg != best)
         splits_.push_back({prev->name(), b.name(),
                            reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
@@ -239,15 +311,19 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    for (const std::string& name : read_writes(body).read_buffers()) {
-      g.reads.insert(name);
-      groups_touching_[name].insert(best);
+    auto touch = [&](int64_t id) {
+      std::vector<size_t>& gs = groups_touching_[static_cast<size_t>(id)];
+      if (std::find(gs.begin(), gs.end(), best) == gs.end()) gs.push_back(best);
+    };
+    for (int64_t id : loads.distinct) {
+      g.reads.insert(id);
+      touch(id);
     }
-    g.writes.insert(b.name());
-    groups_touching_[b.name()].insert(best);
-    g.members.push_back({&b, std::move(body)});
-    group_of_[b.name()] = best;
-    step_of_[b.name()] = g.step;
+    g.writes.insert(self);
+    touch(self);
+    g.members.push_back({&b, self, std::move(own)});
+    group_of_[static_cast<size_t>(self)] = best;
+    step_of_[static_cast<size_t>(self)] = g.step;
   }
 
   void add_single(const Buffer& b, const Buffer* prev) {
@@ -259,7 +335,9 @@ class Scheduler {
       splits_.push_back({prev->name(), b.name(),
                          b.name() + " is " + (b.kind() == IRKind::ExternKernel ? "an extern" : "a fallback") +
                              " kernel"});
-    step_of_[b.name()] = steps_.size();
+    const int64_t self = graph_.id_of(&b);
+    if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
+    step_of_[static_cast<size_t>(self)] = steps_.size();
     steps_.push_back(step);
   }
 
@@ -280,7 +358,11 @@ class Scheduler {
       k.reduction_ranges = g.reduction_ranges;
       for (Member& m : g.members) {
         k.buffers.push_back(m.buffer);
-        k.bodies.push_back(placed(m.body, g.ranges, g.reduction_ranges));
+        std::optional<LoopBody> storage;
+        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage);
+        if (storage) k.bodies.push_back(std::move(*storage));
+        else if (m.own) k.bodies.push_back(std::move(*m.own));
+        else k.bodies.push_back(body);
       }
       s.kernels.push_back(std::move(k));
     }
@@ -293,9 +375,17 @@ class Scheduler {
   FusionLimits limits_;
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
-  std::map<std::string, size_t> group_of_;  // ComputedBuffer -> group
-  std::map<std::string, size_t> step_of_;   // every scheduled buffer -> step
-  std::map<std::string, std::set<size_t>> groups_touching_;  // buffer -> groups reading/writing it
+  static constexpr size_t kNoStep = SIZE_MAX;
+  size_t group_of(const Buffer* b) const {
+    int64_t id = graph_.id_of(b);
+    size_t g = id < 0 ? kNoStep : group_of_[static_cast<size_t>(id)];
+    if (g == kNoStep) throw Error("schedule", b->name(), "internal: the buffer has no kernel");
+    return g;
+  }
+  std::vector<size_t> group_of_;  // by id: a ComputedBuffer's group (kNoStep: none)
+  std::vector<size_t> step_of_;   // by id: a scheduled buffer's step (kNoStep: none)
+  // by id: the groups reading or writing the buffer (distinct)
+  std::vector<std::vector<size_t>> groups_touching_;
   std::vector<Schedule::Split> splits_;
 };
 
@@ -322,6 +412,16 @@ std::set<std::string> Schedule::reads(const ScheduleStep& step) const {
 }
 
 Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {
+  // The scheduler works by buffer id (LoweredGraph::index, done by lower_graph); a graph edited
+  // since is indexed afresh (the same buffers, so the schedule refers to `graph`'s).
+  bool indexed = true;
+  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
+    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
+  if (!indexed) {
+    LoweredGraph copy = graph;
+    copy.index();
+    return Scheduler(copy, limits).run();
+  }
   return Scheduler(graph, limits).run();
 }
 

@@ -1,0 +1,150 @@
+// Golden digests of what the backend stages compute (issue 12's scale work must not change it):
+// for the example graphs, the CNN and a 1k-node MLP training step (joint graph -> min-cut
+// partition -> forward and backward), a 1k-node relu chain and a 1k-node fan, the digest covers
+//   * the lowered graph's Listing 6.2 dump (every buffer, its layout, origins and loop body),
+//   * the schedule dump (kernels, their buffers and iteration spaces, splits and their reasons),
+//   * the memory plan dump (kind, offset, bytes, lifetime, in-place and temporary hosts),
+//   * every kernel plan: name, run-order buffer names and the canonical bytes of its C
+//     description (core/codegen/kernel_canonical.h: every field that decides the compiled code),
+// hashed with 64-bit FNV-1a. A change of any byte fails the test, naming the graph and the new
+// digest. The goldens were taken on the tree before the data-structure rework of issue 12
+// (main at 4674373); a change that is MEANT to alter generated code must update them and say
+// why in its commit.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/autodiff/joint_graph.h"
+#include "core/codegen/kernel_canonical.h"
+#include "core/codegen/kernel_codegen.h"
+#include "core/graph/graph.h"
+#include "core/graph/parser.h"
+#include "core/lowering/graph_lowering.h"
+#include "core/partition/partitioner.h"
+#include "core/scheduler/memory_plan.h"
+#include "core/scheduler/schedule.h"
+
+using namespace stax;
+
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Everything lower -> schedule -> plan_memory -> plan_kernels produce for `g`, as text.
+std::string backend_text(const Graph& g) {
+  LoweredGraph l = lower_graph(g);
+  Schedule s = schedule(l);
+  MemoryPlan m = plan_memory(l, s);
+  std::string text = l.str() + "\n--schedule\n" + s.str() + "\n--memory\n" + m.str();
+  for (const KernelPlan& p : plan_kernels(s, l, {})) {
+    text += "\n--" + p.name + ":";
+    for (const std::string& n : p.desc.buffer_names()) text += " " + n;
+    text += "\n" + canonical_kernel_bytes(*p.desc.get());
+  }
+  return text;
+}
+
+// The forward and backward halves of the training step of `g` w.r.t. `wrt`.
+std::string training_text(const Graph& g, const std::vector<std::string>& wrt) {
+  JointGraph joint = build_joint_graph(g, wrt);
+  partition::PartitionResult p = partition::partition_min_cut(joint);
+  return backend_text(p.forward) + "\n==backward\n" + backend_text(p.backward);
+}
+
+Graph example(const std::string& name) {
+  return parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/" + name);
+}
+
+// bench/scale_bench.cpp's generators, at 1k nodes.
+Graph chain(int n) {
+  Graph g;
+  Node* v = g.placeholder("x", {64});
+  for (int i = 0; i < n; ++i) v = g.call("relu", {v});
+  g.output({v});
+  return g;
+}
+
+Graph fan(int n) {
+  Graph g;
+  Node* x = g.placeholder("x", {64});
+  std::vector<Node*> level;
+  for (int i = 0; i < n / 2; ++i) level.push_back(g.call("mul.Scalar", {x, 1.0 + i * 1e-3}));
+  while (level.size() > 1) {
+    std::vector<Node*> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(g.call("add.Tensor", {level[i], level[i + 1]}));
+    if (level.size() % 2) next.push_back(level.back());
+    level = std::move(next);
+  }
+  g.output({level[0]});
+  return g;
+}
+
+Graph mlp(int n, std::vector<std::string>* wrt) {
+  const int64_t batch = 8, width = 16;
+  Graph g;
+  Node* h = g.placeholder("x", {batch, width});
+  Node* y = g.placeholder("y", {batch, width});
+  for (int l = 0; l < std::max(1, n / 6); ++l) {
+    std::string w = "W" + std::to_string(l), b = "b" + std::to_string(l);
+    Node* wn = g.placeholder(w, {width, width});
+    Node* bn = g.placeholder(b, {width});
+    wrt->push_back(w);
+    wrt->push_back(b);
+    h = g.call("tanh", {g.call("add.Tensor", {g.call("matmul", {h, wn}), bn})});
+  }
+  Node* d = g.call("sub.Tensor", {h, y});
+  g.output({g.call("mean", {g.call("mul.Tensor", {d, d})})});
+  return g;
+}
+
+struct Golden {
+  const char* name;
+  uint64_t digest;
+};
+
+void expect_digest(const Golden& golden, const std::string& text) {
+  uint64_t d = fnv1a(text);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llxull", static_cast<unsigned long long>(d));
+  EXPECT_EQ(d, golden.digest) << golden.name << ": the generated kernels / memory plan changed; "
+                              << "new digest " << buf << " (" << text.size() << " bytes)";
+}
+
+}  // namespace
+
+TEST(CompileDigest, ExampleGraphs) {
+  const Golden goldens[] = {
+      {"example_1_1.stax", 0x1aa12d52c0360cddull},        {"example_5_1_forward.stax", 0x515e6e391a17c62full},
+      {"example_5_1_joint.stax", 0x02980246107f8210ull},  {"layer_norm.stax", 0xd366c84b926ae996ull},
+      {"mlp_layer.stax", 0x50692458f6b71dddull},          {"softmax.stax", 0x7ddb72a5550d43d2ull},
+      {"transformer_block.stax", 0xc6e72f9216ab8189ull},  {"cnn_train_step.stax", 0xd3fa2bb251e36184ull},
+  };
+  for (const Golden& g : goldens) expect_digest(g, backend_text(example(g.name)));
+}
+
+TEST(CompileDigest, CnnTrainingStep) {
+  expect_digest({"cnn_train_step.stax (training step)", 0x965ab31c16bcb73eull},
+                training_text(example("cnn_train_step.stax"),
+                              {"conv_w", "conv_b", "bn_w", "bn_b", "fc_w", "fc_b"}));
+}
+
+TEST(CompileDigest, Mlp1kTrainingStep) {
+  std::vector<std::string> wrt;
+  Graph g = mlp(1000, &wrt);
+  expect_digest({"1k-node MLP training step", 0x5ec478c5b81926f1ull}, training_text(g, wrt));
+}
+
+TEST(CompileDigest, Chain1kAndFan1k) {
+  expect_digest({"1k relu chain", 0xd0c55504c1a6bebcull}, backend_text(chain(1000)));
+  expect_digest({"1k fan", 0x98b02adb864795f9ull}, backend_text(fan(1000)));
+}
