@@ -87,6 +87,16 @@ CompiledKernel::~CompiledKernel() {
   if (handle_) backend_->api().compiled_kernel_destroy(handle_);
 }
 
+const std::string& CompiledKernel::source() const {
+  std::call_once(source_once_, [&] {
+    StaxKernelSourceArgs s = sdk::make_struct<StaxKernelSourceArgs>();
+    s.compiled = handle_;
+    backend_->check(backend_->api().kernel_source(&s), "kernel_source of '" + name_ + "'");
+    if (s.source) source_.assign(s.source, s.source_size);
+  });
+  return source_;
+}
+
 void CompiledKernel::run(void* const* buffers, size_t num_buffers, void* stream) const {
   StaxRunArgs a = sdk::make_struct<StaxRunArgs>();
   a.compiled = handle_;
@@ -255,10 +265,6 @@ std::unique_ptr<CompiledKernel> Plugin::wrap(StaxCompiledKernel* handle, const s
                           "plugin '" + name() + "': " + call + " of kernel '" + kname +
                               "' returned no kernel",
                           STAX_ERROR_INTERNAL);
-  StaxKernelSourceArgs s = sdk::make_struct<StaxKernelSourceArgs>();
-  s.compiled = handle;
-  state_->check(state_->api().kernel_source(&s), "kernel_source of '" + kname + "'");
-  if (s.source) k->source_.assign(s.source, s.source_size);
   return k;
 }
 
@@ -342,8 +348,8 @@ std::vector<std::unique_ptr<CompiledKernel>> Plugin::deserialize_batch(
   a.sizes = sizes.data();
   a.compiled = compiled.data();
   state_->check(api.kernel_deserialize_batch(&a), "kernel_deserialize_batch of " + names);
-  // Every handle owned before anything can throw (none leaks when a later one is bad), then
-  // each kernel's source.
+  // Every handle owned before anything can throw (none leaks when a later one is bad); the
+  // sources are asked for when someone reads them (CompiledKernel::source).
   for (size_t i = 0; i < compiled.size(); ++i) {
     std::unique_ptr<CompiledKernel> k(new CompiledKernel());
     k->backend_ = state_;
@@ -351,17 +357,12 @@ std::vector<std::unique_ptr<CompiledKernel>> Plugin::deserialize_batch(
     k->name_ = kernels[i]->name ? kernels[i]->name : "";
     out.push_back(std::move(k));
   }
-  for (auto& k : out) {
+  for (auto& k : out)
     if (!k->handle_)
       throw PluginCallError(path().string(),
                             "plugin '" + name() + "': kernel_deserialize_batch of kernel '" +
                                 k->name_ + "' returned no kernel",
                             STAX_ERROR_INTERNAL);
-    StaxKernelSourceArgs src = sdk::make_struct<StaxKernelSourceArgs>();
-    src.compiled = k->handle_;
-    state_->check(api.kernel_source(&src), "kernel_source of '" + k->name_ + "'");
-    if (src.source) k->source_.assign(src.source, src.source_size);
-  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,9 @@ class CompiledKernel {
   CompiledKernel& operator=(const CompiledKernel&) = delete;
 
   const std::string& name() const { return name_; }
-  // The generated source text (for dumps).
-  const std::string& source() const { return source_; }
+  // The generated source text (for dumps), asked of the plugin on first use: a cache hit of a
+  // graph nobody dumps copies no source (cpu_cpp's carry a ~21 KB prelude each).
+  const std::string& source() const;
   // One data pointer per buffer of the kernel description, in its order.
   void run(void* const* buffers, size_t num_buffers, void* stream = nullptr) const;
   void run(const std::vector<void*>& buffers, void* stream = nullptr) const {
@@ -64,7 +66,8 @@ class CompiledKernel {
   std::shared_ptr<detail::BackendState> backend_;
   StaxCompiledKernel* handle_ = nullptr;
   std::string name_;
-  std::string source_;
+  mutable std::once_flag source_once_;
+  mutable std::string source_;
 };
 
 class Plugin {

@@ -54,7 +54,7 @@ void compile_kernels(CompiledGraph::Impl& impl, KernelCache& cache, const Option
                                             : impl.stats.kernels_from_disk);
     std::string names;
     for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
-    impl.infos.push_back({plan.name, names, impl.compiled[i]->source(), ms[i]});
+    impl.infos.push_back({plan.name, names, {}, ms[i]});  // sources: Impl::kernel_infos
   }
   impl.stats.compile_ms += ms_since(t);
   cache.store_pending();
@@ -204,7 +204,7 @@ CompiledGraph Compiler::compile(const Graph& source) {
   impl->stats.codegen_ms = ms_since(t);
   const DeviceConfig* device = session_->registry.config().device(kind);
   compile_kernels(*impl, *cache_, device ? device->options : OptionValue::map());
-  dump("kernels", [&] { return kernels_text(impl->infos); });
+  dump("kernels", [&] { return kernels_text(impl->kernel_infos()); });
 
   // run plan: buffer slots, step order, last uses
   plan_steps(*impl);

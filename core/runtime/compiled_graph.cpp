@@ -550,7 +550,9 @@ const LoweredGraph& CompiledGraph::lowered() const { return impl_->lowered; }
 const Schedule& CompiledGraph::schedule() const { return impl_->schedule; }
 const MemoryPlan& CompiledGraph::memory_plan() const { return impl_->memory; }
 std::string CompiledGraph::loop_ir() const { return impl_->lowered.str(); }
-const std::vector<CompiledKernelInfo>& CompiledGraph::kernels() const { return impl_->infos; }
+const std::vector<CompiledKernelInfo>& CompiledGraph::kernels() const {
+  return impl_->kernel_infos();
+}
 size_t CompiledGraph::num_kernels() const { return impl_->infos.size(); }
 size_t CompiledGraph::num_externs() const { return impl_->num_externs; }
 size_t CompiledGraph::num_fallbacks() const { return impl_->num_fallbacks; }

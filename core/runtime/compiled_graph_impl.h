@@ -37,7 +37,17 @@ struct CompiledGraph::Impl {
   MemoryPlan memory;
   std::vector<KernelPlan> plans;
   std::vector<std::shared_ptr<CompiledKernel>> compiled;  // shared: the kernel cache
-  std::vector<CompiledKernelInfo> infos;
+  // One per kernel; each source is filled in by the first kernel_infos() (a hit that nobody
+  // dumps copies no source).
+  mutable std::vector<CompiledKernelInfo> infos;
+  mutable std::once_flag infos_sources_once;
+  const std::vector<CompiledKernelInfo>& kernel_infos() const {
+    std::call_once(infos_sources_once, [&] {
+      for (size_t i = 0; i < infos.size() && i < compiled.size(); ++i)
+        infos[i].source = compiled[i]->source();
+    });
+    return infos;
+  }
   std::vector<const Buffer*> slots;  // graph inputs first, then lowered.buffers
   std::vector<const BufferPlacement*> placements;  // per slot: into memory; null for inputs
   std::vector<Step> steps;
