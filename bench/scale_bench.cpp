@@ -28,6 +28,7 @@
 #include "core/partition/partitioner.h"
 #include "core/scheduler/memory_plan.h"
 #include "core/scheduler/schedule.h"
+#include "tests/support/scale_graphs.h"
 
 using namespace stax;
 
@@ -46,47 +47,9 @@ double timed(const std::function<void()>& f) {
   return ms_since(t);
 }
 
-Graph chain(int n) {
-  Graph g;
-  Node* v = g.placeholder("x", {64});
-  for (int i = 0; i < n; ++i) v = g.call("relu", {v});
-  g.output({v});
-  return g;
-}
-
-Graph fan(int n) {
-  Graph g;
-  Node* x = g.placeholder("x", {64});
-  std::vector<Node*> level;
-  for (int i = 0; i < n / 2; ++i) level.push_back(g.call("mul.Scalar", {x, 1.0 + i * 1e-3}));
-  while (level.size() > 1) {
-    std::vector<Node*> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2)
-      next.push_back(g.call("add.Tensor", {level[i], level[i + 1]}));
-    if (level.size() % 2) next.push_back(level.back());
-    level = std::move(next);
-  }
-  g.output({level[0]});
-  return g;
-}
-
-Graph mlp(int n, std::vector<std::string>* wrt) {
-  const int64_t batch = 8, width = 16;
-  Graph g;
-  Node* h = g.placeholder("x", {batch, width});
-  Node* y = g.placeholder("y", {batch, width});
-  for (int l = 0; l < std::max(1, n / 6); ++l) {
-    std::string w = "W" + std::to_string(l), b = "b" + std::to_string(l);
-    Node* wn = g.placeholder(w, {width, width});
-    Node* bn = g.placeholder(b, {width});
-    wrt->push_back(w);
-    wrt->push_back(b);
-    h = g.call("tanh", {g.call("add.Tensor", {g.call("matmul", {h, wn}), bn})});
-  }
-  Node* d = g.call("sub.Tensor", {h, y});
-  g.output({g.call("mean", {g.call("mul.Tensor", {d, d})})});
-  return g;
-}
+using scale_graphs::chain;
+using scale_graphs::fan;
+using scale_graphs::mlp;
 
 struct Times {
   double parse = 0, autodiff = 0, partition = 0, lower = 0, schedule = 0, codegen = 0,

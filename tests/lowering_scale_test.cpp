@@ -21,6 +21,7 @@
 #include "core/partition/partitioner.h"
 #include "core/scheduler/memory_plan.h"
 #include "core/scheduler/schedule.h"
+#include "tests/support/scale_graphs.h"
 
 namespace {
 thread_local bool t_counting = false;
@@ -60,31 +61,9 @@ Work count(F&& f) {
   return {t_allocs, t_bytes};
 }
 
-Graph chain(int n) {
-  Graph g;
-  Node* v = g.placeholder("x", {8});
-  for (int i = 0; i < n; ++i) v = g.call("relu", {v});
-  g.output({v});
-  return g;
-}
-
-// bench/scale_bench.cpp's MLP (n/6 layers of matmul, add, tanh, then an MSE loss).
-Graph mlp(int n, std::vector<std::string>* wrt) {
-  Graph g;
-  Node* h = g.placeholder("x", {8, 16});
-  Node* y = g.placeholder("y", {8, 16});
-  for (int l = 0; l < n / 6; ++l) {
-    std::string w = "W" + std::to_string(l), b = "b" + std::to_string(l);
-    Node* wn = g.placeholder(w, {16, 16});
-    Node* bn = g.placeholder(b, {16});
-    wrt->push_back(w);
-    wrt->push_back(b);
-    h = g.call("tanh", {g.call("add.Tensor", {g.call("matmul", {h, wn}), bn})});
-  }
-  Node* d = g.call("sub.Tensor", {h, y});
-  g.output({g.call("mean", {g.call("mul.Tensor", {d, d})})});
-  return g;
-}
+// An 8-element relu chain and bench/scale_bench.cpp's MLP (tests/support/scale_graphs.h).
+Graph chain(int n) { return scale_graphs::chain(n, 8); }
+using scale_graphs::mlp;
 
 // Lowering, then scheduling and the memory plan, of `g` (what issue 12's 2 s goal times).
 Work lower_and_schedule(const Graph& g) {

@@ -59,6 +59,12 @@ struct LoweredGraph {
   void index();
   size_t num_ids() const { return buffers.size() + inputs.size(); }
   const Buffer* by_id(int64_t id) const;  // null when out of range
+  // Whether every buffer and input still has its id (no list edited since index()).
+  bool is_indexed() const {
+    for (size_t k = 0; k < num_ids(); ++k)
+      if (by_id(static_cast<int64_t>(k))->graph_id() != static_cast<int64_t>(k)) return false;
+    return true;
+  }
   // The id of `b` when it is this graph's buffer or input (by its graph_id, checked), else -1.
   int64_t id_of(const Buffer* b) const;
   int64_t id_of(std::string_view name) const;  // -1 when no buffer or input has that name

@@ -208,10 +208,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // Positions are LoweredGraph ids (buffers[k] has id k), indexed afresh if the lists were
   // edited since.
   const size_t n = graph.buffers.size();
-  bool indexed = true;
-  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
-    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
-  if (!indexed) {
+  if (!graph.is_indexed()) {
     LoweredGraph copy = graph;
     copy.index();
     return plan_memory(copy, schedule);

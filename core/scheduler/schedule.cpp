@@ -414,10 +414,7 @@ std::set<std::string> Schedule::reads(const ScheduleStep& step) const {
 Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {
   // The scheduler works by buffer id (LoweredGraph::index, done by lower_graph); a graph edited
   // since is indexed afresh (the same buffers, so the schedule refers to `graph`'s).
-  bool indexed = true;
-  for (size_t k = 0; k < graph.num_ids() && indexed; ++k)
-    indexed = graph.by_id(static_cast<int64_t>(k))->graph_id() == static_cast<int64_t>(k);
-  if (!indexed) {
+  if (!graph.is_indexed()) {
     LoweredGraph copy = graph;
     copy.index();
     return Scheduler(copy, limits).run();
