@@ -37,33 +37,36 @@ int code_memfd() {
 // across fork() (no piece is being carved at that moment) and give the child private copies of
 // its chunks (SlabArena::after_fork_in_child), as the default manager's private mappings would
 // be after fork.
-std::mutex& registry_mutex() {
-  static std::mutex* m = new std::mutex;  // never destroyed: atfork handlers may outlive statics
-  return *m;
-}
-std::vector<SlabArena*>& registry() {
-  static auto* arenas = new std::vector<SlabArena*>;
-  return *arenas;
-}
+// The registry. The mutex is constant-initialised and trivially destructible (no exit-time
+// destructor), so the atfork handlers may use it at any moment, even while statics are being
+// destroyed. The list lives on the heap only while some arena does (created by the first, freed
+// by the last): a list that outlived every arena would be a leak once the plugin is unloaded
+// (LeakSanitizer, fuzz_compile_compare), and a static one could be destroyed at exit before an
+// arena that a host's static still owns (heap-use-after-free in ~SlabArena).
+std::mutex registry_mutex;
+std::vector<SlabArena*>* registry = nullptr;
 
 }  // namespace
 
 void SlabArena::before_fork() {
-  registry_mutex().lock();
-  for (SlabArena* a : registry()) a->mutex_.lock();
+  registry_mutex.lock();
+  if (registry)
+    for (SlabArena* a : *registry) a->mutex_.lock();
 }
 
 void SlabArena::after_fork_in_parent() {
-  for (SlabArena* a : registry()) a->mutex_.unlock();
-  registry_mutex().unlock();
+  if (registry)
+    for (SlabArena* a : *registry) a->mutex_.unlock();
+  registry_mutex.unlock();
 }
 
 void SlabArena::after_fork_in_child() {
-  for (SlabArena* a : registry()) {
-    a->privatize();
-    a->mutex_.unlock();
-  }
-  registry_mutex().unlock();
+  if (registry)
+    for (SlabArena* a : *registry) {
+      a->privatize();
+      a->mutex_.unlock();
+    }
+  registry_mutex.unlock();
 }
 
 // In a child after fork: each chunk's three views are mapped again, at the same addresses, from a
@@ -113,8 +116,9 @@ SlabArena::SlabArena(size_t chunk_bytes, size_t populate_bytes)
                      &SlabArena::after_fork_in_child);
   });
   {
-    std::lock_guard<std::mutex> lock(registry_mutex());
-    registry().push_back(this);
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    if (!registry) registry = new std::vector<SlabArena*>;
+    registry->push_back(this);
   }
   long page = ::sysconf(_SC_PAGESIZE);
   page_ = page > 0 ? static_cast<size_t>(page) : 4096;
@@ -123,9 +127,12 @@ SlabArena::SlabArena(size_t chunk_bytes, size_t populate_bytes)
 
 SlabArena::~SlabArena() {
   {
-    std::lock_guard<std::mutex> lock(registry_mutex());
-    auto& r = registry();
-    r.erase(std::remove(r.begin(), r.end(), this), r.end());
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    registry->erase(std::remove(registry->begin(), registry->end(), this), registry->end());
+    if (registry->empty()) {
+      delete registry;
+      registry = nullptr;
+    }
   }
   for (auto& c : chunks_) {
     ::munmap(c->rw, c->size);
