@@ -36,6 +36,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,7 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
 #include "plugins/cpu_cpp/thread_pool.h"
+#include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/plugin.hpp"
 #include "stax/sdk/reduction_order.hpp"
 
@@ -329,6 +331,13 @@ class CpuCppBackend : public sdk::Backend {
     return make_kernel(k, jit().compile(jit_source, {kEntry}, k.name()), std::move(source));
   }
 
+  // A digest of the prelude texts (scalar_ops.hpp and the vector ops, embedded at build time):
+  // a change of the scalar semantics (an op's formula) never lets a cached object through.
+  static size_t prelude_digest() {
+    static const size_t d = std::hash<std::string>{}(kernel_prelude() + vector_prelude());
+    return d;
+  }
+
   // ABI 1.3, the kernel cache: the object code links again without Clang; the source (for dumps)
   // is printed again from the current description, so it carries the current names.
   std::string cache_identity() const override {
@@ -336,7 +345,7 @@ class CpuCppBackend : public sdk::Backend {
            (print_.strict_order ? "1" : "0") + "; vector_printer " +
            (print_.vector_printer ? "1" : "0") + "; fuse_bodies " +
            (print_.fuse_bodies ? "1" : "0") + "; printer " + std::to_string(kPrinterRevision) +
-           "; inject " + std::to_string(inject_.size()) +
+           "; preludes " + std::to_string(prelude_digest()) + "; inject " + std::to_string(inject_.size()) +
            "; " + const_cast<CpuCppBackend*>(this)->jit().identity();
   }
 

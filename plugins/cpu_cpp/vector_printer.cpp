@@ -43,7 +43,6 @@ STAX_VEC_SLEEF1(sin)
 STAX_VEC_SLEEF1(cos)
 STAX_VEC_SLEEF1(tan)
 STAX_VEC_SLEEF1(tanh)
-STAX_VEC_SLEEF1(erf)
 #undef STAX_VEC_SLEEF1
 }
 namespace stax_vec {
@@ -127,10 +126,17 @@ static inline stax_vf log1p(stax_vf x) {
   stax_vf big = Sleef_cinz_logf16_u10avx512fnofma(x);
   return canonical_nan(select(x > 1e38f, big, r));
 }
+// scalar_ops.hpp's erf(float), step for step on 16 lanes (its erf_f32 templates take vectors).
 static inline stax_vf erf(stax_vf x) {
-  stax_vf r = Sleef_cinz_erff16_u10avx512fnofma(x);
-  stax_vf tiny = __builtin_convertvector(__builtin_convertvector(x, double __attribute__((ext_vector_type(16)))) * 1.1283791670955126, stax_vf);
-  return canonical_nan(select(abs(x) < 1e-30f, tiny, r));
+  typedef double stax_vd16 __attribute__((ext_vector_type(16)));
+  stax_vf ax = abs(x);
+  stax_vd16 xd = __builtin_convertvector(x, stax_vd16), z = xd * xd;
+  stax_vf small = __builtin_convertvector(xd + xd * stax_scalar::m::erf_f32::small_q(z), stax_vf);
+  stax_vf a = select(ax < stax_scalar::m::erf_f32::kClamp, ax, (stax_vf)stax_scalar::m::erf_f32::kClamp);
+  stax_vf tail = 1.0f - Sleef_cinz_expf16_u10avx512fnofma(-(a * a)) *
+                            stax_scalar::m::erf_f32::tail_g(a - stax_scalar::m::erf_f32::kCenter);
+  tail = (stax_vf)(((stax_vm)tail & 0x7fffffff) | ((stax_vm)x & (int)0x80000000));
+  return canonical_nan(select(ax >= stax_scalar::m::erf_f32::kSplit, tail, small));
 }
 static inline stax_vf sqrt(stax_vf x) { return __builtin_elementwise_sqrt(x); }
 static inline stax_vf rsqrt(stax_vf x) { return 1.0f / __builtin_elementwise_sqrt(x); }

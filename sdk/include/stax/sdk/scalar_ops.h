@@ -72,11 +72,24 @@ double Sleef_cinz_powd1_u10purec(double, double);
 /* A NaN result is the default NaN (scalar_ops.hpp explains). */
 static inline float stax_canon_f32(float r) { return r != r ? NAN : r; }
 static inline double stax_canon_f64(double r) { return r != r ? (double)NAN : r; }
-/* erf: below 1e-30 SLEEF's erff is up to 1.9 ULP off; x * 2/sqrt(pi) there (scalar_ops.hpp) */
+/* erf over float: Stax's own formula on SLEEF's expf, the same steps as scalar_ops.hpp's erf_f32
+ * (which explains it): |x| < 1.25: x + x*Q(x^2) in double, rounded once; else
+ * copysign(1 - exp(-a^2) * G(a - 2.5), x) with a = min(|x|, 3.95). At most 0.7925 ULP. */
 static inline float stax_erf_impl_f32(float x) {
-  float r = Sleef_cinz_erff1_u10purec(x);
-  float tiny = (float)((double)x * 1.1283791670955126);
-  return stax_canon_f32(fabsf(x) < 1e-30f ? tiny : r);
+  float ax = fabsf(x);
+  double xd = x, z = xd * xd;
+  double q = ((((((-7.57296181558286818e-06 * z + 1.03938756456506409e-04) * z +
+                  -8.33956980636207934e-04) * z + 5.20901630173058183e-03) * z +
+                -2.68602475299689961e-02) * z + 1.12836750289681126e-01) * z +
+              -3.76126300445629780e-01) * z + 1.28379165975432363e-01;
+  float small = (float)(xd + xd * q);
+  float a = ax < 3.95f ? ax : 3.95f;
+  float t = a - 2.5f;
+  float g = ((((((-2.287990158e-04f * t + -1.163168088e-04f) * t + -9.199034176e-04f) * t +
+                2.546456309e-03f) * t + -7.880020645e-03f) * t + 2.497221932e-02f) * t +
+             -7.434903975e-02f) * t + 2.108053060e-01f;
+  float tail = copysignf(1.0f - Sleef_cinz_expf1_u10purec(-(a * a)) * g, x);
+  return stax_canon_f32(ax >= 1.25f ? tail : small);
 }
 static inline double stax_erf_impl_f64(double x) { return stax_canon_f64(Sleef_cinz_erfd1_u10purec(x)); }
 

@@ -26,6 +26,7 @@
 // lists them). A target whose math is not SLEEF (CUDA C) defines STAX_SCALAR_MATH_F / _D before
 // this header to its own functions, and then owes its tests a bound, not bit equality.
 #ifndef STAX_SCALAR_MATH_F
+#define STAX_SCALAR_OWN_ERF_F32 1  // erf(float) is the formula below erf_f32, built on SLEEF's expf
 #define STAX_SCALAR_MATH_F(name) Sleef_cinz_##name##f1_u10purec
 #define STAX_SCALAR_MATH_D(name) Sleef_cinz_##name##d1_u10purec
 #define STAX_SCALAR_SLEEF_DECL1(name)                                                           \
@@ -99,15 +100,50 @@ STAX_SCALAR_TRANSCENDENTAL1(sin)
 STAX_SCALAR_TRANSCENDENTAL1(cos)
 STAX_SCALAR_TRANSCENDENTAL1(tan)
 STAX_SCALAR_TRANSCENDENTAL1(tanh)
-// SLEEF's erff is up to 1.9 ULP off for |x| < 1e-30 (results near the float underflow
-// threshold, measured); there erf(x) = x * 2/sqrt(pi) to far below an ULP: a double product
-// rounded once to float is within 0.5 ULP. (The double version stays within 1 ULP:
-// vector_math_test.)
-inline float erf(float x) {
-  float r = STAX_SCALAR_MATH_F(erf)(x);
-  float tiny = (float)((double)x * 1.1283791670955126);
-  return canonical_nan(__builtin_fabsf(x) < 1e-30f ? tiny : r);
+// erf over float32 (float16 / bfloat16 through it) is Stax's own formula, not SLEEF's erff
+// (docs/vector_math.md, DECISIONS item 34): SLEEF's deterministic erff works in double-float
+// arithmetic without FMA and costs ~6x glibc's vector erff, the largest single cost of an MLP
+// step's gelu. Built from IEEE +, -, *, conversions and SLEEF's expf only, in a fixed order, so it
+// has the same bits in scalar form (the interpreter, kernel tails) and in vector form (cpu_cpp's
+// vectorised loops call SLEEF's vector expf; the vector printer's erf spells the same steps), on
+// every machine (no FMA: contraction is off in every build of this text).
+//   |x| < 1.25:  x + x*Q(x^2) in double, rounded once (Q: degree 7, relative error 1e-9);
+//                this covers 0, subnormals and the sign exactly.
+//   |x| >= 1.25: copysign(1 - exp(-a^2) * G(a - 2.5), x) in float, a = min(|x|, 3.95)
+//                (G ~ erfc(a) * exp(a^2): degree 7, fitted for absolute error in erf; from
+//                3.9192 on erf rounds to 1, and the clamp keeps exp and G finite for +-inf).
+// Measured over every float32 against glibc's double erf: at most 0.7925 ULP (at 1.27901959;
+// erf_f32_test, STAX_ERF_EXHAUSTIVE=1). NaN in: the canonical NaN out.
+namespace erf_f32 {
+template <class D> inline D small_q(D z) {
+  return ((((((-7.57296181558286818e-06 * z + 1.03938756456506409e-04) * z +
+                -8.33956980636207934e-04) * z + 5.20901630173058183e-03) * z +
+              -2.68602475299689961e-02) * z + 1.12836750289681126e-01) * z +
+            -3.76126300445629780e-01) * z + 1.28379165975432363e-01;
 }
+template <class F> inline F tail_g(F t) {
+  return ((((((-2.287990158e-04f * t + -1.163168088e-04f) * t + -9.199034176e-04f) * t +
+              2.546456309e-03f) * t + -7.880020645e-03f) * t + 2.497221932e-02f) * t +
+           -7.434903975e-02f) * t + 2.108053060e-01f;
+}
+constexpr float kSplit = 1.25f;   // |x| below: the double polynomial
+constexpr float kClamp = 3.95f;   // erf rounds to 1 from 3.9192 on
+constexpr float kCenter = 2.5f;   // G's variable is a - kCenter
+}  // namespace erf_f32
+#ifdef STAX_SCALAR_OWN_ERF_F32
+inline float erf(float x) {
+  float ax = __builtin_fabsf(x);
+  double xd = x, z = xd * xd;
+  float small = (float)(xd + xd * erf_f32::small_q(z));
+  float a = ax < erf_f32::kClamp ? ax : erf_f32::kClamp;
+  float tail = __builtin_copysignf(
+      1.0f - STAX_SCALAR_MATH_F(exp)(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
+  return canonical_nan(ax >= erf_f32::kSplit ? tail : small);
+}
+#else
+// A target with its own math (CUDA C) keeps its erff: a bound, not bit equality (above).
+inline float erf(float x) { return canonical_nan(STAX_SCALAR_MATH_F(erf)(x)); }
+#endif
 inline double erf(double x) { return canonical_nan(STAX_SCALAR_MATH_D(erf)(x)); }
 STAX_SCALAR_MATH1(floor)
 STAX_SCALAR_MATH1(ceil)
