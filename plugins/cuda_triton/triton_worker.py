@@ -48,9 +48,10 @@ def patch_libdevice():
         return call
 
     # Transcendental functions from SLEEF, like the reference interpreter (scalar_ops.hpp:
-    # Sleef_cinz_<f>f1_u10purec / ..d1.., docs/vector_math.md), with its three refinements (the
-    # default NaN, log1p above SLEEF's domain, erff near underflow), so interpreted pointwise
-    # kernels agree with it bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
+    # Sleef_cinz_<f>f1_u10purec / ..d1.., docs/vector_math.md), with its refinements (the
+    # default NaN, log1p above SLEEF's domain, float32 erf as Stax's own formula on SLEEF's
+    # expf), so interpreted pointwise kernels agree with it bit for bit; numpy's own float32 /
+    # SIMD versions differ in the last bits.
     import ctypes
     sleef = ctypes.CDLL("libsleef.so.3")
 
@@ -72,10 +73,37 @@ def patch_libdevice():
                 big = np.asarray(fns_log[dt](x)).astype(dt)
                 r = np.where(x > (dt(1e38) if dt == np.float32 else dt(1e307)), big, r)
             if name == "erf" and dt == np.float32:
-                tiny = (x.astype(np.float64) * 1.1283791670955126).astype(np.float32)
-                r = np.where(np.abs(x) < np.float32(1e-30), tiny, r)
+                r = erf_f32(x)
             return np.where(r != r, dt(np.nan), r).astype(dt)
         return run
+
+    # erf over float32: Stax's own formula on SLEEF's expf, scalar_ops.hpp's erf_f32 step for step
+    # (numpy rounds every operation, as the C text does with contraction off).
+    def erf_f32(x):
+        f = np.float32
+        xd = x.astype(np.float64)
+        z = xd * xd
+        q = np.float64(-7.57296181558286818e-06)
+        for c in (1.03938756456506409e-04, -8.33956980636207934e-04, 5.20901630173058183e-03,
+                  -2.68602475299689961e-02, 1.12836750289681126e-01, -3.76126300445629780e-01,
+                  1.28379165975432363e-01):
+            q = q * z + np.float64(c)
+        small = (xd + xd * q).astype(f)
+        ax = np.abs(x)
+        a = np.where(ax < f(3.95), ax, f(3.95)).astype(f)
+        t = (a - f(2.5)).astype(f)
+        g = np.full_like(t, f(-2.287990158e-04))
+        for c in (-1.163168088e-04, -9.199034176e-04, 2.546456309e-03, -7.880020645e-03,
+                  2.497221932e-02, -7.434903975e-02, 2.108053060e-01):
+            g = (g * t + f(c)).astype(f)
+        e = np.asarray(fns_exp(-(a * a))).astype(f)
+        tail = np.copysign((f(1) - e * g).astype(f), x).astype(f)
+        return np.where(ax >= f(1.25), tail, small).astype(f)
+
+    fn = getattr(sleef, "Sleef_cinz_expf1_u10purec")
+    fn.restype = ctypes.c_float
+    fn.argtypes = [ctypes.c_float]
+    fns_exp = np.frompyfunc(fn, 1, 1)
 
     fns_log = {}
     for suffix, ctype, npdt in (("f1", ctypes.c_float, np.float32), ("d1", ctypes.c_double, np.float64)):
