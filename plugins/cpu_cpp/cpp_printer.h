@@ -72,11 +72,16 @@ struct PrintOptions {
   // (the same bits: every value and every accumulation order is unchanged); false: each body its
   // own loop (for comparison).
   bool fuse_bodies = true;
+  // strict_order's row reductions 16 rows at a time in 16 vector lanes, each lane one row's
+  // sequential accumulator, over 16 x 16 tiles transposed in registers (VectorPrinter::
+  // row_tile_body; the same bits as the 8 scalar row chains). Needs AVX-512 (the backend turns
+  // it on by default where it has it).
+  bool row_tiles = false;
 };
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 3;
+inline constexpr int kPrinterRevision = 4;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
