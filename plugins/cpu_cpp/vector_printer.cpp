@@ -189,9 +189,16 @@ STAX_VEC_TREE(maximum)
 STAX_VEC_TREE(minimum)
 #undef STAX_VEC_TREE
 // Strict order's row tiles (row_tile_body): t[l] = 16 consecutive elements of row l, from p +
-// l * stride (all 16 lanes, or the lanes of m: the last, partial tile of a row).
+// l * stride (all 16 lanes, or the lanes of m: the last, partial tile of a row). The full form
+// also prefetches each row 128 elements (8 cache lines) ahead: 16 rows a power-of-two stride
+// apart share their L1 sets, and the hardware prefetchers did not keep up with 16 streams (W4
+// 8192 x 8192 by itself: 17.1 -> 13.2 ms; a prefetch never faults, so it may run past a row's
+// or a buffer's end).
 static inline void load_rows(stax_vf* t, const float* p, long long stride) {
-  for (int l = 0; l < 16; ++l) t[l] = load(p + l * stride);
+  for (int l = 0; l < 16; ++l) {
+    __builtin_prefetch(p + l * stride + 128, 0, 3);
+    t[l] = load(p + l * stride);
+  }
 }
 static inline void load_rows(stax_vf* t, const float* p, long long stride, stax_mask16 m) {
   for (int l = 0; l < 16; ++l) t[l] = load(p + l * stride, m);
