@@ -100,6 +100,10 @@ constexpr int64_t kMinWideLanes = 16;
 // latency, and each row keeps exactly the interpreter's sequential order. The lane loop is fully
 // unrolled and not vectorised (a vector over rows would need gathers); a body that does not
 // accumulate (softmax's exp stored over the row) runs row by row, its own loop vectorised.
+// With PrintOptions::row_tiles (AVX-512) blocks of 16 rows come first: the bodies that have a
+// vector form run in 16 vector lanes, one row per lane, over 16 x 16 tiles transposed in
+// registers (VectorPrinter::row_tile_body, DECISIONS 34), the others as 16 chains; the rows
+// left over run in the blocks of kRowChains.
 constexpr int64_t kRowChains = 8;
 
 // Whether every load of the kernel moves by 0 or 1 element when iteration variable `dim` grows

@@ -29,7 +29,9 @@
 // vectorize(enable) vectorize_width(16)` so that Clang turns it into one 512-bit operation per
 // statement with the chains in one register (left alone, it unrolls the loop first and packs the
 // chains into 128-bit pairs); otherwise a running counter `stax_seg` picks the chain. argmax / argmin, and every reduction with strict_order,
-// accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit).
+// accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit);
+// strict order's row reductions run 16 rows in 16 vector lanes over transposed tiles
+// (PrintOptions::row_tiles), else 8 rows' scalar chains side by side.
 // A reduction kernel whose loads are contiguous along its innermost iteration variable (a
 // reduction over an outer dimension) is lane-interleaved: up to 128 neighbouring outputs per
 // block, accumulators in an array and the lane loop innermost (vector loads and adds; each output
