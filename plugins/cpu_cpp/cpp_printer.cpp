@@ -709,11 +709,12 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     std::string lo = chunked ? begin : "0";
     std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);
-    w.line("// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time");
+    const std::string what = "// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time";
+    if (!any_tiled) w.line(what);
     w.line(ix + " " + v + " = " + lo + ";");
     if (any_tiled) {
       const std::string t = std::to_string(kVectorLanes);
-      w.line("// 16 rows at a time in vector lanes (row tiles), then blocks of " + n + " chains");
+      w.line("// 16 rows at a time in vector lanes (row tiles)");
       w.open("for (; " + v + " <= " + hi + " - " + t + "; " + v + " += " + t + ") {");
       for (size_t b = 0; b < k.num_bodies(); ++b) {
         if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
@@ -725,6 +726,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
         }
       }
       w.close();
+      w.line(what);
     }
     // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
     w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
