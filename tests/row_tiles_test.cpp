@@ -156,6 +156,20 @@ TEST(RowTiles, ThreeDimensionalRowsAndStridedRows) {
   Node* y = b.placeholder("y", {70, 48});
   b.output({b.call("amax", {b.call("t", {y}), std::vector<int64_t>{-1}})});
   expect_same_bits(b, "amax of y.t()");
+  // A per-row value 3 elements apart (column 1 of a [rows, 3] tensor): gathered per tile step
+  // for the 16 rows; a per-column weight shared by the rows: broadcast.
+  Graph c;
+  Node* x = c.placeholder("x", {37, 70});
+  Node* m = c.call("unsqueeze", {c.call("select.int", {c.placeholder("m", {37, 3}), 1, 1}), 1});
+  Node* w = c.placeholder("w", {70});
+  c.output({c.call("sum.dim_IntList",
+                   {c.call("mul.Tensor", {c.call("sub.Tensor", {x, m}), w}), std::vector<int64_t>{-1}})});
+  size_t tiled = expect_same_bits(c, "sum((x - m[:, 1:2]) * w)");
+  if (tiles_available()) {
+    EXPECT_EQ(tiled, 2u);  // the full tiles and the partial one (70 = 4 * 16 + 6)
+    std::string src = kernel_functions(compiler(true, 1).compile(c));
+    EXPECT_NE(src.find("stax_vec::gather("), std::string::npos) << src;
+  }
 }
 
 float nan_with(uint32_t payload, bool negative) {
