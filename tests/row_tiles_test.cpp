@@ -60,22 +60,24 @@ bool tiles_available() {
   return kernel_functions(compiler(true, 1).compile(g)).find("transpose16(") != std::string::npos;
 }
 
-// Compiles g with row tiles on and off on 1, 2 and 3 threads: every output the interpreter's
-// bits (sequential order). Returns how many tiled bodies the tiled printing has (1 thread).
+// Compiles g with row tiles on 1, 2 and 3 threads and off on 1 thread: every output the
+// interpreter's bits (sequential order). Returns how many tiled bodies the tiled printing has (1 thread).
 size_t expect_same_bits(const Graph& g, const std::vector<Tensor>& in, const std::string& what) {
   SCOPED_TRACE(what);
   std::vector<Tensor> want;
   size_t tiled = 0;
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
+    // The chains (row_tiles: false) on 1 thread only: each row's result does not depend on the
+    // thread count (the rows are split, not the reductions), and CI time is kept down.
     CompiledGraph on = compiler(true, threads).compile(g);
-    CompiledGraph off = compiler(false, threads).compile(g);
+    CompiledGraph off = compiler(false, 1).compile(g);
     if (want.empty()) want = test::reference(on.graph(), in, test::Order::Strict);
     std::string on_src = kernel_functions(on), off_src = kernel_functions(off);
     if (std::getenv("STAX_TEST_PRINT_SOURCE") && threads == 1) std::cout << on_src;
     EXPECT_EQ(count(off_src, "transpose16("), 0u);
     if (threads == 1) tiled = count(on_src, "stax_vec::transpose16(stax_tile0)");
-    std::vector<Tensor> a = on.run(in), b = off.run(in);
+    std::vector<Tensor> a = on.run(in), b = threads == 1 ? off.run(in) : want;
     EXPECT_EQ(a.size(), want.size());
     EXPECT_EQ(b.size(), want.size());
     if (a.size() != want.size() || b.size() != want.size()) return tiled;
