@@ -9,6 +9,8 @@
 // off and on in the same run (rows `W1` and `W1+vp`, the two interleaved with hand in one loop
 // for W1-W5 and W1call; W2 / MLP one after the other). STAX_BENCH_OPTION=name:v1,v2 does the same
 // for any cpu_cpp option (e.g. fuse_bodies:true,false: rows `W3` and `W3+fuse_bodies=false`).
+// Last, `strict_order: true` at 1 thread for W1, W3, W4, W5, `row_tiles` on and off (workload
+// `strict` alone: bench_cpu 9 4096,8192 1 strict).
 //
 // Workloads (float32, rows = cols = size):
 //   W1  ((x + y).relu() * 2).sum(-1)      W3  softmax(x, -1)
