@@ -9,6 +9,8 @@
 // off and on in the same run (rows `W1` and `W1+vp`, the two interleaved with hand in one loop
 // for W1-W5 and W1call; W2 / MLP one after the other). STAX_BENCH_OPTION=name:v1,v2 does the same
 // for any cpu_cpp option (e.g. fuse_bodies:true,false: rows `W3` and `W3+fuse_bodies=false`).
+// Last, `strict_order: true` at 1 thread for W1, W3, W4, W5, `row_tiles` on and off (workload
+// `strict` alone: bench_cpu 9 4096,8192 1 strict).
 //
 // Workloads (float32, rows = cols = size):
 //   W1  ((x + y).relu() * 2).sum(-1)      W3  softmax(x, -1)
@@ -547,15 +549,22 @@ int main(int argc, char** argv) {
     }
   }
 
-  // strict_order: true (the sequential order, bitwise the interpreter's; row reductions run 8
-  // rows' chains side by side): W1 and W4 on 1 thread, against the same hand kernels.
+  // strict_order: true (the sequential order, bitwise the interpreter's): W1, W3, W4, W5 on 1
+  // thread, row_tiles on (16 rows in vector lanes over transposed tiles) and off (8 rows' scalar
+  // chains side by side), interleaved with the same hand kernels. Workload `strict` on the
+  // command line runs this part alone.
   {
-    Config sc = config(1);
-    sc.devices["cpu"].options.set("strict_order", OptionValue::make_scalar("true"));
-    Compiler strict(sc);
+    std::vector<std::unique_ptr<Compiler>> strict;
+    for (const char* tiles : {"true", "false"}) {
+      Config sc = config(1);
+      sc.devices["cpu"].options.set("strict_order", OptionValue::make_scalar("true"));
+      sc.devices["cpu"].options.set("row_tiles", OptionValue::make_scalar(tiles));
+      strict.push_back(std::make_unique<Compiler>(sc));
+    }
     for (int64_t n : sizes) {
       for (Workload& wl : workloads(n)) {
-        if (wl.name != "W1" && wl.name != "W4") continue;
+        if (wl.name != "W1" && wl.name != "W3" && wl.name != "W4" && wl.name != "W5") continue;
+        if (!wanted(wl.name) && !wanted("strict")) continue;
         std::vector<Tensor> in;
         uint64_t offset = 0;
         for (const Node* p : wl.graph.placeholders()) {
@@ -564,23 +573,43 @@ int main(int argc, char** argv) {
         }
         const Node* o = wl.graph.outputs()[0];
         Tensor hand_out = Tensor::zeros(o->meta().sizes, o->meta().dtype);
-        CompiledGraph cg = strict.compile(wl.graph);
-        std::vector<Tensor> got = cg.run(in);
+        std::vector<CompiledGraph> cgs;
+        std::vector<std::vector<Tensor>> gots;
+        for (auto& c : strict) {
+          cgs.push_back(c->compile(wl.graph));
+          gots.push_back(cgs.back().run(in));
+        }
+        bool same = gots[0].size() == gots[1].size() && !gots[0].empty() &&
+                    gots[0][0].numel() == gots[1][0].numel();
+        for (int64_t i = 0; same && i < gots[0][0].numel(); ++i) {
+          double a = gots[0][0].get_double(i), b = gots[1][0].get_double(i);
+          same = std::memcmp(&a, &b, sizeof a) == 0;
+        }
         wl.hand(in, hand_out, 1);
-        std::vector<double> ts, th;
+        std::vector<std::vector<double>> ts(cgs.size());
+        std::vector<double> th;
         for (int k = 0; k < reps; ++k) {
-          got.clear();
+          for (size_t i = 0; i < cgs.size(); ++i) {
+            // ABBA: the first run after the hand kernel's was measured slower (~2x for W4)
+            size_t c = k % 2 ? cgs.size() - 1 - i : i;
+            gots[c].clear();
+            auto t = Clock::now();
+            gots[c] = cgs[c].run(in);
+            ts[c].push_back(ms_since(t));
+          }
           auto t = Clock::now();
-          got = cg.run(in);
-          ts.push_back(ms_since(t));
-          t = Clock::now();
           wl.hand(in, hand_out, 1);
           th.push_back(ms_since(t));
         }
-        double stax = median(ts), hand = median(th);
-        std::printf("%-4s %6lld %3d %10.3f %10.3f %9.2f %8.1f   (strict_order)\n",
-                    wl.name.c_str(), static_cast<long long>(n), 1, stax, hand, hand / stax,
-                    static_cast<double>(traffic_bytes(wl.graph)) / stax / 1e6);
+        double hand = median(th);
+        for (size_t c = 0; c < cgs.size(); ++c) {
+          double stax = median(ts[c]);
+          std::printf("%-4s %6lld %3d %10.3f %10.3f %9.2f %8.1f   (strict_order, row_tiles %s)%s\n",
+                      wl.name.c_str(), static_cast<long long>(n), 1, stax, hand, hand / stax,
+                      static_cast<double>(traffic_bytes(wl.graph)) / stax / 1e6,
+                      c == 0 ? "on" : "off",
+                      c == 1 ? (same ? " bitwise equal" : " RESULTS DIFFER") : "");
+        }
         std::fflush(stdout);
       }
     }

@@ -4,6 +4,8 @@
 // configuration, out-of-bounds indirect indices, wrong inputs).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include <random>
@@ -154,6 +156,84 @@ const char* kExample11StrictKernel =
 }
 )";
 
+// Example 1.1 with strict_order and row tiles: 16 rows in the 16 lanes, x and y loaded as 16 x 16
+// tiles, transposed, relu((x + y)) * 2 added column by column; the rows left over in the chains.
+const char* kExample11StrictTiledKernel = 
+    R"(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
+  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
+  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  (void)stax_error;
+  int i0 = (int)stax_begin;
+  // 16 rows at a time in vector lanes (row tiles)
+  for (; i0 <= (int)stax_end - 16; i0 += 16) {
+    // buf2
+    // 16 rows from i0 in 16 lanes, lane l row l's sequential accumulator; 16 x 16 tiles transposed
+    stax_vf vacc0 = (stax_vf)(0.0f);
+    {
+      int r0_0 = 0;
+      for (; r0_0 <= 128 - 16; r0_0 += 16) {
+        stax_vf stax_tile0[16];
+        stax_vec::load_rows(stax_tile0, in_ptr0 + (128*i0 + r0_0), 128LL);
+        stax_vec::transpose16(stax_tile0);
+        stax_vf stax_tile1[16];
+        stax_vec::load_rows(stax_tile1, in_ptr1 + (128*i0 + r0_0), 128LL);
+        stax_vec::transpose16(stax_tile1);
+        #pragma clang loop unroll(full) vectorize(disable)
+        for (int stax_j = 0; stax_j < 16; ++stax_j) {
+          stax_vf vtmp0 = stax_tile0[stax_j];
+          stax_vf vtmp1 = stax_tile1[stax_j];
+          stax_vf vtmp2 = stax_vec::add(vtmp0, vtmp1);
+          stax_vf vtmp3 = stax_vec::relu(vtmp2);
+          stax_vf vtmp4 = (stax_vf)(2.0f);
+          stax_vf vtmp5 = stax_vec::mul(vtmp3, vtmp4);
+          vacc0 = stax_vec::add(vacc0, vtmp5);
+        }
+      }
+    }
+    stax_vec::store(out_ptr0 + (i0), vacc0);
+  }
+  // 8 rows' sequential chains side by side along i0 at a time
+  for (; i0 <= (int)stax_end - 8; i0 += 8) {
+    // buf2
+    float acc0[8];
+    for (int stax_lane = 0; stax_lane < 8; ++stax_lane) {
+      acc0[stax_lane] = 0.0f;
+    }
+    for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
+      #pragma clang loop unroll(full) vectorize(disable)
+      for (int stax_lane = 0; stax_lane < 8; ++stax_lane) {
+        float tmp0 = in_ptr0[128*(i0 + stax_lane) + r0_0];
+        float tmp1 = in_ptr1[128*(i0 + stax_lane) + r0_0];
+        float tmp2 = stax_scalar::add(tmp0, tmp1);
+        float tmp3 = stax_scalar::relu(tmp2);
+        float tmp4 = 2.0f;
+        float tmp5 = stax_scalar::mul(tmp3, tmp4);
+        acc0[stax_lane] = stax_scalar::add(acc0[stax_lane], tmp5);
+        __asm__("" : "+x"(acc0[stax_lane]));
+      }
+    }
+    for (int stax_lane = 0; stax_lane < 8; ++stax_lane) {
+      out_ptr0[(i0 + stax_lane)] = acc0[stax_lane];
+    }
+  }
+  for (; i0 < (int)stax_end; ++i0) {
+    // buf2
+    float acc1 = 0.0f;
+    for (int r0_0 = 0; r0_0 < 128; ++r0_0) {
+      float tmp6 = in_ptr0[128*i0 + r0_0];
+      float tmp7 = in_ptr1[128*i0 + r0_0];
+      float tmp8 = stax_scalar::add(tmp6, tmp7);
+      float tmp9 = stax_scalar::relu(tmp8);
+      float tmp10 = 2.0f;
+      float tmp11 = stax_scalar::mul(tmp9, tmp10);
+      acc1 = stax_scalar::add(acc1, tmp11);
+    }
+    out_ptr0[i0] = acc1;
+  }
+}
+)";
+
 // The same kernel in the default segmented order (stax/sdk/reduction_order.hpp): 16 chains that
 // Clang vectorises, then the fixed tree.
 const char* kExample11Kernel =
@@ -207,9 +287,25 @@ TEST(CpuCpp, GoldenKernelSourceOfExample11) {
   size_t at = src.find(marker);
   ASSERT_NE(at, std::string::npos) << src;
   EXPECT_EQ(src.substr(at + marker.size()), kExample11Kernel);
+  // strict_order with `row_tiles: false`: the 8 rows' chains golden above.
+  static Compiler chains_compiler(test::cpu_config([] {
+    OptionValue o = test::cpu_options(test::Order::Strict);
+    o.set("row_tiles", OptionValue::make_scalar("false"));
+    return o;
+  }()));
+  const std::string chains = chains_compiler.compile(example_1_1()).kernels().at(0).source;
+  EXPECT_EQ(chains.substr(chains.find(marker) + marker.size()), kExample11StrictKernel);
+  // strict_order by default (row tiles where the machine has AVX-512, DECISIONS 35): blocks of
+  // 16 rows in vector lanes first, then the same chains; the vector prelude comes before.
   const std::string strict =
       cpu_compiler(test::Order::Strict).compile(example_1_1()).kernels().at(0).source;
-  EXPECT_EQ(strict.substr(strict.find(marker) + marker.size()), kExample11StrictKernel);
+  const std::string fn = strict.substr(strict.find("extern \"C\" void kernel0"));
+  if (std::getenv("STAX_TEST_PRINT_SOURCE")) std::cout << fn;
+  if (contains(strict, "transpose16(")) {
+    EXPECT_EQ(fn, kExample11StrictTiledKernel);
+  } else {
+    EXPECT_EQ(fn, kExample11StrictKernel);
+  }
   // The prelude is scalar_ops.hpp verbatim (no system header anywhere in the kernel).
   std::ifstream f(std::string(STAX_SOURCE_DIR) + "/sdk/include/stax/sdk/scalar_ops.hpp");
   std::string scalar_ops((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

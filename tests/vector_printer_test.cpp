@@ -25,6 +25,9 @@ OptionValue vec_options(Order order, bool vector_printer) {
   OptionValue o = OptionValue::map();
   o.set("vector_printer", OptionValue::make_scalar(vector_printer ? "true" : "false"));
   if (order == Order::Strict) o.set("strict_order", OptionValue::make_scalar("true"));
+  // The scalar side entirely scalar: strict order's row tiles (vector code) only with the vector
+  // printer, so that strict kernels compare row tiles against the scalar row chains.
+  if (!vector_printer) o.set("row_tiles", OptionValue::make_scalar("false"));
   return o;
 }
 

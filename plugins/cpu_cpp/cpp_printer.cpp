@@ -100,6 +100,10 @@ constexpr int64_t kMinWideLanes = 16;
 // latency, and each row keeps exactly the interpreter's sequential order. The lane loop is fully
 // unrolled and not vectorised (a vector over rows would need gathers); a body that does not
 // accumulate (softmax's exp stored over the row) runs row by row, its own loop vectorised.
+// With PrintOptions::row_tiles (AVX-512) blocks of 16 rows come first: the bodies that have a
+// vector form run in 16 vector lanes, one row per lane, over 16 x 16 tiles transposed in
+// registers (VectorPrinter::row_tile_body, DECISIONS 35), the others as 16 chains; the rows
+// left over run in the blocks of kRowChains.
 constexpr int64_t kRowChains = 8;
 
 // Whether every load of the kernel moves by 0 or 1 element when iteration variable `dim` grows
@@ -604,6 +608,18 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     lanes = kRowChains;
     row_chains = true;
   }
+  // Row tiles (VectorPrinter::row_tile_body): the row chains' accumulating bodies that have a
+  // vector form run 16 rows at a time in vector lanes, before the blocks of 8 chains.
+  std::vector<bool> tiled(k.num_bodies(), false);
+  bool any_tiled = false;
+  if (row_chains && options.row_tiles && ranges[static_cast<size_t>(lane_dim)] >= kVectorLanes) {
+    for (size_t b = 0; b < k.num_bodies(); ++b) {
+      tiled[b] = row_tile_reason(k, b).empty();
+      any_tiled = any_tiled || tiled[b];
+    }
+  }
+  std::unique_ptr<VectorPrinter> tp;
+  if (any_tiled) tp = std::make_unique<VectorPrinter>(k);
   // The vector printer (vector_printer.h): kernels that are not lane-interleaved.
   VectorPlan vplan;
   if (options.vector_printer && lanes == 0) vplan = vector_plan(k, options.strict_order);
@@ -693,8 +709,25 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     std::string lo = chunked ? begin : "0";
     std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
     std::string n = std::to_string(lanes);
-    w.line("// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time");
+    const std::string what = "// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time";
+    if (!any_tiled) w.line(what);
     w.line(ix + " " + v + " = " + lo + ";");
+    if (any_tiled) {
+      const std::string t = std::to_string(kVectorLanes);
+      w.line("// 16 rows at a time in vector lanes (row tiles)");
+      w.open("for (; " + v + " <= " + hi + " - " + t + "; " + v + " += " + t + ") {");
+      for (size_t b = 0; b < k.num_bodies(); ++b) {
+        if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
+        if (tiled[b]) {
+          for (const std::string& l : tp->row_tile_body(b)) w.line(l);
+        } else {
+          emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(),
+                         kVectorLanes, false, true);
+        }
+      }
+      w.close();
+      w.line(what);
+    }
     // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
     w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
     for (size_t b = 0; b < k.num_bodies(); ++b) {
@@ -708,7 +741,7 @@ std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& opti
     w.close();
   }
   while (w.depth() > 0) w.close();
-  return vplan.any() ? vector_prelude() + w.take() : w.take();
+  return vplan.any() || any_tiled ? vector_prelude() + w.take() : w.take();
 }
 
 std::string print_kernel_source(const sdk::Kernel& kernel, const PrintOptions& options) {

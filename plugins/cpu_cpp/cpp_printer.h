@@ -29,7 +29,9 @@
 // vectorize(enable) vectorize_width(16)` so that Clang turns it into one 512-bit operation per
 // statement with the chains in one register (left alone, it unrolls the loop first and packs the
 // chains into 128-bit pairs); otherwise a running counter `stax_seg` picks the chain. argmax / argmin, and every reduction with strict_order,
-// accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit).
+// accumulate sequentially in lexicographic order (the interpreter's default order, bit for bit);
+// strict order's row reductions run 16 rows in 16 vector lanes over transposed tiles
+// (PrintOptions::row_tiles), else 8 rows' scalar chains side by side.
 // A reduction kernel whose loads are contiguous along its innermost iteration variable (a
 // reduction over an outer dimension) is lane-interleaved: up to 128 neighbouring outputs per
 // block, accumulators in an array and the lane loop innermost (vector loads and adds; each output
@@ -72,11 +74,16 @@ struct PrintOptions {
   // (the same bits: every value and every accumulation order is unchanged); false: each body its
   // own loop (for comparison).
   bool fuse_bodies = true;
+  // strict_order's row reductions 16 rows at a time in 16 vector lanes, each lane one row's
+  // sequential accumulator, over 16 x 16 tiles transposed in registers (VectorPrinter::
+  // row_tile_body; the same bits as the 8 scalar row chains). Needs AVX-512 (the backend turns
+  // it on by default where it has it).
+  bool row_tiles = false;
 };
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 3;
+inline constexpr int kPrinterRevision = 4;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";

@@ -23,6 +23,10 @@
 //   fuse_bodies: true        a store-only body (softmax's exp over the row) runs in the loop of
 //                            the segmented reduction after it (PrintOptions::fuse_bodies; the
 //                            same bits); false: each body its own loop
+//   row_tiles: true          strict_order's row reductions run 16 rows at a time in 16 vector
+//                            lanes over 16 x 16 tiles transposed in registers (the same bits
+//                            as the 8 scalar row chains of false); needs native_cpu and
+//                            AVX-512, else ignored
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -273,7 +277,7 @@ class CpuCppBackend : public sdk::Backend {
 
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
-                   "fuse_bodies", "dump_source", "test_inject_source"});
+                   "fuse_bodies", "row_tiles", "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
@@ -283,6 +287,7 @@ class CpuCppBackend : public sdk::Backend {
     print_.vector_printer =
         o.get_bool("vector_printer", kVectorPrinterDefault) && native_cpu_ && simd_bytes() >= 64;
     print_.fuse_bodies = o.get_bool("fuse_bodies", true);
+    print_.row_tiles = o.get_bool("row_tiles", true) && native_cpu_ && simd_bytes() >= 64;
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
     if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
@@ -344,8 +349,10 @@ class CpuCppBackend : public sdk::Backend {
     return std::string(kName) + " " + kVersion + "; strict_order " +
            (print_.strict_order ? "1" : "0") + "; vector_printer " +
            (print_.vector_printer ? "1" : "0") + "; fuse_bodies " +
-           (print_.fuse_bodies ? "1" : "0") + "; printer " + std::to_string(kPrinterRevision) +
-           "; preludes " + std::to_string(prelude_digest()) + "; inject " + std::to_string(inject_.size()) +
+           (print_.fuse_bodies ? "1" : "0") + "; row_tiles " +
+           (print_.row_tiles ? "1" : "0") + "; printer " + std::to_string(kPrinterRevision) +
+           "; preludes " + std::to_string(prelude_digest()) + "; inject " +
+           std::to_string(inject_.size()) +
            "; " + const_cast<CpuCppBackend*>(this)->jit().identity();
   }
 

@@ -55,6 +55,14 @@ struct VectorPlan {
 // order (then only reduction-loop bodies without a reduction vectorise).
 VectorPlan vector_plan(const sdk::Kernel& k, bool strict_order);
 
+// Strict order's row tiles (issue 9, DECISIONS "row tiles"): whether reduction-loop body b of
+// `k` (its kernel a row reduction: one reduction loop, not contiguous along the innermost
+// iteration variable) can run 16 rows at once in 16 vector lanes, each lane one row's
+// sequential accumulator: "" if it can, else why not. Required: float32 loads with indices
+// affine in the row and the reduction variable, contiguous or invariant along the reduction,
+// no indirect or masked load, no store inside the loop, sum / prod / max / min of float32.
+std::string row_tile_reason(const sdk::Kernel& k, size_t b);
+
 // The stax_vec prelude (types, loads, stores, gathers, the ops), newline-terminated.
 const std::string& vector_prelude();
 
@@ -74,6 +82,13 @@ class VectorPrinter {
   // Reduction-loop body b: its accumulators, the reduction loops (the innermost over vectors, with
   // a masked tail), the tree and the stores.
   std::vector<std::string> reduction_body(size_t b);
+  // Row-tile body b (row_tile_reason(k, b) == ""): rows i .. i + 15 of the innermost iteration
+  // variable i (its current value) in the 16 lanes. Each step of 16 along the reduction loads
+  // a 16 x 16 tile per contiguous load (16 consecutive elements of each row), transposes it in
+  // registers (stax_vec::transpose16) and runs the body on its 16 columns in order, so lane l
+  // adds row l's elements in the interpreter's sequential order; the last, partial tile loads
+  // masked rows and runs its columns in order. The stores write the 16 rows' results.
+  std::vector<std::string> row_tile_body(size_t b);
 
  private:
   struct Impl;
