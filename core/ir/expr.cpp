@@ -1,6 +1,7 @@
 #include "core/ir/expr.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <numeric>
 #include <set>
@@ -126,6 +127,32 @@ Expr::Expr(int64_t value) {
 }
 
 Expr Expr::var(VarKind kind, int32_t index, int64_t extent) {
+  // Variables are built for every loader call and every re-indexing (tens of thousands per
+  // 10k-node graph, each otherwise its own allocation): a small per-thread direct-mapped cache
+  // returns the node built last for the same (kind, index, extent). Nodes are immutable, so a
+  // shared one is the same value; the cache is bounded and per thread (no lock).
+  struct Slot {
+    VarKind kind = VarKind::Iter;
+    int32_t index = -1;
+    int64_t extent = 0;
+    std::shared_ptr<const ExprNode> node;
+  };
+  static constexpr size_t kSlots = 256;
+  thread_local std::array<Slot, kSlots> cache;
+  const size_t h = mix(mix(static_cast<size_t>(kind), static_cast<size_t>(index)),
+                       static_cast<size_t>(extent));
+  Slot& slot = cache[h % kSlots];
+  if (slot.node && slot.kind == kind && slot.index == index && slot.extent == extent)
+    return Expr(slot.node);
+  Expr e = make_var(kind, index, extent);
+  slot.kind = kind;
+  slot.index = index;
+  slot.extent = extent;
+  slot.node = e.node_;
+  return e;
+}
+
+Expr Expr::make_var(VarKind kind, int32_t index, int64_t extent) {
   ExprNode n;
   n.kind = ExprKind::Var;
   n.var_kind = kind;

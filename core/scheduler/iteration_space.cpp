@@ -24,27 +24,29 @@ std::vector<int64_t> boundaries(const Extents& e) {
 // Maps each variable of `old_vars` (extents `old_extents`, in order) onto the variables
 // `new_vars` (extents `new_extents`, no units), which refine them: an old variable spanning new
 // variables v_a..v_b becomes sum_j v_j * (product of the extents after j up to b). Unit old
-// variables become 0.
-void map_onto(const std::vector<Expr>& old_vars, const Extents& old_extents,
-              const std::vector<Expr>& new_vars, const Extents& new_extents,
-              std::map<Expr, Expr>& mapping) {
+// variables become 0. mapping[k] is old variable k's image.
+void map_onto(const Extents& old_extents, const std::vector<Expr>& new_vars,
+              const Extents& new_extents, std::vector<Expr>& mapping) {
+  mapping.assign(old_extents.size(), Expr(0));
   size_t j = new_extents.size();  // consumed from the innermost
-  for (size_t k = old_vars.size(); k-- > 0;) {
-    if (old_extents[k] == 1) {
-      mapping[old_vars[k]] = Expr(0);
-      continue;
-    }
-    Expr e(0);
+  std::vector<Expr> terms;
+  std::vector<int64_t> coeffs;
+  for (size_t k = old_extents.size(); k-- > 0;) {
+    if (old_extents[k] == 1) continue;
+    terms.clear();
+    coeffs.clear();
     int64_t span = 1;
     while (span < old_extents[k]) {
       if (j == 0) throw Error("schedule", "", "internal: iteration space does not refine a body");
       --j;
-      e = e + new_vars[j] * Expr(span);
+      terms.push_back(new_vars[j]);
+      coeffs.push_back(span);
       span *= new_extents[j];
     }
     if (span != old_extents[k])
       throw Error("schedule", "", "internal: iteration space does not refine a body");
-    mapping[old_vars[k]] = e;
+    // One canonical sum of variables: what adding the products one by one gives.
+    mapping[k] = linear_sum(terms, coeffs, 0);
   }
 }
 
@@ -122,7 +124,6 @@ BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, cons
                              const Extents& reduction_ranges) {
   identity_ = is_identity_placement(body, placement, ranges, reduction_ranges);
   if (identity_) return;
-  std::map<Expr, Expr>& mapping = mapping_;
   std::vector<Expr> iter_targets = vars(VarKind::Iter, ranges);
   Extents iter_extents = ranges;
   if (placement == BodyPlacement::Full) {
@@ -136,16 +137,32 @@ BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, cons
       if (e[k] != 1) out.push_back(v[k]);
     return out;
   };
-  map_onto(body.iter_vars(), body.ranges, targets_without_units(iter_targets, iter_extents),
-           drop_unit_extents(iter_extents), mapping);
-  if (placement == BodyPlacement::Reduction)
-    map_onto(body.reduce_vars(), body.reduction_ranges,
+  iter_extents_ = body.ranges;
+  map_onto(body.ranges, targets_without_units(iter_targets, iter_extents),
+           drop_unit_extents(iter_extents), iter_map_);
+  if (placement == BodyPlacement::Reduction) {
+    reduce_extents_ = body.reduction_ranges;
+    map_onto(body.reduction_ranges,
              targets_without_units(vars(VarKind::Reduce, reduction_ranges), reduction_ranges),
-             drop_unit_extents(reduction_ranges), mapping);
+             drop_unit_extents(reduction_ranges), reduce_map_);
+  }
 }
 
 Expr BodyReindexer::operator()(const Expr& e) const {
-  return identity_ ? e : substitute(e, mapping_);
+  if (identity_) return e;
+  // The body's variable i<k> / r0_<k> (with the body's extent) maps to its image; any other
+  // variable stays.
+  return substitute(e, [this](const Expr& v) -> std::optional<Expr> {
+    const int32_t k = v.var_index();
+    if (k < 0) return std::nullopt;
+    const size_t u = static_cast<size_t>(k);
+    if (v.var_kind() == VarKind::Iter && u < iter_map_.size() && iter_extents_[u] == v.extent())
+      return iter_map_[u];
+    if (v.var_kind() == VarKind::Reduce && u < reduce_map_.size() &&
+        reduce_extents_[u] == v.extent())
+      return reduce_map_[u];
+    return std::nullopt;
+  });
 }
 
 LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,

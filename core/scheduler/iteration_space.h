@@ -67,7 +67,9 @@ class BodyReindexer {
 
  private:
   bool identity_ = false;
-  std::map<Expr, Expr> mapping_;
+  // The image of the body's i<k> (extent iter_extents_[k]) and r0_<k> (reduce_extents_[k]).
+  Extents iter_extents_, reduce_extents_;
+  std::vector<Expr> iter_map_, reduce_map_;
 };
 
 // Whether reindex_body(body, placement, ranges, reduction_ranges) is `body` itself: the space
