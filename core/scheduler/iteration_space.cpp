@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "core/support/error.h"
 
@@ -165,15 +166,48 @@ Expr BodyReindexer::operator()(const Expr& e) const {
   });
 }
 
-LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
-                      const Extents& reduction_ranges) {
-  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
-  BodyReindexer reindex(body, placement, ranges, reduction_ranges);
+namespace {
+
+LoopBody reindexed(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                   const Extents& reduction_ranges, const BodyReindexer& reindex) {
   LoopBody out = body;
   for (Expr& e : out.indices) e = reindex(e);
   out.ranges = ranges;
   out.reduction_ranges = placement == BodyPlacement::Iteration ? Extents{} : reduction_ranges;
   return out;
+}
+
+}  // namespace
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  return reindexed(body, placement, ranges, reduction_ranges,
+                   BodyReindexer(body, placement, ranges, reduction_ranges));
+}
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges, BodyReindexerCache& cache) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  return reindexed(body, placement, ranges, reduction_ranges,
+                   cache.get(body, placement, ranges, reduction_ranges));
+}
+
+bool BodyReindexerCache::Key::operator<(const Key& o) const {
+  return std::tie(placement, body_ranges, body_reduction_ranges, ranges, reduction_ranges) <
+         std::tie(o.placement, o.body_ranges, o.body_reduction_ranges, o.ranges,
+                  o.reduction_ranges);
+}
+
+const BodyReindexer& BodyReindexerCache::get(const LoopBody& body, BodyPlacement placement,
+                                             const Extents& ranges,
+                                             const Extents& reduction_ranges) {
+  Key key{body.ranges, body.reduction_ranges, ranges, reduction_ranges, placement};
+  auto it = cache_.find(key);
+  if (it == cache_.end())
+    it = cache_.emplace(std::move(key), BodyReindexer(body, placement, ranges, reduction_ranges))
+             .first;
+  return it->second;
 }
 
 }  // namespace stax

@@ -72,6 +72,28 @@ class BodyReindexer {
   std::vector<Expr> iter_map_, reduce_map_;
 };
 
+// BodyReindexers by what they depend on: the body's extents, the placement and the space (not
+// the body's ops). The scheduler asks for one per fusion check and per unit-extent body; a
+// graph has few distinct spaces, so nearly every request is a lookup instead of building the
+// variable images again.
+class BodyReindexerCache {
+ public:
+  const BodyReindexer& get(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges);
+
+ private:
+  struct Key {
+    Extents body_ranges, body_reduction_ranges, ranges, reduction_ranges;
+    BodyPlacement placement;
+    bool operator<(const Key& o) const;
+  };
+  std::map<Key, BodyReindexer> cache_;
+};
+
+// reindex_body with the reindexer from `cache`.
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges, BodyReindexerCache& cache);
+
 // Whether reindex_body(body, placement, ranges, reduction_ranges) is `body` itself: the space
 // is the body's own (same extents, none of them 1) and the placement maps every variable onto
 // itself. The scheduler then uses the body as it is instead of a re-indexed copy.

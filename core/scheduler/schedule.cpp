@@ -22,14 +22,14 @@ std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
 
 // A buffer's body with unit extents dropped (a reduction over one point keeps {1}; an empty
 // body stays as it is): nullopt when that is the body itself (no copy).
-std::optional<LoopBody> unit_free(const LoopBody& b) {
+std::optional<LoopBody> unit_free(const LoopBody& b, BodyReindexerCache& reindexers) {
   if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return std::nullopt;
   Extents ranges = drop_unit_extents(b.ranges);
   Extents rr = drop_unit_extents(b.reduction_ranges);
   if (b.is_reduction() && rr.empty()) rr = {1};
   if (ranges == b.ranges && rr == b.reduction_ranges) return std::nullopt;
   BodyPlacement p = b.is_reduction() ? BodyPlacement::Reduction : BodyPlacement::Iteration;
-  return reindex_body(b, p, ranges, rr);
+  return reindex_body(b, p, ranges, rr, reindexers);
 }
 
 BodyPlacement placement_in(const LoopBody& b, const Extents& ranges, const Extents& rr) {
@@ -142,10 +142,10 @@ std::optional<std::pair<Extents, Extents>> joint_space(const Group& g, const Loo
 // `b` placed in the space: `b` itself when that is the identity, else a re-indexed copy kept in
 // `storage`.
 const LoopBody& placed_ref(const LoopBody& b, const Extents& ranges, const Extents& rr,
-                           std::optional<LoopBody>& storage) {
+                           std::optional<LoopBody>& storage, BodyReindexerCache& reindexers) {
   BodyPlacement p = placement_in(b, ranges, rr);
   if (is_identity_placement(b, p, ranges, rr)) return b;
-  storage = reindex_body(b, p, ranges, rr);
+  storage = reindex_body(b, p, ranges, rr, reindexers);
   return *storage;
 }
 
@@ -206,7 +206,7 @@ class Scheduler {
     // Reads of what the group writes: at the same address as the write, in the joint space.
     // Placing re-indexes only the expressions (the ops stay as they are): the two addresses
     // compared are re-indexed alone, no body is copied.
-    std::optional<BodyReindexer> mine;
+    const BodyReindexer* mine = nullptr;
     int64_t shared = 0;
     for (size_t k = 0; k < body.ops.size(); ++k) {
       const LoopOp& op = body.ops[k];
@@ -217,14 +217,15 @@ class Scheduler {
       shared = 1;
       const Extents& r = joint->first;
       const Extents& rr = joint->second;
-      if (!mine) mine.emplace(body, placement_in(body, r, rr), r, rr);
+      if (!mine) mine = &reindexers_.get(body, placement_in(body, r, rr), r, rr);
       const LoopBody& producer = std::find_if(g.members.begin(), g.members.end(), [&](const Member& m) {
                                    return m.id == id;
                                  })->body();
       const LoopOp* st = store_of(producer);
       Expr at = (*mine)(body.index_of(op));
       std::optional<Expr> written;
-      if (st) written = BodyReindexer(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
+      if (st)
+        written = reindexers_.get(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
       if (!written || *written != at)
         return !explain ? std::string() : "reads " + op.buffer + " at " + at.str() +
                ", not where the kernel writes it (" + (written ? written->str() : std::string("?")) +
@@ -249,7 +250,7 @@ class Scheduler {
 
   void add_computed(const ComputedBuffer& b, const Buffer* prev) {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
-    std::optional<LoopBody> own = unit_free(b.body());
+    std::optional<LoopBody> own = unit_free(b.body(), reindexers_);
     const LoopBody& body = own ? *own : b.body();
     // The buffers it reads, by id (unit_free keeps the ops).
     const LoadIds loads = load_ids(b.body(), graph_);
@@ -359,7 +360,7 @@ class Scheduler {
       for (Member& m : g.members) {
         k.buffers.push_back(m.buffer);
         std::optional<LoopBody> storage;
-        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage);
+        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage, reindexers_);
         if (storage) k.bodies.push_back(std::move(*storage));
         else if (m.own) k.bodies.push_back(std::move(*m.own));
         else k.bodies.push_back(body);
@@ -373,6 +374,8 @@ class Scheduler {
 
   const LoweredGraph& graph_;
   FusionLimits limits_;
+  // Reindexers by body extents, placement and space (shared by every fusion check).
+  mutable BodyReindexerCache reindexers_;
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
   static constexpr size_t kNoStep = SIZE_MAX;
