@@ -101,16 +101,7 @@ IRPtr GraphLowering::input(const Node& n, std::string_view param) const {
 OriginSet GraphLowering::origins_for(const std::vector<IRPtr>& inputs) const {
   OriginSet o;
   for (const IRPtr& in : inputs) o.add(contributed_origins(in));
-  if (current_) {
-    // One shared part {current()} per node, however many IR nodes it builds (flatten() gives
-    // the same set as adding the node to each).
-    if (current_origins_of_ != current_) {
-      current_origins_ = OriginSet();
-      current_origins_.add(Origins{current_});
-      current_origins_of_ = current_;
-    }
-    o.add(current_origins_);
-  }
+  if (current_) o.add(Origins{current_});
   return o;
 }
 

@@ -123,9 +123,6 @@ class GraphLowering {
   LoweringOptions options_;
   const LoweringTable& table_;
   const Node* current_ = nullptr;
-  // The origins {current_} (built on first use for the node current_origins_of_).
-  mutable OriginSet current_origins_;
-  mutable const Node* current_origins_of_ = nullptr;
   // The lowered value of each node, at the node's position in the graph (Node::index()).
   std::vector<IRPtr> env_;
   IRPtr* slot(const Node* n);
