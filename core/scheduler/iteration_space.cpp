@@ -193,19 +193,22 @@ LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Exten
                    cache.get(body, placement, ranges, reduction_ranges));
 }
 
-bool BodyReindexerCache::Key::operator<(const Key& o) const {
-  return std::tie(placement, body_ranges, body_reduction_ranges, ranges, reduction_ranges) <
-         std::tie(o.placement, o.body_ranges, o.body_reduction_ranges, o.ranges,
-                  o.reduction_ranges);
+bool BodyReindexerCache::Less::less(const KeyRef& a, const KeyRef& b) {
+  return std::tie(a.placement, *a.body_ranges, *a.body_reduction_ranges, *a.ranges,
+                  *a.reduction_ranges) < std::tie(b.placement, *b.body_ranges,
+                                                  *b.body_reduction_ranges, *b.ranges,
+                                                  *b.reduction_ranges);
 }
 
 const BodyReindexer& BodyReindexerCache::get(const LoopBody& body, BodyPlacement placement,
                                              const Extents& ranges,
                                              const Extents& reduction_ranges) {
-  Key key{body.ranges, body.reduction_ranges, ranges, reduction_ranges, placement};
-  auto it = cache_.find(key);
+  KeyRef ref{&body.ranges, &body.reduction_ranges, &ranges, &reduction_ranges, placement};
+  auto it = cache_.find(ref);
   if (it == cache_.end())
-    it = cache_.emplace(std::move(key), BodyReindexer(body, placement, ranges, reduction_ranges))
+    it = cache_
+             .emplace(Key{body.ranges, body.reduction_ranges, ranges, reduction_ranges, placement},
+                      BodyReindexer(body, placement, ranges, reduction_ranges))
              .first;
   return it->second;
 }

@@ -85,9 +85,26 @@ class BodyReindexerCache {
   struct Key {
     Extents body_ranges, body_reduction_ranges, ranges, reduction_ranges;
     BodyPlacement placement;
-    bool operator<(const Key& o) const;
   };
-  std::map<Key, BodyReindexer> cache_;
+  // A lookup compares against the caller's lists without copying them.
+  struct KeyRef {
+    const Extents *body_ranges, *body_reduction_ranges, *ranges, *reduction_ranges;
+    BodyPlacement placement;
+  };
+  struct Less {
+    using is_transparent = void;
+    static KeyRef ref(const Key& k) {
+      return {&k.body_ranges, &k.body_reduction_ranges, &k.ranges, &k.reduction_ranges,
+              k.placement};
+    }
+    static const KeyRef& ref(const KeyRef& k) { return k; }
+    static bool less(const KeyRef& a, const KeyRef& b);
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return less(ref(a), ref(b));
+    }
+  };
+  std::map<Key, BodyReindexer, Less> cache_;
 };
 
 // reindex_body with the reindexer from `cache`.

@@ -258,22 +258,27 @@ class Scheduler {
     if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
     // Candidates: the kernels that write or read a buffer this one reads (the others share
     // nothing with it), and the kernel of its predecessor (for the reason of a split).
-    std::set<size_t> candidates;
+    // (A sorted vector: the same ascending order as a set, without a node per kernel.)
+    std::vector<size_t>& candidates = candidates_;
+    candidates.clear();
     for (int64_t id : loads.distinct) {
       const auto& gs = groups_touching_[static_cast<size_t>(id)];
-      candidates.insert(gs.begin(), gs.end());
+      candidates.insert(candidates.end(), gs.begin(), gs.end());
     }
-    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of(prev));
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.push_back(group_of(prev));
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
-    std::map<size_t, std::string> reasons;
+    // Only the predecessor's kernel's refusal is reported.
+    std::optional<std::string> explain_reason;
     const size_t explain_group =
         prev && prev->kind() == IRKind::ComputedBuffer ? group_of(prev) : SIZE_MAX;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
       if (auto why = why_not(groups_[k], b, body, loads, k == explain_group, space)) {
-        reasons[k] = *why;
+        if (k == explain_group) explain_reason = std::move(*why);
         continue;
       }
       int64_t score = shared_bytes(groups_[k], loads);
@@ -288,7 +293,7 @@ class Scheduler {
       size_t pg = group_of(prev);
       if (pg != best)
         splits_.push_back({prev->name(), b.name(),
-                           reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
+                           explain_reason ? *explain_reason : "fits better elsewhere"});
     } else if (prev) {
       splits_.push_back({prev->name(), b.name(),
                          prev->name() + " is " +
@@ -376,6 +381,7 @@ class Scheduler {
   FusionLimits limits_;
   // Reindexers by body extents, placement and space (shared by every fusion check).
   mutable BodyReindexerCache reindexers_;
+  std::vector<size_t> candidates_;  // add_computed's scratch list
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
   static constexpr size_t kNoStep = SIZE_MAX;
