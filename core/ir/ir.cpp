@@ -8,6 +8,25 @@
 
 namespace stax {
 
+namespace {
+
+// `n` as a Buffer when it is one (InputBuffer, ComputedBuffer, ExternKernel, FallbackKernel:
+// the Buffer subclasses of ir.h), else null. What dynamic_pointer_cast<Buffer> gives, by kind().
+BufferPtr as_buffer(const IRPtr& n) {
+  if (!n) return nullptr;
+  switch (n->kind()) {
+    case IRKind::InputBuffer:
+    case IRKind::ComputedBuffer:
+    case IRKind::ExternKernel:
+    case IRKind::FallbackKernel:
+      return std::static_pointer_cast<Buffer>(n);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 void OriginSet::add(const Origins& nodes) {
   if (nodes.empty()) return;
   auto part = std::make_shared<Part>();
@@ -115,7 +134,7 @@ Loader StorageBox::make_loader() const {
 
 bool StorageBox::is_realized() const { return buffer() != nullptr; }
 
-BufferPtr StorageBox::buffer() const { return std::dynamic_pointer_cast<Buffer>(data_); }
+BufferPtr StorageBox::buffer() const { return as_buffer(data_); }
 
 Loader View::make_loader() const {
   auto self = std::static_pointer_cast<const View>(shared_from_this());
@@ -133,10 +152,15 @@ Loader ReinterpretView::make_loader() const {
 }
 
 std::optional<KernelInput> as_fixed_storage(const IRPtr& node) {
-  if (auto rv = std::dynamic_pointer_cast<ReinterpretView>(node))
-    return KernelInput{rv->base(), rv->layout()};
-  BufferPtr buf = std::dynamic_pointer_cast<Buffer>(node);
-  if (auto box = std::dynamic_pointer_cast<StorageBox>(node)) buf = box->buffer();
+  if (!node) return std::nullopt;
+  // By kind() (IRKind is closed: every IR class is in ir.h), not dynamic_pointer_cast: lowering
+  // asks this for every kernel input and view.
+  if (node->kind() == IRKind::ReinterpretView) {
+    const auto& rv = static_cast<const ReinterpretView&>(*node);
+    return KernelInput{rv.base(), rv.layout()};
+  }
+  BufferPtr buf = as_buffer(node);
+  if (node->kind() == IRKind::StorageBox) buf = static_cast<const StorageBox&>(*node).buffer();
   if (buf && buf->layout().is_fixed()) return KernelInput{buf, buf->layout()};
   return std::nullopt;
 }

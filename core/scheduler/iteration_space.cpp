@@ -80,6 +80,10 @@ Extents drop_unit_extents(const Extents& e) {
 }
 
 std::optional<Extents> common_refinement(const Extents& a, const Extents& b) {
+  // Equal lists of positive extents (the common case: a body joining a kernel of its own
+  // space): the suffix products below are a's, so the refinement is a without its units.
+  if (a == b && std::all_of(a.begin(), a.end(), [](int64_t s) { return s > 0; }))
+    return drop_unit_extents(a);
   if (extents_numel(a) != extents_numel(b)) return std::nullopt;
   std::vector<int64_t> cuts = boundaries(a);
   for (int64_t c : boundaries(b)) cuts.push_back(c);
