@@ -53,6 +53,7 @@ void map_onto(const Extents& old_extents, const std::vector<Expr>& new_vars,
 
 std::vector<Expr> vars(VarKind kind, const Extents& e, int32_t first = 0) {
   std::vector<Expr> v;
+  v.reserve(e.size());
   for (size_t k = 0; k < e.size(); ++k)
     v.push_back(Expr::var(kind, first + static_cast<int32_t>(k), e[k]));
   return v;
