@@ -349,8 +349,11 @@ class Scheduler {
 
   Schedule finish() {
     Schedule s;
+    s.kernels.reserve(groups_.size());
     for (Group& g : groups_) {
       ScheduledKernel k;
+      k.buffers.reserve(g.members.size());
+      k.bodies.reserve(g.members.size());
       if (g.members.size() == 1) {  // alone: the body as lowered
         const LoopBody& body = g.members[0].buffer->body();
         k.buffers.push_back(g.members[0].buffer);
