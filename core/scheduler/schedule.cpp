@@ -1,6 +1,8 @@
 #include "core/scheduler/schedule.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -83,6 +85,32 @@ LoadIds load_ids(const LoopBody& body, const LoweredGraph& graph) {
   }
   return r;
 }
+
+// A short list of distinct group numbers: the first two inline (most buffers are read or written
+// by one or two kernels), the rest in a vector. One per buffer of the graph: no allocation for
+// most of them.
+class GroupList {
+ public:
+  template <class F>
+  void for_each(F&& f) const {
+    for (uint8_t i = 0; i < n_; ++i) f(first_[i]);
+    for (size_t g : more_) f(g);
+  }
+  void insert(size_t g) {
+    for (uint8_t i = 0; i < n_; ++i)
+      if (first_[i] == g) return;
+    if (std::find(more_.begin(), more_.end(), g) != more_.end()) return;
+    if (n_ < first_.size())
+      first_[n_++] = g;
+    else
+      more_.push_back(g);
+  }
+
+ private:
+  std::array<size_t, 2> first_{};
+  uint8_t n_ = 0;
+  std::vector<size_t> more_;
+};
 
 struct Group {
   std::vector<Member> members;
@@ -261,10 +289,9 @@ class Scheduler {
     // (A sorted vector: the same ascending order as a set, without a node per kernel.)
     std::vector<size_t>& candidates = candidates_;
     candidates.clear();
-    for (int64_t id : loads.distinct) {
-      const auto& gs = groups_touching_[static_cast<size_t>(id)];
-      candidates.insert(candidates.end(), gs.begin(), gs.end());
-    }
+    for (int64_t id : loads.distinct)
+      groups_touching_[static_cast<size_t>(id)].for_each(
+          [&](size_t k) { candidates.push_back(k); });
     if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.push_back(group_of(prev));
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
@@ -317,10 +344,7 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    auto touch = [&](int64_t id) {
-      std::vector<size_t>& gs = groups_touching_[static_cast<size_t>(id)];
-      if (std::find(gs.begin(), gs.end(), best) == gs.end()) gs.push_back(best);
-    };
+    auto touch = [&](int64_t id) { groups_touching_[static_cast<size_t>(id)].insert(best); };
     for (int64_t id : loads.distinct) {
       g.reads.insert(id);
       touch(id);
@@ -397,7 +421,7 @@ class Scheduler {
   std::vector<size_t> group_of_;  // by id: a ComputedBuffer's group (kNoStep: none)
   std::vector<size_t> step_of_;   // by id: a scheduled buffer's step (kNoStep: none)
   // by id: the groups reading or writing the buffer (distinct)
-  std::vector<std::vector<size_t>> groups_touching_;
+  std::vector<GroupList> groups_touching_;
   std::vector<Schedule::Split> splits_;
 };
 
