@@ -6,15 +6,19 @@ namespace stax {
 
 namespace {
 
+// Marks the ops of the indirect variables (tmp<op>) in `e`: a walk over the expression (no set
+// of its free variables is built; a variable met twice is marked once).
 void mark_expr_ops(const Expr& e, std::vector<bool>& live, std::vector<int32_t>& work) {
-  for (const Expr& v : free_vars(e)) {
-    if (v.var_kind() != VarKind::Indirect) continue;
-    auto op = static_cast<size_t>(v.var_index());
+  if (e.is_var()) {
+    if (e.var_kind() != VarKind::Indirect) return;
+    auto op = static_cast<size_t>(e.var_index());
     if (op < live.size() && !live[op]) {
       live[op] = true;
       work.push_back(static_cast<int32_t>(op));
     }
+    return;
   }
+  for (const Expr& a : e.args()) mark_expr_ops(a, live, work);
 }
 
 // Whether `e` has an indirect variable (tmp<op>) whose op number `renumber` changes.

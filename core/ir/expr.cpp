@@ -1,6 +1,7 @@
 #include "core/ir/expr.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <numeric>
 #include <set>
@@ -126,6 +127,32 @@ Expr::Expr(int64_t value) {
 }
 
 Expr Expr::var(VarKind kind, int32_t index, int64_t extent) {
+  // Variables are built for every loader call and every re-indexing (tens of thousands per
+  // 10k-node graph, each otherwise its own allocation): a small per-thread direct-mapped cache
+  // returns the node built last for the same (kind, index, extent). Nodes are immutable, so a
+  // shared one is the same value; the cache is bounded and per thread (no lock).
+  struct Slot {
+    VarKind kind = VarKind::Iter;
+    int32_t index = -1;
+    int64_t extent = 0;
+    std::shared_ptr<const ExprNode> node;
+  };
+  static constexpr size_t kSlots = 256;
+  thread_local std::array<Slot, kSlots> cache;
+  const size_t h = mix(mix(static_cast<size_t>(kind), static_cast<size_t>(index)),
+                       static_cast<size_t>(extent));
+  Slot& slot = cache[h % kSlots];
+  if (slot.node && slot.kind == kind && slot.index == index && slot.extent == extent)
+    return Expr(slot.node);
+  Expr e = make_var(kind, index, extent);
+  slot.kind = kind;
+  slot.index = index;
+  slot.extent = extent;
+  slot.node = e.node_;
+  return e;
+}
+
+Expr Expr::make_var(VarKind kind, int32_t index, int64_t extent) {
   ExprNode n;
   n.kind = ExprKind::Var;
   n.var_kind = kind;
@@ -292,6 +319,22 @@ Expr build_sum(Terms t) {
   while (fold_divmod_pair(t)) sort_and_merge(t);
   if (t.terms.empty()) return Expr(t.constant);
   if (t.terms.size() == 1 && t.terms[0].second == 1 && t.constant == 0) return t.terms[0].first;
+  // The same sums are built over and over (every load of a buffer with the same layout, every
+  // re-indexing onto the same space): a small per-thread direct-mapped cache returns the node
+  // built last for the same canonical terms instead of allocating it again (three allocations:
+  // node, atoms, coefficients). Nodes are immutable, so a shared one is the same value.
+  size_t h = std::hash<int64_t>()(t.constant);
+  for (const auto& [a, c] : t.terms) h = mix(mix(h, a.hash()), std::hash<int64_t>()(c));
+  static constexpr size_t kSlots = 1024;
+  thread_local std::array<Expr, kSlots> cache;
+  Expr& slot = cache[h % kSlots];
+  {
+    const ExprNode& n = *slot.node();
+    bool hit = n.kind == ExprKind::Add && n.value == t.constant && n.args.size() == t.terms.size();
+    for (size_t i = 0; hit && i < t.terms.size(); ++i)
+      hit = n.coeffs[i] == t.terms[i].second && n.args[i] == t.terms[i].first;
+    if (hit) return slot;
+  }
   std::vector<Expr> atoms;
   std::vector<int64_t> coeffs;
   atoms.reserve(t.terms.size());
@@ -300,7 +343,8 @@ Expr build_sum(Terms t) {
     atoms.push_back(std::move(a));
     coeffs.push_back(c);
   }
-  return ExprBuild::node(ExprKind::Add, std::move(atoms), std::move(coeffs), t.constant);
+  slot = ExprBuild::node(ExprKind::Add, std::move(atoms), std::move(coeffs), t.constant);
+  return slot;
 }
 
 Expr scale(const Expr& e, int64_t k) {

@@ -100,6 +100,7 @@ class Expr {
 
  private:
   friend struct ExprBuild;
+  static Expr make_var(VarKind kind, int32_t index, int64_t extent);
   explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
   std::shared_ptr<const ExprNode> node_;
 };

@@ -8,11 +8,38 @@
 
 namespace stax {
 
+namespace {
+
+// `n` as a Buffer when it is one (InputBuffer, ComputedBuffer, ExternKernel, FallbackKernel:
+// the Buffer subclasses of ir.h), else null. What dynamic_pointer_cast<Buffer> gives, by kind().
+BufferPtr as_buffer(const IRPtr& n) {
+  if (!n) return nullptr;
+  switch (n->kind()) {
+    case IRKind::InputBuffer:
+    case IRKind::ComputedBuffer:
+    case IRKind::ExternKernel:
+    case IRKind::FallbackKernel:
+      return std::static_pointer_cast<Buffer>(n);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 void OriginSet::add(const Origins& nodes) {
   if (nodes.empty()) return;
+  if (nodes.size() == 1) return add(nodes[0]);
   auto part = std::make_shared<Part>();
   part->nodes = nodes;
-  if (root_) part->parts.push_back(root_);
+  part->a = root_;
+  root_ = std::move(part);
+}
+
+void OriginSet::add(const Node* node) {
+  auto part = std::make_shared<Part>();
+  part->node = node;
+  part->a = std::move(root_);
   root_ = std::move(part);
 }
 
@@ -23,7 +50,8 @@ void OriginSet::add(const OriginSet& other) {
     return;
   }
   auto part = std::make_shared<Part>();
-  part->parts = {root_, other.root_};
+  part->a = std::move(root_);
+  part->b = other.root_;
   root_ = std::move(part);
 }
 
@@ -37,9 +65,11 @@ Origins OriginSet::flatten() const {
     const Part* p = todo.back();
     todo.pop_back();
     if (!seen_parts.insert(p).second) continue;
+    if (p->node && seen_nodes.insert(p->node).second) out.push_back(p->node);
     for (const Node* n : p->nodes)
       if (seen_nodes.insert(n).second) out.push_back(n);
-    for (const auto& q : p->parts) todo.push_back(q.get());
+    if (p->a) todo.push_back(p->a.get());
+    if (p->b) todo.push_back(p->b.get());
   }
   std::sort(out.begin(), out.end(),
             [](const Node* a, const Node* b) { return a->index() < b->index(); });
@@ -48,6 +78,7 @@ Origins OriginSet::flatten() const {
 
 Index iter_index(const Shape& ranges) {
   Index v;
+  v.reserve(ranges.size());
   for (size_t k = 0; k < ranges.size(); ++k)
     v.push_back(Expr::iter(static_cast<int32_t>(k), ranges[k]));
   return v;
@@ -55,6 +86,7 @@ Index iter_index(const Shape& ranges) {
 
 Index reduce_index(const Shape& reduction_ranges) {
   Index v;
+  v.reserve(reduction_ranges.size());
   for (size_t k = 0; k < reduction_ranges.size(); ++k)
     v.push_back(Expr::reduce(static_cast<int32_t>(k), reduction_ranges[k]));
   return v;
@@ -107,20 +139,52 @@ LoopBody ComputedBuffer::record_body() const {
   return eliminate_dead_ops(r.builder.take());
 }
 
+namespace {
+
+// What n.make_loader()(b, index) records, without building a Loader (a heap-allocated
+// std::function) per call: boxes and views load through their base on every replay of every
+// body that reads them.
+Val load_from(const IRNode& n, OpsBuilder& b, const Index& index) {
+  switch (n.kind()) {
+    case IRKind::InputBuffer:
+    case IRKind::ComputedBuffer:
+    case IRKind::ExternKernel:
+    case IRKind::FallbackKernel: {
+      const auto& buf = static_cast<const Buffer&>(n);
+      return b.load(buf.name(), buf.dtype(), buf.layout().index(index), &buf);
+    }
+    case IRKind::StorageBox:
+      return load_from(*static_cast<const StorageBox&>(n).data(), b, index);
+    case IRKind::View: {
+      const auto& v = static_cast<const View&>(n);
+      return load_from(*v.base(), b, v.reindex()(index));
+    }
+    case IRKind::ReinterpretView: {
+      const auto& rv = static_cast<const ReinterpretView&>(n);
+      return b.load(rv.base()->name(), rv.dtype(), rv.layout().index(index), rv.base().get());
+    }
+    case IRKind::Pointwise:
+      return static_cast<const Pointwise&>(n).inner_fn()(b, index);
+    default:
+      return n.make_loader()(b, index);
+  }
+}
+
+}  // namespace
+
 Loader StorageBox::make_loader() const {
   auto self = std::static_pointer_cast<const StorageBox>(shared_from_this());
-  return
-      [self](OpsBuilder& b, const Index& index) { return self->data()->make_loader()(b, index); };
+  return [self](OpsBuilder& b, const Index& index) { return load_from(*self->data(), b, index); };
 }
 
 bool StorageBox::is_realized() const { return buffer() != nullptr; }
 
-BufferPtr StorageBox::buffer() const { return std::dynamic_pointer_cast<Buffer>(data_); }
+BufferPtr StorageBox::buffer() const { return as_buffer(data_); }
 
 Loader View::make_loader() const {
   auto self = std::static_pointer_cast<const View>(shared_from_this());
   return [self](OpsBuilder& b, const Index& index) {
-    return self->base()->make_loader()(b, self->reindex()(index));
+    return load_from(*self->base(), b, self->reindex()(index));
   };
 }
 
@@ -133,10 +197,15 @@ Loader ReinterpretView::make_loader() const {
 }
 
 std::optional<KernelInput> as_fixed_storage(const IRPtr& node) {
-  if (auto rv = std::dynamic_pointer_cast<ReinterpretView>(node))
-    return KernelInput{rv->base(), rv->layout()};
-  BufferPtr buf = std::dynamic_pointer_cast<Buffer>(node);
-  if (auto box = std::dynamic_pointer_cast<StorageBox>(node)) buf = box->buffer();
+  if (!node) return std::nullopt;
+  // By kind() (IRKind is closed: every IR class is in ir.h), not dynamic_pointer_cast: lowering
+  // asks this for every kernel input and view.
+  if (node->kind() == IRKind::ReinterpretView) {
+    const auto& rv = static_cast<const ReinterpretView&>(*node);
+    return KernelInput{rv.base(), rv.layout()};
+  }
+  BufferPtr buf = as_buffer(node);
+  if (node->kind() == IRKind::StorageBox) buf = static_cast<const StorageBox&>(*node).buffer();
   if (buf && buf->layout().is_fixed()) return KernelInput{buf, buf->layout()};
   return std::nullopt;
 }

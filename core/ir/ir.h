@@ -42,15 +42,19 @@ using Origins = std::vector<const Node*>;
 class OriginSet {
  public:
   void add(const Origins& nodes);
+  void add(const Node* node);  // add(Origins{node}) without the list
   void add(const OriginSet& other);
   bool empty() const { return !root_; }
   // Every node once, sorted by graph position.
   Origins flatten() const;
 
  private:
+  // One allocation per add: a part holds one node inline (or a list) and at most two earlier
+  // parts (what it extends, and a second set merged in).
   struct Part {
+    const Node* node = nullptr;
     Origins nodes;
-    std::vector<std::shared_ptr<const Part>> parts;
+    std::shared_ptr<const Part> a, b;
   };
   std::shared_ptr<const Part> root_;
 };

@@ -30,16 +30,20 @@ Layout Layout::flexible(std::string device, DType dtype, Shape size) {
 
 Expr Layout::index(const std::vector<Expr>& idx) const {
   assert(idx.size() == size.size());
-  std::vector<Expr> terms;
-  std::vector<int64_t> coeffs;
-  terms.reserve(size.size());
-  coeffs.reserve(size.size());
+  // Scratch lists reused per thread (every loader call of every buffer comes here): cleared
+  // after use so that no expression is held.
+  thread_local std::vector<Expr> terms;
+  thread_local std::vector<int64_t> coeffs;
+  terms.clear();
+  coeffs.clear();
   for (size_t j = 0; j < size.size(); ++j)
     if (size[j] != 1 && stride[j] != 0) {
       terms.push_back(idx[j]);
       coeffs.push_back(stride[j]);
     }
-  return linear_sum(terms, coeffs, offset);
+  Expr e = linear_sum(terms, coeffs, offset);
+  terms.clear();
+  return e;
 }
 
 void Layout::freeze(const std::vector<int>& fill_order) {

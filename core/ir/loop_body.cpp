@@ -121,6 +121,7 @@ int32_t LoopBody::add_index(const Expr& e) {
 
 std::vector<Expr> LoopBody::iter_vars() const {
   std::vector<Expr> v;
+  v.reserve(ranges.size());
   for (size_t k = 0; k < ranges.size(); ++k)
     v.push_back(Expr::iter(static_cast<int32_t>(k), ranges[k]));
   return v;
@@ -128,6 +129,7 @@ std::vector<Expr> LoopBody::iter_vars() const {
 
 std::vector<Expr> LoopBody::reduce_vars() const {
   std::vector<Expr> v;
+  v.reserve(reduction_ranges.size());
   for (size_t k = 0; k < reduction_ranges.size(); ++k)
     v.push_back(Expr::reduce(static_cast<int32_t>(k), reduction_ranges[k]));
   return v;

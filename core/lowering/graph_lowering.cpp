@@ -101,7 +101,7 @@ IRPtr GraphLowering::input(const Node& n, std::string_view param) const {
 OriginSet GraphLowering::origins_for(const std::vector<IRPtr>& inputs) const {
   OriginSet o;
   for (const IRPtr& in : inputs) o.add(contributed_origins(in));
-  if (current_) o.add(Origins{current_});
+  if (current_) o.add(current_);
   return o;
 }
 

@@ -22,6 +22,7 @@ Loader broadcast_loader(const IRPtr& x, const Shape& target) {
   size_t off = target.size() - in.size();
   return [load, in, off, target](OpsBuilder& b, const Index& index) {
     Index idx;
+    idx.reserve(in.size());
     for (size_t k = 0; k < in.size(); ++k)
       idx.push_back(in[k] == 1 && target[off + k] != 1 ? Expr(0) : index[off + k]);
     return load(b, idx);
@@ -33,6 +34,8 @@ IRPtr pointwise(GraphLowering& g, const std::vector<Operand>& inputs, DType comp
   std::vector<Shape> shapes;
   std::vector<IRPtr> tensors;
   std::string device;
+  shapes.reserve(inputs.size());
+  tensors.reserve(inputs.size());
   for (const Operand& op : inputs) {
     if (!op.tensor) continue;
     if (tensors.empty()) device = op.tensor->device();
@@ -47,6 +50,7 @@ IRPtr pointwise(GraphLowering& g, const std::vector<Operand>& inputs, DType comp
     DType as;
   };
   std::vector<Input> loaders;
+  loaders.reserve(inputs.size());
   for (const Operand& op : inputs) {
     DType as = op.as.value_or(compute);
     if (op.tensor)
@@ -56,6 +60,7 @@ IRPtr pointwise(GraphLowering& g, const std::vector<Operand>& inputs, DType comp
   }
   Loader inner = [loaders, fn, out](OpsBuilder& b, const Index& index) {
     std::vector<Val> args;
+    args.reserve(loaders.size());
     for (const Input& in : loaders)
       args.push_back(in.load ? b.to_dtype(in.load(b, index), in.as)
                              : b.constant(*in.scalar, in.as));

@@ -15,6 +15,8 @@ LoweringRule extern_kernel(std::string kernel, std::vector<std::string> params,
   return [kernel, params, scalar_params](GraphLowering& g, const Node& n) -> IRPtr {
     std::vector<IRPtr> values;
     std::vector<KernelInput> inputs;
+    values.reserve(params.size());
+    inputs.reserve(params.size());
     for (const std::string& p : params) {
       values.push_back(g.input(n, p));
       inputs.push_back(g.realize_input(values.back()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "core/support/error.h"
 
@@ -24,32 +25,35 @@ std::vector<int64_t> boundaries(const Extents& e) {
 // Maps each variable of `old_vars` (extents `old_extents`, in order) onto the variables
 // `new_vars` (extents `new_extents`, no units), which refine them: an old variable spanning new
 // variables v_a..v_b becomes sum_j v_j * (product of the extents after j up to b). Unit old
-// variables become 0.
-void map_onto(const std::vector<Expr>& old_vars, const Extents& old_extents,
-              const std::vector<Expr>& new_vars, const Extents& new_extents,
-              std::map<Expr, Expr>& mapping) {
+// variables become 0. mapping[k] is old variable k's image.
+void map_onto(const Extents& old_extents, const std::vector<Expr>& new_vars,
+              const Extents& new_extents, std::vector<Expr>& mapping) {
+  mapping.assign(old_extents.size(), Expr(0));
   size_t j = new_extents.size();  // consumed from the innermost
-  for (size_t k = old_vars.size(); k-- > 0;) {
-    if (old_extents[k] == 1) {
-      mapping[old_vars[k]] = Expr(0);
-      continue;
-    }
-    Expr e(0);
+  std::vector<Expr> terms;
+  std::vector<int64_t> coeffs;
+  for (size_t k = old_extents.size(); k-- > 0;) {
+    if (old_extents[k] == 1) continue;
+    terms.clear();
+    coeffs.clear();
     int64_t span = 1;
     while (span < old_extents[k]) {
       if (j == 0) throw Error("schedule", "", "internal: iteration space does not refine a body");
       --j;
-      e = e + new_vars[j] * Expr(span);
+      terms.push_back(new_vars[j]);
+      coeffs.push_back(span);
       span *= new_extents[j];
     }
     if (span != old_extents[k])
       throw Error("schedule", "", "internal: iteration space does not refine a body");
-    mapping[old_vars[k]] = e;
+    // One canonical sum of variables: what adding the products one by one gives.
+    mapping[k] = linear_sum(terms, coeffs, 0);
   }
 }
 
 std::vector<Expr> vars(VarKind kind, const Extents& e, int32_t first = 0) {
   std::vector<Expr> v;
+  v.reserve(e.size());
   for (size_t k = 0; k < e.size(); ++k)
     v.push_back(Expr::var(kind, first + static_cast<int32_t>(k), e[k]));
   return v;
@@ -77,6 +81,10 @@ Extents drop_unit_extents(const Extents& e) {
 }
 
 std::optional<Extents> common_refinement(const Extents& a, const Extents& b) {
+  // Equal lists of positive extents (the common case: a body joining a kernel of its own
+  // space): the suffix products below are a's, so the refinement is a without its units.
+  if (a == b && std::all_of(a.begin(), a.end(), [](int64_t s) { return s > 0; }))
+    return drop_unit_extents(a);
   if (extents_numel(a) != extents_numel(b)) return std::nullopt;
   std::vector<int64_t> cuts = boundaries(a);
   for (int64_t c : boundaries(b)) cuts.push_back(c);
@@ -122,7 +130,6 @@ BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, cons
                              const Extents& reduction_ranges) {
   identity_ = is_identity_placement(body, placement, ranges, reduction_ranges);
   if (identity_) return;
-  std::map<Expr, Expr>& mapping = mapping_;
   std::vector<Expr> iter_targets = vars(VarKind::Iter, ranges);
   Extents iter_extents = ranges;
   if (placement == BodyPlacement::Full) {
@@ -136,27 +143,79 @@ BodyReindexer::BodyReindexer(const LoopBody& body, BodyPlacement placement, cons
       if (e[k] != 1) out.push_back(v[k]);
     return out;
   };
-  map_onto(body.iter_vars(), body.ranges, targets_without_units(iter_targets, iter_extents),
-           drop_unit_extents(iter_extents), mapping);
-  if (placement == BodyPlacement::Reduction)
-    map_onto(body.reduce_vars(), body.reduction_ranges,
+  iter_extents_ = body.ranges;
+  map_onto(body.ranges, targets_without_units(iter_targets, iter_extents),
+           drop_unit_extents(iter_extents), iter_map_);
+  if (placement == BodyPlacement::Reduction) {
+    reduce_extents_ = body.reduction_ranges;
+    map_onto(body.reduction_ranges,
              targets_without_units(vars(VarKind::Reduce, reduction_ranges), reduction_ranges),
-             drop_unit_extents(reduction_ranges), mapping);
+             drop_unit_extents(reduction_ranges), reduce_map_);
+  }
 }
 
 Expr BodyReindexer::operator()(const Expr& e) const {
-  return identity_ ? e : substitute(e, mapping_);
+  if (identity_) return e;
+  // The body's variable i<k> / r0_<k> (with the body's extent) maps to its image; any other
+  // variable stays.
+  return substitute(e, [this](const Expr& v) -> std::optional<Expr> {
+    const int32_t k = v.var_index();
+    if (k < 0) return std::nullopt;
+    const size_t u = static_cast<size_t>(k);
+    if (v.var_kind() == VarKind::Iter && u < iter_map_.size() && iter_extents_[u] == v.extent())
+      return iter_map_[u];
+    if (v.var_kind() == VarKind::Reduce && u < reduce_map_.size() &&
+        reduce_extents_[u] == v.extent())
+      return reduce_map_[u];
+    return std::nullopt;
+  });
 }
 
-LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
-                      const Extents& reduction_ranges) {
-  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
-  BodyReindexer reindex(body, placement, ranges, reduction_ranges);
+namespace {
+
+LoopBody reindexed(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                   const Extents& reduction_ranges, const BodyReindexer& reindex) {
   LoopBody out = body;
   for (Expr& e : out.indices) e = reindex(e);
   out.ranges = ranges;
   out.reduction_ranges = placement == BodyPlacement::Iteration ? Extents{} : reduction_ranges;
   return out;
+}
+
+}  // namespace
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  return reindexed(body, placement, ranges, reduction_ranges,
+                   BodyReindexer(body, placement, ranges, reduction_ranges));
+}
+
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges, BodyReindexerCache& cache) {
+  if (is_identity_placement(body, placement, ranges, reduction_ranges)) return body;
+  return reindexed(body, placement, ranges, reduction_ranges,
+                   cache.get(body, placement, ranges, reduction_ranges));
+}
+
+bool BodyReindexerCache::Less::less(const KeyRef& a, const KeyRef& b) {
+  return std::tie(a.placement, *a.body_ranges, *a.body_reduction_ranges, *a.ranges,
+                  *a.reduction_ranges) < std::tie(b.placement, *b.body_ranges,
+                                                  *b.body_reduction_ranges, *b.ranges,
+                                                  *b.reduction_ranges);
+}
+
+const BodyReindexer& BodyReindexerCache::get(const LoopBody& body, BodyPlacement placement,
+                                             const Extents& ranges,
+                                             const Extents& reduction_ranges) {
+  KeyRef ref{&body.ranges, &body.reduction_ranges, &ranges, &reduction_ranges, placement};
+  auto it = cache_.find(ref);
+  if (it == cache_.end())
+    it = cache_
+             .emplace(Key{body.ranges, body.reduction_ranges, ranges, reduction_ranges, placement},
+                      BodyReindexer(body, placement, ranges, reduction_ranges))
+             .first;
+  return it->second;
 }
 
 }  // namespace stax

@@ -67,8 +67,49 @@ class BodyReindexer {
 
  private:
   bool identity_ = false;
-  std::map<Expr, Expr> mapping_;
+  // The image of the body's i<k> (extent iter_extents_[k]) and r0_<k> (reduce_extents_[k]).
+  Extents iter_extents_, reduce_extents_;
+  std::vector<Expr> iter_map_, reduce_map_;
 };
+
+// BodyReindexers by what they depend on: the body's extents, the placement and the space (not
+// the body's ops). The scheduler asks for one per fusion check and per unit-extent body; a
+// graph has few distinct spaces, so nearly every request is a lookup instead of building the
+// variable images again.
+class BodyReindexerCache {
+ public:
+  const BodyReindexer& get(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                           const Extents& reduction_ranges);
+
+ private:
+  struct Key {
+    Extents body_ranges, body_reduction_ranges, ranges, reduction_ranges;
+    BodyPlacement placement;
+  };
+  // A lookup compares against the caller's lists without copying them.
+  struct KeyRef {
+    const Extents *body_ranges, *body_reduction_ranges, *ranges, *reduction_ranges;
+    BodyPlacement placement;
+  };
+  struct Less {
+    using is_transparent = void;
+    static KeyRef ref(const Key& k) {
+      return {&k.body_ranges, &k.body_reduction_ranges, &k.ranges, &k.reduction_ranges,
+              k.placement};
+    }
+    static const KeyRef& ref(const KeyRef& k) { return k; }
+    static bool less(const KeyRef& a, const KeyRef& b);
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return less(ref(a), ref(b));
+    }
+  };
+  std::map<Key, BodyReindexer, Less> cache_;
+};
+
+// reindex_body with the reindexer from `cache`.
+LoopBody reindex_body(const LoopBody& body, BodyPlacement placement, const Extents& ranges,
+                      const Extents& reduction_ranges, BodyReindexerCache& cache);
 
 // Whether reindex_body(body, placement, ranges, reduction_ranges) is `body` itself: the space
 // is the body's own (same extents, none of them 1) and the placement maps every variable onto

@@ -1,6 +1,8 @@
 #include "core/scheduler/schedule.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,14 +24,14 @@ std::string space_str(const Extents& ranges, const Extents& reduction_ranges) {
 
 // A buffer's body with unit extents dropped (a reduction over one point keeps {1}; an empty
 // body stays as it is): nullopt when that is the body itself (no copy).
-std::optional<LoopBody> unit_free(const LoopBody& b) {
+std::optional<LoopBody> unit_free(const LoopBody& b, BodyReindexerCache& reindexers) {
   if (extents_numel(b.ranges) * extents_numel(b.reduction_ranges) == 0) return std::nullopt;
   Extents ranges = drop_unit_extents(b.ranges);
   Extents rr = drop_unit_extents(b.reduction_ranges);
   if (b.is_reduction() && rr.empty()) rr = {1};
   if (ranges == b.ranges && rr == b.reduction_ranges) return std::nullopt;
   BodyPlacement p = b.is_reduction() ? BodyPlacement::Reduction : BodyPlacement::Iteration;
-  return reindex_body(b, p, ranges, rr);
+  return reindex_body(b, p, ranges, rr, reindexers);
 }
 
 BodyPlacement placement_in(const LoopBody& b, const Extents& ranges, const Extents& rr) {
@@ -83,6 +85,32 @@ LoadIds load_ids(const LoopBody& body, const LoweredGraph& graph) {
   }
   return r;
 }
+
+// A short list of distinct group numbers: the first two inline (most buffers are read or written
+// by one or two kernels), the rest in a vector. One per buffer of the graph: no allocation for
+// most of them.
+class GroupList {
+ public:
+  template <class F>
+  void for_each(F&& f) const {
+    for (uint8_t i = 0; i < n_; ++i) f(first_[i]);
+    for (size_t g : more_) f(g);
+  }
+  void insert(size_t g) {
+    for (uint8_t i = 0; i < n_; ++i)
+      if (first_[i] == g) return;
+    if (std::find(more_.begin(), more_.end(), g) != more_.end()) return;
+    if (n_ < first_.size())
+      first_[n_++] = g;
+    else
+      more_.push_back(g);
+  }
+
+ private:
+  std::array<size_t, 2> first_{};
+  uint8_t n_ = 0;
+  std::vector<size_t> more_;
+};
 
 struct Group {
   std::vector<Member> members;
@@ -142,10 +170,10 @@ std::optional<std::pair<Extents, Extents>> joint_space(const Group& g, const Loo
 // `b` placed in the space: `b` itself when that is the identity, else a re-indexed copy kept in
 // `storage`.
 const LoopBody& placed_ref(const LoopBody& b, const Extents& ranges, const Extents& rr,
-                           std::optional<LoopBody>& storage) {
+                           std::optional<LoopBody>& storage, BodyReindexerCache& reindexers) {
   BodyPlacement p = placement_in(b, ranges, rr);
   if (is_identity_placement(b, p, ranges, rr)) return b;
-  storage = reindex_body(b, p, ranges, rr);
+  storage = reindex_body(b, p, ranges, rr, reindexers);
   return *storage;
 }
 
@@ -206,7 +234,7 @@ class Scheduler {
     // Reads of what the group writes: at the same address as the write, in the joint space.
     // Placing re-indexes only the expressions (the ops stay as they are): the two addresses
     // compared are re-indexed alone, no body is copied.
-    std::optional<BodyReindexer> mine;
+    const BodyReindexer* mine = nullptr;
     int64_t shared = 0;
     for (size_t k = 0; k < body.ops.size(); ++k) {
       const LoopOp& op = body.ops[k];
@@ -217,14 +245,15 @@ class Scheduler {
       shared = 1;
       const Extents& r = joint->first;
       const Extents& rr = joint->second;
-      if (!mine) mine.emplace(body, placement_in(body, r, rr), r, rr);
+      if (!mine) mine = &reindexers_.get(body, placement_in(body, r, rr), r, rr);
       const LoopBody& producer = std::find_if(g.members.begin(), g.members.end(), [&](const Member& m) {
                                    return m.id == id;
                                  })->body();
       const LoopOp* st = store_of(producer);
       Expr at = (*mine)(body.index_of(op));
       std::optional<Expr> written;
-      if (st) written = BodyReindexer(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
+      if (st)
+        written = reindexers_.get(producer, placement_in(producer, r, rr), r, rr)(producer.index_of(*st));
       if (!written || *written != at)
         return !explain ? std::string() : "reads " + op.buffer + " at " + at.str() +
                ", not where the kernel writes it (" + (written ? written->str() : std::string("?")) +
@@ -249,7 +278,7 @@ class Scheduler {
 
   void add_computed(const ComputedBuffer& b, const Buffer* prev) {
     if (b.body().ops.empty()) throw Error("schedule", b.name(), "the buffer has no recorded loop body");
-    std::optional<LoopBody> own = unit_free(b.body());
+    std::optional<LoopBody> own = unit_free(b.body(), reindexers_);
     const LoopBody& body = own ? *own : b.body();
     // The buffers it reads, by id (unit_free keeps the ops).
     const LoadIds loads = load_ids(b.body(), graph_);
@@ -257,22 +286,26 @@ class Scheduler {
     if (self < 0) throw Error("schedule", b.name(), "internal: the buffer is not in the graph");
     // Candidates: the kernels that write or read a buffer this one reads (the others share
     // nothing with it), and the kernel of its predecessor (for the reason of a split).
-    std::set<size_t> candidates;
-    for (int64_t id : loads.distinct) {
-      const auto& gs = groups_touching_[static_cast<size_t>(id)];
-      candidates.insert(gs.begin(), gs.end());
-    }
-    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.insert(group_of(prev));
+    // (A sorted vector: the same ascending order as a set, without a node per kernel.)
+    std::vector<size_t>& candidates = candidates_;
+    candidates.clear();
+    for (int64_t id : loads.distinct)
+      groups_touching_[static_cast<size_t>(id)].for_each(
+          [&](size_t k) { candidates.push_back(k); });
+    if (prev && prev->kind() == IRKind::ComputedBuffer) candidates.push_back(group_of(prev));
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     size_t best = groups_.size();
     int64_t best_score = -1;
     std::pair<Extents, Extents> best_space;
-    std::map<size_t, std::string> reasons;
+    // Only the predecessor's kernel's refusal is reported.
+    std::optional<std::string> explain_reason;
     const size_t explain_group =
         prev && prev->kind() == IRKind::ComputedBuffer ? group_of(prev) : SIZE_MAX;
     for (size_t k : candidates) {
       std::pair<Extents, Extents> space;
       if (auto why = why_not(groups_[k], b, body, loads, k == explain_group, space)) {
-        reasons[k] = *why;
+        if (k == explain_group) explain_reason = std::move(*why);
         continue;
       }
       int64_t score = shared_bytes(groups_[k], loads);
@@ -287,7 +320,7 @@ class Scheduler {
       size_t pg = group_of(prev);
       if (pg != best)
         splits_.push_back({prev->name(), b.name(),
-                           reasons.count(pg) ? reasons[pg] : "fits better elsewhere"});
+                           explain_reason ? *explain_reason : "fits better elsewhere"});
     } else if (prev) {
       splits_.push_back({prev->name(), b.name(),
                          prev->name() + " is " +
@@ -311,10 +344,7 @@ class Scheduler {
       groups_[best].reduction_ranges = best_space.second;
     }
     Group& g = groups_[best];
-    auto touch = [&](int64_t id) {
-      std::vector<size_t>& gs = groups_touching_[static_cast<size_t>(id)];
-      if (std::find(gs.begin(), gs.end(), best) == gs.end()) gs.push_back(best);
-    };
+    auto touch = [&](int64_t id) { groups_touching_[static_cast<size_t>(id)].insert(best); };
     for (int64_t id : loads.distinct) {
       g.reads.insert(id);
       touch(id);
@@ -343,8 +373,11 @@ class Scheduler {
 
   Schedule finish() {
     Schedule s;
+    s.kernels.reserve(groups_.size());
     for (Group& g : groups_) {
       ScheduledKernel k;
+      k.buffers.reserve(g.members.size());
+      k.bodies.reserve(g.members.size());
       if (g.members.size() == 1) {  // alone: the body as lowered
         const LoopBody& body = g.members[0].buffer->body();
         k.buffers.push_back(g.members[0].buffer);
@@ -359,7 +392,7 @@ class Scheduler {
       for (Member& m : g.members) {
         k.buffers.push_back(m.buffer);
         std::optional<LoopBody> storage;
-        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage);
+        const LoopBody& body = placed_ref(m.body(), g.ranges, g.reduction_ranges, storage, reindexers_);
         if (storage) k.bodies.push_back(std::move(*storage));
         else if (m.own) k.bodies.push_back(std::move(*m.own));
         else k.bodies.push_back(body);
@@ -373,6 +406,9 @@ class Scheduler {
 
   const LoweredGraph& graph_;
   FusionLimits limits_;
+  // Reindexers by body extents, placement and space (shared by every fusion check).
+  mutable BodyReindexerCache reindexers_;
+  std::vector<size_t> candidates_;  // add_computed's scratch list
   std::vector<Group> groups_;
   std::vector<ScheduleStep> steps_;
   static constexpr size_t kNoStep = SIZE_MAX;
@@ -385,7 +421,7 @@ class Scheduler {
   std::vector<size_t> group_of_;  // by id: a ComputedBuffer's group (kNoStep: none)
   std::vector<size_t> step_of_;   // by id: a scheduled buffer's step (kNoStep: none)
   // by id: the groups reading or writing the buffer (distinct)
-  std::vector<std::vector<size_t>> groups_touching_;
+  std::vector<GroupList> groups_touching_;
   std::vector<Schedule::Split> splits_;
 };
 
