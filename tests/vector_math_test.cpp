@@ -28,36 +28,15 @@
 
 using namespace stax;
 
+// Calls a SLEEF AVX-512 vector function on 16 floats / 8 doubles (one or two operands; b may be
+// null): tests/support/sleef_vector_calls.cpp, compiled with -mavx512f, so that the calls pass
+// their vectors in zmm registers as SLEEF expects. (A `target("avx512f")` function here did not
+// suffice: clang-19 in build-fuzz passed the operands of the indirect call on the stack, so pow's
+// second operand was garbage.)
+void call_vf(void* fn, const float* a, const float* b, float* out);
+void call_vd(void* fn, const double* a, const double* b, double* out);
+
 namespace {
-
-typedef float v16f __attribute__((vector_size(64)));
-typedef double v8d __attribute__((vector_size(64)));
-
-// Calls a SLEEF AVX-512 vector function on 16 floats / 8 doubles (one or two operands).
-__attribute__((target("avx512f"))) void call_vf(void* fn, const float* a, const float* b,
-                                                float* out) {
-  v16f x, y, r;
-  std::memcpy(&x, a, sizeof x);
-  if (b) {
-    std::memcpy(&y, b, sizeof y);
-    r = reinterpret_cast<v16f (*)(v16f, v16f)>(fn)(x, y);
-  } else {
-    r = reinterpret_cast<v16f (*)(v16f)>(fn)(x);
-  }
-  std::memcpy(out, &r, sizeof r);
-}
-__attribute__((target("avx512f"))) void call_vd(void* fn, const double* a, const double* b,
-                                                double* out) {
-  v8d x, y, r;
-  std::memcpy(&x, a, sizeof x);
-  if (b) {
-    std::memcpy(&y, b, sizeof y);
-    r = reinterpret_cast<v8d (*)(v8d, v8d)>(fn)(x, y);
-  } else {
-    r = reinterpret_cast<v8d (*)(v8d)>(fn)(x);
-  }
-  std::memcpy(out, &r, sizeof r);
-}
 
 struct Fn {
   const char* name;
