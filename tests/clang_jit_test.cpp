@@ -2,6 +2,7 @@
 #include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cpu_cpp/slab_arena.h"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -547,6 +548,120 @@ TEST(SlabArena, CarvesAlignsGrowsCoalescesAndReuses) {
   }
   EXPECT_EQ(arena.stats().mapped_bytes, mapped);
   EXPECT_EQ(arena.stats().used_bytes, 0u);
+}
+
+// The pieces of one link come from one chunk, whose three views lie side by side: every
+// PC-relative reference of the small code model (slab_arena.h) reaches. All or nothing.
+TEST(SlabArena, GroupsComeFromOneChunkWithinReach) {
+  SlabArena arena(4 * 4096);
+  ASSERT_TRUE(arena.init()) << arena.error();
+  const size_t page = arena.page_size();
+  const size_t first = std::max<size_t>(4 * 4096, page);
+  // Leave a hole of 1024 bytes in the first chunk.
+  SlabArena::Piece most = arena.allocate(first - 1024, 64);
+  ASSERT_TRUE(most);
+  EXPECT_EQ(most.chunk, 0u);
+  // The first request would fit the hole, the second not: both go to a new chunk.
+  std::vector<SlabArena::Piece> group;
+  ASSERT_TRUE(arena.allocate_group({{512, 16, false}, {4000, 64, false}, {8, 8, true}}, &group))
+      << arena.error();
+  ASSERT_EQ(group.size(), 3u);
+  for (const SlabArena::Piece& p : group) EXPECT_EQ(p.chunk, 1u);
+  EXPECT_EQ(group[2].offset % page, 0u);  // own pages
+  EXPECT_EQ(group[2].size, page);
+  // Within reach: any view of any piece of the group from any other, far below 2 GiB, and the
+  // chunk's views side by side (RX, R, RW).
+  const auto addr = [](const char* p) { return reinterpret_cast<intptr_t>(p); };
+  intptr_t lo = INTPTR_MAX, hi = 0;
+  for (const SlabArena::Piece& p : group)
+    for (const char* v : {p.rx, p.ro, p.rw}) {
+      lo = std::min(lo, addr(v));
+      hi = std::max(hi, addr(v) + static_cast<intptr_t>(p.size));
+    }
+  const size_t chunk1 = arena.stats().mapped_bytes - first;
+  EXPECT_LE(static_cast<size_t>(hi - lo), 3 * chunk1);
+  EXPECT_EQ(addr(group[0].ro) - addr(group[0].rx), static_cast<intptr_t>(chunk1));
+  EXPECT_EQ(addr(group[0].rw) - addr(group[0].ro), static_cast<intptr_t>(chunk1));
+  // A group that fits the hole stays in the first chunk.
+  std::vector<SlabArena::Piece> small;
+  ASSERT_TRUE(arena.allocate_group({{256, 64, false}, {256, 64, false}}, &small));
+  for (const SlabArena::Piece& p : small) EXPECT_EQ(p.chunk, 0u);
+  // All or nothing: one bad request (or one over the largest chunk) and no piece is taken.
+  const SlabStats before = arena.stats();
+  std::vector<SlabArena::Piece> bad;
+  EXPECT_FALSE(arena.allocate_group({{64, 64, false}, {64, 3, false}}, &bad));
+  EXPECT_TRUE(bad.empty());
+  EXPECT_FALSE(arena.allocate_group({{64, 64, false}, {SlabArena::kMaxChunkBytes + 1, 64, false}},
+                                    &bad));
+  EXPECT_NE(arena.error().find("largest code chunk"), std::string::npos) << arena.error();
+  EXPECT_EQ(arena.stats().pieces, before.pieces);
+  EXPECT_EQ(arena.stats().used_bytes, before.used_bytes);
+  EXPECT_EQ(arena.stats().chunks, before.chunks);
+  for (const auto* g : {&group, &small})
+    for (const SlabArena::Piece& p : *g) arena.free(p);
+  arena.free(most);
+  EXPECT_EQ(arena.stats().pieces, 0u);
+}
+
+// Kernels are compiled for the small code model, position-independent: a loop's constants are
+// RIP-relative operands (no 64-bit absolute address in the code), and code, constants, data and
+// the stubs to the process's libraries reach each other once linked, on the slab and on LLVM's
+// own manager.
+TEST(ClangJit, SmallCodeModel) {
+  const char* src = R"(
+static const float table[5] = {0.5f, 0.25f, 0.125f, 2.0f, 3.0f};
+static int calls;  // writable data
+extern "C" float expf(float);
+extern "C" int poly(const float* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = ((1.75f * v + 0.3125f) * v + table[i % 5]) * v + expf(v * 0.0625f) - 1.125f;
+  }
+  return ++calls;
+}
+)";
+  for (bool slab : {true, false}) {
+    ClangJitOptions options;
+    options.slab_memory = slab;
+    ClangJit j(options);
+    EXPECT_NE(j.identity().find("code model small pic 1"), std::string::npos) << j.identity();
+    CompiledModule m = j.compile(src, {"poly"}, "code_model");
+    // No large-model sections, and no 64-bit absolute relocation in the code.
+    const std::string& obj = m.object();
+    ASSERT_GE(obj.size(), sizeof(Elf64_Ehdr));
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, obj.data(), sizeof eh);
+    ASSERT_LE(eh.e_shoff + eh.e_shnum * sizeof(Elf64_Shdr), obj.size());
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    std::memcpy(sh.data(), obj.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+    const char* names = obj.data() + sh.at(eh.e_shstrndx).sh_offset;
+    int relocations = 0;
+    for (const Elf64_Shdr& s : sh) {
+      const std::string name = names + s.sh_name;
+      EXPECT_EQ(name.rfind(".l", 0), std::string::npos) << "large-model section " << name;
+      if (s.sh_type != SHT_RELA) continue;
+      for (size_t k = 0; k < s.sh_size / sizeof(Elf64_Rela); ++k) {
+        Elf64_Rela r;
+        std::memcpy(&r, obj.data() + s.sh_offset + k * sizeof r, sizeof r);
+        EXPECT_NE(ELF64_R_TYPE(r.r_info), static_cast<unsigned>(R_X86_64_64)) << "in " << name;
+        ++relocations;
+      }
+    }
+    EXPECT_GT(relocations, 0);  // the constants, the table, `calls` and expf
+    EXPECT_EQ(j.memory_stats().slab, slab && !slab_turned_off());
+    auto* poly = m.function<int(const float*, float*, long)>("poly");
+    const float table[5] = {0.5f, 0.25f, 0.125f, 2.0f, 3.0f};
+    std::vector<float> x(37), y(37);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = -2.0f + 0.1f * static_cast<float>(i);
+    EXPECT_EQ(poly(x.data(), y.data(), 37), 1);
+    EXPECT_EQ(poly(x.data(), y.data(), 37), 2);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      const double want =
+          ((1.75 * v + 0.3125) * v + table[i % 5]) * v + std::exp(v * 0.0625) - 1.125;
+      ASSERT_NEAR(y[i], want, 1e-5 * std::max(1.0, std::abs(want))) << "i=" << i;
+    }
+  }
 }
 
 // The JIT on the arena: modules take pieces and give them back (freed, or after a failed link),

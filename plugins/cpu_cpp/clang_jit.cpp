@@ -125,6 +125,7 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
                                    "-O" + std::to_string(options.opt_level),
                                    "-fno-math-errno",
                                    "-ffp-contract=off",
+                                   "-fPIE",  // position-independent, as the code generator's model
                                    "-fno-exceptions",
                                    "-fno-rtti",
                                    "-fno-color-diagnostics",
@@ -524,6 +525,15 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
                    "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
   jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
+  // The small code model, position-independent (what LLJIT itself picks for JITLink; a
+  // TargetMachine made for a JIT defaults to the large model). With the large model every
+  // constant of a loop is a movabs of its 64-bit address plus a load inside the loop, which LLVM
+  // neither hoists nor folds: softmax's exp loop ran 20-25% slower (DECISIONS item 37). The
+  // small model needs a link's sections within +-2 GiB of each other: the slab arena gives them
+  // one chunk (slab_arena.h), LLVM's default manager one contiguous allocation; calls to the
+  // process's libraries (libm, SLEEF) go through JITLink's stubs and GOT entries.
+  jtmb->setCodeModel(llvm::CodeModel::Small);
+  jtmb->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = jtmb->createTargetMachine();
   if (!tm)
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
@@ -940,13 +950,28 @@ std::string ClangJit::identity() const {
   return s.identity;
 }
 
+namespace {
+const char* code_model_name(llvm::CodeModel::Model m) {
+  switch (m) {
+    case llvm::CodeModel::Tiny: return "tiny";
+    case llvm::CodeModel::Small: return "small";
+    case llvm::CodeModel::Kernel: return "kernel";
+    case llvm::CodeModel::Medium: return "medium";
+    case llvm::CodeModel::Large: return "large";
+  }
+  return "?";
+}
+}  // namespace
+
 std::string ClangJit::compute_identity() const {
   const JitState& s = *state_;
   std::string out = "llvm " LLVM_VERSION_STRING "; triple " +
                     s.target_machine->getTargetTriple().str() + "; opt " +
                     std::to_string(s.options.opt_level) + "; native_cpu " +
                     (s.options.native_cpu ? "1" : "0") +
-                    "; passes sleef-vector-variants 1; unwind-tables 0; flags";
+                    "; passes sleef-vector-variants 1; unwind-tables 0; code model " +
+                    code_model_name(s.target_machine->getCodeModel()) + " pic " +
+                    (s.target_machine->isPositionIndependent() ? "1" : "0") + "; flags";
   for (const std::string& f : s.options.extra_flags) out += " " + f;
   out += "; host cpu " + llvm::sys::getHostCPUName().str() + "; features";
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();

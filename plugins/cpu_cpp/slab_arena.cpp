@@ -134,11 +134,7 @@ SlabArena::~SlabArena() {
       registry = nullptr;
     }
   }
-  for (auto& c : chunks_) {
-    ::munmap(c->rw, c->size);
-    ::munmap(c->rx, c->size);
-    ::munmap(c->ro, c->size);
-  }
+  for (auto& c : chunks_) ::munmap(c->base, 3 * c->size);
 }
 
 bool SlabArena::init() {
@@ -147,32 +143,46 @@ bool SlabArena::init() {
 }
 
 bool SlabArena::map_chunk(size_t size) {
+  if (size > kMaxChunkBytes) {
+    error_ = "a JIT link needs " + std::to_string(size) + " bytes, more than the " +
+             std::to_string(kMaxChunkBytes) + " of the largest code chunk";
+    return false;
+  }
+  // One reservation for the three views (slab_arena.h, "The code model"), then each view mapped
+  // over its third of it.
+  void* reserved =
+      ::mmap(nullptr, 3 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) {
+    error_ = errno_text("mmap (reserving the JIT's code chunk)");
+    return false;
+  }
   const int fd = code_memfd();
   if (fd < 0) {
     error_ = errno_text("memfd_create");
+    ::munmap(reserved, 3 * size);
     return false;
   }
   auto chunk = std::make_unique<Chunk>();
   chunk->size = size;
+  chunk->base = static_cast<char*>(reserved);
   bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
   if (!ok) error_ = errno_text("ftruncate of the JIT's code chunk");
-  auto view = [&](int prot, char** out) {
+  auto view = [&](size_t third, int prot, char** out) {
     if (!ok) return;
-    void* p = ::mmap(nullptr, size, prot, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
+    void* at = chunk->base + third * size;
+    if (::mmap(at, size, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
       error_ = errno_text("mmap of the JIT's code chunk");
       ok = false;
       return;
     }
-    *out = static_cast<char*>(p);
+    *out = static_cast<char*>(at);
   };
-  view(PROT_READ | PROT_WRITE, &chunk->rw);
-  view(PROT_READ | PROT_EXEC, &chunk->rx);
-  view(PROT_READ, &chunk->ro);
+  view(0, PROT_READ | PROT_EXEC, &chunk->rx);
+  view(1, PROT_READ, &chunk->ro);
+  view(2, PROT_READ | PROT_WRITE, &chunk->rw);
   ::close(fd);  // the mappings keep the memory
   if (!ok) {
-    for (char* p : {chunk->rw, chunk->rx, chunk->ro})
-      if (p) ::munmap(p, size);
+    ::munmap(reserved, 3 * size);
     return false;
   }
   // The first pages of the first chunk are written now (allocated and mapped in the RW view, at
@@ -200,38 +210,76 @@ bool SlabArena::carve(size_t index, size_t size, size_t align, Piece* out) {
   return false;
 }
 
-SlabArena::Piece SlabArena::allocate(size_t size, size_t align, bool own_pages) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (size == 0 || align == 0 || (align & (align - 1)) != 0 || align > page_) {
-    error_ = "a JIT allocation of " + std::to_string(size) + " bytes aligned to " +
-             std::to_string(align) + " (the arena gives 1.." + std::to_string(page_) +
+bool SlabArena::check_request(Request* r) {
+  if (r->size == 0 || r->align == 0 || (r->align & (r->align - 1)) != 0 || r->align > page_) {
+    error_ = "a JIT allocation of " + std::to_string(r->size) + " bytes aligned to " +
+             std::to_string(r->align) + " (the arena gives 1.." + std::to_string(page_) +
              "-byte alignment to non-empty pieces)";
-    return {};
+    return false;
   }
+  if (r->size > kMaxChunkBytes) {
+    error_ = "a JIT allocation of " + std::to_string(r->size) + " bytes, more than the " +
+             std::to_string(kMaxChunkBytes) + " of the largest code chunk";
+    return false;
+  }
+  r->size = round_up(r->size, r->own_pages ? page_ : kGranule);
+  if (r->own_pages) r->align = page_;
+  r->align = std::max(r->align, kGranule);
+  return true;
+}
+
+bool SlabArena::carve_all(size_t index, const std::vector<Request>& requests,
+                          std::vector<Piece>* out) {
+  out->clear();
+  for (const Request& r : requests) {
+    Piece piece;
+    if (!carve(index, r.size, r.align, &piece)) {
+      for (const Piece& p : *out) free_locked(p);
+      out->clear();
+      return false;
+    }
+    out->push_back(piece);
+    used_ += piece.size;
+    ++pieces_;
+  }
+  return true;
+}
+
+SlabArena::Piece SlabArena::allocate(size_t size, size_t align, bool own_pages) {
+  std::vector<Piece> one;
+  if (!allocate_group({Request{size, align, own_pages}}, &one)) return {};
+  return one[0];
+}
+
+bool SlabArena::allocate_group(const std::vector<Request>& requests, std::vector<Piece>* out) {
+  out->clear();
+  std::lock_guard<std::mutex> lock(mutex_);
   if (broken_) {
     error_ = "the JIT's code memory could not be copied after fork(); this process links no more "
              "kernels";
-    return {};
+    return false;
   }
-  size = round_up(size, own_pages ? page_ : kGranule);
-  if (own_pages) align = page_;
-  align = std::max(align, kGranule);
-  Piece piece;
+  std::vector<Request> rounded = requests;
+  size_t worst = 0;  // what a fresh chunk needs for all of them, alignment gaps included
+  for (Request& r : rounded) {
+    if (!check_request(&r)) return false;
+    worst += r.size + r.align;
+  }
   for (size_t i = 0; i < chunks_.size(); ++i)
-    if (carve(i, size, align, &piece)) break;
-  if (!piece) {
-    if (!map_chunk(std::max(chunk_bytes_, round_up(size, page_))) ||
-        !carve(chunks_.size() - 1, size, align, &piece))
-      return {};
-  }
-  used_ += piece.size;
-  ++pieces_;
-  return piece;
+    if (carve_all(i, rounded, out)) return true;
+  if (!map_chunk(std::max(chunk_bytes_, round_up(worst, page_)))) return false;
+  if (carve_all(chunks_.size() - 1, rounded, out)) return true;
+  error_ = "no room for a JIT link in a fresh code chunk";  // not expected: `worst` fits
+  return false;
 }
 
 void SlabArena::free(const Piece& piece) {
   if (!piece) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  free_locked(piece);
+}
+
+void SlabArena::free_locked(const Piece& piece) {
   Chunk& c = *chunks_.at(piece.chunk);
   size_t start = piece.offset, size = piece.size;
   auto next = c.free.lower_bound(start);

@@ -16,6 +16,16 @@
 // chunk_bytes, rounded to pages), so the arena grows but never moves a piece. Chunks stay mapped
 // until the arena is destroyed: loading and freeing kernels again and again does not grow it.
 //
+// The code model. Kernels are compiled for the small code model (position-independent, every
+// reference inside an object PC-relative with a 32-bit displacement: constants are one
+// RIP-relative operand, hoisted and folded like any load). That needs the pieces of one link
+// within +-2 GiB of each other, in whichever views they are used. So a chunk's three views are
+// mapped side by side in one reservation of 3 x its size (any two addresses of a chunk are less
+// than 3 x kMaxChunkBytes = 1.5 GiB apart), and allocate_group() carves all the pieces of a link
+// out of one chunk. (The large code model, which the JIT's TargetMachine defaults to, needs
+// neither, but loads every constant's 64-bit address into a register inside the loop: softmax
+// ran 20-25% slower; DECISIONS item 37.)
+//
 // fork(): the chunks are shared mappings, so a child gets private copies of them at fork (a
 // pthread_atfork handler maps each chunk again from a new memfd at the same addresses): parent and
 // child never write into each other's code, as with private mappings.
@@ -69,10 +79,22 @@ class SlabArena {
   bool init();
   const std::string& error() const { return error_; }
 
+  // The largest chunk: a link whose pieces need more fails (error() says so).
+  static constexpr size_t kMaxChunkBytes = size_t{512} << 20;
+
   // A piece of at least `size` bytes (size > 0), aligned to `align` (a power of two, at most a
   // page) in every view; `own_pages`: start and end on page boundaries (no other piece shares its
   // pages). An empty Piece (and error() set) when the size is invalid or no chunk can be mapped.
   Piece allocate(size_t size, size_t align, bool own_pages = false);
+  // The pieces of one link, all from one chunk (see "The code model" above), as allocate() would
+  // give each. All or nothing: false (error() set, `out` cleared) when a request is invalid or
+  // no chunk can hold them all.
+  struct Request {
+    size_t size = 0;
+    size_t align = 1;
+    bool own_pages = false;
+  };
+  bool allocate_group(const std::vector<Request>& requests, std::vector<Piece>* out);
   // Returns a piece of allocate() to its chunk's free list (coalescing with its neighbours). Its
   // contents are not cleared: allocate()'s caller writes or zeroes what it uses.
   void free(const Piece& piece);
@@ -83,6 +105,7 @@ class SlabArena {
  private:
   struct Chunk {
     size_t size = 0;
+    char* base = nullptr;  // the reservation of 3 x size: the RX, R and RW views, in this order
     char* rw = nullptr;
     char* rx = nullptr;
     char* ro = nullptr;
@@ -94,6 +117,9 @@ class SlabArena {
   void privatize();             // in a child after fork, under mutex_
   bool map_chunk(size_t size);  // under mutex_
   bool carve(size_t chunk, size_t size, size_t align, Piece* out);
+  bool carve_all(size_t chunk, const std::vector<Request>& requests, std::vector<Piece>* out);
+  void free_locked(const Piece& piece);
+  bool check_request(Request* r);  // validates and rounds; false with error_ set
 
   size_t chunk_bytes_;
   size_t populate_bytes_;

@@ -14,6 +14,8 @@ namespace stax::cpu {
 // The JIT's memory manager on a SlabArena (slab_arena.h): each segment of a link graph is a piece
 // of the arena, written through the RW view and placed at the view of its protection (RX code,
 // R constants, RW data in pages of its own), so a link neither maps, protects nor unmaps memory.
+// A graph's pieces all come from one chunk, so its PC-relative references (the small code model)
+// reach each other.
 // A failed link (abandon) and a freed module (deallocate) return their pieces; segments of
 // finalize lifetime are returned once finalized. Only the in-process JIT uses it.
 class SlabMemoryManager : public llvm::jitlink::JITLinkMemoryManager {
@@ -77,12 +79,13 @@ class SlabMemoryManager : public llvm::jitlink::JITLinkMemoryManager {
       for (const SlabArena::Piece& p : standard) arena_.free(p);
       for (const SlabArena::Piece& p : finalize) arena_.free(p);
     };
+    // All the segments' pieces come from one chunk (slab_arena.h, "The code model").
+    std::vector<SlabArena::Request> requests;
     for (auto& [group, segment] : layout.segments()) {
       const auto prot = static_cast<unsigned>(group.getMemProt());
       const bool writable = (prot & static_cast<unsigned>(MemProt::Write)) != 0;
       const bool exec = (prot & static_cast<unsigned>(MemProt::Exec)) != 0;
       if (writable && exec) {
-        give_back();
         on_allocated(llvm::make_error<llvm::StringError>(
             "cpu_cpp jit: graph '" + graph.getName() +
                 "' has a writable and executable segment, which the slab memory manager does "
@@ -91,15 +94,21 @@ class SlabMemoryManager : public llvm::jitlink::JITLinkMemoryManager {
         return;
       }
       const size_t size = segment.ContentSize + segment.ZeroFillSize;
-      SlabArena::Piece piece =
-          arena_.allocate(std::max<size_t>(size, 1), segment.Alignment.value(), writable);
-      if (!piece) {
-        give_back();
-        on_allocated(llvm::make_error<llvm::StringError>(
-            "cpu_cpp jit: no memory for graph '" + graph.getName() + "': " + arena_.error(),
-            llvm::inconvertibleErrorCode()));
-        return;
-      }
+      requests.push_back({std::max<size_t>(size, 1), segment.Alignment.value(), writable});
+    }
+    std::vector<SlabArena::Piece> pieces;
+    if (!arena_.allocate_group(requests, &pieces)) {
+      on_allocated(llvm::make_error<llvm::StringError>(
+          "cpu_cpp jit: no memory for graph '" + graph.getName() + "': " + arena_.error(),
+          llvm::inconvertibleErrorCode()));
+      return;
+    }
+    size_t next = 0;
+    for (auto& [group, segment] : layout.segments()) {
+      const auto prot = static_cast<unsigned>(group.getMemProt());
+      const bool writable = (prot & static_cast<unsigned>(MemProt::Write)) != 0;
+      const bool exec = (prot & static_cast<unsigned>(MemProt::Exec)) != 0;
+      const SlabArena::Piece& piece = pieces[next++];
       std::memset(piece.rw, 0, piece.size);  // a recycled piece holds an old kernel
       segment.WorkingMem = piece.rw;
       segment.Addr = llvm::orc::ExecutorAddr::fromPtr(writable ? piece.rw
