@@ -320,7 +320,7 @@ std::string kernel_function(const Graph& g) {
   std::string src = cg.kernels().at(0).source;
   size_t at = src.find("}  // namespace stax_vec\n");
   EXPECT_NE(at, std::string::npos) << src;
-  return at == std::string::npos ? src : src.substr(src.find("extern \"C\" void", at));
+  return at == std::string::npos ? src : src.substr(src.find("static inline", at));
 }
 
 Graph golden_pointwise() {  // relu(x + y) * 2 over (8, 64): no tail
@@ -365,10 +365,11 @@ Graph golden_indirect() {  // y.gather(0, i) over 40: int64 index loads, checks,
 }
 
 TEST(VectorPrinterGolden, Pointwise) {
-  EXPECT_EQ(kernel_function(golden_pointwise()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
-  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  EXPECT_EQ(kernel_function(golden_pointwise()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const float* __restrict in_ptr0,
+    const float* __restrict in_ptr1,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   (void)stax_error;
   for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
     {
@@ -386,13 +387,17 @@ TEST(VectorPrinterGolden, Pointwise) {
     }
   }
 }
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const float*)stax_buffers[0], (const float*)stax_buffers[1], (float*)stax_buffers[2], stax_begin, stax_end, stax_error);
+}
 )GOLDEN");
 }
 
 TEST(VectorPrinterGolden, RowSumWithMaskedTail) {
-  EXPECT_EQ(kernel_function(golden_row_sum()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-  float* __restrict out_ptr0 = (float*)stax_buffers[1];
+  EXPECT_EQ(kernel_function(golden_row_sum()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const float* __restrict in_ptr0,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   (void)stax_error;
   for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
     // buf1
@@ -417,13 +422,17 @@ TEST(VectorPrinterGolden, RowSumWithMaskedTail) {
     out_ptr0[i0] = stax_vec::tree_add(vacc0);
   }
 }
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const float*)stax_buffers[0], (float*)stax_buffers[1], stax_begin, stax_end, stax_error);
+}
 )GOLDEN");
 }
 
 TEST(VectorPrinterGolden, NaNPropagatingAmax) {
-  EXPECT_EQ(kernel_function(golden_amax()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-  float* __restrict out_ptr0 = (float*)stax_buffers[1];
+  EXPECT_EQ(kernel_function(golden_amax()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const float* __restrict in_ptr0,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   (void)stax_error;
   for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
     // buf1
@@ -439,14 +448,18 @@ TEST(VectorPrinterGolden, NaNPropagatingAmax) {
     out_ptr0[i0] = stax_vec::tree_maximum(vacc0);
   }
 }
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const float*)stax_buffers[0], (float*)stax_buffers[1], stax_begin, stax_end, stax_error);
+}
 )GOLDEN");
 }
 
 TEST(VectorPrinterGolden, StridedLoadIsAGather) {
-  EXPECT_EQ(kernel_function(golden_gather()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
-  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  EXPECT_EQ(kernel_function(golden_gather()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const float* __restrict in_ptr0,
+    const float* __restrict in_ptr1,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   (void)stax_error;
   for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {
     {
@@ -462,13 +475,17 @@ TEST(VectorPrinterGolden, StridedLoadIsAGather) {
     }
   }
 }
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const float*)stax_buffers[0], (const float*)stax_buffers[1], (float*)stax_buffers[2], stax_begin, stax_end, stax_error);
+}
 )GOLDEN");
 }
 
 TEST(VectorPrinterGolden, ChunkTailIsMasked) {
-  EXPECT_EQ(kernel_function(golden_tail()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-  float* __restrict out_ptr0 = (float*)stax_buffers[1];
+  EXPECT_EQ(kernel_function(golden_tail()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const float* __restrict in_ptr0,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   (void)stax_error;
   {
     int i0 = (int)stax_begin;
@@ -489,15 +506,19 @@ TEST(VectorPrinterGolden, ChunkTailIsMasked) {
     }
   }
 }
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const float*)stax_buffers[0], (float*)stax_buffers[1], stax_begin, stax_end, stax_error);
+}
 )GOLDEN");
 }
 
 
 TEST(VectorPrinterGolden, IndirectGatherWithBoundsCheck) {
-  EXPECT_EQ(kernel_function(golden_indirect()), R"GOLDEN(extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
-  const long long* __restrict in_ptr0 = (const long long*)stax_buffers[0];
-  const float* __restrict in_ptr1 = (const float*)stax_buffers[1];
-  float* __restrict out_ptr0 = (float*)stax_buffers[2];
+  EXPECT_EQ(kernel_function(golden_indirect()), R"GOLDEN(static inline __attribute__((always_inline)) void kernel0_body(
+    const long long* __restrict in_ptr0,
+    const float* __restrict in_ptr1,
+    float* __restrict out_ptr0,
+    long long stax_begin, long long stax_end, stax_fault* stax_error) {
   {
     int i0 = (int)stax_begin;
     const stax_vi stax_iota = stax_vec::iota();
@@ -521,6 +542,9 @@ TEST(VectorPrinterGolden, IndirectGatherWithBoundsCheck) {
       stax_vec::store(out_ptr0 + (i0), vtmp5, stax_m);
     }
   }
+}
+extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end, stax_fault* stax_error) {
+  kernel0_body((const long long*)stax_buffers[0], (const float*)stax_buffers[1], (float*)stax_buffers[2], stax_begin, stax_end, stax_error);
 }
 )GOLDEN");
 }

@@ -4,10 +4,10 @@
 //   <prelude>                      scalar_ops.hpp verbatim, half_bits.hpp verbatim, the float16 /
 //                                  bfloat16 storage types and their conversions, STAX_CHECK
 //   // ---- stax kernel ----        kKernelMarker: everything below is the kernel proper
-//   extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end,
-//                           stax_fault* stax_error) {
-//     const float* __restrict in_ptr0 = (const float*)stax_buffers[0];
-//     float* __restrict out_ptr0 = (float*)stax_buffers[2];
+//   static inline __attribute__((always_inline)) void kernel0_body(
+//       const float* __restrict in_ptr0,                         // the buffers: restrict
+//       float* __restrict out_ptr0,                              // parameters (no two overlap)
+//       long long stax_begin, long long stax_end, stax_fault* stax_error) {
 //     for (int i0 = (int)stax_begin; i0 < (int)stax_end; ++i0) {  // i0 in [begin, end): the
 //       // buf2                                                    // host splits it across threads
 //       float acc0 = 0.0f;
@@ -18,6 +18,10 @@
 //       }
 //       out_ptr0[i0] = acc0;
 //     }
+//   }
+//   extern "C" void kernel0(void* const* stax_buffers, long long stax_begin, long long stax_end,
+//                           stax_fault* stax_error) {   // the ABI entry point (plugin_api.h)
+//     kernel0_body((const float*)stax_buffers[0], (float*)stax_buffers[1], stax_begin, ...);
 //   }
 //
 // Reduction order. By default (PrintOptions::strict_order false) sum / prod / max / min / any / all
@@ -83,7 +87,7 @@ struct PrintOptions {
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 4;
+inline constexpr int kPrinterRevision = 5;
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";
