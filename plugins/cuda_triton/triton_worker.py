@@ -50,8 +50,8 @@ def patch_libdevice():
     # Transcendental functions from SLEEF, like the reference interpreter (scalar_ops.hpp:
     # Sleef_cinz_<f>f1_u10purec / ..d1.., docs/vector_math.md), with its refinements (the
     # default NaN, log1p above SLEEF's domain, float32 erf as Stax's own formula on SLEEF's
-    # expf), so interpreted pointwise kernels agree with it bit for bit; numpy's own float32 /
-    # SIMD versions differ in the last bits.
+    # expf, float32 exp as Stax's own formula), so interpreted pointwise kernels agree with it
+    # bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
     import ctypes
     sleef = ctypes.CDLL("libsleef.so.3")
 
@@ -67,6 +67,8 @@ def patch_libdevice():
             dt = arrays[0].dtype.type
             if arrays[0].size == 0:
                 return np.broadcast_arrays(*arrays)[0].astype(dt)
+            if name == "exp" and dt == np.float32:
+                return exp_f32(np.asarray(arrays[0], dtype=np.float32))
             r = np.asarray(fns[dt](*arrays)).astype(dt)
             x = np.broadcast_arrays(*arrays)[0].astype(dt)
             if name == "log1p":
@@ -99,6 +101,28 @@ def patch_libdevice():
         e = np.asarray(fns_exp(-(a * a))).astype(f)
         tail = np.copysign((f(1) - e * g).astype(f), x).astype(f)
         return np.where(ax >= f(1.25), tail, small).astype(f)
+
+    # exp over float32: Stax's own formula, scalar_ops.hpp's exp_f32 step for step.
+    def exp_f32(x):
+        f = np.float32
+        xc = np.where(x > f(-104), x, f(-104)).astype(f)
+        xc = np.where(xc < f(89), xc, f(89)).astype(f)
+        n = np.rint((xc * f(1.44269502162933349609375)).astype(f)).astype(f)
+        r = ((xc - (n * f(0.693145751953125)).astype(f)).astype(f) -
+             (n * f(1.428606765330187045e-06)).astype(f)).astype(f)
+        p = np.full_like(r, f(1.381455921e-03))
+        for c in (8.368736133e-03, 4.166838899e-02, 1.666652113e-01, 4.999999404e-01):
+            p = ((p * r).astype(f) + f(c)).astype(f)
+        t = ((r * r).astype(f) * p).astype(f)
+        u = (f(1) + r).astype(f)
+        e = ((f(1) - u).astype(f) + r).astype(f)
+        y = (u + (e + t).astype(f)).astype(f)
+        k = n.astype(np.int32)
+        k1 = k >> 1
+        s1 = ((k1 + 127).astype(np.uint32) << np.uint32(23)).view(f)
+        s2 = ((k - k1 + 127).astype(np.uint32) << np.uint32(23)).view(f)
+        y = ((y * s1).astype(f) * s2).astype(f)
+        return np.where(x != x, f(np.nan), y).astype(f)
 
     fn = getattr(sleef, "Sleef_cinz_expf1_u10purec")
     fn.restype = ctypes.c_float

@@ -42,6 +42,7 @@
 #ifndef STAX_SCALAR_OPS_LISTS_ONLY
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "stax/sdk/half_bits.hpp"
 
@@ -92,10 +93,34 @@ static inline float stax_erf_impl_f32(float x) {
   return stax_canon_f32(ax >= 1.25f ? tail : small);
 }
 static inline double stax_erf_impl_f64(double x) { return stax_canon_f64(Sleef_cinz_erfd1_u10purec(x)); }
+/* exp over float: Stax's own formula, the same steps as scalar_ops.hpp's exp_f32 (which explains
+ * it): x clamped to [-104, 89], n = rint(x log2 e), r = (x - n ln2_hi) - n ln2_lo,
+ * exp(r) = u + (e + r^2 P(r)) with u = 1 + r and e its exact error, times 2^(n>>1) 2^(n-(n>>1)).
+ * At most 0.7941 ULP. */
+static inline float stax_exp_impl_f32(float x) {
+  float xc = x > -104.0f ? x : -104.0f;
+  xc = xc < 89.0f ? xc : 89.0f;
+  float n = rintf(xc * 1.44269502162933349609375f);
+  float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+  float t = (r * r) * ((((1.381455921e-03f * r + 8.368736133e-03f) * r + 4.166838899e-02f) * r +
+                        1.666652113e-01f) * r + 4.999999404e-01f);
+  float u = 1.0f + r;
+  float e = (1.0f - u) + r;
+  float y = u + (e + t);
+  int k = (int)n;
+  int k1 = k >> 1;
+  unsigned b1 = (unsigned)(k1 + 127) << 23, b2 = (unsigned)(k - k1 + 127) << 23;
+  float s1, s2;
+  memcpy(&s1, &b1, sizeof s1);
+  memcpy(&s2, &b2, sizeof s2);
+  y = (y * s1) * s2;
+  return x != x ? NAN : y;
+}
+static inline double stax_exp_impl_f64(double x) { return stax_canon_f64(Sleef_cinz_expd1_u10purec(x)); }
 
 /* ---- floating (T = float with libm suffix f and SLEEF suffix f1, or double and d1) ------------- */
 #define STAX_C99_FLOAT_OPS(T, t, F, S)                                                             \
-  static inline T stax_exp_##t(T x) { return stax_canon_##t(Sleef_cinz_exp##S##_u10purec(x)); }                    \
+  static inline T stax_exp_##t(T x) { return stax_exp_impl_##t(x); }                              \
   static inline T stax_exp2_##t(T x) { return stax_canon_##t(Sleef_cinz_exp2##S##_u10purec(x)); }                  \
   static inline T stax_expm1_##t(T x) { return stax_canon_##t(Sleef_cinz_expm1##S##_u10purec(x)); }                \
   static inline T stax_log_##t(T x) { return stax_canon_##t(Sleef_cinz_log##S##_u10purec(x)); }                    \
