@@ -17,37 +17,19 @@
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
 #include "stax/sdk/scalar_ops.hpp"
+#include "tests/support/float32_sweep.h"
 
 extern "C" float c99_erf_f32(float);  // tests/support/scalar_ops_c99_shim.c (C99, contraction off)
 
 using namespace stax;
+using stax::test::bits;
+using stax::test::from_bits;
+using stax::test::ulp_error;
 
 namespace {
 
 // The documented bound (docs/vector_math.md): the maximum over every float32 is 0.7925 ULP.
 constexpr double kBoundUlp = 0.8;
-
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-// |got - ref| in float32 ULPs of the reference (the subnormal ULP below 2^-126).
-double ulp_error(float got, double ref) {
-  double a = std::fabs(ref);
-  double ulp = 0x1p-149;
-  if (a >= 0x1p-126) {
-    int e;
-    std::frexp(a, &e);
-    ulp = std::ldexp(1.0, e - 24);
-  }
-  return std::fabs(static_cast<double>(got) - ref) / ulp;
-}
 
 struct Sweep {
   double worst = 0;
@@ -99,15 +81,10 @@ TEST(ErfF32, SpecialValues) {
 
 // Inputs that cross every region, with edge values.
 std::vector<float> region_inputs(size_t n) {
-  std::vector<float> v = {0.0f, -0.0f, 1.25f, -1.25f, std::nextafter(1.25f, 0.0f), 3.95f, -3.95f,
-                          3.9192f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f, 1e30f};
-  uint32_t u = 12345;
-  while (v.size() < n) {
-    u = u * 1664525u + 1013904223u;
-    float x = (v.size() % 2) ? from_bits(u) : (static_cast<float>(u >> 8) / 16777216.0f - 0.5f) * 10.0f;
-    v.push_back(x);
-  }
-  return v;
+  return test::region_inputs({0.0f, -0.0f, 1.25f, -1.25f, std::nextafter(1.25f, 0.0f), 3.95f,
+                              -3.95f, 3.9192f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f,
+                              1e30f},
+                             n, 10.0f);
 }
 
 TEST(ErfF32, TheC99HeaderComputesTheSameBits) {

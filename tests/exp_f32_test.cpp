@@ -19,26 +19,19 @@
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
 #include "stax/sdk/scalar_ops.hpp"
+#include "tests/support/float32_sweep.h"
 
 extern "C" float c99_exp_f32(float);  // tests/support/scalar_ops_c99_shim.c (C99, contraction off)
 
 using namespace stax;
+using stax::test::bits;
+using stax::test::from_bits;
+using stax::test::ulp_error;
 
 namespace {
 
 // The documented bound (docs/vector_math.md): the maximum over every float32 is 0.7941 ULP.
 constexpr double kBoundUlp = 0.8;
-
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
 
 struct Sweep {
   double worst = 0;
@@ -55,13 +48,7 @@ struct Sweep {
       }
       return;
     }
-    double ulp = 0x1p-149;
-    if (ref >= 0x1p-126) {
-      int e;
-      std::frexp(ref, &e);
-      ulp = std::ldexp(1.0, e - 24);
-    }
-    const double err = std::fabs(static_cast<double>(got) - ref) / ulp;
+    const double err = ulp_error(got, ref);
     if (err > worst) worst = err, worst_x = x;
   }
   void range(float lo, float hi, uint32_t step = 1) {  // lo <= hi, same sign
@@ -111,16 +98,10 @@ TEST(ExpF32, SpecialValues) {
 
 // Inputs that cross every region, with edge values.
 std::vector<float> region_inputs(size_t n) {
-  std::vector<float> v = {0.0f, -0.0f, 88.72283f, 88.7228394f, 89.0f, 90.0f, -87.33f, -103.0f,
-                          -103.97f, -104.0f, -105.0f, 0.3465736f, -0.3465736f, INFINITY,
-                          -INFINITY, NAN, 1e-45f, -1e-45f, 1e30f, -1e30f};
-  uint32_t u = 12345;
-  while (v.size() < n) {
-    u = u * 1664525u + 1013904223u;
-    float x = (v.size() % 2) ? from_bits(u) : (static_cast<float>(u >> 8) / 16777216.0f - 0.5f) * 220.0f;
-    v.push_back(x);
-  }
-  return v;
+  return test::region_inputs({0.0f, -0.0f, 88.72283f, 88.7228394f, 89.0f, 90.0f, -87.33f, -103.0f,
+                              -103.97f, -104.0f, -105.0f, 0.3465736f, -0.3465736f, INFINITY,
+                              -INFINITY, NAN, 1e-45f, -1e-45f, 1e30f, -1e30f},
+                             n, 220.0f);
 }
 
 TEST(ExpF32, TheC99HeaderComputesTheSameBits) {
