@@ -79,8 +79,8 @@ inline float canonical_nan(float r) { return r != r ? __builtin_nanf("") : r; }
 inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
 // exp over float32 is Stax's own formula, not SLEEF's expf (docs/vector_math.md, DECISIONS item
 // 37): inline, so a vectorised loop keeps its accumulators in registers instead of spilling them
-// around a call, and 30% cheaper per element; SLEEF's remains the expf inside erf (its bits are
-// erf_f32's). IEEE +, -, *, rint and conversions in a fixed order (no FMA), so the scalar and
+// around a call (per element it costs what SLEEF's expf does); SLEEF's remains the expf inside erf
+// (its bits are erf_f32's). IEEE +, -, *, rint and conversions in a fixed order (no FMA), so the scalar and
 // the vector forms have the same bits by construction:
 //   xc = clamp(x, -104, 89)   (NaN -> -104; exp(-104) rounds to 0, exp(89) overflows)
 //   n = rint(xc * log2 e);  r = (xc - n*ln2_hi) - n*ln2_lo   (ln2_hi: 16 bits, n*ln2_hi exact)
@@ -90,8 +90,8 @@ inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
 //            rounded once, by the second)
 // Measured over every float32 against glibc's double exp: at most 0.7941 ULP for normal results
 // (at -5.858; mean 0.062) and 0.790 ULP for subnormal ones (SLEEF's bound: 1.0; exp_f32_test,
-// STAX_EXP_EXHAUSTIVE=1). NaN in:
-// the canonical NaN out. (Only where the math is SLEEF's: a CUDA C target keeps its expf.)
+// STAX_EXP_EXHAUSTIVE=1). NaN in: the canonical NaN out. (Only where the math is SLEEF's: a CUDA
+// C target keeps its expf.)
 #ifdef STAX_SCALAR_OWN_EXP_F32
 namespace exp_f32 {
 constexpr float kLog2e = 1.44269502162933349609375f;  // float(log2 e)
