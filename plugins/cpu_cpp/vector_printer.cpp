@@ -26,6 +26,7 @@ constexpr const char kVectorPrelude[] = R"STAX_VEC(// ---- stax vector ops (cpu_
 typedef float stax_vf __attribute__((ext_vector_type(16)));
 typedef int stax_vm __attribute__((ext_vector_type(16)));
 typedef int stax_vi __attribute__((ext_vector_type(16)));
+typedef unsigned stax_vu __attribute__((ext_vector_type(16)));
 typedef long long stax_vl __attribute__((ext_vector_type(16)));
 typedef float stax_v8f __attribute__((ext_vector_type(8)));
 typedef long long stax_v8l __attribute__((ext_vector_type(8)));
@@ -126,15 +127,20 @@ static inline stax_vf exp(stax_vf x) {
   namespace E = stax_scalar::m::exp_f32;
   stax_vf xc = select(x > E::kLow, x, (stax_vf)E::kLow);
   xc = select(xc < E::kHigh, xc, (stax_vf)E::kHigh);
-  stax_vf n = __builtin_elementwise_roundeven(xc * E::kLog2e);
-  stax_vf r = (xc - n * E::kLn2Hi) - n * E::kLn2Lo;
-  stax_vf t = (r * r) * E::poly(r);
+  stax_vf s = __builtin_elementwise_fma(xc, (stax_vf)E::kLog2e, (stax_vf)E::kShift);
+  stax_vf n = s - E::kShift;
+  stax_vf r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Hi, xc);
+  r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Lo, r);
+  stax_vf p = __builtin_elementwise_fma((stax_vf)E::kP4, r, (stax_vf)E::kP3);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP2);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP1);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP0);
   stax_vf u = 1.0f + r;
   stax_vf e = (1.0f - u) + r;
-  stax_vf y = u + (e + t);
-  stax_vi k = __builtin_convertvector(n, stax_vi);
-  stax_vi k1 = k >> 1;
-  y = (y * (stax_vf)((k1 + 127) << 23)) * (stax_vf)((k - k1 + 127) << 23);
+  stax_vf y = u + __builtin_elementwise_fma(r * r, p, e);
+  stax_vu b = (stax_vu)s;
+  stax_vu b1 = b >> 1;
+  y = (y * (stax_vf)((b1 + 127u) << 23)) * (stax_vf)((b - b1 + 127u) << 23);
   return select(x != x, (stax_vf)__builtin_nanf(""), y);
 }
 static inline stax_vf log1p(stax_vf x) {
@@ -142,15 +148,24 @@ static inline stax_vf log1p(stax_vf x) {
   stax_vf big = Sleef_cinz_logf16_u10avx512fnofma(x);
   return canonical_nan(select(x > 1e38f, big, r));
 }
-// scalar_ops.hpp's erf(float), step for step on 16 lanes (its erf_f32 templates take vectors).
+// scalar_ops.hpp's erf(float), step for step on 16 lanes (small_q takes vectors; G by Horner in fmas
+// and exp are spelled out here, as in exp above).
 static inline stax_vf erf(stax_vf x) {
   typedef double stax_vd16 __attribute__((ext_vector_type(16)));
   stax_vf ax = abs(x);
   stax_vd16 xd = __builtin_convertvector(x, stax_vd16), z = xd * xd;
   stax_vf small = __builtin_convertvector(xd + xd * stax_scalar::m::erf_f32::small_q(z), stax_vf);
   stax_vf a = select(ax < stax_scalar::m::erf_f32::kClamp, ax, (stax_vf)stax_scalar::m::erf_f32::kClamp);
-  stax_vf tail = 1.0f - Sleef_cinz_expf16_u10avx512fnofma(-(a * a)) *
-                            stax_scalar::m::erf_f32::tail_g(a - stax_scalar::m::erf_f32::kCenter);
+  namespace G = stax_scalar::m::erf_f32;
+  stax_vf t = a - G::kCenter;
+  stax_vf g = __builtin_elementwise_fma((stax_vf)G::kG7, t, (stax_vf)G::kG6);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG5);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG4);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG3);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG2);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG1);
+  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG0);
+  stax_vf tail = 1.0f - exp(-(a * a)) * g;
   tail = (stax_vf)(((stax_vm)tail & 0x7fffffff) | ((stax_vm)x & (int)0x80000000));
   return canonical_nan(select(ax >= stax_scalar::m::erf_f32::kSplit, tail, small));
 }

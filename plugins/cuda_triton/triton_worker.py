@@ -49,9 +49,9 @@ def patch_libdevice():
 
     # Transcendental functions from SLEEF, like the reference interpreter (scalar_ops.hpp:
     # Sleef_cinz_<f>f1_u10purec / ..d1.., docs/vector_math.md), with its refinements (the
-    # default NaN, log1p above SLEEF's domain, float32 erf as Stax's own formula on SLEEF's
-    # expf, float32 exp as Stax's own formula), so interpreted pointwise kernels agree with it
-    # bit for bit; numpy's own float32 / SIMD versions differ in the last bits.
+    # default NaN, log1p above SLEEF's domain, float32 erf and exp as Stax's own formulas), so
+    # interpreted pointwise kernels agree with it bit for bit; numpy's own float32 / SIMD
+    # versions differ in the last bits.
     import ctypes
     sleef = ctypes.CDLL("libsleef.so.3")
 
@@ -79,8 +79,8 @@ def patch_libdevice():
             return np.where(r != r, dt(np.nan), r).astype(dt)
         return run
 
-    # erf over float32: Stax's own formula on SLEEF's expf, scalar_ops.hpp's erf_f32 step for step
-    # (numpy rounds every operation, as the C text does with contraction off).
+    # erf over float32: Stax's own formula on exp_f32 below, scalar_ops.hpp's erf_f32 step for step
+    # (numpy rounds every operation, as the C text does with contraction off; fmas as fma_f32).
     def erf_f32(x):
         f = np.float32
         xd = x.astype(np.float64)
@@ -97,37 +97,48 @@ def patch_libdevice():
         g = np.full_like(t, f(-2.287990158e-04))
         for c in (-1.163168088e-04, -9.199034176e-04, 2.546456309e-03, -7.880020645e-03,
                   2.497221932e-02, -7.434903975e-02, 2.108053060e-01):
-            g = (g * t + f(c)).astype(f)
-        e = np.asarray(fns_exp(-(a * a))).astype(f)
+            g = fma_f32(g, t, f(c))
+        e = exp_f32(-(a * a))
         tail = np.copysign((f(1) - e * g).astype(f), x).astype(f)
         return np.where(ax >= f(1.25), tail, small).astype(f)
+
+    # fma over float32, rounded once like C's fmaf: a*b is exact in float64, a*b + c is rounded
+    # to odd in float64 (the sum rounded to nearest, its exact error from TwoSum, and an even
+    # result moved one ulp toward the error), and rounding that to float32 rounds the exact value
+    # (53 >= 24 + 2 bits). Inputs are finite floats whose products stay normal in float64.
+    def fma_f32(a, b, c):
+        p = np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)
+        c = np.asarray(c, dtype=np.float64)
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        sb = s.view(np.int64)
+        odd = (err != 0) & ((sb & 1) == 0)
+        step = np.where((err > 0) == (s > 0), 1, -1).astype(np.int64)
+        s = np.where(odd, sb + step, sb).view(np.float64)
+        return s.astype(np.float32)
 
     # exp over float32: Stax's own formula, scalar_ops.hpp's exp_f32 step for step.
     def exp_f32(x):
         f = np.float32
         xc = np.where(x > f(-104), x, f(-104)).astype(f)
         xc = np.where(xc < f(89), xc, f(89)).astype(f)
-        n = np.rint((xc * f(1.44269502162933349609375)).astype(f)).astype(f)
-        r = ((xc - (n * f(0.693145751953125)).astype(f)).astype(f) -
-             (n * f(1.428606765330187045e-06)).astype(f)).astype(f)
+        s = fma_f32(xc, f(1.44269502162933349609375), f(12582912.0))
+        n = (s - f(12582912.0)).astype(f)
+        r = fma_f32(n, f(-0.693147182464599609375), xc)
+        r = fma_f32(n, f(1.904654323148236e-09), r)
         p = np.full_like(r, f(1.381455921e-03))
         for c in (8.368736133e-03, 4.166838899e-02, 1.666652113e-01, 4.999999404e-01):
-            p = ((p * r).astype(f) + f(c)).astype(f)
-        t = ((r * r).astype(f) * p).astype(f)
+            p = fma_f32(p, r, f(c))
         u = (f(1) + r).astype(f)
         e = ((f(1) - u).astype(f) + r).astype(f)
-        y = (u + (e + t).astype(f)).astype(f)
-        k = n.astype(np.int32)
-        k1 = k >> 1
-        s1 = ((k1 + 127).astype(np.uint32) << np.uint32(23)).view(f)
-        s2 = ((k - k1 + 127).astype(np.uint32) << np.uint32(23)).view(f)
+        y = (u + fma_f32((r * r).astype(f), p, e)).astype(f)
+        b = np.ascontiguousarray(s).view(np.uint32)
+        b1 = b >> np.uint32(1)
+        s1 = ((b1 + np.uint32(127)) << np.uint32(23)).view(f)
+        s2 = ((b - b1 + np.uint32(127)) << np.uint32(23)).view(f)
         y = ((y * s1).astype(f) * s2).astype(f)
         return np.where(x != x, f(np.nan), y).astype(f)
-
-    fn = getattr(sleef, "Sleef_cinz_expf1_u10purec")
-    fn.restype = ctypes.c_float
-    fn.argtypes = [ctypes.c_float]
-    fns_exp = np.frompyfunc(fn, 1, 1)
 
     fns_log = {}
     for suffix, ctype, npdt in (("f1", ctypes.c_float, np.float32), ("d1", ctypes.c_double, np.float64)):

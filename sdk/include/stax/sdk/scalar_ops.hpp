@@ -26,7 +26,7 @@
 // lists them). A target whose math is not SLEEF (CUDA C) defines STAX_SCALAR_MATH_F / _D before
 // this header to its own functions, and then owes its tests a bound, not bit equality.
 #ifndef STAX_SCALAR_MATH_F
-#define STAX_SCALAR_OWN_ERF_F32 1  // erf(float) is the formula below erf_f32, built on SLEEF's expf
+#define STAX_SCALAR_OWN_ERF_F32 1  // erf(float) is the formula below erf_f32, built on exp_f32
 #define STAX_SCALAR_OWN_EXP_F32 1  // exp(float) is the formula below exp_f32
 #define STAX_SCALAR_MATH_F(name) Sleef_cinz_##name##f1_u10purec
 #define STAX_SCALAR_MATH_D(name) Sleef_cinz_##name##d1_u10purec
@@ -77,46 +77,51 @@ inline bool is_min_by_minus_one(i64 a, i64 b) { return b == -1 && a == (i64)((u6
 namespace m {
 inline float canonical_nan(float r) { return r != r ? __builtin_nanf("") : r; }
 inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
-// exp over float32 is Stax's own formula, not SLEEF's expf (docs/vector_math.md, DECISIONS item
-// 37): inline, so a vectorised loop keeps its accumulators in registers instead of spilling them
-// around a call (per element it costs what SLEEF's expf does); SLEEF's remains the expf inside erf
-// (its bits are erf_f32's). IEEE +, -, *, rint and conversions in a fixed order (no FMA), so the scalar and
-// the vector forms have the same bits by construction:
+// exp over float32 is Stax's own formula, not SLEEF's expf (docs/vector_math.md, DECISIONS items
+// 37 and 38): inline, so a vectorised loop keeps its accumulators in registers instead of spilling
+// them around a call; SLEEF's remains the expf inside erf (its bits are erf_f32's). IEEE +, -, *,
+// fused multiply-adds (fma: one rounding, the same bits from a vfmadd, glibc's fmaf and CUDA's
+// fmaf) and bit operations in a fixed order, so the scalar and the vector forms have the same
+// bits by construction:
 //   xc = clamp(x, -104, 89)   (NaN -> -104; exp(-104) rounds to 0, exp(89) overflows)
-//   n = rint(xc * log2 e);  r = (xc - n*ln2_hi) - n*ln2_lo   (ln2_hi: 16 bits, n*ln2_hi exact)
-//   exp(r) = u + (e + r^2 * P(r)),  u = 1 + r rounded, e = (1 - u) + r its exact error
-//            (P ~ (exp(r) - 1 - r) / r^2, degree 4, fitted for relative error 3.7e-9)
+//   s = fma(xc, log2 e, 1.5*2^23);  n = s - 1.5*2^23   (n = xc log2 e rounded to an integer,
+//            and s's low bits hold n in two's complement: no float->int conversion)
+//   r = fma(n, -ln2_hi, xc) (exact: ln2_hi = float(ln 2));  r = fma(n, -ln2_lo, r)
+//   exp(r) = u + fma(r^2, P(r), e),  u = 1 + r rounded, e = (1 - u) + r its exact error
+//            (P ~ (exp(r) - 1 - r) / r^2, degree 4 by Horner in fmas, fitted for relative
+//            error 3.7e-9)
 //   exp(x) = exp(r) * 2^(n>>1) * 2^(n - (n>>1))   (two exact scalings; a subnormal result is
 //            rounded once, by the second)
 // Measured over every float32 against glibc's double exp: at most 0.7941 ULP for normal results
-// (at -5.858; mean 0.062) and 0.790 ULP for subnormal ones (SLEEF's bound: 1.0; exp_f32_test,
+// (at -5.858) and 0.7898 ULP for subnormal ones (SLEEF's bound: 1.0; exp_f32_test,
 // STAX_EXP_EXHAUSTIVE=1). NaN in: the canonical NaN out. (Only where the math is SLEEF's: a CUDA
 // C target keeps its expf.)
 #ifdef STAX_SCALAR_OWN_EXP_F32
 namespace exp_f32 {
 constexpr float kLog2e = 1.44269502162933349609375f;  // float(log2 e)
-constexpr float kLn2Hi = 0.693145751953125f;          // ln 2 to 16 significant bits
-constexpr float kLn2Lo = 1.428606765330187045e-06f;   // float(ln 2 - kLn2Hi)
+constexpr float kShift = 12582912.0f;                 // 1.5 * 2^23: adding it rounds to an integer
+constexpr float kLn2Hi = 0.693147182464599609375f;    // float(ln 2)
+constexpr float kLn2Lo = -1.904654323148236e-09f;     // float(ln 2 - kLn2Hi)
 constexpr float kLow = -104.0f;
 constexpr float kHigh = 89.0f;
-template <class F> inline F poly(F r) {
-  return (((1.381455921e-03f * r + 8.368736133e-03f) * r + 4.166838899e-02f) * r +
-          1.666652113e-01f) * r + 4.999999404e-01f;
-}
+constexpr float kP4 = 1.381455921e-03f, kP3 = 8.368736133e-03f, kP2 = 4.166838899e-02f,
+                kP1 = 1.666652113e-01f, kP0 = 4.999999404e-01f;
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float bits_to_float(unsigned u) { return __builtin_bit_cast(float, u); }
 inline float formula(float x) {
   float xc = x > kLow ? x : kLow;
   xc = xc < kHigh ? xc : kHigh;
-  float n = __builtin_rintf(xc * kLog2e);
-  float r = (xc - n * kLn2Hi) - n * kLn2Lo;
-  float t = (r * r) * poly(r);
+  float s = fma(xc, kLog2e, kShift);
+  float n = s - kShift;
+  float r = fma(n, -kLn2Hi, xc);
+  r = fma(n, -kLn2Lo, r);
+  float p = fma(fma(fma(fma(kP4, r, kP3), r, kP2), r, kP1), r, kP0);
   float u = 1.0f + r;
   float e = (1.0f - u) + r;
-  float y = u + (e + t);
-  int k = (int)n;
-  int k1 = k >> 1;
-  y = (y * bits_to_float((unsigned)(k1 + 127) << 23)) *
-      bits_to_float((unsigned)(k - k1 + 127) << 23);
+  float y = u + fma(r * r, p, e);
+  unsigned b = __builtin_bit_cast(unsigned, s);  // 0x4b400000 + n, so b >> 1 = 0x25a00000 + (n >> 1)
+  unsigned b1 = b >> 1;                          // (<< 23 drops the constants' bits)
+  y = (y * bits_to_float((b1 + 127u) << 23)) * bits_to_float((b - b1 + 127u) << 23);
   return x != x ? __builtin_nanf("") : y;
 }
 }  // namespace exp_f32
@@ -149,18 +154,19 @@ STAX_SCALAR_TRANSCENDENTAL1(cos)
 STAX_SCALAR_TRANSCENDENTAL1(tan)
 STAX_SCALAR_TRANSCENDENTAL1(tanh)
 // erf over float32 (float16 / bfloat16 through it) is Stax's own formula, not SLEEF's erff
-// (docs/vector_math.md, DECISIONS item 34): SLEEF's deterministic erff works in double-float
-// arithmetic without FMA and costs ~6x glibc's vector erff, the largest single cost of an MLP
-// step's gelu. Built from IEEE +, -, *, conversions and SLEEF's expf only, in a fixed order, so it
-// has the same bits in scalar form (the interpreter, kernel tails) and in vector form (cpu_cpp's
-// vectorised loops call SLEEF's vector expf; the vector printer's erf spells the same steps), on
-// every machine (no FMA: contraction is off in every build of this text).
+// (docs/vector_math.md, DECISIONS items 34 and 38): SLEEF's deterministic erff works in
+// double-float arithmetic without FMA and costs ~6x glibc's vector erff, the largest single cost
+// of an MLP step's gelu. Built from IEEE +, -, *, fmas, conversions and exp_f32 above, inline, in
+// a fixed order, so it has the same bits in scalar form (the interpreter, kernel tails) and in
+// vector form (cpu_cpp's vectorised loops; the vector printer's erf spells the same steps), on
+// every machine (an fma rounds once; contraction is off in every build of this text).
 //   |x| < 1.25:  x + x*Q(x^2) in double, rounded once (Q: degree 7, relative error 1e-9);
 //                this covers 0, subnormals and the sign exactly.
 //   |x| >= 1.25: copysign(1 - exp(-a^2) * G(a - 2.5), x) in float, a = min(|x|, 3.95)
-//                (G ~ erfc(a) * exp(a^2): degree 7, fitted for absolute error in erf; from
-//                3.9192 on erf rounds to 1, and the clamp keeps exp and G finite for +-inf).
-// Measured over every float32 against glibc's double erf: at most 0.7925 ULP (at 1.27901959;
+//                (G ~ erfc(a) * exp(a^2): degree 7 by Horner in fmas, fitted for absolute
+//                error in erf; from 3.9192 on erf rounds to 1, and the clamp keeps exp and G
+//                finite for +-inf).
+// Measured over every float32 against glibc's double erf: at most 0.7648 ULP (at 1.27113605;
 // erf_f32_test, STAX_ERF_EXHAUSTIVE=1). NaN in: the canonical NaN out.
 namespace erf_f32 {
 template <class D> inline D small_q(D z) {
@@ -169,11 +175,21 @@ template <class D> inline D small_q(D z) {
               -2.68602475299689961e-02) * z + 1.12836750289681126e-01) * z +
             -3.76126300445629780e-01) * z + 1.28379165975432363e-01;
 }
-template <class F> inline F tail_g(F t) {
-  return ((((((-2.287990158e-04f * t + -1.163168088e-04f) * t + -9.199034176e-04f) * t +
-              2.546456309e-03f) * t + -7.880020645e-03f) * t + 2.497221932e-02f) * t +
-           -7.434903975e-02f) * t + 2.108053060e-01f;
+// G's coefficients, kG7 the highest; G is evaluated by Horner in fmas (tail_g below).
+constexpr float kG7 = -2.287990158e-04f, kG6 = -1.163168088e-04f, kG5 = -9.199034176e-04f,
+                kG4 = 2.546456309e-03f, kG3 = -7.880020645e-03f, kG2 = 2.497221932e-02f,
+                kG1 = -7.434903975e-02f, kG0 = 2.108053060e-01f;
+#ifdef STAX_SCALAR_OWN_ERF_F32  // (a CUDA C target has no __builtin_fmaf, and keeps its erff)
+inline float tail_g(float t) {
+  float g = __builtin_fmaf(kG7, t, kG6);
+  g = __builtin_fmaf(g, t, kG5);
+  g = __builtin_fmaf(g, t, kG4);
+  g = __builtin_fmaf(g, t, kG3);
+  g = __builtin_fmaf(g, t, kG2);
+  g = __builtin_fmaf(g, t, kG1);
+  return __builtin_fmaf(g, t, kG0);
 }
+#endif
 constexpr float kSplit = 1.25f;   // |x| below: the double polynomial
 constexpr float kClamp = 3.95f;   // erf rounds to 1 from 3.9192 on
 constexpr float kCenter = 2.5f;   // G's variable is a - kCenter
@@ -185,7 +201,7 @@ inline float erf(float x) {
   float small = (float)(xd + xd * erf_f32::small_q(z));
   float a = ax < erf_f32::kClamp ? ax : erf_f32::kClamp;
   float tail = __builtin_copysignf(
-      1.0f - STAX_SCALAR_MATH_F(exp)(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
+      1.0f - exp_f32::formula(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
   return canonical_nan(ax >= erf_f32::kSplit ? tail : small);
 }
 #else
