@@ -79,10 +79,9 @@ inline float canonical_nan(float r) { return r != r ? __builtin_nanf("") : r; }
 inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
 // exp over float32 is Stax's own formula, not SLEEF's expf (docs/vector_math.md, DECISIONS items
 // 37 and 38): inline, so a vectorised loop keeps its accumulators in registers instead of spilling
-// them around a call; SLEEF's remains the expf inside erf (its bits are erf_f32's). IEEE +, -, *,
-// fused multiply-adds (fma: one rounding, the same bits from a vfmadd, glibc's fmaf and CUDA's
-// fmaf) and bit operations in a fixed order, so the scalar and the vector forms have the same
-// bits by construction:
+// them around a call; erf_f32 below is built on it. IEEE +, -, *, fused multiply-adds (an fma
+// rounds once: a vfmadd, glibc's or C99's fmaf give the same bits) and bit operations in a fixed
+// order, so the scalar and the vector forms have the same bits by construction:
 //   xc = clamp(x, -104, 89)   (NaN -> -104; exp(-104) rounds to 0, exp(89) overflows)
 //   s = fma(xc, log2 e, 1.5*2^23);  n = s - 1.5*2^23   (n = xc log2 e rounded to an integer,
 //            and s's low bits hold n in two's complement: no float->int conversion)
