@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything Stax needs on a fresh Debian 12 machine. Idempotent; quiet when all is there.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 PKGS=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev
       libboost-dev libboost-filesystem-dev libboost-context-dev libopenblas-dev libsleef-dev
       llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libclang-rt-19-dev
-      python3 python3-pip python3-torch)
+      python3 python3-pip python3-venv python3-torch)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,6 +15,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The project's virtual environment (.venv, git-ignored): torch 2.x from PyPI, numpy, pytest and
+# the Python package's build tools, pinned in scripts/requirements-venv.txt. Rebuilt only when that
+# file changes; pip's own cache (~/.cache/pip) keeps the downloads between runs.
+VENV=.venv
+REQ=scripts/requirements-venv.txt
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQ" "$VENV/.stax-requirements"; then
+  echo "setup: creating $VENV (torch 2.x from PyPI: a few minutes the first time)"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r "$REQ"
+  cp "$REQ" "$VENV/.stax-requirements"
 fi
 # numpy is used by the tests that compare against numpy (they skip without it).
 if ! python3 -c "import numpy" 2>/dev/null; then
