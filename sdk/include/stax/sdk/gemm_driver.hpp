@@ -1,0 +1,373 @@
+// multiply() of stax/sdk/gemm.hpp: packing, cache blocking and the parallel tasks around the
+// register tiles of gemm_tiles.hpp.
+//
+// For one product: B is packed once (K x N in blocks of KC terms, each block in panels of NR
+// columns, zero-padded), shared by every task; a task takes a block of MC rows (and, when there
+// are too few row blocks for the threads, a group of column panels), packs its rows of A per KC
+// block into panels of MR rows, and runs the tiles with the column panel outermost (the KC x NR
+// panel of B stays in L1 / L2 while the MC x KC block of A streams from L2). Every term block
+// accumulates onto the C tile the previous one stored, so each element still sees its terms in
+// order. A batch of small products runs one entry per task instead.
+#ifndef STAX_SDK_GEMM_DRIVER_HPP
+#define STAX_SDK_GEMM_DRIVER_HPP
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "stax/sdk/gemm_tiles.hpp"
+
+namespace stax::sdk::gemm {
+
+namespace detail {
+
+// Rows of a tile are at most this many elements (6 x 64, 24 x 16, ...): the edge buffer's size.
+constexpr int kMaxTileElems = 512;
+// Below this many multiply-adds a product runs on the calling thread (a parallel_for costs
+// microseconds; 2^18 terms take ~2 us on one AVX-512 core).
+constexpr int64_t kParallelMinTerms = int64_t{1} << 18;
+// A batch whose entries are smaller than this is spread over its entries.
+constexpr int64_t kSmallEntryTerms = int64_t{1} << 24;
+
+// 64-byte aligned memory; throws OutOfMemory.
+inline void* allocate_aligned(size_t bytes, const char* what) {
+  void* p = ::operator new(bytes, std::align_val_t(64), std::nothrow);
+  if (!p) throw OutOfMemory(bytes, what);
+  return p;
+}
+inline void free_aligned(void* p) { ::operator delete(p, std::align_val_t(64)); }
+
+}  // namespace detail
+
+class Workspace {
+ public:
+  static constexpr size_t kMaxKeptBytes = size_t{64} << 20;
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() {
+    for (const Block& b : free_) detail::free_aligned(b.data);
+  }
+
+  // A block of at least `bytes` (the smallest kept one that fits, else a new one).
+  void* take(size_t bytes, const char* what, size_t* got) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      size_t best = free_.size();
+      for (size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].bytes >= bytes && (best == free_.size() || free_[i].bytes < free_[best].bytes))
+          best = i;
+      if (best < free_.size()) {
+        Block b = free_[best];
+        free_.erase(free_.begin() + static_cast<long>(best));
+        *got = b.bytes;
+        return b.data;
+      }
+    }
+    *got = bytes;
+    return detail::allocate_aligned(bytes, what);
+  }
+  void give_back(void* data, size_t bytes) {
+    if (bytes > kMaxKeptBytes) return detail::free_aligned(data);
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back({data, bytes});
+  }
+
+ private:
+  struct Block {
+    void* data;
+    size_t bytes;
+  };
+  std::mutex mutex_;
+  std::vector<Block> free_;
+};
+
+namespace detail {
+
+// Scratch for `elems` elements, from the workspace when there is one; throws OutOfMemory.
+template <class T>
+class Scratch {
+ public:
+  Scratch(Workspace* ws, int64_t elems, const char* what) : ws_(ws) {
+    if (elems <= 0) return;
+    if (static_cast<uint64_t>(elems) > SIZE_MAX / sizeof(T)) throw OutOfMemory(SIZE_MAX, what);
+    bytes_ = static_cast<size_t>(elems) * sizeof(T);
+    data_ = static_cast<T*>(ws_ ? ws_->take(bytes_, what, &bytes_) : allocate_aligned(bytes_, what));
+  }
+  ~Scratch() {
+    if (!data_) return;
+    if (ws_) ws_->give_back(data_, bytes_);
+    else free_aligned(data_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return data_; }
+
+ private:
+  Workspace* ws_;
+  T* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Exceptions thrown by tasks (which must not throw into a thread pool): the first is kept and
+// rethrown by the caller after the parallel loop.
+class FirstError {
+ public:
+  template <class F>
+  void run(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+template <class T>
+struct Blocking {
+  TileShape<T> tile;
+  int64_t kc = 1;        // terms per block
+  int64_t mc = 1;        // rows per block (a multiple of tile.mr)
+  int64_t k_blocks = 0;  // ceil(k / kc)
+  int64_t panels = 0;    // ceil(n / tile.nr)
+
+  int64_t block_terms(int64_t kb, int64_t k) const { return std::min(kc, k - kb * kc); }
+  // Elements of one entry's packed B (block kb starts at kb * kc * panels * nr).
+  int64_t packed_b_elems(int64_t k) const { return k * panels * tile.nr; }
+  int64_t packed_a_elems() const { return mc * kc; }
+};
+
+template <class T>
+Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t tasks_wanted) {
+  Blocking<T> b;
+  b.tile = pick_tile<T>(std::max(set, detect_instruction_set()), p.n);
+  const int64_t mr = b.tile.mr;
+  b.kc = std::is_same_v<T, float> ? 256 : 128;
+  b.kc = std::max<int64_t>(1, std::min(b.kc, p.k));
+  // An MC x KC block of A takes up to ~200 KB of the 1-2 MB L2.
+  int64_t mc_max = std::max<int64_t>(mr, (std::is_same_v<T, float> ? 192 : 96) / mr * mr);
+  int64_t want = (p.m + tasks_wanted - 1) / std::max<int64_t>(1, tasks_wanted);
+  int64_t mc = (want + mr - 1) / mr * mr;
+  b.mc = std::clamp<int64_t>(mc, std::min<int64_t>(mc_max, 4 * mr), mc_max);
+  b.k_blocks = (p.k + b.kc - 1) / b.kc;
+  b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+  return b;
+}
+
+// Packs term block kb of B's panels [jp0, jp1) into bp (the entry's packed B). A row-major B is
+// read row by row (one stream in, a stream per panel out), any other layout column by column.
+template <class T>
+void pack_b(const Problem<T>& p, const T* b, const Blocking<T>& bl, int64_t kb, int64_t jp0,
+            int64_t jp1, T* bp) {
+  const int64_t nr = bl.tile.nr, q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
+  T* block = bp + kb * bl.kc * bl.panels * nr;
+  if (p.b_cs == 1) {
+    for (int64_t q = 0; q < kcb; ++q) {
+      const T* src = b + (q0 + q) * p.b_rs;
+      for (int64_t jp = jp0; jp < jp1; ++jp) {
+        T* dst = block + jp * kcb * nr + q * nr;
+        const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
+        for (int64_t j = 0; j < w; ++j) dst[j] = src[j0 + j];
+        for (int64_t j = w; j < nr; ++j) dst[j] = T(0);
+      }
+    }
+    return;
+  }
+  for (int64_t jp = jp0; jp < jp1; ++jp) {
+    T* dst = block + jp * kcb * nr;
+    const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
+    for (int64_t j = 0; j < w; ++j) {
+      const T* src = b + q0 * p.b_rs + (j0 + j) * p.b_cs;
+      for (int64_t q = 0; q < kcb; ++q) dst[q * nr + j] = src[q * p.b_rs];
+    }
+    if (w < nr)
+      for (int64_t q = 0; q < kcb; ++q) std::fill(dst + q * nr + w, dst + q * nr + nr, T(0));
+  }
+}
+
+// Packs rows [r0, r1) of A over term block kb into panels of mr rows (ap[ip * kcb * mr + q * mr
+// + i]), zero-padding the last panel.
+template <class T>
+void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, int64_t r0,
+            int64_t r1, T* ap) {
+  const int64_t mr = bl.tile.mr, q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
+  for (int64_t i0 = r0, ip = 0; i0 < r1; i0 += mr, ++ip) {
+    T* dst = ap + ip * kcb * mr;
+    const int64_t h = std::min(mr, r1 - i0);
+    if (p.a_rs == 1 && h > 1) {
+      for (int64_t q = 0; q < kcb; ++q) {
+        const T* src = a + i0 + (q0 + q) * p.a_cs;
+        for (int64_t i = 0; i < h; ++i) dst[q * mr + i] = src[i];
+        for (int64_t i = h; i < mr; ++i) dst[q * mr + i] = T(0);
+      }
+    } else {
+      for (int64_t i = 0; i < h; ++i) {
+        const T* src = a + (i0 + i) * p.a_rs + q0 * p.a_cs;
+        for (int64_t q = 0; q < kcb; ++q) dst[q * mr + i] = src[q * p.a_cs];
+      }
+      for (int64_t i = h; i < mr; ++i)
+        for (int64_t q = 0; q < kcb; ++q) dst[q * mr + i] = T(0);
+    }
+  }
+}
+
+// C rows [r0, r1) x column panels [jp0, jp1) of one entry, every term block, from its packed B;
+// ap is scratch for mc x kc elements. Rows of a row-major A are read in place (six streams the
+// prefetchers follow; packing them cost ~10% at 1024^3); other layouts, and a last panel of
+// fewer than mr rows, are packed.
+template <class T>
+void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blocking<T>& bl,
+                   int64_t r0, int64_t r1, int64_t jp0, int64_t jp1, T* ap) {
+  const int64_t mr = bl.tile.mr, nr = bl.tile.nr;
+  const bool in_place = p.a_cs == 1;
+  const int64_t full_end = in_place ? r1 - (r1 - r0) % mr : r1;  // in place: rows below it
+  for (int64_t kb = 0; kb < bl.k_blocks; ++kb) {
+    const int64_t q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
+    const bool accumulate = kb > 0;
+    if (!in_place) pack_a(p, a, bl, kb, r0, r1, ap);
+    else if (full_end < r1) pack_a(p, a, bl, kb, full_end, r1, ap);
+    const T* block = bp + kb * bl.kc * bl.panels * nr;
+    for (int64_t jp = jp0; jp < jp1; ++jp) {
+      const T* bpanel = block + jp * kcb * nr;
+      const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
+      for (int64_t i0 = r0; i0 < r1; i0 += mr) {
+        const int64_t h = std::min(mr, r1 - i0);
+        T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
+        const T* ar = in_place && i0 < full_end ? a + i0 * p.a_rs + q0 : nullptr;
+        const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
+        if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
+        if (h == mr && w == nr && p.c_cs == 1) {
+          bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate);
+          continue;
+        }
+        alignas(64) T edge[kMaxTileElems];  // the tile through a buffer: partial or strided C
+        if (accumulate)
+          for (int64_t i = 0; i < h; ++i)
+            for (int64_t j = 0; j < w; ++j) edge[i * nr + j] = cp[i * p.c_rs + j * p.c_cs];
+        bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate);
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j) cp[i * p.c_rs + j * p.c_cs] = edge[i * nr + j];
+      }
+    }
+  }
+}
+
+// One entry on the calling thread.
+template <class T>
+void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, T* ap,
+                  const RowsDone& done) {
+  const T* a = p.a + p.a_offset(e);
+  const T* b = p.b + p.b_offset(e);
+  T* c = p.c + p.c_offset(e);
+  for (int64_t kb = 0; kb < bl.k_blocks; ++kb) pack_b(p, b, bl, kb, 0, bl.panels, bp);
+  for (int64_t r0 = 0; r0 < p.m; r0 += bl.mc) {
+    const int64_t r1 = std::min(p.m, r0 + bl.mc);
+    compute_block(p, a, bp, c, bl, r0, r1, 0, bl.panels, ap);
+    if (done) done(e, r0, r1);
+  }
+}
+
+// One entry spread over the threads: B packed in parallel, then (row block, column group) tasks.
+template <class T>
+void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp,
+                    const Context& ctx, const RowsDone& done) {
+  const T* a = p.a + p.a_offset(e);
+  const T* b = p.b + p.b_offset(e);
+  T* c = p.c + p.c_offset(e);
+  const int64_t threads = std::max(1, ctx.threads);
+  const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
+  ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
+    const int64_t kb = t / pack_groups, g = t % pack_groups;
+    pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
+  });
+  const int64_t row_blocks = (p.m + bl.mc - 1) / bl.mc;
+  const int64_t groups =
+      std::clamp<int64_t>((2 * threads + row_blocks - 1) / row_blocks, 1, bl.panels);
+  std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[row_blocks]);
+  for (int64_t r = 0; r < row_blocks; ++r) left[r].store(groups, std::memory_order_relaxed);
+  FirstError error;
+  ctx.parallel_for(row_blocks * groups, [&](int64_t t) {
+    error.run([&] {
+      const int64_t rb = t / groups, g = t % groups;
+      const int64_t r0 = rb * bl.mc, r1 = std::min(p.m, r0 + bl.mc);
+      Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
+      compute_block(p, a, bp, c, bl, r0, r1, bl.panels * g / groups, bl.panels * (g + 1) / groups,
+                    ap.get());
+      if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
+    });
+  });
+  error.rethrow();
+}
+
+template <class T>
+void zero_product(const Problem<T>& p, const RowsDone& done) {
+  for (int64_t e = 0; e < p.batch; ++e) {
+    T* c = p.c + p.c_offset(e);
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) c[i * p.c_rs + j * p.c_cs] = T(0);
+    if (done) done(e, 0, p.m);
+  }
+}
+
+}  // namespace detail
+
+template <class T>
+void multiply(const Problem<T>& p, const Context& ctx, const RowsDone& done) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "stax::sdk::gemm::multiply: float or double");
+  using namespace detail;
+  if (p.batch <= 0 || p.m <= 0 || p.n <= 0) return;
+  if (p.k <= 0) return zero_product(p, done);
+  const int64_t threads = ctx.parallel_for ? std::max(1, ctx.threads) : 1;
+  const int64_t entry_terms = p.m * p.n * p.k;
+  const bool parallel = threads > 1 && entry_terms * p.batch >= kParallelMinTerms;
+  if (parallel && p.batch > 1 && (entry_terms < kSmallEntryTerms || p.batch >= 2 * threads)) {
+    // A batch of small products: contiguous runs of entries per task, each with its own scratch.
+    const Blocking<T> bl = plan(p, ctx.instruction_set, 1);
+    const int64_t tasks = std::min(p.batch, 4 * threads);
+    FirstError error;
+    ctx.parallel_for(tasks, [&](int64_t t) {
+      error.run([&] {
+        Scratch<T> bp(ctx.workspace, bl.packed_b_elems(p.k), "gemm: packed columns of B");
+        Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
+        for (int64_t e = p.batch * t / tasks; e < p.batch * (t + 1) / tasks; ++e)
+          entry_serial(p, bl, e, bp.get(), ap.get(), done);
+      });
+    });
+    return error.rethrow();
+  }
+  const Blocking<T> bl = plan(p, ctx.instruction_set, parallel ? 2 * threads : 1);
+  Scratch<T> bp(ctx.workspace, bl.packed_b_elems(p.k), "gemm: packed columns of B");
+  if (!parallel) {
+    Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
+    for (int64_t e = 0; e < p.batch; ++e) entry_serial(p, bl, e, bp.get(), ap.get(), done);
+    return;
+  }
+  for (int64_t e = 0; e < p.batch; ++e) entry_parallel(p, bl, e, bp.get(), ctx, done);
+}
+
+inline const char* instruction_set_name(InstructionSet set) {
+  switch (set) {
+    case InstructionSet::Avx512: return "avx512";
+    case InstructionSet::Avx2: return "avx2";
+    case InstructionSet::Portable: return "scalar";
+  }
+  return "scalar";
+}
+
+}  // namespace stax::sdk::gemm
+
+#endif  // STAX_SDK_GEMM_DRIVER_HPP

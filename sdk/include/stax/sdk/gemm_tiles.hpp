@@ -1,0 +1,179 @@
+// The register tiles of stax/sdk/gemm.hpp for each instruction set, and the choice among them.
+//
+// One body (gemm_tile.inc) is compiled three times: for AVX-512F and for AVX2 + FMA inside a
+// target region (the rest of the program keeps the baseline target; the driver picks a set with
+// __builtin_cpu_supports at run time), and in plain C++ with std::fma (any CPU). Every version
+// performs the same fused multiply-adds in the same order, so all give the same bits.
+//
+// Tile shapes (MR rows x NR = NV vectors of columns; accumulators MR * NV of the 32 zmm / 16 ymm
+// registers): a product picks the widest tile whose NR does not exceed its column count rounded
+// up to a vector, so that narrow products (attention's head dim 32) waste no lanes. MR stays at
+// most 8: rows of a row-major A are read in place through one address register each (12 rows
+// spilled registers in the inner loop: 12 x 32 ran at 70 GFLOP/s where 6 x 32 ran at 100).
+#ifndef STAX_SDK_GEMM_TILES_HPP
+#define STAX_SDK_GEMM_TILES_HPP
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define STAX_GEMM_X86 1
+#else
+#define STAX_GEMM_X86 0
+#endif
+
+namespace stax::sdk::gemm {
+
+// A register tile (gemm_tile.inc): C tile (MR x NR) += A rows (strided) @ B panel (NR per term)
+// over kc terms.
+template <class T>
+using TileFn = void (*)(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* bp, T* c,
+                        int64_t c_rs, bool accumulate);
+
+template <class T>
+struct TileShape {
+  int mr = 1, nr = 1;
+  TileFn<T> fn = nullptr;
+};
+
+#if STAX_GEMM_X86
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+namespace avx512 {
+template <class T>
+struct Isa;
+template <>
+struct Isa<float> {
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static inline V zero() { return _mm512_setzero_ps(); }
+  static inline V load(const float* p) { return _mm512_loadu_ps(p); }
+  static inline void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static inline V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+};
+template <>
+struct Isa<double> {
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static inline V zero() { return _mm512_setzero_pd(); }
+  static inline V load(const double* p) { return _mm512_loadu_pd(p); }
+  static inline void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static inline V broadcast(const double* p) { return _mm512_set1_pd(*p); }
+  static inline V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+};
+#include "stax/sdk/gemm_tile.inc"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace avx2 {
+template <class T>
+struct Isa;
+template <>
+struct Isa<float> {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static inline V zero() { return _mm256_setzero_ps(); }
+  static inline V load(const float* p) { return _mm256_loadu_ps(p); }
+  static inline void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static inline V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+};
+template <>
+struct Isa<double> {
+  using V = __m256d;
+  static constexpr int kLanes = 4;
+  static inline V zero() { return _mm256_setzero_pd(); }
+  static inline V load(const double* p) { return _mm256_loadu_pd(p); }
+  static inline void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static inline V broadcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static inline V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+};
+#include "stax/sdk/gemm_tile.inc"
+}  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#endif  // STAX_GEMM_X86
+
+namespace portable {
+template <class T>
+struct Isa {
+  using V = T;
+  static constexpr int kLanes = 1;
+  static inline V zero() { return T(0); }
+  static inline V load(const T* p) { return *p; }
+  static inline void store(T* p, V v) { *p = v; }
+  static inline V broadcast(const T* p) { return *p; }
+  static inline V fma(V a, V b, V c) { return std::fma(a, b, c); }
+};
+#include "stax/sdk/gemm_tile.inc"
+}  // namespace portable
+
+inline InstructionSet detect_instruction_set() {
+#if STAX_GEMM_X86
+  static const InstructionSet set = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return InstructionSet::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return InstructionSet::Avx2;
+    return InstructionSet::Portable;
+  }();
+  return set;
+#else
+  return InstructionSet::Portable;
+#endif
+}
+
+// The tile for a product with n columns: the widest shape of the set whose NR <= n rounded up to
+// a vector (shapes listed widest first).
+template <class T>
+TileShape<T> pick_tile(InstructionSet set, int64_t n) {
+  auto choose = [n](const TileShape<T>* shapes, int count, int lanes) {
+    int64_t want = (n + lanes - 1) / lanes * lanes;
+    for (int s = 0; s < count; ++s)
+      if (shapes[s].nr <= want) return shapes[s];
+    return shapes[count - 1];
+  };
+#if STAX_GEMM_X86
+  if (set == InstructionSet::Avx512) {
+    constexpr int L = avx512::Isa<T>::kLanes;
+    static const TileShape<T> shapes[] = {{6, 4 * L, &avx512::tile<T, 6, 4>},
+                                          {8, 3 * L, &avx512::tile<T, 8, 3>},
+                                          {6, 2 * L, &avx512::tile<T, 6, 2>},
+                                          {8, L, &avx512::tile<T, 8, 1>}};
+    return choose(shapes, 4, L);
+  }
+  if (set == InstructionSet::Avx2) {
+    constexpr int L = avx2::Isa<T>::kLanes;
+    static const TileShape<T> shapes[] = {{6, 2 * L, &avx2::tile<T, 6, 2>},
+                                          {12, L, &avx2::tile<T, 12, 1>}};
+    return choose(shapes, 2, L);
+  }
+#endif
+  (void)set;
+  static const TileShape<T> shapes[] = {{4, 4, &portable::tile<T, 4, 4>}};
+  return choose(shapes, 1, 1);
+}
+
+}  // namespace stax::sdk::gemm
+
+#endif  // STAX_SDK_GEMM_TILES_HPP

@@ -1,0 +1,278 @@
+// stax::sdk::gemm (sdk/include/stax/sdk/gemm.hpp): multiply() gives reference()'s bits (one fused
+// multiply-add per term, in order) for every layout, batch, edge, thread count and instruction
+// set; the rows-done callback sees every row once, after it is final; scratch that cannot be
+// allocated is an OutOfMemory naming its size.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "stax/sdk/gemm.hpp"
+
+namespace {
+
+using stax::sdk::gemm::Context;
+using stax::sdk::gemm::InstructionSet;
+using stax::sdk::gemm::Problem;
+
+// A parallel_for on fresh threads (each task index claimed once).
+void spawn_loop(int threads, int64_t tasks, const std::function<void(int64_t)>& task) {
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int64_t i; (i = next.fetch_add(1)) < tasks;) task(i);
+    });
+  for (std::thread& t : pool) t.join();
+}
+
+Context with_threads(int threads) {
+  Context c;
+  c.threads = threads;
+  if (threads > 1)
+    c.parallel_for = [threads](int64_t n, const std::function<void(int64_t)>& f) {
+      spawn_loop(threads, n, f);
+    };
+  return c;
+}
+
+enum class Layout { RowMajor, Transposed, Strided };
+
+// A matrix of rows x cols in its own storage with the given layout (Strided: every other
+// element of a row-major matrix twice as wide, rows padded).
+template <class T>
+struct Mat {
+  std::vector<T> data;
+  int64_t rs = 0, cs = 0;
+  Mat(int64_t rows, int64_t cols, Layout l, std::mt19937& rng, int64_t batch = 1) {
+    if (l == Layout::RowMajor) {
+      rs = cols;
+      cs = 1;
+    } else if (l == Layout::Transposed) {
+      rs = 1;
+      cs = rows;
+    } else {
+      rs = 2 * cols + 3;
+      cs = 2;
+    }
+    int64_t span = (rows - 1) * rs + (cols - 1) * cs + 1;
+    data.resize(static_cast<size_t>(std::max<int64_t>(span, 1) * batch));
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (T& x : data) x = static_cast<T>(dist(rng));
+  }
+  int64_t entry() const { return static_cast<int64_t>(data.size()); }
+};
+
+template <class T>
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", the reference "
+                    << want[i];
+      return;
+    }
+}
+
+template <class T>
+void check_case(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb, Layout lc,
+                const Context& ctx, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Mat<T> a(m, k, la, rng, batch), b(k, n, lb, rng, batch), c(m, n, lc, rng, batch);
+  Problem<T> p;
+  p.batch = batch;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a.data.data();
+  p.a_rs = a.rs;
+  p.a_cs = a.cs;
+  p.a_bs = a.entry() / batch;
+  p.b = b.data.data();
+  p.b_rs = b.rs;
+  p.b_cs = b.cs;
+  p.b_bs = b.entry() / batch;
+  std::vector<T> got = c.data, want = c.data;  // untouched elements must stay as they were
+  p.c_rs = c.rs;
+  p.c_cs = c.cs;
+  p.c_bs = c.entry() / batch;
+  Problem<T> ref = p;
+  ref.c = want.data();
+  stax::sdk::gemm::reference(ref);
+  p.c = got.data();
+  // Every row reported once, and already equal to the reference when reported.
+  std::mutex mu;
+  std::vector<int> seen(static_cast<size_t>(batch * m), 0);
+  bool early = false;
+  stax::sdk::gemm::multiply(p, ctx, [&](int64_t e, int64_t r0, int64_t r1) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int64_t i = r0; i < r1; ++i) {
+      ++seen[static_cast<size_t>(e * m + i)];
+      for (int64_t j = 0; j < n; ++j) {
+        size_t at = static_cast<size_t>(e * p.c_bs + i * p.c_rs + j * p.c_cs);
+        if (std::memcmp(&got[at], &want[at], sizeof(T)) != 0) early = true;
+      }
+    }
+  });
+  SCOPED_TRACE(::testing::Message() << "batch " << batch << " m " << m << " n " << n << " k "
+                                    << k << " layouts " << int(la) << int(lb) << int(lc)
+                                    << " threads " << ctx.threads << " set "
+                                    << stax::sdk::gemm::instruction_set_name(ctx.instruction_set));
+  expect_same_bits(got, want, "C");
+  EXPECT_FALSE(early) << "a row was reported before it was final";
+  for (int s : seen) ASSERT_EQ(s, 1) << "a row reported " << s << " times";
+}
+
+template <class T>
+void sweep(const Context& ctx) {
+  const int64_t sizes[][3] = {{1, 1, 1},   {7, 5, 3},    {6, 64, 17},  {13, 65, 300},
+                              {31, 17, 1}, {64, 33, 96}, {97, 130, 257}, {5, 200, 600}};
+  uint32_t seed = 1;
+  for (const auto& s : sizes)
+    for (Layout la : {Layout::RowMajor, Layout::Transposed, Layout::Strided})
+      for (Layout lb : {Layout::RowMajor, Layout::Transposed, Layout::Strided})
+        check_case<T>(1, s[0], s[1], s[2], la, lb, Layout::RowMajor, ctx, seed++);
+  check_case<T>(1, 37, 41, 29, Layout::RowMajor, Layout::RowMajor, Layout::Transposed, ctx, 91);
+  check_case<T>(1, 37, 41, 29, Layout::Strided, Layout::RowMajor, Layout::Strided, ctx, 92);
+  // Batches: attention's shape scaled down (K^T read transposed), and many tiny entries.
+  check_case<T>(12, 40, 40, 8, Layout::RowMajor, Layout::Transposed, Layout::RowMajor, ctx, 93);
+  check_case<T>(9, 40, 8, 40, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx, 94);
+  check_case<T>(33, 3, 2, 5, Layout::Transposed, Layout::Strided, Layout::RowMajor, ctx, 95);
+}
+
+TEST(GemmKernel, SameBitsAsReferenceOnEveryInstructionSetAndThreadCount) {
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.instruction_set = set;
+      sweep<float>(ctx);
+      sweep<double>(ctx);
+    }
+}
+
+TEST(GemmKernel, LargeProductsSplitAcrossThreadsKeepTheBits) {
+  // Large enough for the parallel paths: row blocks with shared packed B, column groups (few
+  // rows), several term blocks, and a batch spread over its entries.
+  stax::sdk::gemm::Workspace ws;
+  for (int threads : {1, 2, 4}) {
+    Context ctx = with_threads(threads);
+    ctx.workspace = &ws;
+    check_case<float>(1, 300, 200, 700, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx, 7);
+    check_case<float>(1, 12, 900, 300, Layout::RowMajor, Layout::Transposed, Layout::RowMajor, ctx, 8);
+    check_case<float>(16, 64, 64, 32, Layout::RowMajor, Layout::Transposed, Layout::RowMajor, ctx, 9);
+    check_case<double>(1, 150, 100, 300, Layout::Transposed, Layout::RowMajor, Layout::RowMajor, ctx,
+                       10);
+  }
+}
+
+TEST(GemmKernel, ReferenceIsTheSequentialFusedChain) {
+  // The semantics by hand: 1 + 2^-24 squared is not representable; the fused chain rounds once
+  // per term, a non-fused one twice.
+  const float e = std::ldexp(1.0f, -12);
+  std::vector<float> a = {1.0f + e, -1.0f}, b = {1.0f + e, 1.0f}, c(1);
+  Problem<float> p;
+  p.m = p.n = 1;
+  p.k = 2;
+  p.a = a.data();
+  p.a_rs = 2;
+  p.a_cs = 1;
+  p.b = b.data();
+  p.b_rs = 1;
+  p.b_cs = 1;
+  p.c = c.data();
+  p.c_rs = p.c_cs = 1;
+  stax::sdk::gemm::multiply(p);
+  // (1 + e)^2 = 1 + 2e + e^2 rounds to 1 + 2e; then fma(-1, 1, 1 + 2e) = 2e exactly.
+  EXPECT_EQ(c[0], 2 * e);
+  float chain = std::fma(-1.0f, 1.0f, std::fma(1.0f + e, 1.0f + e, 0.0f));
+  EXPECT_EQ(c[0], chain);
+}
+
+TEST(GemmKernel, EmptyAndZeroTermProducts) {
+  std::vector<float> c(6, 7.0f);
+  Problem<float> p;
+  p.m = 2;
+  p.n = 3;
+  p.k = 0;
+  p.c = c.data();
+  p.c_rs = 3;
+  p.c_cs = 1;
+  int rows = 0;
+  stax::sdk::gemm::multiply(p, {}, [&](int64_t, int64_t r0, int64_t r1) { rows += int(r1 - r0); });
+  for (float x : c) EXPECT_EQ(x, 0.0f);
+  EXPECT_EQ(rows, 2);
+  p.m = 0;  // nothing to write: no call
+  rows = 0;
+  stax::sdk::gemm::multiply(p, {}, [&](int64_t, int64_t, int64_t) { ++rows; });
+  EXPECT_EQ(rows, 0);
+}
+
+TEST(GemmKernel, NanAndInfinityPropagateAsInTheChain) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> a = {inf, 1.0f, 0.0f, 2.0f, nan, 1.0f}, b = {1.0f, 0.0f, -1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> c(4), want(4);
+  Problem<float> p;
+  p.m = 2;
+  p.n = 2;
+  p.k = 3;
+  p.a = a.data();
+  p.a_rs = 3;
+  p.a_cs = 1;
+  p.b = b.data();
+  p.b_rs = 2;
+  p.b_cs = 1;
+  p.c = c.data();
+  p.c_rs = 2;
+  p.c_cs = 1;
+  stax::sdk::gemm::multiply(p);
+  Problem<float> r = p;
+  r.c = want.data();
+  stax::sdk::gemm::reference(r);
+  expect_same_bits(c, want, "C");
+  EXPECT_TRUE(std::isnan(c[1]));  // inf * 0
+  EXPECT_TRUE(std::isnan(c[2]));
+}
+
+TEST(GemmKernel, ScratchThatCannotBeAllocatedIsOutOfMemory) {
+  // In a child with a 1 GiB address-space limit, a product whose packed B needs 4 GiB (operands
+  // broadcast from one element by zero strides) throws OutOfMemory naming the bytes.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit lim{size_t{1} << 30, size_t{1} << 30};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+    float one = 1.0f, out[64];
+    Problem<float> p;
+    p.m = 1;
+    p.n = 64;
+    p.k = int64_t{1} << 24;
+    p.a = &one;
+    p.b = &one;
+    p.c = out;
+    p.c_rs = 64;
+    p.c_cs = 1;
+    try {
+      stax::sdk::gemm::multiply(p);
+    } catch (const stax::sdk::gemm::OutOfMemory& e) {
+      bool named = std::strstr(e.what(), "out of memory: 4294967296 bytes for gemm: packed") != nullptr;
+      _exit(named && e.bytes() == (size_t{1} << 32) ? 0 : 4);
+    }
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: wrong message, 5: no error";
+}
+
+}  // namespace
