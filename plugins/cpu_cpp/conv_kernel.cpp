@@ -1,14 +1,13 @@
 // cpu_cpp's extern "convolution" (core/lowering/rules_nn.cpp describes the scalars): im2col +
-// OpenBLAS gemm per (batch, group), as the matrix products do.
+// a product per (batch, group) on the `blas:` GEMM library, as the matrix products do.
 //   * non-transposed: col[(ci, k), o] = x[n, g*Cig + ci, o*s - p + k*d] (0 outside), then
 //     out_g (Cog x O) = W_g (Cog x Cig*K) @ col;
 //   * transposed: col (Cog*K x I) = W_gᵀ @ X_g (W_g: Cig x Cog*K), then col2im adds
 //     col[(co, k), i] into out[co, i*s - p + k*d];
-//   * bias added last. float32 uses sgemm, float64 dgemm; float16 / bfloat16 are widened to float
-//     and rounded once at the end. Results agree with the interpreter's direct loop (which sums in
-//     double) within the gemm bound.
-#include <cblas.h>
-
+//   * bias added last. float16 / bfloat16 are widened to float and rounded once at the end.
+//     Results agree with the interpreter's direct loop (which sums in double) within the gemm
+//     bound.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -101,22 +100,29 @@ void store(const TensorView& t, const std::vector<C>& v) {
   }
 }
 
-// C (m x n, ldc n) = op(A) (m x k) @ op(B) (k x n), accumulate when beta = 1.
+// C (m x n, row-major) = op(A) (m x k) @ op(B) (k x n) on the GEMM library.
 template <class C>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b,
-          int64_t ldb, C beta, C* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (beta == C(0)) std::fill(c, c + m * n, C(0));
-    return;
+void gemm(GemmLibrary& lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const C* a,
+          int64_t lda, const C* b, int64_t ldb, C* c) {
+  sdk::gemm::Problem<C> p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a;
+  p.a_rs = ta ? 1 : lda;
+  p.a_cs = ta ? lda : 1;
+  p.b = b;
+  p.b_rs = tb ? 1 : ldb;
+  p.b_cs = tb ? ldb : 1;
+  p.c = c;
+  p.c_rs = n;
+  p.c_cs = 1;
+  try {
+    lib.multiply(p, {});
+  } catch (const sdk::gemm::OutOfMemory& e) {
+    throw PluginError(STAX_ERROR_RUNTIME, std::string("cpu_cpp extern kernel 'convolution': ") +
+                                              e.what() + " (" + lib.describe() + ")");
   }
-  auto A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<C, float>)
-    cblas_sgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta,
-                c, int(n));
-  else
-    cblas_dgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta,
-                c, int(n));
 }
 
 struct Geometry {
@@ -156,7 +162,8 @@ void for_each_tap(const Geometry& g, const int64_t* a_ext, const int64_t* b_ext,
 }
 
 template <class C>
-void convolve(const std::vector<TensorView>& t, size_t num_inputs, const Geometry& g) {
+void convolve(const std::vector<TensorView>& t, size_t num_inputs, const Geometry& g,
+              GemmLibrary& lib) {
   const TensorView &x = t[0], &w = t[1], &o = t[num_inputs];
   std::vector<C> xv = load<C>(x), wv = load<C>(w), out(static_cast<size_t>(numel(o)), C(0));
   int64_t N = x.sizes[0], Cin = x.sizes[1], Cout = o.sizes[1], G = g.groups;
@@ -171,16 +178,16 @@ void convolve(const std::vector<TensorView>& t, size_t num_inputs, const Geometr
           for_each_tap(g, g.out, g.in, [&](int64_t kf, int64_t of, int64_t inf) {
             col[(ci * K + kf) * O + of] = xp[ci * I + inf];
           });
-        gemm<C>(false, false, Cog, O, Cig * K, wv.data() + gr * Cog * Cig * K, Cig * K, col.data(),
-                O, C(0), out.data() + (n * Cout + gr * Cog) * O);
+        gemm<C>(lib, false, false, Cog, O, Cig * K, wv.data() + gr * Cog * Cig * K, Cig * K,
+                col.data(), O, out.data() + (n * Cout + gr * Cog) * O);
       }
   } else {
     std::vector<C> col(static_cast<size_t>(Cog * K * I));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t gr = 0; gr < G; ++gr) {
         // col (Cog*K x I) = W_gᵀ (W_g: Cig x Cog*K) @ X_g (Cig x I)
-        gemm<C>(true, false, Cog * K, I, Cig, wv.data() + gr * Cig * Cog * K, Cog * K,
-                xv.data() + (n * Cin + gr * Cig) * I, I, C(0), col.data());
+        gemm<C>(lib, true, false, Cog * K, I, Cig, wv.data() + gr * Cig * Cog * K, Cog * K,
+                xv.data() + (n * Cin + gr * Cig) * I, I, col.data());
         C* op = out.data() + (n * Cout + gr * Cog) * O;
         for (int64_t co = 0; co < Cog; ++co)
           for_each_tap(g, g.in, g.out, [&](int64_t kf, int64_t inf, int64_t of) {
@@ -200,7 +207,7 @@ void convolve(const std::vector<TensorView>& t, size_t num_inputs, const Geometr
 }  // namespace
 
 void run_convolution(const std::vector<TensorView>& t, size_t num_inputs,
-                     const std::vector<double>& scalars) {
+                     const std::vector<double>& scalars, GemmLibrary& gemm) {
   if ((num_inputs != 2 && num_inputs != 3) || t.size() != num_inputs + 1)
     bad("takes input, weight (, bias) and one output");
   const TensorView &x = t[0], &w = t[1], &o = t[num_inputs];
@@ -241,9 +248,9 @@ void run_convolution(const std::vector<TensorView>& t, size_t num_inputs,
   if (num_inputs == 3 && (t[2].sizes.size() != 1 || t[2].sizes[0] != Cout))
     bad("bias must have one entry per output channel");
   if (x.dtype == DType::Float64)
-    convolve<double>(t, num_inputs, g);
+    convolve<double>(t, num_inputs, g, gemm);
   else
-    convolve<float>(t, num_inputs, g);
+    convolve<float>(t, num_inputs, g, gemm);
 }
 
 }  // namespace stax::cpu

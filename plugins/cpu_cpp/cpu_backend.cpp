@@ -1,7 +1,7 @@
 // The cpu_cpp backend (libstax_cpu_cpp.so): prints each kernel as scalar C++ (cpp_printer.h),
 // compiles it in-process with Clang + ORC (clang_jit.h) and runs it through its function pointer,
-// optionally over a host thread pool (thread_pool.h). Extern kernels: the matmul family
-// (extern_kernels.h, OpenBLAS).
+// optionally over a host thread pool (thread_pool.h). Extern kernels: the matmul family and
+// convolution (extern_kernels.h) on the `blas:` GEMM library (gemm_library.h), on the same pool.
 //
 // Options (`devices.cpu.options` in the YAML config; unknown keys are errors naming the file line):
 //   opt_level: 3             -O level of Clang and of LLVM code generation (0..3)
@@ -27,6 +27,16 @@
 //                            lanes over 16 x 16 tiles transposed in registers (the same bits
 //                            as the 8 scalar row chains of false); needs native_cpu and
 //                            AVX-512, else ignored
+//   blas: stax               the GEMM library of the float32 / float64 products and
+//                            convolutions: stax (Stax's own, the interpreter's bits), openblas,
+//                            blis, mkl, onednn (gemm_library.h; loaded when named, run
+//                            single-threaded on the pool); a library that is not installed is
+//                            an error naming the files tried
+//   blas_library: ""         the file to load for `blas:` instead of the usual ones
+//   epilogues: true          the scheduler may fuse a pointwise kernel after a matrix product
+//                            into it (ABI 1.5, core/scheduler/extern_epilogue.h): the kernel runs
+//                            on each block of rows the product finishes, while it is in cache
+//                            (the same bits); false: every such kernel runs after the product
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -49,11 +59,15 @@
 #include <thread>
 #include <utility>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
+#include "plugins/cpu_cpp/address_space.h"
 #include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cpu_cpp/cpp_printer.h"
+#include "plugins/cpu_cpp/epilogue_blocks.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
+#include "plugins/cpu_cpp/gemm_library.h"
 #include "plugins/cpu_cpp/thread_pool.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/plugin.hpp"
@@ -238,6 +252,33 @@ class CpuKernel : public sdk::CompiledKernel {
     for (const KernelFault& e : errors) report(e);
   }
 
+  // The kernel as the epilogue of a matrix product (plugin_api.h EPILOGUES): `extern_run` runs
+  // the product with an OutputDone that runs this kernel's outer loop over each finished block
+  // (EpilogueBlocks), on the thread that finished it. False when the kernel is not pointwise
+  // over `total` points (the caller then runs the product alone).
+  bool run_as_epilogue(void* const* buffers, size_t num_buffers, int64_t total,
+                       const std::function<void(const OutputDone&)>& extern_run) {
+    if (num_buffers != num_buffers_ || points_ != total || outer_ <= 0) return false;
+    for (size_t i = 0; i < num_buffers; ++i)
+      if (!buffers[i]) return false;
+    std::mutex mu;
+    KernelFault first{nullptr, 0, 0, 0};
+    EpilogueBlocks blocks(total, outer_, align_, [&](int64_t begin, int64_t end) {
+      KernelFault error{nullptr, 0, 0, 0};
+      fn_(buffers, begin, end, &error);
+      if (error.message) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first.message) first = error;
+      }
+    });
+    extern_run([&](int64_t begin, int64_t end) { blocks.finished(begin, end); });
+    if (!blocks.complete())
+      throw sdk::PluginError(STAX_ERROR_INTERNAL, "cpu_cpp: the epilogue '" + name_ +
+                                                      "' did not see its whole product");
+    report(first);
+    return true;
+  }
+
   // How many chunks of the outermost loop a run is cut into (1: the calling thread alone).
   int64_t chunk_count() const {
     if (!pool_ || pool_->threads() <= 1 || points_ < kParallelMinPoints) return 1;
@@ -273,11 +314,12 @@ class CpuKernel : public sdk::CompiledKernel {
 class CpuCppBackend : public sdk::Backend {
  public:
   static constexpr const char* kName = "cpu_cpp";
-  static constexpr const char* kVersion = "0.1 (Clang/ORC in-process JIT, OpenBLAS)";
+  static constexpr const char* kVersion = "0.2 (Clang/ORC in-process JIT, Stax GEMM)";
 
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
-                   "fuse_bodies", "row_tiles", "dump_source", "test_inject_source"});
+                   "fuse_bodies", "row_tiles", "blas", "blas_library", "epilogues",
+                   "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
@@ -290,7 +332,15 @@ class CpuCppBackend : public sdk::Backend {
     print_.row_tiles = o.get_bool("row_tiles", true) && native_cpu_ && simd_bytes() >= 64;
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
-    if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+    if (threads_ > 1) {
+      try {
+        pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+      } catch (const std::system_error& e) {
+        throw sdk::PluginError(STAX_ERROR_RUNTIME, std::string("cpu_cpp: ") + e.what());
+      }
+    }
+    configure_gemm(o);
+    epilogues_ = o.get_bool("epilogues", true);
     // The prelude (~21 KB, every kernel's source starts with it) is assembled here, once per
     // process, not by the first kernel a process takes from the cache (~0.1 M instructions).
     source_prefix();
@@ -307,8 +357,10 @@ class CpuCppBackend : public sdk::Backend {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     p.memory_bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
     // Kernels are pure functions of their buffers; the thread pool takes one parallel_for at a
-    // time and the extern kernels (OpenBLAS) are reentrant.
+    // time and the extern kernels are reentrant.
     p.concurrent_runs = true;
+    // ABI 1.5: matrix products run their epilogue kernels on each finished block of rows.
+    p.extern_epilogues = epilogues_;
     return p;
   }
 
@@ -326,6 +378,7 @@ class CpuCppBackend : public sdk::Backend {
   }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    require_address_space(kJitHeadroomBytes, "compiling kernel '" + k.name() + "'");
     std::string source = kernel_source(k);
     if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
     // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
@@ -358,6 +411,7 @@ class CpuCppBackend : public sdk::Backend {
 
   std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
                                                    size_t size) override {
+    require_address_space(kJitHeadroomBytes, "linking cached kernel '" + k.name() + "'");
     Stored st = parse(k, data, size);
     return make_kernel(k, jit().load_object(st.object, {kEntry}, k.name()), std::move(st.source));
   }
@@ -366,6 +420,8 @@ class CpuCppBackend : public sdk::Backend {
   // lookup), all or nothing.
   std::vector<std::unique_ptr<sdk::CompiledKernel>> deserialize_batch(
       const std::vector<sdk::Kernel>& kernels, const std::vector<Serialized>& bytes) override {
+    require_address_space(kJitHeadroomBytes, "linking " + std::to_string(kernels.size()) +
+                                                 " cached kernels");
     std::vector<Stored> stored;
     std::vector<ClangJit::ObjectToLoad> objects;
     for (size_t i = 0; i < kernels.size(); ++i) stored.push_back(parse(kernels[i], bytes[i].data, bytes[i].size));
@@ -382,8 +438,32 @@ class CpuCppBackend : public sdk::Backend {
 
   void run_extern(const std::string& name, const std::vector<sdk::TensorView>& tensors,
                   size_t num_inputs, const std::vector<double>& scalars, void*) override {
-    set_blas_threads(static_cast<int>(threads_));
-    run_extern_kernel(name, tensors, num_inputs, scalars);
+    ExternContext ctx;
+    ctx.gemm = gemm_.get();
+    run_extern_kernel(name, tensors, num_inputs, scalars, ctx);
+  }
+
+  // ABI 1.5: the product with its epilogue kernel on each block of rows it finishes.
+  bool run_extern_with_epilogue(const std::string& name,
+                                const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
+                                const std::vector<double>& scalars, void* stream,
+                                sdk::CompiledKernel& epilogue, void* const* epilogue_buffers,
+                                size_t num_epilogue_buffers) override {
+    auto* kernel = dynamic_cast<CpuKernel*>(&epilogue);
+    int64_t total = tensors.size() > num_inputs ? 1 : 0;
+    if (total)
+      for (int64_t d : tensors[num_inputs].sizes) total *= d;
+    auto product = [&](const OutputDone& done) {
+      ExternContext ctx;
+      ctx.gemm = gemm_.get();
+      ctx.done = done;
+      run_extern_kernel(name, tensors, num_inputs, scalars, ctx);
+    };
+    if (kernel && total > 0 &&
+        kernel->run_as_epilogue(epilogue_buffers, num_epilogue_buffers, total, product))
+      return true;
+    run_extern(name, tensors, num_inputs, scalars, stream);
+    return false;
   }
 
  private:
@@ -418,6 +498,22 @@ class CpuCppBackend : public sdk::Backend {
       std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
                 << out.source << "\n";
     return out;
+  }
+
+  // `blas:` and `blas_library:` (gemm_library.h): the library is loaded here, so a config that
+  // names one that is not installed fails at once, naming the files tried.
+  void configure_gemm(const sdk::Options& o) {
+    const std::string name = o.get_string("blas", "stax");
+    const auto& names = gemm_library_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      o.at("blas").fail("unknown GEMM library '" + name + "' (one of: " + list + ")");
+    }
+    const std::string file = o.get_string("blas_library", "");
+    std::string why;
+    gemm_ = load_gemm_library(name, file, pool_, static_cast<int>(threads_), &why);
+    if (!gemm_) (o.has("blas") ? o.at("blas") : o.at("blas_library")).fail(why);
   }
 
   std::string kernel_source(const sdk::Kernel& k) const {
@@ -455,6 +551,8 @@ class CpuCppBackend : public sdk::Backend {
   std::string inject_;
   PrintOptions print_;
   std::shared_ptr<ThreadPool> pool_;
+  std::unique_ptr<GemmLibrary> gemm_;  // the `blas:` library, on pool_
+  bool epilogues_ = true;
   std::once_flag jit_once_;
   std::unique_ptr<ClangJit> jit_;  // created by the first compile
 };

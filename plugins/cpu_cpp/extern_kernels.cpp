@@ -1,11 +1,10 @@
 #include "plugins/cpu_cpp/extern_kernels.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "plugins/cpu_cpp/gemm_library.h"
 #include "stax/sdk/half_bits.hpp"
 
 namespace stax::cpu {
@@ -136,106 +135,49 @@ std::vector<int64_t> broadcast_strides(const Mat& m, const std::vector<int64_t>&
 
 // ---- one product -------------------------------------------------------------------------------
 
-// How BLAS reads a strided matrix in place: row-major (NoTrans) or column-major (Trans).
-struct BlasView {
-  bool ok = false;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int ld = 1;
-};
-
-BlasView blas_view(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  BlasView v;
-  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
-    v.ok = true;
-    v.ld = static_cast<int>(rows <= 1 ? std::max<int64_t>(1, cols) : rs);
-  } else if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
-    v.ok = true;
-    v.trans = CblasTrans;
-    v.ld = static_cast<int>(cols <= 1 ? std::max<int64_t>(1, rows) : cs);
-  }
-  return v;
-}
-
+// c[i*crs + j*ccs] = sum_p a[i*ars + p*acs] * b[p*brs + j*bcs] for an n x k by k x m product,
+// for the dtypes without a GEMM library (float16 / bfloat16 accumulate in double, integers wrap,
+// bool is or-of-ands), as the interpreter computes them.
 template <class T>
-void gather(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, std::vector<T>& dst) {
-  dst.resize(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i * rs + j * cs];
+void loop_product(const T* a, int64_t ars, int64_t acs, const T* b, int64_t brs, int64_t bcs, T* c,
+                  int64_t crs, int64_t ccs, int64_t n, int64_t k, int64_t m) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      T* out = c + i * crs + j * ccs;
+      if constexpr (std::is_same_v<T, bool>) {
+        bool acc = false;
+        for (int64_t p = 0; p < k && !acc; ++p) acc = a[i * ars + p * acs] && b[p * brs + j * bcs];
+        *out = acc;
+      } else if constexpr (std::is_integral_v<T>) {
+        uint64_t acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += static_cast<uint64_t>(static_cast<int64_t>(a[i * ars + p * acs])) *
+                 static_cast<uint64_t>(static_cast<int64_t>(b[p * brs + j * bcs]));
+        *out = static_cast<T>(acc);
+      } else {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += static_cast<double>(to_float(a[i * ars + p * acs])) *
+                 static_cast<double>(to_float(b[p * brs + j * bcs]));
+        *out = from_float<T>(static_cast<float>(acc));
+      }
+    }
 }
 
-// c[i*crs + j*ccs] = sum_p a[i*ars + p*acs] * b[p*brs + j*bcs] for an n x k by k x m product.
-template <class T>
-void gemm(const T* a, int64_t ars, int64_t acs, const T* b, int64_t brs, int64_t bcs, T* c,
-          int64_t crs, int64_t ccs, int64_t n, int64_t k, int64_t m) {
-  if (n == 0 || m == 0) return;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // BLAS writes C row-major with leading dimension ldc; other layouts go through a copy.
-    bool direct = (ccs == 1 || m <= 1) && (n <= 1 || crs >= std::max<int64_t>(1, m));
-    int64_t ldc = n <= 1 ? std::max<int64_t>(1, m) : crs;
-    std::vector<T> c_tmp;
-    T* cp = c;
-    if (!direct) {
-      c_tmp.assign(static_cast<size_t>(n * m), T(0));
-      cp = c_tmp.data();
-      ldc = m;
-    }
-    if (k == 0) {
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j) cp[i * ldc + j] = T(0);
-    } else {
-      std::vector<T> a_copy, b_copy;
-      BlasView av = blas_view(n, k, ars, acs), bv = blas_view(k, m, brs, bcs);
-      if (!av.ok) {
-        gather(a, n, k, ars, acs, a_copy);
-        a = a_copy.data();
-        av = blas_view(n, k, k, 1);
-      }
-      if (!bv.ok) {
-        gather(b, k, m, brs, bcs, b_copy);
-        b = b_copy.data();
-        bv = blas_view(k, m, m, 1);
-      }
-      const int N = static_cast<int>(n), M = static_cast<int>(m), K = static_cast<int>(k);
-      const int LDC = static_cast<int>(ldc);
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, av.trans, bv.trans, N, M, K, 1.0f, a, av.ld, b, bv.ld, 0.0f, cp,
-                    LDC);
-      else
-        cblas_dgemm(CblasRowMajor, av.trans, bv.trans, N, M, K, 1.0, a, av.ld, b, bv.ld, 0.0, cp,
-                    LDC);
-    }
-    if (cp != c)
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j) c[i * crs + j * ccs] = cp[i * ldc + j];
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < m; ++j) {
-        T* out = c + i * crs + j * ccs;
-        if constexpr (std::is_same_v<T, bool>) {
-          bool acc = false;
-          for (int64_t p = 0; p < k && !acc; ++p)
-            acc = a[i * ars + p * acs] && b[p * brs + j * bcs];
-          *out = acc;
-        } else if constexpr (std::is_integral_v<T>) {
-          uint64_t acc = 0;
-          for (int64_t p = 0; p < k; ++p)
-            acc += static_cast<uint64_t>(static_cast<int64_t>(a[i * ars + p * acs])) *
-                   static_cast<uint64_t>(static_cast<int64_t>(b[p * brs + j * bcs]));
-          *out = static_cast<T>(acc);
-        } else {
-          double acc = 0;
-          for (int64_t p = 0; p < k; ++p)
-            acc += static_cast<double>(to_float(a[i * ars + p * acs])) *
-                   static_cast<double>(to_float(b[p * brs + j * bcs]));
-          *out = from_float<T>(static_cast<float>(acc));
-        }
-      }
+// Whether t's elements lie in row-major order one after another (flat index = offset + e).
+bool contiguous(const TensorView& t) {
+  int64_t expect = 1;
+  for (size_t d = t.sizes.size(); d-- > 0;) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
   }
+  return true;
 }
 
-// out = a @ b with batch broadcasting; out's batch dims must equal the broadcast batch.
+// out = a @ b with batch broadcasting; out's batch dims must equal the broadcast batch. `rows`
+// is called for every finished block of rows (e, r0, r1) of the flattened batch.
 void matmul(const std::string& kernel, const TensorView& ta, const TensorView& tb,
-            const TensorView& tout) {
+            const TensorView& tout, GemmLibrary& gemm, const sdk::gemm::RowsDone& rows) {
   if (ta.sizes.empty() || tb.sizes.empty()) bad(kernel, "operands must be at least 1-D");
   if (ta.dtype != tb.dtype || tout.dtype != ta.dtype)
     bad(kernel, "operands and result must share one dtype");
@@ -262,56 +204,76 @@ void matmul(const std::string& kernel, const TensorView& ta, const TensorView& t
   const std::vector<int64_t>& cs = c.batch_strides;
   int64_t count = 1;
   for (int64_t s : batch) count *= s;
+  // The element offsets of every entry of the batch (row-major over the batch dims).
+  std::vector<int64_t> oa(static_cast<size_t>(count)), ob(oa.size()), oc(oa.size());
+  std::vector<int64_t> idx(batch.size(), 0);
+  for (int64_t e = 0; e < count; ++e) {
+    for (size_t d = 0; d < batch.size(); ++d) {
+      oa[e] += idx[d] * as[d];
+      ob[e] += idx[d] * bs[d];
+      oc[e] += idx[d] * cs[d];
+    }
+    for (size_t d = batch.size(); d-- > 0;) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
   dispatch(ta.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* pa = static_cast<const T*>(ta.data) + ta.offset;
     const T* pb = static_cast<const T*>(tb.data) + tb.offset;
     T* pc = static_cast<T*>(tout.data) + tout.offset;
-    std::vector<int64_t> idx(batch.size(), 0);
-    for (int64_t e = 0; e < count; ++e) {
-      int64_t oa = 0, ob = 0, oc = 0;
-      for (size_t d = 0; d < batch.size(); ++d) {
-        oa += idx[d] * as[d];
-        ob += idx[d] * bs[d];
-        oc += idx[d] * cs[d];
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      sdk::gemm::Problem<T> p;
+      p.batch = count;
+      p.m = a.rows;
+      p.n = b.cols;
+      p.k = a.cols;
+      p.a = pa;
+      p.a_rs = a.rs;
+      p.a_cs = a.cs;
+      p.a_offsets = oa.data();
+      p.b = pb;
+      p.b_rs = b.rs;
+      p.b_cs = b.cs;
+      p.b_offsets = ob.data();
+      p.c = pc;
+      p.c_rs = c.rs;
+      p.c_cs = c.cs;
+      p.c_offsets = oc.data();
+      try {
+        gemm.multiply(p, rows);
+      } catch (const sdk::gemm::OutOfMemory& e) {
+        throw PluginError(STAX_ERROR_RUNTIME,
+                          "cpu_cpp extern kernel '" + kernel + "': " + e.what() + " (" +
+                              gemm.describe() + ", product " + shape_str(ta.sizes) + " @ " +
+                              shape_str(tb.sizes) + ")");
       }
-      gemm<T>(pa + oa, a.rs, a.cs, pb + ob, b.rs, b.cs, pc + oc, c.rs, c.cs, a.rows, a.cols,
-              b.cols);
-      for (size_t d = batch.size(); d-- > 0;) {
-        if (++idx[d] < batch[d]) break;
-        idx[d] = 0;
-      }
+    } else {
+      for (int64_t e = 0; e < count; ++e)
+        loop_product<T>(pa + oa[e], a.rs, a.cs, pb + ob[e], b.rs, b.cs, pc + oc[e], c.rs, c.cs,
+                        a.rows, a.cols, b.cols);
+      if (rows && a.rows > 0 && b.cols > 0)
+        for (int64_t e = 0; e < count; ++e) rows(e, 0, a.rows);
     }
   });
 }
 
-// out = beta * self + alpha * out (out holds the product), self broadcast to out's 2-D shape.
-void addmm_epilogue(const TensorView& self, const TensorView& out, double beta, double alpha) {
-  if (out.sizes.size() != 2) bad("addmm", "the result must be 2-D");
-  if (self.sizes.size() > 2) bad("addmm", "self must have at most 2 dims");
-  int64_t n = out.sizes[0], m = out.sizes[1];
+// Rows [r0, r1) of out = beta * self + alpha * out (out holds the product), self broadcast to
+// out's 2-D shape: addmm's epilogue, run on each block of rows as the product finishes it.
+void addmm_epilogue(const TensorView& self, const TensorView& out, double beta, double alpha,
+                    int64_t r0, int64_t r1) {
+  int64_t m = out.sizes[1];
   int64_t srs = 0, scs = 0;
   size_t sr = self.sizes.size();
-  if (sr >= 1) {
-    int64_t last = self.sizes[sr - 1];
-    if (last != 1 && last != m)
-      bad("addmm", "self " + shape_str(self.sizes) + " does not broadcast");
-    scs = last == 1 ? 0 : self.strides[sr - 1];
-  }
-  if (sr == 2) {
-    int64_t first = self.sizes[0];
-    if (first != 1 && first != n)
-      bad("addmm", "self " + shape_str(self.sizes) + " does not broadcast");
-    srs = first == 1 ? 0 : self.strides[0];
-  }
+  if (sr >= 1) scs = self.sizes[sr - 1] == 1 ? 0 : self.strides[sr - 1];
+  if (sr == 2) srs = self.sizes[0] == 1 ? 0 : self.strides[0];
   bool beta_zero = beta == 0;
-  if (beta_zero && alpha == 1) return;
-  if (self.dtype != out.dtype) bad("addmm", "self and the result must share one dtype");
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* ps = static_cast<const T*>(self.data) + self.offset;
     T* po = static_cast<T*>(out.data) + out.offset;
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = r0; i < r1; ++i)
       for (int64_t j = 0; j < m; ++j) {
         T& o = po[i * out.strides[0] + j * out.strides[1]];
         const T& s = ps[i * srs + j * scs];
@@ -335,6 +297,18 @@ void addmm_epilogue(const TensorView& self, const TensorView& out, double beta, 
   });
 }
 
+// addmm's checks (before the product runs): 2-D result, self broadcasting to it, one dtype.
+void check_addmm_self(const TensorView& self, const TensorView& out) {
+  if (out.sizes.size() != 2) bad("addmm", "the result must be 2-D");
+  if (self.sizes.size() > 2) bad("addmm", "self must have at most 2 dims");
+  size_t sr = self.sizes.size();
+  if (sr >= 1 && self.sizes[sr - 1] != 1 && self.sizes[sr - 1] != out.sizes[1])
+    bad("addmm", "self " + shape_str(self.sizes) + " does not broadcast");
+  if (sr == 2 && self.sizes[0] != 1 && self.sizes[0] != out.sizes[0])
+    bad("addmm", "self " + shape_str(self.sizes) + " does not broadcast");
+  if (self.dtype != out.dtype) bad("addmm", "self and the result must share one dtype");
+}
+
 void check_arity(const std::string& name, const std::vector<TensorView>& t, size_t num_inputs,
                  size_t want_inputs) {
   if (num_inputs != want_inputs || t.size() != want_inputs + 1)
@@ -351,45 +325,62 @@ void check_arity(const std::string& name, const std::vector<TensorView>& t, size
 
 }  // namespace
 
-void set_blas_threads(int threads) {
-#ifdef OPENBLAS_VERSION
-  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
-#else
-  (void)threads;
-#endif
-}
-
 const std::vector<std::string>& extern_kernel_names() {
   static const std::vector<std::string> names = {"mm", "bmm", "addmm", "matmul", "convolution"};
   return names;
 }
 
 void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t, size_t num_inputs,
-                       const std::vector<double>& scalars) {
+                       const std::vector<double>& scalars, const ExternContext& ctx) {
+  if (!ctx.gemm) throw PluginError(STAX_ERROR_INTERNAL, "cpu_cpp: extern kernel without a GEMM library");
+  const TensorView* out = t.size() > num_inputs ? &t[num_inputs] : nullptr;
+  // The output's finished rows as flat element ranges, for the epilogue; a strided output
+  // reports itself whole at the end.
+  const bool flat = out && ctx.done && contiguous(*out);
+  int64_t numel = 1;
+  if (out)
+    for (int64_t d : out->sizes) numel *= d;
+  bool by_rows = false;  // whether the rows report the output (else it is reported whole)
+  auto report = [&](const TensorView& a, const TensorView& b) -> sdk::gemm::RowsDone {
+    if (!flat) return {};
+    by_rows = true;
+    Mat c = result(*out, a, b);
+    const int64_t rows = c.rows, cols = c.cols;
+    return [&ctx, rows, cols](int64_t e, int64_t r0, int64_t r1) {
+      ctx.done((e * rows + r0) * cols, (e * rows + r1) * cols);
+    };
+  };
   if (name == "mm" || name == "bmm") {
     check_arity(name, t, num_inputs, 2);
     size_t rank = name == "mm" ? 2 : 3;
     if (t[0].sizes.size() != rank || t[1].sizes.size() != rank)
       bad(name, "operands must be " + std::to_string(rank) + "-D, got " + shape_str(t[0].sizes) +
                     " and " + shape_str(t[1].sizes));
-    matmul(name, t[0], t[1], t[2]);
+    matmul(name, t[0], t[1], t[2], *ctx.gemm, report(t[0], t[1]));
   } else if (name == "matmul") {
     check_arity(name, t, num_inputs, 2);
-    matmul(name, t[0], t[1], t[2]);
+    matmul(name, t[0], t[1], t[2], *ctx.gemm, report(t[0], t[1]));
   } else if (name == "addmm") {
     check_arity(name, t, num_inputs, 3);
     if (t[1].sizes.size() != 2 || t[2].sizes.size() != 2)
       bad(name, "mat1 and mat2 must be 2-D, got " + shape_str(t[1].sizes) + " and " +
                     shape_str(t[2].sizes));
+    check_addmm_self(t[0], t[3]);
     double beta = scalars.size() > 0 ? scalars[0] : 1.0;
     double alpha = scalars.size() > 1 ? scalars[1] : 1.0;
-    matmul(name, t[1], t[2], t[3]);
-    addmm_epilogue(t[0], t[3], beta, alpha);
+    const bool plain = beta == 0 && alpha == 1;  // the product is the result
+    sdk::gemm::RowsDone then = report(t[1], t[2]);
+    matmul(name, t[1], t[2], t[3], *ctx.gemm,
+           [&](int64_t e, int64_t r0, int64_t r1) {
+             if (!plain) addmm_epilogue(t[0], t[3], beta, alpha, r0, r1);
+             if (then) then(e, r0, r1);
+           });
   } else if (name == "convolution") {
-    run_convolution(t, num_inputs, scalars);
+    run_convolution(t, num_inputs, scalars, *ctx.gemm);
   } else {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "cpu_cpp has no extern kernel '" + name + "'");
   }
+  if (ctx.done && !by_rows && numel > 0) ctx.done(0, numel);
 }
 
 }  // namespace stax::cpu

@@ -1,23 +1,22 @@
 // Interpreter kernels of the matrix products (mm, bmm, matmul, addmm).
 //
-// float32 / float64 use OpenBLAS (cblas_sgemm / cblas_dgemm), reading strided operands in place
-// when one of their two strides is 1 (a transposed operand is passed as CblasTrans) and through a
-// row-major copy otherwise. Other dtypes use a plain triple loop that accumulates in double
-// (float16, bfloat16: one rounding at the end), in int64 with wrap-around (integers) or as a
-// logical or of ands (bool). BLAS may sum in any order, so float results match a naive loop only
-// within the usual gemm error bound (about k * eps * sum |a_ik b_kj|).
+// float32 / float64 are Stax's matrix product (sdk/include/stax/sdk/gemm.hpp): per element a
+// chain of fused multiply-adds in increasing term order, computed by the SDK's tiled GEMM on any
+// strides (the cpu_cpp plugin calls the same code: compiled and interpreted products agree bit
+// for bit; other GEMM libraries agree within the gemm bound k * u * sum |a_ik b_kj|). Other
+// dtypes use a plain triple loop that accumulates in double (float16, bfloat16: one rounding at
+// the end), in int64 with wrap-around (integers) or as a logical or of ands (bool).
 //
 // addmm computes the product first and then beta * self + alpha * product elementwise in the
 // computation type (float for float32, double for float64, ...); beta == 0 ignores self entirely
 // (NaN and Inf in self do not propagate), as torch documents.
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/interpreter/kernels/kernel_utils.h"
 #include "core/interpreter/kernels/register_kernels.h"
+#include "stax/sdk/gemm.hpp"
 
 namespace stax {
 
@@ -65,57 +64,34 @@ Shape batch_strides_for(const MatOperand& m, const Shape& batch) {
   return s;
 }
 
-// How BLAS can read a strided matrix without a copy: row-major (NoTrans) or column-major (Trans).
-struct BlasView {
-  bool ok = false;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int ld = 1;
-};
-
-BlasView blas_view(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  BlasView v;
-  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
-    v.ok = true;
-    v.ld = static_cast<int>(rows <= 1 ? std::max<int64_t>(1, cols) : rs);
-  } else if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
-    v.ok = true;
-    v.trans = CblasTrans;
-    v.ld = static_cast<int>(cols <= 1 ? std::max<int64_t>(1, rows) : cs);
-  }
-  return v;
-}
-
 // C (row-major, n x m, leading dim m) = A (n x k) @ B (k x m) for one batch entry.
 template <class T>
 void gemm_one(const T* a, int64_t n, int64_t k, int64_t ars, int64_t acs, const T* b, int64_t m,
               int64_t brs, int64_t bcs, T* c) {
   if (n == 0 || m == 0) return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (k == 0) {
-      std::fill(c, c + n * m, T(0));
-      return;
+    // Scratch (packed panels) kept between calls; allocation failure is an out-of-memory error.
+    static sdk::gemm::Workspace workspace;
+    sdk::gemm::Problem<T> p;
+    p.m = n;
+    p.n = m;
+    p.k = k;
+    p.a = a;
+    p.a_rs = ars;
+    p.a_cs = acs;
+    p.b = b;
+    p.b_rs = brs;
+    p.b_cs = bcs;
+    p.c = c;
+    p.c_rs = m;
+    p.c_cs = 1;
+    sdk::gemm::Context context;
+    context.workspace = &workspace;
+    try {
+      sdk::gemm::multiply(p, context);
+    } catch (const sdk::gemm::OutOfMemory& e) {
+      throw Error("interpret", "", std::string("matrix product: ") + e.what());
     }
-    std::vector<T> a_copy, b_copy;
-    BlasView av = blas_view(n, k, ars, acs), bv = blas_view(k, m, brs, bcs);
-    if (!av.ok) {  // gather into a row-major copy
-      a_copy.resize(static_cast<size_t>(n * k));
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < k; ++j) a_copy[i * k + j] = a[i * ars + j * acs];
-      a = a_copy.data();
-      av = blas_view(n, k, k, 1);
-    }
-    if (!bv.ok) {
-      b_copy.resize(static_cast<size_t>(k * m));
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < m; ++j) b_copy[i * m + j] = b[i * brs + j * bcs];
-      b = b_copy.data();
-      bv = blas_view(k, m, m, 1);
-    }
-    const int N = static_cast<int>(n), M = static_cast<int>(m), K = static_cast<int>(k);
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, av.trans, bv.trans, N, M, K, 1.0f, a, av.ld, b, bv.ld, 0.0f, c, M);
-    else
-      cblas_dgemm(CblasRowMajor, av.trans, bv.trans, N, M, K, 1.0, a, av.ld, b, bv.ld, 0.0, c, M);
   } else {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j) {
