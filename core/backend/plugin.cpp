@@ -202,6 +202,7 @@ std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
   d.l2_cache_bytes = props.l2_cache_bytes;
   d.shared_memory_per_block = props.shared_memory_per_block;
   d.concurrent_runs = props.concurrent_runs != 0;  // 0 from a plugin older than 1.2
+  d.extern_epilogues = props.extern_epilogues != 0;  // 0 from a plugin older than 1.5
   return p;
 }
 
@@ -382,9 +383,10 @@ bool Plugin::has_extern_kernel(const std::string& n) const {
   return false;
 }
 
-void Plugin::run_extern(const std::string& kname, const std::vector<StaxTensorDesc>& tensors,
-                        size_t num_inputs, const std::vector<double>& scalars,
-                        void* stream) const {
+bool Plugin::run_extern(const std::string& kname, const std::vector<StaxTensorDesc>& tensors,
+                        size_t num_inputs, const std::vector<double>& scalars, void* stream,
+                        const CompiledKernel* epilogue,
+                        const std::vector<void*>& epilogue_buffers) const {
   std::vector<const StaxTensorDesc*> ptrs;
   for (const StaxTensorDesc& t : tensors) ptrs.push_back(&t);
   StaxRunExternArgs a = sdk::make_struct<StaxRunExternArgs>();
@@ -396,7 +398,15 @@ void Plugin::run_extern(const std::string& kname, const std::vector<StaxTensorDe
   a.scalars = scalars.data();
   a.num_scalars = scalars.size();
   a.stream = stream;
+  // ABI 1.5: the epilogue, to a plugin that runs them (its properties say so; an older plugin
+  // never reads the fields).
+  if (epilogue && properties_.extern_epilogues) {
+    a.epilogue = epilogue->handle_;
+    a.epilogue_buffers = epilogue_buffers.data();
+    a.num_epilogue_buffers = epilogue_buffers.size();
+  }
   state_->check(state_->api().run_extern(&a), "extern kernel '" + kname + "'");
+  return a.epilogue != nullptr && a.epilogue_done == 1;
 }
 
 // ---- device memory (ABI 1.2) -----------------------------------------------------------------

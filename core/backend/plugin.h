@@ -118,10 +118,14 @@ class Plugin {
 
   std::vector<std::string> extern_kernels() const;
   bool has_extern_kernel(const std::string& name) const;
-  // Inputs first, then outputs.
-  void run_extern(const std::string& name, const std::vector<StaxTensorDesc>& tensors,
+  // Inputs first, then outputs. ABI 1.5: with `epilogue` (a kernel of this plugin, pointwise over
+  // the extern's contiguous output; plugin_api.h, EPILOGUES) and its buffers, returns true when
+  // the plugin ran the epilogue, false when the caller must run it (a plugin without
+  // extern_epilogues, or one that declined).
+  bool run_extern(const std::string& name, const std::vector<StaxTensorDesc>& tensors,
                   size_t num_inputs, const std::vector<double>& scalars = {},
-                  void* stream = nullptr) const;
+                  void* stream = nullptr, const CompiledKernel* epilogue = nullptr,
+                  const std::vector<void*>& epilogue_buffers = {}) const;
 
   // ABI 1.2 device memory (plugin_api.h): opaque pointers of the backend's device, never
   // dereferenced here. has_device_memory() is false for a plugin built against an older ABI;

@@ -82,6 +82,7 @@ BackendPolicy PluginRegistry::policy(const std::string& device_kind) {
                                   static_cast<sdk::ReductionType>(type));
   };
   p.device = device_info_from_sdk(plugin.properties(), plugin.device_kind_name());
+  p.fusion.extern_epilogues = plugin.properties().extern_epilogues;
   return p;
 }
 

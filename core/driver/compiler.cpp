@@ -108,6 +108,11 @@ void plan_steps(CompiledGraph::Impl& impl) {
       ++(ext && !step.on_interpreter ? impl.num_externs : impl.num_fallbacks);
       for (const std::string& name : read_buffer_names(*s.buffer))
         step.arg_slots.push_back(slot(name));
+      if (s.has_epilogue()) {
+        step.epilogue = s.epilogue;
+        for (const std::string& name : impl.plans[s.epilogue].desc.buffer_names())
+          step.epilogue_slots.push_back(slot(name));
+      }
     }
     impl.steps.push_back(std::move(step));
   }
@@ -118,6 +123,7 @@ void plan_steps(CompiledGraph::Impl& impl) {
   for (size_t i = 0; i < impl.steps.size(); ++i) {
     for (size_t s : impl.steps[i].outputs) last_step[s] = i;
     for (size_t s : impl.steps[i].arg_slots) last_step[s] = i;
+    for (size_t s : impl.steps[i].epilogue_slots) last_step[s] = i;
   }
   for (const auto& [s, i] : last_step)
     if (!keep.count(s)) impl.steps[i].frees.push_back(s);

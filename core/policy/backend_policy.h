@@ -45,6 +45,9 @@ using SplitReductionFn =
 struct FusionLimits {
   int max_fused_nodes = 64;  // nodes in one fused kernel
   bool enable_fusion = true;
+  // The backend runs epilogue kernels fused into matrix products (ABI 1.5, plugin_api.h
+  // EPILOGUES); the scheduler then fuses them (core/scheduler/extern_epilogue.h).
+  bool extern_epilogues = false;
 };
 
 // The device a backend drives (StaxDeviceProperties as core types).

@@ -392,6 +392,22 @@ std::vector<Tensor> run_on_device(const Impl& impl, const std::vector<Tensor>& i
             } else {
               interpret(*ek.node(), tensor_args(*ek.node()), ek.inputs());
             }
+            if (step.epilogue != SIZE_MAX) {  // the product's epilogue, after it on the device
+              for (size_t s : step.outputs)
+                if (s != out_slot) {
+                  dev[s] = device_storage(s);
+                  host[s] = Tensor();
+                }
+              std::vector<void*> ptrs;
+              for (size_t s : step.epilogue_slots) ptrs.push_back(on_device(s));
+              try {
+                impl.compiled[step.epilogue]->run_on_device(ptrs.data(), ptrs.size(), stream);
+              } catch (const Error& e) {
+                throw Error("runtime", step_nodes(impl, step),
+                            "kernel '" + impl.compiled[step.epilogue]->name() + "': " + e.message());
+              }
+              ++st.launches;
+            }
             break;
           }
           case Impl::StepKind::Fallback: {
@@ -497,14 +513,41 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
         }
         case Impl::StepKind::Extern: {
           const auto& ek = static_cast<const ExternKernel&>(produced);
-          slots.at(out_slot) = storage_for(out_slot);
+          for (size_t s : step.outputs) slots.at(s) = storage_for(s);
+          // The product's epilogue kernel (extern_epilogue.h): run by the plugin on blocks of
+          // rows as the product finishes them, or here after it.
+          const CompiledKernel* epilogue =
+              step.epilogue != SIZE_MAX ? impl.compiled[step.epilogue].get() : nullptr;
+          std::vector<void*> epilogue_ptrs;
+          for (size_t s : step.epilogue_slots) epilogue_ptrs.push_back(slots.base(s));
+          bool epilogue_done = false;
+          auto run_epilogue = [&] {
+            try {
+              epilogue->run(epilogue_ptrs);
+            } catch (const Error& e) {
+              throw Error("runtime", step_nodes(impl, step),
+                          "kernel '" + epilogue->name() + "': " + e.message());
+            }
+          };
           if (!step.on_interpreter) {
             std::vector<StaxTensorDesc> descs;
             for (size_t k = 0; k < ek.inputs().size(); ++k)
               descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
             descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
-            impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars());
+            try {
+              epilogue_done = impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(),
+                                                      ek.scalars(), nullptr, epilogue,
+                                                      epilogue_ptrs);
+            } catch (const Error& e) {  // an error of the epilogue kernel names its nodes too
+              if (!epilogue) throw;
+              throw Error("runtime", step_nodes(impl, step), e.message());
+            }
             ++st.extern_calls;
+            if (epilogue) {
+              if (!epilogue_done) run_epilogue();
+              st.fused_epilogues += epilogue_done ? 1 : 0;
+              ++st.launches;
+            }
           } else {
             std::vector<Tensor> args;
             for (size_t k = 0; k < ek.inputs().size(); ++k)
@@ -512,6 +555,10 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
             slots.at(out_slot).copy_from(
                 interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
             ++st.interpreter_steps;
+            if (epilogue) {
+              run_epilogue();
+              ++st.launches;
+            }
           }
           break;
         }

@@ -73,6 +73,8 @@ struct RunStats {
   int64_t device_to_host_bytes = 0;
   size_t launches = 0;               // compiled kernel runs
   size_t extern_calls = 0;           // the backend's extern kernels
+  size_t fused_epilogues = 0;        // epilogue kernels the backend ran inside its extern call
+                                     // (ABI 1.5; each also counts as a launch)
   size_t interpreter_steps = 0;      // fallbacks and externs on the interpreter
   size_t synchronizes = 0;           // device_synchronize calls
 };

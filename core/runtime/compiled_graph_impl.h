@@ -27,6 +27,10 @@ struct CompiledGraph::Impl {
     std::vector<size_t> frees;      // slots whose last reader this step is
     bool on_interpreter = false;    // Extern: the plugin does not offer the kernel, the
                                     // interpreter runs it (counted and listed as a fallback)
+    // Extern: the epilogue kernel fused into the product (index into plans / compiled;
+    // core/scheduler/extern_epilogue.h) and its buffers' slots, or SIZE_MAX.
+    size_t epilogue = SIZE_MAX;
+    std::vector<size_t> epilogue_slots;
   };
 
   std::shared_ptr<BackendSession> session;

@@ -225,20 +225,27 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     int64_t id = graph.id_of(b);
     if (id >= 0 && static_cast<size_t>(id) < n) written_at[static_cast<size_t>(id)] = i;
   };
+  // A kernel's buffers are written, and its loads read, at step i.
+  auto kernel_at = [&](const ScheduledKernel& k, size_t i) {
+    for (const ComputedBuffer* b : k.buffers) wrote(b, i);
+    for (const LoopBody& body : k.bodies)
+      for (const LoopOp& op : body.ops) {
+        if (!is_load(op)) continue;
+        int64_t id = graph.id_of_op(op);
+        if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
+      }
+  };
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
     if (step.kind == ScheduleStep::Kind::Kernel) {
-      const ScheduledKernel& k = schedule.kernels.at(step.kernel);
-      for (const ComputedBuffer* b : k.buffers) wrote(b, i);
-      for (const LoopBody& body : k.bodies)
-        for (const LoopOp& op : body.ops) {
-          if (!is_load(op)) continue;
-          int64_t id = graph.id_of_op(op);
-          if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
-        }
+      kernel_at(schedule.kernels.at(step.kernel), i);
       continue;
     }
     wrote(step.buffer, i);
+    // An extern's epilogue (extern_epilogue.h) runs inside its step, while the product still
+    // reads its inputs: its buffers live from this step on, so they share no bytes with the
+    // product's inputs (and, being in no Kernel step, take no one's bytes in place below).
+    if (step.has_epilogue()) kernel_at(schedule.kernels.at(step.epilogue), i);
     const auto& inputs = step.kind == ScheduleStep::Kind::Extern
                              ? static_cast<const ExternKernel*>(step.buffer)->inputs()
                              : static_cast<const FallbackKernel*>(step.buffer)->inputs();
@@ -278,8 +285,9 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   NameSet hosts;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
-    if (step.kind != ScheduleStep::Kind::Kernel) continue;
-    const ScheduledKernel& kernel = schedule.kernels[step.kernel];
+    if (step.kind != ScheduleStep::Kind::Kernel && !step.has_epilogue()) continue;
+    const ScheduledKernel& kernel =
+        schedule.kernels[step.kind == ScheduleStep::Kind::Kernel ? step.kernel : step.epilogue];
     if (kernel.bodies.size() != kernel.buffers.size()) continue;
     for (size_t t = 0; t < kernel.buffers.size(); ++t) {
       BufferPlacement& p = plan.buffers[position(kernel.buffers[t])];

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/scheduler/extern_epilogue.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -428,7 +429,12 @@ class Scheduler {
 }  // namespace
 
 std::vector<const Buffer*> Schedule::writes(const ScheduleStep& step) const {
-  if (step.kind != ScheduleStep::Kind::Kernel) return {step.buffer};
+  if (step.kind != ScheduleStep::Kind::Kernel) {
+    std::vector<const Buffer*> out = {step.buffer};
+    if (step.has_epilogue())
+      for (const ComputedBuffer* b : kernels.at(step.epilogue).buffers) out.push_back(b);
+    return out;
+  }
   const ScheduledKernel& k = kernels.at(step.kernel);
   return std::vector<const Buffer*>(k.buffers.begin(), k.buffers.end());
 }
@@ -444,6 +450,9 @@ std::set<std::string> Schedule::reads(const ScheduleStep& step) const {
                            ? static_cast<const ExternKernel*>(step.buffer)->inputs()
                            : static_cast<const FallbackKernel*>(step.buffer)->inputs();
   for (const KernelInput& in : inputs) r.insert(in.buffer->name());
+  if (step.has_epilogue())
+    for (const LoopBody& body : kernels.at(step.epilogue).bodies)
+      for (const std::string& n : read_writes(body).read_buffers()) r.insert(n);
   return r;
 }
 
@@ -453,9 +462,13 @@ Schedule schedule(const LoweredGraph& graph, const FusionLimits& limits) {
   if (!graph.is_indexed()) {
     LoweredGraph copy = graph;
     copy.index();
-    return Scheduler(copy, limits).run();
+    Schedule s = Scheduler(copy, limits).run();
+    fuse_extern_epilogues(s, copy, limits);
+    return s;
   }
-  return Scheduler(graph, limits).run();
+  Schedule s = Scheduler(graph, limits).run();
+  fuse_extern_epilogues(s, graph, limits);
+  return s;
 }
 
 }  // namespace stax

@@ -20,9 +20,14 @@
 // Each buffer goes to the eligible kernel with the most shared bytes, else it starts a kernel.
 // Extern and fallback kernels are steps of their own. Fusion never changes a body's
 // computation: results are bit-identical with fusion on or off (Theorem 6.1).
+// Then, for a backend that runs them (FusionLimits::extern_epilogues), a pointwise kernel that
+// follows a matrix product and reads its output where it writes becomes the product's epilogue
+// (extern_epilogue.h): one step, the kernel run on each block of the product's rows while it is
+// in cache.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,9 +50,14 @@ struct ScheduledKernel {
 
 struct ScheduleStep {
   enum class Kind { Kernel, Extern, Fallback };
+  static constexpr size_t kNoEpilogue = SIZE_MAX;
   Kind kind = Kind::Kernel;
   size_t kernel = 0;              // Kernel: index into Schedule::kernels
   const Buffer* buffer = nullptr;  // Extern / Fallback: the buffer it produces
+  // Extern: a kernel (index into Schedule::kernels) run as the product's epilogue in this step
+  // (extern_epilogue.h), or kNoEpilogue.
+  size_t epilogue = kNoEpilogue;
+  bool has_epilogue() const { return epilogue != kNoEpilogue; }
 };
 
 struct Schedule {
@@ -59,8 +69,16 @@ struct Schedule {
     std::string before, after, reason;
   };
   std::vector<Split> splits;
+  // Per matrix product that a kernel reads: whether that kernel became its epilogue, and why
+  // (or why not). Empty when the backend runs no epilogues.
+  struct EpilogueNote {
+    std::string product;  // the extern's buffer
+    bool fused = false;
+    std::string reason;
+  };
+  std::vector<EpilogueNote> epilogues;
 
-  // The buffers a step writes, in order.
+  // The buffers a step writes, in order (an extern's epilogue kernel's after the product's).
   std::vector<const Buffer*> writes(const ScheduleStep& step) const;
   // The distinct buffers a step reads (graph inputs included).
   std::set<std::string> reads(const ScheduleStep& step) const;

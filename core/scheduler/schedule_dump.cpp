@@ -13,7 +13,8 @@ std::string step_label(const Schedule& s, const ScheduleStep& step) {
     case ScheduleStep::Kind::Kernel:
       return "kernel" + std::to_string(step.kernel);
     case ScheduleStep::Kind::Extern:
-      return "extern " + static_cast<const ExternKernel*>(step.buffer)->kernel();
+      return "extern " + static_cast<const ExternKernel*>(step.buffer)->kernel() +
+             (step.has_epilogue() ? " + epilogue kernel" + std::to_string(step.epilogue) : "");
     case ScheduleStep::Kind::Fallback:
       return "fallback " + static_cast<const FallbackKernel*>(step.buffer)->node()->target();
   }
@@ -32,11 +33,13 @@ std::string Schedule::str() const {
   for (size_t i = 0; i < steps.size(); ++i) {
     const ScheduleStep& step = steps[i];
     out += "step " + std::to_string(i) + ": " + step_label(*this, step);
-    if (step.kind != ScheduleStep::Kind::Kernel) {
+    if (step.kind != ScheduleStep::Kind::Kernel && !step.has_epilogue()) {
       out += " -> " + step.buffer->name() + "\n";
       continue;
     }
-    const ScheduledKernel& k = kernels[step.kernel];
+    if (step.kind != ScheduleStep::Kind::Kernel) out += " -> " + step.buffer->name() + "; epilogue";
+    const ScheduledKernel& k = kernels[step.kind == ScheduleStep::Kind::Kernel ? step.kernel
+                                                                                : step.epilogue];
     out += " ranges=" + extents_str(k.ranges);
     if (!k.reduction_ranges.empty()) out += " reduction_ranges=" + extents_str(k.reduction_ranges);
     out += "\n";
@@ -53,6 +56,11 @@ std::string Schedule::str() const {
   if (!splits.empty()) {
     out += "not fused:\n";
     for (const Split& s : splits) out += "  " + s.before + " | " + s.after + ": " + s.reason + "\n";
+  }
+  if (!epilogues.empty()) {
+    out += "extern epilogues:\n";
+    for (const EpilogueNote& e : epilogues)
+      out += "  " + e.product + (e.fused ? ": fused: " : ": not fused: ") + e.reason + "\n";
   }
   return out;
 }

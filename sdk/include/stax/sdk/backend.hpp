@@ -37,6 +37,9 @@ struct DeviceProperties {
   int64_t shared_memory_per_block = 0;
   // run / run_extern may be called concurrently (plugin_api.h, OWNERSHIP AND THREADS).
   bool concurrent_runs = false;
+  // ABI 1.5: run_extern_with_epilogue runs epilogue kernels fused into matrix products
+  // (plugin_api.h, EPILOGUES); the host's scheduler then fuses them.
+  bool extern_epilogues = false;
 };
 
 // Seed §6.6. Defaults per device kind: cpu() / gpu() (the values: threshold_defaults.h).
@@ -250,6 +253,22 @@ class Backend {
     (void)stream;
     throw PluginError(STAX_ERROR_UNSUPPORTED, "backend '" + name_ + "' has no extern kernel '" +
                                                   name + "'");
+  }
+
+  // ABI 1.5 (plugin_api.h, EPILOGUES): run_extern with `epilogue`, a kernel this backend
+  // compiled, pointwise over the extern's contiguous output, and its buffers. Returns true when
+  // it ran the epilogue (each point once, after the output elements it reads are final), false
+  // when the host must run it after the call (the default: the extern alone).
+  virtual bool run_extern_with_epilogue(const std::string& name,
+                                        const std::vector<TensorView>& tensors, size_t num_inputs,
+                                        const std::vector<double>& scalars, void* stream,
+                                        CompiledKernel& epilogue, void* const* epilogue_buffers,
+                                        size_t num_epilogue_buffers) {
+    (void)epilogue;
+    (void)epilogue_buffers;
+    (void)num_epilogue_buffers;
+    run_extern(name, tensors, num_inputs, scalars, stream);
+    return false;
   }
 
   // ABI 1.2 device memory. The defaults serve a backend whose device is the host: aligned host

@@ -158,6 +158,7 @@ struct Adapter {
       c.l2_cache_bytes = p.l2_cache_bytes;
       c.shared_memory_per_block = p.shared_memory_per_block;
       c.concurrent_runs = p.concurrent_runs ? 1 : 0;
+      c.extern_epilogues = p.extern_epilogues ? 1 : 0;
       copy_out(a->properties, c);
     });
   }
@@ -376,8 +377,24 @@ struct Adapter {
         tensors.push_back(std::move(v));
       }
       std::vector<double> scalars(a->scalars, a->scalars + a->num_scalars);
-      holder(a->backend)->backend->run_extern(a->name ? a->name : "", tensors, a->num_inputs,
-                                              scalars, a->stream);
+      Backend& backend = *holder(a->backend)->backend;
+      const std::string name = a->name ? a->name : "";
+      // ABI 1.5: an epilogue fused into the call (from a host that knows the field).
+      if (STAX_SDK_HAS_FIELD(a, StaxRunExternArgs, epilogue_done) && a->epilogue) {
+        a->epilogue_done = 0;
+        if (!a->epilogue_buffers && a->num_epilogue_buffers)
+          throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "run_extern: null epilogue buffers");
+        CompiledKernel* epilogue = reinterpret_cast<KernelHolder*>(a->epilogue)->kernel.get();
+        if (!epilogue) throw PluginError(STAX_ERROR_INVALID_ARGUMENT, "run_extern: null epilogue");
+        a->epilogue_done = backend.run_extern_with_epilogue(name, tensors, a->num_inputs, scalars,
+                                                            a->stream, *epilogue,
+                                                            a->epilogue_buffers,
+                                                            a->num_epilogue_buffers)
+                               ? 1
+                               : 0;
+        return;
+      }
+      backend.run_extern(name, tensors, a->num_inputs, scalars, a->stream);
     });
   }
 
