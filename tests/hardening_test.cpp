@@ -162,7 +162,7 @@ TEST(Hardening, AllocationFailureNamesTheNode) {
     ADD_FAILURE() << "the interpreter allocated 2^50 bytes";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "%big: error: zeros.default: cannot allocate 1125899906842624 bytes");
+              "%big: error: zeros.default: out of memory: cannot allocate 1125899906842624 bytes");
   }
   Graph h;
   Node* hn = h.placeholder("n", {4});
@@ -173,7 +173,7 @@ TEST(Hardening, AllocationFailureNamesTheNode) {
     cg.run(in);
     ADD_FAILURE() << "the compiled graph allocated 2^50 bytes";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "%big: error: cannot allocate 1125899906842624 bytes");
+    EXPECT_EQ(std::string(e.what()), "%big: error: out of memory: cannot allocate 1125899906842624 bytes");
   }
 }
 
@@ -232,10 +232,10 @@ TEST(Hardening, AllocationFailureNamesTheSourceLine) {
       "alloc.stax");
   std::vector<Tensor> in = {Tensor::from_vector<float>({4}, {-1, 2, -3, 4})};
   EXPECT_EQ(error_of([&] { interpret(g, in); }),
-            "%big (alloc.stax:3:5): error: zeros.default: cannot allocate 1125899906842624 bytes");
+            "%big (alloc.stax:3:5): error: zeros.default: out of memory: cannot allocate 1125899906842624 bytes");
   CompiledGraph cg = cpu_compiler().compile(g);
   EXPECT_EQ(error_of([&] { cg.run(in); }),
-            "%big (alloc.stax:3:5): error: cannot allocate 1125899906842624 bytes");
+            "%big (alloc.stax:3:5): error: out of memory: cannot allocate 1125899906842624 bytes");
 }
 
 // Runs `cg` from one thread per entry of `inputs`, `runs` times each, at the same time; every

@@ -134,6 +134,11 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
     if (reason.empty()) reason = ec.message();
     if (!has_elf_header(path))
       throw Error(kStage, loc, who + ": not a shared library (" + reason + ")");
+    // The dynamic loader's words for an mmap that failed with ENOMEM (an address-space limit,
+    // `ulimit -v`, smaller than the plugin and its libraries: ~300 MB for cpu_cpp's LLVM).
+    if (reason.find("failed to map segment") != std::string::npos ||
+        reason.find("Cannot allocate memory") != std::string::npos)
+      reason += " (out of memory: the address space left cannot map the library)";
     throw Error(kStage, loc, who + ": cannot load the shared library: " + reason);
   }
 

@@ -20,7 +20,7 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   data_ = static_cast<std::byte*>(
       ::operator new(alloc, std::align_val_t{kAlignment}, std::nothrow));
   if (!data_)  // callers add the node or buffer it was for
-    throw Error("runtime", "", "cannot allocate " + std::to_string(nbytes) + " bytes");
+    throw Error("runtime", "", "out of memory: cannot allocate " + std::to_string(nbytes) + " bytes");
   std::memset(data_, 0, alloc);
 }
 

@@ -59,8 +59,10 @@
 #include <thread>
 #include <utility>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
+#include "plugins/cpu_cpp/address_space.h"
 #include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cpu_cpp/cpp_printer.h"
 #include "plugins/cpu_cpp/epilogue_blocks.h"
@@ -330,7 +332,13 @@ class CpuCppBackend : public sdk::Backend {
     print_.row_tiles = o.get_bool("row_tiles", true) && native_cpu_ && simd_bytes() >= 64;
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
-    if (threads_ > 1) pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+    if (threads_ > 1) {
+      try {
+        pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+      } catch (const std::system_error& e) {
+        throw sdk::PluginError(STAX_ERROR_RUNTIME, std::string("cpu_cpp: ") + e.what());
+      }
+    }
     configure_gemm(o);
     epilogues_ = o.get_bool("epilogues", true);
     // The prelude (~21 KB, every kernel's source starts with it) is assembled here, once per
@@ -370,6 +378,7 @@ class CpuCppBackend : public sdk::Backend {
   }
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
+    require_address_space(kJitHeadroomBytes, "compiling kernel '" + k.name() + "'");
     std::string source = kernel_source(k);
     if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
     // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
@@ -402,6 +411,7 @@ class CpuCppBackend : public sdk::Backend {
 
   std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
                                                    size_t size) override {
+    require_address_space(kJitHeadroomBytes, "linking cached kernel '" + k.name() + "'");
     Stored st = parse(k, data, size);
     return make_kernel(k, jit().load_object(st.object, {kEntry}, k.name()), std::move(st.source));
   }
@@ -410,6 +420,8 @@ class CpuCppBackend : public sdk::Backend {
   // lookup), all or nothing.
   std::vector<std::unique_ptr<sdk::CompiledKernel>> deserialize_batch(
       const std::vector<sdk::Kernel>& kernels, const std::vector<Serialized>& bytes) override {
+    require_address_space(kJitHeadroomBytes, "linking " + std::to_string(kernels.size()) +
+                                                 " cached kernels");
     std::vector<Stored> stored;
     std::vector<ClangJit::ObjectToLoad> objects;
     for (size_t i = 0; i < kernels.size(); ++i) stored.push_back(parse(kernels[i], bytes[i].data, bytes[i].size));

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace stax::cpu {
 
@@ -44,14 +45,28 @@ bool spin_until(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  } catch (const std::system_error& e) {
+    // No room for another thread (its stack under `ulimit -v`, or the process's thread limit):
+    // the ones started stop before the error leaves, so that no joinable thread is destroyed.
+    // (Thread 1 is the caller; workers are threads 2 .. threads.)
+    const size_t started = workers_.size();
+    stop();
+    throw std::system_error(e.code(), "cannot start thread " + std::to_string(started + 2) +
+                                          " of " + std::to_string(threads) +
+                                          " of the thread pool (out of memory?)");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() {
   stop_.store(true, std::memory_order_seq_cst);
   wake_.fetch_add(1, std::memory_order_seq_cst);
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::drain() {

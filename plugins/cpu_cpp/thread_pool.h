@@ -26,7 +26,8 @@ namespace stax::cpu {
 
 class ThreadPool {
  public:
-  // threads >= 1: the caller plus threads - 1 workers.
+  // threads >= 1: the caller plus threads - 1 workers. Throws std::system_error (no worker left
+  // running) when a thread cannot be started.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -44,6 +45,8 @@ class ThreadPool {
 
  private:
   void work();
+  // Stops and joins the workers.
+  void stop();
   // Claims and runs tasks of the batch in `state_` until none is left.
   void drain();
 

@@ -18,6 +18,7 @@
 
 #include <exception>
 #include <memory>
+#include <new>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -80,6 +81,8 @@ StaxError* guarded(const char* what, F&& f) noexcept {
     return nullptr;
   } catch (const PluginError& e) {
     return make_error(e.code(), e.what());
+  } catch (const std::bad_alloc& e) {  // an allocation the plugin did not name itself
+    return make_error(STAX_ERROR_RUNTIME, std::string(what) + ": out of memory (" + e.what() + ")");
   } catch (const std::exception& e) {
     return make_error(STAX_ERROR_INTERNAL, std::string(what) + ": " + e.what());
   } catch (...) {
