@@ -31,6 +31,8 @@ constexpr int kMaxTileElems = 512;
 // Below this many multiply-adds a product runs on the calling thread (a parallel_for costs
 // microseconds; 2^18 terms take ~2 us on one AVX-512 core).
 constexpr int64_t kParallelMinTerms = int64_t{1} << 18;
+// Packed B panels of a term block up to this size are looped over inside each row of tiles.
+constexpr int64_t kSmallPanelsBytes = int64_t{64} << 10;
 // A batch whose entries are smaller than this is spread over its entries.
 constexpr int64_t kSmallEntryTerms = int64_t{1} << 24;
 
@@ -240,27 +242,33 @@ void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blo
     if (!in_place) pack_a(p, a, bl, kb, r0, r1, ap);
     else if (full_end < r1) pack_a(p, a, bl, kb, full_end, r1, ap);
     const T* block = bp + kb * bl.kc * bl.panels * nr;
-    for (int64_t jp = jp0; jp < jp1; ++jp) {
+    auto tile = [&](int64_t jp, int64_t i0) {
       const T* bpanel = block + jp * kcb * nr;
       const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
-      for (int64_t i0 = r0; i0 < r1; i0 += mr) {
-        const int64_t h = std::min(mr, r1 - i0);
-        T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
-        const T* ar = in_place && i0 < full_end ? a + i0 * p.a_rs + q0 : nullptr;
-        const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
-        if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
-        if (h == mr && w == nr && p.c_cs == 1) {
-          bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate);
-          continue;
-        }
-        alignas(64) T edge[kMaxTileElems];  // the tile through a buffer: partial or strided C
-        if (accumulate)
-          for (int64_t i = 0; i < h; ++i)
-            for (int64_t j = 0; j < w; ++j) edge[i * nr + j] = cp[i * p.c_rs + j * p.c_cs];
-        bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate);
+      const int64_t h = std::min(mr, r1 - i0);
+      T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
+      const T* ar = in_place && i0 < full_end ? a + i0 * p.a_rs + q0 : nullptr;
+      const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
+      if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
+      if (h == mr && w == nr && p.c_cs == 1)
+        return bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate);
+      alignas(64) T edge[kMaxTileElems];  // the tile through a buffer: partial or strided C
+      if (accumulate)
         for (int64_t i = 0; i < h; ++i)
-          for (int64_t j = 0; j < w; ++j) cp[i * p.c_rs + j * p.c_cs] = edge[i * nr + j];
-      }
+          for (int64_t j = 0; j < w; ++j) edge[i * nr + j] = cp[i * p.c_rs + j * p.c_cs];
+      bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate);
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j) cp[i * p.c_rs + j * p.c_cs] = edge[i * nr + j];
+    };
+    // The term block's panels of B all in L1 / L2 (few terms: attention's head dim): rows
+    // outermost, so each row of C is written whole, once, in order. Otherwise the column panel
+    // outermost, its B panel kept in cache while the rows of A stream past it.
+    if (kcb * (jp1 - jp0) * nr * static_cast<int64_t>(sizeof(T)) <= kSmallPanelsBytes) {
+      for (int64_t i0 = r0; i0 < r1; i0 += mr)
+        for (int64_t jp = jp0; jp < jp1; ++jp) tile(jp, i0);
+    } else {
+      for (int64_t jp = jp0; jp < jp1; ++jp)
+        for (int64_t i0 = r0; i0 < r1; i0 += mr) tile(jp, i0);
     }
   }
 }
