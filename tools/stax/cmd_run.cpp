@@ -210,7 +210,12 @@ int run(const RunOptions& o) {
       std::cout << "input " << p->name() << " (" << it->second << "): " << inputs.back().summary()
                 << "\n";
     } else {
-      inputs.push_back(random_input(p->meta(), o.seed, offset));
+      try {
+        inputs.push_back(random_input(p->meta(), o.seed, offset));
+      } catch (const Error& e) {  // e.g. out of memory: name the placeholder
+        if (!e.location().empty()) throw;
+        throw Error("cli", "%" + p->name(), "random input: " + e.message());
+      }
       offset += static_cast<uint64_t>(p->meta().numel());
       std::cout << "input " << p->name() << " (random, seed " << o.seed
                 << "): " << inputs.back().summary() << "\n";
