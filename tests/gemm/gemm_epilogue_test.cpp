@@ -185,6 +185,42 @@ TEST(GemmEpilogue, AnotherLibraryGivesTheSameBitsWithAndWithoutEpilogues) {
   }
 }
 
+TEST(GemmEpilogue, HostRunsAnEpilogueTheBackendDeclines) {
+  // toy_epilogue (tests/plugins) reports extern_epilogues but keeps the SDK's default
+  // run_extern_with_epilogue, which declines: the step is fused, the host runs the epilogue after
+  // the product, and the result is toy_cpu's unfused one bit for bit.
+  auto toy = [](const std::string& backend) {
+    Config c = cpu_config();
+    c.plugin_path = {std::string(STAX_BINARY_DIR) + "/test_plugins"};
+    c.devices["cpu"].backend = backend;
+    return std::make_unique<Compiler>(c);
+  };
+  const char* text = R"(graph(
+    %x shape=(20, 12) = placeholder[target=x]
+    %w shape=(12, 36) = placeholder[target=w]
+    %b shape=(36,) = placeholder[target=b]
+    %mm shape=(20, 36) = call_function[target=tp.mm.default](args = (%x, %w))
+    %add shape=(20, 36) = call_function[target=tp.add.Tensor](args = (%mm, %b))
+    %relu shape=(20, 36) = call_function[target=tp.relu.default](args = (%add,))
+    return (relu,)
+))";
+  Graph g = parse_graph(text);
+  std::vector<Tensor> inputs = test::random_inputs(g, 2, -2, 2);
+  CompiledGraph fused = toy("toy_epilogue")->compile(g);
+  ASSERT_NE(note_for(fused), nullptr);
+  EXPECT_TRUE(note_for(fused)->fused);
+  RunStats stats;
+  GraphRunOptions ro;
+  ro.stats = &stats;
+  Tensor got = fused.run(inputs, ro)[0];
+  EXPECT_EQ(stats.fused_epilogues, 0u);
+  EXPECT_EQ(stats.launches, 1u);
+  EXPECT_EQ(stats.extern_calls, 1u);
+  CompiledGraph apart = toy("toy_cpu")->compile(g);
+  EXPECT_TRUE(apart.schedule().epilogues.empty());
+  EXPECT_TRUE(bitwise_equal(got, apart.run(inputs)[0]));
+}
+
 TEST(EpilogueBlocks, EveryChunkRunsOnceWhenItsElementsAreFinal) {
   // 10 units of 6 elements, chunks of 4 units (24 elements; the last 12), blocks that straddle
   // chunks and arrive out of order.
