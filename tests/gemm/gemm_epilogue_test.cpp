@@ -185,6 +185,46 @@ TEST(GemmEpilogue, AnotherLibraryGivesTheSameBitsWithAndWithoutEpilogues) {
   }
 }
 
+TEST(GemmEpilogue, AnEpilogueNeverWritesOverTheProductsInputs) {
+  // o = i + i @ w: unfused, o's kernel writes in place of i, which it reads last (scheduler_test
+  // MemoryPlan.AKernelWritesInPlaceOfAnInputThatDiesThere); fused, it runs while the product
+  // still reads i, so the memory plan must keep them apart.
+  const char* text = R"(graph(
+    %x shape=(40, 40) = placeholder[target=x]
+    %w shape=(40, 40) = placeholder[target=w]
+    %i shape=(40, 40) = call_function[target=tp.exp.default](args = (%x,))
+    %p shape=(40, 40) = call_function[target=tp.mm.default](args = (%i, %w))
+    %o shape=(40, 40) = call_function[target=tp.add.Tensor](args = (%i, %p))
+    %q shape=(40, 40) = call_function[target=tp.mm.default](args = (%o, %w))
+    %r shape=(40, 40) = call_function[target=tp.mul.Tensor](args = (%o, 2))
+    return (q, r)
+))";
+  Graph g = parse_graph(text);
+  std::vector<Tensor> inputs = test::random_inputs(g, 4, -1, 1);
+  std::vector<Tensor> want = test::reference(g, inputs);
+  for (int threads : {1, 2}) {
+    CompiledGraph cg = compiler(threads, true).compile(g);
+    bool fused = false;
+    for (const auto& n : cg.schedule().epilogues) fused = fused || n.fused;
+    ASSERT_TRUE(fused) << cg.schedule().str();
+    const MemoryPlan& m = cg.memory_plan();
+    // Buffers live in one step (the product's inputs and its epilogue's outputs) never share
+    // bytes: no in-place write of o over i, whose lifetimes now meet in the product's step.
+    for (const BufferPlacement& a : m.buffers)
+      for (const BufferPlacement& b : m.buffers) {
+        if (&a == &b || a.kind != BufferPlacement::Kind::Arena ||
+            b.kind != BufferPlacement::Kind::Arena)
+          continue;
+        bool live_together = !(a.last_step < b.first_step || b.last_step < a.first_step);
+        bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+        EXPECT_FALSE(live_together && overlap) << a.buffer << " and " << b.buffer << "\n" << m.str();
+      }
+    std::vector<Tensor> got = cg.run(inputs);
+    EXPECT_TRUE(bitwise_equal(got[0], want[0]));
+    EXPECT_TRUE(bitwise_equal(got[1], want[1]));
+  }
+}
+
 TEST(GemmEpilogue, HostRunsAnEpilogueTheBackendDeclines) {
   // toy_epilogue (tests/plugins) reports extern_epilogues but keeps the SDK's default
   // run_extern_with_epilogue, which declines: the step is fused, the host runs the epilogue after
