@@ -37,6 +37,9 @@
 //                            into it (ABI 1.5, core/scheduler/extern_epilogue.h): the kernel runs
 //                            on each block of rows the product finishes, while it is in cache
 //                            (the same bits); false: every such kernel runs after the product
+//   pool_spin_us: 100        how long the pool's idle threads spin for the next kernel before
+//                            they sleep (a sleeping thread costs a futex wake-up; spinning costs
+//                            its core while nothing runs)
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -319,7 +322,7 @@ class CpuCppBackend : public sdk::Backend {
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "blas", "blas_library", "epilogues",
-                   "dump_source", "test_inject_source"});
+                   "pool_spin_us", "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", 3);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
@@ -332,9 +335,11 @@ class CpuCppBackend : public sdk::Backend {
     print_.row_tiles = o.get_bool("row_tiles", true) && native_cpu_ && simd_bytes() >= 64;
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
+    const int64_t spin_us = o.get_int("pool_spin_us", ThreadPool::kDefaultSpinMicros);
+    if (spin_us < 0 || spin_us > 1000000) o.at("pool_spin_us").fail("must be 0..1000000");
     if (threads_ > 1) {
       try {
-        pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_));
+        pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_), spin_us);
       } catch (const std::system_error& e) {
         throw sdk::PluginError(STAX_ERROR_RUNTIME, std::string("cpu_cpp: ") + e.what());
       }

@@ -1,5 +1,6 @@
 #include "plugins/cpu_cpp/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -9,10 +10,9 @@ namespace stax::cpu {
 
 namespace {
 
-// How long a waiting thread spins before it sleeps. Long enough to bridge the gaps between the
-// kernels of one run and between back-to-back runs (microseconds), short enough that an idle
-// pool gives the cores back at once.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// How long a waiting thread spins before it sleeps (ThreadPool::kDefaultSpinMicros, cpu_cpp's
+// `pool_spin_us`): long enough to bridge the gaps between the kernels of one run and between
+// back-to-back runs (microseconds), short enough that an idle pool gives the cores back at once.
 
 constexpr int kTaskBits = 20;
 constexpr uint64_t kTaskMask = (uint64_t{1} << kTaskBits) - 1;
@@ -29,22 +29,22 @@ void cpu_relax() {
 #endif
 }
 
-// Spins until done() or the spin time is spent; returns done().
+// Spins until done() or `spin` is spent; returns done().
 template <class Done>
-bool spin_until(Done done) {
+bool spin_until(std::chrono::microseconds spin, Done done) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() - start > kSpin) return done();
+    if (std::chrono::steady_clock::now() - start > spin) return done();
   }
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, int64_t spin_us) : spin_(std::max<int64_t>(0, spin_us)) {
   try {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
   } catch (const std::system_error& e) {
@@ -96,7 +96,7 @@ void ThreadPool::work() {
       return stop_.load(std::memory_order_acquire) ||
              generation(state_.load(std::memory_order_acquire)) != seen;
     };
-    if (!spin_until(fresh)) {
+    if (!spin_until(spin_, fresh)) {
       for (;;) {
         // Dekker with parallel_for: either this check sees the new batch, or the caller sees
         // sleepers_ > 0 after publishing it and bumps wake_ and wakes us.
@@ -134,7 +134,7 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
   if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_.notify_all();
   drain();
   const uint32_t all = static_cast<uint32_t>(tasks);
-  if (!spin_until([&] { return finished_.load(std::memory_order_acquire) == all; })) {
+  if (!spin_until(spin_, [&] { return finished_.load(std::memory_order_acquire) == all; })) {
     caller_sleeping_.store(1, std::memory_order_seq_cst);
     for (uint32_t f; (f = finished_.load(std::memory_order_seq_cst)) != all;)
       finished_.wait(f, std::memory_order_seq_cst);

@@ -8,7 +8,7 @@
 // are claimed dynamically: a thread that the OS deschedules (a loaded machine) holds back at most
 // the one chunk it has claimed, the others take the rest. No mutex on the hot path.
 //
-// Waiting spins before it sleeps (kSpinMicros of pause loops, then a futex through C++20
+// Waiting spins before it sleeps (spin_us of pause loops, then a futex through C++20
 // std::atomic::wait): workers poll for the next batch and the caller for the batch's end, so the
 // back-to-back kernels of a run do not pay a wake-up each (a sleeping worker costs a futex wake,
 // tens of microseconds, before it runs), and a waker makes the futex call only when a thread is
@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -27,8 +28,10 @@ namespace stax::cpu {
 class ThreadPool {
  public:
   // threads >= 1: the caller plus threads - 1 workers. Throws std::system_error (no worker left
-  // running) when a thread cannot be started.
-  explicit ThreadPool(int threads);
+  // running) when a thread cannot be started. `spin_us`: how long a waiting thread spins before
+  // it sleeps (kDefaultSpinMicros).
+  static constexpr int64_t kDefaultSpinMicros = 100;
+  explicit ThreadPool(int threads, int64_t spin_us = kDefaultSpinMicros);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -60,6 +63,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> wake_{0};  // bumped per batch (and at stop): futex word
   std::atomic<uint32_t> sleepers_{0};          // workers asleep on wake_
   std::atomic<bool> stop_{false};
+  std::chrono::microseconds spin_;
 };
 
 }  // namespace stax::cpu
