@@ -146,6 +146,11 @@ void sweep(const Context& ctx) {
   // Batches: attention's shape scaled down (K^T read transposed), and many tiny entries.
   check_case<T>(12, 40, 40, 8, Layout::RowMajor, Layout::Transposed, Layout::RowMajor, ctx, 93);
   check_case<T>(9, 40, 8, 40, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx, 94);
+  // P @ V with a head dim of one tile (B read in place: it is its own packed form), and Kᵀ
+  // packed in 16 x 16 transposes.
+  check_case<T>(5, 45, 32, 70, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx, 96);
+  check_case<T>(5, 45, 64, 70, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx, 97);
+  check_case<T>(3, 40, 70, 48, Layout::RowMajor, Layout::Transposed, Layout::RowMajor, ctx, 98);
   check_case<T>(33, 3, 2, 5, Layout::Transposed, Layout::Strided, Layout::RowMajor, ctx, 95);
 }
 

@@ -145,6 +145,8 @@ struct Blocking {
   int64_t mc = 1;        // rows per block (a multiple of tile.mr)
   int64_t k_blocks = 0;  // ceil(k / kc)
   int64_t panels = 0;    // ceil(n / tile.nr)
+  // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
+  void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
 
   int64_t block_terms(int64_t kb, int64_t k) const { return std::min(kc, k - kb * kc); }
   // Elements of one entry's packed B (block kb starts at kb * kc * panels * nr).
@@ -168,6 +170,11 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t tasks_wanted) 
   b.mc = std::clamp<int64_t>(mc, std::min<int64_t>(mc_max, 4 * mr), mc_max);
   b.k_blocks = (p.k + b.kc - 1) / b.kc;
   b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+#if STAX_GEMM_X86
+  if constexpr (std::is_same_v<T, float>)
+    if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512)
+      b.transpose16 = &avx512::transpose16;
+#endif
   return b;
 }
 
@@ -193,7 +200,16 @@ void pack_b(const Problem<T>& p, const T* b, const Blocking<T>& bl, int64_t kb, 
   for (int64_t jp = jp0; jp < jp1; ++jp) {
     T* dst = block + jp * kcb * nr;
     const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
-    for (int64_t j = 0; j < w; ++j) {
+    int64_t j = 0;
+    if (p.b_rs == 1 && bl.transpose16)  // a transposed B, 16 x 16 blocks in registers
+      for (; j + 16 <= w; j += 16) {
+        int64_t q = 0;
+        for (; q + 16 <= kcb; q += 16)
+          bl.transpose16(b + (j0 + j) * p.b_cs + q0 + q, p.b_cs, dst + q * nr + j, nr);
+        for (; q < kcb; ++q)
+          for (int64_t jj = j; jj < j + 16; ++jj) dst[q * nr + jj] = b[(j0 + jj) * p.b_cs + q0 + q];
+      }
+    for (; j < w; ++j) {
       const T* src = b + q0 * p.b_rs + (j0 + j) * p.b_cs;
       for (int64_t q = 0; q < kcb; ++q) dst[q * nr + j] = src[q * p.b_rs];
     }
@@ -275,6 +291,13 @@ void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blo
   }
 }
 
+// Whether B already is its packed form: one panel, row-major with rows of exactly NR (a head
+// dim equal to the tile width: attention's P @ V), so every term block is read in place.
+template <class T>
+bool b_is_packed(const Problem<T>& p, const Blocking<T>& bl) {
+  return bl.panels == 1 && p.n == bl.tile.nr && p.b_cs == 1 && p.b_rs == bl.tile.nr;
+}
+
 // One entry on the calling thread.
 template <class T>
 void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, T* ap,
@@ -282,10 +305,14 @@ void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, 
   const T* a = p.a + p.a_offset(e);
   const T* b = p.b + p.b_offset(e);
   T* c = p.c + p.c_offset(e);
-  for (int64_t kb = 0; kb < bl.k_blocks; ++kb) pack_b(p, b, bl, kb, 0, bl.panels, bp);
+  const T* packed = bp;
+  if (b_is_packed(p, bl))
+    packed = b;
+  else
+    for (int64_t kb = 0; kb < bl.k_blocks; ++kb) pack_b(p, b, bl, kb, 0, bl.panels, bp);
   for (int64_t r0 = 0; r0 < p.m; r0 += bl.mc) {
     const int64_t r1 = std::min(p.m, r0 + bl.mc);
-    compute_block(p, a, bp, c, bl, r0, r1, 0, bl.panels, ap);
+    compute_block(p, a, packed, c, bl, r0, r1, 0, bl.panels, ap);
     if (done) done(e, r0, r1);
   }
 }
@@ -298,11 +325,16 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   const T* b = p.b + p.b_offset(e);
   T* c = p.c + p.c_offset(e);
   const int64_t threads = std::max(1, ctx.threads);
-  const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
-  ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
-    const int64_t kb = t / pack_groups, g = t % pack_groups;
-    pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
-  });
+  const T* packed = bp;
+  if (b_is_packed(p, bl)) {
+    packed = b;
+  } else {
+    const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
+    ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
+      const int64_t kb = t / pack_groups, g = t % pack_groups;
+      pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
+    });
+  }
   const int64_t row_blocks = (p.m + bl.mc - 1) / bl.mc;
   const int64_t groups =
       std::clamp<int64_t>((2 * threads + row_blocks - 1) / row_blocks, 1, bl.panels);
@@ -314,8 +346,8 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
       const int64_t rb = t / groups, g = t % groups;
       const int64_t r0 = rb * bl.mc, r1 = std::min(p.m, r0 + bl.mc);
       Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
-      compute_block(p, a, bp, c, bl, r0, r1, bl.panels * g / groups, bl.panels * (g + 1) / groups,
-                    ap.get());
+      compute_block(p, a, packed, c, bl, r0, r1, bl.panels * g / groups,
+                    bl.panels * (g + 1) / groups, ap.get());
       if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
     });
   });
