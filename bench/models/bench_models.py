@@ -213,15 +213,32 @@ class Bench:
                 self.errors[key] = str(e)
                 self.failed = True
         self.check(case, c, threads, live)
-        for s in live:  # a warm-up run each
-            workers[WORKER_OF[s]].ask("time %s %s 1" % (case.id, s))
+        if self.args.rounds:
+            live = [s for s in live if self.time(case, threads, s, workers, 1, record=False)]
         for r in range(self.args.rounds if live else 0):
             for s in live[r % len(live):] + live[:r % len(live)]:  # the order rotates
                 time.sleep(self.args.gap)
-                ms = workers[WORKER_OF[s]].ask("time %s %s %d" % (case.id, s, self.args.reps))
-                self.times.setdefault((case.id, threads, s), []).extend(float(m) for m in ms)
+                self.time(case, threads, s, workers, self.args.reps)
         for kind in {WORKER_OF[s] for s in live}:
-            workers[kind].ask("drop %s" % case.id)
+            try:
+                workers[kind].ask("drop %s" % case.id)
+            except WorkerError as e:
+                self.notes.append("%s worker, drop %s: %s" % (kind, case.id, e))
+
+    def time(self, case, threads, system, workers, reps, record=True):
+        """Runs `reps` timed calls; False (and the error recorded) when the worker fails."""
+        key = (case.id, threads, system)
+        if key in self.errors:
+            return False
+        try:
+            ms = workers[WORKER_OF[system]].ask("time %s %s %d" % (case.id, system, reps))
+        except WorkerError as e:
+            self.errors[key] = str(e)
+            self.failed = True
+            return False
+        if record:
+            self.times.setdefault(key, []).extend(float(m) for m in ms)
+        return True
 
     def check(self, case, c, threads, live):
         if "eager" not in live:
@@ -270,7 +287,7 @@ class Bench:
     # ---- the run ---------------------------------------------------------------------------
     def run(self):
         a = self.args
-        self.header = report.header(ROOT, loadavg())
+        self.header = report.header(ROOT, loadavg(), a.quick)
         print(self.header, flush=True)
         prepared = {}
         for case in self.cases:

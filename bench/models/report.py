@@ -26,7 +26,7 @@ def _cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def header(root, load):
+def header(root, load, quick=False):
     try:
         commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
@@ -37,6 +37,9 @@ def header(root, load):
                                                          os.cpu_count() or 0),
              "peers: torch %s, jax %s" % (_version("torch"), _version("jax")),
              "loadavg at start: %s" % load]
+    if quick:
+        lines.append("--quick: tiny shapes, one round: this run checks the bench, its times are "
+                     "not figures")
     if float(load.split()[0]) > 1.5:
         lines.append("WARNING: 1-minute load above 1.5: these figures are not results")
     return "\n".join(lines)
@@ -84,7 +87,10 @@ def _ratio(bench, case, t, num, den):
     a, b = (median(bench.times.get((case.id, t, s), [])) for s in (num, den))
     if (case.id, t, num) in bench.errors or (case.id, t, den) in bench.errors:
         return "fail"
-    return "%.2f" % (a / b) if a and b else None
+    if not (a and b):
+        return None
+    r = a / b
+    return "%.2f" % r if 0.1 <= r < 100 else "%.2g" % r
 
 
 def main_table(bench):
