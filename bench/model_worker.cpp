@@ -4,6 +4,7 @@
 // one line per answer:
 //
 //   probe                   -> ok GBPS          read bandwidth on THREADS threads (best of 5)
+//   blas                    -> ok CORE          OpenBLAS's kernel set for this CPU (SkylakeX...)
 //   setup ID SYSTEM DIR     -> ok COMPILE_MS FIRST_MS
 //   time ID SYSTEM REPS     -> ok MS MS ...     one wall time per rep
 //   drop ID                 -> ok
@@ -257,6 +258,7 @@ class Worker {
       std::snprintf(buf, sizeof buf, "%.2f", read_bandwidth(threads_) / 1e9);
       return buf;
     }
+    if (cmd == "blas") return bench::hand_blas_core();
     if (cmd == "drop") {
       ss >> id;
       for (auto it = cases_.begin(); it != cases_.end();)

@@ -179,7 +179,7 @@ class Bench:
                                [torch.from_numpy(a) for _, a in named])
         self.trace_ms[case.id] = traced.seconds * 1e3
         with open(os.path.join(d, "graph.txt"), "w") as f:
-            f.write(traced.text)
+            f.write(traced.text + "\n")
         c = casefile.CaseFile(d, workload=case.workload, mode=case.mode, params=case.params,
                               graph="graph.txt", hand=spec.hand or "none")
         for k, ((_, a), name) in enumerate(zip(named, traced.placeholders)):
@@ -292,9 +292,12 @@ class Bench:
         prepared = {}
         for case in self.cases:
             prepared[case.id] = self.prepare(case)
-        self.bandwidth = {}
+        self.bandwidth, self.blas = {}, ""
         for threads in a.threads:
             workers = self.start_all(threads)
+            if "stax" in workers and not self.blas:
+                self.blas = workers["stax"].ask("blas")[0]
+                print(report.blas_line(self.blas), flush=True)
             if "stax" in workers and a.rounds:
                 self.bandwidth[threads] = float(workers["stax"].ask("probe")[0])
                 print("read bandwidth, %d thread%s: %.1f GB/s" % (

@@ -45,6 +45,26 @@ def header(root, load, quick=False):
     return "\n".join(lines)
 
 
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def blas_line(core):
+    line = "OpenBLAS kernels (Stax's extern GEMMs and the hand GEMMs): " + core
+    if core.lower() in ("prescott", "nehalem", "sandybridge", "haswell") and \
+            "avx512f" in _cpu_flags():
+        line += (" -- not its AVX-512 kernels: this OpenBLAS does not know the CPU "
+                 "(OPENBLAS_CORETYPE=SkylakeX in the environment forces them)")
+    return line
+
+
 def median(v):
     return statistics.median(v) if v else None
 
@@ -164,8 +184,10 @@ def tables(bench):
                 "cold run filled):", "", compile_table(bench)]
     bw = ", ".join("%d thread%s %.1f GB/s" % (t, "" if t == 1 else "s", g)
                    for t, g in sorted(bench.bandwidth.items()))
-    out += ["", "read bandwidth: " + (bw or "not measured"),
-            "loadavg at end: " + bench.load_after]
+    out += ["", "read bandwidth: " + (bw or "not measured")]
+    if bench.blas:
+        out.append(blas_line(bench.blas))
+    out.append("loadavg at end: " + bench.load_after)
     if float(bench.load_after.split()[0]) > 1.5:
         out.append("WARNING: 1-minute load above 1.5 at the end: these figures are not results")
     for note in bench.notes:
