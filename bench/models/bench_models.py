@@ -143,7 +143,7 @@ class Bench:
                "torch": {"TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")},
                "jax": {}}
         workers = {}
-        for kind in sorted({WORKER_OF[s] for s in self.systems}):
+        for kind in sorted({WORKER_OF[s] for s in self.systems + ["eager"]}):
             if kind == "jax" and not self.jax_available():
                 continue
             try:
@@ -199,8 +199,9 @@ class Bench:
         return c
 
     def case_systems(self, case, workers):
-        return [s for s in self.systems if WORKER_OF[s] in workers and
-                (s != "hand" or case.spec.hand)]
+        """The systems set up for `case`: the chosen ones, and eager (the reference) always."""
+        return [s for s in SYSTEMS if WORKER_OF[s] in workers and
+                (s in self.systems or s == "eager") and (s != "hand" or case.spec.hand)]
 
     def run_case(self, case, c, threads, workers):
         live = []
@@ -213,6 +214,7 @@ class Bench:
                 self.errors[key] = str(e)
                 self.failed = True
         self.check(case, c, threads, live)
+        live = [s for s in live if s in self.systems]  # eager only as the reference: not timed
         if self.args.rounds:
             live = [s for s in live if self.time(case, threads, s, workers, 1, record=False)]
         for r in range(self.args.rounds if live else 0):
@@ -241,7 +243,10 @@ class Bench:
         return True
 
     def check(self, case, c, threads, live):
-        if "eager" not in live:
+        if "eager" not in live:  # its failure is recorded: nothing to check against
+            for s in live:
+                self.errors[(case.id, threads, s)] = "not checked: torch eager failed"
+            self.failed = True
             return
         ref = casefile.load_outputs(c.dir, "eager")
         for s in live:
