@@ -117,7 +117,8 @@ class Bench:
         os.makedirs(self.work, exist_ok=True)
         self.systems = [s for s in SYSTEMS if s in args.systems]
         self.cases = [c for c in all_cases(args.quick, args.sizes)
-                      if not args.cases or any(c.id.startswith(p) for p in args.cases)]
+                      if not args.cases or any(c.id == p or c.id.startswith(p + "_")
+                                               for p in args.cases)]
         self.times = {}  # (case id, threads, system) -> [ms]
         self.errors = {}  # (case id, threads, system) -> message
         self.worst = {}  # (case id, threads, system) -> relative error vs eager
@@ -346,7 +347,9 @@ def parse_args(argv):
     p.add_argument("--worker", default=os.path.join(ROOT, "build", "bin", "bench_model_worker"))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--systems", default=",".join(SYSTEMS))
-    p.add_argument("--cases", default="", help="case id prefixes, comma-separated (gpt,W1)")
+    p.add_argument("--cases", default="",
+                   help="cases, comma-separated: ids (gpt_fwd, W1_4096, W2, resnet_step) or "
+                        "their first part (gpt, W1, resnet)")
     p.add_argument("--sizes", default="", help="W1-W5 sizes (default 4096,8192)")
     p.add_argument("--rounds", type=int, default=None, help="default 3 (--quick 1)")
     p.add_argument("--reps", type=int, default=None, help="reps per round (default 5, --quick 2)")
