@@ -123,6 +123,7 @@ class Bench:
         self.errors = {}  # (case id, threads, system) -> message
         self.worst = {}  # (case id, threads, system) -> relative error vs eager
         self.compile = {}  # (case id, system, "cold"|"cached") -> ms
+        self.setup_ms = {}  # (case id, threads, system) -> compile ms in the timing workers
         self.trace_ms = {}
         self.notes = []  # systems left out, and why
         self.failed = False
@@ -209,7 +210,8 @@ class Bench:
         for s in self.case_systems(case, workers):
             key = (case.id, threads, s)
             try:
-                workers[WORKER_OF[s]].ask("setup %s %s %s" % (case.id, s, c.dir))
+                words = workers[WORKER_OF[s]].ask("setup %s %s %s" % (case.id, s, c.dir))
+                self.setup_ms[key] = float(words[0])
                 live.append(s)
             except WorkerError as e:
                 self.errors[key] = str(e)

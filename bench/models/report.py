@@ -84,7 +84,8 @@ def progress(bench, case, threads):
         elif key in bench.times:
             cells.append("%s %s ms" % (s, _ms(median(bench.times[key]))))
         elif key in bench.worst:
-            cells.append("%s ok" % s)
+            cells.append("%s ok" % s + (" (compile %s ms)" % _ms(bench.setup_ms[key])
+                                        if bench.setup_ms.get(key) else ""))
         elif s == "eager" and any(k[:2] == (case.id, threads) for k in bench.worst):
             cells.append("eager (the reference)")
     err = max((v for k, v in bench.worst.items() if k[:2] == (case.id, threads)), default=None)
