@@ -7,9 +7,9 @@
 #   scripts/bench_models.sh [--quick] [bench/models/bench_models.py options]
 #
 # --quick: tiny shapes, one round: checks that the whole bench works (a few minutes, most of it
-# Inductor's cold compiles), not figures. Without it: ~20-30 minutes; the figures mean something
-# only on an idle machine (the load average is printed before and after; above 1.5 the run says
-# its figures are not results). Sets up jax (scripts/setup_bench.sh) and builds the Stax worker
+# Inductor's cold compiles), not figures. Without it: an estimated 20-30 minutes, and figures only
+# on an idle machine (the load average is printed before and after; above 1.5 the run says its
+# figures are not results). Sets up jax (scripts/setup_bench.sh) and builds the Stax worker
 # into ./build (configuring it if needed) first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
