@@ -7,12 +7,15 @@
 # A module whose folder does not exist yet (scheduler, until it lands) is skipped by the build; its
 # dependents link it once it exists.
 set(STAX_CORE_MODULES
-  support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
+  support types graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
   backend runtime cache driver)
 
 set(STAX_CORE_DEPS_support)
-set(STAX_CORE_DEPS_graph support)
-set(STAX_CORE_DEPS_tensor graph)
+# Element types, tensor metadata and the 16-bit float storage types: the vocabulary of both the
+# graph and the tensors, so neither depends on the other.
+set(STAX_CORE_DEPS_types support)
+set(STAX_CORE_DEPS_graph types support)
+set(STAX_CORE_DEPS_tensor types support)
 set(STAX_CORE_DEPS_autodiff graph)
 set(STAX_CORE_DEPS_partition autodiff graph)
 set(STAX_CORE_DEPS_interpreter tensor graph autodiff)
@@ -27,7 +30,7 @@ set(STAX_CORE_DEPS_runtime tensor interpreter ir lowering codegen backend schedu
 # The persistent kernel cache: bytes keyed by bytes, no graph, no plugin ABI (issue 11).
 set(STAX_CORE_DEPS_cache support)
 set(STAX_CORE_DEPS_driver
-  support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
+  support types graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
   backend runtime cache)
 
 # Only core/backend and core/codegen may include the plugin ABI ("stax/plugin_api.h",

@@ -1,6 +1,6 @@
-// Tests of core/tensor/half.h: float16 and bfloat16 conversions against exhaustive enumeration
+// Tests of core/types/half.h: float16 and bfloat16 conversions against exhaustive enumeration
 // and an independent round-to-nearest-even oracle.
-#include "core/tensor/half.h"
+#include "core/types/half.h"
 
 #include <gtest/gtest.h>
 

@@ -28,7 +28,7 @@
 
 #include <optional>
 
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 
 namespace stax {
 

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "core/graph/arg.h"
-#include "core/graph/tensor_meta.h"
+#include "core/types/tensor_meta.h"
 
 namespace stax {
 

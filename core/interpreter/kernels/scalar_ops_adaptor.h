@@ -10,7 +10,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 #include "core/support/error.h"
 #include "stax/sdk/scalar_ops.hpp"
 

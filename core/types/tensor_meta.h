@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 
 namespace stax {
 

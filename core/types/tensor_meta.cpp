@@ -1,4 +1,4 @@
-#include "core/graph/tensor_meta.h"
+#include "core/types/tensor_meta.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 
 #include <array>
 
