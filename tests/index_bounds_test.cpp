@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/codegen/kernel_codegen.h"
-#include "core/graph/pointwise_formulas.h"
+#include "core/ops/pointwise/formulas.h"
 #include "core/ir/ops_builder.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/interp_helpers.h"

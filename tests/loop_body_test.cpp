@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "core/graph/pointwise_formulas.h"
+#include "core/ops/pointwise/formulas.h"
 #include "core/ir/eliminate_dead_ops.h"
 #include "core/ir/normalize_loops.h"
 #include "core/ir/ops_builder.h"

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/graph/op_registry.h"
-#include "core/graph/ops/infer_helpers.h"
-#include "core/graph/ops/register_ops.h"
+#include "core/ops/common/infer_helpers.h"
+#include "core/ops/install.h"
 #include "core/codegen/kernel_desc.h"
 #include "core/ir/normalize_loops.h"
 #include "core/backend/policy_from_plugin.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/interpreter/kernels/kernel_utils.h"
+#include "core/ops/common/kernel_utils.h"
 #include "stax/sdk/scalar_ops.hpp"
 #define STAX_SCALAR_OPS_LISTS_ONLY
 #include "stax/sdk/scalar_ops.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/graph/op_registry.h"
-#include "core/graph/ops/register_ops.h"
+#include "core/ops/install.h"
 #include "core/graph/parser.h"
 #include "core/support/error.h"
 
