@@ -41,7 +41,7 @@
 #include "core/interpreter/interpreter.h"
 #include "core/tensor/tensor.h"
 #include "core/support/error.h"
-#include "tests/autodiff_check.h"
+#include "tests/autodiff/autodiff_check.h"
 
 using namespace stax;
 

@@ -26,7 +26,7 @@
 #include "core/graph/op_registry.h"
 #include "core/tensor/npy.h"
 #include "core/support/error.h"
-#include "tests/autodiff_cases.h"
+#include "tests/autodiff/autodiff_cases.h"
 #include "tests/support/torch_python.h"
 
 using namespace stax;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/autodiff_check.h"
+#include "tests/autodiff/autodiff_check.h"
 
 namespace stax::testing {
 
@@ -369,9 +369,9 @@ inline std::vector<Case> composite_cases() {
 
 }  // namespace stax::testing
 
-#include "tests/nn_cases.h"  // nn_cases(): the neural-network ops
-#include "tests/model_op_cases.h"
-#include "tests/more_op_cases.h"  // more_cases(): issue 14, more aten ops
+#include "tests/ops/nn/nn_cases.h"  // nn_cases(): the neural-network ops
+#include "tests/ops/model_op_cases.h"
+#include "tests/ops/more_op_cases.h"  // more_cases(): issue 14, more aten ops
 
 namespace stax::testing {
 

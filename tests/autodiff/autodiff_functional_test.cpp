@@ -19,7 +19,7 @@
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
-#include "tests/autodiff_cases.h"
+#include "tests/autodiff/autodiff_cases.h"
 
 using namespace stax;
 using namespace stax::testing;
