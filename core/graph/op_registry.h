@@ -81,7 +81,7 @@ class OpRegistry {
  public:
   // Registers an op: `schema` as in op_schema.h. Throws on a duplicate name.
   OpDef& add(const std::string& schema, OpCategory category, Promotion promotion, InferFn infer);
-  // Registers an op returning several tensors (core/graph/ops/multi_output_ops.cpp).
+  // Registers an op returning several tensors (core/ops/multi_output/schemas.cpp).
   OpDef& add_multi(const std::string& schema, OpCategory category, InferMultiFn infer);
 
   // Looks up "add.Tensor", "tp.add.Tensor", "tensorplay.ops.tp.add.Tensor", or a bare "relu"

@@ -23,9 +23,10 @@ void register_all_ops(OpRegistry& r) {
   register_composite_ops(r);
   register_backward_ops(r);
   register_nn_ops(r);
-  register_model_ops(r);
   register_multi_output_ops(r);
-  register_more_ops(r);
+  register_special_ops(r);
+  register_random_ops(r);
+  register_activation_ops(r);
 }
 
 namespace {
@@ -37,8 +38,11 @@ void install_decompositions(DecompositionTable& t) {
   register_reduction_decompositions(t);
   register_random_decompositions(t);
   register_nn_decompositions(t);
-  register_model_decompositions(t);
-  register_more_decompositions(t);
+  register_indexing_decompositions(t);
+  register_creation_decompositions(t);
+  register_special_decompositions(t);
+  register_activation_decompositions(t);
+  register_functional_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -49,18 +53,25 @@ void install_vjps(VjpTable& t) {
   register_extern_vjps(t);
   register_composite_vjps(t);
   register_nn_vjps(t);
-  register_model_vjps(t);
-  register_more_vjps(t);
+  register_special_vjps(t);
+  register_pointwise_math_vjps(t);
+  register_special_derivative_vjps(t);
+  register_activation_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
   register_pointwise_jvps(t);
-  register_linear_jvps(t);
-  register_nonlinear_jvps(t);
   register_backward_jvps(t);
+  register_reduction_jvps(t);
+  register_view_jvps(t);
+  register_indexing_jvps(t);
+  register_extern_jvps(t);
+  register_random_jvps(t);
   register_nn_jvps(t);
-  register_model_jvps(t);
-  register_more_jvps(t);
+  register_special_jvps(t);
+  register_pointwise_math_jvps(t);
+  register_special_derivative_jvps(t);
+  register_activation_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -70,10 +81,11 @@ void install_kernels(InterpreterTable& t) {
   register_indexing_kernels(t);
   register_extern_kernels(t);
   register_creation_kernels(t);
+  register_random_kernels(t);
   register_composite_kernels(t);
   register_nn_kernels(t);
-  register_model_kernels(t);
-  register_more_kernels(t);
+  register_special_kernels(t);
+  register_activation_kernels(t);
 }
 
 void install_lowering_rules(LoweringTable& t) {

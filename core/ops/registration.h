@@ -24,8 +24,9 @@ void register_creation_ops(OpRegistry& r);      // full zeros ones arange rand r
 void register_composite_ops(OpRegistry& r);     // softmax log_softmax silu layer_norm ...
 void register_nn_ops(OpRegistry& r);            // convolution pooling norms losses attention
 void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, native_layer_norm ...
-void register_model_ops(OpRegistry& r);         // unsplit/: activations, scans, shape ops ...
-void register_more_ops(OpRegistry& r);          // unsplit/: more aten ops
+void register_special_ops(OpRegistry& r);       // erfinv digamma polygamma Bessel zeta ...
+void register_random_ops(OpRegistry& r);        // normal bernoulli randint_like
+void register_activation_ops(OpRegistry& r);    // leaky_relu elu hardtanh ... and *_backward
 
 // ---- multi-output expansions (core/graph/multi_output.h)
 void register_multi_output_expansions(ExpansionTable& t);
@@ -37,8 +38,11 @@ void register_extern_decompositions(DecompositionTable& t);     // addmm
 void register_random_decompositions(DecompositionTable& t);     // dropout bernoulli
 void register_composite_decompositions(DecompositionTable& t);  // softmax layer_norm linear ...
 void register_nn_decompositions(DecompositionTable& t);         // convolutions pooling losses ...
-void register_model_decompositions(DecompositionTable& t);      // unsplit/
-void register_more_decompositions(DecompositionTable& t);       // unsplit/
+void register_indexing_decompositions(DecompositionTable& t);   // stack repeat flip roll tril ...
+void register_creation_decompositions(DecompositionTable& t);   // eye linspace new_* ...
+void register_special_decompositions(DecompositionTable& t);    // mvlgamma xlog1py entr ...
+void register_activation_decompositions(DecompositionTable& t); // leaky_relu elu ... mish
+void register_functional_decompositions(DecompositionTable& t); // losses distances resampling
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -48,17 +52,24 @@ void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);
-void register_model_vjps(VjpTable& t);  // unsplit/
-void register_more_vjps(VjpTable& t);   // unsplit/
+void register_special_vjps(VjpTable& t);
+void register_pointwise_math_vjps(VjpTable& t);      // asin ... atan2 hypot copysign
+void register_special_derivative_vjps(VjpTable& t);  // erfinv digamma polygamma i0 ...
+void register_activation_vjps(VjpTable& t);
 
 // ---- forward-mode rules (core/autodiff/jvp.h)
 void register_pointwise_jvps(JvpTable& t);
 void register_backward_jvps(JvpTable& t);   // the *_backward ops, for forward-over-reverse
+void register_reduction_jvps(JvpTable& t);
+void register_view_jvps(JvpTable& t);
+void register_indexing_jvps(JvpTable& t);
+void register_extern_jvps(JvpTable& t);
+void register_random_jvps(JvpTable& t);
 void register_nn_jvps(JvpTable& t);
-void register_linear_jvps(JvpTable& t);     // unsplit/
-void register_nonlinear_jvps(JvpTable& t);  // unsplit/
-void register_model_jvps(JvpTable& t);      // unsplit/
-void register_more_jvps(JvpTable& t);       // unsplit/
+void register_special_jvps(JvpTable& t);
+void register_pointwise_math_jvps(JvpTable& t);      // asin ... atan2 hypot copysign
+void register_special_derivative_jvps(JvpTable& t);  // erfinv digamma polygamma i0 ...
+void register_activation_jvps(JvpTable& t);
 
 // ---- interpreter kernels (core/interpreter/interpreter.h)
 void register_pointwise_kernels(InterpreterTable& t);  // incl. where, clamp, to.dtype, *_backward
@@ -66,11 +77,12 @@ void register_reduction_kernels(InterpreterTable& t);
 void register_view_kernels(InterpreterTable& t);
 void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
-void register_creation_kernels(InterpreterTable& t);   // incl. random ops
+void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
+void register_random_kernels(InterpreterTable& t);     // normal bernoulli randint_like
 void register_composite_kernels(InterpreterTable& t);  // softmax ... (may run the decomposition)
 void register_nn_kernels(InterpreterTable& t);         // convolution, pooling, norms
-void register_model_kernels(InterpreterTable& t);      // unsplit/
-void register_more_kernels(InterpreterTable& t);       // unsplit/
+void register_special_kernels(InterpreterTable& t);    // special functions in double
+void register_activation_kernels(InterpreterTable& t);
 
 // ---- lowering rules (core/lowering/lowering_rules.h)
 void register_pointwise_rules(LoweringTable& t);  // unary, binary, comparison, where, clamp, casts,

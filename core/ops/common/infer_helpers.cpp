@@ -63,4 +63,12 @@ InferFn numeric(std::vector<std::string> params, Promotion mode) {
   };
 }
 
+OpDef& add_unary_math(OpRegistry& r, const std::string& name, const char* param,
+                      bool differentiable) {
+  OpDef& d = r.add(name + "(Tensor " + param + ") -> Tensor", OpCategory::Pointwise,
+                   Promotion::IntToFloat, floating({param}, Promotion::IntToFloat));
+  d.differentiable = differentiable;
+  return d;
+}
+
 }  // namespace stax::infer

@@ -1,4 +1,4 @@
-// Shared pieces of shape/dtype inference rules (used by core/graph/ops/*.cpp only).
+// Shared pieces of shape/dtype inference rules (used by core/ops/<family>/*schemas.cpp only).
 #pragma once
 
 #include <string>
@@ -23,5 +23,10 @@ InferFn floating(std::vector<std::string> params, Promotion mode = Promotion::De
 
 // Elementwise over `params` (promotion `mode`), rejecting bool tensors as torch does.
 InferFn numeric(std::vector<std::string> params, Promotion mode = Promotion::Default);
+
+// Registers `name(Tensor param) -> Tensor`, a base Pointwise math op with a floating result
+// (integers promote to the default float): the library and special functions.
+OpDef& add_unary_math(OpRegistry& r, const std::string& name, const char* param,
+                      bool differentiable);
 
 }  // namespace stax::infer

@@ -1,4 +1,4 @@
-// Shared pieces of the reference interpreter's kernels (core/interpreter/kernels/*_kernels.cpp):
+// Shared pieces of the reference interpreter's kernels (core/ops/<family>/*kernels.cpp):
 // computation types and value conversions with the loop-level semantics, type-erased element
 // readers/writers, broadcasting, strided iteration, elementwise maps and reduction layouts.
 //

@@ -1,4 +1,4 @@
-// ScalarOps<T>: the ops domain of core/graph/pointwise_formulas.h over plain scalars, each op
+// ScalarOps<T>: the ops domain of core/ops/pointwise/formulas.h over plain scalars, each op
 // mapped to its stax_scalar function (sdk/include/stax/sdk/scalar_ops.hpp), the same text compiled
 // CPU kernels embed. T is a computation type: float, double, i64 (long long) or bool.
 //

@@ -1,4 +1,4 @@
-// VJP / JVP rules of a Composite op derived from its decomposition (rules_model.cpp): the node is
+// VJP / JVP rules of a Composite op derived from its decomposition (via_decomposition.cpp): the node is
 // rebuilt over placeholders in a one-call graph, decomposed, differentiated with the base ops'
 // rules and replayed into the graph being built. One formula serves forward, gradient, tangent.
 #pragma once

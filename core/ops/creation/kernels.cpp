@@ -13,10 +13,17 @@
 //   bernoulli.p(x, p) = (rand_like(x) < p) as x's dtype
 //   dropout(x, p, train) = train ? ((rand_like(x) > p) * x) * (1 / (1 - p)) : x
 //   (p == 1 gives zeros, p == 0 or train == False a copy of x).
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/registration.h"
+#include "core/ops/special/functions.h"
 
 namespace stax {
 
@@ -138,6 +145,8 @@ Tensor dropout_kernel(const KernelContext& ctx) {
   return out;
 }
 
+using namespace kernels;
+
 }  // namespace
 
 void register_creation_kernels(InterpreterTable& t) {
@@ -158,6 +167,11 @@ void register_creation_kernels(InterpreterTable& t) {
   t.add("randint.low", randint_kernel);
   t.add("bernoulli.p", bernoulli_kernel);
   t.add("dropout.default", dropout_kernel);
+  // ---- Composite ops: their decomposition
+  for (const char* op :
+         {"new_full.default", "new_zeros.default", "new_ones.default", "eye.default", "eye.m",
+          "linspace.default", "logspace.default", "tril_indices.default", "triu_indices.default"})
+    t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

@@ -7,10 +7,14 @@
 // float -> float32); zeros / ones / rand / randn give float32; randint gives int64; arange gives
 // int64 when start, end and step are all integers and float32 otherwise; *_like keep self's dtype.
 // Random ops draw from a per-node seed (KernelContext::seed()), see core/tensor/random.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/ops/common/infer_helpers.h"
+#include "core/ops/nn/params.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -131,6 +135,41 @@ TensorMeta dropout_rule(const CallArgs& c) {
   return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
 }
 
+using P = Promotion;
+using C = OpCategory;
+
+TensorMeta new_rule(const CallArgs& c) {
+  const TensorMeta& in = c.tensor("self");
+  Shape s = c.get("size").to_int_list();
+  for (int64_t v : s)
+    if (v < 0) c.fail("Trying to create tensor with negative dimension " + std::to_string(v));
+  DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;
+  return TensorMeta::contiguous(s, t, in.device);
+}
+
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
+DType factory_dtype(const CallArgs& c) {
+  return c.get("dtype").is_dtype() ? c.get("dtype").dtype() : DType::Float32;
+}
+
+TensorMeta eye_rule(const CallArgs& c) {
+  int64_t n = c.get("n").to_int();
+  int64_t m = c.op().schema.index_of("m") >= 0 ? c.get("m").to_int() : n;
+  if (n < 0) c.fail("n must be greater or equal to 0, got " + std::to_string(n));
+  if (m < 0) c.fail("m must be greater or equal to 0, got " + std::to_string(m));
+  return TensorMeta::contiguous({n, m}, factory_dtype(c), "cpu");
+}
+
+TensorMeta linspace_rule(const CallArgs& c) {
+  int64_t steps = c.get("steps").to_int();
+  if (steps < 0) c.fail("number of steps must be non-negative");
+  DType t = factory_dtype(c);
+  if (!is_floating(t)) c.fail("linspace / logspace: only floating-point dtypes are supported here, "
+                              "got " + dt(t));
+  return TensorMeta::contiguous({steps}, t, "cpu");
+}
+
 }  // namespace
 
 void register_creation_ops(OpRegistry& r) {
@@ -169,6 +208,66 @@ void register_creation_ops(OpRegistry& r) {
       bernoulli_rule);
   // Single-output dropout: train ? input * (rand_like(input) > p) * (1 / (1 - p)) : input.
   r.add("dropout(Tensor input, float p, bool train) -> Tensor", R, P::None, dropout_rule);
+  {
+    // ---- pointwise formulas (Composite)
+    auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, p, std::move(f));
+    };
+
+    const std::string nk =
+        "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
+
+    comp("new_full(Tensor self, SymInt[] size, Scalar fill_value, " + nk + ") -> Tensor", P::None,
+         new_rule)
+        .differentiable = false;
+
+    comp("new_zeros(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
+        .differentiable = false;
+
+    comp("new_ones(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
+        .differentiable = false;
+  }
+  {
+    auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, P::None, std::move(f));
+    };
+
+    const std::string fk =
+        "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
+
+    auto tri_indices = [](const CallArgs& c) {
+      int64_t row = c.get("row").to_int(), col = c.get("col").to_int(), off = c.get("offset").to_int();
+      if (row < 0) c.fail("row must be non-negative, got" + std::to_string(row));
+      if (col < 0) c.fail("col must be non-negative, got" + std::to_string(col));
+      bool lower = c.op().schema.base == "tril_indices";
+      int64_t n = 0;
+      for (int64_t r = 0; r < row; ++r) {
+        int64_t lo = lower ? 0 : std::max<int64_t>(0, r + off);
+        int64_t hi = lower ? std::min(col, r + off + 1) : col;
+        n += std::max<int64_t>(0, hi - lo);
+      }
+      DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : DType::Int64;
+      if (t != DType::Int64 && t != DType::Int32) c.fail("tril/triu_indices: dtype must be int32 or int64");
+      return TensorMeta::contiguous({2, n}, t, "cpu");
+    };
+
+    comp("eye(int n, " + fk + ") -> Tensor", eye_rule).differentiable = false;
+
+    comp("eye.m(int n, int m, " + fk + ") -> Tensor", eye_rule).differentiable = false;
+
+    comp("linspace(Scalar start, Scalar end, int steps, " + fk + ") -> Tensor", linspace_rule)
+        .differentiable = false;
+
+    comp("logspace(Scalar start, Scalar end, int steps, float base=10., " + fk + ") -> Tensor",
+         linspace_rule)
+        .differentiable = false;
+
+    for (const char* n : {"tril_indices", "triu_indices"})
+      comp(std::string(n) + "(int row, int col, int offset=0, *, ScalarType? dtype=long, "
+           "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+           tri_indices)
+          .differentiable = false;
+  }
 }
 
 }  // namespace stax

@@ -10,14 +10,22 @@
 // addmm computes the product first and then beta * self + alpha * product elementwise in the
 // computation type (float for float32, double for float64, ...); beta == 0 ignores self entirely
 // (NaN and Inf in self do not propagate), as torch documents.
+#include <array>
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
 
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
+#include "core/ops/pointwise/formulas.h"
 #include "core/ops/registration.h"
+#include "core/ops/special/functions.h"
 
 namespace stax {
 
@@ -221,6 +229,8 @@ Tensor addmm_kernel(const KernelContext& ctx) {
   return out;
 }
 
+using namespace kernels;
+
 }  // namespace
 
 void register_extern_kernels(InterpreterTable& t) {
@@ -228,6 +238,14 @@ void register_extern_kernels(InterpreterTable& t) {
   t.add("bmm.default", mm_kernel);
   t.add("matmul.default", matmul_kernel);
   t.add("addmm.default", addmm_kernel);
+  // Composite ops: their decomposition, on the interpreter.
+  for (const char* op : {"baddbmm.default"})
+    t.add(op, kernels::run_decomposition);
+  // ---- Composite ops: their decomposition
+  for (const char* op :
+         {"dot.default", "vdot.default", "mv.default", "addmv.default", "addr.default",
+          "addbmm.default", "linalg_cross.default"})
+    t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

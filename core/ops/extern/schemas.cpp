@@ -1,6 +1,12 @@
 // Matrix products: lowered to extern kernels (templates or BLAS), never fused.
 // Operands must share one dtype (torch does not promote here either).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "core/ops/common/infer_helpers.h"
+#include "core/ops/nn/params.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -84,6 +90,126 @@ TensorMeta matmul_rule(const CallArgs& c) {
   return TensorMeta::contiguous(out, a.dtype, a.device);
 }
 
+using P = Promotion;
+using C = OpCategory;
+
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
+TensorMeta baddbmm_rule(const CallArgs& c) {
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& a = c.tensor("batch1");
+  const TensorMeta& b = c.tensor("batch2");
+  if (a.dim() != 3 || b.dim() != 3)
+    c.fail("batch1 and batch2 must be 3-D tensors, got " + shape_str(a.sizes) + " and " +
+           shape_str(b.sizes));
+  if (a.sizes[0] != b.sizes[0] || a.sizes[2] != b.sizes[1])
+    c.fail("batch1 " + shape_str(a.sizes) + " and batch2 " + shape_str(b.sizes) +
+           " cannot be multiplied");
+  if (a.dtype != b.dtype || self.dtype != a.dtype)
+    c.fail("self (" + dt(self.dtype) + "), batch1 (" + dt(a.dtype) + ") and batch2 (" +
+           dt(b.dtype) + ") must have the same dtype");
+  Shape out{a.sizes[0], a.sizes[1], b.sizes[2]};
+  if (broadcast_shapes(self.sizes, out, c.where()) != out)
+    c.fail("self of shape " + shape_str(self.sizes) + " does not broadcast to " + shape_str(out));
+  return TensorMeta::contiguous(out, a.dtype, a.device);
+}
+
+// The matrix-vector family: shapes and the equal-dtype rule of BLAS ops.
+void same_dtypes(const CallArgs& c, std::initializer_list<const char*> ps) {
+  DType first = c.tensor(*ps.begin()).dtype;
+  for (const char* p : ps)
+    if (c.tensor(p).dtype != first)
+      c.fail("expected " + std::string(*ps.begin()) + " and " + p +
+             " to have the same dtype, but got: " + dt(first) + " != " + dt(c.tensor(p).dtype));
+}
+
+TensorMeta dot_rule(const CallArgs& c) {
+  const std::string other = c.op().schema.index_of("tensor") >= 0 ? "tensor" : "other";
+  const TensorMeta& a = c.tensor("self");
+  const TensorMeta& b = c.tensor(other);
+  if (a.dim() != 1 || b.dim() != 1)
+    c.fail("1D tensors expected, but got " + std::to_string(a.dim()) + "D and " +
+           std::to_string(b.dim()) + "D tensors");
+  if (a.sizes[0] != b.sizes[0])
+    c.fail("inconsistent tensor size, expected tensor [" + std::to_string(a.sizes[0]) +
+           "] and src [" + std::to_string(b.sizes[0]) +
+           "] to have the same number of elements, but got " + std::to_string(a.sizes[0]) +
+           " and " + std::to_string(b.sizes[0]) + " elements respectively");
+  same_dtypes(c, {"self", other.c_str()});
+  return TensorMeta::contiguous({}, a.dtype, a.device);
+}
+
+Shape mv_shape(const CallArgs& c, const char* mat, const char* vec) {
+  const TensorMeta& m = c.tensor(mat);
+  const TensorMeta& v = c.tensor(vec);
+  if (m.dim() != 2 || v.dim() != 1)
+    c.fail("vector + matrix @ vector expected, got " + std::to_string(m.dim()) + ", " +
+           std::to_string(v.dim()));
+  if (m.sizes[1] != v.sizes[0])
+    c.fail("size mismatch, got input (" + std::to_string(m.sizes[0]) + "), mat (" +
+           std::to_string(m.sizes[0]) + "x" + std::to_string(m.sizes[1]) + "), vec (" +
+           std::to_string(v.sizes[0]) + ")");
+  return {m.sizes[0]};
+}
+
+TensorMeta mv_rule(const CallArgs& c) {
+  Shape s = mv_shape(c, "self", "vec");
+  same_dtypes(c, {"self", "vec"});
+  return TensorMeta::contiguous(s, c.tensor("self").dtype, c.tensor("self").device);
+}
+
+TensorMeta addmv_rule(const CallArgs& c) {
+  Shape s = mv_shape(c, "mat", "vec");
+  same_dtypes(c, {"self", "mat", "vec"});
+  if (broadcast_shapes(c.tensor("self").sizes, s, c.where()) != s)
+    c.fail("self of shape " + shape_str(c.tensor("self").sizes) + " does not broadcast to " +
+           shape_str(s));
+  return TensorMeta::contiguous(s, c.tensor("mat").dtype, c.tensor("mat").device);
+}
+
+TensorMeta addr_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("vec1");
+  const TensorMeta& b = c.tensor("vec2");
+  if (a.dim() != 1 || b.dim() != 1)
+    c.fail("addr: Expected 1-D argument vec1 and vec2, but got " + std::to_string(a.dim()) +
+           "-D and " + std::to_string(b.dim()) + "-D");
+  Shape s{a.sizes[0], b.sizes[0]};
+  if (broadcast_shapes(c.tensor("self").sizes, s, c.where()) != s)
+    c.fail("self of shape " + shape_str(c.tensor("self").sizes) + " does not broadcast to " +
+           shape_str(s));
+  return TensorMeta::contiguous(s, result_type(c, {"self", "vec1", "vec2"}, P::Default), a.device);
+}
+
+TensorMeta addbmm_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("batch1");
+  const TensorMeta& b = c.tensor("batch2");
+  if (a.dim() != 3 || b.dim() != 3)
+    c.fail("batch1 must be a 3D tensor and batch2 must be a 3D tensor, got " +
+           shape_str(a.sizes) + " and " + shape_str(b.sizes));
+  if (a.sizes[0] != b.sizes[0] || a.sizes[2] != b.sizes[1])
+    c.fail("batch1 " + shape_str(a.sizes) + " and batch2 " + shape_str(b.sizes) +
+           " cannot be multiplied");
+  same_dtypes(c, {"self", "batch1", "batch2"});
+  Shape s{a.sizes[1], b.sizes[2]};
+  if (broadcast_shapes(c.tensor("self").sizes, s, c.where()) != s)
+    c.fail("self of shape " + shape_str(c.tensor("self").sizes) + " does not broadcast to " +
+           shape_str(s));
+  return TensorMeta::contiguous(s, a.dtype, a.device);
+}
+
+TensorMeta cross_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("self");
+  const TensorMeta& b = c.tensor("other");
+  if (a.dim() != b.dim())
+    c.fail("linalg.cross: inputs must have the same number of dimensions.");
+  Shape s = broadcast_shapes(a.sizes, b.sizes, c.where());
+  int64_t d = wrap_dim(c.get("dim").to_int(), std::max<int64_t>(a.dim(), 1), c.where());
+  if (a.sizes[d] != 3 || b.sizes[d] != 3)
+    c.fail("linalg.cross: inputs dimension " + std::to_string(d) + " must have length 3. Got " +
+           std::to_string(a.sizes[d]) + " and " + std::to_string(b.sizes[d]));
+  return TensorMeta::contiguous(s, result_type(c, {"self", "other"}, P::Default), a.device);
+}
+
 }  // namespace
 
 void register_extern_ops(OpRegistry& r) {
@@ -97,6 +223,40 @@ void register_extern_ops(OpRegistry& r) {
   // beta * self + alpha * (mat1 @ mat2); self broadcasts; beta == 0 ignores self (NaNs included).
   r.add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
         E, P::Default, addmm_rule);
+  // ---- fused arithmetic
+  r.add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
+        "Tensor",
+        C::Composite, P::None, baddbmm_rule);
+  {
+    // ---- pointwise formulas (Composite)
+    auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, p, std::move(f));
+    };
+
+    // ---- linear algebra on vectors
+    comp("dot(Tensor self, Tensor tensor) -> Tensor", P::None, dot_rule);
+
+    comp("vdot(Tensor self, Tensor other) -> Tensor", P::None, dot_rule);
+
+    comp("mv(Tensor self, Tensor vec) -> Tensor", P::None, mv_rule);
+
+    comp("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+         P::None, addmv_rule);
+
+    comp("addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+         P::None, addr_rule);
+
+    comp("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
+         "Tensor",
+         P::None, addbmm_rule);
+  }
+  {
+    auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, P::None, std::move(f));
+    };
+
+    comp("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor", cross_rule);
+  }
 }
 
 }  // namespace stax

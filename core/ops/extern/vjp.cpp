@@ -3,8 +3,19 @@
 // 1-D operands are treated as a row (left) or column (right) vector, and operands broadcast over
 // batch dims get their gradient summed over those dims (sum_to_shape). The 2-D case emits
 // t + matmul, as Listing 5.2 shows.
+#include "core/autodiff/joint_graph.h"
+#include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <unordered_map>
+
+#include "core/graph/decompositions.h"
+#include "core/graph/op_registry.h"
+#include "core/ops/common/via_decomposition.h"
 #include "core/ops/registration.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
@@ -67,6 +78,10 @@ void register_extern_vjps(VjpTable& t) {
   t.add("mm.default", product_vjp("mm"));
   t.add("bmm.default", product_vjp("bmm"));
   t.add("addmm.default", addmm_vjp);
+  for (const char* op : {"baddbmm.default"}) t.add(op, vjp_via_decomposition);
+  for (const char* op :
+         {"dot.default", "vdot.default", "mv.default", "addmv.default", "addr.default",
+          "addbmm.default", "linalg_cross.default"}) t.add(op, vjp_via_decomposition);
 }
 
 }  // namespace stax

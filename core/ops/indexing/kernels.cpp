@@ -7,11 +7,19 @@
 // leaves this unspecified). Accumulation (index_put accumulate=True, scatter_add) adds in the
 // element's computation type (float for float16/bfloat16, wrapping for integers, `or` for bool).
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
 
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
+#include "core/ops/pointwise/formulas.h"
 #include "core/ops/registration.h"
+#include "core/ops/special/functions.h"
 
 namespace stax {
 
@@ -324,6 +332,135 @@ Tensor index_put_kernel(const KernelContext& ctx) {
   return out;
 }
 
+using namespace kernels;
+
+// Multi-index helpers over contiguous row-major shapes.
+Shape row_major_strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+Tensor index_add(const KernelContext& ctx) {
+  Tensor out = ctx.tensor("self").contiguous().clone();
+  Tensor idx = ctx.tensor("index").contiguous();
+  Tensor src = ctx.tensor("source").contiguous();
+  if (out.numel() == 0) return out;
+  int64_t rank = out.dim();
+  int64_t dim = rank == 0 ? 0 : wrap_dim(ctx.arg("dim").to_int(), rank, "%" + ctx.node().name());
+  Shape osz = rank == 0 ? Shape{1} : out.sizes();
+  int64_t n = idx.numel();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= osz[d];
+  for (size_t d = dim + 1; d < osz.size(); ++d) inner *= osz[d];
+  std::vector<int64_t> ix(n);
+  Reader<i64> ri(idx);
+  for (int64_t i = 0; i < n; ++i) {
+    ix[i] = ri(i);
+    if (ix[i] < 0 || ix[i] >= osz[dim])
+      ctx.fail("index_add: index " + std::to_string(ix[i]) + " is out of bounds for dimension " +
+               std::to_string(dim) + " with size " + std::to_string(osz[dim]));
+  }
+  const Arg& alpha = ctx.arg("alpha");
+  dispatch_compute(computation_dtype(out.dtype()), [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    Reader<C> rs(src), ro(out);
+    Writer<C> wo(out);
+    C a = scalar_as<C>(alpha);
+    bool unit = alpha.to_double() == 1.0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < inner; ++k) {
+          int64_t to = o * (osz[dim] * inner) + ix[i] * inner + k;
+          int64_t from = o * (n * inner) + i * inner + k;
+          C v = rs(from);
+          if constexpr (std::is_same_v<C, bool>) wo(to, ro(to) || (a && v));
+          else wo(to, stax_scalar::add(ro(to), unit ? v : stax_scalar::mul(a, v)));
+        }
+  });
+  return out;
+}
+
+Tensor scatter_reduce(const KernelContext& ctx) {
+  Tensor out = ctx.tensor("self").contiguous().clone();
+  Tensor idx = ctx.tensor("index").contiguous();
+  Tensor src = ctx.tensor("src");
+  const std::string red = ctx.arg("reduce").str();
+  bool include_self = ctx.arg("include_self").to_bool();
+  int64_t rank = out.dim();
+  if (idx.numel() == 0) return out;
+  int64_t dim = rank == 0 ? 0 : wrap_dim(ctx.arg("dim").to_int(), rank, "%" + ctx.node().name());
+  Shape osz = rank == 0 ? Shape{1} : out.sizes();
+  Shape isz = rank == 0 ? Shape{1} : idx.sizes();
+  Shape ost = row_major_strides(osz);
+  Shape sst = rank == 0 ? Shape{0} : src.strides();
+  Shape ist = row_major_strides(isz);
+  std::vector<int64_t> target(idx.numel()), source(idx.numel());
+  Reader<i64> ri(idx);
+  for (int64_t e = 0; e < idx.numel(); ++e) {
+    int64_t rem = e, to = 0, from = 0;
+    for (size_t d = 0; d < isz.size(); ++d) {
+      int64_t i_d = rem / ist[d];
+      rem %= ist[d];
+      int64_t v = i_d;
+      if (static_cast<int64_t>(d) == dim) {
+        v = ri(e);
+        if (v < 0) v += osz[d];
+        if (v < 0 || v >= osz[d])
+          ctx.fail("scatter_reduce: index " + std::to_string(ri(e)) +
+                   " is out of bounds for dimension " + std::to_string(d) + " with size " +
+                   std::to_string(osz[d]));
+      } else if (i_d >= osz[d]) {
+        ctx.fail("scatter_reduce: index tensor is larger than self in dimension " +
+                 std::to_string(d));
+      }
+      to += v * ost[d];
+      from += i_d * sst[d];
+    }
+    target[e] = to;
+    source[e] = from;
+  }
+  std::vector<int64_t> counts(out.numel(), include_self ? 1 : 0);
+  std::vector<bool> touched(out.numel(), false);
+  dispatch_compute(computation_dtype(out.dtype()), [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<C, bool>) {
+      ctx.fail("scatter_reduce is not implemented for bool tensors");
+    } else {
+      Reader<C> rs(src), ro(out);
+      Writer<C> wo(out);
+      std::vector<C> acc(out.numel());
+      for (int64_t i = 0; i < out.numel(); ++i) acc[i] = ro(i);
+      for (size_t e = 0; e < target.size(); ++e) {
+        int64_t t = target[e];
+        C v = rs(source[e]);
+        if (!include_self && !touched[t]) {
+          touched[t] = true;
+          acc[t] = v;
+          counts[t] = 1;
+          continue;
+        }
+        touched[t] = true;
+        if (red == "sum" || red == "mean") acc[t] = stax_scalar::add(acc[t], v);
+        else if (red == "prod") acc[t] = stax_scalar::mul(acc[t], v);
+        else if (red == "amax") acc[t] = stax_scalar::maximum(acc[t], v);
+        else acc[t] = stax_scalar::minimum(acc[t], v);
+        if (red == "mean") ++counts[t];
+      }
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        C r = acc[i];
+        if (red == "mean" && counts[i] > 1) {
+          C c = static_cast<C>(counts[i]);
+          r = std::is_floating_point_v<C> ? stax_scalar::truediv(r, c)
+                                          : stax_scalar::floordiv(r, c);
+        }
+        wo(i, r);
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 void register_indexing_kernels(InterpreterTable& t) {
@@ -335,6 +472,23 @@ void register_indexing_kernels(InterpreterTable& t) {
   t.add("index_select.default", index_select_kernel);
   t.add("index.Tensor", index_kernel);
   t.add("index_put.default", index_put_kernel);
+  // Composite ops: their decomposition, on the interpreter.
+  for (const char* op :
+         {"stack.default", "repeat.default", "flip.default", "roll.default", "tril.default",
+          "triu.default", "masked_fill.Scalar", "masked_fill.Tensor"})
+    t.add(op, kernels::run_decomposition);
+
+  t.add("index_add.default", index_add);
+
+  t.add("scatter_reduce.two", scatter_reduce);
+  // ---- Composite ops: their decomposition
+  for (const char* op :
+         {"diagonal.default", "diag.default", "diag_embed.default", "take.default",
+          "index_fill.int_Scalar", "index_fill.int_Tensor", "rot90.default", "narrow_copy.default",
+          "isin.Tensor_Tensor", "bucketize.Tensor", "searchsorted.Tensor", "index_copy.default",
+          "put.default", "masked_scatter.default", "unfold.default", "block_diag.default",
+          "slice_scatter.default", "select_scatter.default", "index_reduce.default"})
+    t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

@@ -2,12 +2,25 @@
 // transposed gradient "accumulate at those positions" (scatter_add / index_put accumulate=True
 // into zeros); writing (index_put, scatter) passes the gradient through except where it was
 // overwritten. Index tensors get no gradient. cat hands each input its slice of the gradient.
+#include "core/autodiff/joint_graph.h"
+#include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <unordered_map>
+
+#include "core/graph/decompositions.h"
+#include "core/graph/op_registry.h"
+#include "core/ops/common/via_decomposition.h"
+#include "core/ops/indexing/derivatives.h"
 #include "core/support/error.h"
 #include "core/ops/registration.h"
 
 namespace stax {
 namespace {
+
+using namespace indexing_derivatives;  // NOLINT
 
 // x zero-padded at the end of each dim up to `shape` (x is no larger than shape in any dim).
 Node* pad_to(VjpContext& c, Node* x, const Shape& shape) {
@@ -30,6 +43,58 @@ void give_src(VjpContext& c) {
   Node* src = c.in("src");
   if (src->meta().dim() > 0) g = pad_to(c, g, src->shape());
   c.give(src, c.reshape(g, src->shape()));
+}
+
+void index_add_vjp(VjpContext& c) {
+  if (c.needs("self")) c.give("self", c.grad());
+  if (c.needs("source")) {
+    Node* src = c.in("source");
+    Node* g = c.grad();
+    if (g->meta().dim() == 0) g = c.reshape(g, Shape{1});
+    Node* sel = c.call("index_select", {g, c.node()->meta().dim() == 0 ? Arg(0) : c.arg("dim"),
+                                        c.reshape(c.in("index"), Shape{shape_numel(c.in("index")->shape())})});
+    if (!(c.arg("alpha").is_number() && c.arg("alpha").to_double() == 1.0))
+      sel = c.mul(sel, c.arg("alpha"));
+    c.give(src, c.reshape(sel, src->shape()));
+  }
+}
+
+void scatter_reduce_vjp(VjpContext& c) {
+  if (!c.needs("self") && !c.needs("src")) return;
+  const Node& n = *c.node();
+  const std::string& red = c.arg("reduce").str();
+  bool inc = c.arg("include_self").to_bool();
+  ScatterTerms t = scatter_terms(c, n);
+  Node* g = c.grad();
+  auto gather = [&](Node* x) { return c.call("gather", {x, c.arg("dim"), c.in("index")}); };
+  auto masked_self = [&](Node* x) {
+    return inc ? x : c.call("where.ScalarSelf", {t.touched, 0.0, x});
+  };
+  if (red == "sum") {
+    if (c.needs("self")) c.give("self", masked_self(g));
+    if (c.needs("src")) c.give("src", gather(g));
+  } else if (red == "mean") {
+    Node* gn = c.div(g, t.count);
+    if (c.needs("self")) c.give("self", inc ? gn : masked_self(g));
+    if (c.needs("src")) c.give("src", gather(gn));
+  } else {
+    Node* gn = c.div(g, t.count);
+    if (c.needs("self")) c.give("self", c.call("where.ScalarOther", {t.self_part, gn, 0.0}));
+    if (c.needs("src"))
+      c.give("src", c.call("where.ScalarOther", {t.src_eq, gather(gn), 0.0}));
+  }
+}
+
+// flip and roll are permutations: the gradient is the inverse permutation of ḡ (flip again, roll
+// back), the tangent the same permutation of ẋ.
+void flip_vjp(VjpContext& c) {
+  if (c.needs("self")) c.give("self", c.call("flip", {c.grad(), c.arg("dims")}));
+}
+void roll_vjp(VjpContext& c) {
+  if (!c.needs("self")) return;
+  std::vector<int64_t> back;
+  for (int64_t s : c.arg("shifts").to_int_list()) back.push_back(-s);
+  c.give("self", c.call("roll", {c.grad(), back, c.arg("dims")}));
 }
 
 }  // namespace
@@ -132,6 +197,23 @@ void register_indexing_vjps(VjpTable& t) {
     if (c.needs("self"))
       c.give("self", c.call("scatter.value", {c.grad(), c.arg("dim"), c.in("index"), 0}));
   });
+  for (const char* op :
+         {"stack.default", "repeat.default", "tril.default", "triu.default", "masked_fill.Scalar",
+          "masked_fill.Tensor"}) t.add(op, vjp_via_decomposition);
+
+  t.add("flip.default", flip_vjp);
+
+  t.add("roll.default", roll_vjp);
+
+  t.add("index_add.default", index_add_vjp);
+
+  t.add("scatter_reduce.two", scatter_reduce_vjp);
+  for (const char* op :
+         {"diagonal.default", "diag.default", "diag_embed.default", "take.default",
+          "index_fill.int_Scalar", "index_fill.int_Tensor", "rot90.default", "narrow_copy.default",
+          "index_copy.default", "put.default", "masked_scatter.default", "unfold.default",
+          "block_diag.default", "slice_scatter.default", "select_scatter.default",
+          "index_reduce.default"}) t.add(op, vjp_via_decomposition);
 }
 
 }  // namespace stax

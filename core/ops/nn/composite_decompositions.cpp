@@ -15,7 +15,6 @@ namespace {
 using Ints = std::vector<int64_t>;
 using decomp::cast;
 using decomp::is_half_like;
-using decomp::opt_arg;
 
 Node* softmax_decomp(Graph& g, const Node& n, bool log) {
   Node* x = n.input(0);

@@ -1,4 +1,4 @@
-// Decompositions of the neural-network ops (core/graph/ops/nn_ops.cpp) into base ops:
+// Decompositions of the neural-network ops (core/ops/nn/schemas.cpp) into base ops:
 //
 //   conv1d/2d/3d, conv_transpose*     -> convolution (unsqueeze / squeeze for an unbatched input)
 //   conv1d/2d/3d.padding              -> (constant_pad_nd for an odd 'same' padding,) convolution
@@ -26,6 +26,7 @@
 #include <limits>
 
 #include "core/graph/decompositions.h"
+#include "core/ops/nn/losses.h"
 #include "core/ops/nn/params.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
@@ -35,6 +36,7 @@ namespace stax {
 
 namespace {
 
+using namespace losses;  // NOLINT
 using nn::Ints;
 
 bool half_like(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
@@ -356,19 +358,11 @@ Node* upsample_bilinear_decomp(Graph& g, const Node& n) {
   return cast(g, x, in_t);
 }
 
-// ---- losses --------------------------------------------------------------------------------
-
-Node* reduce_loss(Graph& g, Node* l, int64_t reduction) {
-  if (reduction == nn::kReductionSum) return g.call("sum.default", {l});
-  if (reduction == nn::kReductionMean) return g.call("mean.default", {l});
-  return l;
-}
-
 // The parts of nll_loss: per element (target shape) the picked -x[target] * w and w (0 where
 // target == ignore_index); x is (N, C, d...) (1-D inputs are lifted to (1, C)). The pick is a
 // gather (its bounds check makes a target outside [0, C) an error, as in torch); `hit`, the
 // one-hot mask class == target, is what nll_loss_backward writes through (a where, so the
-// backward stays pointwise: nll_loss's VJP is nll_loss_backward, vjp_rules_nn.cpp).
+// backward stays pointwise: nll_loss's VJP is nll_loss_backward, vjp.cpp).
 struct NllParts {
   Node* loss;
   Node* w;

@@ -1,4 +1,4 @@
-// Derivative rules shared by the nn ops' VJP and JVP tables (vjp_rules_nn.cpp, jvp_rules_nn.cpp):
+// Derivative rules shared by the nn ops' VJP and JVP tables (vjp.cpp, jvp.cpp):
 // differentiation of a Composite op through its decomposition (core/graph/decompositions.h).
 #pragma once
 
@@ -22,5 +22,9 @@ Node* jvp_by_decomposition(JvpContext& c);
 
 // The ops of register_nn_decompositions (the nn ops differentiated through their decomposition).
 std::vector<std::string> nn_decomposed_ops();
+
+// The nn.functional ops composed from other ops (functional_decompositions.cpp): their kernels
+// run and their VJP / JVP rules differentiate their decomposition.
+std::vector<std::string> nn_functional_ops();
 
 }  // namespace stax

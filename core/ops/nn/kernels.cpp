@@ -1,4 +1,4 @@
-// Interpreter kernels of the neural-network ops (core/graph/ops/nn_ops.cpp).
+// Interpreter kernels of the neural-network ops (core/ops/nn/schemas.cpp).
 //
 // convolution, max_poolNd, avg_poolNd and batch_norm are written directly as loops over the
 // definition (accumulating in double, one rounding to the result dtype): they are the oracle the
@@ -6,14 +6,20 @@
 // and convolution's kernel is also what runs a convolution on a backend without that extern. The
 // other ops run their decomposition (kernels::run_decomposition), checked against hand-computed
 // and numpy values in tests/nn_ops_test.cpp.
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <numeric>
+#include <string>
 
 #include "core/ops/nn/params.h"
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
+#include "core/ops/nn/derivatives.h"
 #include "core/ops/registration.h"
+#include "core/ops/special/functions.h"
 
 namespace stax {
 
@@ -226,6 +232,8 @@ Tensor batch_norm_kernel(const KernelContext& ctx) {
   return from_values(ctx.out_meta(), out);
 }
 
+using namespace kernels;
+
 }  // namespace
 
 void register_nn_kernels(InterpreterTable& t) {
@@ -248,6 +256,9 @@ void register_nn_kernels(InterpreterTable& t) {
         "smooth_l1_loss.default", "binary_cross_entropy_with_logits.default",
         "cross_entropy_loss.default", "scaled_dot_product_attention.default"})
     t.add(op, kernels::run_decomposition);
+  // ---- Composite ops: their decomposition
+  // The nn.functional ops composed from other ops (functional_decompositions.cpp).
+  for (const std::string& op : nn_functional_ops()) t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

@@ -1,5 +1,5 @@
 // Geometry of the neural-network ops (convolution, pooling, padding, upsampling) shared by their
-// shape inference (core/graph/ops/nn_ops.cpp), decompositions (core/graph/decompositions_nn.cpp),
+// shape inference (core/ops/nn/schemas.cpp), decompositions (core/ops/nn/decompositions.cpp),
 // interpreter kernels, derivative rules and lowering: one copy of each size formula.
 #pragma once
 
@@ -57,7 +57,7 @@ PoolParams pool_params(const std::function<const Arg&(const char*)>& get, size_t
 // Output extents of a pooling of an input whose last p.kernel.size() dims are `in` (pool_out_size).
 Ints pool_out_sizes(const Shape& x, const PoolParams& p);
 
-// The windows of a pooling (core/graph/decompositions_nn.cpp): x's last spatial dims padded by
+// The windows of a pooling (core/ops/nn/decompositions.cpp): x's last spatial dims padded by
 // p.padding with pad_value (plus what ceil_mode's last window needs, with extra_value), then one
 // strided slice per kernel offset, in row-major kernel order; each has the output's shape.
 std::vector<Node*> pool_windows(Graph& g, Node* x, const PoolParams& p, double pad_value,

@@ -2,7 +2,7 @@
 // op: cpu_cpp runs it as im2col + gemm, any other backend on the interpreter's kernel) and its
 // conv1d/2d/3d / conv_transpose* entry points, normalization, embedding, pooling, padding,
 // upsampling, losses and scaled dot-product attention. All but convolution are Composite: their
-// decompositions (core/graph/decompositions_nn.cpp) rewrite them into base ops, so the compiled
+// decompositions (core/ops/nn/decompositions.cpp) rewrite them into base ops, so the compiled
 // path fuses them and their derivatives follow from the decomposition.
 //
 // Differences from aten, by design of a single-output, functional IR:
@@ -10,9 +10,12 @@
 //     running_mean / running_var in place (a graph computes the update explicitly, as
 //     examples/cnn_train_step.stax does). The multi-output native_batch_norm, native_group_norm,
 //     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
-//     into these (core/graph/ops/multi_output_ops.cpp); convolution_backward is not registered.
+//     into these (core/ops/multi_output/schemas.cpp); convolution_backward is not registered.
 //   * scaled_dot_product_attention supports dropout_p == 0 only.
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
 
 #include "core/ops/nn/params.h"
 #include "core/ops/common/infer_helpers.h"
@@ -394,6 +397,160 @@ TensorMeta sdpa_rule(const CallArgs& c) {
   return TensorMeta::contiguous(out, q.dtype, q.device);
 }
 
+using P = Promotion;
+using C = OpCategory;
+
+// Losses: the broadcast shape (reduction none) or a 0-d tensor.
+TensorMeta loss_rule(const CallArgs& c) {
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& t = c.tensor("target");
+  Shape b = broadcast_shapes(x.sizes, t.sizes, c.where());
+  DType d = result_type(c, {"self", "target"}, P::Default);
+  if (!is_floating(d)) c.fail("expected floating-point self and target, got " + dt(d));
+  int64_t red = c.get("reduction").to_int();
+  if (red < 0 || red > 2) c.fail("reduction must be 0 (none), 1 (mean) or 2 (sum), got " +
+                                 std::to_string(red));
+  return TensorMeta::contiguous(red == nn::kReductionNone ? b : Shape{}, d, x.device);
+}
+
+TensorMeta bce_rule(const CallArgs& c) {
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& t = c.tensor("target");
+  if (!is_floating(x.dtype)) c.fail("binary_cross_entropy: expected a floating-point input");
+  if (t.sizes != x.sizes)
+    c.fail("Using a target size (" + shape_str(t.sizes) + ") that is different to the input size (" +
+           shape_str(x.sizes) + ") is deprecated. Please ensure they have the same size.");
+  if (c.has("weight") && broadcast_shapes(c.tensor("weight").sizes, x.sizes, c.where()) != x.sizes)
+    c.fail("weight " + shape_str(c.tensor("weight").sizes) + " must broadcast to " +
+           shape_str(x.sizes));
+  return loss_rule(c);
+}
+
+TensorMeta pixel_shuffle_rule(const CallArgs& c) {
+  const TensorMeta& in = c.tensor("self");
+  bool up = c.op().schema.index_of("upscale_factor") >= 0;
+  int64_t r = c.get(up ? "upscale_factor" : "downscale_factor").to_int();
+  if (in.dim() < 3) c.fail("pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           "input with " + std::to_string(in.dim()) + " dimension(s)");
+  if (r <= 0) c.fail("pixel_shuffle expects a positive factor, but got " + std::to_string(r));
+  Shape s = in.sizes;
+  int64_t n = s.size();
+  if (up) {
+    if (s[n - 3] % (r * r) != 0)
+      c.fail("pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+             "square of upscale_factor, but input.size(-3)=" + std::to_string(s[n - 3]) +
+             " is not divisible by " + std::to_string(r * r));
+    s[n - 3] /= r * r;
+    s[n - 2] *= r;
+    s[n - 1] *= r;
+  } else {
+    if (s[n - 2] % r != 0 || s[n - 1] % r != 0)
+      c.fail("pixel_unshuffle expects height and width to be divisible by downscale_factor, "
+             "got " + shape_str(s));
+    s[n - 3] *= r * r;
+    s[n - 2] /= r;
+    s[n - 1] /= r;
+  }
+  return TensorMeta::contiguous(s, in.dtype, in.device);
+}
+
+TensorMeta dist_rule(const CallArgs& c) {
+  TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+  if (!is_floating(m.dtype)) c.fail("dist: expected floating-point inputs, got " + dt(m.dtype));
+  if (c.tensor("self").dtype != c.tensor("other").dtype)
+    c.fail("expected both inputs to have the same dtype, but got " +
+           dt(c.tensor("self").dtype) + " and " + dt(c.tensor("other").dtype));
+  return TensorMeta::contiguous({}, m.dtype, m.device);
+}
+
+Shape replace_tail(const CallArgs& c, const Shape& in, const std::vector<int64_t>& tail) {
+  if (in.size() < tail.size()) c.fail("expected at least " + std::to_string(tail.size()) +
+                                      " dimensions, got " + shape_str(in));
+  Shape s = in;
+  for (size_t i = 0; i < tail.size(); ++i) {
+    if (tail[i] < 0) c.fail("output size must be non-negative, got " + std::to_string(tail[i]));
+    s[in.size() - tail.size() + i] = tail[i];
+  }
+  return s;
+}
+
+// upsample_*.vec: output_size, or floor(input size * scale_factor) per spatial dim.
+std::vector<int64_t> vec_output_size(const CallArgs& c, const Shape& in, size_t spatial) {
+  const Arg& os = c.get("output_size");
+  const Arg& sf = c.get("scale_factors");
+  if (os.is_absent() == sf.is_absent())
+    c.fail("must specify exactly one of output_size and scale_factors");
+  if (in.size() != spatial + 2)
+    c.fail("expected a " + std::to_string(spatial + 2) + "-D input, got " + shape_str(in));
+  if (!os.is_absent()) {
+    auto v = os.to_int_list();
+    if (v.size() != spatial) c.fail("output_size must have " + std::to_string(spatial) + " entries");
+    return v;
+  }
+  const auto& f = sf.list();
+  if (f.size() != spatial) c.fail("scale_factors must have " + std::to_string(spatial) + " entries");
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < spatial; ++i)
+    v.push_back(static_cast<int64_t>(static_cast<double>(in[2 + i]) * f[i].to_double()));
+  return v;
+}
+
+TensorMeta unpool_rule(const CallArgs& c, size_t spatial) {
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& idx = c.tensor("indices");
+  if (idx.dtype != DType::Int64) c.fail("elements in indices should be type int64 but got: " +
+                                        dt(idx.dtype));
+  if (idx.sizes != x.sizes) c.fail("Expected shape of indices to be same as that of the input "
+                                   "tensor (" + shape_str(x.sizes) + ") but got indices tensor "
+                                   "with shape: " + shape_str(idx.sizes));
+  if (x.dim() != static_cast<int64_t>(spatial) + 1 && x.dim() != static_cast<int64_t>(spatial) + 2)
+    c.fail("Input to max_unpooling" + std::to_string(spatial) + "d should be a " +
+           std::to_string(spatial + 1) + "d or " + std::to_string(spatial + 2) + "d Tensor, got " +
+           shape_str(x.sizes));
+  auto os = c.get("output_size").to_int_list();
+  if (os.size() != spatial) c.fail("There should be exactly " + std::to_string(spatial) +
+                                   " elements (depth, height, width) in output_size");
+  return TensorMeta::contiguous(replace_tail(c, x.sizes, os), x.dtype, x.device);
+}
+
+TensorMeta renorm_rule(const CallArgs& c) {
+  const TensorMeta& in = c.tensor("self");
+  if (!is_floating(in.dtype)) c.fail("renorm: expected a floating-point input, got " + dt(in.dtype));
+  wrap_dim(c.get("dim").to_int(), std::max<int64_t>(in.dim(), 1), c.where());
+  if (c.get("p").to_double() <= 0) c.fail("renorm: non-positive-norm not supported");
+  if (c.get("maxnorm").to_double() < 0) c.fail("renorm: expected maxnorm to be >= 0 but got " +
+                                               std::to_string(c.get("maxnorm").to_double()));
+  return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+}
+
+TensorMeta cdist_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("x1");
+  const TensorMeta& b = c.tensor("x2");
+  if (a.dim() < 2 || b.dim() < 2) c.fail("cdist only supports at least 2D tensors, X1 got: " +
+                                         std::to_string(a.dim()) + "D");
+  if (a.sizes.back() != b.sizes.back())
+    c.fail("X1 and X2 must have the same number of columns. X1: " + std::to_string(a.sizes.back()) +
+           " X2: " + std::to_string(b.sizes.back()));
+  if (!is_floating(a.dtype) || a.dtype != b.dtype)
+    c.fail("cdist only supports floating-point dtypes of equal type, got " + dt(a.dtype) + " and " +
+           dt(b.dtype));
+  if (c.get("p").to_double() < 0) c.fail("cdist only supports non-negative p values");
+  Shape ba(a.sizes.begin(), a.sizes.end() - 2), bb(b.sizes.begin(), b.sizes.end() - 2);
+  Shape s = broadcast_shapes(ba, bb, c.where());
+  s.push_back(a.sizes[a.dim() - 2]);
+  s.push_back(b.sizes[b.dim() - 2]);
+  return TensorMeta::contiguous(s, a.dtype, a.device);
+}
+
+TensorMeta pdist_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("self");
+  if (a.dim() != 2) c.fail("pdist only supports 2D tensors, got: " + std::to_string(a.dim()) + "D");
+  if (!is_floating(a.dtype)) c.fail("pdist only supports floating-point dtypes");
+  if (c.get("p").to_double() < 0) c.fail("pdist only supports non-negative p values");
+  int64_t n = a.sizes[0];
+  return TensorMeta::contiguous({n * (n - 1) / 2}, a.dtype, a.device);
+}
+
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
@@ -580,6 +737,103 @@ void register_nn_ops(OpRegistry& r) {
         "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, "
         "bool enable_gqa=False) -> Tensor",
         K, P::None, sdpa_rule);
+  {
+    // ---- pointwise formulas (Composite)
+    auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, p, std::move(f));
+    };
+
+    comp("huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor",
+         P::None, [](const CallArgs& c) {
+           if (c.get("delta").to_double() <= 0)
+             c.fail("huber_loss does not support non-positive values for delta.");
+           return loss_rule(c);
+         });
+
+    comp("soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", P::None,
+         loss_rule);
+
+    comp("binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) "
+         "-> Tensor",
+         P::None, bce_rule);
+
+    comp("dist(Tensor self, Tensor other, Scalar p=2) -> Tensor", P::None, dist_rule);
+
+    comp("pixel_shuffle(Tensor self, int upscale_factor) -> Tensor", P::None, pixel_shuffle_rule);
+
+    comp("pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor", P::None,
+         pixel_shuffle_rule);
+  }
+  {
+    auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, P::None, std::move(f));
+    };
+
+    for (const char* n : {"adaptive_avg_pool2d", "adaptive_avg_pool3d"}) {
+      const OpDef* base = r.find(n);
+      if (!base) continue;
+      InferFn f = base->infer;
+      comp(std::string("_") + base->schema.text, [f](const CallArgs& c) { return f(c); });
+    }
+
+    comp("max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor",
+         [](const CallArgs& c) { return unpool_rule(c, 2); });
+
+    comp("max_unpool3d(Tensor self, Tensor indices, int[3] output_size, int[3] stride, "
+         "int[3] padding) -> Tensor",
+         [](const CallArgs& c) { return unpool_rule(c, 3); });
+
+    comp("upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+         "float[]? scale_factors) -> Tensor",
+         [](const CallArgs& c) {
+           const TensorMeta& in = c.tensor("input");
+           if (!is_floating(in.dtype)) c.fail("upsample_bilinear2d: expected a floating-point input");
+           return TensorMeta::contiguous(replace_tail(c, in.sizes, vec_output_size(c, in.sizes, 2)),
+                                         in.dtype, in.device);
+         });
+
+    for (int k : {1, 2})
+      comp("upsample_nearest" + std::to_string(k) + "d.vec(Tensor input, SymInt[]? output_size, "
+           "float[]? scale_factors) -> Tensor",
+           [k](const CallArgs& c) {
+             const TensorMeta& in = c.tensor("input");
+             return TensorMeta::contiguous(
+                 replace_tail(c, in.sizes, vec_output_size(c, in.sizes, static_cast<size_t>(k))),
+                 in.dtype, in.device);
+           });
+
+    comp("renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor", renorm_rule);
+
+    comp("_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", cdist_rule);
+
+    comp("_pdist_forward(Tensor self, float p=2.) -> Tensor", pdist_rule);
+
+    comp("multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, "
+         "Tensor? weight=None, int reduction=1) -> Tensor",
+         [](const CallArgs& c) {
+           const TensorMeta& x = c.tensor("self");
+           const TensorMeta& t = c.tensor("target");
+           if (!is_floating(x.dtype)) c.fail("multi_margin_loss: expected a floating-point input");
+           if (x.dim() > 2)
+             c.fail("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+                    shape_str(x.sizes));
+           int64_t n = x.dim() == 2 ? x.sizes[0] : 1;
+           if (t.dtype != DType::Int64) c.fail("multi_margin_loss: expected an int64 target");
+           if (shape_numel(t.sizes) != n || t.dim() > 1)
+             c.fail("inconsistent target size: " + shape_str(t.sizes) + " for input of size: " +
+                    shape_str(x.sizes));
+           double p = c.get("p").to_double();
+           if (p != 1 && p != 2) c.fail("only p == 1 and p == 2 supported");
+           int64_t classes = x.dim() == 0 ? 1 : x.sizes.back();
+           if (c.has("weight") && (c.tensor("weight").dim() != 1 ||
+                                   c.tensor("weight").sizes[0] != classes))
+             c.fail("inconsistent weight size, expected " + std::to_string(classes) +
+                    " but got " + shape_str(c.tensor("weight").sizes));
+           int64_t red = c.get("reduction").to_int();
+           Shape s = red == nn::kReductionNone ? t.sizes : Shape{};
+           return TensorMeta::contiguous(s, x.dtype, x.device);
+         });
+  }
 }
 
 }  // namespace stax

@@ -1,4 +1,4 @@
-// VJP rules of the neural-network ops (core/graph/ops/nn_ops.cpp).
+// VJP rules of the neural-network ops (core/ops/nn/schemas.cpp).
 //   convolution  the input's gradient is a convolution of ḡ with the same weight, transposed the
 //                other way (output_padding chosen so the size matches); the weight's gradient is a
 //                grouped convolution of the input with ḡ (batch and channel dims swapped, stride
@@ -11,11 +11,16 @@
 //                placed back with interleaved zeros and constant_pad_nd (no scatter: the compiled
 //                backward fuses).
 //   the others   through their decomposition (vjp_by_decomposition).
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/autodiff/jvp.h"
+#include "core/autodiff/vjp.h"
+#include "core/ops/common/via_decomposition.h"
 #include "core/ops/nn/derivatives.h"
 #include "core/graph/decompositions.h"
 #include "core/ops/nn/params.h"
@@ -302,6 +307,8 @@ void register_nn_vjps(VjpTable& t) {
   }
   for (const std::string& op : nn_decomposed_ops())
     if (!own.count(op)) t.add(op, vjp_by_decomposition);
+  // The nn.functional ops composed from other ops (functional_decompositions.cpp).
+  for (const std::string& op : nn_functional_ops()) t.add(op, vjp_via_decomposition);
 }
 
 }  // namespace stax

@@ -4,10 +4,13 @@
 // with respect to the saved value (second derivatives of gelu, silu, sigmoid, tanh).
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/pointwise/derivatives.h"
 #include "core/ops/registration.h"
 
 namespace stax {
 namespace {
+
+using namespace pointwise_derivatives;  // NOLINT
 
 constexpr double kInvSqrt2Pi = 0.3989422804014327;   // 1 / sqrt(2 pi)
 constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
@@ -31,14 +34,6 @@ Node* gelu_second_derivative(const Emitter& e, Node* x, const std::string& appro
   }
   Node* pdf = e.mul(e.call("exp", {e.mul(x2, Arg(-0.5))}), Arg(kInvSqrt2Pi));
   return e.mul(pdf, e.add(e.neg(x2), Arg(2)));
-}
-
-// Σ of the non-null terms.
-Node* sum_terms(const Emitter& e, std::initializer_list<Node*> terms) {
-  Node* r = nullptr;
-  for (Node* t : terms)
-    if (t) r = r ? e.add(r, t) : t;
-  return r;
 }
 
 // op(ġ, saved, extra...) for a backward op linear in its first argument.

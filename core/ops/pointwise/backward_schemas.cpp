@@ -1,5 +1,5 @@
 // The pointwise backward ops autodiff emits (seed Listing 5.2), as PyTorch's autograd names them.
-// Each is a formula of core/graph/pointwise_formulas.h over the gradient and saved values;
+// Each is a formula of core/ops/pointwise/formulas.h over the gradient and saved values;
 // _softmax_backward_data / _log_softmax_backward_data are composites (composite_ops.cpp).
 #include "core/ops/common/infer_helpers.h"
 #include "core/ops/registration.h"

@@ -1,5 +1,5 @@
 // Composite pointwise formulas, written once over an abstract "ops" value domain, so that the
-// reference interpreter (core/interpreter/kernels/pointwise_kernels.cpp, with ScalarOps<T>) and the
+// reference interpreter (core/ops/pointwise/kernels.cpp, with ScalarOps<T>) and the
 // lowering to loop IR (with an OpsHandler) execute exactly the same sequence of primitive ops and
 // therefore round identically (seed §6.9: compiled pointwise results must match bit for bit).
 //

@@ -1,17 +1,30 @@
 // JVP rules of the pointwise ops. ȧ, ḃ, ẋ are input tangents (null = zero), y the primal output.
 //
 // The unary math ops have a diagonal Jacobian, so J ẋ = Jᵀ ẋ: their JVP is their VJP rule applied
-// to the tangent (one formula per op, written once in vjp_rules_pointwise.cpp). The binary ops
+// to the tangent (one formula per op, written once in vjp.cpp). The binary ops
 // are written out; the builder broadcasts a tangent that is smaller than the output.
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
 
+#include "core/autodiff/joint_graph.h"
 #include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
+#include "core/graph/decompositions.h"
+#include "core/graph/op_registry.h"
+#include "core/ops/common/linear_jvp.h"
+#include "core/ops/common/via_decomposition.h"
+#include "core/ops/pointwise/derivatives.h"
 #include "core/ops/registration.h"
+#include "core/support/error.h"
 
 namespace stax {
 
 namespace {
+
+using namespace pointwise_derivatives;  // NOLINT
+using namespace linear_jvp;  // NOLINT
 
 bool is_one(const Arg& a) { return a.is_number() && a.to_double() == 1.0; }
 
@@ -27,14 +40,6 @@ JvpFn add_jvp(bool subtract) {
     Node* r = is_one(alpha) ? bd : c.mul(bd, alpha);
     return subtract ? c.neg(r) : r;
   };
-}
-
-// Sums the non-null terms (null when all are null).
-Node* sum_terms(const Emitter& e, std::initializer_list<Node*> terms) {
-  Node* r = nullptr;
-  for (Node* t : terms)
-    if (t) r = r ? e.add(r, t) : t;
-  return r;
 }
 
 void register_binary(JvpTable& t) {
@@ -143,6 +148,18 @@ void register_select(JvpTable& t) {
     t.add(op, [](JvpContext& c) { return c.cast(c.tangent("self"), c.out()->dtype()); });
 }
 
+Node* fmod_jvp(JvpContext& c) {
+  Node* ta = c.tangent("self");
+  Node* tb = c.tangent("other");
+  if (!ta && !tb) return nullptr;
+  Node* r = ta ? c.expand_to(ta, c.out()->shape()) : nullptr;
+  if (tb) {
+    Node* d = c.neg(c.mul(tb, fmod_quotient(c, *c.node())));
+    r = r ? c.add(r, d) : d;
+  }
+  return r;
+}
+
 }  // namespace
 
 void register_pointwise_jvps(JvpTable& t) {
@@ -158,6 +175,20 @@ void register_pointwise_jvps(JvpTable& t) {
     t.add(op, [](JvpContext&) -> Node* { return nullptr; });
   register_binary(t);
   register_select(t);
+  for (const char* op : {"clone.default", "contiguous.default", "lift_fresh_copy.default"})
+    t.add(op, linear());
+  for (const char* op :
+         {"max.other", "min.other", "addcmul.default", "addcdiv.default", "lerp.Scalar",
+          "lerp.Tensor", "div.Tensor_mode", "div.Scalar_mode", "clamp.Tensor", "clamp_min.default",
+          "clamp_max.default", "clamp_min.Tensor", "clamp_max.Tensor", "nan_to_num.default"}) t.add(op, jvp_via_decomposition);
+
+  t.add("fmod.Tensor", fmod_jvp);
+
+  t.add("fmod.Scalar", fmod_jvp);
+  for (const char* op :
+         {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
+          "sgn.default", "sinc.default", "logit.default", "logaddexp.default", "logaddexp2.default",
+          "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals"}) t.add(op, jvp_via_decomposition);
 }
 
 }  // namespace stax

@@ -1,28 +1,35 @@
-// Pointwise kernels of the reference interpreter: every op of core/graph/ops/pointwise_ops.cpp and
+// Pointwise kernels of the reference interpreter: every op of core/ops/pointwise/schemas.cpp and
 // backward_ops.cpp. Each element is computed as compiled kernels compute it (seed §6.2, §6.9):
 //   load every operand converted to the computation dtype dt (kernel_utils.h load_as), run the
 //   op's formula in dt through ScalarOps<dt> (stax_scalar functions, the header compiled kernels
-//   embed; composite formulas from core/graph/pointwise_formulas.h), store into the node's result
+//   embed; composite formulas from core/ops/pointwise/formulas.h), store into the node's result
 //   dtype (store_as: half types round to nearest even, integers narrow modulo 2^bits).
 // dt = computation_dtype(result dtype), except for ops with a bool result (comparisons, logical
 // ops, isnan), which compute in computation_dtype of their inputs' promoted dtype. Python-number
 // operands become constants of dt. Inputs broadcast and may have any strides; results are
 // contiguous with the node's meta.
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/graph/op_registry.h"
+#include "core/ops/common/elementwise_kernels.h"
 #include "core/ops/pointwise/formulas.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/registration.h"
 #include "core/ops/common/scalar_ops_adaptor.h"
+#include "core/ops/special/functions.h"
 
 namespace stax {
 namespace {
 
+using namespace elementwise_kernels;  // NOLINT
 using namespace kernels;
 
 // Where the computation dtype comes from.
@@ -265,6 +272,55 @@ void register_backward(InterpreterTable& t) {
         }));
 }
 
+// An elementwise kernel over self (and other): f(C a[, C b]) -> C in computation_dtype(result).
+template <size_t N, class F>
+KernelFn elementwise(F f) {
+  return [f](const KernelContext& ctx) -> Tensor {
+    DType dt = computation_dtype(ctx.out_meta().dtype);
+    std::array<Tensor, N> ins;
+    ins[0] = number_operand(ctx, "self", dt);
+    if constexpr (N == 2) ins[1] = number_operand(ctx, "other", dt);
+    Tensor out = empty_output(ctx.out_meta());
+    dispatch_compute(dt, [&](auto tag) {
+      using C = typename decltype(tag)::type;
+      map_into_as<C>(out, ins, [&](auto... xs) -> C {
+        if constexpr (requires { f(xs...); }) return f(xs...);
+        else ctx.fail("not defined for " + std::string(dtype_name(dt)) + " values");
+      });
+    });
+    return out;
+  };
+}
+
+Tensor signbit(const KernelContext& ctx) {
+  const Tensor& in = ctx.tensor("self");
+  Tensor out = empty_output(ctx.out_meta());
+  DType dt = computation_dtype(in.dtype());
+  dispatch_compute(dt, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    map_into_as<C>(out, std::array<Tensor, 1>{in}, [](C v) -> bool {
+      if constexpr (std::is_floating_point_v<C>) return std::signbit(v);
+      else if constexpr (std::is_same_v<C, bool>) return false;
+      else return v < 0;
+    });
+  });
+  return out;
+}
+
+// gcd / lcm on int64 values (torch: lcm = |a / gcd * b|, 0 when gcd is 0).
+template <bool Lcm>
+Tensor gcd_lcm(const KernelContext& ctx) {
+  DType dt = computation_dtype(ctx.out_meta().dtype);
+  std::array<Tensor, 2> ins{number_operand(ctx, "self", dt), number_operand(ctx, "other", dt)};
+  Tensor out = empty_output(ctx.out_meta());
+  map_into_as<i64>(out, ins, [](i64 a, i64 b) -> i64 {
+    i64 g = std::gcd(a, b);
+    if constexpr (Lcm) return g == 0 ? 0 : std::abs(a / g * b);
+    else return g;
+  });
+  return out;
+}
+
 }  // namespace
 
 void register_pointwise_kernels(InterpreterTable& t) {
@@ -272,6 +328,105 @@ void register_pointwise_kernels(InterpreterTable& t) {
   register_binary(t);
   register_special(t);
   register_backward(t);
+  {
+    auto fmod = [](auto a, auto b) -> decltype(a) {
+      if constexpr (std::is_same_v<decltype(a), bool>) throw Error("interpreter", "", "fmod on bool");
+      else return stax_scalar::fmod(a, b);
+    };
+
+    auto integral = [](auto f) {
+      return [f](auto... xs) {
+        using C = std::common_type_t<decltype(xs)...>;
+        if constexpr (std::is_floating_point_v<C>)
+          return (throw Error("interpreter", "", "bitwise op on floating values"), C{});
+        else return static_cast<C>(f(xs...));
+      };
+    };
+
+    auto band = integral([](auto a, auto b) { return stax_scalar::bitwise_and(a, b); });
+
+    auto bor = integral([](auto a, auto b) { return stax_scalar::bitwise_or(a, b); });
+
+    auto bxor = integral([](auto a, auto b) { return stax_scalar::bitwise_xor(a, b); });
+
+    auto shift = [](bool left) {
+      return [left](auto a, auto b) -> decltype(a) {
+        using C = decltype(a);
+        if constexpr (std::is_same_v<C, stax_scalar::i64>)
+          return left ? stax_scalar::bitwise_left_shift(a, b) : stax_scalar::bitwise_right_shift(a, b);
+        else
+          throw Error("interpreter", "", "shifts are defined for integer values only");
+      };
+    };
+    // Composite ops: their decomposition, on the interpreter.
+    for (const char* op :
+           {"max.other", "min.other", "addcmul.default", "addcdiv.default", "lerp.Scalar",
+            "lerp.Tensor", "div.Tensor_mode", "div.Scalar_mode", "clamp.Tensor", "clamp_min.default",
+            "clamp_max.default", "clamp_min.Tensor", "clamp_max.Tensor", "isinf.default",
+            "isposinf.default", "isneginf.default", "isfinite.default", "logical_xor.default",
+            "nan_to_num.default"})
+      t.add(op, kernels::run_decomposition);
+
+    t.add("fmod.Tensor", elementwise<2>(fmod));
+
+    t.add("fmod.Scalar", elementwise<2>(fmod));
+
+    for (const char* ov : {".Tensor", ".Scalar"}) {
+      t.add(std::string("bitwise_and") + ov, elementwise<2>(band));
+      t.add(std::string("bitwise_or") + ov, elementwise<2>(bor));
+      t.add(std::string("bitwise_xor") + ov, elementwise<2>(bxor));
+    }
+
+    t.add("bitwise_not.default",
+          elementwise<1>(integral([](auto a) { return stax_scalar::bitwise_not(a); })));
+
+    for (const char* ov : {".Tensor", ".Tensor_Scalar"}) {
+      t.add(std::string("bitwise_left_shift") + ov, elementwise<2>(shift(true)));
+      t.add(std::string("bitwise_right_shift") + ov, elementwise<2>(shift(false)));
+    }
+  }
+  t.add("gcd.default", gcd_lcm<false>);
+
+  t.add("lcm.default", gcd_lcm<true>);
+
+  // ---- library math in the computation type
+  t.add("asin.default", floating_map<1>([](auto x) { return std::asin(x); }));
+
+  t.add("acos.default", floating_map<1>([](auto x) { return std::acos(x); }));
+
+  t.add("atan.default", floating_map<1>([](auto x) { return std::atan(x); }));
+
+  t.add("sinh.default", floating_map<1>([](auto x) { return std::sinh(x); }));
+
+  t.add("cosh.default", floating_map<1>([](auto x) { return std::cosh(x); }));
+
+  t.add("asinh.default", floating_map<1>([](auto x) { return std::asinh(x); }));
+
+  t.add("acosh.default", floating_map<1>([](auto x) { return std::acosh(x); }));
+
+  t.add("atanh.default", floating_map<1>([](auto x) { return std::atanh(x); }));
+
+  t.add("erfc.default", floating_map<1>([](auto x) { return std::erfc(x); }));
+
+  t.add("lgamma.default", floating_map<1>([](auto x) { return std::lgamma(x); }));
+
+  t.add("atan2.default", floating_map<2>([](auto a, auto b) { return std::atan2(a, b); }));
+
+  t.add("hypot.default", floating_map<2>([](auto a, auto b) { return std::hypot(a, b); }));
+
+  for (const char* op : {"copysign.Tensor", "copysign.Scalar"})
+    t.add(op, floating_map<2>([](auto a, auto b) { return std::copysign(a, b); }));
+
+  t.add("nextafter.default", floating_map<2>([](auto a, auto b) { return std::nextafter(a, b); }));
+
+  t.add("signbit.default", signbit);
+
+  // ---- Composite ops: their decomposition
+  for (const char* op :
+         {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
+          "sgn.default", "sinc.default", "logit.default", "heaviside.default", "logaddexp.default",
+          "logaddexp2.default", "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals"})
+    t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

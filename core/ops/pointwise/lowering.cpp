@@ -1,6 +1,6 @@
 // Lowering rules of pointwise ops (seed §6.2): every rule is the pointwise() helper of Listing 6.1
 // with a body of loop-level ops. Composite formulas (gelu, silu, the *_backward ops, add/sub with
-// alpha, clamp) come from core/graph/pointwise_formulas.h, the same templates the reference
+// alpha, clamp) come from core/ops/pointwise/formulas.h, the same templates the reference
 // interpreter runs, so compiled code performs exactly the interpreter's op sequence.
 //
 // Dtypes: an op computes in computation_dtype(result dtype) (half types in float32, integers in
@@ -10,6 +10,7 @@
 
 #include "core/ops/pointwise/formulas.h"
 #include "core/ops/common/lowering_helpers.h"
+#include "core/ops/registration.h"
 
 namespace stax {
 
@@ -88,7 +89,6 @@ void register_pointwise_rules(LoweringTable& t) {
   if (std::string(#name) != "logical_not" && std::string(#name) != "isnan") \
     t.add(std::string(#name) + ".default", unary(Opcode::name));
 #include "stax/sdk/ops.def"
-#include "core/ops/registration.h"
   t.add("logical_not.default", to_bool({"self"}, Opcode::logical_not));
   t.add("isnan.default", to_bool({"self"}, Opcode::isnan));
 

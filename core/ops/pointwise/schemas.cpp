@@ -1,6 +1,12 @@
 // Pointwise ops: unary math, binary arithmetic (.Tensor and .Scalar), comparisons, logical ops,
 // where, clamp and dtype conversion. Shapes broadcast; dtypes follow PyTorch's promotion modes.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "core/ops/common/infer_helpers.h"
+#include "core/ops/nn/params.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -29,6 +35,78 @@ InferFn alpha_rule(std::string base) {
              "logical_xor or logical_not");
     return m;
   };
+}
+
+using P = Promotion;
+using C = OpCategory;
+
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
+using infer::floating;
+using infer::numeric;
+
+InferFn integral(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, params, P::Default);
+    if (is_floating(m.dtype))
+      c.fail("bitwise ops are only defined for integer and bool tensors, got " + dt(m.dtype));
+    return m;
+  };
+}
+
+InferFn always_bool(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    return infer::elementwise(c, params, P::AlwaysBool);
+  };
+}
+
+TensorMeta same_as_self(const CallArgs& c) {
+  const TensorMeta& in = c.tensor("self");
+  return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+}
+
+InferFn div_mode_rule() {
+  return [](const CallArgs& c) {
+    const Arg& mode = c.get("rounding_mode");
+    if (mode.is_absent()) return infer::elementwise(c, {"self", "other"}, P::IntToFloat);
+    const std::string& m = mode.str();
+    if (m != "trunc" && m != "floor")
+      c.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + m +
+             "'");
+    TensorMeta r = infer::elementwise(c, {"self", "other"}, P::Default);
+    if (r.dtype == DType::Bool) c.fail("div with rounding_mode is not defined for bool tensors");
+    return r;
+  };
+}
+
+TensorMeta clamp_tensor_rule(const CallArgs& c) {
+  if (!c.has("min") && !c.has("max")) c.fail("at least one of 'min' and 'max' must be given");
+  TensorMeta m = infer::elementwise(c, {"self", "min", "max"}, P::Default);
+  if (m.dtype == DType::Bool) c.fail("clamp is not supported for bool tensors");
+  return m;
+}
+
+TensorMeta nan_to_num_rule(const CallArgs& c) { return same_as_self(c); }
+
+TensorMeta round_decimals_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype == DType::Bool) c.fail("round is not implemented for 'bool' tensors");
+  if (!is_floating(c.tensor("self").dtype) && c.get("decimals").to_int() != 0)
+    c.fail("round_cpu not implemented for '" + dt(c.tensor("self").dtype) +
+           "' with decimals != 0");
+  return same_as_self(c);
+}
+
+TensorMeta heaviside_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype != c.tensor("values").dtype)
+    c.fail("heaviside is not yet implemented for tensors with different dtypes");
+  return numeric({"self", "values"})(c);
+}
+
+TensorMeta int_binary(const CallArgs& c) {
+  TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+  if (is_floating(m.dtype) || m.dtype == DType::Bool)
+    c.fail("not implemented for '" + dt(m.dtype) + "' (integer tensors only, as in torch)");
+  return m;
 }
 
 }  // namespace
@@ -61,7 +139,7 @@ void register_pointwise_ops(OpRegistry& r) {
       c.fail("negation, the `-` operator, on a bool tensor is not supported; use logical_not");
     return infer::elementwise(c, {"self"}, P::Default);
   });
-  // gelu and silu are formulas (core/graph/pointwise_formulas.h) on floating inputs.
+  // gelu and silu are formulas (core/ops/pointwise/formulas.h) on floating inputs.
   r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", OpCategory::Pointwise,
         P::Default, floating_rule({"self"}))
       .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
@@ -169,6 +247,181 @@ void register_pointwise_ops(OpRegistry& r) {
                                                 c.tensor("self").device);
           return m;
         });
+  r.add("max.other(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default,
+        infer::elementwise_rule({"self", "other"}));
+
+  r.add("min.other(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default,
+        infer::elementwise_rule({"self", "other"}));
+
+  r.add("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        C::Composite, P::Default, numeric({"self", "tensor1", "tensor2"}));
+
+  r.add("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        C::Composite, P::Default, [](const CallArgs& c) {
+          TensorMeta m = infer::elementwise(c, {"self", "tensor1", "tensor2"}, P::Default);
+          if (!is_floating(m.dtype))
+            c.fail("Integer division with addcdiv is no longer supported; use addcmul with "
+                   "a floating-point dtype");
+          return m;
+        });
+
+  r.add("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", C::Composite, P::Default,
+        floating({"self", "end"}));
+
+  r.add("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", C::Composite, P::Default,
+        floating({"self", "end", "weight"}));
+
+  r.add("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+        C::Composite, P::None, div_mode_rule());
+
+  r.add("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        C::Composite, P::None, div_mode_rule());
+
+  r.add("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", C::Composite,
+        P::None, clamp_tensor_rule);
+
+  r.add("clamp_min(Tensor self, Scalar min) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "min"}));
+
+  r.add("clamp_max(Tensor self, Scalar max) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "max"}));
+
+  r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "min"}));
+
+  r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "max"}));
+
+  // ---- fmod and bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp)
+  r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+        numeric({"self", "other"}));
+
+  r.add("fmod.Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise, P::Default,
+        numeric({"self", "other"}));
+
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    r.add(std::string(b) + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise,
+          P::Default, integral({"self", "other"}))
+        .differentiable = false;
+    r.add(std::string(b) + ".Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise,
+          P::Default, integral({"self", "other"}))
+        .differentiable = false;
+  }
+
+  r.add("bitwise_not(Tensor self) -> Tensor", C::Pointwise, P::Default, integral({"self"}))
+      .differentiable = false;
+
+  for (const char* b : {"bitwise_left_shift", "bitwise_right_shift"}) {
+    auto no_bool = [](const CallArgs& c) {
+      TensorMeta m = integral({"self", "other"})(c);
+      if (m.dtype == DType::Bool) c.fail("shifts are not implemented for 'bool' tensors");
+      return m;
+    };
+    r.add(std::string(b) + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise,
+          P::Default, no_bool)
+        .differentiable = false;
+    r.add(std::string(b) + ".Tensor_Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise,
+          P::Default, no_bool)
+        .differentiable = false;
+  }
+
+  // ---- predicates (Composite)
+  r.add("logical_xor(Tensor self, Tensor other) -> Tensor", C::Composite, P::AlwaysBool,
+        always_bool({"self", "other"}))
+      .differentiable = false;
+
+  for (const char* n : {"isinf", "isfinite", "isposinf", "isneginf"})
+    r.add(std::string(n) + "(Tensor self) -> Tensor", C::Composite, P::AlwaysBool,
+          always_bool({"self"}))
+        .differentiable = false;
+
+  r.add("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> "
+        "Tensor",
+        C::Composite, P::None, nan_to_num_rule);
+  {
+    // ---- base unary math (interpreter kernels; float results, integers promote). The special
+    // functions torch gives no derivative (Bessel, Airy) are not differentiable here either.
+    auto unary = [&](const char* n, const char* param, bool differentiable) {
+      infer::add_unary_math(r, n, param, differentiable);
+    };
+
+    // ---- pointwise formulas (Composite)
+    auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, p, std::move(f));
+    };
+
+    auto rsub_rule = [](const CallArgs& c) {
+      TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+      if (c.get("alpha").is_double() && !is_floating(m.dtype))
+        c.fail("for integral input tensors, argument alpha must not be a floating point number");
+      if (m.dtype == DType::Bool)
+        c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
+               "logical_xor or logical_not");
+      return m;
+    };
+
+    for (const char* n :
+           {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "lgamma"})
+      unary(n, "self", true);
+
+    r.add("signbit(Tensor self) -> Tensor", C::Pointwise, P::AlwaysBool,
+          infer::elementwise_rule({"self"}))
+        .differentiable = false;
+
+    // ---- base binary math
+    r.add("atan2(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("hypot(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          floating({"self", "other"}));
+
+    r.add("copysign.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("copysign.Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("nextafter(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          floating({"self", "other"}))
+        .differentiable = false;
+
+    comp("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", P::Default,
+         rsub_rule);
+
+    comp("rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", P::Default, rsub_rule);
+
+    for (const char* n : {"deg2rad", "rad2deg"})
+      comp(std::string(n) + "(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
+
+    comp("frac(Tensor self) -> Tensor", P::Default, floating({"self"}));
+
+    comp("sgn(Tensor self) -> Tensor", P::Default, numeric({"self"}));
+
+    comp("sinc(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
+
+    comp("logit(Tensor self, float? eps=None) -> Tensor", P::IntToFloat,
+         floating({"self"}, P::IntToFloat));
+
+    comp("heaviside(Tensor self, Tensor values) -> Tensor", P::Default, heaviside_rule)
+        .differentiable = false;
+
+    comp("logaddexp(Tensor self, Tensor other) -> Tensor", P::Default, floating({"self", "other"}));
+
+    comp("logaddexp2(Tensor self, Tensor other) -> Tensor", P::Default, floating({"self", "other"}));
+
+    comp("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", P::IntToFloat,
+         floating({"self", "other"}, P::IntToFloat));
+
+    for (const char* n : {"fmax", "fmin"})
+      comp(std::string(n) + "(Tensor self, Tensor other) -> Tensor", P::Default,
+           numeric({"self", "other"}));
+
+    comp("round.decimals(Tensor self, *, int decimals) -> Tensor", P::None, round_decimals_rule);
+  }
+  for (const char* n : {"gcd", "lcm"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          int_binary)
+        .differentiable = false;
 }
 
 }  // namespace stax

@@ -1,13 +1,25 @@
 // VJP rules of the pointwise ops (unary math, binary arithmetic with broadcasting, where, clamp,
 // casts), after PyTorch's derivatives.yaml. g is the upstream gradient, x / a / b the inputs,
 // y the forward output. Broadcast inputs get sum_to_shape(contribution, input shape).
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
 
+#include "core/autodiff/joint_graph.h"
+#include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
+#include "core/graph/decompositions.h"
+#include "core/graph/op_registry.h"
+#include "core/ops/common/via_decomposition.h"
+#include "core/ops/pointwise/derivatives.h"
 #include "core/ops/registration.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
+
+using namespace pointwise_derivatives;  // NOLINT
 
 constexpr double kLn2 = 0.6931471805599453;
 constexpr double kLn10 = 2.302585092994046;
@@ -233,12 +245,34 @@ void register_select(VjpTable& t) {
     });
 }
 
+void fmod_vjp(VjpContext& c) {
+  Node* a = c.in("self");
+  if (c.needs(a)) c.give(a, c.sum_to_shape(c.grad(), a->shape()));
+  Node* b = c.in("other");
+  if (c.needs(b)) {
+    Node* q = fmod_quotient(c, *c.node());
+    c.give(b, c.sum_to_shape(c.neg(c.mul(c.grad(), q)), b->shape()));
+  }
+}
+
 }  // namespace
 
 void register_pointwise_vjps(VjpTable& t) {
   register_unary(t);
   register_binary(t);
   register_select(t);
+  for (const char* op :
+         {"max.other", "min.other", "addcmul.default", "addcdiv.default", "lerp.Scalar",
+          "lerp.Tensor", "div.Tensor_mode", "div.Scalar_mode", "clamp.Tensor", "clamp_min.default",
+          "clamp_max.default", "clamp_min.Tensor", "clamp_max.Tensor", "nan_to_num.default"}) t.add(op, vjp_via_decomposition);
+
+  t.add("fmod.Tensor", fmod_vjp);
+
+  t.add("fmod.Scalar", fmod_vjp);
+  for (const char* op :
+         {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
+          "sgn.default", "sinc.default", "logit.default", "logaddexp.default", "logaddexp2.default",
+          "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals"}) t.add(op, vjp_via_decomposition);
 }
 
 }  // namespace stax

@@ -10,10 +10,7 @@
 namespace stax {
 namespace {
 
-using Ints = std::vector<int64_t>;
 using decomp::cast;
-using decomp::is_half_like;
-using decomp::opt_arg;
 
 Node* dropout_decomp(Graph& g, const Node& n) {
   Node* x = n.input(0);

@@ -24,7 +24,11 @@
 //         as more extreme than anything (the first NaN wins); dim=None flattens the whole tensor
 //   all / any: every element converted to bool (x != 0, NaN is true), folded with && / ||
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -34,6 +38,7 @@
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/registration.h"
 #include "core/ops/common/scalar_ops_adaptor.h"
+#include "core/ops/special/functions.h"
 #include "stax/sdk/reduction_order.hpp"
 
 namespace stax {
@@ -217,6 +222,80 @@ Tensor logical_kernel(const KernelContext& ctx) {
   return r.out;
 }
 
+// For every position along `dim` of `t` (a rank >= 1 tensor): offsets of the rows (outer) and of
+// the elements along dim (inner), as reduction_layout gives them.
+ReductionLayout along(const Tensor& t, int64_t dim) {
+  std::vector<bool> mask(t.dim(), false);
+  mask[dim] = true;
+  return reduction_layout(t, mask);
+}
+
+Tensor scan(const KernelContext& ctx, bool product) {
+  const TensorMeta& om = ctx.out_meta();
+  Tensor in = ctx.tensor("self");
+  Tensor out = empty_output(om);
+  if (om.numel() == 0) return out;
+  if (in.dim() == 0) {
+    in = in.contiguous();
+    out = Tensor::empty({1}, om.dtype);
+    in = Tensor::from_data({1}, in.dtype(), in.data_ptr());
+  }
+  int64_t dim = wrap_dim(ctx.arg("dim").to_int(), in.dim(), "%" + ctx.node().name());
+  ReductionLayout li = along(in, dim), lo = along(out, dim);
+  dispatch_compute(computation_dtype(om.dtype), [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    Reader<C> rd(in);
+    Writer<C> wr(out);
+    for (size_t r = 0; r < li.outer.size(); ++r) {
+      C acc = product ? C(1) : C(0);
+      for (size_t j = 0; j < li.inner.size(); ++j) {
+        C v = rd(li.outer[r] + li.inner[j]);
+        if constexpr (std::is_same_v<C, bool>) acc = product ? (acc && v) : (acc || v);
+        else acc = product ? stax_scalar::mul(acc, v) : stax_scalar::add(acc, v);
+        wr(lo.outer[r] + lo.inner[j], acc);
+      }
+    }
+  });
+  if (ctx.tensor("self").dim() == 0) return Tensor::from_data({}, om.dtype, out.data_ptr());
+  return out;
+}
+
+Tensor argsort(const KernelContext& ctx) {
+  const TensorMeta& om = ctx.out_meta();
+  const Tensor& in = ctx.tensor("self");
+  Tensor out = empty_output(om);
+  if (om.numel() == 0) return out;
+  if (in.dim() == 0) return Tensor::zeros({}, DType::Int64);
+  int64_t dim = wrap_dim(ctx.arg("dim").to_int(), in.dim(), "%" + ctx.node().name());
+  bool desc = ctx.arg("descending").to_bool();
+  ReductionLayout li = along(in, dim), lo = along(out, dim);
+  int64_t* o = out.data<int64_t>();
+  DType dt = is_floating(in.dtype()) ? DType::Float64 : computation_dtype(in.dtype());
+  dispatch_compute(dt, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    Reader<C> rd(in);
+    std::vector<C> v(li.inner.size());
+    std::vector<int64_t> idx(li.inner.size());
+    // NaN sorts above every number (ascending: last; descending: first), ties keep index order.
+    auto less = [](C a, C b) {
+      if constexpr (std::is_floating_point_v<C>) {
+        if (b != b) return a == a;
+        if (a != a) return false;
+      }
+      return a < b;
+    };
+    for (size_t r = 0; r < li.outer.size(); ++r) {
+      for (size_t j = 0; j < v.size(); ++j) v[j] = rd(li.outer[r] + li.inner[j]);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+        return desc ? less(v[b], v[a]) : less(v[a], v[b]);
+      });
+      for (size_t j = 0; j < v.size(); ++j) o[lo.outer[r] + lo.inner[j]] = idx[j];
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 void register_reduction_kernels(InterpreterTable& t) {
@@ -235,6 +314,25 @@ void register_reduction_kernels(InterpreterTable& t) {
   t.add("all.default", logical_kernel<true>);
   t.add("any.dim", logical_kernel<false>);
   t.add("any.default", logical_kernel<false>);
+  // Composite ops: their decomposition, on the interpreter.
+  for (const char* op :
+         {"std.correction", "std.dim", "std.default", "var.dim", "var.default", "logsumexp.default",
+          "norm.ScalarOpt_dim", "norm.Scalar", "linalg_vector_norm.default", "max.default",
+          "min.default"})
+    t.add(op, kernels::run_decomposition);
+
+  t.add("cumsum.default", [](const KernelContext& c) { return scan(c, false); });
+
+  t.add("cumprod.default", [](const KernelContext& c) { return scan(c, true); });
+
+  t.add("argsort.default", argsort);
+
+  t.add("argsort.stable", argsort);
+  // ---- Composite ops: their decomposition
+  for (const char* op :
+         {"nansum.default", "count_nonzero.dim_IntList", "count_nonzero.default",
+          "logcumsumexp.default", "trace.default", "median.default", "nanmedian.default"})
+    t.add(op, kernels::run_decomposition);
 }
 
 }  // namespace stax

@@ -1,4 +1,4 @@
-// Special functions of the interpreter's kernels (more_kernels.cpp), in double, written from their
+// Special functions of the interpreter's kernels (kernels.cpp), in double, written from their
 // textbook definitions: digamma (recurrence to x >= 10, then the asymptotic series with Bernoulli
 // numbers; reflection for x < 0), trigamma / polygamma (reflection, the Hurwitz zeta function by
 // Euler-Maclaurin summation), erfinv / ndtri (an initial guess refined by Newton steps on

@@ -1,5 +1,5 @@
 // The layout arithmetic of the view ops, in one place: shape inference (view_ops.cpp) applies it to
-// a node's input TensorMeta, the interpreter's view kernels (core/interpreter/kernels/view_kernels.cpp)
+// a node's input TensorMeta, the interpreter's view kernels (core/ops/view/kernels.cpp)
 // to the runtime tensor's sizes, strides and storage offset. A view's result strides are therefore
 // exactly the ones its metadata promises (seed Prop. 6.2: a view is an affine map of indices).
 #pragma once
