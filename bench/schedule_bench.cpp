@@ -23,6 +23,7 @@
 #include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 #include "core/driver/compiler.h"
+#include "core/scheduler/memory_plan.h"
 #include "core/tensor/tensor.h"
 
 using namespace stax;

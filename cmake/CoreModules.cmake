@@ -7,8 +7,8 @@
 # A module whose folder does not exist yet (scheduler, until it lands) is skipped by the build; its
 # dependents link it once it exists.
 set(STAX_CORE_MODULES
-  support types graph tensor autodiff partition interpreter ir policy lowering ops scheduler codegen
-  config backend runtime cache driver)
+  support types graph tensor autodiff partition interpreter functional ir policy lowering ops
+  scheduler codegen config backend runtime cache driver)
 
 set(STAX_CORE_DEPS_support)
 # Element types, tensor metadata and the 16-bit float storage types: the vocabulary of both the
@@ -18,7 +18,10 @@ set(STAX_CORE_DEPS_graph types support)
 set(STAX_CORE_DEPS_tensor types support)
 set(STAX_CORE_DEPS_autodiff graph)
 set(STAX_CORE_DEPS_partition autodiff graph)
-set(STAX_CORE_DEPS_interpreter tensor graph autodiff)
+set(STAX_CORE_DEPS_interpreter tensor graph)
+# Functional differentiation on the interpreter (jvp, vjp, hvp, jacobian, hessian): autodiff's
+# graphs run by the interpreter, above both.
+set(STAX_CORE_DEPS_functional autodiff interpreter tensor graph)
 set(STAX_CORE_DEPS_ir graph)
 set(STAX_CORE_DEPS_policy ir)
 set(STAX_CORE_DEPS_lowering ir policy graph)
@@ -34,8 +37,8 @@ set(STAX_CORE_DEPS_runtime tensor interpreter ir lowering codegen backend schedu
 # The persistent kernel cache: bytes keyed by bytes, no graph, no plugin ABI (issue 11).
 set(STAX_CORE_DEPS_cache support)
 set(STAX_CORE_DEPS_driver
-  support types graph tensor autodiff partition interpreter ir policy lowering ops scheduler codegen
-  config backend runtime cache)
+  support types graph tensor autodiff partition interpreter functional ir policy lowering ops
+  scheduler codegen config backend runtime cache)
 
 # Only core/backend and core/codegen may include the plugin ABI ("stax/plugin_api.h",
 # "stax/sdk/backend.hpp", "stax/sdk/plugin.hpp"); every module may use the SDK's vocabulary

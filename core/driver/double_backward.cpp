@@ -1,4 +1,4 @@
-#include "core/interpreter/double_backward.h"
+#include "core/driver/double_backward.h"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 // compiled backward's gradients (bitwise the same values), connected to the forward's inputs,
 // but their own backward rejects explicitly, where the request is made, instead of failing far
 // away with "does not require grad". Higher-order derivatives (hvp, hessian) go through
-// core/interpreter/functional.h on the uncompiled graph.
+// core/functional/functional.h on the uncompiled graph.
 //
 // The compiled runtime (CompiledFunction, §5.6) calls reject_double_backward() at the point a
 // second derivative is requested: it installs rejecting_backward() as the backward of the

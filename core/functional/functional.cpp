@@ -1,4 +1,4 @@
-#include "core/interpreter/functional.h"
+#include "core/functional/functional.h"
 
 #include "core/autodiff/joint_graph.h"
 #include "core/autodiff/jvp.h"

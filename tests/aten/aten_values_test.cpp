@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
-#include "core/interpreter/functional.h"
+#include "core/functional/functional.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 #include "tests/support/compiled_check.h"

@@ -1,6 +1,6 @@
 // Forward mode and the functional API (core/autodiff/jvp.h, functional.h; seed §5.7), checked
 // against finite differences in float64, and the compiled path's double-backward rejection
-// (core/interpreter/double_backward.h, Listing 5.5).
+// (core/driver/double_backward.h, Listing 5.5).
 //
 // JVP rules: every case of tests/autodiff_cases.h (one per op overload) plus the backward ops is
 // checked as J v against the directional central difference (f(x + h v) - f(x - h v)) / 2h over
@@ -13,8 +13,8 @@
 #include <cmath>
 #include <set>
 
-#include "core/interpreter/double_backward.h"
-#include "core/interpreter/functional.h"
+#include "core/driver/double_backward.h"
+#include "core/functional/functional.h"
 #include "core/autodiff/joint_graph.h"
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"

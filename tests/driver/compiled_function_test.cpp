@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/interpreter/double_backward.h"
+#include "core/driver/double_backward.h"
 #include "core/config/config.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"

@@ -12,6 +12,7 @@
 #include "core/graph/parser.h"
 #include "core/graph/source_location.h"
 #include "core/lowering/graph_lowering.h"
+#include "core/scheduler/memory_plan.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/interp_helpers.h"
 

@@ -19,7 +19,7 @@
 #include "core/graph/parser.h"
 #include "core/graph/printer.h"
 #include "core/graph/verifier.h"
-#include "core/interpreter/functional.h"
+#include "core/functional/functional.h"
 #include "core/interpreter/interpreter.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/interp_helpers.h"

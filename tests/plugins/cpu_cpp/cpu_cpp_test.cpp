@@ -20,6 +20,7 @@
 #include "core/graph/parser.h"
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
+#include "core/lowering/graph_lowering.h"
 #include "tests/support/compiled_check.h"
 
 namespace stax {
