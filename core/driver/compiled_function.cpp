@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "core/interpreter/double_backward.h"
+#include "core/driver/double_backward.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
 

@@ -32,7 +32,7 @@
 //   returns the compiled backward's gradients (the same bits as without create_graph), and the
 //   context records their backward, BackwardContext::gradients_backward(), which computes
 //   nothing and rejects where a second derivative is requested (rejecting_backward(),
-//   core/interpreter/double_backward.h): stax::Error "Compiled regions do not support
+//   core/driver/double_backward.h): stax::Error "Compiled regions do not support
 //   second-order gradients (double backward). Run the function without compilation to compute
 //   higher-order derivatives."
 //
@@ -58,7 +58,7 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
-#include "core/interpreter/double_backward.h"
+#include "core/driver/double_backward.h"
 #include "core/partition/partitioner.h"
 #include "core/runtime/compiled_graph.h"
 #include "core/driver/compiler.h"

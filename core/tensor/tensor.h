@@ -33,9 +33,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/graph/dtype.h"
-#include "core/graph/tensor_meta.h"
-#include "core/tensor/half.h"
+#include "core/types/dtype.h"
+#include "core/types/tensor_meta.h"
+#include "core/types/half.h"
 #include "core/support/error.h"
 
 namespace stax {
