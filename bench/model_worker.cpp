@@ -44,6 +44,7 @@
 #include "core/driver/compiled_function.h"
 #include "core/driver/compiler.h"
 #include "core/graph/parser.h"
+#include "core/ops/install.h"
 #include "core/tensor/npy.h"
 
 namespace {
@@ -327,6 +328,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_model_worker THREADS (commands on stdin)\n");
     return 2;
   }
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   int threads = std::max(1, std::atoi(argv[1]));
   std::unique_ptr<Worker> worker;
   try {
