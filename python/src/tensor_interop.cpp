@@ -390,29 +390,66 @@ nb::object tensor_dlpack(const Tensor& t, nb::handle stream, nb::handle max_vers
   return make_capsule(want_copy ? t.clone() : t, versioned);
 }
 
-// ---- module-level helpers of Python frameworks ---------------------------------------------------
+// ---- Python frameworks ---------------------------------------------------------------------------
 
-// torch.Tensor / numpy.ndarray / their from_dlpack, looked up once they are imported.
+// torch.Tensor / numpy.ndarray and their DLPack entry points, looked up once they are imported.
+// torch's __dlpack__ and torch.from_dlpack are Python functions (argument checks, stream
+// handling) costing microseconds per call; for a plain CPU torch.Tensor (or Parameter) the C
+// functions they end in are called directly: torch._C._to_dlpack_versioned(t) and
+// torch._C._from_dlpack(capsule). Where torch lacks them the public functions are used.
 struct Frameworks {
-  nb::object torch_tensor, torch_from_dlpack;
+  bool torch_looked_up = false, numpy_looked_up = false;
+  nb::object torch_tensor, torch_parameter, torch_from_dlpack;
+  nb::object torch_to_capsule, torch_from_capsule;  // torch._C's, or invalid
   nb::object numpy_ndarray, numpy_from_dlpack;
+
+  void look_up() {
+    if (!torch_looked_up) {
+      if (nb::object torch = imported_module("torch"); torch.is_valid()) {
+        torch_looked_up = true;
+        torch_tensor = torch.attr("Tensor");
+        torch_parameter = torch.attr("nn").attr("Parameter");
+        torch_from_dlpack = torch.attr("from_dlpack");
+        nb::object c = torch.attr("_C");
+        if (nb::hasattr(c, "_to_dlpack_versioned") && nb::hasattr(c, "_from_dlpack")) {
+          torch_to_capsule = c.attr("_to_dlpack_versioned");
+          torch_from_capsule = c.attr("_from_dlpack");
+        }
+      }
+    }
+    if (!numpy_looked_up) {
+      if (nb::object np = imported_module("numpy"); np.is_valid()) {
+        numpy_looked_up = true;
+        numpy_ndarray = np.attr("ndarray");
+        numpy_from_dlpack = np.attr("from_dlpack");
+      }
+    }
+  }
 };
 
 Frameworks& frameworks() {
   static Frameworks* f = new Frameworks();  // leaked: lives until the interpreter exits
+  f->look_up();
   return *f;
 }
 
-}  // namespace
+// The fast path's capsule for a plain torch.Tensor / Parameter, else an invalid object.
+nb::object torch_capsule(nb::handle obj) {
+  Frameworks& f = frameworks();
+  if (!f.torch_to_capsule.is_valid()) return nb::object();
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()));
+  if (type != f.torch_tensor.ptr() && type != f.torch_parameter.ptr()) return nb::object();
+  try {
+    return f.torch_to_capsule(obj);
+  } catch (nb::python_error& e) {
+    python_exception_text(e);  // the generic path reports it
+    return nb::object();
+  }
+}
 
-Tensor import_tensor(nb::handle obj, const std::string& what, ImportInfo* info) {
-  ImportInfo local;
-  ImportInfo& out = info ? *info : local;
-  out = ImportInfo{};
-  if (nb::isinstance<Tensor>(obj)) return nb::cast<const Tensor&>(obj);
-  std::string device_copy;
-  nb::object capsule = dlpack_capsule(obj, what, &device_copy);
-  std::shared_ptr<ImportedBuffer> owner = consume_capsule(capsule, what);
+// A Stax tensor for the producer's DLPack tensor `owner` holds (see the header for the rules).
+Tensor tensor_of(std::shared_ptr<ImportedBuffer> owner, const std::string& what,
+                 const std::string& copy_reason, ImportInfo& out) {
   const dlpack::Tensor& dl = owner->tensor();
   out.read_only = (owner->flags() & dlpack::kFlagReadOnly) != 0;
   if (!host_readable(dl.device.device_type))
@@ -438,17 +475,14 @@ Tensor import_tensor(nb::handle obj, const std::string& what, ImportInfo* info) 
     throw Error(kStage, what,
                 "the tensor " + shape_str(sizes) +
                     " has no memory (a null data pointer: freed, or its storage resized to 0)");
-  if (numel == 0) {
-    out.copied = false;
-    return Tensor::empty(sizes, *dtype);
-  }
+  if (numel == 0) return Tensor::empty(sizes, *dtype);
   data += dl.byte_offset;
   bool negative = false;
   for (size_t d = 0; d < sizes.size(); ++d) negative = negative || (sizes[d] > 1 && strides[d] < 0);
   const bool misaligned = reinterpret_cast<uintptr_t>(data) % dtype_size(*dtype) != 0;
-  if (!device_copy.empty()) {
+  if (!copy_reason.empty()) {
     out.copied = true;
-    out.copy_reason = device_copy;
+    out.copy_reason = copy_reason;
   }
   if (negative || misaligned) {
     out.copied = true;
@@ -462,16 +496,28 @@ Tensor import_tensor(nb::handle obj, const std::string& what, ImportInfo* info) 
   return Tensor::from_external(const_cast<char*>(data), sizes, strides, *dtype, std::move(owner));
 }
 
+}  // namespace
+
+Tensor import_tensor(nb::handle obj, const std::string& what, ImportInfo* info) {
+  ImportInfo local;
+  ImportInfo& out = info ? *info : local;
+  out = ImportInfo{};
+  if (nb::isinstance<Tensor>(obj)) return nb::cast<const Tensor&>(obj);
+  if (nb::object capsule = torch_capsule(obj); capsule.is_valid()) {
+    std::shared_ptr<ImportedBuffer> owner = consume_capsule(capsule, what);
+    if (host_readable(owner->tensor().device.device_type))
+      return tensor_of(std::move(owner), what, "", out);
+    // a CUDA tensor: the generic path asks torch for a host copy
+  }
+  std::string copy_reason;
+  nb::object capsule = dlpack_capsule(obj, what, &copy_reason);
+  return tensor_of(consume_capsule(capsule, what), what, copy_reason, out);
+}
+
 OutputKind output_kind_of(nb::handle obj) {
   Frameworks& f = frameworks();
-  if (!f.torch_tensor.is_valid())
-    if (nb::object torch = imported_module("torch"); torch.is_valid())
-      f.torch_tensor = torch.attr("Tensor");
   if (f.torch_tensor.is_valid() && PyObject_IsInstance(obj.ptr(), f.torch_tensor.ptr()) == 1)
     return OutputKind::Torch;
-  if (!f.numpy_ndarray.is_valid())
-    if (nb::object np = imported_module("numpy"); np.is_valid())
-      f.numpy_ndarray = np.attr("ndarray");
   if (f.numpy_ndarray.is_valid() && PyObject_IsInstance(obj.ptr(), f.numpy_ndarray.ptr()) == 1)
     return OutputKind::Numpy;
   PyErr_Clear();
@@ -479,20 +525,20 @@ OutputKind output_kind_of(nb::handle obj) {
 }
 
 nb::object export_tensor(Tensor t, OutputKind kind) {
-  nb::object st = nb::cast(std::move(t));
   Frameworks& f = frameworks();
   switch (kind) {
-    case OutputKind::Stax: return st;
+    case OutputKind::Stax: break;
     case OutputKind::Torch:
+      if (f.torch_from_capsule.is_valid()) return f.torch_from_capsule(make_capsule(t, true));
       if (!f.torch_from_dlpack.is_valid())
         f.torch_from_dlpack = nb::module_::import_("torch").attr("from_dlpack");
-      return f.torch_from_dlpack(st);
+      return f.torch_from_dlpack(nb::cast(std::move(t)));
     case OutputKind::Numpy:
       if (!f.numpy_from_dlpack.is_valid())
         f.numpy_from_dlpack = nb::module_::import_("numpy").attr("from_dlpack");
-      return f.numpy_from_dlpack(st);
+      return f.numpy_from_dlpack(nb::cast(std::move(t)));
   }
-  return st;
+  return nb::cast(std::move(t));
 }
 
 std::vector<Tensor> import_tensors(nb::handle values, const std::vector<std::string>& names,
