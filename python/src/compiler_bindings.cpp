@@ -66,8 +66,7 @@ void check_arity(const std::vector<std::string>& names, size_t given, const char
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
   throw Error("input", what,
               "expected " + std::to_string(names.size()) + " input" +
-                  (names.size() == 1 ? "" : "s") + " (" + list + "), got " +
-                  std::to_string(given));
+                  (names.size() == 1 ? "" : "s") + " (" + list + "), got " + std::to_string(given));
 }
 
 // The hot path: tensors in (DLPack, no copy where possible), run with the GIL released,
@@ -128,13 +127,14 @@ void bind_config(nb::module_& m) {
             c.plugin_path.insert(c.plugin_path.begin(), std::filesystem::path(dir));
           },
           nb::arg("dir"), "Searches `dir` for plugins first (the package's own plugins/).")
-      .def_prop_ro("devices",
-                   [](const Config& c) {
-                     nb::dict d;
-                     for (const auto& [kind, dc] : c.devices) d[kind.c_str()] = dc.backend;
-                     return d;
-                   },
-                   "{device kind: backend plugin name}")
+      .def_prop_ro(
+          "devices",
+          [](const Config& c) {
+            nb::dict d;
+            for (const auto& [kind, dc] : c.devices) d[kind.c_str()] = dc.backend;
+            return d;
+          },
+          "{device kind: backend plugin name}")
       .def_prop_rw(
           "default_device", [](const Config& c) { return c.default_device; },
           [](Config& c, const std::string& kind) {
@@ -161,9 +161,10 @@ void bind_compiled_graph(nb::module_& m) {
       .def_ro("name", &CompiledKernelInfo::name)
       .def_ro("buffers", &CompiledKernelInfo::buffer, "The buffers it computes: 'buf0, buf1'.")
       .def_ro("source", &CompiledKernelInfo::source, "The whole source the plugin generated.")
-      .def_prop_ro("body", [](const CompiledKernelInfo& k) { return kernel_body(k.source); },
-                   "The source without the plugin's prelude (what `stax compile --dump "
-                   "kernels` shows).")
+      .def_prop_ro(
+          "body", [](const CompiledKernelInfo& k) { return kernel_body(k.source); },
+          "The source without the plugin's prelude (what `stax compile --dump "
+          "kernels` shows).")
       .def_ro("compile_ms", &CompiledKernelInfo::compile_ms)
       .def("__repr__", [](const CompiledKernelInfo& k) {
         return "<stax.Kernel " + k.name + " (" + k.buffer + ")>";
@@ -180,36 +181,44 @@ void bind_compiled_graph(nb::module_& m) {
            nb::arg("with_stats") = false,
            "The outputs as a list of stax.Tensor (with a dict of RunStats when with_stats). "
            "`seed` seeds random ops.")
-      .def_prop_ro("graph",
-                   [](const PyCompiledGraph& self) {
-                     auto keep = std::make_shared<CompiledGraph>(self.graph);
-                     return view_graph(keep, keep->graph());
-                   },
-                   "The graph as compiled (after decomposition), read-only.")
+      .def_prop_ro(
+          "graph",
+          [](const PyCompiledGraph& self) {
+            auto keep = std::make_shared<CompiledGraph>(self.graph);
+            return view_graph(keep, keep->graph());
+          },
+          "The graph as compiled (after decomposition), read-only.")
       .def_prop_ro("input_names", [](const PyCompiledGraph& self) { return self.input_names; })
-      .def_prop_ro("loop_ir", [](const PyCompiledGraph& self) { return self.graph.loop_ir(); },
-                   "Every buffer in the seed's Listing 6.2 form (the 'loop_ir' dump).")
-      .def_prop_ro("schedule",
-                   [](const PyCompiledGraph& self) {
-                     return self.graph.schedule().str() + self.graph.memory_plan().str();
-                   },
-                   "The kernels and steps in order and the memory plan (the 'schedule' dump).")
-      .def_prop_ro("schedule_dot",
-                   [](const PyCompiledGraph& self) {
-                     return self.graph.schedule().dot(self.graph.lowered());
-                   },
-                   "The schedule as Graphviz DOT.")
-      .def_prop_ro("kernels", [](const PyCompiledGraph& self) { return self.graph.kernels(); },
-                   "The compiled kernels, with their sources (the 'kernels' dump).")
-      .def_prop_ro("num_kernels", [](const PyCompiledGraph& self) { return self.graph.num_kernels(); })
-      .def_prop_ro("num_externs", [](const PyCompiledGraph& self) { return self.graph.num_externs(); })
-      .def_prop_ro("num_fallbacks",
-                   [](const PyCompiledGraph& self) { return self.graph.num_fallbacks(); },
-                   "Steps run by the reference interpreter (ops without a lowering rule).")
+      .def_prop_ro(
+          "loop_ir", [](const PyCompiledGraph& self) { return self.graph.loop_ir(); },
+          "Every buffer in the seed's Listing 6.2 form (the 'loop_ir' dump).")
+      .def_prop_ro(
+          "schedule",
+          [](const PyCompiledGraph& self) {
+            return self.graph.schedule().str() + self.graph.memory_plan().str();
+          },
+          "The kernels and steps in order and the memory plan (the 'schedule' dump).")
+      .def_prop_ro(
+          "schedule_dot",
+          [](const PyCompiledGraph& self) {
+            return self.graph.schedule().dot(self.graph.lowered());
+          },
+          "The schedule as Graphviz DOT.")
+      .def_prop_ro(
+          "kernels", [](const PyCompiledGraph& self) { return self.graph.kernels(); },
+          "The compiled kernels, with their sources (the 'kernels' dump).")
+      .def_prop_ro("num_kernels",
+                   [](const PyCompiledGraph& self) { return self.graph.num_kernels(); })
+      .def_prop_ro("num_externs",
+                   [](const PyCompiledGraph& self) { return self.graph.num_externs(); })
+      .def_prop_ro(
+          "num_fallbacks", [](const PyCompiledGraph& self) { return self.graph.num_fallbacks(); },
+          "Steps run by the reference interpreter (ops without a lowering rule).")
       .def_prop_ro("backend", [](const PyCompiledGraph& self) { return self.graph.backend_name(); })
-      .def_prop_ro("stats",
-                   [](const PyCompiledGraph& self) { return compile_stats_dict(self.graph.stats()); },
-                   "Compile times (ms) per stage and where the kernels came from.")
+      .def_prop_ro(
+          "stats",
+          [](const PyCompiledGraph& self) { return compile_stats_dict(self.graph.stats()); },
+          "Compile times (ms) per stage and where the kernels came from.")
       .def_prop_ro("summary", [](const PyCompiledGraph& self) { return self.graph.summary(); })
       .def("__repr__", [](const PyCompiledGraph& self) {
         return "<stax.CompiledGraph " + self.graph.summary() + ">";
@@ -248,7 +257,8 @@ void bind_compiler(nb::module_& m) {
           [](PyCompiler& self, const PyGraph& graph) {
             CancellationToken token;
             std::optional<CompiledGraph> compiled;
-            run_interruptible(token, [&] { compiled.emplace(self.compiler->compile(*graph.graph, &token)); });
+            run_interruptible(
+                token, [&] { compiled.emplace(self.compiler->compile(*graph.graph, &token)); });
             return wrap_compiled(*compiled);
           },
           nb::arg("graph"))
@@ -266,7 +276,8 @@ void bind_compiler(nb::module_& m) {
         check_arity(names, nb::len(inputs), "stax.interpret");
         InterpreterOptions options;
         options.seed = seed;
-        if (order == "segmented") options.reduction_order = ReductionOrder::Segmented;
+        if (order == "segmented")
+          options.reduction_order = ReductionOrder::Segmented;
         else if (order != "sequential")
           throw Error("input", "stax.interpret",
                       "reduction_order '" + order + "' (expected 'sequential' or 'segmented')");

@@ -145,22 +145,21 @@ nb::list partition_values(const partition::PartitionResult& p) {
 
 std::shared_ptr<const void> keep_of(const PyCompiledFunction& self) { return self.state; }
 
-}  // namespace
-
-void bind_grad(nb::module_& m) {
+void bind_forward_result(nb::module_& m) {
   nb::class_<PyForwardResult>(m, "ForwardResult",
                               "One forward of a CompiledFunction: its outputs, and the values "
                               "saved for backward().")
-      .def_prop_ro("outputs", [](const PyForwardResult& r) { return r.outputs; },
-                   "The forward outputs, a tuple in the inputs' framework.")
+      .def_prop_ro(
+          "outputs", [](const PyForwardResult& r) { return r.outputs; },
+          "The forward outputs, a tuple in the inputs' framework.")
       .def("backward", &backward, nb::arg("grad_outputs"), nb::arg("retain_graph") = false,
            "backward(*grad_outputs, retain_graph=False): the gradients, one per `wrt` name, in "
            "that order (a tuple in the inputs' framework). No grad_outputs: ones for every "
            "differentiable output (loss.backward()); None for an output: zeros. The saved "
            "values are released afterwards unless retain_graph.")
-      .def_prop_ro("saved_values",
-                   [](const PyForwardResult& r) { return r.ctx->saved_values(); },
-                   "The partition's saved values (stax.Tensor), empty once released.")
+      .def_prop_ro(
+          "saved_values", [](const PyForwardResult& r) { return r.ctx->saved_values(); },
+          "The partition's saved values (stax.Tensor), empty once released.")
       .def_prop_ro("saved_bytes", [](const PyForwardResult& r) { return r.ctx->saved_bytes(); })
       .def_prop_ro("released", [](const PyForwardResult& r) { return r.ctx->released(); })
       .def("__repr__", [](const PyForwardResult& r) {
@@ -168,13 +167,12 @@ void bind_grad(nb::module_& m) {
                std::to_string(r.ctx->saved_bytes()) + " saved bytes" +
                (r.ctx->released() ? ", released" : "") + ">";
       });
+}
 
-  nb::class_<PyCompiledFunction>(m, "CompiledFunction",
-                                 "Forward and backward of a graph (stax.grad): the joint graph "
-                                 "(seed §5.3), the min-cut partition (§5.4-5.5), the forward "
-                                 "compiled, the backward compiled on its first use (§5.6).")
-      .def("forward", &forward, nb::arg("inputs"),
-           "forward(*inputs) -> ForwardResult (one tensor per placeholder).")
+// forward / __call__ / reference.
+void add_calls(nb::class_<PyCompiledFunction>& cls) {
+  cls.def("forward", &forward, nb::arg("inputs"),
+          "forward(*inputs) -> ForwardResult (one tensor per placeholder).")
       .def("__call__", &forward, nb::arg("inputs"),
            "cf(*inputs) is cf.forward(*inputs): cf(x, W).backward() gives the gradients.")
       .def(
@@ -197,60 +195,66 @@ void bind_grad(nb::module_& m) {
           },
           nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(),
           "reference(*inputs, grad_outputs=None) -> (outputs, gradients): the joint graph on "
-          "the reference interpreter, the oracle of forward() and backward().")
-      .def_prop_ro("wrt", [](const PyCompiledFunction& s) { return s.state->fn->wrt(); })
-      .def_prop_ro("input_names",
-                   [](const PyCompiledFunction& s) { return s.state->input_names; })
-      .def_prop_ro("saved", [](const PyCompiledFunction& s) { return s.state->fn->partition().saved; },
-                   "The computed forward values the forward saves (the min cut), graph order.")
-      .def_prop_ro("saved_primals",
-                   [](const PyCompiledFunction& s) { return s.state->fn->partition().saved_primals; },
-                   "The inputs the backward reads (held, not copied).")
-      .def_prop_ro("recomputed",
-                   [](const PyCompiledFunction& s) { return s.state->fn->partition().recomputed; },
-                   "The forward values the backward recomputes.")
+          "the reference interpreter, the oracle of forward() and backward().");
+}
+
+// The partition, the graphs, the compiled halves, statistics.
+void add_partition_views(nb::class_<PyCompiledFunction>& cls) {
+  cls.def_prop_ro("wrt", [](const PyCompiledFunction& s) { return s.state->fn->wrt(); })
+      .def_prop_ro("input_names", [](const PyCompiledFunction& s) { return s.state->input_names; })
+      .def_prop_ro(
+          "saved", [](const PyCompiledFunction& s) { return s.state->fn->partition().saved; },
+          "The computed forward values the forward saves (the min cut), graph order.")
+      .def_prop_ro(
+          "saved_primals",
+          [](const PyCompiledFunction& s) { return s.state->fn->partition().saved_primals; },
+          "The inputs the backward reads (held, not copied).")
+      .def_prop_ro(
+          "recomputed",
+          [](const PyCompiledFunction& s) { return s.state->fn->partition().recomputed; },
+          "The forward values the backward recomputes.")
       .def_prop_ro("tangents",
                    [](const PyCompiledFunction& s) { return s.state->fn->partition().tangents; })
       .def_prop_ro("saved_bytes",
                    [](const PyCompiledFunction& s) { return s.state->fn->partition().saved_bytes; })
       .def_prop_ro("max_flow",
                    [](const PyCompiledFunction& s) { return s.state->fn->partition().max_flow; })
-      .def_prop_ro("save_all_fallback",
-                   [](const PyCompiledFunction& s) {
-                     return s.state->fn->partition().save_all_fallback;
-                   })
-      .def_prop_ro("fallback_reason",
-                   [](const PyCompiledFunction& s) {
-                     return s.state->fn->partition().fallback_reason;
-                   })
-      .def_prop_ro("budget",
-                   [](const PyCompiledFunction& s) -> nb::object {
-                     const auto& b = s.state->fn->partition().budget;
-                     return b ? nb::object(budget_dict(*b)) : nb::none();
-                   },
-                   "The memory budget's report (None without a budget).")
-      .def_prop_ro("partition_values",
-                   [](const PyCompiledFunction& s) {
-                     return partition_values(s.state->fn->partition());
-                   },
-                   "Per forward value: bytes, distance, beta, capacity c(v), whether the "
-                   "backward reads it, and whether it is saved or recomputed (Table 5.1).")
-      .def_prop_ro("partition_report",
-                   [](const PyCompiledFunction& s) {
-                     return partition::format_partition_report(s.state->fn->partition());
-                   },
-                   "The rematerialization network, its flows, the cut and the decisions (what "
-                   "`stax grad` prints).")
+      .def_prop_ro(
+          "save_all_fallback",
+          [](const PyCompiledFunction& s) { return s.state->fn->partition().save_all_fallback; })
+      .def_prop_ro(
+          "fallback_reason",
+          [](const PyCompiledFunction& s) { return s.state->fn->partition().fallback_reason; })
+      .def_prop_ro(
+          "budget",
+          [](const PyCompiledFunction& s) -> nb::object {
+            const auto& b = s.state->fn->partition().budget;
+            return b ? nb::object(budget_dict(*b)) : nb::none();
+          },
+          "The memory budget's report (None without a budget).")
+      .def_prop_ro(
+          "partition_values",
+          [](const PyCompiledFunction& s) { return partition_values(s.state->fn->partition()); },
+          "Per forward value: bytes, distance, beta, capacity c(v), whether the "
+          "backward reads it, and whether it is saved or recomputed (Table 5.1).")
+      .def_prop_ro(
+          "partition_report",
+          [](const PyCompiledFunction& s) {
+            return partition::format_partition_report(s.state->fn->partition());
+          },
+          "The rematerialization network, its flows, the cut and the decisions (what "
+          "`stax grad` prints).")
       .def_prop_ro("partition_dot",
                    [](const PyCompiledFunction& s) {
                      return partition::partition_to_dot(s.state->fn->partition());
                    })
-      .def_prop_ro("joint",
-                   [](const PyCompiledFunction& s) {
-                     return view_graph(keep_of(s), s.state->fn->joint().graph);
-                   },
-                   "The joint forward+backward graph (read-only; print('listing52') for the "
-                   "seed's Listing 5.2 layout).")
+      .def_prop_ro(
+          "joint",
+          [](const PyCompiledFunction& s) {
+            return view_graph(keep_of(s), s.state->fn->joint().graph);
+          },
+          "The joint forward+backward graph (read-only; print('listing52') for the "
+          "seed's Listing 5.2 layout).")
       .def_prop_ro("forward_graph",
                    [](const PyCompiledFunction& s) {
                      return view_graph(keep_of(s), s.state->fn->partition().forward);
@@ -265,13 +269,14 @@ void bind_grad(nb::module_& m) {
                      if (!g) return std::nullopt;
                      return wrap_compiled(*g);
                    })
-      .def_prop_ro("compiled_backward",
-                   [](const PyCompiledFunction& s) -> std::optional<PyCompiledGraph> {
-                     const CompiledGraph* g = s.state->fn->compiled_backward();
-                     if (!g) return std::nullopt;
-                     return wrap_compiled(*g);
-                   },
-                   "None until the first backward() compiled it (and on the interpreter path).")
+      .def_prop_ro(
+          "compiled_backward",
+          [](const PyCompiledFunction& s) -> std::optional<PyCompiledGraph> {
+            const CompiledGraph* g = s.state->fn->compiled_backward();
+            if (!g) return std::nullopt;
+            return wrap_compiled(*g);
+          },
+          "None until the first backward() compiled it (and on the interpreter path).")
       .def_prop_ro("interpreted",
                    [](const PyCompiledFunction& s) { return s.state->fn->interpreted(); })
       .def_prop_ro("stats",
@@ -279,7 +284,22 @@ void bind_grad(nb::module_& m) {
       .def("__repr__", [](const PyCompiledFunction& s) {
         return "<stax.CompiledFunction " + s.state->fn->stats_str() + ">";
       });
+}
 
+void bind_compiled_function(nb::module_& m) {
+  nb::class_<PyCompiledFunction> cls(m, "CompiledFunction",
+                                     "Forward and backward of a graph (stax.grad): the joint graph "
+                                     "(seed §5.3), the min-cut partition (§5.4-5.5), the forward "
+                                     "compiled, the backward compiled on its first use (§5.6).");
+  add_calls(cls);
+  add_partition_views(cls);
+}
+
+}  // namespace
+
+void bind_grad(nb::module_& m) {
+  bind_forward_result(m);
+  bind_compiled_function(m);
   m.def(
       "_grad",
       [](const PyGraph& graph, std::vector<std::string> wrt, std::optional<PyCompiler> compiler,
@@ -299,11 +319,11 @@ void bind_grad(nb::module_& m) {
         if (compiler) state->compiler = compiler->compiler;
         run_interruptible(*state->cancel, [&] {
           if (state->compiler)
-            state->fn = std::make_unique<CompiledFunction>(*graph.graph, wrt, *state->compiler,
-                                                           options);
+            state->fn =
+                std::make_unique<CompiledFunction>(*graph.graph, wrt, *state->compiler, options);
           else
-            state->fn = std::make_unique<CompiledFunction>(*graph.graph, wrt,
-                                                           Config::default_cpu(), options);
+            state->fn = std::make_unique<CompiledFunction>(*graph.graph, wrt, Config::default_cpu(),
+                                                           options);
         });
         return PyCompiledFunction{std::move(state)};
       },

@@ -74,8 +74,9 @@ Arg to_arg(nb::handle v, const Graph& g, const std::string& where) {
   if (PyLong_Check(v.ptr())) {
     int overflow = 0;
     long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-    if (overflow) throw Error(kStage, where, "integer " + nb::cast<std::string>(nb::str(v)) +
-                                                 " does not fit in 64 bits");
+    if (overflow)
+      throw Error(kStage, where,
+                  "integer " + nb::cast<std::string>(nb::str(v)) + " does not fit in 64 bits");
     return Arg(static_cast<int64_t>(i));
   }
   if (PyFloat_Check(v.ptr())) return Arg(PyFloat_AsDouble(v.ptr()));
@@ -90,7 +91,8 @@ Arg to_arg(nb::handle v, const Graph& g, const std::string& where) {
   std::string type = type_name_of(v);
   if (type_of(v) == std::make_pair(std::string("torch"), std::string("device")))
     return Arg(nb::cast<std::string>(nb::str(v)));
-  if (nb::hasattr(v, "__index__")) return Arg(static_cast<int64_t>(nb::cast<int64_t>(v.attr("__index__")())));
+  if (nb::hasattr(v, "__index__"))
+    return Arg(static_cast<int64_t>(nb::cast<int64_t>(v.attr("__index__")())));
   if (nb::hasattr(v, "__float__")) return Arg(nb::cast<double>(v.attr("__float__")()));
   throw Error(kStage, where, "cannot pass a " + type + " as an argument of an op");
 }
@@ -99,15 +101,20 @@ nb::object from_arg(const Arg& a, const std::shared_ptr<Graph>& g) {
   return std::visit(
       [&](const auto& x) -> nb::object {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>) return nb::none();
-        else if constexpr (std::is_same_v<T, Node*>) return nb::cast(PyNode{g, x});
-        else if constexpr (std::is_same_v<T, Undefined>) return nb::cast(UndefinedValue{});
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return nb::none();
+        else if constexpr (std::is_same_v<T, Node*>)
+          return nb::cast(PyNode{g, x});
+        else if constexpr (std::is_same_v<T, Undefined>)
+          return nb::cast(UndefinedValue{});
         else if constexpr (std::is_same_v<T, Arg::List>) {
           nb::list out;
           for (const Arg& item : x) out.append(from_arg(item, g));
           return out;
-        } else if constexpr (std::is_same_v<T, EnumLiteral>) return nb::cast(x.name);
-        else return nb::cast(x);
+        } else if constexpr (std::is_same_v<T, EnumLiteral>)
+          return nb::cast(x.name);
+        else
+          return nb::cast(x);
       },
       a.v);
 }
@@ -128,7 +135,8 @@ Shape shape_from_py(nb::handle h, const std::string& where) {
 TensorMeta meta_from_py(nb::handle h, const std::string& where) {
   if (nb::hasattr(h, "shape") && nb::hasattr(h, "dtype")) {
     std::optional<DType> dt = dtype_of_object(h.attr("dtype"));
-    if (!dt) throw Error(kStage, where, "the dtype of a " + type_name_of(h) + " is not a Stax dtype");
+    if (!dt)
+      throw Error(kStage, where, "the dtype of a " + type_name_of(h) + " is not a Stax dtype");
     return TensorMeta::contiguous(shape_from_py(h.attr("shape"), where), *dt);
   }
   if (nb::isinstance<nb::tuple>(h) && nb::len(h) == 2 && !PyLong_Check(h[0].ptr()) &&
@@ -156,9 +164,12 @@ Graph& mutable_graph(PyGraph& g) {
 
 const char* kind_name(NodeKind k) {
   switch (k) {
-    case NodeKind::Placeholder: return "placeholder";
-    case NodeKind::CallFunction: return "call_function";
-    case NodeKind::Output: return "output";
+    case NodeKind::Placeholder:
+      return "placeholder";
+    case NodeKind::CallFunction:
+      return "call_function";
+    case NodeKind::Output:
+      return "output";
   }
   return "?";
 }
@@ -196,15 +207,17 @@ PyGraph view_graph(std::shared_ptr<const void> keep, const Graph& graph) {
 
 DType dtype_from_py(nb::handle h, const std::string& where) {
   if (std::optional<DType> dt = dtype_of_object(h)) return *dt;
-  std::string text = nb::isinstance<nb::str>(h) ? "'" + nb::cast<std::string>(h) + "'"
-                                                 : "a " + type_name_of(h);
+  std::string text =
+      nb::isinstance<nb::str>(h) ? "'" + nb::cast<std::string>(h) + "'" : "a " + type_name_of(h);
   std::string list;
   for (int i = 0; i < kNumDTypes; ++i)
     list += (list.empty() ? "" : ", ") + std::string(dtype_name(static_cast<DType>(i)));
   throw Error(kStage, where, text + " is not a Stax dtype (expected one of: " + list + ")");
 }
 
-void bind_graph(nb::module_& m) {
+namespace {
+
+void bind_dtypes(nb::module_& m) {
   nb::enum_<DType> dtype(m, "dtype", "The element types of Stax tensors.");
   for (int i = 0; i < kNumDTypes; ++i) {
     DType t = static_cast<DType>(i);
@@ -215,52 +228,63 @@ void bind_graph(nb::module_& m) {
   nb::class_<UndefinedValue>(m, "_Undefined", "tensorplay.undefined: an absent optional dtype.")
       .def("__repr__", [](const UndefinedValue&) { return "stax.undefined"; });
   m.attr("undefined") = UndefinedValue{};
+}
 
+void bind_node(nb::module_& m) {
   nb::class_<PyNode>(m, "Node", "A node of a stax.Graph (it keeps its graph alive).")
       .def_prop_ro("name", [](const PyNode& n) { return n.node->name(); })
-      .def_prop_ro("kind", [](const PyNode& n) { return kind_name(n.node->kind()); },
-                   "'placeholder', 'call_function' or 'output'.")
-      .def_prop_ro("target", [](const PyNode& n) { return n.node->target(); },
-                   "The op overload ('add.Tensor'); the placeholder's own name for placeholders.")
+      .def_prop_ro(
+          "kind", [](const PyNode& n) { return kind_name(n.node->kind()); },
+          "'placeholder', 'call_function' or 'output'.")
+      .def_prop_ro(
+          "target", [](const PyNode& n) { return n.node->target(); },
+          "The op overload ('add.Tensor'); the placeholder's own name for placeholders.")
       .def_prop_ro("shape", [](const PyNode& n) { return nb::tuple(nb::cast(n.node->shape())); })
       .def_prop_ro("strides",
                    [](const PyNode& n) { return nb::tuple(nb::cast(n.node->meta().strides)); })
       .def_prop_ro("dtype",
                    [](const PyNode& n) { return std::string(dtype_name(n.node->dtype())); })
       .def_prop_ro("device", [](const PyNode& n) { return n.node->meta().device; })
-      .def_prop_ro("args",
-                   [](const PyNode& n) {
-                     nb::list out;
-                     for (const Arg& a : n.node->args()) out.append(from_arg(a, n.graph));
-                     return nb::tuple(out);
-                   },
-                   "Normalized arguments: every positional schema parameter, defaults filled in.")
+      .def_prop_ro(
+          "args",
+          [](const PyNode& n) {
+            nb::list out;
+            for (const Arg& a : n.node->args()) out.append(from_arg(a, n.graph));
+            return nb::tuple(out);
+          },
+          "Normalized arguments: every positional schema parameter, defaults filled in.")
       .def_prop_ro("kwargs",
                    [](const PyNode& n) {
                      nb::dict out;
-                     for (const auto& [k, a] : n.node->kwargs()) out[k.c_str()] = from_arg(a, n.graph);
+                     for (const auto& [k, a] : n.node->kwargs())
+                       out[k.c_str()] = from_arg(a, n.graph);
                      return out;
                    })
-      .def_prop_ro("users",
-                   [](const PyNode& n) { return wrap_nodes(n.graph, n.node->users()); })
-      .def_prop_ro("phase",
-                   [](const PyNode& n) {
-                     switch (n.node->phase()) {
-                       case Phase::Forward: return "forward";
-                       case Phase::Backward: return "backward";
-                       default: return "";
-                     }
-                   },
-                   "'forward' / 'backward' in a joint graph ([FW] / [BW]), else ''.")
+      .def_prop_ro("users", [](const PyNode& n) { return wrap_nodes(n.graph, n.node->users()); })
+      .def_prop_ro(
+          "phase",
+          [](const PyNode& n) {
+            switch (n.node->phase()) {
+              case Phase::Forward:
+                return "forward";
+              case Phase::Backward:
+                return "backward";
+              default:
+                return "";
+            }
+          },
+          "'forward' / 'backward' in a joint graph ([FW] / [BW]), else ''.")
       .def("__eq__", [](const PyNode& a, const PyNode& b) { return a.node == b.node; })
       .def("__hash__", [](const PyNode& n) { return std::hash<const void*>()(n.node); })
       .def("__repr__", [](const PyNode& n) { return "<stax.Node " + print_node(*n.node) + ">"; });
+}
 
-  nb::class_<PyGraph>(m, "Graph",
-                      "The operator-level graph: placeholders, call_function nodes naming an op "
-                      "overload, one output (seed §5.1). Build it with placeholder / call / "
-                      "output, or parse text.")
-      .def("__init__", [](PyGraph* self) { new (self) PyGraph{std::make_shared<Graph>(), false}; })
+// Graph(), parse, load and the builder.
+void add_graph_building(nb::class_<PyGraph>& cls) {
+  cls.def("__init__",
+          [](PyGraph* self) {
+            new (self) PyGraph{std::make_shared<Graph>(), false};
+          })
       .def_static(
           "parse",
           [](const std::string& text, const std::string& file_name, nb::handle placeholders) {
@@ -295,22 +319,24 @@ void bind_graph(nb::module_& m) {
             return PyNode{self.graph, g.placeholder(name.value_or(""), std::move(meta))};
           },
           nb::arg("name") = nb::none(), nb::arg("shape") = nb::tuple(),
-          nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
-          nb::arg("strides") = nb::none(),
+          nb::arg("dtype") = "float32", nb::arg("device") = "cpu", nb::arg("strides") = nb::none(),
           "Adds a placeholder (an input); name None picks the next 'primals_N'.")
       .def(
           "call",
           [](PyGraph& self, nb::args args, nb::kwargs kwargs) {
             // target is positional-only: an op may have a keyword argument named "target".
             if (nb::len(args) < 1 || !nb::isinstance<nb::str>(args[0]))
-              throw nb::type_error("call(target, *args, name=None, **kwargs): target is the op "
-                                   "overload's name ('aten.add.Tensor')");
+              throw nb::type_error(
+                  "call(target, *args, name=None, **kwargs): target is the op "
+                  "overload's name ('aten.add.Tensor')");
             const std::string target = nb::cast<std::string>(args[0]);
             std::optional<std::string> name;
             nb::dict op_kwargs;
             for (auto [k, v] : kwargs) {
-              if (nb::cast<std::string>(k) == "name") name = nb::cast<std::string>(v);
-              else op_kwargs[k] = v;
+              if (nb::cast<std::string>(k) == "name")
+                name = nb::cast<std::string>(v);
+              else
+                op_kwargs[k] = v;
             }
             nb::list op_args;
             for (size_t i = 1; i < nb::len(args); ++i) op_args.append(args[i]);
@@ -321,13 +347,15 @@ void bind_graph(nb::module_& m) {
           "inferred). The keyword `name` names the node; every other keyword is the op's.")
       .def(
           "call_function",
-          [](PyGraph& self, const std::string& target, nb::handle args, nb::handle kwargs,
+          [](PyGraph& self, nb::handle target, nb::handle args, nb::handle kwargs,
              const std::optional<std::string>& name) {
-            return call_node(self, target, args, kwargs, name);
+            // str() of an OpOverload (torch.ops.aten.add.Tensor) is "aten.add.Tensor".
+            return call_node(self, nb::cast<std::string>(nb::str(target)), args, kwargs, name);
           },
           nb::arg("target"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::none(),
           nb::arg("name") = nb::none(),
-          "torch.fx's spelling: args a sequence, kwargs a dict (for importers).")
+          "torch.fx's spelling: args a sequence, kwargs a dict (for importers); the target "
+          "may be a string or a torch OpOverload such as torch.ops.aten.add.Tensor.")
       .def(
           "output",
           [](PyGraph& self, nb::handle values) {
@@ -338,12 +366,18 @@ void bind_graph(nb::module_& m) {
               if (!a.is_node()) throw Error(kStage, "output", "graph outputs are nodes");
               out.push_back(a.node());
             };
-            if (nb::isinstance<PyNode>(values)) add(values);
-            else for (nb::handle v : values) add(v);
+            if (nb::isinstance<PyNode>(values))
+              add(values);
+            else
+              for (nb::handle v : values) add(v);
             g.output(std::move(out));
           },
-          nb::arg("values"), "Sets the graph's outputs: a node or a sequence of nodes.")
-      .def_prop_ro("nodes", [](const PyGraph& g) { return wrap_nodes(g.graph, g.graph->nodes()); })
+          nb::arg("values"), "Sets the graph's outputs: a node or a sequence of nodes.");
+}
+
+// Nodes, printing, copies.
+void add_graph_inspection(nb::class_<PyGraph>& cls) {
+  cls.def_prop_ro("nodes", [](const PyGraph& g) { return wrap_nodes(g.graph, g.graph->nodes()); })
       .def_prop_ro("placeholders",
                    [](const PyGraph& g) { return wrap_nodes(g.graph, g.graph->placeholders()); })
       .def_prop_ro("outputs",
@@ -357,18 +391,19 @@ void bind_graph(nb::module_& m) {
             return PyNode{g.graph, n};
           },
           nb::arg("name"), "The node of that name, or None.")
-      .def("clone",
-           [](const PyGraph& g) {
-             return PyGraph{std::make_shared<Graph>(g.graph->clone()), false};
-           },
-           "A deep, editable copy.")
+      .def(
+          "clone",
+          [](const PyGraph& g) {
+            return PyGraph{std::make_shared<Graph>(g.graph->clone()), false};
+          },
+          "A deep, editable copy.")
       .def(
           "print",
           [](const PyGraph& g, const std::string& style) {
             if (style == "canonical") return print_graph(*g.graph);
             if (style == "listing52") return print_graph(*g.graph, PrintOptions::listing52());
-            throw Error(kStage, "print", "unknown style '" + style +
-                                             "' (expected 'canonical' or 'listing52')");
+            throw Error(kStage, "print",
+                        "unknown style '" + style + "' (expected 'canonical' or 'listing52')");
           },
           nb::arg("style") = "canonical",
           "The graph as text: 'canonical' (the .stax format, parses back to the same bytes) or "
@@ -379,6 +414,24 @@ void bind_graph(nb::module_& m) {
         return "<stax.Graph: " + std::to_string(g.graph->placeholders().size()) +
                " placeholders, " + std::to_string(g.graph->size()) + " nodes>";
       });
+}
+
+void bind_graph_class(nb::module_& m) {
+  nb::class_<PyGraph> cls(
+      m, "Graph",
+      "The operator-level graph: placeholders, call_function nodes naming an op "
+      "overload, one output (seed §5.1). Build it with placeholder / call / "
+      "output, or parse text.");
+  add_graph_building(cls);
+  add_graph_inspection(cls);
+}
+
+}  // namespace
+
+void bind_graph(nb::module_& m) {
+  bind_dtypes(m);
+  bind_node(m);
+  bind_graph_class(m);
 }
 
 }  // namespace stax::python

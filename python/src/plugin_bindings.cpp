@@ -77,7 +77,8 @@ void bind_plugins(nb::module_& m) {
       [](const Config& config) {
         nb::list out;
         PluginRegistry reg(config.plugin_path);  // reports missing backends instead of failing
-        for (const std::filesystem::path& path : reg.discover()) out.append(describe(reg, config, path));
+        for (const std::filesystem::path& path : reg.discover())
+          out.append(describe(reg, config, path));
         return out;
       },
       nb::arg("config"));

@@ -48,6 +48,9 @@ def test_call_function_takes_fx_style_arguments():
     s = g.call_function("torch.ops.aten.sum.dim_IntList", (x, [1], True), {"dtype": stax.float32})
     g.output(s)
     assert s.shape == (4, 1) and s.dtype == "float32"
+    torch = pytest.importorskip("torch")
+    r = g.call_function(torch.ops.aten.relu.default, (s,), name="r")
+    assert r.target == "relu.default" and r.name == "r"
 
 
 def test_placeholder_dtypes_from_every_spelling():

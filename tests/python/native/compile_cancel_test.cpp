@@ -18,8 +18,15 @@
 namespace stax {
 namespace {
 
+// cpu_cpp without the disk cache (even when STAX_CACHE_DIR is set): every kernel is compiled.
+Config uncached() {
+  Config c = test::cpu_config();
+  c.cache = false;
+  return c;
+}
+
 // n independent row reductions of different shapes: n kernels that the plugin compiles one by
-// one (no disk cache in test::cpu_config, and distinct shapes defeat the in-process cache).
+// one (no disk cache, and distinct shapes defeat the in-process cache).
 Graph many_kernels(int n) {
   Graph g;
   std::vector<Node*> outs;
@@ -49,7 +56,7 @@ TEST(CancellationToken, ChecksThrowOnlyOnceCancelled) {
 }
 
 TEST(CompileCancel, ACancelledTokenStopsBeforeTheFirstPass) {
-  Compiler compiler(test::cpu_config());
+  Compiler compiler(uncached());
   Graph g = many_kernels(3);
   CancellationToken token;
   token.cancel();
@@ -72,7 +79,7 @@ TEST(CompileCancel, ACancelledTokenStopsBeforeTheFirstPass) {
 // Cancelled from another thread while it compiles: it stops at a checkpoint (one of the passes
 // or, most likely, between two of its 40 kernels) with the "cancelled" error.
 TEST(CompileCancel, AnotherThreadCancelsARunningCompile) {
-  Compiler compiler(test::cpu_config());
+  Compiler compiler(uncached());
   Graph g = many_kernels(40);
   CancellationToken token;
   std::string stage, message;
@@ -94,7 +101,7 @@ TEST(CompileCancel, AnotherThreadCancelsARunningCompile) {
 }
 
 TEST(CompileCancel, CompiledFunctionPollsItsToken) {
-  Compiler compiler(test::cpu_config());
+  Compiler compiler(uncached());
   Graph g;
   Node* x = g.placeholder("x", {4, 8});
   Node* w = g.placeholder("w", {8, 8});
@@ -112,7 +119,8 @@ TEST(CompileCancel, CompiledFunctionPollsItsToken) {
   }
   token->reset();
   CompiledFunction f(g, {"w"}, compiler, options);
-  Tensor xv = Tensor::randn({4, 8}, DType::Float32, 1), wv = Tensor::randn({8, 8}, DType::Float32, 2);
+  Tensor xv = Tensor::randn({4, 8}, DType::Float32, 1),
+         wv = Tensor::randn({8, 8}, DType::Float32, 2);
   ForwardResult r = f.forward({xv, wv});
   token->cancel();  // the lazy backward compile is cancelled, then retried
   EXPECT_THROW(f.backward(*r.ctx, {}, {/*retain_graph=*/true}), Error);

@@ -57,7 +57,8 @@ TEST(TensorExternal, StridedZeroDAndBroadcastViews) {
   // 0-d, and a broadcast (stride 0) view.
   Tensor scalar = Tensor::from_external(p.data.data() + 7, {}, {}, DType::Float32, p.owner());
   EXPECT_EQ(scalar.item(), 7.0);
-  Tensor bcast = Tensor::from_external(p.data.data() + 1, {3, 2}, {0, 1}, DType::Float32, p.owner());
+  Tensor bcast =
+      Tensor::from_external(p.data.data() + 1, {3, 2}, {0, 1}, DType::Float32, p.owner());
   EXPECT_EQ(bcast.to_vector<float>(), (std::vector<float>{1, 2, 1, 2, 1, 2}));
   tt = every = scalar = bcast = Tensor();
   EXPECT_EQ(releases, 4);
@@ -103,12 +104,18 @@ TEST(TensorExternal, BadViewsAreErrors) {
   };
   expect_error([&] { Tensor::from_external(nullptr, {2}, {1}, DType::Float32, nullptr); },
                "null data pointer");
-  expect_error([&] { Tensor::from_external(bytes, {2, 2}, {-2, 1}, DType::Float32, nullptr); },
-               "negative stride");
+  expect_error(
+      [&] {
+        Tensor::from_external(bytes, {2, 2}, {-2, 1}, DType::Float32, nullptr);
+      },
+      "negative stride");
   expect_error([&] { Tensor::from_external(bytes + 1, {2}, {1}, DType::Float32, nullptr); },
                "not aligned");
-  expect_error([&] { Tensor::from_external(bytes, {2, 2}, {1}, DType::Float32, nullptr); },
-               "differ in rank");
+  expect_error(
+      [&] {
+        Tensor::from_external(bytes, {2, 2}, {1}, DType::Float32, nullptr);
+      },
+      "differ in rank");
   expect_error(
       [&] {
         Tensor::from_external(bytes, {3, 3}, {int64_t{1} << 62, 1}, DType::Float32, nullptr);

@@ -1,10 +1,10 @@
-#include "python/src/tensor_interop.h"
-
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
-
-#include <cstring>
+// Tensors into Stax: DLPack producers (torch, numpy, ...) to stax::Tensor (tensor_interop.h has
+// the rules: when the memory is borrowed, when it is copied, what is refused).
 #include <dlfcn.h>
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -12,6 +12,8 @@
 
 #include "core/support/error.h"
 #include "python/src/dlpack.h"
+#include "python/src/frameworks.h"
+#include "python/src/tensor_interop.h"
 
 namespace stax::python {
 
@@ -43,39 +45,40 @@ std::optional<DType> dtype_from_dlpack(dlpack::DataType t) {
     case dlpack::kBool:
       if (t.bits == 8) return DType::Bool;
       break;
-    default: break;
+    default:
+      break;
   }
   return std::nullopt;
-}
-
-dlpack::DataType dtype_to_dlpack(DType t) {
-  const uint8_t bits = static_cast<uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::Float32:
-    case DType::Float64:
-    case DType::Float16: return {dlpack::kFloat, bits, 1};
-    case DType::BFloat16: return {dlpack::kBfloat, bits, 1};
-    case DType::Int64:
-    case DType::Int32:
-    case DType::Int8: return {dlpack::kInt, bits, 1};
-    case DType::UInt8: return {dlpack::kUInt, bits, 1};
-    case DType::Bool: return {dlpack::kBool, 8, 1};
-  }
-  return {dlpack::kOpaqueHandle, 0, 1};
 }
 
 // "int16", "uint32", "complex64", "float8 (code 7)", "float32x4" for messages.
 std::string dlpack_dtype_name(dlpack::DataType t) {
   std::string base;
   switch (t.code) {
-    case dlpack::kInt: base = "int"; break;
-    case dlpack::kUInt: base = "uint"; break;
-    case dlpack::kFloat: base = "float"; break;
-    case dlpack::kBfloat: base = "bfloat"; break;
-    case dlpack::kComplex: base = "complex"; break;
-    case dlpack::kBool: base = "bool"; break;
-    case dlpack::kOpaqueHandle: base = "opaque"; break;
-    default: base = "float8/6/4 (DLPack type code " + std::to_string(t.code) + ") of "; break;
+    case dlpack::kInt:
+      base = "int";
+      break;
+    case dlpack::kUInt:
+      base = "uint";
+      break;
+    case dlpack::kFloat:
+      base = "float";
+      break;
+    case dlpack::kBfloat:
+      base = "bfloat";
+      break;
+    case dlpack::kComplex:
+      base = "complex";
+      break;
+    case dlpack::kBool:
+      base = "bool";
+      break;
+    case dlpack::kOpaqueHandle:
+      base = "opaque";
+      break;
+    default:
+      base = "float8/6/4 (DLPack type code " + std::to_string(t.code) + ") of ";
+      break;
   }
   std::string name = base + std::to_string(t.bits);
   if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
@@ -99,17 +102,38 @@ bool host_readable(int32_t type) {
 std::string device_name(int32_t type, int32_t id) {
   std::string kind;
   switch (type) {
-    case dlpack::kCPU: return "cpu";
-    case dlpack::kCUDA: kind = "cuda"; break;
-    case dlpack::kCUDAHost: kind = "cuda_host"; break;
-    case dlpack::kROCM: kind = "rocm"; break;
-    case dlpack::kROCMHost: kind = "rocm_host"; break;
-    case dlpack::kCUDAManaged: kind = "cuda_managed"; break;
-    case dlpack::kOpenCL: kind = "opencl"; break;
-    case dlpack::kVulkan: kind = "vulkan"; break;
-    case dlpack::kMetal: kind = "metal"; break;
-    case dlpack::kOneAPI: kind = "oneapi"; break;
-    default: kind = "device type " + std::to_string(type); break;
+    case dlpack::kCPU:
+      return "cpu";
+    case dlpack::kCUDA:
+      kind = "cuda";
+      break;
+    case dlpack::kCUDAHost:
+      kind = "cuda_host";
+      break;
+    case dlpack::kROCM:
+      kind = "rocm";
+      break;
+    case dlpack::kROCMHost:
+      kind = "rocm_host";
+      break;
+    case dlpack::kCUDAManaged:
+      kind = "cuda_managed";
+      break;
+    case dlpack::kOpenCL:
+      kind = "opencl";
+      break;
+    case dlpack::kVulkan:
+      kind = "vulkan";
+      break;
+    case dlpack::kMetal:
+      kind = "metal";
+      break;
+    case dlpack::kOneAPI:
+      kind = "oneapi";
+      break;
+    default:
+      kind = "device type " + std::to_string(type);
+      break;
   }
   return kind + ":" + std::to_string(id);
 }
@@ -120,13 +144,6 @@ bool cuda_driver_present() {
   if (!h) return false;
   dlclose(h);
   return true;
-}
-
-// The framework module when it is already imported (sys.modules), else null.
-nb::object imported_module(const char* name) {
-  nb::dict modules = nb::borrow<nb::dict>(PyImport_GetModuleDict());
-  if (modules.contains(name)) return modules[name];
-  return nb::object();
 }
 
 // ---- the producer's memory, owned until the last Stax tensor viewing it dies --------------------
@@ -227,7 +244,8 @@ nb::object dlpack_capsule(nb::handle obj, const std::string& what, std::string* 
              nb::cast<std::string>(nb::repr(obj)) + "))";
     throw Error(kStage, what,
                 "expected a tensor (an object with __dlpack__: torch.Tensor, numpy.ndarray, "
-                "stax.Tensor, ...), got " + type + hint);
+                "stax.Tensor, ...), got " +
+                    type + hint);
   }
   int32_t device_type = dlpack::kCPU, device_id = 0;
   if (nb::hasattr(obj, "__dlpack_device__")) {
@@ -305,134 +323,6 @@ Tensor copy_strided(const char* base, const Shape& sizes, const std::vector<int6
   return out;
 }
 
-// ---- export -------------------------------------------------------------------------------------
-
-struct ExportContext {
-  Tensor tensor;  // holds the storage
-  std::vector<int64_t> shape, strides;
-};
-
-template <class Managed>
-void export_deleter(Managed* self) {
-  delete static_cast<ExportContext*>(self->manager_ctx);
-  delete self;
-}
-
-void capsule_destructor(PyObject* capsule) {
-  // A consumed capsule was renamed "used_...": its consumer calls the deleter.
-  if (PyCapsule_IsValid(capsule, dlpack::kCapsuleVersioned)) {
-    auto* m = static_cast<dlpack::ManagedTensorVersioned*>(
-        PyCapsule_GetPointer(capsule, dlpack::kCapsuleVersioned));
-    m->deleter(m);
-  } else if (PyCapsule_IsValid(capsule, dlpack::kCapsule)) {
-    auto* m = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule, dlpack::kCapsule));
-    m->deleter(m);
-  }
-}
-
-void fill_dl_tensor(dlpack::Tensor& dl, ExportContext& ctx) {
-  const Tensor& t = ctx.tensor;
-  ctx.shape = t.sizes();
-  ctx.strides = t.strides();
-  dl.data = t.numel() > 0 ? static_cast<void*>(t.data_ptr()) : t.storage()->data();
-  dl.device = {dlpack::kCPU, 0};
-  dl.ndim = static_cast<int32_t>(t.dim());
-  dl.dtype = dtype_to_dlpack(t.dtype());
-  dl.shape = ctx.shape.data();
-  dl.strides = ctx.strides.data();
-  dl.byte_offset = 0;
-}
-
-nb::object make_capsule(const Tensor& t, bool versioned) {
-  auto ctx = std::make_unique<ExportContext>();
-  ctx->tensor = t;
-  PyObject* capsule = nullptr;
-  if (versioned) {
-    auto m = std::make_unique<dlpack::ManagedTensorVersioned>();
-    m->version = {dlpack::kMajorVersion, dlpack::kMinorVersion};
-    m->flags = 0;
-    fill_dl_tensor(m->dl_tensor, *ctx);
-    m->manager_ctx = ctx.get();
-    m->deleter = export_deleter<dlpack::ManagedTensorVersioned>;
-    capsule = PyCapsule_New(m.get(), dlpack::kCapsuleVersioned, capsule_destructor);
-    if (!capsule) throw nb::python_error();
-    m.release();
-  } else {
-    auto m = std::make_unique<dlpack::ManagedTensor>();
-    fill_dl_tensor(m->dl_tensor, *ctx);
-    m->manager_ctx = ctx.get();
-    m->deleter = export_deleter<dlpack::ManagedTensor>;
-    capsule = PyCapsule_New(m.get(), dlpack::kCapsule, capsule_destructor);
-    if (!capsule) throw nb::python_error();
-    m.release();
-  }
-  ctx.release();
-  return nb::steal(capsule);
-}
-
-// stax.Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)
-nb::object tensor_dlpack(const Tensor& t, nb::handle stream, nb::handle max_version,
-                         nb::handle dl_device, nb::handle copy) {
-  if (!stream.is_none() && !(nb::isinstance<nb::int_>(stream) && nb::cast<int64_t>(stream) == -1))
-    throw nb::buffer_error("stax.Tensor lives in host memory: __dlpack__ takes no stream");
-  if (!dl_device.is_none()) {
-    nb::tuple dev = nb::tuple(nb::borrow(dl_device));
-    if (nb::len(dev) != 2 || nb::cast<int32_t>(dev[0]) != dlpack::kCPU)
-      throw nb::buffer_error("stax.Tensor lives in host memory (kDLCPU): it cannot be exported "
-                             "to another device");
-  }
-  bool versioned = false;
-  if (!max_version.is_none()) {
-    nb::tuple v = nb::tuple(nb::borrow(max_version));
-    versioned = nb::len(v) >= 1 && nb::cast<int64_t>(v[0]) >= 1;
-  }
-  bool want_copy = !copy.is_none() && nb::cast<bool>(copy);
-  return make_capsule(want_copy ? t.clone() : t, versioned);
-}
-
-// ---- Python frameworks ---------------------------------------------------------------------------
-
-// torch.Tensor / numpy.ndarray and their DLPack entry points, looked up once they are imported.
-// torch's __dlpack__ and torch.from_dlpack are Python functions (argument checks, stream
-// handling) costing microseconds per call; for a plain CPU torch.Tensor (or Parameter) the C
-// functions they end in are called directly: torch._C._to_dlpack_versioned(t) and
-// torch._C._from_dlpack(capsule). Where torch lacks them the public functions are used.
-struct Frameworks {
-  bool torch_looked_up = false, numpy_looked_up = false;
-  nb::object torch_tensor, torch_parameter, torch_from_dlpack;
-  nb::object torch_to_capsule, torch_from_capsule;  // torch._C's, or invalid
-  nb::object numpy_ndarray, numpy_from_dlpack;
-
-  void look_up() {
-    if (!torch_looked_up) {
-      if (nb::object torch = imported_module("torch"); torch.is_valid()) {
-        torch_looked_up = true;
-        torch_tensor = torch.attr("Tensor");
-        torch_parameter = torch.attr("nn").attr("Parameter");
-        torch_from_dlpack = torch.attr("from_dlpack");
-        nb::object c = torch.attr("_C");
-        if (nb::hasattr(c, "_to_dlpack_versioned") && nb::hasattr(c, "_from_dlpack")) {
-          torch_to_capsule = c.attr("_to_dlpack_versioned");
-          torch_from_capsule = c.attr("_from_dlpack");
-        }
-      }
-    }
-    if (!numpy_looked_up) {
-      if (nb::object np = imported_module("numpy"); np.is_valid()) {
-        numpy_looked_up = true;
-        numpy_ndarray = np.attr("ndarray");
-        numpy_from_dlpack = np.attr("from_dlpack");
-      }
-    }
-  }
-};
-
-Frameworks& frameworks() {
-  static Frameworks* f = new Frameworks();  // leaked: lives until the interpreter exits
-  f->look_up();
-  return *f;
-}
-
 // The fast path's capsule for a plain torch.Tensor / Parameter, else an invalid object.
 nb::object torch_capsule(nb::handle obj) {
   Frameworks& f = frameworks();
@@ -460,8 +350,8 @@ Tensor tensor_of(std::shared_ptr<ImportedBuffer> owner, const std::string& what,
   std::optional<DType> dtype = dtype_from_dlpack(dl.dtype);
   if (!dtype)
     throw Error(kStage, what,
-                "dtype " + dlpack_dtype_name(dl.dtype) + " is not a Stax dtype (Stax has: " +
-                    stax_dtype_list() + ")");
+                "dtype " + dlpack_dtype_name(dl.dtype) +
+                    " is not a Stax dtype (Stax has: " + stax_dtype_list() + ")");
   if (dl.ndim < 0 || (dl.ndim > 0 && !dl.shape))
     throw Error(kStage, what, "malformed DLPack tensor (ndim " + std::to_string(dl.ndim) + ")");
   Shape sizes(dl.shape, dl.shape + dl.ndim);
@@ -487,8 +377,8 @@ Tensor tensor_of(std::shared_ptr<ImportedBuffer> owner, const std::string& what,
   if (negative || misaligned) {
     out.copied = true;
     out.copy_reason = negative ? "negative strides " + shape_str(strides)
-                               : "data not aligned to its " +
-                                     std::to_string(dtype_size(*dtype)) + "-byte elements";
+                               : "data not aligned to its " + std::to_string(dtype_size(*dtype)) +
+                                     "-byte elements";
     return copy_strided(data, sizes, strides, *dtype);
   }
   for (size_t d = 0; d < sizes.size(); ++d)
@@ -524,23 +414,6 @@ OutputKind output_kind_of(nb::handle obj) {
   return OutputKind::Stax;
 }
 
-nb::object export_tensor(Tensor t, OutputKind kind) {
-  Frameworks& f = frameworks();
-  switch (kind) {
-    case OutputKind::Stax: break;
-    case OutputKind::Torch:
-      if (f.torch_from_capsule.is_valid()) return f.torch_from_capsule(make_capsule(t, true));
-      if (!f.torch_from_dlpack.is_valid())
-        f.torch_from_dlpack = nb::module_::import_("torch").attr("from_dlpack");
-      return f.torch_from_dlpack(nb::cast(std::move(t)));
-    case OutputKind::Numpy:
-      if (!f.numpy_from_dlpack.is_valid())
-        f.numpy_from_dlpack = nb::module_::import_("numpy").attr("from_dlpack");
-      return f.numpy_from_dlpack(nb::cast(std::move(t)));
-  }
-  return nb::cast(std::move(t));
-}
-
 std::vector<Tensor> import_tensors(nb::handle values, const std::vector<std::string>& names,
                                    OutputKind* kind) {
   std::vector<Tensor> out;
@@ -552,69 +425,12 @@ std::vector<Tensor> import_tensors(nb::handle values, const std::vector<std::str
       OutputKind kv = output_kind_of(v);
       if (kv == OutputKind::Torch || (kv == OutputKind::Numpy && k == OutputKind::Stax)) k = kv;
     }
-    std::string what = i < names.size() ? "input '" + names[i] + "'"
-                                         : "input " + std::to_string(i);
+    std::string what = i < names.size() ? "input '" + names[i] + "'" : "input " + std::to_string(i);
     out.push_back(import_tensor(v, what));
     ++i;
   }
   if (kind) *kind = k;
   return out;
-}
-
-nb::object export_tensors(std::vector<Tensor> tensors, OutputKind kind, bool unwrap_single) {
-  if (unwrap_single && tensors.size() == 1) return export_tensor(std::move(tensors[0]), kind);
-  nb::list out;
-  for (Tensor& t : tensors) out.append(t.defined() ? export_tensor(std::move(t), kind) : nb::none());
-  return nb::tuple(out);
-}
-
-void bind_tensor(nb::module_& m) {
-  nb::class_<Tensor>(m, "Tensor",
-                     "A Stax tensor: a strided view of host memory (Stax's own, or a DLPack "
-                     "producer's it borrows). Exports itself through __dlpack__ without a copy.")
-      .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.sizes())); })
-      .def_prop_ro("strides", [](const Tensor& t) { return nb::tuple(nb::cast(t.strides())); },
-                   "Strides in elements (torch's convention, not numpy's bytes).")
-      .def_prop_ro("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); })
-      .def_prop_ro("device", [](const Tensor&) { return std::string("cpu"); })
-      .def_prop_ro("ndim", &Tensor::dim)
-      .def_prop_ro("numel", &Tensor::numel)
-      .def_prop_ro("nbytes", &Tensor::nbytes)
-      .def_prop_ro("data_ptr",
-                   [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
-                   "The address of element 0.")
-      .def_prop_ro("is_contiguous", &Tensor::is_contiguous)
-      .def_prop_ro("borrowed", [](const Tensor& t) { return t.storage()->borrowed(); },
-                   "True when the memory belongs to a DLPack producer (imported without a copy).")
-      .def("__dlpack__", &tensor_dlpack, nb::kw_only(), nb::arg("stream") = nb::none(),
-           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
-           nb::arg("copy") = nb::none())
-      .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(static_cast<int>(dlpack::kCPU), 0); })
-      .def("item", &Tensor::item, "The value of a one-element tensor, as a Python float.")
-      .def("numpy", [](const Tensor& t) { return export_tensor(t, OutputKind::Numpy); },
-           "numpy.from_dlpack(self): a numpy array viewing the same memory.")
-      .def("torch", [](const Tensor& t) { return export_tensor(t, OutputKind::Torch); },
-           "torch.from_dlpack(self): a torch tensor viewing the same memory.")
-      .def("__repr__",
-           [](const Tensor& t) { return "stax.Tensor(" + t.summary() + ")"; });
-
-  m.def(
-      "tensor",
-      [](nb::handle obj) {
-        ImportInfo info;
-        return import_tensor(obj, "stax.tensor", &info);
-      },
-      nb::arg("obj"),
-      "A stax.Tensor for a DLPack producer (torch.Tensor, numpy.ndarray, ...), without a copy "
-      "where Stax can read the memory as it is; see docs/python.md for when it copies.");
-  m.def(
-      "_import_info",
-      [](nb::handle obj) {
-        ImportInfo info;
-        Tensor t = import_tensor(obj, "stax._import_info", &info);
-        return nb::make_tuple(std::move(t), info.copied, info.copy_reason, info.read_only);
-      },
-      nb::arg("obj"), "(tensor, copied, reason, read_only): import_tensor's decisions, for tests.");
 }
 
 }  // namespace stax::python
