@@ -126,7 +126,7 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
 std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const Plugin& plugin, const OptionValue& options,
     const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-    std::vector<double>* ms_out) {
+    std::vector<double>* ms_out, const CancellationToken* cancel) {
   const size_t n = descs.size();
   std::vector<std::shared_ptr<CompiledKernel>> out(n);
   origins->assign(n, KernelOrigin::Compiled);
@@ -212,6 +212,7 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
   for (size_t i = 0; i < n; ++i) {
     if ((*origins)[i] == KernelOrigin::Memory) continue;
     if (!out[i]) {
+      check_cancelled(cancel, name_of(i), "compiling kernel " + name_of(i));
       auto t0 = Clock::now();
       out[i] = plugin.compile(*descs[i]);
       (*ms_out)[i] += ms(t0, Clock::now());

@@ -24,6 +24,7 @@
 #include "core/backend/plugin.h"
 #include "core/cache/disk_cache.h"
 #include "core/config/config.h"
+#include "core/support/cancellation.h"
 
 namespace stax {
 
@@ -41,11 +42,13 @@ class KernelCache {
   // found on disk are deserialized in ONE plugin call (Plugin::deserialize_batch: cpu_cpp links
   // them in one JIT dylib with one lookup); when the plugin rejects the batch, one by one, so a
   // stale or damaged entry is found, removed and compiled while the others still come from disk.
-  // A disk hit's time is its read plus its share of the batch.
+  // A disk hit's time is its read plus its share of the batch. `cancel` (optional) is polled
+  // before each plugin compile (core/support/cancellation.h): the kernels compiled before it
+  // stay cached.
   std::vector<std::shared_ptr<CompiledKernel>> get_all(
       const Plugin& plugin, const OptionValue& options,
       const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-      std::vector<double>* ms);
+      std::vector<double>* ms, const CancellationToken* cancel = nullptr);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in

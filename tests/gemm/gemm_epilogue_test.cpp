@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/graph/parser.h"
+#include "core/scheduler/memory_plan.h"
 #include "plugins/cpu_cpp/epilogue_blocks.h"
 #include "tests/support/compiled_check.h"
 
