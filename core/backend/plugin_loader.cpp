@@ -94,10 +94,14 @@ std::string plugin_trust_problem(const fs::path& path) {
   if (std::string why = stat_problem(real, TrustKind::RegularFile); !why.empty()) return why;
   if (std::string why = stat_problem(real.parent_path(), TrustKind::Directory); !why.empty())
     return why;
-  // A link: the directory holding it decides where it points.
+  // A path that is (or goes through) a link: whoever can write the directory holding the link
+  // decides where it points, so that directory is checked too.
   fs::path link_dir = fs::absolute(path, ec).parent_path();
-  if (!ec && fs::canonical(link_dir, ec) != real.parent_path() && !ec)
-    if (std::string why = stat_problem(link_dir, TrustKind::Directory); !why.empty()) return why;
+  if (ec) return "";
+  fs::path real_link_dir = fs::canonical(link_dir, ec);
+  if (!ec && real_link_dir != real.parent_path())
+    if (std::string why = stat_problem(real_link_dir, TrustKind::Directory); !why.empty())
+      return why;
   return "";
 }
 

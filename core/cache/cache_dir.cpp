@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -176,8 +177,9 @@ void CacheDir::load_or_create_key(const fs::path& root) {
     SipKey fresh;
     if (!random_bytes(fresh.data(), fresh.size()))
       return fail("cannot draw a random key (" + errno_text() + ")");
-    const std::string tmp = ".cache.key.tmp-" + std::to_string(::getpid());
-    ::unlinkat(root_fd_, tmp.c_str(), 0);
+    static std::atomic<unsigned> counter{0};
+    const std::string tmp = ".cache.key.tmp-" + std::to_string(::getpid()) + "-" +
+                            std::to_string(counter.fetch_add(1));
     int out = ::openat(root_fd_, tmp.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) return fail("cannot create a key in " + root.string() + " (" + errno_text() + ")");
