@@ -49,7 +49,8 @@ void write_file_atomically(const fs::path& path, std::string_view bytes, const s
   Fd dir{::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (dir.fd < 0)
     throw Error(stage, where,
-                "cannot open the directory " + parent.string() + ": " + std::strerror(errno));
+                "cannot open for writing (its directory " + parent.string() + ": " +
+                    std::strerror(errno) + ")");
   struct stat st;
   if (::fstatat(dir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     throw Error(stage, where, "is a directory");
@@ -58,8 +59,8 @@ void write_file_atomically(const fs::path& path, std::string_view bytes, const s
   int fd = ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     mode);
   if (fd < 0)
-    throw Error(stage, where, std::string("cannot create a file in ") + parent.string() + ": " +
-                                  std::strerror(errno));
+    throw Error(stage, where, std::string("cannot open for writing (a new file in ") +
+                                  parent.string() + ": " + std::strerror(errno) + ")");
   bool ok = write_all(fd, bytes.data(), bytes.size());
   int saved = errno;
   if (::close(fd) != 0 && ok) {
