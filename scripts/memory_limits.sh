@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The smallest address-space limit (`ulimit -v`, MiB) at which `stax run` of each example
 # succeeds, on the interpreter and compiled (cpu_cpp), found by bisection; every run is killed
-# after 60 s, so a hang shows as "hang" instead of stalling the script (docs/hardening.md has the
-# figures).
+# after 60 s, so a hang shows as "hang" instead of stalling the script (the
+# figures: docs/gemm.md, "Memory limits").
 #   scripts/memory_limits.sh [build=build] [examples...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
