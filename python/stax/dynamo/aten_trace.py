@@ -42,8 +42,18 @@ def decompositions():
 def trace(gm, args):
     """The aten graph of Dynamo's `gm` for these runtime arguments (shapes specialised)."""
     example = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-    aten_gm, sig = aot_export_module(gm, example, trace_joint=False,
-                                     decompositions=decompositions())
+    # mkldnn off while tracing: torch's aten.lstm / gru decompositions then unroll the layers
+    # into their cells (mm, sigmoid, tanh ...) instead of calling aten.mkldnn_rnn_layer, a
+    # oneDNN kernel Stax does not have. Nothing else in an aten trace depends on the flag.
+    # (The flag itself, not torch.backends.mkldnn.flags(): that also sets oneDNN's TF32 mode,
+    # which warns on a build without Intel GPU support.)
+    mkldnn = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        aten_gm, sig = aot_export_module(gm, example, trace_joint=False,
+                                         decompositions=decompositions())
+    finally:
+        torch._C._set_mkldnn_enabled(mkldnn)
     input_pos = {name: i for i, name in enumerate(sig.user_inputs)}
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
     out_names = [a.name if isinstance(a, torch.fx.Node) else None for a in out_node.args[0]]

@@ -104,3 +104,24 @@ def test_resnet_basic_block_train_writes_running_statistics_back():
     ex = _compare("basic", train_mode=True, grads=True)
     # running_mean, running_var, num_batches_tracked of both batch norms
     assert len(ex.graphs[0].mutations) == 6, str(ex)
+
+
+def test_lstm_forward_and_gradients_match_eager():
+    # Dynamo traces nn.LSTM only with its own switch allow_rnn (without it Dynamo runs the LSTM
+    # in eager and the backend never sees it); the aten trace unrolls it into its cells.
+    torch.manual_seed(0)
+    ref = torch.nn.LSTM(8, 8, batch_first=True)
+    mod = copy.deepcopy(ref)
+    x = torch.randn(2, 3, 8)
+    with torch._dynamo.config.patch(allow_rnn=True):
+        cm = stax.compile(mod)
+        out, (h, c) = cm(x)
+    want, (hw, cw) = ref(x)
+    for a, b in ((out, want), (h, hw), (c, cw)):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
+    (out.sum() + c.pow(2).sum()).backward()
+    (want.sum() + cw.pow(2).sum()).backward()
+    for (pn, p), (_, q) in zip(mod.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=1e-3, msg=pn)
+    ex = _check_ran_in_stax(cm, True)
+    assert not ex.eager_ops, str(ex)
