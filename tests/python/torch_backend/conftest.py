@@ -14,3 +14,9 @@ torch = pytest.importorskip("torch")
 def _reset_dynamo():
     torch._dynamo.reset()
     yield
+
+
+# The session machine is shared and loaded: torch eager's 2 OpenMP threads spin for ~90 ms per
+# op there (measured: a tiny conv's forward+backward 90 ms on 2 threads, 0.2 ms on 1). The tests
+# compare values, not speed, so eager runs on one thread.
+torch.set_num_threads(1)
