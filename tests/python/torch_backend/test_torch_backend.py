@@ -97,6 +97,62 @@ def test_an_op_stax_lacks_splits_the_graph_with_a_log_line(caplog):
     assert not ex.fallbacks
 
 
+def test_dropout_is_split_off_and_draws_torchs_random_stream():
+    # aten.native_dropout is not a Stax op (yet): torch runs it, so the mask is eager's for the
+    # same seed, and the gradient flows through it to the Stax partition before it.
+    lin = torch.nn.Linear(16, 32)
+    cm = stax.compile(lambda x: F.dropout(lin(x), 0.5, training=True).sum(1))
+    x = torch.randn(4, 16)
+    torch.manual_seed(7)
+    out = cm(x)
+    out.sum().backward()
+    g = lin.weight.grad.clone()
+    lin.zero_grad()
+    torch.manual_seed(7)
+    ref = F.dropout(lin(x), 0.5, training=True).sum(1)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref, rtol=RTOL, atol=ATOL)
+    torch.testing.assert_close(g, lin.weight.grad, rtol=RTOL, atol=ATOL)
+    ex = stax.explain(cm)
+    assert ex.eager_ops == {"aten.native_dropout.default": 1} and ex.partitions
+
+
+def test_in_place_updates_of_inputs_are_written_back():
+    def f(x, buf, count):
+        buf.mul_(0.9).add_(x.mean(0), alpha=0.1)  # a running average, as batch norm keeps
+        count.add_(1)
+        return x * 2
+
+    cf = stax.compile(f)
+    x = torch.randn(5, 3)
+    buf, count = torch.ones(3), torch.zeros((), dtype=torch.int64)
+    rbuf, rcount = buf.clone(), count.clone()
+    for _ in range(2):
+        torch.testing.assert_close(cf(x, buf, count), x * 2)
+        f(x, rbuf, rcount)
+    torch.testing.assert_close(buf, rbuf, rtol=1e-6, atol=1e-6)
+    assert count.item() == 2 == rcount.item()
+    (g,) = stax.explain(cf).graphs
+    # (indices of the Dynamo graph's inputs, which Dynamo orders by first use: buf, x, count)
+    assert g.mutations == [0, 2] and "inputs written back (mutations): [0, 2]" in str(g)
+    assert g.partitions and not g.eager_ops
+
+
+def test_a_partition_stax_cannot_compile_runs_eager_or_raises(caplog):
+    bad = {"devices": {"cpu": {"backend": "no_such_plugin"}}}
+    cf = stax.compile(lambda a: torch.tanh(a) + 1, config=bad)
+    x = torch.randn(4)
+    with caplog.at_level(logging.WARNING, logger="stax.dynamo"):
+        torch.testing.assert_close(cf(x), torch.tanh(x) + 1)
+    assert any("runs in torch eager" in r.getMessage() for r in caplog.records)
+    ((where, why),) = stax.explain(cf).fallbacks
+    assert "no_such_plugin" in why
+    torch._dynamo.reset()
+    strict = stax.compile(lambda a: torch.tanh(a) + 1, config=bad, fallback="error")
+    with pytest.raises(stax.Error, match="no_such_plugin"):
+        strict(x)
+
+
 def test_options():
     with pytest.raises(ValueError, match="unknown option"):
         stax.compile(torch.relu, bogus=1)
