@@ -30,6 +30,11 @@ class PartitionRecord:
         self.compile_seconds = 0.0
         self.calls = 0
         self.fallback = None  # why it runs in torch eager
+        self._calls_lock = threading.Lock()
+
+    def called(self):
+        with self._calls_lock:
+            self.calls += 1
 
     def compiled(self, entry, seconds):
         self.mode = entry.mode

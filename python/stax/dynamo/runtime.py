@@ -7,6 +7,7 @@ require grad>)``. The forward's ForwardResult (the saved values) lives on the au
 Function's ctx; backward() runs the compiled backward. Not AOTAutograd's partitioner.
 """
 import logging
+import threading
 import time
 
 import torch
@@ -75,6 +76,7 @@ class StaxPartition(torch.nn.Module):
         self.options = options
         self.record = record  # stax.dynamo.explain.PartitionRecord
         self._entries = {}
+        self._lock = threading.Lock()  # one compile per signature, also from several threads
         self._eager = False
 
     def _compile(self, inputs, training):
@@ -97,7 +99,10 @@ class StaxPartition(torch.nn.Module):
         key = _signature(inputs, training)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = self._compile(inputs, training)
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is None:
+                    entry = self._entries[key] = self._compile(inputs, training)
         return entry
 
     def forward(self, *inputs):
@@ -121,7 +126,7 @@ class StaxPartition(torch.nn.Module):
             outs = entry.fn(*inputs)
             if not isinstance(outs, tuple):
                 outs = (outs,)
-        self.record.calls += 1
+        self.record.called()
         return self._assemble(entry.imported, outs, inputs)
 
     @staticmethod

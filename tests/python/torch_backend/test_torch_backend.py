@@ -238,3 +238,32 @@ def test_an_exception_inside_the_compiled_function_propagates():
     with pytest.raises(ValueError, match="positive input"):
         cf(torch.ones(3))
     torch.testing.assert_close(cf(-torch.ones(3)), torch.zeros(3))
+
+
+def test_one_compiled_module_from_several_threads():
+    import threading
+    lin = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    cm = stax.compile(lin)
+    xs = [torch.randn(8, 16) for _ in range(4)]
+    with torch.no_grad():
+        cm(xs[0])  # Dynamo compiles once; the threads then share the compiled graph
+        want = [lin(x) for x in xs]
+    got, errors = [None] * len(xs), []
+
+    def work(i):
+        try:
+            with torch.no_grad():
+                for _ in range(20):
+                    got[i] = cm(xs[i])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
+    assert sum(p.calls for p in stax.explain(cm).partitions) == 1 + 20 * len(xs)
