@@ -18,8 +18,14 @@ def _example_5_1(x, w):
 
 
 def test_backend_is_registered_by_name():
+    from importlib.metadata import entry_points
+
     from torch._dynamo import list_backends
     assert "stax" in list_backends()
+    # The torch_dynamo_backends entry point (the wheel's, from pyproject.toml; the build tree
+    # writes the same one), so that torch finds the backend without `import stax`.
+    (ep,) = [e for e in entry_points(group="torch_dynamo_backends") if e.name == "stax"]
+    assert ep.value == "stax.dynamo:backend" and ep.load() is stax.dynamo.backend
     torch._dynamo.reset()
     before = len(stax.explain().graphs)
     f = torch.compile(lambda a, b: torch.relu(a) * b + 1, backend="stax")
