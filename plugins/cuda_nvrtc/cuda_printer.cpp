@@ -8,6 +8,7 @@
 
 #include "plugins/cuda_nvrtc/embedded_text.h"
 #include "stax/sdk/cstyle_printer.hpp"
+#include "stax/sdk/source_writer.hpp"
 
 namespace stax::cuda {
 
@@ -238,40 +239,16 @@ class CudaPrinter : public sdk::CStylePrinter {
   std::vector<Accumulator> accumulators_;
 };
 
-class SourceWriter {
- public:
-  void line(const std::string& text) { out_ += std::string(2 * depth_, ' ') + text + "\n"; }
-  void open(const std::string& text) {
-    line(text);
-    ++depth_;
-  }
-  void close() {
-    --depth_;
-    line("}");
-  }
-  std::string take() { return std::move(out_); }
+using sdk::SourceWriter;
 
- private:
-  std::string out_;
-  int depth_ = 0;
-};
-
-// Row-major decomposition of `linear` over `extents` into the variables `var(k)`.
+// `<T> <var(k)> = (<T>)<term k>;` for the row-major decomposition of `linear` over `extents`.
 template <class VarName>
 void decompose(SourceWriter& w, const std::string& index_type, const std::string& linear,
                sdk::Span<int64_t> extents, VarName var) {
-  int64_t stride = 1;
-  std::vector<int64_t> strides(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    strides[k] = stride;
-    stride *= extents[k];
-  }
-  for (size_t k = 0; k < extents.size(); ++k) {
-    std::string v = linear;
-    if (strides[k] != 1) v = "(" + v + " / " + std::to_string(strides[k]) + "LL)";
-    if (k > 0) v = "(" + v + " % " + std::to_string(extents[k]) + "LL)";
-    w.line(index_type + " " + var(static_cast<int32_t>(k)) + " = (" + index_type + ")" + v + ";");
-  }
+  const std::vector<std::string> terms = sdk::decompose_index(linear, extents, sdk::c_index());
+  for (size_t k = 0; k < terms.size(); ++k)
+    w.line(index_type + " " + var(static_cast<int32_t>(k)) + " = (" + index_type + ")" +
+           terms[k] + ";");
 }
 
 int32_t combine_opcode(ReductionType t) {
