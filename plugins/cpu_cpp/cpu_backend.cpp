@@ -327,7 +327,10 @@ class CpuCppBackend : public sdk::Backend {
 
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
     std::string source = kernel_source(k);
-    if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
+    if (dump_source_) {
+      std::lock_guard<std::mutex> lock(dump_mutex_);  // compiles may run on several threads
+      std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
+    }
     // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
     // is inlined).
     std::string jit_source = source + "\nextern \"C\" void " + kEntry +
@@ -414,9 +417,11 @@ class CpuCppBackend : public sdk::Backend {
     } else {
       out.source = kernel_source(k);
     }
-    if (dump_source_)
+    if (dump_source_) {
+      std::lock_guard<std::mutex> lock(dump_mutex_);
       std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
                 << out.source << "\n";
+    }
     return out;
   }
 
@@ -435,14 +440,17 @@ class CpuCppBackend : public sdk::Backend {
                                        outer_chunk_alignment(k, print_), pool_);
   }
 
-  // Created once, by the first compile (compiles may come from several threads: ClangJit
-  // serialises its own work).
+  // Created once, by the first compile (compiles may come from several threads at once:
+  // ClangJit compiles concurrently and serialises only its links).
   ClangJit& jit() {
     std::call_once(jit_once_, [&] {
       ClangJitOptions o;
       o.opt_level = static_cast<int>(opt_level_);
       o.native_cpu = native_cpu_;
       o.load_sleef = true;  // scalar_ops.hpp's transcendentals are SLEEF's (libsleef.so.3)
+      // Every kernel's source starts with the prelude: parsed once, into a precompiled header
+      // (the objects are the same bytes as without it).
+      o.prelude = source_prefix();
       jit_ = std::make_unique<ClangJit>(std::move(o));
     });
     return *jit_;
@@ -455,6 +463,7 @@ class CpuCppBackend : public sdk::Backend {
   std::string inject_;
   PrintOptions print_;
   std::shared_ptr<ThreadPool> pool_;
+  mutable std::mutex dump_mutex_;  // dump_source's lines of concurrent compiles stay whole
   std::once_flag jit_once_;
   std::unique_ptr<ClangJit> jit_;  // created by the first compile
 };
