@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/backend/parallel_compile.h"
 #include "core/driver/stage_dumper.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/multi_output.h"
@@ -37,16 +38,18 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
   return names;
 }
 
-// Compiles every kernel plan with the graph's backend through the kernel cache, recording
-// sources, times and where each kernel came from.
+// Compiles every kernel plan with the graph's backend through the kernel cache (the misses on up
+// to `threads` threads when the backend allows), recording sources, times and where each kernel
+// came from.
 // The kernels found on disk are linked together (KernelCache::get_all: one plugin call).
-void compile_kernels(CompiledGraph::Impl& impl, KernelCache& cache, const OptionValue& options) {
+void compile_plans(CompiledGraph::Impl& impl, KernelCache& cache, const OptionValue& options,
+                   size_t threads) {
   auto t = Clock::now();
   std::vector<const StaxKernelDesc*> descs;
   for (const KernelPlan& plan : impl.plans) descs.push_back(plan.desc.get());
   std::vector<KernelOrigin> origins;
   std::vector<double> ms;
-  impl.compiled = cache.get_all(*impl.plugin, options, descs, &origins, &ms);
+  impl.compiled = cache.get_all(*impl.plugin, options, descs, &origins, &ms, threads);
   for (size_t i = 0; i < impl.plans.size(); ++i) {
     const KernelPlan& plan = impl.plans[i];
     ++(origins[i] == KernelOrigin::Compiled ? impl.stats.kernels_compiled
@@ -203,7 +206,8 @@ CompiledGraph Compiler::compile(const Graph& source) {
   impl->plans = plan_kernels(impl->schedule, impl->lowered, options_.codegen);
   impl->stats.codegen_ms = ms_since(t);
   const DeviceConfig* device = session_->registry.config().device(kind);
-  compile_kernels(*impl, *cache_, device ? device->options : OptionValue::map());
+  compile_plans(*impl, *cache_, device ? device->options : OptionValue::map(),
+                options_.compile_threads ? options_.compile_threads : compile_threads());
   dump("kernels", [&] { return kernels_text(impl->kernel_infos()); });
 
   // run plan: buffer slots, step order, last uses

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/backend/parallel_compile.h"
 #include "core/backend/plugin_loader.h"
 #include "core/codegen/kernel_canonical.h"
 
@@ -126,7 +127,7 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
 std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const Plugin& plugin, const OptionValue& options,
     const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-    std::vector<double>* ms_out) {
+    std::vector<double>* ms_out, size_t compile_threads) {
   const size_t n = descs.size();
   std::vector<std::shared_ptr<CompiledKernel>> out(n);
   origins->assign(n, KernelOrigin::Compiled);
@@ -208,21 +209,27 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
                      got.size() == hits.size() && hits.size() > 1 ? ", linked in a batch" : "");
     }
   }
-  // 3. The rest compiled (and stored by store_pending()).
+  // 3. The rest compiled, in parallel where the backend allows (and stored by store_pending()).
+  std::vector<size_t> missing;
+  std::vector<const StaxKernelDesc*> to_compile;
   for (size_t i = 0; i < n; ++i) {
-    if ((*origins)[i] == KernelOrigin::Memory) continue;
-    if (!out[i]) {
-      auto t0 = Clock::now();
-      out[i] = plugin.compile(*descs[i]);
-      (*ms_out)[i] += ms(t0, Clock::now());
-      if (trace)
-        std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name_of(i).c_str(),
-                     (*ms_out)[i]);
-      (*origins)[i] = KernelOrigin::Compiled;
-      if (d) pending_.push_back({&plugin, keys[i], out[i]});
-    }
-    e.memory.emplace(memory_keys[i], out[i]);
+    if ((*origins)[i] == KernelOrigin::Memory || out[i]) continue;
+    missing.push_back(i);
+    to_compile.push_back(descs[i]);
   }
+  std::vector<CompileResult> compiled = compile_kernels(plugin, to_compile, compile_threads);
+  for (size_t m = 0; m < missing.size(); ++m) {
+    const size_t i = missing[m];
+    out[i] = std::move(compiled[m].kernel);
+    (*ms_out)[i] += compiled[m].ms;
+    if (trace)
+      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name_of(i).c_str(),
+                   (*ms_out)[i]);
+    (*origins)[i] = KernelOrigin::Compiled;
+    if (d) pending_.push_back({&plugin, keys[i], out[i]});
+  }
+  for (size_t i = 0; i < n; ++i)
+    if ((*origins)[i] != KernelOrigin::Memory) e.memory.emplace(memory_keys[i], out[i]);
   return out;
 }
 

@@ -41,11 +41,13 @@ class KernelCache {
   // found on disk are deserialized in ONE plugin call (Plugin::deserialize_batch: cpu_cpp links
   // them in one JIT dylib with one lookup); when the plugin rejects the batch, one by one, so a
   // stale or damaged entry is found, removed and compiled while the others still come from disk.
-  // A disk hit's time is its read plus its share of the batch.
+  // A disk hit's time is its read plus its share of the batch. The kernels neither level holds
+  // are compiled on up to `compile_threads` threads when the backend allows concurrent compiles
+  // (core/backend/parallel_compile.h); a compiled kernel's time is its own compile's.
   std::vector<std::shared_ptr<CompiledKernel>> get_all(
       const Plugin& plugin, const OptionValue& options,
       const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-      std::vector<double>* ms);
+      std::vector<double>* ms, size_t compile_threads = 1);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in

@@ -35,6 +35,8 @@
  *   calls them only when the table holds them; without them every call uses the NULL stream.
  *   1.4 (issue 11) appended kernel_deserialize_batch: a graph's cached kernels in one call, so a
  *   backend can set them up together; the host calls it only when the table holds it.
+ *   1.5 (issue 27) appended StaxDeviceProperties.concurrent_compiles (plugin-written: an older
+ *   plugin leaves it 0 and its compiles stay serialised; see OWNERSHIP AND THREADS).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -60,6 +62,12 @@
  *   other call on that backend except backend_destroy and the destruction of the kernel being
  *   run (a compiled kernel must then be a pure function of its buffers, and run_extern must not
  *   share mutable state between calls). With concurrent_runs 0 the host never overlaps them.
+ *   Likewise, when its StaxDeviceProperties.concurrent_compiles is nonzero (ABI 1.5), `compile`
+ *   may be called from several threads at once, each call with its own kernel description, and
+ *   concurrently with any other call on that backend except backend_configure, backend_destroy
+ *   and the calls on a compiled kernel the compile being made returns: the host compiles a
+ *   graph's kernels in parallel. The kernel a compile returns must not depend on which compiles
+ *   ran beside it (the same description gives the same kernel). With 0 compiles take turns.
  *   A host destroys every compiled kernel before the backend that compiled it.
  *
  * LIFECYCLE
@@ -78,7 +86,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 4
+#define STAX_PLUGIN_API_MINOR 5
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -352,6 +360,9 @@ typedef struct StaxDeviceProperties {
   const char* kind_name;
   /* 1.2: nonzero when run / run_extern are reentrant (OWNERSHIP AND THREADS above) */
   int32_t concurrent_runs;
+  /* 1.5: nonzero when compile may be called from several threads at once (OWNERSHIP AND
+   * THREADS above) */
+  int32_t concurrent_compiles;
 } StaxDeviceProperties;
 
 /* Seed §6.6: a value with several users is materialized if any rule holds. */
