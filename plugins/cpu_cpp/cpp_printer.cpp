@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugins/cpu_cpp/embedded_text.h"
+#include "plugins/cpu_cpp/row_division.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/reduction_order.hpp"
@@ -306,9 +307,17 @@ bool vector_segments(sdk::Span<int64_t> rranges) {
 }
 
 // One body inside the iteration loops, sequential order: accumulators, the reduction loop(s), the
-// statements, the stores.
+// statements, the stores. A store-only body that divides a row by a divisor it hoists
+// (softmax's last pass) divides in fused multiply-adds where that is exact (row_division.h).
 void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
                sdk::Span<int64_t> rranges, bool reduction) {
+  if (reduction && rranges.size() == 1) {
+    if (std::optional<RowDivision> d = find_row_division(pb, p.reduce_loop_var(0))) {
+      emit_row_division_body(w, pb, *d, [&] { open_reduction_loops(w, p, rranges, 1); },
+                             std::stoi(d->quotient.substr(3)));
+      return;
+    }
+  }
   for (const std::string& l : pb.prologue) w.line(l);
   for (const std::string& l : pb.hoisted) w.line(l);
   int outer = w.depth();
@@ -573,7 +582,8 @@ const std::string& kernel_prelude() {
   static const std::string prelude = std::string("// Prelude: stax/sdk/scalar_ops.hpp\n") +
                                      embedded::kScalarOps + "\n// Prelude: half_bits.hpp\n" +
                                      embedded::kHalfBits + "\n// Prelude: scalar_ops_f16.hpp\n" +
-                                     embedded::kScalarOpsF16 + kPreludeTail;
+                                     embedded::kScalarOpsF16 + kPreludeTail +
+                                     kRowDivisionPrelude;
   return prelude;
 }
 
