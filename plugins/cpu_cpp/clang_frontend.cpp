@@ -120,6 +120,12 @@ struct SleefVectorVariants : llvm::PassInfoMixin<SleefVectorVariants> {
         changed = true;
       }
     }
+    // The vector call passes its operands in one zmm register each only when the caller's
+    // legal vector width is 512 bits. Clang sets "min-legal-vector-width" from the vector types
+    // of the source; a scalar loop has none, and on a CPU whose tuning prefers 256-bit vectors
+    // (Intel's Skylake-SP and later) the back end would split each 512-bit operand into two
+    // halves while SLEEF reads one zmm: the upper lanes came back as garbage (grad_fuzz_test).
+    if (changed) f.addFnAttr("min-legal-vector-width", "512");
     return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
   }
 };
@@ -191,7 +197,13 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
                                    // deregister the frames (issue 11: a kernel-cache hit).
                                    "-fno-asynchronous-unwind-tables",
                                    "-fno-unwind-tables"};
-  if (options.native_cpu) args.push_back("-march=native");
+  if (options.native_cpu) {
+    args.push_back("-march=native");
+    // One vector width on every AVX-512 CPU: LLVM's tuning prefers 256-bit vectors on Intel's
+    // server parts and 512 on AMD's Zen 4/5, which gave the same source different loops (and
+    // SLEEF's 16-lane forms unused) from one machine to the next. Clamped where AVX-512 is absent.
+    args.push_back("-mprefer-vector-width=512");
+  }
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
   return args;
 }
