@@ -4,7 +4,10 @@
 // (extern_kernels.h, OpenBLAS).
 //
 // Options (`devices.cpu.options` in the YAML config; unknown keys are errors naming the file line):
-//   opt_level: 3             -O level of Clang and of LLVM code generation (0..3)
+//   opt_level: 2             -O level of Clang and of LLVM code generation (0..3). 2, not 3: the
+//                            kernels ran as fast at 2 (bench_cpu W1-W5 at 1024 and 4096, the GPT
+//                            block's training step) and compiled in 15% less CPU time
+//                            (docs/jit_compile.md)
 //   threads: <cores>         threads a kernel (and an extern gemm) runs on: the outermost loop is
 //                            cut into chunks claimed dynamically by the pool's threads; kernels
 //                            with fewer than kParallelMinPoints points run on the calling thread.
@@ -166,6 +169,9 @@ int64_t machine_threads() {
   return std::clamp<int64_t>(static_cast<int64_t>(cores.size()), 1, 1024);
 }
 
+// -O2: measured as fast as -O3 on these kernels, for 15% less compile time (docs/jit_compile.md).
+constexpr int64_t kDefaultOptLevel = 2;
+
 // The vector printer's default (docs/vector_math.md: bench_cpu with it on and off).
 constexpr bool kVectorPrinterDefault = false;
 
@@ -278,7 +284,7 @@ class CpuCppBackend : public sdk::Backend {
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "dump_source", "test_inject_source"});
-    opt_level_ = o.get_int("opt_level", 3);
+    opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
     if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
@@ -460,7 +466,7 @@ class CpuCppBackend : public sdk::Backend {
     return *jit_;
   }
 
-  int64_t opt_level_ = 3;
+  int64_t opt_level_ = kDefaultOptLevel;
   int64_t threads_ = 1;
   bool native_cpu_ = true;
   bool dump_source_ = false;
