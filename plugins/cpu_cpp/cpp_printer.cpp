@@ -1,6 +1,7 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <map>
@@ -378,6 +379,57 @@ std::optional<std::vector<std::string>> fast_min_max(const std::string& line,
   return std::nullopt;
 }
 
+// The body's lines with its float max / min accumulations in the fast form of fast_min_max (and
+// the others subscripted by segment); nullopt when none has that form.
+std::optional<std::vector<std::string>> fast_min_max_lines(const sdk::PrintedBody& pb,
+                                                          const std::vector<Declaration>& accs,
+                                                          const std::string& flags) {
+  std::vector<std::string> lines;
+  bool fast = false;
+  for (const std::string& l : pb.lines) {
+    std::string line = subscript_accumulators(l, "[stax_seg]");
+    if (auto f = fast_min_max(line, accs, flags)) {
+      fast = true;
+      lines.insert(lines.end(), f->begin(), f->end());
+    } else {
+      lines.push_back(line);
+    }
+  }
+  if (!fast) return std::nullopt;
+  return lines;
+}
+
+// One pass of a segmented loop whose segment follows the innermost reduction variable
+// (vector_segments()): the outer reduction loops, then the innermost in steps of kSegments over
+// a segment loop of `statements`, and a tail loop when the extent is not a multiple.
+void emit_vector_segment_pass(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
+                              const std::function<void()>& statements) {
+  const std::string ix = p.index_type();
+  const std::string k = std::to_string(kSegments);
+  const int depth = w.depth();
+  const size_t last = rranges.size() - 1;
+  open_reduction_loops(w, p, rranges, last);
+  std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
+  std::string n = extent(rranges[last], p.kernel().index_bits() == 32);
+  w.open("{");  // the scope of v (a kernel may have several reduction bodies)
+  w.line(ix + " " + v + " = 0;");
+  w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
+  // One vector operation per statement: without the pragma Clang fully unrolls the segment
+  // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
+  // reordering: every segment keeps its own chain.)
+  w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+  w.open(segment_loop(ix, kSegments));
+  statements();
+  w.close();
+  w.close();
+  if (rranges[last] % kSegments != 0) {
+    w.open("for (" + ix + " stax_seg = 0; stax_seg < " + n + " - " + v + "; ++stax_seg) {");
+    statements();
+    w.close();
+  }
+  while (w.depth() > depth) w.close();  // the reduction loops, the scope of v
+}
+
 // `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
 // statements go before the loop, its statements before this body's in every iteration.
 // `no_stores`: the body stores nothing inside its loop (then its max / min accumulations may take
@@ -402,79 +454,40 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
   if (before)
     for (const std::string& l : before->hoisted) w.line(l);
   // The fast max / min form (fast_min_max), where it applies.
-  std::vector<std::string> fast_lines;
-  bool fast = false;
   const std::string flags = "stax_nan_" + (accs.empty() ? std::string() : accs[0].name);
-  if (!before && no_stores && vector_segments(rranges)) {
-    for (const std::string& l : pb.lines) {
-      std::string line = subscript_accumulators(l, "[stax_seg]");
-      if (auto f = fast_min_max(line, accs, flags)) {
-        fast = true;
-        fast_lines.insert(fast_lines.end(), f->begin(), f->end());
-      } else {
-        fast_lines.push_back(line);
-      }
-    }
-  }
-  bool fast_pass = fast;
-  auto statements = [&] {
-    if (fast_pass) {
-      for (const std::string& l : fast_lines) w.line(l);
-      return;
-    }
+  std::optional<std::vector<std::string>> fast_lines;
+  if (!before && no_stores && vector_segments(rranges))
+    fast_lines = fast_min_max_lines(pb, accs, flags);
+  auto exact = [&] {
     if (before)
       for (const std::string& l : before->lines) w.line(l);
     for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, "[stax_seg]"));
   };
-  if (fast) {
+  const int outer = w.depth();
+  if (fast_lines) {
     w.line(std::string(p.kernel().index_bits() == 32 ? "unsigned" : "unsigned long long") + " " +
            flags + "[" + k + "];");
     w.open(segment_loop(ix, kSegments));
     w.line(flags + "[stax_seg] = 0;");
     w.close();
-  }
-  int outer = w.depth();
-  if (vector_segments(rranges)) {
-   for (int pass = 0; pass < (fast ? 2 : 1); ++pass) {
-    if (pass == 1) {
-      // A NaN was seen: the exact accumulation again, from the identities.
-      fast_pass = false;
-      w.line("int " + flags + "_any = 0;");
-      w.open(segment_loop(ix, kSegments));
-      w.line(flags + "_any |= " + flags + "[stax_seg];");
-      w.close();
-      w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
-      init();
-    }
-    const int pass_depth = w.depth();
-    const size_t last = rranges.size() - 1;
-    open_reduction_loops(w, p, rranges, last);
-    std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
-    std::string n = extent(rranges[last], p.kernel().index_bits() == 32);
-    w.open("{");  // the scope of v (a kernel may have several reduction bodies)
-    w.line(ix + " " + v + " = 0;");
-    w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
-    // One vector operation per statement: without the pragma Clang fully unrolls the segment
-    // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
-    // reordering: every segment keeps its own chain.)
-    w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+    emit_vector_segment_pass(w, p, rranges, [&] {
+      for (const std::string& l : *fast_lines) w.line(l);
+    });
+    // A NaN was seen: the exact accumulation again, from the identities.
+    w.line("int " + flags + "_any = 0;");
     w.open(segment_loop(ix, kSegments));
-    statements();
+    w.line(flags + "_any |= " + flags + "[stax_seg];");
     w.close();
-    w.close();
-    if (rranges[last] % kSegments != 0) {
-      w.open("for (" + ix + " stax_seg = 0; stax_seg < " + n + " - " + v + "; ++stax_seg) {");
-      statements();
-      w.close();
-    }
-    while (w.depth() > pass_depth) w.close();  // the reduction loops, the scope of v
-    if (pass == 1) w.close();                   // if (stax_any_nan)
-   }
+    w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
+    init();
+    emit_vector_segment_pass(w, p, rranges, exact);
+  } else if (vector_segments(rranges)) {
+    emit_vector_segment_pass(w, p, rranges, exact);
   } else {
     w.open("{");  // the scope of the counter
     w.line(ix + " stax_seg = 0;");
     open_reduction_loops(w, p, rranges, rranges.size());
-    statements();
+    exact();
     w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
   }
   while (w.depth() > outer) w.close();
