@@ -325,54 +325,39 @@ const CompileTimes& CompiledModule::times() const {
 // ---------------------------------------------------------------------------------------------
 // ClangJit: construction
 
-ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
-  if (options.opt_level < 0 || options.opt_level > 3) {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "opt_level must be 0..3, got " + std::to_string(options.opt_level));
-  }
-  JitState& s = *state_;
-  s.options = std::move(options);
-  initialize_llvm_targets();
+namespace {
 
-  if (s.options.load_sleef && !s.options.sleef_library.empty()) {
-    // Kept open for the life of the process: JIT'd code may hold its addresses.
-    s.sleef = dlopen(s.options.sleef_library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
-  }
-
-  // The driver run (a few ms) is needed by the first compile only, not to link stored objects:
-  // it runs now only when there are extra flags to check (an unknown flag fails here).
-  if (!s.options.extra_flags.empty()) s.ensure_cc1();
-
+// The host's target for code generation at `opt_level`: the small code model, position-
+// independent (what LLJIT itself picks for JITLink; a TargetMachine made for a JIT defaults to
+// the large model). With the large model every constant of a loop is a movabs of its 64-bit
+// address plus a load inside the loop, which LLVM neither hoists nor folds: softmax's exp loop ran
+// 20-25% slower (DECISIONS item 37). The small model needs a link's sections within +-2 GiB of
+// each other: the slab arena gives them one chunk (slab_arena.h), LLVM's default manager one
+// contiguous allocation; calls to the process's libraries (libm, SLEEF) go through JITLink's
+// stubs and GOT entries.
+llvm::orc::JITTargetMachineBuilder host_machine_builder(int opt_level) {
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
                    "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
-  jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
-  // The small code model, position-independent (what LLJIT itself picks for JITLink; a
-  // TargetMachine made for a JIT defaults to the large model). With the large model every
-  // constant of a loop is a movabs of its 64-bit address plus a load inside the loop, which LLVM
-  // neither hoists nor folds: softmax's exp loop ran 20-25% slower (DECISIONS item 37). The
-  // small model needs a link's sections within +-2 GiB of each other: the slab arena gives them
-  // one chunk (slab_arena.h), LLVM's default manager one contiguous allocation; calls to the
-  // process's libraries (libm, SLEEF) go through JITLink's stubs and GOT entries.
+  jtmb->setCodeGenOptLevel(codegen_level(opt_level));
   jtmb->setCodeModel(llvm::CodeModel::Small);
   jtmb->setRelocationModel(llvm::Reloc::PIC_);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm)
-    throw JitError(STAX_ERROR_UNAVAILABLE, "",
-                   "cannot create the target machine: " + to_string(tm.takeError()));
-  s.target_machine = std::move(*tm);
-  s.machine_builder = *jtmb;  // code generation's own machines (MachineLease)
-  // What a link costs matters for the kernel cache (a hit links a stored object, ~0.1-0.3 ms):
-  //  - no platform (setUpInactivePlatform): the default GenericLLVMIRPlatform builds an IR module
-  //    (__dso_handle, atexit helpers) in every JITDylib it sets up, i.e. for every kernel;
-  //    kernels have no static constructors or destructors and ClangJit never runs initializers;
-  //  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
-  //    executor-process-control wrapper.
-  //  - the memory of a link is carved out of a SlabArena (slab_arena.h), not mapped, protected
-  //    and unmapped per object (LLVM 19's own slab, MapperJITLinkMemoryManager, was tried first:
-  //    the link after a failed one segfaulted in BasicLayout::apply).
+  return std::move(*jtmb);
+}
+
+// The LLJIT of `s`, linking into its slab arena when the options allow. What a link costs
+// matters for the kernel cache (a hit links a stored object, ~0.1-0.3 ms):
+//  - no platform (setUpInactivePlatform): the default GenericLLVMIRPlatform builds an IR module
+//    (__dso_handle, atexit helpers) in every JITDylib it sets up, i.e. for every kernel;
+//    kernels have no static constructors or destructors and ClangJit never runs initializers;
+//  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
+//    executor-process-control wrapper.
+//  - the memory of a link is carved out of a SlabArena (slab_arena.h), not mapped, protected
+//    and unmapped per object (LLVM 19's own slab, MapperJITLinkMemoryManager, was tried first:
+//    the link after a failed one segfaulted in BasicLayout::apply).
+void create_lljit(JitState& s, llvm::orc::JITTargetMachineBuilder jtmb) {
   if (s.options.slab_memory) {
     const char* env = std::getenv("STAX_JIT_SLAB");
     if (!(env && std::string(env) == "off")) {
@@ -386,7 +371,7 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
   SlabMemoryManager* memory = s.memory.get();
   auto jit =
       llvm::orc::LLJITBuilder()
-          .setJITTargetMachineBuilder(std::move(*jtmb))
+          .setJITTargetMachineBuilder(std::move(jtmb))
           .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
           .setObjectLinkingLayerCreator(
               [memory](llvm::orc::ExecutionSession& es, const llvm::Triple&)
@@ -405,23 +390,57 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
   JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
   s.jit->getExecutionSession().setErrorReporter(
       [raw](llvm::Error err) { raw->orc_errors += to_string(std::move(err)) + "\n"; });
+}
 
-  // Link once, now: see warm_up_object(). The path of every kernel-cache hit (load_objects; a
-  // single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
+// Links warm_up_object() once (and frees it): the path of every kernel-cache hit (load_objects;
+// a single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
+void warm_up(ClangJit& jit, JitState& s) {
   const char* warm_env = std::getenv("STAX_JIT_WARM_UP");
 #if defined(__x86_64__)
   if (warm_env && std::string(warm_env) == "off") {
     s.warm_up_error = "STAX_JIT_WARM_UP=off";
   } else try {
     const std::string object = warm_up_object();
-    load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
+    jit.load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
   } catch (const JitError& e) {
     s.warm_up_error = e.what();
   }
 #else
+  (void)jit;
   (void)warm_env;
   s.warm_up_error = "no warm-up object for this architecture";
 #endif
+}
+
+}  // namespace
+
+ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
+  if (options.opt_level < 0 || options.opt_level > 3) {
+    throw JitError(STAX_ERROR_INVALID_OPTION, "",
+                   "opt_level must be 0..3, got " + std::to_string(options.opt_level));
+  }
+  JitState& s = *state_;
+  s.options = std::move(options);
+  initialize_llvm_targets();
+
+  if (s.options.load_sleef && !s.options.sleef_library.empty()) {
+    // Kept open for the life of the process: JIT'd code may hold its addresses.
+    s.sleef = dlopen(s.options.sleef_library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  }
+
+  // The driver run (a few ms) is needed by the first compile only, not to link stored objects:
+  // it runs now only when there are extra flags to check (an unknown flag fails here).
+  if (!s.options.extra_flags.empty()) s.ensure_cc1();
+
+  llvm::orc::JITTargetMachineBuilder jtmb = host_machine_builder(s.options.opt_level);
+  auto tm = jtmb.createTargetMachine();
+  if (!tm)
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot create the target machine: " + to_string(tm.takeError()));
+  s.target_machine = std::move(*tm);
+  s.machine_builder = jtmb;  // code generation's own machines (MachineLease)
+  create_lljit(s, std::move(jtmb));
+  warm_up(*this, s);
 }
 
 ClangJit::~ClangJit() = default;
@@ -623,28 +642,23 @@ CompiledModule ClangJit::load_object(std::string_view object,
   return std::move(one.front());
 }
 
-std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {
-  if (objects.empty()) return {};
-  JitState& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.orc_errors.clear();
-  s.backend_errors.clear();
-  const auto t_jit = Clock::now();
-  std::string all_names;
-  for (size_t i = 0; i < objects.size() && i < 8; ++i)
-    all_names += (i ? ", '" : "'") + (objects[i].name.empty() ? "kernel" : objects[i].name) + "'";
-  if (objects.size() > 8) all_names += ", ...";
-  const std::string location = objects.size() == 1 ? objects[0].name + ".o" : "kernel batch";
-  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
-    return JitError(STAX_ERROR_COMPILE, location,
-                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
-  };
-
-  // 1. Each object as a link graph (its bytes are kept by its module and outlive the graph),
-  //    the asked-for symbols renamed so that the objects' equal names do not clash.
+// load_objects' first step: each object as a link graph (its bytes are kept by its module and
+// outlive the graph), the asked-for symbols renamed "<symbol>.<index>" so that the objects' equal
+// names do not clash.
+struct ClangJit::ParsedObjects {
   std::vector<std::unique_ptr<CompiledModule::Impl>> impls;
   std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>> graphs;
-  std::vector<std::vector<std::string>> renamed(objects.size());
+  std::vector<std::vector<std::string>> renamed;  // per object, its symbols' link names
+};
+
+ClangJit::ParsedObjects ClangJit::parse_objects(
+    const std::vector<ObjectToLoad>& objects,
+    const std::function<JitError(const std::string&, const std::string&)>& fail) const {
+  ParsedObjects out;
+  out.renamed.resize(objects.size());
+  std::vector<std::unique_ptr<CompiledModule::Impl>>& impls = out.impls;
+  std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>>& graphs = out.graphs;
+  std::vector<std::vector<std::string>>& renamed = out.renamed;
   for (size_t i = 0; i < objects.size(); ++i) {
     const ObjectToLoad& o = objects[i];
     const std::string kernel_name = o.name.empty() ? std::string("kernel") : o.name;
@@ -674,6 +688,31 @@ std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoa
     impls.push_back(std::move(impl));
     graphs.push_back(std::move(*graph));
   }
+  return out;
+}
+
+std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {
+  if (objects.empty()) return {};
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.orc_errors.clear();
+  s.backend_errors.clear();
+  const auto t_jit = Clock::now();
+  std::string all_names;
+  for (size_t i = 0; i < objects.size() && i < 8; ++i)
+    all_names += (i ? ", '" : "'") + (objects[i].name.empty() ? "kernel" : objects[i].name) + "'";
+  if (objects.size() > 8) all_names += ", ...";
+  const std::string location = objects.size() == 1 ? objects[0].name + ".o" : "kernel batch";
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
+    return JitError(STAX_ERROR_COMPILE, location,
+                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
+  };
+
+  // 1. Each object as a link graph, its asked-for symbols renamed.
+  ParsedObjects parsed = parse_objects(objects, fail);
+  std::vector<std::unique_ptr<CompiledModule::Impl>>& impls = parsed.impls;
+  std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>>& graphs = parsed.graphs;
+  const std::vector<std::vector<std::string>>& renamed = parsed.renamed;
 
   // 2. One dylib, every graph under a tracker of its own, one lookup of every symbol.
   auto jd = s.jit->createJITDylib("stax_batch_" + std::to_string(s.next_dylib++));

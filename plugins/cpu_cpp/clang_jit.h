@@ -215,6 +215,10 @@ class ClangJit {
   bool has_pch() const;
 
  private:
+  struct ParsedObjects;  // load_objects' link graphs (clang_jit.cpp)
+  ParsedObjects parse_objects(
+      const std::vector<ObjectToLoad>& objects,
+      const std::function<JitError(const std::string&, const std::string&)>& fail) const;
   std::unique_ptr<CompiledModule::Impl> link_object(
       std::string_view object, const std::vector<std::string>& symbol_names,
       const std::string& kernel_name,
