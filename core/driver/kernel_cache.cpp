@@ -210,27 +210,37 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     }
   }
   // 3. The rest compiled, in parallel where the backend allows (and stored by store_pending()).
+  compile_missing(plugin, descs, keys, d != nullptr, compile_threads, &out, origins, ms_out);
+  for (size_t i = 0; i < n; ++i)
+    if ((*origins)[i] != KernelOrigin::Memory) e.memory.emplace(memory_keys[i], out[i]);
+  return out;
+}
+
+void KernelCache::compile_missing(const Plugin& plugin,
+                                  const std::vector<const StaxKernelDesc*>& descs,
+                                  const std::vector<std::string>& keys, bool store,
+                                  size_t compile_threads,
+                                  std::vector<std::shared_ptr<CompiledKernel>>* out,
+                                  std::vector<KernelOrigin>* origins, std::vector<double>* ms) {
+  static const bool trace = std::getenv("STAX_CACHE_TRACE") != nullptr;
   std::vector<size_t> missing;
   std::vector<const StaxKernelDesc*> to_compile;
-  for (size_t i = 0; i < n; ++i) {
-    if ((*origins)[i] == KernelOrigin::Memory || out[i]) continue;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if ((*origins)[i] == KernelOrigin::Memory || (*out)[i]) continue;
     missing.push_back(i);
     to_compile.push_back(descs[i]);
   }
   std::vector<CompileResult> compiled = compile_kernels(plugin, to_compile, compile_threads);
   for (size_t m = 0; m < missing.size(); ++m) {
     const size_t i = missing[m];
-    out[i] = std::move(compiled[m].kernel);
-    (*ms_out)[i] += compiled[m].ms;
+    (*out)[i] = std::move(compiled[m].kernel);
+    (*ms)[i] += compiled[m].ms;
     if (trace)
-      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name_of(i).c_str(),
-                   (*ms_out)[i]);
+      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n",
+                   descs[i]->name ? descs[i]->name : "", (*ms)[i]);
     (*origins)[i] = KernelOrigin::Compiled;
-    if (d) pending_.push_back({&plugin, keys[i], out[i]});
+    if (store) pending_.push_back({&plugin, keys[i], (*out)[i]});
   }
-  for (size_t i = 0; i < n; ++i)
-    if ((*origins)[i] != KernelOrigin::Memory) e.memory.emplace(memory_keys[i], out[i]);
-  return out;
 }
 
 void KernelCache::store_pending() {

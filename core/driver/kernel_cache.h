@@ -73,6 +73,12 @@ class KernelCache {
     std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> memory;
   };
   PluginEntry& entry(const Plugin& plugin, const OptionValue& options);
+  // get_all's last step: the kernels neither level holds, compiled (compile_kernels) into *out,
+  // their origins and times set, queued for the disk when `store` (keys[i] their disk keys).
+  void compile_missing(const Plugin& plugin, const std::vector<const StaxKernelDesc*>& descs,
+                       const std::vector<std::string>& keys, bool store, size_t compile_threads,
+                       std::vector<std::shared_ptr<CompiledKernel>>* out,
+                       std::vector<KernelOrigin>* origins, std::vector<double>* ms);
 
   struct Pending {
     const Plugin* plugin;
