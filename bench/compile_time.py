@@ -22,8 +22,6 @@ import tempfile
 import time
 
 B, T, C, H = 8, 256, 256, 8
-PARAMS = ["ln1_w", "ln1_b", "w_qkv", "b_qkv", "w_o", "b_o", "ln2_w", "ln2_b", "w_1", "b_1",
-          "w_2", "b_2"]
 
 
 def shapes(b, t, c):
