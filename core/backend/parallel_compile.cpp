@@ -57,9 +57,16 @@ size_t compile_threads() {
 
 std::vector<CompileResult> compile_kernels(const Plugin& plugin,
                                            const std::vector<const StaxKernelDesc*>& descs,
-                                           size_t threads) {
+                                           size_t threads, const CompiledHook& hook) {
   const size_t n = descs.size();
   std::vector<CompileResult> out(n);
+  auto compiled = [&](size_t i) {
+    if (!hook) return;
+    try {
+      hook(i, *out[i].kernel);
+    } catch (...) {  // the hook's failure is not the compile's
+    }
+  };
   if (!plugin.properties().concurrent_compiles) threads = 1;
   threads = std::max<size_t>(1, std::min(threads, n));
   if (threads == 1) {  // in order, stopping at the first failure
@@ -67,6 +74,7 @@ std::vector<CompileResult> compile_kernels(const Plugin& plugin,
       const auto t = Clock::now();
       out[i].kernel = plugin.compile(*descs[i]);
       out[i].ms = ms_since(t);
+      compiled(i);
     }
     return out;
   }
@@ -97,7 +105,9 @@ std::vector<CompileResult> compile_kernels(const Plugin& plugin,
           first_failed = i;
           error = std::current_exception();
         }
+        continue;
       }
+      compiled(i);
     }
   };
   std::vector<std::thread> pool;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,10 +29,16 @@ struct CompileResult {
 // is an error naming it), else the CPUs this process may run on (its affinity mask), at most 64.
 size_t compile_threads();
 
+// Called on the compiling thread right after kernel i compiled (e.g. to store it on disk while
+// other kernels still compile); it must be safe to call from several threads at once, and what
+// it throws is ignored.
+using CompiledHook = std::function<void(size_t i, const CompiledKernel& kernel)>;
+
 // Compiles descs[i] into result[i] on up to `threads` threads (the calling thread among them)
-// when plugin.properties().concurrent_compiles, else on the calling thread in order.
+// when plugin.properties().concurrent_compiles, else on the calling thread in order; `hook`
+// (optional) sees each kernel as soon as it is compiled.
 std::vector<CompileResult> compile_kernels(const Plugin& plugin,
                                            const std::vector<const StaxKernelDesc*>& descs,
-                                           size_t threads);
+                                           size_t threads, const CompiledHook& hook = {});
 
 }  // namespace stax

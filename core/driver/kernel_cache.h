@@ -51,7 +51,9 @@ class KernelCache {
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
-  // parallel in its workers) is waited for once all of a graph's kernels are under way.
+  // parallel in its workers) is waited for once all of a graph's kernels are under way. A
+  // backend that compiles concurrently (ABI 1.5) has its kernels stored as they compile, by the
+  // compiling threads, so its disk writes overlap the other compiles; nothing is pending then.
   void store_pending();
 
   const CacheSettings& settings() const { return settings_; }
@@ -74,7 +76,8 @@ class KernelCache {
   };
   PluginEntry& entry(const Plugin& plugin, const OptionValue& options);
   // get_all's last step: the kernels neither level holds, compiled (compile_kernels) into *out,
-  // their origins and times set, queued for the disk when `store` (keys[i] their disk keys).
+  // their origins and times set, stored on disk when `store` (keys[i] their disk keys): as they
+  // compile when the backend compiles concurrently, else queued for store_pending().
   void compile_missing(const Plugin& plugin, const std::vector<const StaxKernelDesc*>& descs,
                        const std::vector<std::string>& keys, bool store, size_t compile_threads,
                        std::vector<std::shared_ptr<CompiledKernel>>* out,

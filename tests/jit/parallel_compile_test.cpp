@@ -5,6 +5,8 @@
 // cpu_cpp the kernels, their sources and every result bit are those of a serial compile.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -158,6 +160,38 @@ TEST(ParallelCompile, CpuCppKernelsAreThoseOfASerialCompile) {
   ASSERT_EQ(ra.size(), rb.size());
   for (size_t i = 0; i < ra.size(); ++i)
     EXPECT_EQ(ra[i].to_vector<float>(), rb[i].to_vector<float>()) << "output " << i;
+}
+
+// Kernels compiled on several threads are stored on disk by the threads that compiled them
+// (KernelCache::compile_missing): a fresh process-level cache on the same directory finds every
+// one of them there, with the sources of the cold compile.
+TEST(ParallelCompile, CpuCppKernelsCompiledInParallelAreStoredAsTheyCompile) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("stax_parallel_compile_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::unsetenv("STAX_CACHE_DIR");  // ctest runs the suite with STAX_CACHE_DIR=off
+  Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/transformer_block.stax");
+  Config config = Config::default_cpu();
+  config.cache_dir = dir;
+  CompileOptions options;
+  options.compile_threads = 4;
+  std::vector<std::string> cold_sources;
+  size_t n = 0;
+  {
+    Compiler cold(config, options);
+    CompiledGraph cg = cold.compile(g);
+    n = cg.num_kernels();
+    EXPECT_EQ(static_cast<size_t>(cg.stats().kernels_compiled), n);
+    for (const CompiledKernelInfo& k : cg.kernels()) cold_sources.push_back(k.source);
+  }
+  ASSERT_GT(n, 2u);
+  Compiler cached(config, options);
+  CompiledGraph cg = cached.compile(g);
+  EXPECT_EQ(static_cast<size_t>(cg.stats().kernels_from_disk), n);
+  EXPECT_EQ(cg.stats().kernels_compiled, 0);
+  ASSERT_EQ(cg.num_kernels(), n);
+  for (size_t k = 0; k < n; ++k) EXPECT_EQ(cg.kernels()[k].source, cold_sources[k]) << k;
+  fs::remove_all(dir);
 }
 
 }  // namespace
