@@ -1,5 +1,5 @@
 // Compiling several kernels on one backend at once (issue 27 item 6): a graph's kernels on the
-// machine's cores when the backend allows concurrent compiles (ABI 1.5,
+// machine's cores when the backend allows concurrent compiles (ABI 1.6,
 // StaxDeviceProperties.concurrent_compiles), one after the other otherwise.
 //
 //   std::vector<CompileResult> r = compile_kernels(plugin, descs, compile_threads());

@@ -202,7 +202,7 @@ std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
   d.l2_cache_bytes = props.l2_cache_bytes;
   d.shared_memory_per_block = props.shared_memory_per_block;
   d.concurrent_runs = props.concurrent_runs != 0;  // 0 from a plugin older than 1.2
-  d.concurrent_compiles = props.concurrent_compiles != 0;  // 0 from a plugin older than 1.5
+  d.concurrent_compiles = props.concurrent_compiles != 0;  // 0 from a plugin older than 1.6
   return p;
 }
 

@@ -46,7 +46,7 @@ struct CompileOptions {
   bool fuse = true;             // false: one kernel per buffer (the backend's limits otherwise)
   CodegenOptions codegen;       // loop normalization
   std::string name = "graph";   // names the dump files
-  // Kernels compiled at once when the backend allows concurrent compiles (ABI 1.5,
+  // Kernels compiled at once when the backend allows concurrent compiles (ABI 1.6,
   // core/backend/parallel_compile.h); 0: STAX_COMPILE_THREADS, else the CPUs the process may
   // run on.
   size_t compile_threads = 0;

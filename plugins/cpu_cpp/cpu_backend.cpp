@@ -315,7 +315,7 @@ class CpuCppBackend : public sdk::Backend {
     // Kernels are pure functions of their buffers; the thread pool takes one parallel_for at a
     // time and the extern kernels (OpenBLAS) are reentrant.
     p.concurrent_runs = true;
-    // ABI 1.5: compiles may run at once (ClangJit compiles concurrently, each with its own Clang
+    // ABI 1.6: compiles may run at once (ClangJit compiles concurrently, each with its own Clang
     // instance, LLVM context and target machine; the printer is a pure function): the host
     // compiles a graph's kernels on the machine's cores.
     p.concurrent_compiles = true;

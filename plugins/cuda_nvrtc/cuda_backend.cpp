@@ -469,7 +469,7 @@ class CudaNvrtcBackend : public sdk::Backend {
                                       "); compiling for " + arch();
     sdk::DeviceProperties p = gpu_properties(dev, std::stoi(arch().substr(3)), name);
     p.concurrent_runs = 1;  // run / run_extern are reentrant; each run gets its own stream
-    // ABI 1.5: compiles may run at once (NVRTC is thread-safe; the emulation's ClangJit compiles
+    // ABI 1.6: compiles may run at once (NVRTC is thread-safe; the emulation's ClangJit compiles
     // concurrently; printing is a pure function): the host compiles a graph's kernels in parallel.
     p.concurrent_compiles = 1;
     return p;

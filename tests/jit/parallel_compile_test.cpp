@@ -1,4 +1,4 @@
-// A graph's kernels compiled in parallel (issue 27 item 6; ABI 1.5 concurrent_compiles,
+// A graph's kernels compiled in parallel (issue 27 item 6; ABI 1.6 concurrent_compiles,
 // core/backend/parallel_compile.h): the host overlaps the compiles of a backend that opts in and
 // never those of one that does not (the compile_rendezvous test plugin tells, failing
 // otherwise), reports the first failing kernel in kernel order whatever the threads did, and on

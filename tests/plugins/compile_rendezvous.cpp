@@ -1,4 +1,4 @@
-// compile_rendezvous: toy_cpu whose compiles tell whether the host overlaps them (ABI 1.5,
+// compile_rendezvous: toy_cpu whose compiles tell whether the host overlaps them (ABI 1.6,
 // StaxDeviceProperties.concurrent_compiles; core/backend/parallel_compile.h).
 // Options:
 //   concurrent: true   report concurrent_compiles, and every compile waits (up to wait_ms) until

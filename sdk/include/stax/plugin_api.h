@@ -35,7 +35,11 @@
  *   calls them only when the table holds them; without them every call uses the NULL stream.
  *   1.4 (issue 11) appended kernel_deserialize_batch: a graph's cached kernels in one call, so a
  *   backend can set them up together; the host calls it only when the table holds it.
- *   1.5 (issue 27) appended StaxDeviceProperties.concurrent_compiles (plugin-written: an older
+ *   1.5 (issue 27) appended StaxDeviceProperties.extern_epilogues (plugin-written: older plugins
+ *   leave it 0 and the host never asks them for epilogues) and StaxRunExternArgs.epilogue,
+ *   epilogue_buffers, num_epilogue_buffers (host-written) and epilogue_done (plugin-written: an
+ *   older plugin never sets it, and the host runs the epilogue itself): see EPILOGUES below.
+ *   1.6 (issue 27) appended StaxDeviceProperties.concurrent_compiles (plugin-written: an older
  *   plugin leaves it 0 and its compiles stay serialised; see OWNERSHIP AND THREADS).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
@@ -62,7 +66,7 @@
  *   other call on that backend except backend_destroy and the destruction of the kernel being
  *   run (a compiled kernel must then be a pure function of its buffers, and run_extern must not
  *   share mutable state between calls). With concurrent_runs 0 the host never overlaps them.
- *   Likewise, when its StaxDeviceProperties.concurrent_compiles is nonzero (ABI 1.5), `compile`
+ *   Likewise, when its StaxDeviceProperties.concurrent_compiles is nonzero (ABI 1.6), `compile`
  *   may be called from several threads at once, each call with its own kernel description, and
  *   concurrently with any other call on that backend except backend_configure, backend_destroy
  *   and the calls on a compiled kernel the compile being made returns: the host compiles a
@@ -86,7 +90,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 5
+#define STAX_PLUGIN_API_MINOR 6
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -360,7 +364,9 @@ typedef struct StaxDeviceProperties {
   const char* kind_name;
   /* 1.2: nonzero when run / run_extern are reentrant (OWNERSHIP AND THREADS above) */
   int32_t concurrent_runs;
-  /* 1.5: nonzero when compile may be called from several threads at once (OWNERSHIP AND
+  /* 1.5: nonzero when run_extern runs epilogue kernels fused into matrix products (EPILOGUES) */
+  int32_t extern_epilogues;
+  /* 1.6: nonzero when compile may be called from several threads at once (OWNERSHIP AND
    * THREADS above) */
   int32_t concurrent_compiles;
 } StaxDeviceProperties;
@@ -461,7 +467,18 @@ typedef struct StaxTensorDesc {
   int64_t offset;         /* in elements */
 } StaxTensorDesc;
 
-/* Extern kernel call: inputs first, then outputs (already allocated by the host). */
+/* Extern kernel call: inputs first, then outputs (already allocated by the host).
+ *
+ * EPILOGUES (ABI 1.5). When the backend reports extern_epilogues, the host may pass, with a
+ * matrix product (mm, bmm, matmul, addmm) whose one output is contiguous (row-major), an
+ * `epilogue`: a kernel compiled by this backend that is pointwise over exactly the output's
+ * elements in row-major order (its iteration space, flattened, is the output's flat index) and
+ * reads the output only at the point it computes; `epilogue_buffers` are its buffers as for
+ * `run`. The backend may run the epilogue's iteration points as soon as the output elements they
+ * read are final (in any order, on any threads, each point exactly once: a block of rows still in
+ * the cache) and then sets `epilogue_done` to 1 before returning successfully. With
+ * epilogue_done 0 (a backend that chose not to, or one older than 1.5) the host runs the
+ * epilogue kernel itself after the call. Either way the results are the same bits. */
 typedef struct StaxRunExternArgs {
   size_t struct_size;
   StaxBackend* backend;
@@ -472,6 +489,11 @@ typedef struct StaxRunExternArgs {
   const double* scalars; /* e.g. addmm: beta, alpha */
   size_t num_scalars;
   void* stream;
+  /* ABI 1.5: an epilogue kernel fused into the call (EPILOGUES above); NULL: none */
+  StaxCompiledKernel* epilogue;
+  void* const* epilogue_buffers;
+  size_t num_epilogue_buffers;
+  int32_t epilogue_done; /* out: 1 when the backend ran the epilogue */
 } StaxRunExternArgs;
 
 /* ---- device memory (ABI 1.2) ------------------------------------------------------------------

@@ -37,7 +37,7 @@ struct DeviceProperties {
   int64_t shared_memory_per_block = 0;
   // run / run_extern may be called concurrently (plugin_api.h, OWNERSHIP AND THREADS).
   bool concurrent_runs = false;
-  // ABI 1.5: compile may be called from several threads at once (plugin_api.h, OWNERSHIP AND
+  // ABI 1.6: compile may be called from several threads at once (plugin_api.h, OWNERSHIP AND
   // THREADS): the host then compiles a graph's kernels in parallel.
   bool concurrent_compiles = false;
 };
