@@ -33,6 +33,7 @@
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/parser.h"
+#include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 
 using namespace stax;
@@ -189,6 +190,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   if (argc > 2 && std::string(argv[1]) == "--child") return child(argv[2]);
   int hits = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   std::ifstream load("/proc/loadavg");

@@ -40,6 +40,7 @@
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/parser.h"
+#include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 
 using namespace stax;
@@ -230,6 +231,7 @@ Args parse_args(int argc, char** argv, int first) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   if (argc > 3 && std::string(argv[1]) == "--child") return child(parse_args(argc, argv, 3), argv[2]);
   if (argc < 2) {
     std::fprintf(stderr,

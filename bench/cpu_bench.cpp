@@ -48,6 +48,7 @@
 #include "core/config/config.h"
 #include "core/driver/compiled_function.h"
 #include "core/driver/compiler.h"
+#include "core/ops/install.h"
 
 namespace {
 
@@ -325,6 +326,7 @@ double pause_ns() {
 }
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   // The hand baseline's OpenMP workers spin GOMP_SPINCOUNT PAUSEs (300000 by default) after each
   // parallel loop before sleeping: ~7.5 ms where PAUSE costs 25 ns (Zen 5), so each Stax run
   // that follows a hand run (interleaved) would share a core with a spinning idle thread. Like

@@ -36,6 +36,7 @@
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/interpreter/interpreter.h"
+#include "core/ops/install.h"
 
 namespace {
 
@@ -150,6 +151,7 @@ Config config(bool strict) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   int64_t scale = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
   double bw = measure_bandwidth();

@@ -91,6 +91,18 @@ void blas_threads(int threads) {
 #endif
 }
 
+}  // namespace
+
+const char* hand_blas_core() {
+#ifdef OPENBLAS_VERSION
+  return openblas_get_corename();
+#else
+  return "not OpenBLAS";
+#endif
+}
+
+namespace {
+
 inline float gelu(float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); }
 inline float gelu_grad(float v) {
   return 0.5f * (1.0f + std::erf(v * 0.70710678118654752f)) +

@@ -21,6 +21,10 @@ void hand_layer_norm(const float* x, const float* w, const float* b, float* out,
 // The read-bandwidth probe: Σ a_i over n int32 (the sum, so that the reads are not dropped).
 int64_t hand_read_sum(const int32_t* a, int64_t n, int threads);
 
+// The kernel set the BLAS library (OpenBLAS: the hand GEMMs', and cpu_cpp's extern GEMMs') chose
+// for this CPU, e.g. "SkylakeX"; "Prescott" (SSE3) where it does not know the CPU.
+const char* hand_blas_core();
+
 }  // namespace stax::bench
 
 namespace stax::bench {

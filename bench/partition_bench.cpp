@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/autodiff/joint_graph.h"
+#include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 
 namespace {
@@ -115,6 +116,7 @@ std::string fmt(double ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   const size_t ek_max_nodes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;
 

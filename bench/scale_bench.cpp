@@ -25,6 +25,7 @@
 #include "core/graph/parser.h"
 #include "core/graph/printer.h"
 #include "core/lowering/graph_lowering.h"
+#include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 #include "core/scheduler/memory_plan.h"
 #include "core/scheduler/schedule.h"
@@ -95,6 +96,7 @@ void report(const char* kind, int n, const Times& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   int max_nodes = argc > 1 ? std::atoi(argv[1]) : 100000;
   int compile_limit = argc > 2 ? std::atoi(argv[2]) : 1000;
   std::string kinds = argc > 3 ? argv[3] : "chain,fan,mlp";

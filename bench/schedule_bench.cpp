@@ -20,8 +20,10 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/config/config.h"
 #include "core/graph/parser.h"
+#include "core/ops/install.h"
 #include "core/partition/partitioner.h"
 #include "core/driver/compiler.h"
+#include "core/scheduler/memory_plan.h"
 #include "core/tensor/tensor.h"
 
 using namespace stax;
@@ -116,6 +118,7 @@ size_t count_kernels(const CompiledGraph& cg) { return cg.num_kernels(); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 20;
   std::ifstream load("/proc/loadavg");
   std::string loadavg;

@@ -7,18 +7,28 @@
 # A module whose folder does not exist yet (scheduler, until it lands) is skipped by the build; its
 # dependents link it once it exists.
 set(STAX_CORE_MODULES
-  support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
-  backend runtime cache driver)
+  support types graph tensor autodiff partition interpreter functional ir policy lowering ops
+  scheduler codegen config backend runtime cache driver)
 
 set(STAX_CORE_DEPS_support)
-set(STAX_CORE_DEPS_graph support)
-set(STAX_CORE_DEPS_tensor graph)
+# Element types, tensor metadata and the 16-bit float storage types: the vocabulary of both the
+# graph and the tensors, so neither depends on the other.
+set(STAX_CORE_DEPS_types support)
+set(STAX_CORE_DEPS_graph types support)
+set(STAX_CORE_DEPS_tensor types support)
 set(STAX_CORE_DEPS_autodiff graph)
 set(STAX_CORE_DEPS_partition autodiff graph)
-set(STAX_CORE_DEPS_interpreter tensor graph autodiff)
+set(STAX_CORE_DEPS_interpreter tensor graph)
+# Functional differentiation on the interpreter (jvp, vjp, hvp, jacobian, hessian): autodiff's
+# graphs run by the interpreter, above both.
+set(STAX_CORE_DEPS_functional autodiff interpreter tensor graph)
 set(STAX_CORE_DEPS_ir graph)
 set(STAX_CORE_DEPS_policy ir)
 set(STAX_CORE_DEPS_lowering ir policy graph)
+# The op library: every op family (core/ops/<family>/: schemas, inference, decompositions, VJP /
+# JVP rules, interpreter kernels, lowering rules) and install_ops(), which fills the engines'
+# empty tables. No engine below it names an op family.
+set(STAX_CORE_DEPS_ops support types graph tensor autodiff interpreter ir policy lowering)
 set(STAX_CORE_DEPS_scheduler ir policy lowering graph)
 set(STAX_CORE_DEPS_codegen ir lowering scheduler)
 set(STAX_CORE_DEPS_config support)
@@ -27,8 +37,8 @@ set(STAX_CORE_DEPS_runtime tensor interpreter ir lowering codegen backend schedu
 # The persistent kernel cache: bytes keyed by bytes, no graph, no plugin ABI (issue 11).
 set(STAX_CORE_DEPS_cache support)
 set(STAX_CORE_DEPS_driver
-  support graph tensor autodiff partition interpreter ir policy lowering scheduler codegen config
-  backend runtime cache)
+  support types graph tensor autodiff partition interpreter functional ir policy lowering ops
+  scheduler codegen config backend runtime cache)
 
 # Only core/backend and core/codegen may include the plugin ABI ("stax/plugin_api.h",
 # "stax/sdk/backend.hpp", "stax/sdk/plugin.hpp"); every module may use the SDK's vocabulary

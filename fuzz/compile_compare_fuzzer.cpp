@@ -12,9 +12,11 @@
 #include <iostream>
 #include <string>
 
+#include "core/ops/install.h"
 #include "tests/support/random_graphs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h); once
   using namespace stax;
   if (size < 2) return 0;
   const uint8_t control = data[0];

@@ -14,8 +14,8 @@
 #                                             pool, the cpu_cpp pool, the JIT from two threads,
 #                                             the kernel cache from several processes).
 # A report fails the test that produced it. Sanitizer builds multiply every ctest TIMEOUT
-# (cmake/SanitizerTimeouts.cmake). CI runs a bounded ASan+UBSan part (scripts/fuzz.sh builds it
-# with the fuzz targets) and `thread-ci`; README.md says which.
+# (cmake/SanitizerTests.cmake). CI runs a bounded ASan+UBSan part (scripts/fuzz.sh builds it
+# with the fuzz targets) and `thread-ci`; docs/testing.md says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:?usage: scripts/sanitize.sh address|thread|thread-ci [ctest args]}

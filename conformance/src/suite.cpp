@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "core/ops/install.h"
 #include "stax/conformance/conformance.h"
 #include "target.h"
 
@@ -24,6 +25,7 @@ class ConformanceTest : public ::testing::Test {
 }  // namespace
 
 void register_tests(const SuiteOptions& options) {
+  install_ops();  // the engines' op tables (core/ops/install.h); idempotent
   auto target = std::make_shared<Target>(options);
   std::vector<Case> cases;
   add_pointwise_cases(cases);

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/autodiff/vjp.h"
 #include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
@@ -36,20 +37,37 @@ std::vector<std::string> JvpTable::names() const {
   return out;
 }
 
-const JvpTable& default_jvp_table() {
-  static const JvpTable table = [] {
-    JvpTable t;
-    register_pointwise_jvps(t);
-    register_linear_jvps(t);
-    register_nonlinear_jvps(t);
-    register_backward_jvps(t);
-    register_nn_jvps(t);
-    register_model_jvps(t);
-    register_more_jvps(t);
-    return t;
-  }();
+// Applies op's VJP rule to the tangent of `param` (valid when op's Jacobian with respect to
+// that input is symmetric: elementwise ops, softmax). Used by the op families' JVP rules.
+JvpFn jvp_via_symmetric_vjp(std::string op, std::string param) {
+  return [op = std::move(op), param = std::move(param)](JvpContext& c) -> Node* {
+    Node* x = c.in(param);
+    Node* xd = c.tangent(x);
+    if (!xd) return nullptr;
+    const VjpFn* rule = default_vjp_table().find(op);
+    VjpContext v(
+        c.graph(), c.node(), xd, [x](const Node* n) { return n == x; }, c.phase());
+    (*rule)(v);
+    Node* r = nullptr;
+    for (auto [n, contribution] : v.contributions()) r = r ? c.add(r, contribution) : contribution;
+    return r;
+  };
+}
+
+namespace {
+JvpTable& jvp_storage() {
+  static JvpTable table;
   return table;
 }
+}  // namespace
+
+const JvpTable& default_jvp_table() {
+  const JvpTable& t = jvp_storage();
+  if (t.empty()) throw_ops_not_installed("JVP table");
+  return t;
+}
+
+JvpTable& jvp_table_to_fill() { return jvp_storage(); }
 
 namespace {
 

@@ -55,20 +55,18 @@ class JvpTable {
   void add(const std::string& op, JvpFn fn);  // throws stax::Error on a duplicate
   const JvpFn* find(std::string_view op) const;
   std::vector<std::string> names() const;
+  bool empty() const { return rules_.empty(); }
 
  private:
   std::map<std::string, JvpFn, std::less<>> rules_;
 };
 
+// The rules of this build: empty until stax::install_ops() (core/ops/install.h) fills it once
+// with the rules of the op families (core/ops/<family>/jvp.cpp), immutable afterwards. Throws
+// stax::Error (stage "registry") while it is empty.
 const JvpTable& default_jvp_table();
-
-void register_pointwise_jvps(JvpTable& t);
-void register_linear_jvps(JvpTable& t);
-void register_nonlinear_jvps(JvpTable& t);
-void register_backward_jvps(JvpTable& t);
-void register_nn_jvps(JvpTable& t);  // jvp_rules_nn.cpp
-void register_model_jvps(JvpTable& t);  // issue 14 model ops (rules_model.cpp)
-void register_more_jvps(JvpTable& t);   // issue 14 more aten ops (rules_more.cpp)
+// The same table for filling: only install_ops() writes to it.
+JvpTable& jvp_table_to_fill();
 
 // A rule that applies op's VJP rule to the tangent of `param`: J ẋ = Jᵀ ẋ holds when the Jacobian
 // with respect to that input is symmetric (elementwise ops, softmax).

@@ -30,21 +30,19 @@ std::vector<std::string> VjpTable::names() const {
   return out;
 }
 
-const VjpTable& default_vjp_table() {
-  static const VjpTable table = [] {
-    VjpTable t;
-    register_pointwise_vjps(t);
-    register_reduction_vjps(t);
-    register_view_vjps(t);
-    register_indexing_vjps(t);
-    register_extern_vjps(t);
-    register_composite_vjps(t);
-    register_nn_vjps(t);
-    register_model_vjps(t);
-    register_more_vjps(t);
-    return t;
-  }();
+namespace {
+VjpTable& vjp_storage() {
+  static VjpTable table;
   return table;
 }
+}  // namespace
+
+const VjpTable& default_vjp_table() {
+  const VjpTable& t = vjp_storage();
+  if (t.empty()) throw_ops_not_installed("VJP table");
+  return t;
+}
+
+VjpTable& vjp_table_to_fill() { return vjp_storage(); }
 
 }  // namespace stax

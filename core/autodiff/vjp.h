@@ -11,8 +11,8 @@
 //     node computing a gradient nobody asked for (Listing 5.2 has no node for x̄).
 //   - Giving nothing for an input means a zero gradient (sign, floor, ... ; index tensors).
 //   - An input that appears twice (mul(x, x)) receives two contributions; they are summed.
-// The rules are split by op family: vjp_rules_pointwise.cpp, vjp_rules_reduction.cpp,
-// vjp_rules_view.cpp, vjp_rules_indexing.cpp, vjp_rules_extern.cpp, vjp_rules_composite.cpp.
+// The rules live with their op families (core/ops/<family>/vjp.cpp) and are installed into this
+// table by stax::install_ops() (core/ops/install.h).
 #pragma once
 
 #include <functional>
@@ -67,23 +67,16 @@ class VjpTable {
   void add(const std::string& op, VjpFn fn);
   const VjpFn* find(std::string_view op) const;  // null when the op has no rule
   std::vector<std::string> names() const;
+  bool empty() const { return rules_.empty(); }
 
  private:
   std::map<std::string, VjpFn, std::less<>> rules_;
 };
 
-// The rules of this build (built on first use, immutable afterwards).
+// The rules of this build: empty until stax::install_ops() (core/ops/install.h) fills it once,
+// immutable afterwards. Throws stax::Error (stage "registry") while it is empty.
 const VjpTable& default_vjp_table();
-
-// Per-family registration (vjp_rules_*.cpp).
-void register_pointwise_vjps(VjpTable& t);
-void register_reduction_vjps(VjpTable& t);
-void register_view_vjps(VjpTable& t);
-void register_indexing_vjps(VjpTable& t);
-void register_extern_vjps(VjpTable& t);
-void register_composite_vjps(VjpTable& t);
-void register_nn_vjps(VjpTable& t);  // vjp_rules_nn.cpp
-void register_model_vjps(VjpTable& t);  // issue 14 model ops (rules_model.cpp)
-void register_more_vjps(VjpTable& t);   // issue 14 more aten ops (rules_more.cpp)
+// The same table for filling: only install_ops() writes to it.
+VjpTable& vjp_table_to_fill();
 
 }  // namespace stax

@@ -57,9 +57,15 @@ size_t compile_threads() {
 
 std::vector<CompileResult> compile_kernels(const Plugin& plugin,
                                            const std::vector<const StaxKernelDesc*>& descs,
-                                           size_t threads, const CompiledHook& hook) {
+                                           size_t threads, const CompiledHook& hook,
+                                           const CancellationToken* cancel) {
   const size_t n = descs.size();
   std::vector<CompileResult> out(n);
+  auto check = [&](size_t i) {
+    if (!cancel) return;
+    const std::string name = descs[i]->name ? descs[i]->name : "";
+    check_cancelled(cancel, name, "compiling kernel " + name);
+  };
   auto compiled = [&](size_t i) {
     if (!hook) return;
     try {
@@ -71,6 +77,7 @@ std::vector<CompileResult> compile_kernels(const Plugin& plugin,
   threads = std::max<size_t>(1, std::min(threads, n));
   if (threads == 1) {  // in order, stopping at the first failure
     for (size_t i = 0; i < n; ++i) {
+      check(i);
       const auto t = Clock::now();
       out[i].kernel = plugin.compile(*descs[i]);
       out[i].ms = ms_since(t);
@@ -96,6 +103,7 @@ std::vector<CompileResult> compile_kernels(const Plugin& plugin,
         if (i > first_failed) continue;  // a kernel before it failed: that error is reported
       }
       try {
+        check(i);
         const auto t = Clock::now();
         out[i].kernel = plugin.compile(*descs[i]);
         out[i].ms = ms_since(t);

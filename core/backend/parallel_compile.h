@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/backend/plugin.h"
+#include "core/support/cancellation.h"
 
 namespace stax {
 
@@ -36,9 +37,13 @@ using CompiledHook = std::function<void(size_t i, const CompiledKernel& kernel)>
 
 // Compiles descs[i] into result[i] on up to `threads` threads (the calling thread among them)
 // when plugin.properties().concurrent_compiles, else on the calling thread in order; `hook`
-// (optional) sees each kernel as soon as it is compiled.
+// (optional) sees each kernel as soon as it is compiled. `cancel` (optional) is polled before
+// each compile: once cancelled, no further compile starts, those running finish, and the
+// "cancelled before compiling kernel <name>" error is thrown (the first failure in kernel order,
+// as any other).
 std::vector<CompileResult> compile_kernels(const Plugin& plugin,
                                            const std::vector<const StaxKernelDesc*>& descs,
-                                           size_t threads, const CompiledHook& hook = {});
+                                           size_t threads, const CompiledHook& hook = {},
+                                           const CancellationToken* cancel = nullptr);
 
 }  // namespace stax

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "core/backend/elf_check.h"
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 #include "core/support/error.h"
 
 namespace fs = std::filesystem;

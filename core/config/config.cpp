@@ -218,7 +218,17 @@ class Reader {
     expect_map(root, "",
                {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device",
                 "cache"});
+    c.plugin_path = read_plugin_path(root);
+    read_devices(root, c);
+    read_default_device(root, c);
+    read_realization(root, c);
+    read_cache(root, c);
+    read_dump(root, c);
+    return c;
+  }
 
+  // plugin_path: every entry a directory that exists (relative to the file, ~ expanded).
+  std::vector<fs::path> read_plugin_path(const YAML::Node& root) const {
     std::vector<std::string> pp;
     if (const YAML::Node ppn = root["plugin_path"]) {
       pp = string_list(ppn, "plugin_path", true);
@@ -237,8 +247,11 @@ class Reader {
         }
       }
     }
-    c.plugin_path = plugin_dirs(pp);
+    return plugin_dirs(pp);
+  }
 
+  // devices: kind -> {backend, options}.
+  void read_devices(const YAML::Node& root, Config& c) const {
     if (const YAML::Node devs = root["devices"]) {
       if (!devs.IsNull()) {
         expect_map(devs, "devices", {}, /*any_key=*/true);
@@ -269,7 +282,9 @@ class Reader {
         }
       }
     }
+  }
 
+  void read_default_device(const YAML::Node& root, Config& c) const {
     if (const YAML::Node dd = root["default_device"]) {
       if (!dd.IsNull()) {
         c.default_device = scalar(dd, "default_device");
@@ -278,7 +293,10 @@ class Reader {
                        "', which is not a key of 'devices'");
       }
     }
+  }
 
+  // realization: the thresholds of seed §6.6 a config may override.
+  void read_realization(const YAML::Node& root, Config& c) const {
     if (const YAML::Node r = root["realization"]) {
       if (!r.IsNull()) {
         expect_map(r, "realization",
@@ -303,7 +321,10 @@ class Reader {
         }
       }
     }
+  }
 
+  // cache_dir and cache (on / off): the persistent kernel cache.
+  void read_cache(const YAML::Node& root, Config& c) const {
     if (const YAML::Node cd = root["cache_dir"]) {
       if (!cd.IsNull()) {
         c.cache_dir = resolve(scalar(cd, "cache_dir"));
@@ -322,7 +343,10 @@ class Reader {
         fail(cn, "'cache' must be on or off");
       c.cache = on;
     }
+  }
 
+  // dump: the directory and the stages Compiler::compile dumps.
+  void read_dump(const YAML::Node& root, Config& c) const {
     if (const YAML::Node d = root["dump"]) {
       if (!d.IsNull()) {
         expect_map(d, "dump", {"dir", "stages"});
@@ -345,7 +369,6 @@ class Reader {
         }
       }
     }
-    return c;
   }
 
  private:

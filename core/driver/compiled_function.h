@@ -32,7 +32,7 @@
 //   returns the compiled backward's gradients (the same bits as without create_graph), and the
 //   context records their backward, BackwardContext::gradients_backward(), which computes
 //   nothing and rejects where a second derivative is requested (rejecting_backward(),
-//   core/interpreter/double_backward.h): stax::Error "Compiled regions do not support
+//   core/driver/double_backward.h): stax::Error "Compiled regions do not support
 //   second-order gradients (double backward). Run the function without compilation to compute
 //   higher-order derivatives."
 //
@@ -58,7 +58,7 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
-#include "core/interpreter/double_backward.h"
+#include "core/driver/double_backward.h"
 #include "core/partition/partitioner.h"
 #include "core/runtime/compiled_graph.h"
 #include "core/driver/compiler.h"
@@ -79,6 +79,11 @@ struct CompiledFunctionOptions {
   bool interpret = false;
   // Seed of random ops (GraphRunOptions::seed / InterpreterOptions::seed), for both passes.
   uint64_t seed = 0;
+  // Polled by the constructor (before the joint graph, the partition and the forward compile)
+  // and by the lazy backward compile (Compiler::compile's checkpoints): once cancelled, they
+  // throw stax::Error with stage "cancelled"; a cancelled backward compile is retried by the
+  // next backward(). Optional; shared so that it outlives the lazy compile.
+  std::shared_ptr<const CancellationToken> cancel;
 };
 
 struct BackwardOptions {

@@ -12,7 +12,8 @@
 #include "core/graph/printer.h"
 #include "core/ir/layout.h"
 #include "core/lowering/lowering_rules.h"
-#include "core/runtime/compiled_graph_impl.h"
+#include "core/ops/install.h"
+#include "core/runtime/execution_plan.h"
 #include "core/scheduler/in_place.h"
 #include "core/support/error.h"
 
@@ -42,24 +43,24 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
 // to `threads` threads when the backend allows), recording sources, times and where each kernel
 // came from.
 // The kernels found on disk are linked together (KernelCache::get_all: one plugin call).
-void compile_plans(CompiledGraph::Impl& impl, KernelCache& cache, const OptionValue& options,
-                   size_t threads) {
+void compile_plans(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options,
+                   size_t threads, const CancellationToken* cancel) {
   auto t = Clock::now();
   std::vector<const StaxKernelDesc*> descs;
-  for (const KernelPlan& plan : impl.plans) descs.push_back(plan.desc.get());
+  for (const KernelPlan& plan : exec.plans) descs.push_back(plan.desc.get());
   std::vector<KernelOrigin> origins;
   std::vector<double> ms;
-  impl.compiled = cache.get_all(*impl.plugin, options, descs, &origins, &ms, threads);
-  for (size_t i = 0; i < impl.plans.size(); ++i) {
-    const KernelPlan& plan = impl.plans[i];
-    ++(origins[i] == KernelOrigin::Compiled ? impl.stats.kernels_compiled
-       : origins[i] == KernelOrigin::Memory ? impl.stats.kernels_from_memory
-                                            : impl.stats.kernels_from_disk);
+  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms, threads, cancel);
+  for (size_t i = 0; i < exec.plans.size(); ++i) {
+    const KernelPlan& plan = exec.plans[i];
+    ++(origins[i] == KernelOrigin::Compiled ? exec.stats.kernels_compiled
+       : origins[i] == KernelOrigin::Memory ? exec.stats.kernels_from_memory
+                                            : exec.stats.kernels_from_disk);
     std::string names;
     for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
-    impl.infos.push_back({plan.name, names, {}, ms[i]});  // sources: Impl::kernel_infos
+    exec.infos.push_back({plan.name, names, {}, ms[i]});  // sources: CompiledGraph::kernels()
   }
-  impl.stats.compile_ms += ms_since(t);
+  exec.stats.compile_ms += ms_since(t);
   cache.store_pending();
 }
 
@@ -74,56 +75,55 @@ std::string kernels_text(const std::vector<CompiledKernelInfo>& kernels) {
 // The run plan from the schedule: one slot per input and buffer (with its place in the memory
 // plan), one step per scheduled step with the slots it writes and reads, and after each step the
 // slots whose last reader it is (graph inputs and outputs are never released).
-void plan_steps(CompiledGraph::Impl& impl) {
-  using Impl = CompiledGraph::Impl;
-  const LoweredGraph& l = impl.lowered;
+void plan_steps(ExecutionPlan& exec) {
+  const LoweredGraph& l = exec.lowered;
   std::map<std::string, size_t> slot_of;
   for (const auto& in : l.inputs) {
-    slot_of[in->name()] = impl.slots.size();
-    impl.slots.push_back(in.get());
-    impl.placements.push_back(nullptr);
+    slot_of[in->name()] = exec.slots.size();
+    exec.slots.push_back(in.get());
+    exec.placements.push_back(nullptr);
   }
   for (const BufferPtr& b : l.buffers) {
-    slot_of[b->name()] = impl.slots.size();
-    impl.slots.push_back(b.get());
-    impl.placements.push_back(impl.memory.find(b->name()));
+    slot_of[b->name()] = exec.slots.size();
+    exec.slots.push_back(b.get());
+    exec.placements.push_back(exec.memory.find(b->name()));
   }
   auto slot = [&](const std::string& name) {
     auto it = slot_of.find(name);
     if (it == slot_of.end()) throw Error("compile", name, "internal: unknown buffer");
     return it->second;
   };
-  for (const ScheduleStep& s : impl.schedule.steps) {
-    Impl::Step step;
-    for (const Buffer* b : impl.schedule.writes(s)) step.outputs.push_back(slot(b->name()));
+  for (const ScheduleStep& s : exec.schedule.steps) {
+    ExecutionPlan::Step step;
+    for (const Buffer* b : exec.schedule.writes(s)) step.outputs.push_back(slot(b->name()));
     if (s.kind == ScheduleStep::Kind::Kernel) {
-      step.kind = Impl::StepKind::Kernel;
+      step.kind = ExecutionPlan::StepKind::Kernel;
       step.kernel = s.kernel;
-      for (const std::string& name : impl.plans[s.kernel].desc.buffer_names())
+      for (const std::string& name : exec.plans[s.kernel].desc.buffer_names())
         step.arg_slots.push_back(slot(name));
     } else {
       bool ext = s.kind == ScheduleStep::Kind::Extern;
-      step.kind = ext ? Impl::StepKind::Extern : Impl::StepKind::Fallback;
+      step.kind = ext ? ExecutionPlan::StepKind::Extern : ExecutionPlan::StepKind::Fallback;
       // An extern the plugin does not offer runs on the interpreter: a fallback, and counted so.
       step.on_interpreter =
-          ext && !impl.plugin->has_extern_kernel(
+          ext && !exec.plugin->has_extern_kernel(
                      static_cast<const ExternKernel&>(*s.buffer).kernel());
-      ++(ext && !step.on_interpreter ? impl.num_externs : impl.num_fallbacks);
+      ++(ext && !step.on_interpreter ? exec.num_externs : exec.num_fallbacks);
       for (const std::string& name : read_buffer_names(*s.buffer))
         step.arg_slots.push_back(slot(name));
     }
-    impl.steps.push_back(std::move(step));
+    exec.steps.push_back(std::move(step));
   }
   std::set<size_t> keep;
   for (size_t s = 0; s < l.inputs.size(); ++s) keep.insert(s);
   for (const GraphOutput& o : l.outputs) keep.insert(slot(o.buffer->name()));
   std::map<size_t, size_t> last_step;
-  for (size_t i = 0; i < impl.steps.size(); ++i) {
-    for (size_t s : impl.steps[i].outputs) last_step[s] = i;
-    for (size_t s : impl.steps[i].arg_slots) last_step[s] = i;
+  for (size_t i = 0; i < exec.steps.size(); ++i) {
+    for (size_t s : exec.steps[i].outputs) last_step[s] = i;
+    for (size_t s : exec.steps[i].arg_slots) last_step[s] = i;
   }
   for (const auto& [s, i] : last_step)
-    if (!keep.count(s)) impl.steps[i].frees.push_back(s);
+    if (!keep.count(s)) exec.steps[i].frees.push_back(s);
 }
 
 }  // namespace
@@ -148,11 +148,10 @@ Compiler::Compiler(Config config, CompileOptions options)
       options_(std::move(options)),
       cache_(std::make_unique<KernelCache>(CacheSettings::resolve(
           session_->registry.config().cache, session_->registry.config().cache_dir))) {
-  // The process's tables of decompositions and lowering rules are built on first use (~0.45 M
-  // instructions for ~600 entries): here, with the plugin set-up, once per process, rather than
-  // inside the first graph's compile (issue 11 counts a compile's time per graph).
-  default_decompositions();
-  default_lowering_table();
+  // The process's op tables (~0.45 M instructions for ~600 entries) are filled once, by the
+  // entry point or here, with the plugin set-up, rather than inside the first graph's compile
+  // (issue 11 counts a compile's time per graph).
+  install_ops();
 }
 
 Compiler::~Compiler() = default;
@@ -160,60 +159,70 @@ Compiler::~Compiler() = default;
 PluginRegistry& Compiler::registry() { return session_->registry; }
 const Config& Compiler::config() const { return session_->registry.config(); }
 
-CompiledGraph Compiler::compile(const Graph& source) {
+CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
   // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
   // ABI has the host serialise calls on a backend instance.
   std::lock_guard<std::mutex> lock(session_->mutex);
+  // Cancellation checkpoints: before each pass (and, in compile_plans, each kernel).
+  auto checkpoint = [&](const char* pass) { check_cancelled(cancel, options_.name, pass); };
+  checkpoint("decompose");
   const auto t_start = Clock::now();
-  auto impl = std::make_shared<CompiledGraph::Impl>();
-  impl->session = session_;
+  ExecutionPlan plan;
+  plan.session = session_;
   const StageDumper dump(session_->registry.config().dump, options_.name);
 
   // decompose: own a copy, composite ops into base ops
-  impl->graph = std::make_unique<Graph>(source.clone());
-  Graph& g = *impl->graph;
+  plan.graph = std::make_unique<Graph>(source.clone());
+  Graph& g = *plan.graph;
   auto t = Clock::now();
   expand_multi_output(g);  // ops returning several tensors: one node (and buffer) per element
   if (options_.decompose) decompose(g);
-  impl->stats.decompose_ms = ms_since(t);
+  plan.stats.decompose_ms = ms_since(t);
   dump("graph", [&] { return print_graph(g); });
 
   // lower, with the policy of the backend serving the graph's device kind (the config's
   // default_device for a graph on the default device "cpu")
+  checkpoint("lower");
   std::string kind = graph_device_kind(g);
   const std::string& default_device = session_->registry.config().default_device;
   if (kind == "cpu" && !default_device.empty()) kind = default_device;
-  impl->plugin = &session_->registry.backend(kind);
+  plan.plugin = &session_->registry.backend(kind);
   const BackendPolicy policy = session_->registry.policy(kind);
   t = Clock::now();
-  impl->lowered = lower_graph(g, {policy.thresholds, policy.split_reduction});
-  impl->stats.lower_ms = ms_since(t);
-  dump("loop_ir", [&] { return impl->lowered.str(); });
+  plan.lowered = lower_graph(g, {policy.thresholds, policy.split_reduction});
+  plan.stats.lower_ms = ms_since(t);
+  dump("loop_ir", [&] { return plan.lowered.str(); });
 
   // schedule: fused kernels in step order (the backend's fusion limits), the memory plan
+  checkpoint("schedule");
   FusionLimits fusion = policy.fusion;
   if (!options_.fuse) fusion.enable_fusion = false;
   t = Clock::now();
-  impl->schedule = schedule(impl->lowered, fusion);
-  impl->memory = plan_memory(impl->lowered, impl->schedule);
-  apply_in_place(impl->schedule, impl->memory);
-  impl->stats.schedule_ms = ms_since(t);
-  dump("schedule", [&] { return impl->schedule.str() + impl->memory.str(); });
-  dump("schedule", [&] { return impl->schedule.dot(impl->lowered); }, "dot");
+  plan.schedule = schedule(plan.lowered, fusion);
+  plan.memory = plan_memory(plan.lowered, plan.schedule);
+  apply_in_place(plan.schedule, plan.memory);
+  plan.stats.schedule_ms = ms_since(t);
+  dump("schedule", [&] { return plan.schedule.str() + plan.memory.str(); });
+  dump("schedule", [&] { return plan.schedule.dot(plan.lowered); }, "dot");
 
   // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin
+  checkpoint("codegen");
   t = Clock::now();
-  impl->plans = plan_kernels(impl->schedule, impl->lowered, options_.codegen);
-  impl->stats.codegen_ms = ms_since(t);
+  plan.plans = plan_kernels(plan.schedule, plan.lowered, options_.codegen);
+  plan.stats.codegen_ms = ms_since(t);
   const DeviceConfig* device = session_->registry.config().device(kind);
-  compile_plans(*impl, *cache_, device ? device->options : OptionValue::map(),
-                options_.compile_threads ? options_.compile_threads : compile_threads());
-  dump("kernels", [&] { return kernels_text(impl->kernel_infos()); });
+  compile_plans(plan, *cache_, device ? device->options : OptionValue::map(),
+                options_.compile_threads ? options_.compile_threads : compile_threads(), cancel);
+  dump("kernels", [&] {
+    std::vector<CompiledKernelInfo> infos = plan.infos;
+    for (size_t i = 0; i < infos.size(); ++i) infos[i].source = plan.compiled[i]->source();
+    return kernels_text(infos);
+  });
 
   // run plan: buffer slots, step order, last uses
-  plan_steps(*impl);
-  impl->stats.total_ms = ms_since(t_start);
-  return CompiledGraph(std::move(impl));
+  plan_steps(plan);
+  plan.stats.total_ms = ms_since(t_start);
+  return CompiledGraph(std::move(plan));
 }
 
 }  // namespace stax

@@ -128,7 +128,7 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
 std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const Plugin& plugin, const OptionValue& options,
     const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-    std::vector<double>* ms_out, size_t compile_threads) {
+    std::vector<double>* ms_out, size_t compile_threads, const CancellationToken* cancel) {
   const size_t n = descs.size();
   std::vector<std::shared_ptr<CompiledKernel>> out(n);
   origins->assign(n, KernelOrigin::Compiled);
@@ -210,8 +210,9 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
                      got.size() == hits.size() && hits.size() > 1 ? ", linked in a batch" : "");
     }
   }
-  // 3. The rest compiled, in parallel where the backend allows (and stored by store_pending()).
-  compile_missing(plugin, descs, keys, d != nullptr, compile_threads, &out, origins, ms_out);
+  // 3. The rest compiled, in parallel where the backend allows, and stored on disk.
+  compile_missing(plugin, descs, keys, d != nullptr, compile_threads, cancel, &out, origins,
+                  ms_out);
   for (size_t i = 0; i < n; ++i)
     if ((*origins)[i] != KernelOrigin::Memory) e.memory.emplace(memory_keys[i], out[i]);
   return out;
@@ -220,7 +221,7 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
 void KernelCache::compile_missing(const Plugin& plugin,
                                   const std::vector<const StaxKernelDesc*>& descs,
                                   const std::vector<std::string>& keys, bool store,
-                                  size_t compile_threads,
+                                  size_t compile_threads, const CancellationToken* cancel,
                                   std::vector<std::shared_ptr<CompiledKernel>>* out,
                                   std::vector<KernelOrigin>* origins, std::vector<double>* ms) {
   static const bool trace = std::getenv("STAX_CACHE_TRACE") != nullptr;
@@ -252,7 +253,8 @@ void KernelCache::compile_missing(const Plugin& plugin,
       std::lock_guard<std::mutex> lock(disk_writes);
       disk()->store(keys[missing[m]], bytes, source);
     };
-  std::vector<CompileResult> compiled = compile_kernels(plugin, to_compile, compile_threads, hook);
+  std::vector<CompileResult> compiled =
+      compile_kernels(plugin, to_compile, compile_threads, hook, cancel);
   for (size_t m = 0; m < missing.size(); ++m) {
     const size_t i = missing[m];
     (*out)[i] = std::move(compiled[m].kernel);

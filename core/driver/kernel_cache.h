@@ -24,6 +24,7 @@
 #include "core/backend/plugin.h"
 #include "core/cache/disk_cache.h"
 #include "core/config/config.h"
+#include "core/support/cancellation.h"
 
 namespace stax {
 
@@ -43,11 +44,14 @@ class KernelCache {
   // stale or damaged entry is found, removed and compiled while the others still come from disk.
   // A disk hit's time is its read plus its share of the batch. The kernels neither level holds
   // are compiled on up to `compile_threads` threads when the backend allows concurrent compiles
-  // (core/backend/parallel_compile.h); a compiled kernel's time is its own compile's.
+  // (core/backend/parallel_compile.h); a compiled kernel's time is its own compile's. `cancel`
+  // (optional) is polled before each plugin compile (core/support/cancellation.h): the kernels
+  // already stored on disk stay there.
   std::vector<std::shared_ptr<CompiledKernel>> get_all(
       const Plugin& plugin, const OptionValue& options,
       const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-      std::vector<double>* ms, size_t compile_threads = 1);
+      std::vector<double>* ms, size_t compile_threads = 1,
+      const CancellationToken* cancel = nullptr);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
@@ -80,6 +84,7 @@ class KernelCache {
   // compile when the backend compiles concurrently, else queued for store_pending().
   void compile_missing(const Plugin& plugin, const std::vector<const StaxKernelDesc*>& descs,
                        const std::vector<std::string>& keys, bool store, size_t compile_threads,
+                       const CancellationToken* cancel,
                        std::vector<std::shared_ptr<CompiledKernel>>* out,
                        std::vector<KernelOrigin>* origins, std::vector<double>* ms);
 

@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/graph/dtype.h"
+#include "core/types/dtype.h"
 
 namespace stax {
 

@@ -42,21 +42,18 @@ class DecompositionTable {
   void add(const std::string& op, DecompositionFn fn);
   const DecompositionFn* find(std::string_view op) const;  // null when there is no entry
   std::vector<std::string> names() const;
+  bool empty() const { return fns_.empty(); }
 
  private:
   std::map<std::string, DecompositionFn, std::less<>> fns_;
 };
 
-// The entries of the model ops (core/graph/decompositions_model.cpp, issue 14).
-void register_model_decompositions(DecompositionTable& t);
-// The entries of more aten ops (core/graph/decompositions_more.cpp, issue 14).
-void register_more_decompositions(DecompositionTable& t);
-
-// The table of this build (built on first use, immutable afterwards).
+// The table of this build: empty until stax::install_ops() (core/ops/install.h) fills it once with
+// the entries of the op families (core/ops/<family>/*decompositions.cpp), immutable afterwards.
+// Throws stax::Error (stage "registry") while it is empty.
 const DecompositionTable& default_decompositions();
-
-// The entries of the neural-network ops (core/graph/decompositions_nn.cpp).
-void register_nn_decompositions(DecompositionTable& t);
+// The same table for filling: only install_ops() writes to it.
+DecompositionTable& decompositions_to_fill();
 
 struct DecompositionOptions {
   // The base ops, never decomposed: overload names ("mean.dim") or bare op names ("mean": every
@@ -83,7 +80,7 @@ size_t decompose(Graph& g, const DecompositionOptions& options = {});
 // replacement; `n` is erased.
 Node* decompose_node(Graph& g, Node* n, const DecompositionTable& table = default_decompositions());
 
-// Helpers for decomposition rules (decompositions*.cpp): the wrapped dims a reduction over `dims`
+// Helpers for decomposition rules (core/ops/<family>/*decompositions.cpp): the wrapped dims a reduction over `dims`
 // covers (absent or empty: all dims) and their element count.
 std::vector<int64_t> reduced_dims(const Node& x, const Arg& dims);
 int64_t reduced_count(const Node& x, const std::vector<int64_t>& dims);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/graph/arg.h"
-#include "core/graph/tensor_meta.h"
+#include "core/types/tensor_meta.h"
 
 namespace stax {
 

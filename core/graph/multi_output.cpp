@@ -33,14 +33,20 @@ std::vector<std::string> ExpansionTable::names() const {
   return out;
 }
 
-const ExpansionTable& default_expansions() {
-  static const ExpansionTable table = [] {
-    ExpansionTable t;
-    register_multi_output_expansions(t);
-    return t;
-  }();
+namespace {
+ExpansionTable& expansions_storage() {
+  static ExpansionTable table;
   return table;
 }
+}  // namespace
+
+const ExpansionTable& default_expansions() {
+  const ExpansionTable& t = expansions_storage();
+  if (t.empty()) throw_ops_not_installed("multi-output expansion table");
+  return t;
+}
+
+ExpansionTable& expansions_to_fill() { return expansions_storage(); }
 
 static const ExpandFn& expansion_of(const ExpansionTable& table, const OpDef& op,
                                     const std::string& where) {

@@ -57,14 +57,18 @@ class ExpansionTable {
   void add(const std::string& op, ExpandFn fn);  // canonical overload name; throws on duplicate
   const ExpandFn* find(std::string_view op) const;
   std::vector<std::string> names() const;
+  bool empty() const { return fns_.empty(); }
 
  private:
   std::map<std::string, ExpandFn, std::less<>> fns_;
 };
 
-// The expansions of this build (core/graph/ops/multi_output_ops.cpp).
+// The expansions of this build: empty until stax::install_ops() (core/ops/install.h) fills it once
+// (core/ops/multi_output/), immutable afterwards. Throws stax::Error (stage "registry") while it is
+// empty.
 const ExpansionTable& default_expansions();
-void register_multi_output_expansions(ExpansionTable& t);
+// The same table for filling: only install_ops() writes to it.
+ExpansionTable& expansions_to_fill();
 
 // An InferMultiFn for op `name`: the metadata of the expansion's elements.
 InferMultiFn infer_by_expansion(std::string name);

@@ -4,7 +4,6 @@
 #include <cassert>
 #include <tuple>
 
-#include "core/graph/ops/register_ops.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -146,14 +145,20 @@ std::vector<const OpDef*> OpRegistry::all() const {
   return out;
 }
 
-const OpRegistry& default_registry() {
-  static const OpRegistry registry = [] {
-    OpRegistry r;
-    register_all_ops(r);
-    return r;
-  }();
+namespace {
+OpRegistry& registry_storage() {
+  static OpRegistry registry;
   return registry;
 }
+}  // namespace
+
+const OpRegistry& default_registry() {
+  const OpRegistry& r = registry_storage();
+  if (r.empty()) throw_ops_not_installed("op registry");
+  return r;
+}
+
+OpRegistry& registry_to_fill() { return registry_storage(); }
 
 // ---- shapes and promotion ----------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ class OpRegistry {
  public:
   // Registers an op: `schema` as in op_schema.h. Throws on a duplicate name.
   OpDef& add(const std::string& schema, OpCategory category, Promotion promotion, InferFn infer);
-  // Registers an op returning several tensors (core/graph/ops/multi_output_ops.cpp).
+  // Registers an op returning several tensors (core/ops/multi_output/schemas.cpp).
   OpDef& add_multi(const std::string& schema, OpCategory category, InferMultiFn infer);
 
   // Looks up "add.Tensor", "tp.add.Tensor", "tensorplay.ops.tp.add.Tensor", or a bare "relu"
@@ -92,13 +92,17 @@ class OpRegistry {
   // Up to n known names closest to `target` by edit distance.
   std::vector<std::string> suggest(std::string_view target, size_t n = 3) const;
   std::vector<const OpDef*> all() const;
+  bool empty() const { return ops_.empty(); }
 
  private:
   std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
 };
 
-// The op table of this build (built once on first use, immutable afterwards).
+// The op table of this build: empty until stax::install_ops() (core/ops/install.h) fills it once,
+// immutable afterwards. Throws stax::Error (stage "registry") while it is empty.
 const OpRegistry& default_registry();
+// The same table for filling: only install_ops() writes to it (the op families of core/ops).
+OpRegistry& registry_to_fill();
 
 // Strips "tensorplay.ops.", "tp." prefixes and appends ".default" to a bare name.
 std::string canonical_target(std::string_view target);

@@ -10,7 +10,6 @@
 
 #include "core/graph/op_registry.h"
 #include "core/graph/source_location.h"
-#include "core/interpreter/kernels/register_kernels.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -57,14 +56,20 @@ std::vector<std::string> InterpreterTable::names() const {
   return out;
 }
 
-const InterpreterTable& default_interpreter_table() {
-  static const InterpreterTable table = [] {
-    InterpreterTable t;
-    register_all_kernels(t);
-    return t;
-  }();
+namespace {
+InterpreterTable& interpreter_storage() {
+  static InterpreterTable table;
   return table;
 }
+}  // namespace
+
+const InterpreterTable& default_interpreter_table() {
+  const InterpreterTable& t = interpreter_storage();
+  if (t.empty()) throw_ops_not_installed("interpreter's kernel table");
+  return t;
+}
+
+InterpreterTable& interpreter_table_to_fill() { return interpreter_storage(); }
 
 // ---- per-node seeds ---------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 // The reference interpreter (seed §6.1, executed eagerly): runs a Graph op by op on the CPU with
 // plainly written kernels. It is the oracle every compiled result is compared against.
 //
-// Kernels are registered per op overload in one table (InterpreterTable); each family of ops has
-// its own source file under core/interpreter/kernels/. Pointwise kernels evaluate the scalar
+// Kernels are registered per op overload in one table (InterpreterTable); each op family keeps
+// its kernels in core/ops/<family>/kernels.cpp. Pointwise kernels evaluate the scalar
 // semantics of sdk/include/stax/sdk/scalar_ops.hpp (the same text compiled kernels embed), so
 // compiled pointwise code can be required to match bit for bit.
 #pragma once
@@ -64,13 +64,18 @@ class InterpreterTable {
   void add(const std::string& op_name, KernelFn fn);  // "add.Tensor"
   const KernelFn* find(const std::string& op_name) const;
   std::vector<std::string> names() const;
+  bool empty() const { return kernels_.empty(); }
 
  private:
   std::map<std::string, KernelFn, std::less<>> kernels_;
 };
 
-// The kernel table of this build (immutable after first use).
+// The kernel table of this build: empty until stax::install_ops() (core/ops/install.h) fills it
+// once with the kernels of the op families (core/ops/<family>/kernels.cpp), immutable afterwards.
+// Throws stax::Error (stage "registry") while it is empty.
 const InterpreterTable& default_interpreter_table();
+// The same table for filling: only install_ops() writes to it.
+InterpreterTable& interpreter_table_to_fill();
 
 struct InterpreterOptions {
   uint64_t seed = 0;          // random ops and nothing else depend on it

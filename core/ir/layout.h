@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/dtype.h"
-#include "core/graph/tensor_meta.h"
+#include "core/types/dtype.h"
+#include "core/types/tensor_meta.h"
 #include "core/ir/expr.h"
 
 namespace stax {

@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/graph/dtype.h"
-#include "core/graph/tensor_meta.h"
+#include "core/types/dtype.h"
+#include "core/types/tensor_meta.h"
 #include "core/ir/expr.h"
 
 namespace stax {

@@ -1,5 +1,5 @@
 // OpsBuilder: the recording ops handler (seed §6.8). Computation functions (inner_fn, loaders,
-// the templates of core/graph/pointwise_formulas.h) call its methods; each call appends one op to
+// the templates of core/ops/pointwise/formulas.h) call its methods; each call appends one op to
 // a LoopBody and returns the op's value handle. It performs no CSE (Listing 6.4 reads the same
 // location twice); to_dtype to the value's own dtype is the only call that records nothing.
 //

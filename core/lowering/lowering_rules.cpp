@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "core/support/error.h"
+
 namespace stax {
 
 void LoweringTable::add(const std::string& op_name, LoweringRule rule, bool realizes_inputs) {
@@ -21,19 +23,19 @@ std::vector<std::string> LoweringTable::names() const {
   return out;
 }
 
-const LoweringTable& default_lowering_table() {
-  static const LoweringTable table = [] {
-    LoweringTable t;
-    register_pointwise_rules(t);
-    register_reduction_rules(t);
-    register_view_rules(t);
-    register_indexing_rules(t);
-    register_extern_rules(t);
-    register_creation_rules(t);
-    register_nn_rules(t);
-    return t;
-  }();
+namespace {
+LoweringTable& lowering_storage() {
+  static LoweringTable table;
   return table;
 }
+}  // namespace
+
+const LoweringTable& default_lowering_table() {
+  const LoweringTable& t = lowering_storage();
+  if (t.empty()) throw_ops_not_installed("lowering table");
+  return t;
+}
+
+LoweringTable& lowering_table_to_fill() { return lowering_storage(); }
 
 }  // namespace stax

@@ -1,5 +1,5 @@
 // The table of lowering rules (seed §6.2): one entry per op overload, keyed by its canonical name
-// ("add.Tensor"), registered in one place per op family (core/lowering/rules_*.cpp). A graph
+// ("add.Tensor"), registered in one place per op family (core/ops/<family>/lowering.cpp). A graph
 // node whose op has no entry becomes a FallbackKernel.
 #pragma once
 
@@ -32,22 +32,16 @@ class LoweringTable {
   void add(const std::string& op_name, LoweringRule rule, bool realizes_inputs = false);
   const LoweringEntry* find(std::string_view op_name) const;
   std::vector<std::string> names() const;
+  bool empty() const { return rules_.empty(); }
 
  private:
   std::map<std::string, LoweringEntry, std::less<>> rules_;
 };
 
-// The rules of this build (built once on first use, immutable afterwards).
+// The rules of this build: empty until stax::install_ops() (core/ops/install.h) fills it once,
+// immutable afterwards. Throws stax::Error (stage "registry") while it is empty.
 const LoweringTable& default_lowering_table();
-
-// Registration entry points, one per rule family.
-void register_pointwise_rules(LoweringTable& t);  // unary, binary, comparison, where, clamp, casts,
-                                                  // gelu / silu and their backward ops
-void register_reduction_rules(LoweringTable& t);  // sum prod amax amin mean argmax argmin any all
-void register_view_rules(LoweringTable& t);       // view reshape permute t transpose expand ...
-void register_indexing_rules(LoweringTable& t);   // gather index_select index.Tensor cat
-void register_extern_rules(LoweringTable& t);     // mm bmm matmul addmm
-void register_creation_rules(LoweringTable& t);   // full zeros ones *_like arange
-void register_nn_rules(LoweringTable& t);         // convolution (rules_nn.cpp)
+// The same table for filling: only install_ops() writes to it.
+LoweringTable& lowering_table_to_fill();
 
 }  // namespace stax

@@ -183,7 +183,8 @@ std::vector<const Node*> tensor_args(const Node& n) {
 
 }  // namespace
 
-CompiledGraph::CompiledGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+CompiledGraph::CompiledGraph(ExecutionPlan plan)
+    : impl_(std::make_shared<const Impl>(std::move(plan))) {}
 
 Impl::DeviceBlock::DeviceBlock(const Plugin& p, size_t n) : plugin(p), bytes(n) {
   data = plugin.device_alloc(n == 0 ? 1 : n, static_cast<size_t>(MemoryPlan::kArenaAlignment));

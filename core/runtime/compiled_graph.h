@@ -32,12 +32,16 @@
 #include <vector>
 
 #include "core/graph/graph.h"
-#include "core/lowering/graph_lowering.h"
-#include "core/scheduler/memory_plan.h"
-#include "core/scheduler/schedule.h"
 #include "core/tensor/tensor.h"
 
 namespace stax {
+
+// What a compiled graph is made of (core/runtime/execution_plan.h and the lowering and scheduler
+// headers define them; a caller of lowered() / schedule() / memory_plan() includes those).
+struct ExecutionPlan;
+struct LoweredGraph;
+struct MemoryPlan;
+struct Schedule;
 
 // One compiled kernel.
 struct CompiledKernelInfo {
@@ -85,7 +89,9 @@ struct GraphRunOptions {
 class CompiledGraph {
  public:
   struct Impl;
-  explicit CompiledGraph(std::shared_ptr<const Impl> impl);
+  // The runtime takes the plan the driver built (core/driver/compiler.cpp) and keeps it, with its
+  // run state, for the compiled graph's lifetime.
+  explicit CompiledGraph(ExecutionPlan plan);
 
   // One tensor per placeholder, in graph order (shapes and dtypes must match). Throws stax::Error.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs,

@@ -1,5 +1,5 @@
-// The inside of a CompiledGraph, shared by core/driver/compiler.cpp (which builds it) and
-// compiled_graph.cpp (which runs it). Not part of the API.
+// The inside of a CompiledGraph (compiled_graph.cpp): the ExecutionPlan the driver built, moved
+// in, and the run state. Not part of the API.
 #pragma once
 
 #include <memory>
@@ -7,52 +7,27 @@
 #include <string>
 #include <vector>
 
-#include "core/backend/plugin.h"
-#include "core/codegen/kernel_codegen.h"
-#include "core/runtime/backend_session.h"
 #include "core/runtime/compiled_graph.h"
-#include "core/scheduler/memory_plan.h"
-#include "core/scheduler/schedule.h"
+#include "core/runtime/execution_plan.h"
 
 namespace stax {
 
-struct CompiledGraph::Impl {
-  enum class StepKind { Kernel, Extern, Fallback };
-  struct Step {
-    StepKind kind = StepKind::Kernel;
-    std::vector<size_t> outputs;    // the buffers it produces (a fused kernel: several)
-    size_t kernel = 0;              // Kernel: index into plans / compiled
-    std::vector<size_t> arg_slots;  // Kernel: one per description buffer; Extern / Fallback:
-                                    // one per input
-    std::vector<size_t> frees;      // slots whose last reader this step is
-    bool on_interpreter = false;    // Extern: the plugin does not offer the kernel, the
-                                    // interpreter runs it (counted and listed as a fallback)
-  };
+struct CompiledGraph::Impl : ExecutionPlan {
+  explicit Impl(ExecutionPlan plan) : ExecutionPlan(std::move(plan)) {}
 
-  std::shared_ptr<BackendSession> session;
-  Plugin* plugin = nullptr;  // owned by session->registry
-  std::unique_ptr<Graph> graph;
-  LoweredGraph lowered;
-  Schedule schedule;
-  MemoryPlan memory;
-  std::vector<KernelPlan> plans;
-  std::vector<std::shared_ptr<CompiledKernel>> compiled;  // shared: the kernel cache
-  // One per kernel; each source is filled in by the first kernel_infos() (a hit that nobody
-  // dumps copies no source).
-  mutable std::vector<CompiledKernelInfo> infos;
+  // The kernels with their sources, filled in by the first call (a hit that nobody dumps copies
+  // no source).
   mutable std::once_flag infos_sources_once;
+  mutable std::vector<CompiledKernelInfo> infos_with_sources;
   const std::vector<CompiledKernelInfo>& kernel_infos() const {
     std::call_once(infos_sources_once, [&] {
-      for (size_t i = 0; i < infos.size() && i < compiled.size(); ++i)
-        infos[i].source = compiled[i]->source();
+      infos_with_sources = infos;
+      for (size_t i = 0; i < infos_with_sources.size() && i < compiled.size(); ++i)
+        infos_with_sources[i].source = compiled[i]->source();
     });
-    return infos;
+    return infos_with_sources;
   }
-  std::vector<const Buffer*> slots;  // graph inputs first, then lowered.buffers
-  std::vector<const BufferPlacement*> placements;  // per slot: into memory; null for inputs
-  std::vector<Step> steps;
-  size_t num_externs = 0, num_fallbacks = 0;  // fallbacks include externs on the interpreter
-  CompileStats stats;
+
   // What one run needs besides its inputs: the intermediates' arena (memory.arena_bytes bytes)
   // and the storage of its outputs kept for the next run (1-D tensors; an entry no one else
   // references any more, an output the caller dropped or a copied input, is reused instead of

@@ -14,4 +14,11 @@ Error::Error(std::string stage, std::string location, std::string message)
       location_(std::move(location)),
       message_(std::move(message)) {}
 
+void throw_ops_not_installed(const char* table) {
+  throw Error("registry", "",
+              std::string("the ") + table +
+                  " is empty: call stax::install_ops() (core/ops/install.h) before building, "
+                  "differentiating, running or compiling a graph");
+}
+
 }  // namespace stax

@@ -27,4 +27,9 @@ inline void check(bool cond, const std::string& stage, const std::string& locati
   if (!cond) throw Error(stage, location, message);
 }
 
+// The engines' op tables (op registry, decompositions, VJP / JVP rules, interpreter kernels,
+// lowering rules) are empty until stax::install_ops() (core/ops/install.h) fills them; reading one
+// before that throws this Error ("registry" stage), naming `table` and the call to make.
+[[noreturn]] void throw_ops_not_installed(const char* table);
+
 }  // namespace stax

@@ -26,6 +26,7 @@
 #include "core/graph/graph.h"
 #include "core/driver/compiled_function.h"
 #include "core/interpreter/interpreter.h"
+#include "core/ops/install.h"
 #include "core/support/error.h"
 
 using namespace stax;
@@ -187,6 +188,7 @@ int train(int steps, double lr, int print_every, const std::string& config_path,
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // the engines' op tables (core/ops/install.h)
   CLI::App app{"Train a small MLP with SGD through Stax's compiled forward and backward",
                "stax_train_mlp"};
   int steps = 300;

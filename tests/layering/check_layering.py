@@ -4,7 +4,10 @@
 Reads every #include "core/<m>/..." of every file under core/<module>/ and fails, naming file,
 line and the offending module, when <m> is neither <module> nor one of its declared (transitive)
 dependencies. Also fails when a module other than those in STAX_CORE_PLUGIN_ABI_MODULES includes
-the plugin ABI ("stax/plugin_api.h", "stax/sdk/backend.hpp", "stax/sdk/plugin.hpp").
+the plugin ABI ("stax/plugin_api.h", "stax/sdk/backend.hpp", "stax/sdk/plugin.hpp"), and when a
+file outside core/ops names an op family's registration function (register_<family>_...; the
+families are the folders of core/ops): the engines own empty tables, stax_ops fills them
+(docs/DECISIONS.md item 39).
 
   check_layering.py [--root DIR]   check DIR/core against DIR/cmake/CoreModules.cmake (default:
                                    the repository this script lives in)
@@ -61,12 +64,24 @@ def closure(deps):
     return result
 
 
+def op_families(core):
+    """The op families: the folders of core/ops (common/ holds shared helpers, not a family)."""
+    ops = os.path.join(core, "ops")
+    if not os.path.isdir(ops):
+        return []
+    return sorted(d for d in os.listdir(ops)
+                  if os.path.isdir(os.path.join(ops, d)) and d != "common")
+
+
 def check(root):
     """The violations under root/core, as 'file:line: message' strings."""
     modules, deps, abi_modules = read_table(os.path.join(root, "cmake", "CoreModules.cmake"))
     allowed = closure(deps)
     core = os.path.join(root, "core")
     problems = []
+    families = op_families(core)
+    family_fn = re.compile(r"\bregister_(%s)_\w+" % "|".join(map(re.escape, families))) \
+        if families else None
     for entry in sorted(os.listdir(core)):
         mod_dir = os.path.join(core, entry)
         if not os.path.isdir(mod_dir):
@@ -83,6 +98,13 @@ def check(root):
                 rel = os.path.relpath(path, root)
                 with open(path, encoding="utf-8") as fh:
                     for lineno, line in enumerate(fh, 1):
+                        if family_fn and entry != "ops":
+                            f = family_fn.search(line)
+                            if f:
+                                problems.append(
+                                    f"{rel}:{lineno}: module '{entry}' names the op family "
+                                    f"'{f.group(1)}' ({f.group(0)}): only core/ops fills the "
+                                    "engines' tables")
                         m = INCLUDE.match(line)
                         if not m:
                             continue
@@ -117,6 +139,8 @@ def self_test():
                                '#include "core/driver/compiler.h"\n'),
             ("ir", "bad.cpp", '#include "stax/sdk/ops.def"\n#include "stax/plugin_api.h"\n'),
             ("driver", "good.cpp", '#include "core/graph/graph.h"\n#include "core/runtime/x.h"\n'),
+            ("ops/pointwise", "schemas.cpp", 'void register_pointwise_ops();\n'),
+            ("interpreter", "table.cpp", 'void f() { register_pointwise_kernels(t); }\n'),
         ]:
             os.makedirs(os.path.join(tmp, "core", mod), exist_ok=True)
             with open(os.path.join(tmp, "core", mod, name), "w", encoding="utf-8") as fh:
@@ -126,7 +150,9 @@ def self_test():
         out = run.stdout + run.stderr
         expected = ["core/graph/bad.h:3: module 'graph' includes \"core/driver/compiler.h\" of "
                     "module 'driver'",
-                    "core/ir/bad.cpp:2: module 'ir' includes the plugin ABI \"stax/plugin_api.h\""]
+                    "core/ir/bad.cpp:2: module 'ir' includes the plugin ABI \"stax/plugin_api.h\"",
+                    "core/interpreter/table.cpp:1: module 'interpreter' names the op family "
+                    "'pointwise'"]
         ok = run.returncode != 0 and all(e in out for e in expected) and "good.cpp" not in out \
             and "ops.def" not in out
         print(out)

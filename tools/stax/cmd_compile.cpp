@@ -19,6 +19,8 @@
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/printer.h"
+#include "core/scheduler/memory_plan.h"
+#include "core/scheduler/schedule.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"

@@ -1,6 +1,7 @@
 // stax: the command-line driver. Each subcommand lives in its own cmd_<name>.cpp (command.h).
 #include <iostream>
 
+#include "core/ops/install.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 
@@ -22,6 +23,7 @@ constexpr stax::cli::SubcommandFactory kSubcommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stax::install_ops();  // fills the engines' op tables (core/ops/install.h)
   CLI::App app{"Stax: a tensor compiler for operator-level graphs (.stax text, seed Listing 5.1)",
                "stax"};
   app.require_subcommand(1);

@@ -1,0 +1,108 @@
+// Decompositions of the creation ops.
+#include "core/graph/decompositions.h"
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/graph/op_registry.h"
+#include "core/ops/common/decomposition_helpers.h"
+#include "core/ops/nn/params.h"
+#include "core/ops/registration.h"
+#include "core/support/error.h"
+
+namespace stax {
+namespace {
+
+using decomp::cast;
+
+Node* new_filled(Graph& g, const Node& n, const Arg& value) {
+  return g.call("full", {n.arg("size"), value}, {{"dtype", n.dtype()}});
+}
+
+// ---- the second group
+
+Node* zeros_of(Graph& g, const Shape& s, DType t) {
+  return g.call("zeros", {s}, {{"dtype", t}});
+}
+
+Node* eye(Graph& g, const Node& n) {
+  Shape s = n.shape();
+  Node* r = g.call("unsqueeze", {g.call("arange", {s[0]}), 1});
+  Node* c = g.call("arange", {s[1]});
+  return cast(g, g.call("eq.Tensor", {r, c}), n.dtype());
+}
+
+// torch's linspace: step = (end - start) / (steps - 1) in the result type; the first half counts
+// up from start, the second half down from end.
+Node* linspace_values(Graph& g, const Node& n, double start, double end, int64_t steps) {
+  DType t = n.dtype();
+  if (steps == 0) return zeros_of(g, Shape{0}, t);
+  if (steps == 1) return g.call("full", {Shape{1}, start}, {{"dtype", t}});
+  double step;
+  if (t == DType::Float64) {
+    step = (end - start) / static_cast<double>(steps - 1);
+  } else {
+    float fs = static_cast<float>(start), fe = static_cast<float>(end);
+    step = static_cast<double>((fe - fs) / static_cast<float>(steps - 1));
+    start = fs;
+    end = fe;
+  }
+  Node* i = g.call("arange", {steps});
+  Node* fi = cast(g, i, t);
+  Node* lo = g.call("add.Scalar", {g.call("mul.Scalar", {fi, step}), start});
+  Node* back = cast(g, g.call("add.Scalar", {g.call("neg", {i}), steps - 1}), t);
+  Node* hi = g.call("add.Scalar", {g.call("neg", {g.call("mul.Scalar", {back, step})}), end});
+  return g.call("where.self", {g.call("lt.Scalar", {i, steps / 2}), lo, hi});
+}
+
+Node* linspace(Graph& g, const Node& n) {
+  return linspace_values(g, n, n.arg("start").to_double(), n.arg("end").to_double(),
+                         n.arg("steps").to_int());
+}
+
+Node* logspace(Graph& g, const Node& n) {
+  Node* e = linspace_values(g, n, n.arg("start").to_double(), n.arg("end").to_double(),
+                            n.arg("steps").to_int());
+  return cast(g, g.call("pow.Scalar", {n.arg("base"), e}), n.dtype());
+}
+
+// tril_indices / triu_indices: per row r, rows r and the column range, concatenated.
+Node* tri_indices(Graph& g, const Node& n, bool lower) {
+  int64_t row = n.arg("row").to_int(), col = n.arg("col").to_int(), off = n.arg("offset").to_int();
+  DType t = n.dtype();
+  std::vector<Node*> parts;
+  for (int64_t r = 0; r < row; ++r) {
+    int64_t lo = lower ? 0 : std::max<int64_t>(0, r + off);
+    int64_t hi = lower ? std::min(col, r + off + 1) : col;
+    if (hi <= lo) continue;
+    Node* rs = g.call("full", {Shape{1, hi - lo}, r}, {{"dtype", t}});
+    Node* cs = g.call("reshape", {g.call("arange.start", {lo, hi}, {{"dtype", t}}), Shape{1, hi - lo}});
+    parts.push_back(g.call("cat", {Arg(std::vector<Node*>{rs, cs}), 0}));
+  }
+  if (parts.empty()) return zeros_of(g, Shape{2, 0}, t);
+  return parts.size() == 1 ? parts[0] : g.call("cat", {Arg(parts), 1});
+}
+
+}  // namespace
+
+void register_creation_decompositions(DecompositionTable& t) {
+  t.add("new_full.default", [](Graph& g, const Node& n) { return new_filled(g, n, n.arg("fill_value")); });
+
+  t.add("new_zeros.default", [](Graph& g, const Node& n) { return new_filled(g, n, Arg(0)); });
+
+  t.add("new_ones.default", [](Graph& g, const Node& n) { return new_filled(g, n, Arg(1)); });
+
+  t.add("eye.default", eye);
+
+  t.add("eye.m", eye);
+
+  t.add("linspace.default", linspace);
+
+  t.add("logspace.default", logspace);
+
+  t.add("tril_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, true); });
+
+  t.add("triu_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, false); });
+}
+
+}  // namespace stax

@@ -1,0 +1,116 @@
+#include "core/ops/install.h"
+
+#include <mutex>
+
+#include "core/autodiff/jvp.h"
+#include "core/autodiff/vjp.h"
+#include "core/graph/decompositions.h"
+#include "core/graph/multi_output.h"
+#include "core/graph/op_registry.h"
+#include "core/interpreter/interpreter.h"
+#include "core/lowering/lowering_rules.h"
+#include "core/ops/registration.h"
+
+namespace stax {
+
+void register_all_ops(OpRegistry& r) {
+  register_pointwise_ops(r);
+  register_reduction_ops(r);
+  register_view_ops(r);
+  register_indexing_ops(r);
+  register_extern_ops(r);
+  register_creation_ops(r);
+  register_composite_ops(r);
+  register_backward_ops(r);
+  register_nn_ops(r);
+  register_multi_output_ops(r);
+  register_special_ops(r);
+  register_random_ops(r);
+  register_activation_ops(r);
+}
+
+namespace {
+
+void install_decompositions(DecompositionTable& t) {
+  register_composite_decompositions(t);
+  register_extern_decompositions(t);
+  register_pointwise_decompositions(t);
+  register_reduction_decompositions(t);
+  register_random_decompositions(t);
+  register_nn_decompositions(t);
+  register_indexing_decompositions(t);
+  register_creation_decompositions(t);
+  register_special_decompositions(t);
+  register_activation_decompositions(t);
+  register_functional_decompositions(t);
+}
+
+void install_vjps(VjpTable& t) {
+  register_pointwise_vjps(t);
+  register_reduction_vjps(t);
+  register_view_vjps(t);
+  register_indexing_vjps(t);
+  register_extern_vjps(t);
+  register_composite_vjps(t);
+  register_nn_vjps(t);
+  register_special_vjps(t);
+  register_pointwise_math_vjps(t);
+  register_special_derivative_vjps(t);
+  register_activation_vjps(t);
+}
+
+void install_jvps(JvpTable& t) {
+  register_pointwise_jvps(t);
+  register_backward_jvps(t);
+  register_reduction_jvps(t);
+  register_view_jvps(t);
+  register_indexing_jvps(t);
+  register_extern_jvps(t);
+  register_random_jvps(t);
+  register_nn_jvps(t);
+  register_special_jvps(t);
+  register_pointwise_math_jvps(t);
+  register_special_derivative_jvps(t);
+  register_activation_jvps(t);
+}
+
+void install_kernels(InterpreterTable& t) {
+  register_pointwise_kernels(t);
+  register_reduction_kernels(t);
+  register_view_kernels(t);
+  register_indexing_kernels(t);
+  register_extern_kernels(t);
+  register_creation_kernels(t);
+  register_random_kernels(t);
+  register_composite_kernels(t);
+  register_nn_kernels(t);
+  register_special_kernels(t);
+  register_activation_kernels(t);
+}
+
+void install_lowering_rules(LoweringTable& t) {
+  register_pointwise_rules(t);
+  register_reduction_rules(t);
+  register_view_rules(t);
+  register_indexing_rules(t);
+  register_extern_rules(t);
+  register_creation_rules(t);
+  register_nn_rules(t);
+}
+
+}  // namespace
+
+void install_ops() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_all_ops(registry_to_fill());
+    register_multi_output_expansions(expansions_to_fill());
+    install_decompositions(decompositions_to_fill());
+    install_vjps(vjp_table_to_fill());
+    install_jvps(jvp_table_to_fill());
+    install_kernels(interpreter_table_to_fill());
+    install_lowering_rules(lowering_table_to_fill());
+  });
+}
+
+}  // namespace stax

@@ -1,0 +1,42 @@
+// The pointwise backward ops autodiff emits (seed Listing 5.2), as PyTorch's autograd names them.
+// Each is a formula of core/ops/pointwise/formulas.h over the gradient and saved values;
+// _softmax_backward_data / _log_softmax_backward_data are composites (composite_ops.cpp).
+#include "core/ops/common/infer_helpers.h"
+#include "core/ops/registration.h"
+
+namespace stax {
+namespace {
+
+// Broadcast of the tensor params, promoted dtype; floating results only (as torch's kernels).
+InferFn floating_rule(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, params, c.op().promotion);
+    if (!is_floating(m.dtype))
+      c.fail("expected floating-point inputs, got " + std::string(dtype_name(m.dtype)));
+    return m;
+  };
+}
+
+}  // namespace
+
+void register_backward_ops(OpRegistry& r) {
+  using P = Promotion;
+  // grad * (Φ(h) + h φ(h)) (approximate='none') or the tanh approximation's derivative.
+  r.add("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+        OpCategory::Pointwise, P::Default, floating_rule({"grad_output", "self"}))
+      .allow_positional("approximate");  // Listing 5.2: (%expand, %matmul, 'none')
+  // where(self <= threshold, 0, grad): relu's backward is threshold_backward(grad, result, 0).
+  r.add("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
+        OpCategory::Pointwise, P::Default, infer::elementwise_rule({"grad_output", "self"}));
+  // grad * (y * (1 - y)) with y = sigmoid(x), the forward's output.
+  r.add("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", OpCategory::Pointwise,
+        P::Default, floating_rule({"grad_output", "output"}));
+  // grad * (1 - y * y) with y = tanh(x), the forward's output.
+  r.add("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", OpCategory::Pointwise,
+        P::Default, floating_rule({"grad_output", "output"}));
+  // (grad * s) * (1 + x * (1 - s)) with s = sigmoid(x).
+  r.add("silu_backward(Tensor grad_output, Tensor self) -> Tensor", OpCategory::Pointwise,
+        P::Default, floating_rule({"grad_output", "self"}));
+}
+
+}  // namespace stax

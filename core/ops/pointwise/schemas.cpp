@@ -1,0 +1,427 @@
+// Pointwise ops: unary math, binary arithmetic (.Tensor and .Scalar), comparisons, logical ops,
+// where, clamp and dtype conversion. Shapes broadcast; dtypes follow PyTorch's promotion modes.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/ops/common/infer_helpers.h"
+#include "core/ops/nn/params.h"
+#include "core/ops/registration.h"
+
+namespace stax {
+namespace {
+
+// An elementwise rule that also requires a floating-point result (gelu, silu: torch has no
+// integer kernels for them).
+InferFn floating_rule(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, params, c.op().promotion);
+    if (!is_floating(m.dtype))
+      c.fail("expected a floating-point input, got " + std::string(dtype_name(m.dtype)));
+    return m;
+  };
+}
+
+// add / sub: self +- alpha * other. Like torch: a floating alpha needs a floating result, and
+// bool tensors cannot be subtracted.
+InferFn alpha_rule(std::string base) {
+  return [base = std::move(base)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, {"self", "other"}, c.op().promotion);
+    if (c.get("alpha").is_double() && !is_floating(m.dtype))
+      c.fail("for integral input tensors, argument alpha must not be a floating point number");
+    if (base == "sub" && m.dtype == DType::Bool)
+      c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
+             "logical_xor or logical_not");
+    return m;
+  };
+}
+
+using P = Promotion;
+using C = OpCategory;
+
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
+using infer::floating;
+using infer::numeric;
+
+InferFn integral(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    TensorMeta m = infer::elementwise(c, params, P::Default);
+    if (is_floating(m.dtype))
+      c.fail("bitwise ops are only defined for integer and bool tensors, got " + dt(m.dtype));
+    return m;
+  };
+}
+
+InferFn always_bool(std::vector<std::string> params) {
+  return [params = std::move(params)](const CallArgs& c) {
+    return infer::elementwise(c, params, P::AlwaysBool);
+  };
+}
+
+TensorMeta same_as_self(const CallArgs& c) {
+  const TensorMeta& in = c.tensor("self");
+  return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+}
+
+InferFn div_mode_rule() {
+  return [](const CallArgs& c) {
+    const Arg& mode = c.get("rounding_mode");
+    if (mode.is_absent()) return infer::elementwise(c, {"self", "other"}, P::IntToFloat);
+    const std::string& m = mode.str();
+    if (m != "trunc" && m != "floor")
+      c.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + m +
+             "'");
+    TensorMeta r = infer::elementwise(c, {"self", "other"}, P::Default);
+    if (r.dtype == DType::Bool) c.fail("div with rounding_mode is not defined for bool tensors");
+    return r;
+  };
+}
+
+TensorMeta clamp_tensor_rule(const CallArgs& c) {
+  if (!c.has("min") && !c.has("max")) c.fail("at least one of 'min' and 'max' must be given");
+  TensorMeta m = infer::elementwise(c, {"self", "min", "max"}, P::Default);
+  if (m.dtype == DType::Bool) c.fail("clamp is not supported for bool tensors");
+  return m;
+}
+
+TensorMeta nan_to_num_rule(const CallArgs& c) { return same_as_self(c); }
+
+TensorMeta round_decimals_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype == DType::Bool) c.fail("round is not implemented for 'bool' tensors");
+  if (!is_floating(c.tensor("self").dtype) && c.get("decimals").to_int() != 0)
+    c.fail("round_cpu not implemented for '" + dt(c.tensor("self").dtype) +
+           "' with decimals != 0");
+  return same_as_self(c);
+}
+
+TensorMeta heaviside_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype != c.tensor("values").dtype)
+    c.fail("heaviside is not yet implemented for tensors with different dtypes");
+  return numeric({"self", "values"})(c);
+}
+
+TensorMeta int_binary(const CallArgs& c) {
+  TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+  if (is_floating(m.dtype) || m.dtype == DType::Bool)
+    c.fail("not implemented for '" + dt(m.dtype) + "' (integer tensors only, as in torch)");
+  return m;
+}
+
+}  // namespace
+
+void register_pointwise_ops(OpRegistry& r) {
+  using P = Promotion;
+  auto unary = [&](const char* name, P mode, bool differentiable = true) {
+    auto& d = r.add(std::string(name) + "(Tensor self) -> Tensor", OpCategory::Pointwise, mode,
+                    infer::elementwise_rule({"self"}));
+    d.differentiable = differentiable;
+  };
+  // Float-valued math: integers promote to float32 (torch's INT_TO_FLOAT).
+  for (const char* n : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+                        "sin", "cos", "tan", "tanh", "sigmoid", "erf", "reciprocal"})
+    unary(n, P::IntToFloat);
+  for (const char* n : {"abs", "relu"}) unary(n, P::Default);
+  // Rounding and sign have no bool kernels (as in torch): rejected when the graph is built.
+  for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) {
+    r.add(std::string(n) + "(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default,
+          [](const CallArgs& c) {
+            if (c.tensor("self").dtype == DType::Bool)
+              c.fail("not implemented for 'bool' tensors");
+            return infer::elementwise(c, {"self"}, P::Default);
+          });
+  }
+  unary("logical_not", P::AlwaysBool, false);
+  unary("isnan", P::AlwaysBool, false);
+  r.add("neg(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default, [](const CallArgs& c) {
+    if (c.tensor("self").dtype == DType::Bool)
+      c.fail("negation, the `-` operator, on a bool tensor is not supported; use logical_not");
+    return infer::elementwise(c, {"self"}, P::Default);
+  });
+  // gelu and silu are formulas (core/ops/pointwise/formulas.h) on floating inputs.
+  r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", OpCategory::Pointwise,
+        P::Default, floating_rule({"self"}))
+      .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
+  // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
+  r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default, floating_rule({"self"}));
+
+  // Like torch ("pow" / "remainder_cpu" / "div_floor_cpu" not implemented for 'Bool'), these
+  // reject a bool computation when the call is built, not only when an executor runs it.
+  auto no_bool = [](std::string b, std::vector<std::string> params) -> InferFn {
+    return [b, params](const CallArgs& c) {
+      TensorMeta m = infer::elementwise(c, params, c.op().promotion);
+      if (m.dtype == DType::Bool) c.fail("'" + b + "' is not defined for bool tensors");
+      return m;
+    };
+  };
+  // aten: add.Tensor / sub.Tensor take `*, Scalar alpha=1`; add.Scalar / sub.Scalar take
+  // `Scalar alpha=1` positionally.
+  auto binary = [&](const char* base, P mode, bool with_alpha, bool differentiable = true) {
+    InferFn rule = with_alpha ? alpha_rule(base) : infer::elementwise_rule({"self", "other"});
+    std::string b = base;
+    if (b == "remainder" || b == "floor_divide") rule = no_bool(b, {"self", "other"});
+    auto& t = r.add(std::string(base) + ".Tensor(Tensor self, Tensor other" +
+                        (with_alpha ? ", *, Scalar alpha=1" : "") + ") -> Tensor",
+                    OpCategory::Pointwise, mode, rule);
+    auto& s = r.add(std::string(base) + ".Scalar(Tensor self, Scalar other" +
+                        (with_alpha ? ", Scalar alpha=1" : "") + ") -> Tensor",
+                    OpCategory::Pointwise, mode, rule);
+    t.differentiable = s.differentiable = differentiable;
+  };
+  binary("add", P::Default, true);
+  binary("sub", P::Default, true);
+  binary("mul", P::Default, false);
+  binary("div", P::IntToFloat, false);
+  binary("remainder", P::Default, false);
+  // aten: pow.Tensor_Tensor (x ** y), pow.Tensor_Scalar (x ** 2), pow.Scalar (2 ** x).
+  r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("pow", {"self", "exponent"}));
+  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("pow", {"self", "exponent"}));
+  r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor", OpCategory::Pointwise, P::Default,
+        no_bool("pow", {"self", "exponent"}));
+  // aten: floor_divide (Tensor, Tensor) is the overload-less `floor_divide.default`.
+  r.add("floor_divide(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise, P::Default,
+        no_bool("floor_divide", {"self", "other"}))
+      .differentiable = false;
+  r.add("floor_divide.Scalar(Tensor self, Scalar other) -> Tensor", OpCategory::Pointwise,
+        P::Default, no_bool("floor_divide", {"self", "other"}))
+      .differentiable = false;
+  for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, P::AlwaysBool, false, false);
+  for (const char* n : {"maximum", "minimum"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+          P::Default,
+          infer::elementwise_rule({"self", "other"}));
+  for (const char* n : {"logical_and", "logical_or"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+          P::AlwaysBool, infer::elementwise_rule({"self", "other"}))
+        .differentiable = false;
+
+  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+        P::None, [](const CallArgs& c) {
+          if (c.tensor("condition").dtype != DType::Bool)
+            c.fail("condition must be a bool tensor, got " +
+                   std::string(dtype_name(c.tensor("condition").dtype)));
+          TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
+          m.dtype = result_type(c, {"self", "other"}, P::Default);
+          return m;
+        });
+  // where with Python-number branches (torch's where.ScalarSelf / ScalarOther / Scalar); the
+  // numbers take part in type promotion as Python scalars do.
+  auto where_rule = [](const CallArgs& c) {
+    if (c.tensor("condition").dtype != DType::Bool)
+      c.fail("condition must be a bool tensor, got " +
+             std::string(dtype_name(c.tensor("condition").dtype)));
+    TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
+    m.dtype = result_type(c, {"self", "other"}, P::Default);
+    return m;
+  };
+  r.add("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
+  r.add("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
+  r.add("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",
+        OpCategory::Pointwise, P::None, where_rule);
+  r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", OpCategory::Pointwise,
+        P::Default, [](const CallArgs& c) {
+          if (!c.has("min") && !c.has("max"))
+            c.fail("at least one of 'min' and 'max' must be given");
+          return infer::elementwise(c, {"self", "min", "max"}, P::Default);
+        });
+  // make_fx records .to(dtype) / .float() / .double() as _to_copy: to.dtype when a dtype is given,
+  // else a copy (layout / device / memory_format are accepted and ignored, as by clone).
+  r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+        OpCategory::Pointwise, P::None, [](const CallArgs& c) {
+          const TensorMeta& in = c.tensor("self");
+          DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;
+          return TensorMeta::contiguous(in.sizes, t, in.device);
+        });
+  // Type conversion (torch's _to_copy / convert_element_type).
+  r.add("to.dtype(Tensor self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+        "MemoryFormat? memory_format=None) -> Tensor",
+        OpCategory::Pointwise, P::None,
+        [](const CallArgs& c) {
+          TensorMeta m = TensorMeta::contiguous(c.tensor("self").sizes, c.get("dtype").dtype(),
+                                                c.tensor("self").device);
+          return m;
+        });
+  r.add("max.other(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default,
+        infer::elementwise_rule({"self", "other"}));
+
+  r.add("min.other(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default,
+        infer::elementwise_rule({"self", "other"}));
+
+  r.add("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        C::Composite, P::Default, numeric({"self", "tensor1", "tensor2"}));
+
+  r.add("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        C::Composite, P::Default, [](const CallArgs& c) {
+          TensorMeta m = infer::elementwise(c, {"self", "tensor1", "tensor2"}, P::Default);
+          if (!is_floating(m.dtype))
+            c.fail("Integer division with addcdiv is no longer supported; use addcmul with "
+                   "a floating-point dtype");
+          return m;
+        });
+
+  r.add("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", C::Composite, P::Default,
+        floating({"self", "end"}));
+
+  r.add("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", C::Composite, P::Default,
+        floating({"self", "end", "weight"}));
+
+  r.add("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+        C::Composite, P::None, div_mode_rule());
+
+  r.add("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        C::Composite, P::None, div_mode_rule());
+
+  r.add("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", C::Composite,
+        P::None, clamp_tensor_rule);
+
+  r.add("clamp_min(Tensor self, Scalar min) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "min"}));
+
+  r.add("clamp_max(Tensor self, Scalar max) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "max"}));
+
+  r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "min"}));
+
+  r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", C::Composite, P::Default,
+        numeric({"self", "max"}));
+
+  // ---- fmod and bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp)
+  r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+        numeric({"self", "other"}));
+
+  r.add("fmod.Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise, P::Default,
+        numeric({"self", "other"}));
+
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    r.add(std::string(b) + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise,
+          P::Default, integral({"self", "other"}))
+        .differentiable = false;
+    r.add(std::string(b) + ".Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise,
+          P::Default, integral({"self", "other"}))
+        .differentiable = false;
+  }
+
+  r.add("bitwise_not(Tensor self) -> Tensor", C::Pointwise, P::Default, integral({"self"}))
+      .differentiable = false;
+
+  for (const char* b : {"bitwise_left_shift", "bitwise_right_shift"}) {
+    auto no_bool = [](const CallArgs& c) {
+      TensorMeta m = integral({"self", "other"})(c);
+      if (m.dtype == DType::Bool) c.fail("shifts are not implemented for 'bool' tensors");
+      return m;
+    };
+    r.add(std::string(b) + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise,
+          P::Default, no_bool)
+        .differentiable = false;
+    r.add(std::string(b) + ".Tensor_Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise,
+          P::Default, no_bool)
+        .differentiable = false;
+  }
+
+  // ---- predicates (Composite)
+  r.add("logical_xor(Tensor self, Tensor other) -> Tensor", C::Composite, P::AlwaysBool,
+        always_bool({"self", "other"}))
+      .differentiable = false;
+
+  for (const char* n : {"isinf", "isfinite", "isposinf", "isneginf"})
+    r.add(std::string(n) + "(Tensor self) -> Tensor", C::Composite, P::AlwaysBool,
+          always_bool({"self"}))
+        .differentiable = false;
+
+  r.add("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> "
+        "Tensor",
+        C::Composite, P::None, nan_to_num_rule);
+  {
+    // ---- base unary math (interpreter kernels; float results, integers promote). The special
+    // functions torch gives no derivative (Bessel, Airy) are not differentiable here either.
+    auto unary = [&](const char* n, const char* param, bool differentiable) {
+      infer::add_unary_math(r, n, param, differentiable);
+    };
+
+    // ---- pointwise formulas (Composite)
+    auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
+      return r.add(schema, C::Composite, p, std::move(f));
+    };
+
+    auto rsub_rule = [](const CallArgs& c) {
+      TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+      if (c.get("alpha").is_double() && !is_floating(m.dtype))
+        c.fail("for integral input tensors, argument alpha must not be a floating point number");
+      if (m.dtype == DType::Bool)
+        c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
+               "logical_xor or logical_not");
+      return m;
+    };
+
+    for (const char* n :
+           {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "lgamma"})
+      unary(n, "self", true);
+
+    r.add("signbit(Tensor self) -> Tensor", C::Pointwise, P::AlwaysBool,
+          infer::elementwise_rule({"self"}))
+        .differentiable = false;
+
+    // ---- base binary math
+    r.add("atan2(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("hypot(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          floating({"self", "other"}));
+
+    r.add("copysign.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("copysign.Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise, P::IntToFloat,
+          floating({"self", "other"}, P::IntToFloat));
+
+    r.add("nextafter(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          floating({"self", "other"}))
+        .differentiable = false;
+
+    comp("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", P::Default,
+         rsub_rule);
+
+    comp("rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", P::Default, rsub_rule);
+
+    for (const char* n : {"deg2rad", "rad2deg"})
+      comp(std::string(n) + "(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
+
+    comp("frac(Tensor self) -> Tensor", P::Default, floating({"self"}));
+
+    comp("sgn(Tensor self) -> Tensor", P::Default, numeric({"self"}));
+
+    comp("sinc(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
+
+    comp("logit(Tensor self, float? eps=None) -> Tensor", P::IntToFloat,
+         floating({"self"}, P::IntToFloat));
+
+    comp("heaviside(Tensor self, Tensor values) -> Tensor", P::Default, heaviside_rule)
+        .differentiable = false;
+
+    comp("logaddexp(Tensor self, Tensor other) -> Tensor", P::Default, floating({"self", "other"}));
+
+    comp("logaddexp2(Tensor self, Tensor other) -> Tensor", P::Default, floating({"self", "other"}));
+
+    comp("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", P::IntToFloat,
+         floating({"self", "other"}, P::IntToFloat));
+
+    for (const char* n : {"fmax", "fmin"})
+      comp(std::string(n) + "(Tensor self, Tensor other) -> Tensor", P::Default,
+           numeric({"self", "other"}));
+
+    comp("round.decimals(Tensor self, *, int decimals) -> Tensor", P::None, round_decimals_rule);
+  }
+  for (const char* n : {"gcd", "lcm"})
+    r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
+          int_binary)
+        .differentiable = false;
+}
+
+}  // namespace stax

@@ -1,0 +1,97 @@
+// The registration entry points of the op families (core/ops/<family>/): each fills one engine
+// table with the entries of its family. install_ops() (install.cpp) is their only caller; an op
+// added to an existing family touches its family's folder only, never this file.
+#pragma once
+
+namespace stax {
+
+class DecompositionTable;
+class ExpansionTable;
+class InterpreterTable;
+class JvpTable;
+class LoweringTable;
+class OpRegistry;
+class VjpTable;
+
+// ---- schemas and shape / dtype inference (the op registry, core/graph/op_registry.h)
+void register_pointwise_ops(OpRegistry& r);     // unary, binary, comparison, where, clamp, casts
+void register_backward_ops(OpRegistry& r);      // gelu_backward threshold_backward ...
+void register_reduction_ops(OpRegistry& r);     // sum prod amax amin argmax argmin mean var all any
+void register_view_ops(OpRegistry& r);          // view reshape permute t transpose expand ...
+void register_indexing_ops(OpRegistry& r);      // cat gather index index_put scatter_add
+void register_extern_ops(OpRegistry& r);        // mm bmm matmul addmm
+void register_creation_ops(OpRegistry& r);      // full zeros ones arange rand randn
+void register_composite_ops(OpRegistry& r);     // softmax log_softmax silu layer_norm ...
+void register_nn_ops(OpRegistry& r);            // convolution pooling norms losses attention
+void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, native_layer_norm ...
+void register_special_ops(OpRegistry& r);       // erfinv digamma polygamma Bessel zeta ...
+void register_random_ops(OpRegistry& r);        // normal bernoulli randint_like
+void register_activation_ops(OpRegistry& r);    // leaky_relu elu hardtanh ... and *_backward
+
+// ---- multi-output expansions (core/graph/multi_output.h)
+void register_multi_output_expansions(ExpansionTable& t);
+
+// ---- decompositions (core/graph/decompositions.h)
+void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
+void register_reduction_decompositions(DecompositionTable& t);  // mean var
+void register_extern_decompositions(DecompositionTable& t);     // addmm
+void register_random_decompositions(DecompositionTable& t);     // dropout bernoulli
+void register_composite_decompositions(DecompositionTable& t);  // softmax layer_norm linear ...
+void register_nn_decompositions(DecompositionTable& t);         // convolutions pooling losses ...
+void register_indexing_decompositions(DecompositionTable& t);   // stack repeat flip roll tril ...
+void register_creation_decompositions(DecompositionTable& t);   // eye linspace new_* ...
+void register_special_decompositions(DecompositionTable& t);    // mvlgamma xlog1py entr ...
+void register_activation_decompositions(DecompositionTable& t); // leaky_relu elu ... mish
+void register_functional_decompositions(DecompositionTable& t); // losses distances resampling
+
+// ---- reverse-mode rules (core/autodiff/vjp.h)
+void register_pointwise_vjps(VjpTable& t);
+void register_reduction_vjps(VjpTable& t);
+void register_view_vjps(VjpTable& t);
+void register_indexing_vjps(VjpTable& t);
+void register_extern_vjps(VjpTable& t);
+void register_composite_vjps(VjpTable& t);
+void register_nn_vjps(VjpTable& t);
+void register_special_vjps(VjpTable& t);
+void register_pointwise_math_vjps(VjpTable& t);      // asin ... atan2 hypot copysign
+void register_special_derivative_vjps(VjpTable& t);  // erfinv digamma polygamma i0 ...
+void register_activation_vjps(VjpTable& t);
+
+// ---- forward-mode rules (core/autodiff/jvp.h)
+void register_pointwise_jvps(JvpTable& t);
+void register_backward_jvps(JvpTable& t);   // the *_backward ops, for forward-over-reverse
+void register_reduction_jvps(JvpTable& t);
+void register_view_jvps(JvpTable& t);
+void register_indexing_jvps(JvpTable& t);
+void register_extern_jvps(JvpTable& t);
+void register_random_jvps(JvpTable& t);
+void register_nn_jvps(JvpTable& t);
+void register_special_jvps(JvpTable& t);
+void register_pointwise_math_jvps(JvpTable& t);      // asin ... atan2 hypot copysign
+void register_special_derivative_jvps(JvpTable& t);  // erfinv digamma polygamma i0 ...
+void register_activation_jvps(JvpTable& t);
+
+// ---- interpreter kernels (core/interpreter/interpreter.h)
+void register_pointwise_kernels(InterpreterTable& t);  // incl. where, clamp, to.dtype, *_backward
+void register_reduction_kernels(InterpreterTable& t);
+void register_view_kernels(InterpreterTable& t);
+void register_indexing_kernels(InterpreterTable& t);
+void register_extern_kernels(InterpreterTable& t);
+void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
+void register_random_kernels(InterpreterTable& t);     // normal bernoulli randint_like
+void register_composite_kernels(InterpreterTable& t);  // softmax ... (may run the decomposition)
+void register_nn_kernels(InterpreterTable& t);         // convolution, pooling, norms
+void register_special_kernels(InterpreterTable& t);    // special functions in double
+void register_activation_kernels(InterpreterTable& t);
+
+// ---- lowering rules (core/lowering/lowering_rules.h)
+void register_pointwise_rules(LoweringTable& t);  // unary, binary, comparison, where, clamp, casts,
+                                                  // gelu / silu and their backward ops
+void register_reduction_rules(LoweringTable& t);  // sum prod amax amin mean argmax argmin any all
+void register_view_rules(LoweringTable& t);       // view reshape permute t transpose expand ...
+void register_indexing_rules(LoweringTable& t);   // gather index_select index.Tensor cat
+void register_extern_rules(LoweringTable& t);     // mm bmm matmul addmm
+void register_creation_rules(LoweringTable& t);   // full zeros ones *_like arange
+void register_nn_rules(LoweringTable& t);         // convolution
+
+}  // namespace stax

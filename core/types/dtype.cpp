@@ -1,0 +1,86 @@
+#include "core/types/dtype.h"
+
+#include <array>
+
+namespace stax {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Int64: return "int64";
+    case DType::Int32: return "int32";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  for (std::string_view prefix : {"tensorplay.", "tp.", "torch."}) {
+    if (s.substr(0, prefix.size()) == prefix) {
+      s.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  struct Alias { std::string_view name; DType t; };
+  static constexpr std::array<Alias, 16> kAliases{{
+      {"float32", DType::Float32}, {"float", DType::Float32}, {"float64", DType::Float64},
+      {"double", DType::Float64}, {"float16", DType::Float16}, {"half", DType::Float16},
+      {"bfloat16", DType::BFloat16}, {"int64", DType::Int64}, {"long", DType::Int64},
+      {"int32", DType::Int32}, {"int", DType::Int32}, {"int8", DType::Int8},
+      {"uint8", DType::UInt8}, {"bool", DType::Bool}, {"f32", DType::Float32},
+      {"f64", DType::Float64}}};
+  for (const auto& a : kAliases)
+    if (a.name == s) return a.t;
+  return std::nullopt;
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float64: case DType::Int64: return 8;
+    case DType::Float32: case DType::Int32: return 4;
+    case DType::Float16: case DType::BFloat16: return 2;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+DTypeCategory dtype_category(DType t) {
+  switch (t) {
+    case DType::Bool: return DTypeCategory::Bool;
+    case DType::Int64: case DType::Int32: case DType::Int8: case DType::UInt8:
+      return DTypeCategory::Integral;
+    default: return DTypeCategory::Floating;
+  }
+}
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  auto ca = dtype_category(a), cb = dtype_category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == DTypeCategory::Floating) {
+    auto rank = [](DType t) {
+      switch (t) {
+        case DType::Float16: case DType::BFloat16: return 1;
+        case DType::Float32: return 2;
+        default: return 3;  // Float64
+      }
+    };
+    if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+      return DType::Float32;
+    return rank(a) >= rank(b) ? a : b;
+  }
+  // Integral.
+  if ((a == DType::UInt8 && b == DType::Int8) || (a == DType::Int8 && b == DType::UInt8))
+    return DType::Int32;  // torch gives int16, which Stax lacks; int32 is the next wider.
+  auto bits = [](DType t) { return dtype_size(t); };
+  if (a == DType::UInt8) return bits(b) > 1 ? b : DType::Int32;
+  if (b == DType::UInt8) return bits(a) > 1 ? a : DType::Int32;
+  return bits(a) >= bits(b) ? a : b;
+}
+
+}  // namespace stax
