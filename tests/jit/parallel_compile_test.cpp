@@ -2,20 +2,26 @@
 // core/backend/parallel_compile.h): the host overlaps the compiles of a backend that opts in and
 // never those of one that does not (the compile_rendezvous test plugin tells, failing
 // otherwise), reports the first failing kernel in kernel order whatever the threads did, and on
-// cpu_cpp the kernels, their sources and every result bit are those of a serial compile.
+// cpu_cpp the kernels, their sources and every result bit are those of a serial compile; the
+// kernels are stored on disk as they compile, and a cancelled compile stops every compile thread.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend/parallel_compile.h"
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/parser.h"
+#include "core/support/cancellation.h"
+#include "core/support/error.h"
 #include "core/tensor/tensor.h"
 
 namespace stax {
@@ -192,6 +198,44 @@ TEST(ParallelCompile, CpuCppKernelsCompiledInParallelAreStoredAsTheyCompile) {
   ASSERT_EQ(cg.num_kernels(), n);
   for (size_t k = 0; k < n; ++k) EXPECT_EQ(cg.kernels()[k].source, cold_sources[k]) << k;
   fs::remove_all(dir);
+}
+
+// A compile cancelled from another thread while 4 threads compile its 40 kernels stops with the
+// "cancelled" error (most likely before one of the kernels: every compile thread polls the
+// token), and the Compiler compiles again afterwards.
+TEST(ParallelCompile, ACancelledCompileStopsEveryCompileThread) {
+  Config config = Config::default_cpu();
+  config.cache = false;
+  CompileOptions options;
+  options.compile_threads = 4;
+  Compiler compiler(config, options);
+  Graph g;
+  std::vector<Node*> outs;
+  for (int i = 0; i < 40; ++i) {
+    Node* x = g.placeholder("x" + std::to_string(i), {8, 16 + i});
+    outs.push_back(g.call("sum.dim_IntList", {g.call("exp", {x}), std::vector<int64_t>{-1}}));
+  }
+  g.output(outs);
+  CancellationToken token;
+  std::string stage, message;
+  std::thread worker([&] {
+    try {
+      compiler.compile(g, &token);
+    } catch (const Error& e) {
+      stage = e.stage();
+      message = e.message();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  token.cancel();
+  worker.join();
+  EXPECT_EQ(stage, kCancelledStage) << "40 kernels compiled in under 30 ms?";
+  EXPECT_EQ(message.rfind("cancelled before ", 0), 0u) << message;
+  std::printf("stopped at: %s\n", message.c_str());
+  Graph two;
+  Node* x = two.placeholder("x", {4, 8});
+  two.output({two.call("exp", {x}), two.call("sum.dim_IntList", {x, std::vector<int64_t>{1}})});
+  EXPECT_EQ(compiler.compile(two).num_kernels(), 2u);
 }
 
 }  // namespace
