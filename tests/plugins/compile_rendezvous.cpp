@@ -6,8 +6,9 @@
 //                      ("no other compile ran beside it"). Once two compiles have met, later ones
 //                      do not wait. A host that compiles one kernel at a time fails here.
 //   concurrent: false  report no concurrent compiles; a compile that finds another one inside
-//                      (they overlap on a backend that did not opt in) is an error. Each compile
-//                      takes hold_ms, so overlaps would be seen.
+//                      (they overlap on a backend that did not opt in) is an error.
+//   Each compile then takes hold_ms (so that overlaps would be seen; a cancel arrives while the
+//   compiles are busy).
 //   wait_ms: 60000, hold_ms: 20
 //   fail: [names]      the compiles of these kernels fail (STAX_ERROR_COMPILE, "<name> refused")
 #include <chrono>
@@ -65,7 +66,7 @@ class CompileRendezvousBackend : public ToyBackend {
                               k.name() + "' within " + std::to_string(wait_ms_) + " ms");
       }
     }
-    if (!concurrent_) std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms_));
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms_));
     std::unique_ptr<CompiledKernel> out;
     bool refused = false;
     for (const std::string& f : fail_) refused = refused || f == k.name();
