@@ -203,6 +203,7 @@ std::unique_ptr<Plugin> Plugin::create(std::shared_ptr<PluginLibrary> library,
   d.shared_memory_per_block = props.shared_memory_per_block;
   d.concurrent_runs = props.concurrent_runs != 0;  // 0 from a plugin older than 1.2
   d.extern_epilogues = props.extern_epilogues != 0;  // 0 from a plugin older than 1.5
+  d.concurrent_compiles = props.concurrent_compiles != 0;  // 0 from a plugin older than 1.6
   return p;
 }
 

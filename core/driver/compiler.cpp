@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/backend/parallel_compile.h"
 #include "core/driver/stage_dumper.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/multi_output.h"
@@ -38,17 +39,18 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
   return names;
 }
 
-// Compiles every kernel plan with the graph's backend through the kernel cache, recording
-// sources, times and where each kernel came from.
+// Compiles every kernel plan with the graph's backend through the kernel cache (the misses on up
+// to `threads` threads when the backend allows), recording sources, times and where each kernel
+// came from.
 // The kernels found on disk are linked together (KernelCache::get_all: one plugin call).
-void compile_kernels(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options,
-                     const CancellationToken* cancel) {
+void compile_plans(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options,
+                   size_t threads, const CancellationToken* cancel) {
   auto t = Clock::now();
   std::vector<const StaxKernelDesc*> descs;
   for (const KernelPlan& plan : exec.plans) descs.push_back(plan.desc.get());
   std::vector<KernelOrigin> origins;
   std::vector<double> ms;
-  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms, cancel);
+  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms, threads, cancel);
   for (size_t i = 0; i < exec.plans.size(); ++i) {
     const KernelPlan& plan = exec.plans[i];
     ++(origins[i] == KernelOrigin::Compiled ? exec.stats.kernels_compiled
@@ -167,7 +169,7 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
   // ABI has the host serialise calls on a backend instance.
   std::lock_guard<std::mutex> lock(session_->mutex);
-  // Cancellation checkpoints: before each pass (and, in compile_kernels, each kernel).
+  // Cancellation checkpoints: before each pass (and, in compile_plans, each kernel).
   auto checkpoint = [&](const char* pass) { check_cancelled(cancel, options_.name, pass); };
   checkpoint("decompose");
   const auto t_start = Clock::now();
@@ -215,7 +217,8 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   plan.plans = plan_kernels(plan.schedule, plan.lowered, options_.codegen);
   plan.stats.codegen_ms = ms_since(t);
   const DeviceConfig* device = session_->registry.config().device(kind);
-  compile_kernels(plan, *cache_, device ? device->options : OptionValue::map(), cancel);
+  compile_plans(plan, *cache_, device ? device->options : OptionValue::map(),
+                options_.compile_threads ? options_.compile_threads : compile_threads(), cancel);
   dump("kernels", [&] {
     std::vector<CompiledKernelInfo> infos = plan.infos;
     for (size_t i = 0; i < infos.size(); ++i) infos[i].source = plan.compiled[i]->source();

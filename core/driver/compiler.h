@@ -17,7 +17,8 @@
 //   schedule    ComputedBuffers fused into kernels within the backend's FusionLimits, steps in
 //               order, and the memory plan (core/scheduler)                      dump "schedule"
 //   codegen     one kernel description per scheduled kernel (core/codegen), compiled by the
-//               plugin                                                            dump "kernels"
+//               plugin, in parallel when it allows (CompileOptions::compile_threads)
+//                                                                                 dump "kernels"
 //   run plan    step order, buffer slots, last uses (core/runtime/compiled_graph.h).
 // The Compiler owns the Config; nothing else reads it. A device the config names whose plugin is
 // missing fails when the Compiler is created (PluginRegistry).
@@ -46,6 +47,10 @@ struct CompileOptions {
   bool fuse = true;             // false: one kernel per buffer (the backend's limits otherwise)
   CodegenOptions codegen;       // loop normalization
   std::string name = "graph";   // names the dump files
+  // Kernels compiled at once when the backend allows concurrent compiles (ABI 1.6,
+  // core/backend/parallel_compile.h); 0: STAX_COMPILE_THREADS, else the CPUs the process may
+  // run on.
+  size_t compile_threads = 0;
 };
 
 class Compiler {

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <mutex>
 
+#include "core/backend/parallel_compile.h"
 #include "core/backend/plugin_loader.h"
 #include "core/codegen/kernel_canonical.h"
 
@@ -128,7 +130,7 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
 std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const Plugin& plugin, const OptionValue& options,
     const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-    std::vector<double>* ms_out, const CancellationToken* cancel) {
+    std::vector<double>* ms_out, size_t compile_threads, const CancellationToken* cancel) {
   const size_t n = descs.size();
   std::vector<std::shared_ptr<CompiledKernel>> out(n);
   origins->assign(n, KernelOrigin::Compiled);
@@ -215,28 +217,64 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
                      got.size() == hits.size() && hits.size() > 1 ? ", linked in a batch" : "");
     }
   }
-  // 3. The rest compiled (and stored by store_pending()).
+  // 3. The rest compiled, in parallel where the backend allows, and stored on disk.
+  compile_missing(plugin, descs, keys, d != nullptr, compile_threads, cancel, &out, origins,
+                  ms_out);
   for (size_t i = 0; i < n; ++i) {
-    if ((*origins)[i] == KernelOrigin::Memory) {
-      touch(out[i]);
-      continue;
-    }
-    if (!out[i]) {
-      check_cancelled(cancel, name_of(i), "compiling kernel " + name_of(i));
-      auto t0 = Clock::now();
-      out[i] = plugin.compile(*descs[i]);
-      (*ms_out)[i] += ms(t0, Clock::now());
-      if (trace)
-        std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n", name_of(i).c_str(),
-                     (*ms_out)[i]);
-      (*origins)[i] = KernelOrigin::Compiled;
-      if (d) pending_.push_back({&plugin, keys[i], out[i]});
-    }
-    e.memory[memory_keys[i]] = out[i];
+    if ((*origins)[i] != KernelOrigin::Memory) e.memory[memory_keys[i]] = out[i];
     touch(out[i]);
   }
   if (e.memory.size() >= e.purge_at) purge_expired(e);
   return out;
+}
+
+void KernelCache::compile_missing(const Plugin& plugin,
+                                  const std::vector<const StaxKernelDesc*>& descs,
+                                  const std::vector<std::string>& keys, bool store,
+                                  size_t compile_threads, const CancellationToken* cancel,
+                                  std::vector<std::shared_ptr<CompiledKernel>>* out,
+                                  std::vector<KernelOrigin>* origins, std::vector<double>* ms) {
+  static const bool trace = std::getenv("STAX_CACHE_TRACE") != nullptr;
+  std::vector<size_t> missing;
+  std::vector<const StaxKernelDesc*> to_compile;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if ((*origins)[i] == KernelOrigin::Memory || (*out)[i]) continue;
+    missing.push_back(i);
+    to_compile.push_back(descs[i]);
+  }
+  // A backend that compiles concurrently returns finished kernels: each is stored by the thread
+  // that compiled it, while the others still compile (a store waits on the disk: ~12 ms of
+  // fsyncs per kernel on this project's VMs). Plugin calls on the kernels take turns (the ABI
+  // lets compiles overlap, not serialize calls); the disk writes take turns too (one DiskCache
+  // per process). Others (cuda_triton compiles in the background and serialize() waits for it)
+  // are stored by store_pending() once every kernel is under way.
+  const bool store_now = store && plugin.properties().concurrent_compiles;
+  std::mutex plugin_calls, disk_writes;
+  CompiledHook hook;
+  if (store_now)
+    hook = [&](size_t m, const CompiledKernel& kernel) {
+      std::string bytes, source;
+      {
+        std::lock_guard<std::mutex> lock(plugin_calls);
+        bytes = plugin.serialize(kernel);  // a PluginCallError: not stored, as store_pending
+        source = kernel.source();
+      }
+      if (bytes.empty()) return;
+      std::lock_guard<std::mutex> lock(disk_writes);
+      disk()->store(keys[missing[m]], bytes, source);
+    };
+  std::vector<CompileResult> compiled =
+      compile_kernels(plugin, to_compile, compile_threads, hook, cancel);
+  for (size_t m = 0; m < missing.size(); ++m) {
+    const size_t i = missing[m];
+    (*out)[i] = std::move(compiled[m].kernel);
+    (*ms)[i] += compiled[m].ms;
+    if (trace)
+      std::fprintf(stderr, "stax cache: %s compiled: %.3f ms\n",
+                   descs[i]->name ? descs[i]->name : "", (*ms)[i]);
+    (*origins)[i] = KernelOrigin::Compiled;
+    if (store && !store_now) pending_.push_back({&plugin, keys[i], (*out)[i]});
+  }
 }
 
 void KernelCache::touch(const std::shared_ptr<CompiledKernel>& k) {

@@ -50,17 +50,22 @@ class KernelCache {
   // found on disk are deserialized in ONE plugin call (Plugin::deserialize_batch: cpu_cpp links
   // them in one JIT dylib with one lookup); when the plugin rejects the batch, one by one, so a
   // stale or damaged entry is found, removed and compiled while the others still come from disk.
-  // A disk hit's time is its read plus its share of the batch. `cancel` (optional) is polled
-  // before each plugin compile (core/support/cancellation.h): the kernels compiled before it
-  // stay cached.
+  // A disk hit's time is its read plus its share of the batch. The kernels neither level holds
+  // are compiled on up to `compile_threads` threads when the backend allows concurrent compiles
+  // (core/backend/parallel_compile.h); a compiled kernel's time is its own compile's. `cancel`
+  // (optional) is polled before each plugin compile (core/support/cancellation.h): the kernels
+  // already stored on disk stay there.
   std::vector<std::shared_ptr<CompiledKernel>> get_all(
       const Plugin& plugin, const OptionValue& options,
       const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-      std::vector<double>* ms, const CancellationToken* cancel = nullptr);
+      std::vector<double>* ms, size_t compile_threads = 1,
+      const CancellationToken* cancel = nullptr);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
-  // parallel in its workers) is waited for once all of a graph's kernels are under way.
+  // parallel in its workers) is waited for once all of a graph's kernels are under way. A
+  // backend that compiles concurrently (ABI 1.6) has its kernels stored as they compile, by the
+  // compiling threads, so its disk writes overlap the other compiles; nothing is pending then.
   void store_pending();
 
   const CacheSettings& settings() const { return settings_; }
@@ -87,6 +92,14 @@ class KernelCache {
   // Marks `k` most recently used; drops the least recently used beyond kRecentKernels.
   void touch(const std::shared_ptr<CompiledKernel>& k);
   static void purge_expired(PluginEntry& e);
+  // get_all's last step: the kernels neither level holds, compiled (compile_kernels) into *out,
+  // their origins and times set, stored on disk when `store` (keys[i] their disk keys): as they
+  // compile when the backend compiles concurrently, else queued for store_pending().
+  void compile_missing(const Plugin& plugin, const std::vector<const StaxKernelDesc*>& descs,
+                       const std::vector<std::string>& keys, bool store, size_t compile_threads,
+                       const CancellationToken* cancel,
+                       std::vector<std::shared_ptr<CompiledKernel>>* out,
+                       std::vector<KernelOrigin>* origins, std::vector<double>* ms);
 
   struct Pending {
     const Plugin* plugin;

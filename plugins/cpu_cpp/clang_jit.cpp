@@ -1,11 +1,12 @@
 // In-process Clang -> LLVM IR -> ORC LLJIT. See clang_jit.h for the contract and
 // /work/shared/TOOLCHAIN.md for the measured facts this follows.
 #include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cpu_cpp/clang_frontend.h"
 #include "plugins/cpu_cpp/slab_arena.h"
 #include "plugins/cpu_cpp/slab_memory_manager.h"
+#include "plugins/cpu_cpp/warm_up_object.h"
 
 #include <dlfcn.h>
-#include <elf.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,59 +14,35 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 
-#include "clang/Basic/Diagnostic.h"
-#include "clang/Basic/DiagnosticOptions.h"
-#include "clang/CodeGen/CodeGenAction.h"
-#include "clang/Driver/Compilation.h"
-#include "clang/Driver/Driver.h"
-#include "clang/Driver/Job.h"
-#include "clang/Driver/Tool.h"
-#include "clang/Frontend/CompilerInstance.h"
-#include "clang/Frontend/CompilerInvocation.h"
-#include "clang/Frontend/TextDiagnosticPrinter.h"
-#include "clang/Lex/PreprocessorOptions.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/JITLink/EHFrameSupport.h"
 #include "llvm/ExecutionEngine/JITLink/JITLink.h"
 #include "llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h"
-#include "llvm/ExecutionEngine/Orc/Shared/AllocationActions.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/Instructions.h"
-#include "llvm/IR/PassManager.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Transforms/Utils/ModuleUtils.h"
-#include "llvm/Config/llvm-config.h"
-#include "llvm/Support/SmallVectorMemoryBuffer.h"
-#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/Memory.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
-
-#ifndef STAX_CLANG_EXECUTABLE
-#define STAX_CLANG_EXECUTABLE "/usr/lib/llvm-19/bin/clang"
-#endif
 
 namespace stax::cpu {
 
 namespace {
 
 constexpr const char* kStage = "cpu_cpp jit";
-// The input name given to the driver; each compile renames it to "<kernel name>.cpp".
-constexpr const char* kDriverInput = "kernel.cpp";
 
 using Clock = std::chrono::steady_clock;
 
@@ -114,184 +91,6 @@ std::string trim_trailing_newlines(std::string s) {
   return s;
 }
 
-// The driver's command line, from the defaults of the header and the options.
-std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
-  std::vector<std::string> args = {"clang",
-                                   "-x",
-                                   "c++",
-                                   "-std=c++17",
-                                   "-c",
-                                   kDriverInput,
-                                   "-O" + std::to_string(options.opt_level),
-                                   "-fno-math-errno",
-                                   "-ffp-contract=off",
-                                   "-fPIE",  // position-independent, as the code generator's model
-                                   "-fno-exceptions",
-                                   "-fno-rtti",
-                                   "-fno-color-diagnostics",
-                                   // No .eh_frame: kernels never throw nor are unwound through
-                                   // (faults are reported in a struct), and every link of a
-                                   // stored object would split, fix up, register and later
-                                   // deregister the frames (issue 11: a kernel-cache hit).
-                                   "-fno-asynchronous-unwind-tables",
-                                   "-fno-unwind-tables"};
-  if (options.native_cpu) {
-    args.push_back("-march=native");
-    // One vector width on every AVX-512 CPU: LLVM's tuning prefers 256-bit vectors on Intel's
-    // server parts and 512 on AMD's Zen 4/5, which gave the same source different loops (and
-    // SLEEF's 16-lane forms unused) from one machine to the next. Clamped where AVX-512 is absent.
-    args.push_back("-mprefer-vector-width=512");
-  }
-  args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
-  return args;
-}
-
-// SLEEF's vector forms for the loop vectoriser (docs/vector_math.md). scalar_ops.hpp computes
-// exp, log, tanh, erf, pow ... with SLEEF's deterministic scalar functions
-// `Sleef_cinz_<f>f1_u10purec` / `Sleef_cinz_<f>d1_u10purec`; their AVX-512 forms without FMA,
-// `Sleef_cinz_<f>f16_u10avx512fnofma` / `Sleef_cinz_<f>d8_u10avx512fnofma`, return the same bits
-// lane by lane (the SLEEF "cinz" contract; vector_math_test checks it). This pass runs just before
-// the loop vectoriser and tells it so, in LLVM's vector-function ABI (the attribute
-// `vector-function-abi-variant` = `_ZGV_LLVM_N16v_<scalar>(<vector>)` on each call, and a
-// declaration of the vector function, as LLVM's InjectTLIMappings does for its own vector
-// libraries): a vectorised loop then calls one SLEEF vector function per 16 floats (8 doubles)
-// instead of 16 scalar calls, and the result stays bit-identical to the interpreter's. Only for
-// functions whose target has AVX-512F (the vector form's ISA); elsewhere the calls stay scalar.
-bool sleef_vector_form(llvm::StringRef scalar, std::string* vector_name, unsigned* lanes) {
-  if (!scalar.consume_front("Sleef_cinz_") || !scalar.consume_back("_u10purec")) return false;
-  if (scalar.consume_back("f1")) {
-    *lanes = 16;
-    *vector_name = "Sleef_cinz_" + scalar.str() + "f16_u10avx512fnofma";
-  } else if (scalar.consume_back("d1")) {
-    *lanes = 8;
-    *vector_name = "Sleef_cinz_" + scalar.str() + "d8_u10avx512fnofma";
-  } else {
-    return false;
-  }
-  static const char* const kKnown[] = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-                                       "sin", "cos", "tan", "tanh", "erf", "pow"};
-  for (const char* k : kKnown)
-    if (scalar == k) return true;
-  return false;
-}
-
-struct SleefVectorVariants : llvm::PassInfoMixin<SleefVectorVariants> {
-  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager&) {
-    llvm::Attribute features = f.getFnAttribute("target-features");
-    if (!features.isValid() || !features.getValueAsString().contains("+avx512f"))
-      return llvm::PreservedAnalyses::all();
-    llvm::Module& m = *f.getParent();
-    bool changed = false;
-    for (llvm::BasicBlock& bb : f) {
-      for (llvm::Instruction& inst : bb) {
-        auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
-        llvm::Function* callee = call ? call->getCalledFunction() : nullptr;
-        if (!callee || !callee->isDeclaration() || call->hasFnAttr("vector-function-abi-variant"))
-          continue;
-        std::string vector_name;
-        unsigned lanes = 0;
-        if (!sleef_vector_form(callee->getName(), &vector_name, &lanes)) continue;
-        llvm::FunctionType* st = callee->getFunctionType();
-        std::vector<llvm::Type*> params;
-        for (llvm::Type* t : st->params()) params.push_back(llvm::FixedVectorType::get(t, lanes));
-        llvm::FunctionType* vt = llvm::FunctionType::get(
-            llvm::FixedVectorType::get(st->getReturnType(), lanes), params, false);
-        const bool fresh = m.getFunction(vector_name) == nullptr;
-        auto* vf = llvm::dyn_cast<llvm::Function>(m.getOrInsertFunction(vector_name, vt).getCallee());
-        if (!vf || vf->getFunctionType() != vt) continue;  // a clash of names: leave it scalar
-        if (fresh) {
-          vf->setDoesNotAccessMemory();
-          vf->setDoesNotThrow();
-          llvm::appendToCompilerUsed(m, {vf});  // kept until the vectoriser has seen it
-        }
-        call->addFnAttr(llvm::Attribute::get(
-            f.getContext(), "vector-function-abi-variant",
-            "_ZGV_LLVM_N" + std::to_string(lanes) + std::string(st->getNumParams(), 'v') + "_" +
-                callee->getName().str() + "(" + vector_name + ")"));
-        changed = true;
-      }
-    }
-    // The vector call passes its operands in one zmm register each only when the caller's
-    // legal vector width is 512 bits. Clang sets "min-legal-vector-width" from the vector types
-    // of the source; a scalar loop has none, and on a CPU whose tuning prefers 256-bit vectors
-    // (Intel's Skylake-SP and later) the back end would split each 512-bit operand into two
-    // halves while SLEEF reads one zmm: the upper lanes came back as garbage (grad_fuzz_test).
-    if (changed) f.addFnAttr("min-legal-vector-width", "512");
-    return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
-  }
-};
-
-// A minimal relocatable ELF object for x86-64, built byte by byte: `stax_jit_warm_up` is
-// `jmp memset` (an R_X86_64_PLT32 relocation against an undefined symbol the process defines).
-// The constructor links it (and frees it) once, so that the first kernel a process links does
-// not pay for the first run of the linker: the ELF reader, the x86-64 fix-ups, GOT / PLT stubs,
-// the lookup of a process symbol, ORC's lookup and materialization and the memory manager (their
-// code paged in, their lazily bound calls resolved, their heap in place). Never called.
-std::string warm_up_object() {
-  const char text[] = {'\xe9', 0, 0, 0, 0};  // jmp rel32
-  const char strtab[] = "\0stax_jit_warm_up\0memset";                  // 0, 1, 18
-  const char shstrtab[] = "\0.text\0.rela.text\0.symtab\0.strtab\0.shstrtab";  // 1 7 18 26 34
-  std::string out(sizeof(Elf64_Ehdr), '\0');
-  auto put = [&out](const void* p, size_t n, size_t align) {
-    while (out.size() % align) out.push_back('\0');
-    const size_t at = out.size();
-    out.append(static_cast<const char*>(p), n);
-    return at;
-  };
-  const size_t text_at = put(text, sizeof text, 16);
-  Elf64_Rela rela{};
-  rela.r_offset = 1;
-  rela.r_info = ELF64_R_INFO(2, R_X86_64_PLT32);
-  rela.r_addend = -4;
-  const size_t rela_at = put(&rela, sizeof rela, 8);
-  Elf64_Sym syms[3]{};
-  syms[1].st_name = 1;
-  syms[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-  syms[1].st_shndx = 1;
-  syms[1].st_size = sizeof text;
-  syms[2].st_name = 18;
-  syms[2].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE);
-  syms[2].st_shndx = SHN_UNDEF;
-  const size_t sym_at = put(syms, sizeof syms, 8);
-  const size_t str_at = put(strtab, sizeof strtab, 1);
-  const size_t shstr_at = put(shstrtab, sizeof shstrtab, 1);
-  Elf64_Shdr sh[6]{};
-  auto section = [&](int i, uint32_t name, uint32_t type, uint64_t flags, size_t at, size_t size,
-                     uint32_t link, uint32_t info, uint64_t align, uint64_t entsize) {
-    sh[i].sh_name = name;
-    sh[i].sh_type = type;
-    sh[i].sh_flags = flags;
-    sh[i].sh_offset = at;
-    sh[i].sh_size = size;
-    sh[i].sh_link = link;
-    sh[i].sh_info = info;
-    sh[i].sh_addralign = align;
-    sh[i].sh_entsize = entsize;
-  };
-  section(1, 1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_at, sizeof text, 0, 0, 16, 0);
-  section(2, 7, SHT_RELA, SHF_INFO_LINK, rela_at, sizeof rela, 3, 1, 8, sizeof rela);
-  section(3, 18, SHT_SYMTAB, 0, sym_at, sizeof syms, 4, 1, 8, sizeof(Elf64_Sym));
-  section(4, 26, SHT_STRTAB, 0, str_at, sizeof strtab, 0, 0, 1, 0);
-  section(5, 34, SHT_STRTAB, 0, shstr_at, sizeof shstrtab, 0, 0, 1, 0);
-  const size_t sh_at = put(sh, sizeof sh, 8);
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_ident[EI_OSABI] = ELFOSABI_SYSV;
-  eh.e_type = ET_REL;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_shoff = sh_at;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_shentsize = sizeof(Elf64_Shdr);
-  eh.e_shnum = 6;
-  eh.e_shstrndx = 5;
-  std::memcpy(out.data(), &eh, sizeof eh);
-  return out;
-}
-
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
@@ -333,41 +132,65 @@ const std::string& JitError::stage() const {
   return stage;
 }
 
-std::vector<std::string> build_cc1_args(const ClangJitOptions& options);
-
 namespace detail {
 
 struct JitState {
   ClangJitOptions options;
-  std::mutex mutex;  // guards everything below during compile() and module removal
-  std::vector<std::string> cc1_args;
-  std::string target_cpu;
+  std::mutex mutex;  // guards the LLJIT (links, module removal) and the error strings below
   bool sleef = false;
   // Errors ORC reports asynchronously (e.g. "Symbols not found" while materialising); collected
   // here instead of being printed, and folded into the next Error. Declared before `jit`, whose
   // teardown may still report.
   std::string orc_errors;
-  // Errors of LLVM's code generation for the kernel being compiled (e.g. a bad inline asm
-  // string): without a handler LLVMContext prints them and calls exit(1).
+  // Errors LLVM reports while linking: without a handler LLVMContext prints them and calls
+  // exit(1). (Code generation collects its own, per compile.)
   std::string backend_errors;
   // The memory kernels are linked into (ClangJitOptions::slab_memory; null: LLVM's default
   // manager). Declared before `jit`, which frees its modules' memory when destroyed.
   std::unique_ptr<SlabArena> arena;
   std::unique_ptr<SlabMemoryManager> memory;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  // Code generation to an object file (the same target machine the LLJIT would use); the object
-  // is kept so that a kernel can be serialized, and linked with addObjectFile.
+  // The target: `target_machine` answers queries (identity, data layout); code generation takes
+  // a machine of `idle_machines` (one per compile running at once, made from `machine_builder`:
+  // a TargetMachine is not for concurrent use).
   std::unique_ptr<llvm::TargetMachine> target_machine;
+  std::optional<llvm::orc::JITTargetMachineBuilder> machine_builder;
+  std::mutex machines_mutex;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> idle_machines;
   uint64_t next_dylib = 0;  // each module gets a JITDylib of its own: "stax_module_<n>"
   std::string identity;     // identity(), computed on first use
   std::string warm_up_error;  // why the constructor's warm-up link failed; empty: it linked
 
-  // Builds cc1_args and target_cpu on first use (under `mutex`, or in the constructor).
+  // Set up on first use, under setup_mutex (compiles wait for it; then read-only): the driver's
+  // cc1 arguments and, when the options have a prelude, its precompiled header.
+  std::mutex setup_mutex;
+  std::vector<std::string> cc1_args;
+  std::string target_cpu;
+  bool pch_tried = false;
+  std::unique_ptr<PreludePch> pch;
+  std::string pch_error;  // why there is no PCH (empty: none asked for, or it was built)
+
+  // Builds cc1_args and target_cpu on first use (under setup_mutex, or in the constructor).
   void ensure_cc1() {
     if (!cc1_args.empty()) return;
     cc1_args = build_cc1_args(options);
     for (size_t i = 0; i + 1 < cc1_args.size(); ++i)
       if (cc1_args[i] == "-target-cpu") target_cpu = cc1_args[i + 1];
+  }
+
+  // The set-up a compile of `source` needs: the cc1 arguments, and the PCH when the source
+  // starts with the options' prelude (built by the first such compile; a PCH that fails to
+  // build leaves every source compiled whole, pch_error says why). Null: no PCH for it.
+  const PreludePch* prepare(std::string_view source) {
+    std::lock_guard<std::mutex> lock(setup_mutex);
+    ensure_cc1();
+    const std::string& prelude = options.prelude;
+    if (prelude.empty() || source.substr(0, prelude.size()) != prelude) return nullptr;
+    if (!pch_tried) {
+      pch_tried = true;
+      pch = PreludePch::build(cc1_args, prelude, &pch_error);
+    }
+    return pch.get();
   }
 
   std::string take_orc_errors() {
@@ -377,9 +200,41 @@ struct JitState {
   }
 };
 
+// A target machine for one compile's code generation, returned to the idle ones afterwards.
+class MachineLease {
+ public:
+  explicit MachineLease(JitState& s) : s_(s) {
+    {
+      std::lock_guard<std::mutex> lock(s.machines_mutex);
+      if (!s.idle_machines.empty()) {
+        machine_ = std::move(s.idle_machines.back());
+        s.idle_machines.pop_back();
+      }
+    }
+    if (machine_) return;
+    auto made = s.machine_builder->createTargetMachine();
+    if (!made)
+      throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                     "cannot create a target machine: " + to_string(made.takeError()));
+    machine_ = std::move(*made);
+  }
+  ~MachineLease() {
+    std::lock_guard<std::mutex> lock(s_.machines_mutex);
+    s_.idle_machines.push_back(std::move(machine_));
+  }
+  MachineLease(const MachineLease&) = delete;
+  MachineLease& operator=(const MachineLease&) = delete;
+  llvm::TargetMachine& operator*() const { return *machine_; }
+
+ private:
+  JitState& s_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+};
+
 }  // namespace detail
 
 using detail::JitState;
+using detail::MachineLease;
 
 // ---------------------------------------------------------------------------------------------
 // CompiledModule
@@ -470,48 +325,94 @@ const CompileTimes& CompiledModule::times() const {
 // ---------------------------------------------------------------------------------------------
 // ClangJit: construction
 
-// Runs the driver once on the options' command line and returns the cc1 arguments (without
-// "-cc1"). The driver resolves -march=native into -target-cpu and -target-feature flags.
-std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
-  std::string diag_text;
-  llvm::raw_string_ostream diag_os(diag_text);
-  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
-  diag_opts->ShowColors = false;
-  clang::DiagnosticsEngine diags(new clang::DiagnosticIDs(), diag_opts,
-                                 new clang::TextDiagnosticPrinter(diag_os, diag_opts.get()),
-                                 /*ShouldOwnClient=*/true);
+namespace {
 
-  const std::vector<std::string> command = driver_command_line(options);
-  std::vector<const char*> argv;
-  for (const std::string& a : command) argv.push_back(a.c_str());
-
-  clang::driver::Driver driver(STAX_CLANG_EXECUTABLE, llvm::sys::getDefaultTargetTriple(), diags,
-                               "stax jit");
-  driver.setCheckInputsExist(false);
-  std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
-  diag_os.flush();
-  if (!compilation || diags.hasErrorOccurred()) {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver rejected the command line `" + join(command) + "`:\n" +
-                       trim_trailing_newlines(diag_text));
+// The host's target for code generation at `opt_level`: the small code model, position-
+// independent (what LLJIT itself picks for JITLink; a TargetMachine made for a JIT defaults to
+// the large model). With the large model every constant of a loop is a movabs of its 64-bit
+// address plus a load inside the loop, which LLVM neither hoists nor folds: softmax's exp loop ran
+// 20-25% slower (DECISIONS item 37). The small model needs a link's sections within +-2 GiB of
+// each other: the slab arena gives them one chunk (slab_arena.h), LLVM's default manager one
+// contiguous allocation; calls to the process's libraries (libm, SLEEF) go through JITLink's
+// stubs and GOT entries.
+llvm::orc::JITTargetMachineBuilder host_machine_builder(int opt_level) {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
   }
-  const clang::driver::JobList& jobs = compilation->getJobs();
-  if (jobs.size() != 1 || !llvm::isa<clang::driver::Command>(*jobs.begin())) {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
-                       join(command) + "`, expected one cc1 job");
-  }
-  const auto& job = llvm::cast<clang::driver::Command>(*jobs.begin());
-  if (llvm::StringRef(job.getCreator().getName()) != "clang") {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver's job for `" + join(command) + "` is not cc1 but " +
-                       job.getCreator().getName());
-  }
-  std::vector<std::string> args;
-  for (const char* a : job.getArguments()) args.emplace_back(a);
-  if (!args.empty() && args.front() == "-cc1") args.erase(args.begin());
-  return args;
+  jtmb->setCodeGenOptLevel(codegen_level(opt_level));
+  jtmb->setCodeModel(llvm::CodeModel::Small);
+  jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  return std::move(*jtmb);
 }
+
+// The LLJIT of `s`, linking into its slab arena when the options allow. What a link costs
+// matters for the kernel cache (a hit links a stored object, ~0.1-0.3 ms):
+//  - no platform (setUpInactivePlatform): the default GenericLLVMIRPlatform builds an IR module
+//    (__dso_handle, atexit helpers) in every JITDylib it sets up, i.e. for every kernel;
+//    kernels have no static constructors or destructors and ClangJit never runs initializers;
+//  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
+//    executor-process-control wrapper.
+//  - the memory of a link is carved out of a SlabArena (slab_arena.h), not mapped, protected
+//    and unmapped per object (LLVM 19's own slab, MapperJITLinkMemoryManager, was tried first:
+//    the link after a failed one segfaulted in BasicLayout::apply).
+void create_lljit(JitState& s, llvm::orc::JITTargetMachineBuilder jtmb) {
+  if (s.options.slab_memory) {
+    const char* env = std::getenv("STAX_JIT_SLAB");
+    if (!(env && std::string(env) == "off")) {
+      auto arena = std::make_unique<SlabArena>();
+      if (arena->init()) {
+        s.arena = std::move(arena);
+        s.memory = std::make_unique<SlabMemoryManager>(*s.arena);
+      }  // else (no memfd_create, e.g. a sandbox): LLVM's default manager
+    }
+  }
+  SlabMemoryManager* memory = s.memory.get();
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(jtmb))
+          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+          .setObjectLinkingLayerCreator(
+              [memory](llvm::orc::ExecutionSession& es, const llvm::Triple&)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto layer = memory ? std::make_unique<llvm::orc::ObjectLinkingLayer>(es, *memory)
+                                    : std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
+                layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
+                    es, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
+                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+              })
+          .create();
+  if (!jit)
+    throw JitError(STAX_ERROR_UNAVAILABLE, "",
+                   "cannot create the LLJIT: " + to_string(jit.takeError()));
+  s.jit = std::move(*jit);
+  JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
+  s.jit->getExecutionSession().setErrorReporter(
+      [raw](llvm::Error err) { raw->orc_errors += to_string(std::move(err)) + "\n"; });
+}
+
+// Links warm_up_object() once (and frees it): the path of every kernel-cache hit (load_objects;
+// a single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
+void warm_up(ClangJit& jit, JitState& s) {
+  const char* warm_env = std::getenv("STAX_JIT_WARM_UP");
+#if defined(__x86_64__)
+  if (warm_env && std::string(warm_env) == "off") {
+    s.warm_up_error = "STAX_JIT_WARM_UP=off";
+  } else try {
+    const std::string object = warm_up_object();
+    jit.load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
+  } catch (const JitError& e) {
+    s.warm_up_error = e.what();
+  }
+#else
+  (void)jit;
+  (void)warm_env;
+  s.warm_up_error = "no warm-up object for this architecture";
+#endif
+}
+
+}  // namespace
 
 ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>()) {
   if (options.opt_level < 0 || options.opt_level > 3) {
@@ -531,84 +432,15 @@ ClangJit::ClangJit(ClangJitOptions options) : state_(std::make_shared<JitState>(
   // it runs now only when there are extra flags to check (an unknown flag fails here).
   if (!s.options.extra_flags.empty()) s.ensure_cc1();
 
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) {
-    throw JitError(STAX_ERROR_UNAVAILABLE, "",
-                   "cannot detect the host for the JIT: " + to_string(jtmb.takeError()));
-  }
-  jtmb->setCodeGenOptLevel(codegen_level(s.options.opt_level));
-  // The small code model, position-independent (what LLJIT itself picks for JITLink; a
-  // TargetMachine made for a JIT defaults to the large model). With the large model every
-  // constant of a loop is a movabs of its 64-bit address plus a load inside the loop, which LLVM
-  // neither hoists nor folds: softmax's exp loop ran 20-25% slower (DECISIONS item 37). The
-  // small model needs a link's sections within +-2 GiB of each other: the slab arena gives them
-  // one chunk (slab_arena.h), LLVM's default manager one contiguous allocation; calls to the
-  // process's libraries (libm, SLEEF) go through JITLink's stubs and GOT entries.
-  jtmb->setCodeModel(llvm::CodeModel::Small);
-  jtmb->setRelocationModel(llvm::Reloc::PIC_);
-  auto tm = jtmb->createTargetMachine();
+  llvm::orc::JITTargetMachineBuilder jtmb = host_machine_builder(s.options.opt_level);
+  auto tm = jtmb.createTargetMachine();
   if (!tm)
     throw JitError(STAX_ERROR_UNAVAILABLE, "",
                    "cannot create the target machine: " + to_string(tm.takeError()));
   s.target_machine = std::move(*tm);
-  // What a link costs matters for the kernel cache (a hit links a stored object, ~0.1-0.3 ms):
-  //  - no platform (setUpInactivePlatform): the default GenericLLVMIRPlatform builds an IR module
-  //    (__dso_handle, atexit helpers) in every JITDylib it sets up, i.e. for every kernel;
-  //    kernels have no static constructors or destructors and ClangJit never runs initializers;
-  //  - EH frames registered by a direct call (InProcessEHFrameRegistrar), not through the
-  //    executor-process-control wrapper.
-  //  - the memory of a link is carved out of a SlabArena (slab_arena.h), not mapped, protected
-  //    and unmapped per object (LLVM 19's own slab, MapperJITLinkMemoryManager, was tried first:
-  //    the link after a failed one segfaulted in BasicLayout::apply).
-  if (s.options.slab_memory) {
-    const char* env = std::getenv("STAX_JIT_SLAB");
-    if (!(env && std::string(env) == "off")) {
-      auto arena = std::make_unique<SlabArena>();
-      if (arena->init()) {
-        s.arena = std::move(arena);
-        s.memory = std::make_unique<SlabMemoryManager>(*s.arena);
-      }  // else (no memfd_create, e.g. a sandbox): LLVM's default manager
-    }
-  }
-  SlabMemoryManager* memory = s.memory.get();
-  auto jit =
-      llvm::orc::LLJITBuilder()
-          .setJITTargetMachineBuilder(std::move(*jtmb))
-          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
-          .setObjectLinkingLayerCreator(
-              [memory](llvm::orc::ExecutionSession& es, const llvm::Triple&)
-                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
-                auto layer = memory ? std::make_unique<llvm::orc::ObjectLinkingLayer>(es, *memory)
-                                    : std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
-                layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
-                    es, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
-                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
-              })
-          .create();
-  if (!jit)
-    throw JitError(STAX_ERROR_UNAVAILABLE, "",
-                   "cannot create the LLJIT: " + to_string(jit.takeError()));
-  s.jit = std::move(*jit);
-  JitState* raw = &s;  // the session is owned by the state, so the reporter never outlives it
-  s.jit->getExecutionSession().setErrorReporter(
-      [raw](llvm::Error err) { raw->orc_errors += to_string(std::move(err)) + "\n"; });
-
-  // Link once, now: see warm_up_object(). The path of every kernel-cache hit (load_objects; a
-  // single load_object is a batch of one). A failure only loses the warm-up (warm_up_error()).
-  const char* warm_env = std::getenv("STAX_JIT_WARM_UP");
-#if defined(__x86_64__)
-  if (warm_env && std::string(warm_env) == "off") {
-    s.warm_up_error = "STAX_JIT_WARM_UP=off";
-  } else try {
-    const std::string object = warm_up_object();
-    load_objects({{object, {"stax_jit_warm_up"}, "warm_up"}});  // linked and freed
-  } catch (const JitError& e) {
-    s.warm_up_error = e.what();
-  }
-#else
-  (void)warm_env;
-  s.warm_up_error = "no warm-up object for this architecture";
-#endif
+  s.machine_builder = jtmb;  // code generation's own machines (MachineLease)
+  create_lljit(s, std::move(jtmb));
+  warm_up(*this, s);
 }
 
 ClangJit::~ClangJit() = default;
@@ -628,12 +460,20 @@ JitMemoryStats ClangJit::memory_stats() const {
 const std::string& ClangJit::warm_up_error() const { return state_->warm_up_error; }
 bool ClangJit::sleef_available() const { return state_->sleef; }
 const std::vector<std::string>& ClangJit::cc1_args() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<std::mutex> lock(state_->setup_mutex);
   state_->ensure_cc1();
   return state_->cc1_args;
 }
+std::string ClangJit::pch_error() const {
+  std::lock_guard<std::mutex> lock(state_->setup_mutex);
+  return state_->pch_error;
+}
+bool ClangJit::has_pch() const {
+  std::lock_guard<std::mutex> lock(state_->setup_mutex);
+  return state_->pch != nullptr;
+}
 const std::string& ClangJit::target_cpu() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<std::mutex> lock(state_->setup_mutex);
   state_->ensure_cc1();
   return state_->target_cpu;
 }
@@ -660,7 +500,7 @@ class CollectingDiagnosticHandler : public llvm::DiagnosticHandler {
   }
 
  private:
-  std::string* errors_;  // JitState::backend_errors, which outlives every kernel's context
+  std::string* errors_;  // the compile's own, which outlives the kernel's context
 };
 
 // Gives every external definition that is not asked for internal linkage, so that helpers of two
@@ -682,7 +522,6 @@ CompiledModule ClangJit::compile(std::string_view source,
                                  const std::vector<std::string>& symbol_names,
                                  std::string_view name) {
   JitState& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
   const std::string kernel_name = name.empty() ? std::string("kernel") : std::string(name);
   const std::string file_name = file_name_for(kernel_name);
   auto fail = [&](const std::string& what, const std::string& details) -> JitError {
@@ -692,63 +531,14 @@ CompiledModule ClangJit::compile(std::string_view source,
                number_source_lines(source);
     return JitError(STAX_ERROR_COMPILE, file_name, trim_trailing_newlines(message));
   };
-  s.orc_errors.clear();
-  s.backend_errors.clear();
-  s.ensure_cc1();
+  const PreludePch* pch = s.prepare(source);
 
-  // 1. Clang: source -> optimised LLVM IR.
+  // 1. Clang: source -> optimised LLVM IR (no lock: each compile has its own instance).
   const auto t_frontend = Clock::now();
   std::string diag_text;
-  llvm::raw_string_ostream diag_os(diag_text);
   auto context = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> module;
-  {
-    auto invocation = std::make_shared<clang::CompilerInvocation>();
-    {
-      std::vector<const char*> argv;
-      for (const std::string& a : s.cc1_args) argv.push_back(a.c_str());
-      llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> arg_diag_opts =
-          new clang::DiagnosticOptions();
-      clang::DiagnosticsEngine arg_diags(
-          new clang::DiagnosticIDs(), arg_diag_opts,
-          new clang::TextDiagnosticPrinter(diag_os, arg_diag_opts.get()), true);
-      if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, arg_diags) ||
-          arg_diags.hasErrorOccurred()) {
-        diag_os.flush();
-        throw fail("clang rejected the cc1 arguments", diag_text);
-      }
-    }
-    clang::FrontendOptions& fe = invocation->getFrontendOpts();
-    fe.DisableFree = false;
-    clang::InputKind kind =
-        fe.Inputs.empty() ? clang::InputKind(clang::Language::CXX) : fe.Inputs.front().getKind();
-    fe.Inputs.clear();
-    fe.Inputs.emplace_back(file_name, kind);
-    invocation->getCodeGenOpts().DisableFree = false;
-    invocation->getCodeGenOpts().MainFileName = file_name;
-    invocation->getCodeGenOpts().PassBuilderCallbacks.push_back([](llvm::PassBuilder& pb) {
-      pb.registerVectorizerStartEPCallback(
-          [](llvm::FunctionPassManager& fpm, llvm::OptimizationLevel) {
-            fpm.addPass(SleefVectorVariants());
-          });
-    });
-    invocation->getDiagnosticOpts().ShowColors = false;
-    clang::PreprocessorOptions& pp = invocation->getPreprocessorOpts();
-    pp.RetainRemappedFileBuffers = false;  // the SourceManager takes ownership of the buffer
-    pp.addRemappedFile(file_name, llvm::MemoryBuffer::getMemBufferCopy(
-                                      llvm::StringRef(source.data(), source.size()), file_name)
-                                      .release());
-
-    clang::CompilerInstance ci;
-    ci.setInvocation(std::move(invocation));
-    ci.createDiagnostics(new clang::TextDiagnosticPrinter(diag_os, &ci.getDiagnosticOpts()),
-                         /*ShouldOwnClient=*/true);
-    ci.setVerboseOutputStream(diag_os);  // "N errors generated." goes here, not to stderr
-    clang::EmitLLVMOnlyAction action(context.get());
-    const bool ok = ci.ExecuteAction(action) && !ci.getDiagnostics().hasErrorOccurred();
-    if (ok) module = action.takeModule();
-  }
-  diag_os.flush();
+  std::unique_ptr<llvm::Module> module =
+      compile_to_module(s.cc1_args, source, file_name, pch, *context, &diag_text);
   if (!module) throw fail("clang failed to compile kernel '" + kernel_name + "'", diag_text);
   const double frontend_ms = ms_since(t_frontend);
 
@@ -766,27 +556,32 @@ CompiledModule ClangJit::compile(std::string_view source,
     throw fail("kernel '" + kernel_name + "' does not define symbol '" + symbol + "'", hint);
   }
   internalize_all_but(*module, wanted);
-  // Clang's own handler was only installed for the frontend; code generation happens in ORC.
-  context->setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&s.backend_errors));
+  // Clang's own handler was only installed for the frontend; code generation reports here.
+  std::string codegen_errors;
+  context->setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&codegen_errors));
 
-  // 3. Code generation to a relocatable object (kept: CompiledModule::object()).
+  // 3. Code generation to a relocatable object (kept: CompiledModule::object()), on a target
+  //    machine of this compile's own.
   const auto t_jit = Clock::now();
   llvm::SmallVector<char, 0> object;
   {
-    module->setDataLayout(s.target_machine->createDataLayout());
+    MachineLease machine(s);
+    module->setDataLayout((*machine).createDataLayout());
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager pm;
-    if (s.target_machine->addPassesToEmitFile(pm, os, nullptr,
-                                              llvm::CodeGenFileType::ObjectFile))
+    if ((*machine).addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw fail("LLVM cannot emit an object file for kernel '" + kernel_name + "'", "");
     pm.run(*module);
   }
-  if (!s.backend_errors.empty())
-    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", s.backend_errors);
+  if (!codegen_errors.empty())
+    throw fail("LLVM failed to generate code for kernel '" + kernel_name + "'", codegen_errors);
   module.reset();
   context.reset();
 
   // 4. ORC: link the object into a JITDylib of its own and look the symbols up.
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.orc_errors.clear();
+  s.backend_errors.clear();
   auto impl = link_object(std::string_view(object.data(), object.size()), symbol_names,
                           kernel_name, fail);
   impl->name = kernel_name;
@@ -847,28 +642,23 @@ CompiledModule ClangJit::load_object(std::string_view object,
   return std::move(one.front());
 }
 
-std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {
-  if (objects.empty()) return {};
-  JitState& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.orc_errors.clear();
-  s.backend_errors.clear();
-  const auto t_jit = Clock::now();
-  std::string all_names;
-  for (size_t i = 0; i < objects.size() && i < 8; ++i)
-    all_names += (i ? ", '" : "'") + (objects[i].name.empty() ? "kernel" : objects[i].name) + "'";
-  if (objects.size() > 8) all_names += ", ...";
-  const std::string location = objects.size() == 1 ? objects[0].name + ".o" : "kernel batch";
-  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
-    return JitError(STAX_ERROR_COMPILE, location,
-                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
-  };
-
-  // 1. Each object as a link graph (its bytes are kept by its module and outlive the graph),
-  //    the asked-for symbols renamed so that the objects' equal names do not clash.
+// load_objects' first step: each object as a link graph (its bytes are kept by its module and
+// outlive the graph), the asked-for symbols renamed "<symbol>.<index>" so that the objects' equal
+// names do not clash.
+struct ClangJit::ParsedObjects {
   std::vector<std::unique_ptr<CompiledModule::Impl>> impls;
   std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>> graphs;
-  std::vector<std::vector<std::string>> renamed(objects.size());
+  std::vector<std::vector<std::string>> renamed;  // per object, its symbols' link names
+};
+
+ClangJit::ParsedObjects ClangJit::parse_objects(
+    const std::vector<ObjectToLoad>& objects,
+    const std::function<JitError(const std::string&, const std::string&)>& fail) const {
+  ParsedObjects out;
+  out.renamed.resize(objects.size());
+  std::vector<std::unique_ptr<CompiledModule::Impl>>& impls = out.impls;
+  std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>>& graphs = out.graphs;
+  std::vector<std::vector<std::string>>& renamed = out.renamed;
   for (size_t i = 0; i < objects.size(); ++i) {
     const ObjectToLoad& o = objects[i];
     const std::string kernel_name = o.name.empty() ? std::string("kernel") : o.name;
@@ -898,6 +688,31 @@ std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoa
     impls.push_back(std::move(impl));
     graphs.push_back(std::move(*graph));
   }
+  return out;
+}
+
+std::vector<CompiledModule> ClangJit::load_objects(const std::vector<ObjectToLoad>& objects) {
+  if (objects.empty()) return {};
+  JitState& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.orc_errors.clear();
+  s.backend_errors.clear();
+  const auto t_jit = Clock::now();
+  std::string all_names;
+  for (size_t i = 0; i < objects.size() && i < 8; ++i)
+    all_names += (i ? ", '" : "'") + (objects[i].name.empty() ? "kernel" : objects[i].name) + "'";
+  if (objects.size() > 8) all_names += ", ...";
+  const std::string location = objects.size() == 1 ? objects[0].name + ".o" : "kernel batch";
+  auto fail = [&](const std::string& what, const std::string& details) -> JitError {
+    return JitError(STAX_ERROR_COMPILE, location,
+                    trim_trailing_newlines(what + (details.empty() ? "" : ":\n" + details)));
+  };
+
+  // 1. Each object as a link graph, its asked-for symbols renamed.
+  ParsedObjects parsed = parse_objects(objects, fail);
+  std::vector<std::unique_ptr<CompiledModule::Impl>>& impls = parsed.impls;
+  std::vector<std::unique_ptr<llvm::jitlink::LinkGraph>>& graphs = parsed.graphs;
+  const std::vector<std::vector<std::string>>& renamed = parsed.renamed;
 
   // 2. One dylib, every graph under a tracker of its own, one lookup of every symbol.
   auto jd = s.jit->createJITDylib("stax_batch_" + std::to_string(s.next_dylib++));

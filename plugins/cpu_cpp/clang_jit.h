@@ -74,6 +74,13 @@ struct ClangJitOptions {
   // STAX_JIT_SLAB=off in the environment (for A/B measurements), or a system without
   // memfd_create: LLVM's default manager (an mmap per object).
   bool slab_memory = true;
+  // Text that sources handed to compile() start with (cpu_cpp: the kernel prelude, ~21 KB of
+  // scalar semantics). It is parsed once, by the first compile of a source that starts with it,
+  // into a precompiled header kept in memory; every such source is then compiled as that PCH
+  // plus the rest of the source (diagnostics keep the whole source's line numbers). Sources
+  // that do not start with it are compiled whole, and so is every source when the PCH fails to
+  // build (pch_error() says why). Empty: no PCH.
+  std::string prelude;
 };
 
 // The JIT's code memory (ClangJit::memory_stats).
@@ -136,8 +143,11 @@ class CompiledModule {
 };
 
 // The compiler. The constructor builds the cc1 command line with the Clang driver and creates the
-// LLJIT instance (a JitError on failure, e.g. an unknown extra flag). compile() is
-// thread-safe (serialised by a mutex).
+// LLJIT instance (a JitError on failure, e.g. an unknown extra flag). Every member function is
+// thread-safe. compile() runs concurrently with other compiles (Clang and code generation on
+// the calling thread, each compile with its own Clang instance, LLVM context and target
+// machine); only linking into the JIT takes a lock, shared with load_objects() and the removal
+// of modules.
 class ClangJit {
  public:
   explicit ClangJit(ClangJitOptions options = {});
@@ -198,8 +208,17 @@ class ClangJit {
   const std::vector<std::string>& cc1_args() const;
   // The host CPU LLVM targets, e.g. "znver5".
   const std::string& target_cpu() const;
+  // Why the options' prelude has no precompiled header (its build failed: Clang's message);
+  // empty when it has one, when none was asked for, or before the first compile that uses it.
+  std::string pch_error() const;
+  // Whether the prelude's precompiled header is built (after a compile that used it).
+  bool has_pch() const;
 
  private:
+  struct ParsedObjects;  // load_objects' link graphs (clang_jit.cpp)
+  ParsedObjects parse_objects(
+      const std::vector<ObjectToLoad>& objects,
+      const std::function<JitError(const std::string&, const std::string&)>& fail) const;
   std::unique_ptr<CompiledModule::Impl> link_object(
       std::string_view object, const std::vector<std::string>& symbol_names,
       const std::string& kernel_name,

@@ -1,6 +1,7 @@
 #include "plugins/cpu_cpp/cpp_printer.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <map>
@@ -8,9 +9,11 @@
 #include <vector>
 
 #include "plugins/cpu_cpp/embedded_text.h"
+#include "plugins/cpu_cpp/row_division.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/reduction_order.hpp"
+#include "stax/sdk/source_writer.hpp"
 
 namespace stax::cpu {
 
@@ -65,25 +68,7 @@ std::string loop(const std::string& type, const std::string& var, const std::str
          ") {";
 }
 
-class SourceWriter {
- public:
-  void line(const std::string& text) { out_ += std::string(2 * depth_, ' ') + text + "\n"; }
-  void open(const std::string& text) {
-    line(text);
-    ++depth_;
-  }
-  void close() {
-    --depth_;
-    line("}");
-  }
-  void indent() { ++depth_; }
-  int depth() const { return depth_; }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-  int depth_ = 0;
-};
+using sdk::SourceWriter;
 
 // Lane interleaving of reduction kernels whose loads are contiguous (or constant) along the
 // innermost iteration variable L (a column reduction, a reduction over an outer dimension): up to
@@ -323,9 +308,17 @@ bool vector_segments(sdk::Span<int64_t> rranges) {
 }
 
 // One body inside the iteration loops, sequential order: accumulators, the reduction loop(s), the
-// statements, the stores.
+// statements, the stores. A store-only body that divides a row by a divisor it hoists
+// (softmax's last pass) divides in fused multiply-adds where that is exact (row_division.h).
 void emit_body(SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody& pb,
                sdk::Span<int64_t> rranges, bool reduction) {
+  if (reduction && rranges.size() == 1) {
+    if (std::optional<RowDivision> d = find_row_division(pb, p.reduce_loop_var(0))) {
+      emit_row_division_body(w, pb, *d, [&] { open_reduction_loops(w, p, rranges, 1); },
+                             std::stoi(d->quotient.substr(3)));
+      return;
+    }
+  }
   for (const std::string& l : pb.prologue) w.line(l);
   for (const std::string& l : pb.hoisted) w.line(l);
   int outer = w.depth();
@@ -386,6 +379,57 @@ std::optional<std::vector<std::string>> fast_min_max(const std::string& line,
   return std::nullopt;
 }
 
+// The body's lines with its float max / min accumulations in the fast form of fast_min_max (and
+// the others subscripted by segment); nullopt when none has that form.
+std::optional<std::vector<std::string>> fast_min_max_lines(const sdk::PrintedBody& pb,
+                                                          const std::vector<Declaration>& accs,
+                                                          const std::string& flags) {
+  std::vector<std::string> lines;
+  bool fast = false;
+  for (const std::string& l : pb.lines) {
+    std::string line = subscript_accumulators(l, "[stax_seg]");
+    if (auto f = fast_min_max(line, accs, flags)) {
+      fast = true;
+      lines.insert(lines.end(), f->begin(), f->end());
+    } else {
+      lines.push_back(line);
+    }
+  }
+  if (!fast) return std::nullopt;
+  return lines;
+}
+
+// One pass of a segmented loop whose segment follows the innermost reduction variable
+// (vector_segments()): the outer reduction loops, then the innermost in steps of kSegments over
+// a segment loop of `statements`, and a tail loop when the extent is not a multiple.
+void emit_vector_segment_pass(SourceWriter& w, const CppPrinter& p, sdk::Span<int64_t> rranges,
+                              const std::function<void()>& statements) {
+  const std::string ix = p.index_type();
+  const std::string k = std::to_string(kSegments);
+  const int depth = w.depth();
+  const size_t last = rranges.size() - 1;
+  open_reduction_loops(w, p, rranges, last);
+  std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
+  std::string n = extent(rranges[last], p.kernel().index_bits() == 32);
+  w.open("{");  // the scope of v (a kernel may have several reduction bodies)
+  w.line(ix + " " + v + " = 0;");
+  w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
+  // One vector operation per statement: without the pragma Clang fully unrolls the segment
+  // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
+  // reordering: every segment keeps its own chain.)
+  w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+  w.open(segment_loop(ix, kSegments));
+  statements();
+  w.close();
+  w.close();
+  if (rranges[last] % kSegments != 0) {
+    w.open("for (" + ix + " stax_seg = 0; stax_seg < " + n + " - " + v + "; ++stax_seg) {");
+    statements();
+    w.close();
+  }
+  while (w.depth() > depth) w.close();  // the reduction loops, the scope of v
+}
+
 // `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
 // statements go before the loop, its statements before this body's in every iteration.
 // `no_stores`: the body stores nothing inside its loop (then its max / min accumulations may take
@@ -410,79 +454,40 @@ void emit_segmented_body(SourceWriter& w, const CppPrinter& p, const sdk::Printe
   if (before)
     for (const std::string& l : before->hoisted) w.line(l);
   // The fast max / min form (fast_min_max), where it applies.
-  std::vector<std::string> fast_lines;
-  bool fast = false;
   const std::string flags = "stax_nan_" + (accs.empty() ? std::string() : accs[0].name);
-  if (!before && no_stores && vector_segments(rranges)) {
-    for (const std::string& l : pb.lines) {
-      std::string line = subscript_accumulators(l, "[stax_seg]");
-      if (auto f = fast_min_max(line, accs, flags)) {
-        fast = true;
-        fast_lines.insert(fast_lines.end(), f->begin(), f->end());
-      } else {
-        fast_lines.push_back(line);
-      }
-    }
-  }
-  bool fast_pass = fast;
-  auto statements = [&] {
-    if (fast_pass) {
-      for (const std::string& l : fast_lines) w.line(l);
-      return;
-    }
+  std::optional<std::vector<std::string>> fast_lines;
+  if (!before && no_stores && vector_segments(rranges))
+    fast_lines = fast_min_max_lines(pb, accs, flags);
+  auto exact = [&] {
     if (before)
       for (const std::string& l : before->lines) w.line(l);
     for (const std::string& l : pb.lines) w.line(subscript_accumulators(l, "[stax_seg]"));
   };
-  if (fast) {
+  const int outer = w.depth();
+  if (fast_lines) {
     w.line(std::string(p.kernel().index_bits() == 32 ? "unsigned" : "unsigned long long") + " " +
            flags + "[" + k + "];");
     w.open(segment_loop(ix, kSegments));
     w.line(flags + "[stax_seg] = 0;");
     w.close();
-  }
-  int outer = w.depth();
-  if (vector_segments(rranges)) {
-   for (int pass = 0; pass < (fast ? 2 : 1); ++pass) {
-    if (pass == 1) {
-      // A NaN was seen: the exact accumulation again, from the identities.
-      fast_pass = false;
-      w.line("int " + flags + "_any = 0;");
-      w.open(segment_loop(ix, kSegments));
-      w.line(flags + "_any |= " + flags + "[stax_seg];");
-      w.close();
-      w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
-      init();
-    }
-    const int pass_depth = w.depth();
-    const size_t last = rranges.size() - 1;
-    open_reduction_loops(w, p, rranges, last);
-    std::string v = p.reduce_loop_var(static_cast<int32_t>(last));
-    std::string n = extent(rranges[last], p.kernel().index_bits() == 32);
-    w.open("{");  // the scope of v (a kernel may have several reduction bodies)
-    w.line(ix + " " + v + " = 0;");
-    w.open("for (; " + v + " <= " + n + " - " + k + "; " + v + " += " + k + ") {");
-    // One vector operation per statement: without the pragma Clang fully unrolls the segment
-    // loop first and its SLP vectoriser then packs the chains into 128-bit pairs. (No
-    // reordering: every segment keeps its own chain.)
-    w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+    emit_vector_segment_pass(w, p, rranges, [&] {
+      for (const std::string& l : *fast_lines) w.line(l);
+    });
+    // A NaN was seen: the exact accumulation again, from the identities.
+    w.line("int " + flags + "_any = 0;");
     w.open(segment_loop(ix, kSegments));
-    statements();
+    w.line(flags + "_any |= " + flags + "[stax_seg];");
     w.close();
-    w.close();
-    if (rranges[last] % kSegments != 0) {
-      w.open("for (" + ix + " stax_seg = 0; stax_seg < " + n + " - " + v + "; ++stax_seg) {");
-      statements();
-      w.close();
-    }
-    while (w.depth() > pass_depth) w.close();  // the reduction loops, the scope of v
-    if (pass == 1) w.close();                   // if (stax_any_nan)
-   }
+    w.open("if (" + flags + "_any) {  // a NaN: the exact loop again (the first NaN wins)");
+    init();
+    emit_vector_segment_pass(w, p, rranges, exact);
+  } else if (vector_segments(rranges)) {
+    emit_vector_segment_pass(w, p, rranges, exact);
   } else {
     w.open("{");  // the scope of the counter
     w.line(ix + " stax_seg = 0;");
     open_reduction_loops(w, p, rranges, rranges.size());
-    statements();
+    exact();
     w.line("stax_seg = stax_seg == " + std::to_string(kSegments - 1) + " ? 0 : stax_seg + 1;");
   }
   while (w.depth() > outer) w.close();
@@ -590,182 +595,268 @@ const std::string& kernel_prelude() {
   static const std::string prelude = std::string("// Prelude: stax/sdk/scalar_ops.hpp\n") +
                                      embedded::kScalarOps + "\n// Prelude: half_bits.hpp\n" +
                                      embedded::kHalfBits + "\n// Prelude: scalar_ops_f16.hpp\n" +
-                                     embedded::kScalarOpsF16 + kPreludeTail;
+                                     embedded::kScalarOpsF16 + kPreludeTail +
+                                     kRowDivisionPrelude;
   return prelude;
 }
 
-std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& options) {
+namespace {
+
+// How print_kernel_function lays a kernel out: wide lanes or row chains (and row tiles) for
+// reductions along the iteration space, the segmented order per body, the vector printer's plan.
+struct Layout {
+  int64_t lanes = 0;        // wide lanes (wide_lanes()) or kRowChains; 0: neither
+  int32_t lane_dim = -1;    // the innermost iteration dimension
+  bool row_chains = false;  // lanes are row chains (sequential rows side by side)
+  std::vector<bool> segmented;  // per body: accumulates in the segmented order
+  std::vector<bool> tiled;      // per body: runs in row tiles (VectorPrinter::row_tile_body)
+  bool any_tiled = false;
+  VectorPlan vplan;  // the vector printer's bodies (kernels without lanes)
+};
+
+Layout plan_layout(const sdk::Kernel& k, const PrintOptions& options) {
+  Layout l;
   sdk::Span<int64_t> ranges = k.ranges();
-  sdk::Span<int64_t> rranges = k.reduction_ranges();
-  // Wide lanes (see wide_lanes()).
-  int64_t lanes = wide_lanes(k);
-  const int32_t lane_dim = static_cast<int32_t>(ranges.size()) - 1;
-  std::vector<bool> segmented(k.num_bodies(), false);
+  l.lanes = wide_lanes(k);
+  l.lane_dim = static_cast<int32_t>(ranges.size()) - 1;
+  l.segmented.assign(k.num_bodies(), false);
   for (size_t b = 0; b < k.num_bodies(); ++b)
-    segmented[b] = !options.strict_order && segmentable(k.body(b));
+    l.segmented[b] = !options.strict_order && segmentable(k.body(b));
   bool any_reduction = false;
   for (size_t b = 0; b < k.num_bodies(); ++b)
     any_reduction = any_reduction || k.body(b).is_reduction_loop();
-  bool row_chains = false;
-  if (lanes == 0 && any_reduction && lane_dim >= 0 && !contiguous_along(k, lane_dim) &&
-      std::none_of(segmented.begin(), segmented.end(), [](bool b) { return b; }) &&
-      ranges[static_cast<size_t>(lane_dim)] >= kRowChains) {
-    lanes = kRowChains;
-    row_chains = true;
+  if (l.lanes == 0 && any_reduction && l.lane_dim >= 0 && !contiguous_along(k, l.lane_dim) &&
+      std::none_of(l.segmented.begin(), l.segmented.end(), [](bool b) { return b; }) &&
+      ranges[static_cast<size_t>(l.lane_dim)] >= kRowChains) {
+    l.lanes = kRowChains;
+    l.row_chains = true;
   }
   // Row tiles (VectorPrinter::row_tile_body): the row chains' accumulating bodies that have a
   // vector form run 16 rows at a time in vector lanes, before the blocks of 8 chains.
-  std::vector<bool> tiled(k.num_bodies(), false);
-  bool any_tiled = false;
-  if (row_chains && options.row_tiles && ranges[static_cast<size_t>(lane_dim)] >= kVectorLanes) {
+  l.tiled.assign(k.num_bodies(), false);
+  if (l.row_chains && options.row_tiles &&
+      ranges[static_cast<size_t>(l.lane_dim)] >= kVectorLanes) {
     for (size_t b = 0; b < k.num_bodies(); ++b) {
-      tiled[b] = row_tile_reason(k, b).empty();
-      any_tiled = any_tiled || tiled[b];
+      l.tiled[b] = row_tile_reason(k, b).empty();
+      l.any_tiled = l.any_tiled || l.tiled[b];
     }
   }
-  std::unique_ptr<VectorPrinter> tp;
-  if (any_tiled) tp = std::make_unique<VectorPrinter>(k);
   // The vector printer (vector_printer.h): kernels that are not lane-interleaved.
-  VectorPlan vplan;
-  if (options.vector_printer && lanes == 0) vplan = vector_plan(k, options.strict_order);
-  std::unique_ptr<VectorPrinter> vp;
-  if (vplan.any()) vp = std::make_unique<VectorPrinter>(k);
+  if (options.vector_printer && l.lanes == 0) l.vplan = vector_plan(k, options.strict_order);
+  return l;
+}
 
-  // Print the bodies first (lane versions first, so that they get the low temporary numbers):
-  // whether a bounds check appears decides the (void) casts below. Segmented bodies outside the
-  // wide lanes read the innermost reduction variable as (r + stax_seg) when vector_segments().
-  CppPrinter p(k);
-  std::vector<sdk::PrintedBody> bodies, lane_bodies;
-  bool checks = false;
-  if (lanes > 0) {
-    p.set_lane(lane_dim, "stax_lane");
-    for (size_t b = 0; b < k.num_bodies(); ++b) lane_bodies.push_back(p.print(k.body(b)));
-    p.set_lane(-1, "");
-  }
-  // Store-only bodies that run in the next body's segmented loop (fusable_into_next).
-  std::vector<bool> fused(k.num_bodies(), false);
-  for (size_t b = 0; options.fuse_bodies && b + 1 < k.num_bodies(); ++b)
-    fused[b] = !segmented[b] && segmented[b + 1] && !fused_vector(vplan, b) &&
-               !fused_vector(vplan, b + 1) && fusable_into_next(k, b, rranges);
-  for (size_t b = 0; b < k.num_bodies(); ++b) {
-    if ((segmented[b] || fused[b]) && vector_segments(rranges))
-      p.set_segment(static_cast<int32_t>(rranges.size()) - 1, "stax_seg");
-    bodies.push_back(p.print(k.body(b)));
-    p.set_segment(-1, "");
-    for (const std::string& l : bodies.back().lines)
-      if (l.rfind(p.tables().check_macro + "(", 0) == 0) checks = true;
+// The kernel function of print_kernel_function: the body function (`<kernel>_body`, the buffers
+// as __restrict parameters) with its loops and bodies, then the ABI entry point.
+class FunctionPrinter {
+ public:
+  FunctionPrinter(const sdk::Kernel& k, const PrintOptions& options)
+      : k_(k), options_(options), layout_(plan_layout(k, options)), p_(k) {
+    if (layout_.any_tiled) tp_ = std::make_unique<VectorPrinter>(k);
+    if (layout_.vplan.any()) vp_ = std::make_unique<VectorPrinter>(k);
+    const bool narrow = k.index_bits() == 32;
+    ix_ = p_.index_type();
+    begin_ = narrow ? "(" + ix_ + ")stax_begin" : "stax_begin";
+    end_ = narrow ? "(" + ix_ + ")stax_end" : "stax_end";
   }
 
-  // The body takes the buffers as __restrict parameters: Clang ignores restrict on a local
-  // variable, and without it every vectorised loop that stores was versioned on a run-time
-  // overlap check, whose scalar fallback also kept a segmented reduction's accumulators in memory
-  // (a store and a reload per vector, and a stalled narrow reload at the end of each row: softmax
-  // 8% slower; DECISIONS item 37). No two buffers of a kernel overlap (memory_plan.h: in place,
-  // kernel temporaries), so the promise holds. The ABI entry point casts and forwards; the body
-  // is inlined into it.
-  SourceWriter w;
-  const std::string body_fn = k.name() + "_body";
-  std::vector<std::string> params, args;
-  for (size_t i = 0; i < k.num_buffers(); ++i) {
-    sdk::Buffer b = k.buffer(i);
-    std::string type = (b.is_input() ? "const " : "") + p.storage_type(b.dtype()) + "*";
-    params.push_back(type + " __restrict " + p.buffer_name(b));
-    args.push_back("(" + type + ")stax_buffers[" + std::to_string(i) + "]");
-  }
-  params.push_back("long long stax_begin, long long stax_end, stax_fault* stax_error");
-  args.push_back("stax_begin, stax_end, stax_error");
-  w.line("static inline __attribute__((always_inline)) void " + body_fn + "(");
-  for (size_t i = 0; i < params.size(); ++i)
-    w.line("    " + params[i] + (i + 1 < params.size() ? "," : ") {"));
-  w.indent();
-  if (ranges.empty()) w.line("(void)stax_begin;");
-  if (ranges.empty()) w.line("(void)stax_end;");
-  if (!checks) w.line("(void)stax_error;");
-  // 32-bit indices (the host proved they fit): loop variables are int; the chunk bounds stay
-  // long long at the ABI and are narrowed here.
-  const bool narrow = k.index_bits() == 32;
-  const std::string ix = p.index_type();
-  const std::string begin = narrow ? "(" + ix + ")stax_begin" : "stax_begin";
-  const std::string end = narrow ? "(" + ix + ")stax_end" : "stax_end";
-  const size_t loops = lanes == 0 && !vplan.pointwise ? ranges.size() : ranges.size() - 1;
-  const size_t chunk = static_cast<size_t>(chunked_dim(k));  // [stax_begin, stax_end)
-  for (size_t d = 0; d < loops; ++d) {
-    std::string v = p.loop_var(static_cast<int32_t>(d));
-    if (d == chunk)
-      w.open(loop(ix, v, begin, end));
+  std::string print() {
+    print_bodies();
+    open_body_function();
+    const Layout& l = layout_;
+    if (l.vplan.pointwise)
+      emit_vector_pointwise();
+    else if (l.lanes == 0)
+      emit_scalar_bodies();
     else
-      w.open(loop(ix, v, "0", extent(ranges[d], narrow)));
+      emit_lane_blocks();
+    while (w_.depth() > 0) w_.close();
+    emit_entry_point();
+    return l.vplan.any() || l.any_tiled ? vector_prelude() + w_.take() : w_.take();
   }
-  auto scalar_bodies = [&] {
-    for (size_t b = 0; b < k.num_bodies(); ++b) {
-      sdk::LoopBody body = k.body(b);
-      if (!body.name().empty()) w.line("// " + body.name());
-      if (b < vplan.body.size() && vplan.body[b]) {
-        for (const std::string& l : vp->reduction_body(b)) w.line(l);
-      } else if (fused[b]) {
-        w.line("// (runs in the next body's loop)");
-      } else if (segmented[b])
-        emit_segmented_body(w, p, bodies[b], rranges, b > 0 && fused[b - 1] ? &bodies[b - 1] : nullptr,
-                            !stores_in_loop(body));
-      else
-        emit_body(w, p, bodies[b], rranges, body.is_reduction_loop());
+
+ private:
+  // Prints the bodies first (lane versions first, so that they get the low temporary numbers):
+  // whether a bounds check appears decides the (void) casts of open_body_function. Segmented
+  // bodies outside the wide lanes read the innermost reduction variable as (r + stax_seg) when
+  // vector_segments().
+  void print_bodies() {
+    const Layout& l = layout_;
+    sdk::Span<int64_t> rranges = k_.reduction_ranges();
+    if (l.lanes > 0) {
+      p_.set_lane(l.lane_dim, "stax_lane");
+      for (size_t b = 0; b < k_.num_bodies(); ++b) lane_bodies_.push_back(p_.print(k_.body(b)));
+      p_.set_lane(-1, "");
     }
-  };
-  if (vplan.pointwise) {
-    const size_t d = ranges.size() - 1;
-    for (const std::string& l :
-         d == chunk ? vp->pointwise_loop(begin, end, true)
-                    : vp->pointwise_loop("0", extent(ranges[d], narrow), ranges[d] % kVectorLanes != 0))
-      w.line(l);
-  } else if (lanes == 0) {
-    scalar_bodies();
-  } else {
-    std::string v = p.loop_var(lane_dim);
-    // the innermost loop is also the one split across threads
-    bool chunked = static_cast<size_t>(lane_dim) == chunk;
-    std::string lo = chunked ? begin : "0";
-    std::string hi = chunked ? end : extent(ranges[lane_dim], narrow);
-    std::string n = std::to_string(lanes);
-    const std::string what = "// " + n + (row_chains ? " rows' sequential chains side by side along " : " outputs along ") + v + " at a time";
-    if (!any_tiled) w.line(what);
-    w.line(ix + " " + v + " = " + lo + ";");
-    if (any_tiled) {
-      const std::string t = std::to_string(kVectorLanes);
-      w.line("// 16 rows at a time in vector lanes (row tiles)");
-      w.open("for (; " + v + " <= " + hi + " - " + t + "; " + v + " += " + t + ") {");
-      for (size_t b = 0; b < k.num_bodies(); ++b) {
-        if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
-        if (tiled[b]) {
-          for (const std::string& l : tp->row_tile_body(b)) w.line(l);
-        } else {
-          emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(),
-                         kVectorLanes, false, true);
-        }
+    // Store-only bodies that run in the next body's segmented loop (fusable_into_next).
+    fused_.assign(k_.num_bodies(), false);
+    for (size_t b = 0; options_.fuse_bodies && b + 1 < k_.num_bodies(); ++b)
+      fused_[b] = !l.segmented[b] && l.segmented[b + 1] && !fused_vector(l.vplan, b) &&
+                  !fused_vector(l.vplan, b + 1) && fusable_into_next(k_, b, rranges);
+    for (size_t b = 0; b < k_.num_bodies(); ++b) {
+      if ((l.segmented[b] || fused_[b]) && vector_segments(rranges))
+        p_.set_segment(static_cast<int32_t>(rranges.size()) - 1, "stax_seg");
+      bodies_.push_back(p_.print(k_.body(b)));
+      p_.set_segment(-1, "");
+      for (const std::string& line : bodies_.back().lines)
+        if (line.rfind(p_.tables().check_macro + "(", 0) == 0) checks_ = true;
+    }
+  }
+
+  // The body function's head and the iteration loops around the bodies. The body takes the
+  // buffers as __restrict parameters: Clang ignores restrict on a local variable, and without it
+  // every vectorised loop that stores was versioned on a run-time overlap check, whose scalar
+  // fallback also kept a segmented reduction's accumulators in memory (a store and a reload per
+  // vector, and a stalled narrow reload at the end of each row: softmax 8% slower; DECISIONS
+  // item 37). No two buffers of a kernel overlap (memory_plan.h: in place, kernel temporaries),
+  // so the promise holds. The ABI entry point casts and forwards; the body is inlined into it.
+  void open_body_function() {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < k_.num_buffers(); ++i) {
+      sdk::Buffer b = k_.buffer(i);
+      std::string type = (b.is_input() ? "const " : "") + p_.storage_type(b.dtype()) + "*";
+      params.push_back(type + " __restrict " + p_.buffer_name(b));
+      args_.push_back("(" + type + ")stax_buffers[" + std::to_string(i) + "]");
+    }
+    params.push_back("long long stax_begin, long long stax_end, stax_fault* stax_error");
+    args_.push_back("stax_begin, stax_end, stax_error");
+    w_.line("static inline __attribute__((always_inline)) void " + k_.name() + "_body(");
+    for (size_t i = 0; i < params.size(); ++i)
+      w_.line("    " + params[i] + (i + 1 < params.size() ? "," : ") {"));
+    w_.indent();
+    sdk::Span<int64_t> ranges = k_.ranges();
+    if (ranges.empty()) w_.line("(void)stax_begin;");
+    if (ranges.empty()) w_.line("(void)stax_end;");
+    if (!checks_) w_.line("(void)stax_error;");
+    // 32-bit indices (the host proved they fit): loop variables are int; the chunk bounds stay
+    // long long at the ABI and are narrowed here.
+    const Layout& l = layout_;
+    const size_t loops = l.lanes == 0 && !l.vplan.pointwise ? ranges.size() : ranges.size() - 1;
+    const size_t chunk = static_cast<size_t>(chunked_dim(k_));  // [stax_begin, stax_end)
+    for (size_t d = 0; d < loops; ++d) {
+      std::string v = p_.loop_var(static_cast<int32_t>(d));
+      if (d == chunk)
+        w_.open(loop(ix_, v, begin_, end_));
+      else
+        w_.open(loop(ix_, v, "0", extent(ranges[d], k_.index_bits() == 32)));
+    }
+  }
+
+  // Every body at one iteration point, in order (scalar, vector-printed, segmented, or fused
+  // into the next body's segmented loop).
+  void emit_scalar_bodies() {
+    sdk::Span<int64_t> rranges = k_.reduction_ranges();
+    for (size_t b = 0; b < k_.num_bodies(); ++b) {
+      sdk::LoopBody body = k_.body(b);
+      if (!body.name().empty()) w_.line("// " + body.name());
+      if (fused_vector(layout_.vplan, b)) {
+        for (const std::string& l : vp_->reduction_body(b)) w_.line(l);
+      } else if (fused_[b]) {
+        w_.line("// (runs in the next body's loop)");
+      } else if (layout_.segmented[b]) {
+        emit_segmented_body(w_, p_, bodies_[b], rranges,
+                            b > 0 && fused_[b - 1] ? &bodies_[b - 1] : nullptr,
+                            !stores_in_loop(body));
+      } else {
+        emit_body(w_, p_, bodies_[b], rranges, body.is_reduction_loop());
       }
-      w.close();
-      w.line(what);
+    }
+  }
+
+  // The vector printer's pointwise loop over the innermost iteration dimension.
+  void emit_vector_pointwise() {
+    sdk::Span<int64_t> ranges = k_.ranges();
+    const size_t d = ranges.size() - 1;
+    const bool chunked = d == static_cast<size_t>(chunked_dim(k_));
+    const std::vector<std::string> lines =
+        chunked ? vp_->pointwise_loop(begin_, end_, true)
+                : vp_->pointwise_loop("0", extent(ranges[d], k_.index_bits() == 32),
+                                      ranges[d] % kVectorLanes != 0);
+    for (const std::string& l : lines) w_.line(l);
+  }
+
+  // The innermost iteration loop in blocks of lanes (wide lanes or row chains; row tiles of 16
+  // first when any body has them), then the rest one point at a time.
+  void emit_lane_blocks() {
+    const Layout& l = layout_;
+    sdk::Span<int64_t> rranges = k_.reduction_ranges();
+    const std::string v = p_.loop_var(l.lane_dim);
+    // the innermost loop is also the one split across threads
+    const bool chunked = l.lane_dim == chunked_dim(k_);
+    const std::string lo = chunked ? begin_ : "0";
+    const std::string hi =
+        chunked ? end_ : extent(k_.ranges()[static_cast<size_t>(l.lane_dim)],
+                                k_.index_bits() == 32);
+    const std::string n = std::to_string(l.lanes);
+    const std::string what = "// " + n +
+                             (l.row_chains ? " rows' sequential chains side by side along "
+                                           : " outputs along ") +
+                             v + " at a time";
+    if (!l.any_tiled) w_.line(what);
+    w_.line(ix_ + " " + v + " = " + lo + ";");
+    if (l.any_tiled) {
+      emit_row_tiles(v, hi);
+      w_.line(what);
     }
     // `v <= hi - n`, not `v + n <= hi`: no overflow near the top of the index type
-    w.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
-    for (size_t b = 0; b < k.num_bodies(); ++b) {
-      if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
-      emit_wide_body(w, p, lane_bodies[b], rranges, k.body(b).is_reduction_loop(), lanes,
-                     segmented[b], row_chains);
+    w_.open("for (; " + v + " <= " + hi + " - " + n + "; " + v + " += " + n + ") {");
+    for (size_t b = 0; b < k_.num_bodies(); ++b) {
+      if (!k_.body(b).name().empty()) w_.line("// " + k_.body(b).name());
+      emit_wide_body(w_, p_, lane_bodies_[b], rranges, k_.body(b).is_reduction_loop(), l.lanes,
+                     l.segmented[b], l.row_chains);
     }
-    w.close();
-    w.open("for (; " + v + " < " + hi + "; ++" + v + ") {");
-    scalar_bodies();
-    w.close();
+    w_.close();
+    w_.open("for (; " + v + " < " + hi + "; ++" + v + ") {");
+    emit_scalar_bodies();
+    w_.close();
   }
-  while (w.depth() > 0) w.close();
-  w.open("extern \"C\" void " + k.name() +
-         "(void* const* stax_buffers, long long stax_begin, long long stax_end, "
-         "stax_fault* stax_error) {");
-  std::string call = body_fn + "(";
-  for (size_t i = 0; i < args.size(); ++i) call += (i ? ", " : "") + args[i];
-  w.line(call + ");");
-  w.close();
-  return vplan.any() || any_tiled ? vector_prelude() + w.take() : w.take();
+
+  // Blocks of 16 rows in vector lanes (row tiles) over [v, hi).
+  void emit_row_tiles(const std::string& v, const std::string& hi) {
+    const std::string t = std::to_string(kVectorLanes);
+    w_.line("// 16 rows at a time in vector lanes (row tiles)");
+    w_.open("for (; " + v + " <= " + hi + " - " + t + "; " + v + " += " + t + ") {");
+    for (size_t b = 0; b < k_.num_bodies(); ++b) {
+      if (!k_.body(b).name().empty()) w_.line("// " + k_.body(b).name());
+      if (layout_.tiled[b]) {
+        for (const std::string& l : tp_->row_tile_body(b)) w_.line(l);
+      } else {
+        emit_wide_body(w_, p_, lane_bodies_[b], k_.reduction_ranges(),
+                       k_.body(b).is_reduction_loop(), kVectorLanes, false, true);
+      }
+    }
+    w_.close();
+  }
+
+  // extern "C" void <kernel>(void* const* stax_buffers, ...) { <kernel>_body(...); }
+  void emit_entry_point() {
+    w_.open("extern \"C\" void " + k_.name() +
+            "(void* const* stax_buffers, long long stax_begin, long long stax_end, "
+            "stax_fault* stax_error) {");
+    std::string call = k_.name() + "_body(";
+    for (size_t i = 0; i < args_.size(); ++i) call += (i ? ", " : "") + args_[i];
+    w_.line(call + ");");
+    w_.close();
+  }
+
+  const sdk::Kernel& k_;
+  const PrintOptions& options_;
+  const Layout layout_;
+  CppPrinter p_;
+  std::unique_ptr<VectorPrinter> tp_;  // row tiles
+  std::unique_ptr<VectorPrinter> vp_;  // the vector printer's bodies
+  std::string ix_, begin_, end_;       // index type, the chunk's bounds in it
+  std::vector<sdk::PrintedBody> bodies_, lane_bodies_;
+  std::vector<bool> fused_;  // per body: runs in the next body's segmented loop
+  bool checks_ = false;      // some body has a bounds check
+  std::vector<std::string> args_;  // the entry point's arguments to the body function
+  SourceWriter w_;
+};
+
+}  // namespace
+
+std::string print_kernel_function(const sdk::Kernel& k, const PrintOptions& options) {
+  return FunctionPrinter(k, options).print();
 }
 
 std::string print_kernel_source(const sdk::Kernel& kernel, const PrintOptions& options) {

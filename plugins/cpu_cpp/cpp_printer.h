@@ -87,7 +87,7 @@ struct PrintOptions {
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 5;
+inline constexpr int kPrinterRevision = 6;  // 6: row divisions in fmas (row_division.h)
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";

@@ -4,7 +4,10 @@
 // convolution (extern_kernels.h) on the `blas:` GEMM library (gemm_library.h), on the same pool.
 //
 // Options (`devices.cpu.options` in the YAML config; unknown keys are errors naming the file line):
-//   opt_level: 3             -O level of Clang and of LLVM code generation (0..3)
+//   opt_level: 2             -O level of Clang and of LLVM code generation (0..3). 2, not 3: the
+//                            kernels ran as fast at 2 (bench_cpu W1-W5 at 1024 and 4096, the GPT
+//                            block's training step) and compiled in 15% less CPU time
+//                            (docs/jit_compile.md)
 //   threads: <cores>         threads a kernel (and an extern gemm) runs on: the outermost loop is
 //                            cut into chunks claimed dynamically by the pool's threads; kernels
 //                            with fewer than kParallelMinPoints points run on the calling thread.
@@ -184,6 +187,9 @@ int64_t machine_threads() {
   return std::clamp<int64_t>(static_cast<int64_t>(cores.size()), 1, 1024);
 }
 
+// -O2: measured as fast as -O3 on these kernels, for 15% less compile time (docs/jit_compile.md).
+constexpr int64_t kDefaultOptLevel = 2;
+
 // The vector printer's default (docs/vector_math.md: bench_cpu with it on and off).
 constexpr bool kVectorPrinterDefault = false;
 
@@ -324,7 +330,7 @@ class CpuCppBackend : public sdk::Backend {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "blas", "blas_library", "epilogues",
                    "pool_spin_us", "dump_source", "test_inject_source"});
-    opt_level_ = o.get_int("opt_level", 3);
+    opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
     if (threads_ < 1 || threads_ > 1024) o.at("threads").fail("must be 1..1024");
@@ -367,6 +373,10 @@ class CpuCppBackend : public sdk::Backend {
     p.concurrent_runs = true;
     // ABI 1.5: matrix products run their epilogue kernels on each finished block of rows.
     p.extern_epilogues = epilogues_;
+    // ABI 1.6: compiles may run at once (ClangJit compiles concurrently, each with its own Clang
+    // instance, LLVM context and target machine; the printer is a pure function): the host
+    // compiles a graph's kernels on the machine's cores.
+    p.concurrent_compiles = true;
     return p;
   }
 
@@ -386,7 +396,10 @@ class CpuCppBackend : public sdk::Backend {
   std::unique_ptr<sdk::CompiledKernel> compile(const sdk::Kernel& k) override {
     require_address_space(kJitHeadroomBytes, "compiling kernel '" + k.name() + "'");
     std::string source = kernel_source(k);
-    if (dump_source_) std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
+    if (dump_source_) {
+      std::lock_guard<std::mutex> lock(dump_mutex_);  // compiles may run on several threads
+      std::cerr << "// cpu_cpp kernel '" << k.name() << "'\n" << source << "\n";
+    }
     // The kernel function is wrapped by the entry point (the kernel itself becomes internal and
     // is inlined).
     std::string jit_source = source + "\nextern \"C\" void " + kEntry +
@@ -506,9 +519,11 @@ class CpuCppBackend : public sdk::Backend {
     } else {
       out.source = kernel_source(k);
     }
-    if (dump_source_)
+    if (dump_source_) {
+      std::lock_guard<std::mutex> lock(dump_mutex_);
       std::cerr << "// cpu_cpp kernel '" << k.name() << "' (from the kernel cache)\n"
                 << out.source << "\n";
+    }
     return out;
   }
 
@@ -543,20 +558,23 @@ class CpuCppBackend : public sdk::Backend {
                                        outer_chunk_alignment(k, print_), pool_);
   }
 
-  // Created once, by the first compile (compiles may come from several threads: ClangJit
-  // serialises its own work).
+  // Created once, by the first compile (compiles may come from several threads at once:
+  // ClangJit compiles concurrently and serialises only its links).
   ClangJit& jit() {
     std::call_once(jit_once_, [&] {
       ClangJitOptions o;
       o.opt_level = static_cast<int>(opt_level_);
       o.native_cpu = native_cpu_;
       o.load_sleef = true;  // scalar_ops.hpp's transcendentals are SLEEF's (libsleef.so.3)
+      // Every kernel's source starts with the prelude: parsed once, into a precompiled header
+      // (the objects are the same bytes as without it).
+      o.prelude = source_prefix();
       jit_ = std::make_unique<ClangJit>(std::move(o));
     });
     return *jit_;
   }
 
-  int64_t opt_level_ = 3;
+  int64_t opt_level_ = kDefaultOptLevel;
   int64_t threads_ = 1;
   bool native_cpu_ = true;
   bool dump_source_ = false;
@@ -565,6 +583,7 @@ class CpuCppBackend : public sdk::Backend {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<GemmLibrary> gemm_;  // the `blas:` library, on pool_
   bool epilogues_ = true;
+  mutable std::mutex dump_mutex_;  // dump_source's lines of concurrent compiles stay whole
   std::once_flag jit_once_;
   std::unique_ptr<ClangJit> jit_;  // created by the first compile
 };

@@ -469,6 +469,9 @@ class CudaNvrtcBackend : public sdk::Backend {
                                       "); compiling for " + arch();
     sdk::DeviceProperties p = gpu_properties(dev, std::stoi(arch().substr(3)), name);
     p.concurrent_runs = 1;  // run / run_extern are reentrant; each run gets its own stream
+    // ABI 1.6: compiles may run at once (NVRTC is thread-safe; the emulation's ClangJit compiles
+    // concurrently; printing is a pure function): the host compiles a graph's kernels in parallel.
+    p.concurrent_compiles = 1;
     return p;
   }
 
@@ -542,7 +545,7 @@ class CudaNvrtcBackend : public sdk::Backend {
     LaunchPlan plan = plan_launch(k);
     if (emulate_) return compile_emulated(k, plan);
     std::string source = print_kernel_source(k, plan) + inject_;
-    if (dump_source_) std::cerr << "// cuda_nvrtc kernel '" << k.name() << "'\n" << source << "\n";
+    if (dump_source_) dump("// cuda_nvrtc kernel '" + k.name() + "'\n" + source + "\n");
     NvrtcOutput out = nvrtc_compile(source, k.name() + ".cu", arch());
     return std::make_unique<CudaKernel>(device_, fault_, k.name(), k.name(), arch(),
                                         std::move(source), std::move(out.cubin), plan,
@@ -602,8 +605,7 @@ class CudaNvrtcBackend : public sdk::Backend {
   std::unique_ptr<sdk::CompiledKernel> compile_emulated(const sdk::Kernel& k,
                                                         const LaunchPlan& plan) {
     std::string source = print_kernel_source(k, plan, Target::HostEmulation) + inject_;
-    if (dump_source_)
-      std::cerr << "// cuda_nvrtc (emulated) kernel '" << k.name() << "'\n" << source << "\n";
+    if (dump_source_) dump("// cuda_nvrtc (emulated) kernel '" + k.name() + "'\n" + source + "\n");
     cpu::CompiledModule module = emulation_jit().compile(
         source + emulation_entry(kEmuEntry, k.name(), k.num_buffers()), {kEmuEntry}, k.name());
     EmuEntry* fn = module.function<EmuEntry>(kEmuEntry);
@@ -611,15 +613,25 @@ class CudaNvrtcBackend : public sdk::Backend {
                                             std::move(source), plan, k.num_buffers());
   }
 
+  // Created once, by the first emulated compile or cache hit (compiles may come from several
+  // threads at once). Every emulated kernel starts with the host prelude: parsed once, into the
+  // JIT's precompiled header.
   cpu::ClangJit& emulation_jit() {
-    if (!jit_) {
+    std::call_once(jit_once_, [&] {
       cpu::ClangJitOptions o;
       o.opt_level = 2;
       o.load_sleef = true;  // the emulation's prelude computes exp, tanh ... with SLEEF
+      o.prelude = kernel_prelude(Target::HostEmulation) + kKernelMarker + "\n";
       jit_ = std::make_unique<cpu::ClangJit>(std::move(o));
       emulator_ = std::make_shared<GridEmulator>();
-    }
+    });
     return *jit_;
+  }
+
+  // dump_source's text, whole even when compiles run on several threads.
+  void dump(const std::string& text) const {
+    std::lock_guard<std::mutex> lock(dump_mutex_);
+    std::cerr << text;
   }
 
   static std::vector<KernelBuffer> kernel_buffers(const sdk::Kernel& k) {
@@ -646,6 +658,8 @@ class CudaNvrtcBackend : public sdk::Backend {
   std::string inject_;
   std::shared_ptr<LazyDevice> device_;
   std::shared_ptr<FaultRecord> fault_;  // device kernels' (cuda_printer.h: kFaultParam)
+  mutable std::mutex dump_mutex_;
+  std::once_flag jit_once_;
   std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
   std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
   std::shared_ptr<EmulatedMemory> memory_;       // emulate: device memory and streams

@@ -8,6 +8,7 @@
 
 #include "plugins/cuda_nvrtc/embedded_text.h"
 #include "stax/sdk/cstyle_printer.hpp"
+#include "stax/sdk/source_writer.hpp"
 
 namespace stax::cuda {
 
@@ -238,40 +239,16 @@ class CudaPrinter : public sdk::CStylePrinter {
   std::vector<Accumulator> accumulators_;
 };
 
-class SourceWriter {
- public:
-  void line(const std::string& text) { out_ += std::string(2 * depth_, ' ') + text + "\n"; }
-  void open(const std::string& text) {
-    line(text);
-    ++depth_;
-  }
-  void close() {
-    --depth_;
-    line("}");
-  }
-  std::string take() { return std::move(out_); }
+using sdk::SourceWriter;
 
- private:
-  std::string out_;
-  int depth_ = 0;
-};
-
-// Row-major decomposition of `linear` over `extents` into the variables `var(k)`.
+// `<T> <var(k)> = (<T>)<term k>;` for the row-major decomposition of `linear` over `extents`.
 template <class VarName>
 void decompose(SourceWriter& w, const std::string& index_type, const std::string& linear,
                sdk::Span<int64_t> extents, VarName var) {
-  int64_t stride = 1;
-  std::vector<int64_t> strides(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    strides[k] = stride;
-    stride *= extents[k];
-  }
-  for (size_t k = 0; k < extents.size(); ++k) {
-    std::string v = linear;
-    if (strides[k] != 1) v = "(" + v + " / " + std::to_string(strides[k]) + "LL)";
-    if (k > 0) v = "(" + v + " % " + std::to_string(extents[k]) + "LL)";
-    w.line(index_type + " " + var(static_cast<int32_t>(k)) + " = (" + index_type + ")" + v + ";");
-  }
+  const std::vector<std::string> terms = sdk::decompose_index(linear, extents, sdk::c_index());
+  for (size_t k = 0; k < terms.size(); ++k)
+    w.line(index_type + " " + var(static_cast<int32_t>(k)) + " = (" + index_type + ")" +
+           terms[k] + ";");
 }
 
 int32_t combine_opcode(ReductionType t) {
@@ -516,6 +493,64 @@ const std::string& kernel_prelude(Target target) {
   return target == Target::Nvrtc ? nvrtc : host;
 }
 
+namespace {
+
+// The pointwise form: one iteration point per thread, grid-stride over the flattened space.
+void emit_pointwise_grid(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
+                         const LaunchPlan& plan, const std::vector<sdk::PrintedBody>& bodies) {
+  const std::string n = std::to_string(plan.points) + "LL";
+  w.open("for (long long stax_linear = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+         "stax_linear < " + n + "; stax_linear += (long long)blockDim.x * gridDim.x) {");
+  decompose(w, p.index_type(), "stax_linear", k.ranges(),
+            [&](int32_t d) { return p.iter_var(d); });
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
+    for (const std::string& l : bodies[b].lines) w.line(l);
+  }
+  w.close();
+}
+
+// The block form: one row per block, grid-stride over rows; a reduction body strided over the
+// block's threads and combined in the fixed tree; __syncthreads() between bodies.
+void emit_block_rows(SourceWriter& w, const CudaPrinter& p, const sdk::Kernel& k,
+                     const LaunchPlan& plan, const std::vector<sdk::PrintedBody>& bodies,
+                     const std::vector<std::vector<Accumulator>>& accs) {
+  const std::string ix = p.index_type();
+  const std::string n = std::to_string(plan.points) + "LL";
+  w.line("__shared__ unsigned long long stax_smem[" + std::to_string(2 * plan.block) + "];");
+  w.open("for (long long stax_row = blockIdx.x; stax_row < " + n + "; stax_row += gridDim.x) {");
+  decompose(w, ix, "stax_row", k.ranges(), [&](int32_t d) { return p.iter_var(d); });
+  const std::string rn = std::to_string(plan.reduction_numel) + "LL";
+  for (size_t b = 0; b < k.num_bodies(); ++b) {
+    sdk::LoopBody body = k.body(b);
+    if (!body.name().empty()) w.line("// " + body.name());
+    const sdk::PrintedBody& pb = bodies[b];
+    if (!body.is_reduction_loop()) {
+      w.open("if (threadIdx.x == 0) {");
+      for (const std::string& l : pb.lines) w.line(l);
+      w.close();
+    } else {
+      w.open("{");
+      for (const std::string& l : pb.prologue) w.line(l);
+      w.open("for (long long stax_r = threadIdx.x; stax_r < " + rn + "; stax_r += blockDim.x) {");
+      decompose(w, ix, "stax_r", k.reduction_ranges(), [&](int32_t d) { return p.reduce_var(d); });
+      for (const std::string& l : pb.lines) w.line(l);
+      w.close();
+      for (const Accumulator& a : accs[b]) emit_combine(w, p, a);
+      if (!pb.epilogue.empty()) {
+        w.open("if (threadIdx.x == 0) {");
+        for (const std::string& l : pb.epilogue) w.line(l);
+        w.close();
+      }
+      w.close();
+    }
+    w.line("__syncthreads();");
+  }
+  w.close();
+}
+
+}  // namespace
+
 std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) {
   CudaPrinter p(k);
   std::vector<sdk::PrintedBody> bodies;
@@ -524,61 +559,16 @@ std::string print_kernel_function(const sdk::Kernel& k, const LaunchPlan& plan) 
     bodies.push_back(p.print(k.body(b)));
     accs.push_back(p.take_accumulators());
   }
-  const std::string ix = p.index_type();
-  auto iter = [&](int32_t d) { return p.iter_var(d); };
-  auto red = [&](int32_t d) { return p.reduce_var(d); };
-
   SourceWriter w;
   std::string sig = p.signature();
   sig.insert(sig.find(k.name()), launch_bounds(plan) + " ");
   w.open(sig + " {");
-  const std::string n = std::to_string(plan.points) + "LL";
-  if (!plan.row_per_block) {
-    w.open("for (long long stax_linear = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-           "stax_linear < " + n + "; stax_linear += (long long)blockDim.x * gridDim.x) {");
-    decompose(w, ix, "stax_linear", k.ranges(), iter);
-    for (size_t b = 0; b < k.num_bodies(); ++b) {
-      if (!k.body(b).name().empty()) w.line("// " + k.body(b).name());
-      for (const std::string& l : bodies[b].lines) w.line(l);
-    }
-    w.close();
-  } else if (plan.warp_rows) {
+  if (!plan.row_per_block)
+    emit_pointwise_grid(w, p, k, plan, bodies);
+  else if (plan.warp_rows)
     emit_warp_rows(w, p, k, plan, bodies, accs);
-  } else {
-    w.line("__shared__ unsigned long long stax_smem[" + std::to_string(2 * plan.block) +
-           "];");
-    w.open("for (long long stax_row = blockIdx.x; stax_row < " + n +
-           "; stax_row += gridDim.x) {");
-    decompose(w, ix, "stax_row", k.ranges(), iter);
-    const std::string rn = std::to_string(plan.reduction_numel) + "LL";
-    for (size_t b = 0; b < k.num_bodies(); ++b) {
-      sdk::LoopBody body = k.body(b);
-      if (!body.name().empty()) w.line("// " + body.name());
-      const sdk::PrintedBody& pb = bodies[b];
-      if (!body.is_reduction_loop()) {
-        w.open("if (threadIdx.x == 0) {");
-        for (const std::string& l : pb.lines) w.line(l);
-        w.close();
-      } else {
-        w.open("{");
-        for (const std::string& l : pb.prologue) w.line(l);
-        w.open("for (long long stax_r = threadIdx.x; stax_r < " + rn +
-               "; stax_r += blockDim.x) {");
-        decompose(w, ix, "stax_r", k.reduction_ranges(), red);
-        for (const std::string& l : pb.lines) w.line(l);
-        w.close();
-        for (const Accumulator& a : accs[b]) emit_combine(w, p, a);
-        if (!pb.epilogue.empty()) {
-          w.open("if (threadIdx.x == 0) {");
-          for (const std::string& l : pb.epilogue) w.line(l);
-          w.close();
-        }
-        w.close();
-      }
-      w.line("__syncthreads();");
-    }
-    w.close();
-  }
+  else
+    emit_block_rows(w, p, k, plan, bodies, accs);
   w.close();
   return w.take();
 }

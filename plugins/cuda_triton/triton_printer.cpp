@@ -8,6 +8,7 @@
 #include <set>
 
 #include "stax/sdk/ops_handler.hpp"
+#include "stax/sdk/source_writer.hpp"
 
 namespace stax::triton {
 
@@ -106,18 +107,6 @@ std::string int_literal(int64_t v) {
   if (v == INT64_MIN) return "(-9223372036854775807 - 1)";
   return std::to_string(v);
 }
-
-class Writer {
- public:
-  void line(const std::string& t) { out_ += std::string(4 * depth_, ' ') + t + "\n"; }
-  void indent() { ++depth_; }
-  void dedent() { --depth_; }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-  int depth_ = 1;
-};
 
 // The statements of one body.
 struct Printed {
@@ -623,21 +612,13 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   int acc_counter_ = 0;
 };
 
-// Row-major decomposition of `linear` over `extents` into var(k).
+// `var(k) = <term k>` for the row-major decomposition of `linear` over `extents`.
 template <class Var>
-void decompose(Writer& w, const std::string& linear, sdk::Span<int64_t> extents, Var var) {
-  int64_t stride = 1;
-  std::vector<int64_t> strides(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    strides[k] = stride;
-    stride *= extents[k];
-  }
-  for (size_t k = 0; k < extents.size(); ++k) {
-    std::string v = linear;
-    if (strides[k] != 1) v = "(" + v + " // " + std::to_string(strides[k]) + ")";
-    if (k > 0) v = v + " % " + std::to_string(extents[k]);
-    w.line(var(static_cast<int32_t>(k)) + " = " + v);
-  }
+void decompose(sdk::SourceWriter& w, const std::string& linear, sdk::Span<int64_t> extents,
+               Var var) {
+  const std::vector<std::string> terms =
+      sdk::decompose_index(linear, extents, sdk::python_index());
+  for (size_t k = 0; k < terms.size(); ++k) w.line(var(static_cast<int32_t>(k)) + " = " + terms[k]);
 }
 
 constexpr const char kPrelude[] = R"PY(import triton
@@ -857,7 +838,7 @@ TritonKernelSource print_triton_kernel(const sdk::Kernel& k) {
     params += ops.buffer_names()[i] + ", ";
   }
   bool wide = k.index_bits() == 64;
-  Writer w;
+  sdk::SourceWriter w("    ", 1);  // four spaces per level, inside the def
   std::string head = "@triton.jit\ndef " + k.name() + "(" + params + "XBLOCK: tl.constexpr" +
                      (l.reduction ? ", RBLOCK: tl.constexpr" : "") + "):\n";
   w.line("xnumel = " + std::to_string(l.numel));

@@ -39,6 +39,8 @@
  *   leave it 0 and the host never asks them for epilogues) and StaxRunExternArgs.epilogue,
  *   epilogue_buffers, num_epilogue_buffers (host-written) and epilogue_done (plugin-written: an
  *   older plugin never sets it, and the host runs the epilogue itself): see EPILOGUES below.
+ *   1.6 (issue 27) appended StaxDeviceProperties.concurrent_compiles (plugin-written: an older
+ *   plugin leaves it 0 and its compiles stay serialised; see OWNERSHIP AND THREADS).
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -64,6 +66,12 @@
  *   other call on that backend except backend_destroy and the destruction of the kernel being
  *   run (a compiled kernel must then be a pure function of its buffers, and run_extern must not
  *   share mutable state between calls). With concurrent_runs 0 the host never overlaps them.
+ *   Likewise, when its StaxDeviceProperties.concurrent_compiles is nonzero (ABI 1.6), `compile`
+ *   may be called from several threads at once, each call with its own kernel description, and
+ *   concurrently with any other call on that backend except backend_configure, backend_destroy
+ *   and the calls on a compiled kernel the compile being made returns: the host compiles a
+ *   graph's kernels in parallel. The kernel a compile returns must not depend on which compiles
+ *   ran beside it (the same description gives the same kernel). With 0 compiles take turns.
  *   A host destroys every compiled kernel before the backend that compiled it.
  *
  * LIFECYCLE
@@ -82,7 +90,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 5
+#define STAX_PLUGIN_API_MINOR 6
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -358,6 +366,9 @@ typedef struct StaxDeviceProperties {
   int32_t concurrent_runs;
   /* 1.5: nonzero when run_extern runs epilogue kernels fused into matrix products (EPILOGUES) */
   int32_t extern_epilogues;
+  /* 1.6: nonzero when compile may be called from several threads at once (OWNERSHIP AND
+   * THREADS above) */
+  int32_t concurrent_compiles;
 } StaxDeviceProperties;
 
 /* Seed §6.6: a value with several users is materialized if any rule holds. */

@@ -40,6 +40,9 @@ struct DeviceProperties {
   // ABI 1.5: run_extern_with_epilogue runs epilogue kernels fused into matrix products
   // (plugin_api.h, EPILOGUES); the host's scheduler then fuses them.
   bool extern_epilogues = false;
+  // ABI 1.6: compile may be called from several threads at once (plugin_api.h, OWNERSHIP AND
+  // THREADS): the host then compiles a graph's kernels in parallel.
+  bool concurrent_compiles = false;
 };
 
 // Seed §6.6. Defaults per device kind: cpu() / gpu() (the values: threshold_defaults.h).

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "stax/sdk/cstyle_printer.hpp"
+#include "stax/sdk/source_writer.hpp"
 
 namespace stax {
 namespace sdk {
@@ -52,31 +53,25 @@ inline std::string c_for_header(const CStylePrinter& p, const std::string& var, 
 // across bodies).
 inline std::string frame_loops(CStylePrinter& p, const FramingStyle& style = FramingStyle()) {
   const Kernel& k = p.kernel();
-  std::string out;
-  auto line = [&](int level, const std::string& text) {
-    for (int i = 0; i < level; ++i) out += style.indent;
-    out += text + "\n";
-  };
-  int level = style.base_level;
+  SourceWriter w(style.indent, style.base_level);
   for (size_t i = 0; i < k.ranges().size(); ++i)
-    line(level++, c_for_header(p, p.iter_var(static_cast<int32_t>(i)), k.ranges()[i]));
+    w.open(c_for_header(p, p.iter_var(static_cast<int32_t>(i)), k.ranges()[i]));
   for (size_t b = 0; b < k.num_bodies(); ++b) {
     LoopBody body = k.body(b);
     PrintedBody pb = p.print(body);
-    if (style.body_comments) line(level, "// " + body.name());
-    for (const std::string& l : pb.prologue) line(level, l);
-    for (const std::string& l : pb.hoisted) line(level, l);
-    int inner = level;
+    if (style.body_comments) w.line("// " + body.name());
+    for (const std::string& l : pb.prologue) w.line(l);
+    for (const std::string& l : pb.hoisted) w.line(l);
+    const int level = w.depth();
     if (body.is_reduction_loop())
       for (size_t r = 0; r < k.reduction_ranges().size(); ++r)
-        line(inner++, c_for_header(p, p.reduce_var(static_cast<int32_t>(r)),
-                                   k.reduction_ranges()[r]));
-    for (const std::string& l : pb.lines) line(inner, l);
-    while (inner > level) line(--inner, "}");
-    for (const std::string& l : pb.epilogue) line(level, l);
+        w.open(c_for_header(p, p.reduce_var(static_cast<int32_t>(r)), k.reduction_ranges()[r]));
+    for (const std::string& l : pb.lines) w.line(l);
+    while (w.depth() > level) w.close();
+    for (const std::string& l : pb.epilogue) w.line(l);
   }
-  while (level > style.base_level) line(--level, "}");
-  return out;
+  while (w.depth() > style.base_level) w.close();
+  return w.take();
 }
 
 // The kernel function: `<signature> {` + frame_loops + `}`.

@@ -162,6 +162,7 @@ struct Adapter {
       c.shared_memory_per_block = p.shared_memory_per_block;
       c.concurrent_runs = p.concurrent_runs ? 1 : 0;
       c.extern_epilogues = p.extern_epilogues ? 1 : 0;
+      c.concurrent_compiles = p.concurrent_compiles ? 1 : 0;
       copy_out(a->properties, c);
     });
   }
