@@ -66,6 +66,13 @@ np.testing.assert_allclose(f(a, b), (np.maximum(a + b, 0) * 2).sum(-1), rtol=1e-
 cf = stax.grad(stax.Graph.parse(str(g)), wrt=["x"])
 (gx,) = cf(a, b).backward(np.ones(64, np.float32))
 np.testing.assert_array_equal(gx, np.where(a + b > 0, 2.0, 0.0).astype(np.float32))
+# torch.compile(model, backend="stax") finds the backend through this entry point, without an
+# `import stax` first (torch is not in this venv: the metadata and the module's files are checked).
+from importlib.metadata import entry_points
+eps = {e.name: e for e in entry_points(group="torch_dynamo_backends")}
+assert "stax" in eps and eps["stax"].value == "stax.dynamo:backend", eps
+for f in ("__init__.py", "backend.py", "aten_trace.py", "fx_import.py", "runtime.py"):
+    assert os.path.isfile(os.path.join(pkg, "dynamo", f)), f"the wheel lacks stax/dynamo/{f}"
 print("test_wheel: import stax from", pkg, "| plugins:", ", ".join(sorted(names)))
 PY
 echo "test_wheel: checks in the fresh venv: $(elapsed "$t")"
