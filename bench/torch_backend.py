@@ -3,10 +3,13 @@ step time (forward, forward+backward) on 1 and 2 threads, interleaved, and compi
 and cached.
 
     PYTHONPATH=build/python .venv/bin/python bench/torch_backend.py [--reps 7] [--steps 20]
-        [--models gpt,resnet] [--threads 1,2] [--backends eager,inductor,stax] [--skip-compile]
+        [--models gpt,resnet,...] [--threads 1,2] [--backends eager,inductor,stax] [--skip-compile]
 
-Models: a GPT-2 pre-norm block (d=128, 4 heads, batch 8 x 64 tokens, causal SDPA) and a ResNet
-BasicBlock (64 channels, 8 x 32 x 32, train mode: batch norm with running statistics).
+Models (`--models`, default all): the module set of the tests at bench sizes (MODELS below): a
+GPT-2 pre-norm block (d=128, 4 heads, batch 8 x 64 tokens, causal SDPA), a ResNet BasicBlock
+(64 channels, 8 x 32 x 32, train mode: batch norm with running statistics), nn.TransformerEncoderLayer,
+a ConvNeXt block, a diffusion-UNet residual block, an embedding + tied head + cross-entropy LM, an
+MLP-Mixer block and nn.LSTM.
 Step times: for each thread count, rounds that run every backend once in turn (eager,
 inductor, stax), `steps` steps each; the median over `reps` rounds of the mean step, in ms, and
 the ratio to Inductor. Compile times: each in a fresh process (`--worker compile`), the first
@@ -33,13 +36,29 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import modules  # noqa: E402  (the test suite's module definitions)
 
 
+# The module set of the tests (tests/python/torch_backend/modules.py) at bench sizes: each entry
+# builds the module in train mode (batch norm with batch statistics; dropout 0) and its inputs.
+MODELS = {
+    "gpt": lambda: (modules.GPTBlock(d=128, heads=4), (torch.randn(8, 64, 128),)),
+    "resnet": lambda: (modules.BasicBlock(c=64), (torch.randn(8, 64, 32, 32),)),
+    "encoder": lambda: (nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True),
+                        (torch.randn(8, 64, 128),)),
+    "convnext": lambda: (modules.ConvNeXtBlock(c=64), (torch.randn(8, 64, 16, 16),)),
+    "unet": lambda: (modules.UNetResBlock(c=64, t=128),
+                     (torch.randn(8, 64, 16, 16), torch.randn(8, 128))),
+    "lm": lambda: (modules.EmbeddingLM(vocab=1000, d=128),
+                   (torch.randint(0, 1000, (8, 64)), torch.randint(0, 1000, (8, 64)))),
+    "mixer": lambda: (modules.MixerBlock(patches=64, c=128), (torch.randn(8, 64, 128),)),
+    "lstm": lambda: (nn.LSTM(64, 64, batch_first=True), (torch.randn(8, 32, 64),)),
+}
+
+
 def make(name):
+    if name not in MODELS:
+        raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
     torch.manual_seed(0)
-    if name == "gpt":
-        return modules.GPTBlock(d=128, heads=4), (torch.randn(8, 64, 128),)
-    if name == "resnet":
-        return modules.BasicBlock(c=64).train(), (torch.randn(8, 64, 32, 32),)
-    raise ValueError(name)
+    model, args = MODELS[name]()
+    return model.train(), args
 
 
 def compiled(model, backend):
@@ -54,7 +73,8 @@ def compiled(model, backend):
 def step(fn, args, backward):
     out = fn(*args)
     if backward:
-        out.float().pow(2).mean().backward()
+        first = out[0] if isinstance(out, tuple) else out  # nn.LSTM: (output, (h, c))
+        first.float().pow(2).mean().backward()
     return out
 
 
@@ -66,29 +86,36 @@ def time_steps(fn, args, backward, steps):
 
 
 def bench_steps(names, threads, reps, steps, backends):
-    rows = []
+    """Yields (threads, model, pass, {backend: median ms or None}); None: the backend failed on
+    the model (its error is printed once, the others are still timed)."""
     for nthreads in threads:
         torch.set_num_threads(nthreads)
         for name in names:
             for backward in (False, True):
-                fns = {}
+                ctx = torch.enable_grad if backward else torch.no_grad
+                fns, failed = {}, []
                 for backend in backends:
                     model, args = make(name)
-                    fns[backend] = (compiled(model, backend), args)
-                    ctx = torch.enable_grad() if backward else torch.no_grad()
-                    with ctx:
-                        step(*fns[backend], backward)  # compile, warm up
-                        step(*fns[backend], backward)
+                    fn = compiled(model, backend)
+                    try:
+                        with ctx():
+                            step(fn, args, backward)  # compile, warm up
+                            step(fn, args, backward)
+                        fns[backend] = (fn, args)
+                    except Exception as e:  # a peer's (or Stax's) failure is a row, not the end
+                        failed.append(backend)
+                        first = (str(e).strip().splitlines() or [""])[-1][:160]
+                        print(f"  {backend} failed on {name} ({'fwd+bwd' if backward else 'fwd'}):"
+                              f" {type(e).__name__}: {first}", flush=True)
                 times = {b: [] for b in fns}
                 for _ in range(reps):
                     for backend, (fn, args) in fns.items():
-                        ctx = torch.enable_grad() if backward else torch.no_grad()
-                        with ctx:
+                        with ctx():
                             times[backend].append(time_steps(fn, args, backward, steps))
                 med = {b: statistics.median(v) for b, v in times.items()}
-                rows.append((nthreads, name, "fwd+bwd" if backward else "fwd", med))
+                med.update({b: None for b in failed})
+                yield nthreads, name, "fwd+bwd" if backward else "fwd", med
                 torch._dynamo.reset()
-    return rows
 
 
 def compile_worker(name, backend):
@@ -108,10 +135,11 @@ def bench_compile(names, backends):
                            TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"))
                 secs = []
                 for _ in ("cold", "cached"):
-                    out = subprocess.run([sys.executable, __file__, "--worker", "compile",
-                                          "--models", name, "--backend", backend], env=env,
-                                         check=True, capture_output=True, text=True).stdout
-                    secs.append(json.loads(out.strip().splitlines()[-1])["seconds"])
+                    r = subprocess.run([sys.executable, __file__, "--worker", "compile",
+                                        "--models", name, "--backend", backend], env=env,
+                                       capture_output=True, text=True)
+                    secs.append(json.loads(r.stdout.strip().splitlines()[-1])["seconds"]
+                                if r.returncode == 0 else float("nan"))
                 rows.append((name, backend, secs[0], secs[1]))
     return rows
 
@@ -120,7 +148,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--models", default="gpt,resnet")
+    ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--backends", default="eager,inductor,stax")
     ap.add_argument("--skip-compile", action="store_true")
@@ -128,6 +156,8 @@ def main():
     ap.add_argument("--backend")
     a = ap.parse_args()
     names = a.models.split(",")
+    # Dynamo traces nn.LSTM only with this switch (else it runs the LSTM eager: docs/torch_backend.md).
+    torch._dynamo.config.allow_rnn = True
     if a.worker == "compile":
         compile_worker(names[0], a.backend)
         return
@@ -136,16 +166,22 @@ def main():
     backends = a.backends.split(",")
     base = "inductor" if "inductor" in backends else backends[0]
     print(f"\nstep time, ms (median of rounds; ratio to {base})")
-    print(f"{'threads':>7} {'model':>7} {'pass':>8} " + " ".join(f"{b:>16}" for b in backends))
+    print(f"{'threads':>7} {'model':>8} {'pass':>8} " + " ".join(f"{b:>16}" for b in backends))
     for nthreads, name, kind, med in bench_steps(names, [int(t) for t in a.threads.split(",")],
                                                  a.reps, a.steps, backends):
-        cells = " ".join(f"{med[b]:8.3f} ({med[b] / med[base]:4.2f}x)" for b in backends)
-        print(f"{nthreads:>7} {name:>7} {kind:>8} {cells}")
+        def cell(b):
+            if med[b] is None:
+                return f"{'failed':>16}"
+            if med[base] is None:
+                return f"{med[b]:8.3f}         "
+            return f"{med[b]:8.3f} ({med[b] / med[base]:4.2f}x)"
+        print(f"{nthreads:>7} {name:>8} {kind:>8} " + " ".join(cell(b) for b in backends),
+              flush=True)
     if not a.skip_compile:
         print("\ncompile time of the first forward+backward, s (fresh processes)")
-        print(f"{'model':>7} {'backend':>9} {'cold':>8} {'cached':>8}")
+        print(f"{'model':>8} {'backend':>9} {'cold':>8} {'cached':>8}  (nan: failed)")
         for name, backend, cold, cached in bench_compile(names, backends):
-            print(f"{name:>7} {backend:>9} {cold:8.2f} {cached:8.2f}")
+            print(f"{name:>8} {backend:>9} {cold:8.2f} {cached:8.2f}", flush=True)
 
 
 if __name__ == "__main__":
