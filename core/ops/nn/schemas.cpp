@@ -561,10 +561,15 @@ void register_nn_ops(OpRegistry& r) {
       "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
       "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
-  // The entry points as torch prints their schemas: int[1] defaults as lists ([1]), int[2] /
-  // int[3] defaults as one int (1), which binds as [1] and repeats per spatial dim.
+  // The entry points as torch 2.x prints their schemas: every int[N] default a list of N
+  // values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
+  auto repeat_default = [](int value, int sp) {
+    std::string s = "[";
+    for (int i = 0; i < sp; ++i) s += (i ? ", " : "") + std::to_string(value);
+    return s + "]";
+  };
   auto conv_entry = [&](const std::string& name, int sp, bool transposed) {
-    std::string L = sp == 1 ? "[1]" : "1", Z = sp == 1 ? "[0]" : "0";
+    std::string L = repeat_default(1, sp), Z = repeat_default(0, sp);
     std::string T = "int[" + std::to_string(sp) + "]";
     std::string s = name + "(Tensor input, Tensor weight, Tensor? bias=None, " + T +
                     " stride=" + L + ", " + T + " padding=" + Z + ", ";
@@ -619,7 +624,7 @@ void register_nn_ops(OpRegistry& r) {
   // input's size, an odd total padding puts the extra element on the right, as torch does).
   for (int sp = 1; sp <= 3; ++sp) {
     std::string n = std::to_string(sp), T = "int[" + n + "]";
-    std::string L = sp == 1 ? "[1]" : "1";
+    std::string L = repeat_default(1, sp);
     r.add("conv" + n + "d.padding(Tensor input, Tensor weight, Tensor? bias=None, " + T +
               " stride=" + L + ", str padding=\"valid\", " + T + " dilation=" + L +
               ", int groups=1) -> Tensor",
