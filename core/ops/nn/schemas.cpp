@@ -6,9 +6,9 @@
 // path fuses them and their derivatives follow from the decomposition.
 //
 // Differences from aten, by design of a single-output, functional IR:
-//   * batch_norm with training=True normalizes with the batch statistics but cannot update
-//     running_mean / running_var in place (a graph computes the update explicitly, as
-//     examples/cnn_train_step.stax does). The multi-output native_batch_norm, native_group_norm,
+//   * batch_norm with training=True normalizes with the batch statistics; the update of
+//     running_mean / running_var is functionalized as Graph::call builds the node
+//     (core/ops/mutation/rules.cpp, docs/functionalization.md). The multi-output native_batch_norm, native_group_norm,
 //     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
 //     into these (core/ops/multi_output/schemas.cpp); convolution_backward is not registered.
 //   * scaled_dot_product_attention supports dropout_p == 0 only.
