@@ -6,7 +6,9 @@
 //   --seed, the k-th one at Philox offset = the element count of the random inputs before it, so
 //   the data is reproducible and independent of the other inputs' sources.
 // Prints one line per input and per output ("NAME: float32(64,) min=... max=... mean=... [...]")
-// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order.
+// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order, and for each
+// output that is an input's new value (`return (y, add_ -> x)`: an in-place op wrote input x,
+// core/graph/functionalize.h) also DIR/x.npy, the updated input.
 //
 // Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml; --device KIND
 // runs the graph on the config's device KIND, as default_device would) compiles
@@ -217,8 +219,10 @@ int run(const RunOptions& o) {
     }
   }
   std::vector<Node*> returned = g.outputs();
+  const std::vector<std::string> updates = g.output_updates();
   auto name_of = [&](size_t i) {
-    return i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
+    std::string n = i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
+    return i < updates.size() && !updates[i].empty() ? n + " -> " + updates[i] : n;
   };
   auto ms_text = [](double ms) {
     char buf[64];
@@ -283,6 +287,8 @@ int run(const RunOptions& o) {
       std::string path =
           (std::filesystem::path(o.save) / ("out" + std::to_string(i) + ".npy")).string();
       save_npy(path, outputs[i]);
+      if (i < updates.size() && !updates[i].empty())
+        save_npy((std::filesystem::path(o.save) / (updates[i] + ".npy")).string(), outputs[i]);
     }
     std::cout << "saved " << outputs.size() << " output(s) to " << o.save << "\n";
   }
