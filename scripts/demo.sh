@@ -35,3 +35,6 @@ echo "== stax grad examples/transformer_block.stax --check (layer_norm, causal a
 ./build/bin/stax grad examples/transformer_block.stax \
   --wrt x,ln1_w,ln1_b,w_qkv,b_qkv,w_o,b_o,ln2_w,ln2_b,w_1,b_1,w_2,b_2 \
   --config configs/cpu.yaml --check | tail -n 3
+echo
+echo "== examples/torch_backend_train.py (torch.compile(model, backend=\"stax\"): a GPT-style block, 5 AdamW steps against eager)"
+PYTHONPATH=build/python .venv/bin/python examples/torch_backend_train.py

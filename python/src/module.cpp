@@ -31,4 +31,8 @@ NB_MODULE(_stax, m) {
   // itself first (a wheel), then here (the build tree).
   m.attr("_source_dir") = STAX_PYTHON_SOURCE_DIR;
   m.attr("_build_plugin_dir") = STAX_PYTHON_BUILD_PLUGIN_DIR;
+  // Stax objects may still be referenced at interpreter exit by other libraries' caches (torch
+  // Dynamo's compiled graphs, autograd graphs holding a ForwardResult): not a refcount bug, so
+  // nanobind's shutdown leak report stays off.
+  nanobind::set_leak_warnings(false);
 }

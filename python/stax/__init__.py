@@ -27,3 +27,36 @@ __all__ = [
     "cache", "dtype", "undefined", "configs_dir", "plugin_dir", "cmake_dir", "shipped_configs",
     "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
 ]
+
+
+def compile(fn_or_module, config="cpu", **options):  # noqa: A001  (the seed's tp.compile)
+    """torch.compile(fn_or_module, backend="stax") with Stax's options (config, budget, device,
+    fallback, dynamic, fullgraph): see stax.dynamo.compile and docs/torch_backend.md."""
+    from .dynamo import compile as _compile
+    return _compile(fn_or_module, config, **options)
+
+
+def explain(fn=None):
+    """What the torch backend did with `fn` (a stax.compile result), or with every graph of
+    this process compiled with backend="stax": partitions, saved and recomputed values, ops
+    split off to torch eager, fallbacks (stax.dynamo.explain)."""
+    from .dynamo import explain as _explain
+    return _explain(fn)
+
+
+def _register_torch_backend():
+    # torch.compile(backend="stax") finds the backend through the torch_dynamo_backends entry
+    # point (the wheel's; the build tree writes one too). When Dynamo is already imported, the
+    # backend is also registered here, at no import cost (`import stax` imports neither torch
+    # nor Dynamo: ~10 s on the loaded session machine).
+    import sys
+    if "torch._dynamo" in sys.modules:
+        try:
+            from .dynamo import register
+            register()
+        except ImportError:  # a torch without Dynamo
+            pass
+
+
+_register_torch_backend()
+__all__ += ["compile", "explain"]

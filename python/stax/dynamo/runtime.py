@@ -1,0 +1,142 @@
+"""One Stax partition of an aten graph at run time: compiled per input signature, inference
+through stax.Compiler, training through stax.grad inside a torch.autograd.Function.
+
+Training (grad mode on and an input that requires grad) goes through Stax's own joint graph,
+min-cut partitioner and compiled backward (seed §5): ``stax.grad(graph, wrt=<the inputs that
+require grad>)``. The forward's ForwardResult (the saved values) lives on the autograd
+Function's ctx; backward() runs the compiled backward. Not AOTAutograd's partitioner.
+"""
+import logging
+import threading
+import time
+
+import torch
+
+from .. import _compiler
+from .._errors import Error
+from . import fx_import
+
+log = logging.getLogger("stax.dynamo")
+
+
+class _StaxFunction(torch.autograd.Function):
+    """Forward: the compiled forward of stax.grad; backward: its compiled backward."""
+
+    @staticmethod
+    def forward(ctx, entry, *inputs):
+        result = entry.fn.forward(*inputs)
+        ctx.result, ctx.entry = result, entry
+        ctx.set_materialize_grads(False)
+        outs = tuple(result.outputs)
+        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        entry = ctx.entry
+        ups = [g if (g is not None and o_float) else None
+               for g, o_float in zip(grad_outputs, entry.float_outputs)]
+        # retain_graph: torch decides whether this node runs again (backward(retain_graph=True));
+        # the saved values are freed with the autograd graph that owns ctx.
+        grads = ctx.result.backward(*ups, retain_graph=True)
+        out = [None] * entry.num_inputs
+        for pos, g in zip(entry.wrt_positions, grads):
+            out[pos] = g
+        return (None, *out)
+
+
+class _Entry:
+    """What one input signature compiled to."""
+
+    def __init__(self, imported, fn, mode, wrt_positions, num_inputs):
+        self.imported = imported
+        self.fn = fn  # a stax.CompiledGraph (inference) or stax.CompiledFunction (training)
+        self.mode = mode
+        self.wrt_positions = wrt_positions
+        self.num_inputs = num_inputs
+        self.float_outputs = [o.dtype.startswith(("float", "bfloat"))
+                              for o in imported.graph.outputs]
+
+
+def _signature(inputs, training):
+    sig = tuple((tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else ("value", t)
+                for t in inputs)
+    grads = tuple(bool(isinstance(t, torch.Tensor) and t.requires_grad
+                       and t.is_floating_point()) for t in inputs) if training else ()
+    return sig, grads
+
+
+class StaxPartition(torch.nn.Module):
+    """A partition of the aten graph (`gm`, a GraphModule of aten calls) run by Stax."""
+
+    def __init__(self, name, gm, options, record):
+        super().__init__()
+        self.name = name
+        self.gm = gm
+        self.options = options
+        self.record = record  # stax.dynamo.explain.PartitionRecord
+        self._entries = {}
+        self._lock = threading.Lock()  # one compile per signature, also from several threads
+        self._eager = False
+
+    def _compile(self, inputs, training):
+        sig, grads = _signature(inputs, training)
+        imported = fx_import.import_graph(self.gm, inputs)
+        t0 = time.perf_counter()
+        if training:
+            wrt_positions = [i for i, g in enumerate(grads) if g]
+            wrt = [imported.input_names[i] for i in wrt_positions]
+            fn = _compiler.grad(imported.graph, wrt, budget=self.options.budget,
+                                compiler=self.options.compiler())
+            entry = _Entry(imported, fn, "training", wrt_positions, len(inputs))
+        else:
+            fn = self.options.compiler().compile(imported.graph)
+            entry = _Entry(imported, fn, "inference", [], len(inputs))
+        self.record.compiled(entry, time.perf_counter() - t0)
+        return entry
+
+    def _entry(self, inputs, training):
+        key = _signature(inputs, training)
+        entry = self._entries.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is None:
+                    entry = self._entries[key] = self._compile(inputs, training)
+        return entry
+
+    def forward(self, *inputs):
+        if self._eager:
+            return self.gm(*inputs)
+        training = torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in inputs)
+        try:
+            entry = self._entry(inputs, training)
+        except Error as e:
+            if self.options.fallback == "error":
+                raise
+            self._eager = True
+            self.record.fell_back(e)
+            log.warning("stax: partition %s (%d aten ops) runs in torch eager: %s", self.name,
+                        self.record.num_nodes, e)
+            return self.gm(*inputs)
+        if entry.mode == "training":
+            outs = _StaxFunction.apply(entry, *inputs)
+        else:
+            outs = entry.fn(*inputs)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+        self.record.called()
+        return self._assemble(entry.imported, outs, inputs)
+
+    @staticmethod
+    def _assemble(imported, outs, inputs):
+        values = []
+        for kind, v in imported.outputs:
+            if kind == "node":
+                values.append(outs[v])
+            elif kind == "input":
+                values.append(inputs[v])
+            else:
+                values.append(v)
+        return tuple(values) if imported.tuple_output else values[0]
