@@ -25,6 +25,8 @@ enum class OpCategory {
   Random,     // rand, randn, bernoulli, dropout-like: never CSE'd, never recomputed freely
   Creation,   // full, zeros, ones, arange (no tensor inputs)
   Composite,  // softmax, log_softmax, layer_norm ...: have a decomposition
+  Mutating,   // in-place and out= forms (add_, add.out): functionalized by Graph::call
+              // (core/graph/functionalize.h), never a node
 };
 std::string_view category_name(OpCategory c);
 

@@ -49,9 +49,11 @@ std::string tuple_str(const std::vector<Arg>& items) {
 std::string return_str(const Node& out) {
   std::string s = "return (";
   const auto& values = out.args();
+  const auto& updates = out.output_updates();
   for (size_t i = 0; i < values.size(); ++i) {
     if (i) s += ", ";
     s += values[i].is_node() ? values[i].node()->name() : arg_str(values[i]);
+    if (i < updates.size() && !updates[i].empty()) s += " -> " + updates[i];
   }
   if (values.size() == 1) s += ",";
   return s + ")";

@@ -5,6 +5,7 @@
 #include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
 #include "core/graph/decompositions.h"
+#include "core/graph/functionalize.h"
 #include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
@@ -27,6 +28,7 @@ void register_all_ops(OpRegistry& r) {
   register_special_ops(r);
   register_random_ops(r);
   register_activation_ops(r);
+  register_mutating_forms(r);  // derived from the functional ops above
 }
 
 namespace {
@@ -110,6 +112,8 @@ void install_ops() {
     install_jvps(jvp_table_to_fill());
     install_kernels(interpreter_table_to_fill());
     install_lowering_rules(lowering_table_to_fill());
+    register_mutation_rules(functionalization_table_to_fill(), default_registry());
+    register_view_functionalization(functionalization_table_to_fill(), default_registry());
   });
 }
 

@@ -7,6 +7,7 @@ namespace stax {
 
 class DecompositionTable;
 class ExpansionTable;
+class FunctionalizationTable;
 class InterpreterTable;
 class JvpTable;
 class LoweringTable;
@@ -27,6 +28,12 @@ void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, nati
 void register_special_ops(OpRegistry& r);       // erfinv digamma polygamma Bessel zeta ...
 void register_random_ops(OpRegistry& r);        // normal bernoulli randint_like
 void register_activation_ops(OpRegistry& r);    // leaky_relu elu hardtanh ... and *_backward
+// In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
+void register_mutating_forms(OpRegistry& r);
+
+// ---- functionalization (core/graph/functionalize.h)
+void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r);  // add_ copy_ bn
+void register_view_functionalization(FunctionalizationTable& t, const OpRegistry& r);
 
 // ---- multi-output expansions (core/graph/multi_output.h)
 void register_multi_output_expansions(ExpansionTable& t);

@@ -92,7 +92,11 @@ def registry(stax):
                          text=True).stdout
     ops = []
     for line in out.splitlines():
-        name, _cat, _grad, schema = line.split("\t")
+        name, cat, _grad, schema = line.split("\t")
+        # In-place and out= forms never become nodes: Graph::call functionalizes them into their
+        # functional op, which is checked here (docs/functionalization.md).
+        if cat == "mutating":
+            continue
         ops.append(mc.Schema(name, schema))
     return ops
 

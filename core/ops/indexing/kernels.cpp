@@ -425,7 +425,21 @@ Tensor scatter_reduce(const KernelContext& ctx) {
   dispatch_compute(computation_dtype(out.dtype()), [&](auto tag) {
     using C = typename decltype(tag)::type;
     if constexpr (std::is_same_v<C, bool>) {
-      ctx.fail("scatter_reduce is not implemented for bool tensors");
+      // As torch: sum and amax are `or`, prod and amin `and`; mean has no bool form.
+      if (red == "mean") ctx.fail("scatter_reduce: mean is not implemented for bool tensors");
+      const bool is_or = red == "sum" || red == "amax";
+      Reader<bool> rs(src), ro(out);
+      Writer<bool> wo(out);
+      std::vector<char> acc(static_cast<size_t>(out.numel()));
+      for (int64_t i = 0; i < out.numel(); ++i) acc[i] = ro(i);
+      for (size_t e = 0; e < target.size(); ++e) {
+        int64_t t = target[e];
+        bool v = rs(source[e]);
+        bool first = !include_self && !touched[t];
+        touched[t] = true;
+        acc[t] = first ? v : is_or ? (acc[t] || v) : (acc[t] && v);
+      }
+      for (int64_t i = 0; i < out.numel(); ++i) wo(i, acc[i] != 0);
     } else {
       Reader<C> rs(src), ro(out);
       Writer<C> wo(out);

@@ -6,9 +6,9 @@
 // path fuses them and their derivatives follow from the decomposition.
 //
 // Differences from aten, by design of a single-output, functional IR:
-//   * batch_norm with training=True normalizes with the batch statistics but cannot update
-//     running_mean / running_var in place (a graph computes the update explicitly, as
-//     examples/cnn_train_step.stax does). The multi-output native_batch_norm, native_group_norm,
+//   * batch_norm with training=True normalizes with the batch statistics; the update of
+//     running_mean / running_var is functionalized as Graph::call builds the node
+//     (core/ops/mutation/rules.cpp, docs/functionalization.md). The multi-output native_batch_norm, native_group_norm,
 //     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
 //     into these (core/ops/multi_output/schemas.cpp); convolution_backward is not registered.
 //   * scaled_dot_product_attention supports dropout_p == 0 only.
@@ -567,10 +567,15 @@ void register_nn_ops(OpRegistry& r) {
       "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
       "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
-  // The entry points as torch prints their schemas: int[1] defaults as lists ([1]), int[2] /
-  // int[3] defaults as one int (1), which binds as [1] and repeats per spatial dim.
+  // The entry points as torch 2.x prints their schemas: every int[N] default a list of N
+  // values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
+  auto repeat_default = [](int value, int sp) {
+    std::string s = "[";
+    for (int i = 0; i < sp; ++i) s += (i ? ", " : "") + std::to_string(value);
+    return s + "]";
+  };
   auto conv_entry = [&](const std::string& name, int sp, bool transposed) {
-    std::string L = sp == 1 ? "[1]" : "1", Z = sp == 1 ? "[0]" : "0";
+    std::string L = repeat_default(1, sp), Z = repeat_default(0, sp);
     std::string T = "int[" + std::to_string(sp) + "]";
     std::string s = name + "(Tensor input, Tensor weight, Tensor? bias=None, " + T +
                     " stride=" + L + ", " + T + " padding=" + Z + ", ";
@@ -626,7 +631,7 @@ void register_nn_ops(OpRegistry& r) {
   // input's size, an odd total padding puts the extra element on the right, as torch does).
   for (int sp = 1; sp <= 3; ++sp) {
     std::string n = std::to_string(sp), T = "int[" + n + "]";
-    std::string L = sp == 1 ? "[1]" : "1";
+    std::string L = repeat_default(1, sp);
     r.add("conv" + n + "d.padding(Tensor input, Tensor weight, Tensor? bias=None, " + T +
               " stride=" + L + ", str padding=\"valid\", " + T + " dilation=" + L +
               ", int groups=1) -> Tensor",

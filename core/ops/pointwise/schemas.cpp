@@ -99,7 +99,7 @@ TensorMeta round_decimals_rule(const CallArgs& c) {
 TensorMeta heaviside_rule(const CallArgs& c) {
   if (c.tensor("self").dtype != c.tensor("values").dtype)
     c.fail("heaviside is not yet implemented for tensors with different dtypes");
-  return numeric({"self", "values"})(c);
+  return infer::elementwise(c, {"self", "values"}, P::Default);  // bool too, as torch
 }
 
 TensorMeta int_binary(const CallArgs& c) {
@@ -286,11 +286,12 @@ void register_pointwise_ops(OpRegistry& r) {
   r.add("clamp_max(Tensor self, Scalar max) -> Tensor", C::Composite, P::Default,
         numeric({"self", "max"}));
 
+  // The Tensor forms are maximum / minimum (bool too, as torch); the Scalar ones are not for bool.
   r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", C::Composite, P::Default,
-        numeric({"self", "min"}));
+        infer::elementwise_rule({"self", "min"}));
 
   r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", C::Composite, P::Default,
-        numeric({"self", "max"}));
+        infer::elementwise_rule({"self", "max"}));
 
   // ---- fmod and bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp)
   r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
@@ -412,9 +413,9 @@ void register_pointwise_ops(OpRegistry& r) {
     comp("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", P::IntToFloat,
          floating({"self", "other"}, P::IntToFloat));
 
-    for (const char* n : {"fmax", "fmin"})
+    for (const char* n : {"fmax", "fmin"})  // bool too, as torch
       comp(std::string(n) + "(Tensor self, Tensor other) -> Tensor", P::Default,
-           numeric({"self", "other"}));
+           infer::elementwise_rule({"self", "other"}));
 
     comp("round.decimals(Tensor self, *, int decimals) -> Tensor", P::None, round_decimals_rule);
   }

@@ -108,11 +108,20 @@ Node* norm(Graph& g, const Node& n) {
     Node* nz = cast(g, g.call("ne.Scalar", {x, 0}), x->dtype());
     return g.call("sum.dim_IntList", {nz, dims, keepdim});
   }
-  if (p == 1) return g.call("sum.dim_IntList", {g.call("abs", {x}), dims, keepdim});
-  if (p == 2)
-    return g.call("sqrt", {g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), dims, keepdim})});
-  Node* a = g.call(pow_tensor_scalar(), {g.call("abs", {x}), p});
-  return g.call(pow_tensor_scalar(), {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
+  // float16 / bfloat16 accumulate in float32 and round once, as torch (x*x of a float16 value
+  // above 256 would overflow).
+  const DType out = n.dtype();
+  if (x->dtype() == DType::Float16 || x->dtype() == DType::BFloat16) x = cast(g, x, DType::Float32);
+  Node* r;
+  if (p == 1) {
+    r = g.call("sum.dim_IntList", {g.call("abs", {x}), dims, keepdim});
+  } else if (p == 2) {
+    r = g.call("sqrt", {g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), dims, keepdim})});
+  } else {
+    Node* a = g.call(pow_tensor_scalar(), {g.call("abs", {x}), p});
+    r = g.call(pow_tensor_scalar(), {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
+  }
+  return cast(g, r, out);
 }
 
 std::string where(const Node& n) { return "%" + n.name(); }
