@@ -915,6 +915,8 @@ class Parser {
       const NodeRec& rec = records_[i];
       const Node& n = *nodes_[i];
       if (!rec.num_users || static_cast<size_t>(*rec.num_users) == n.num_users()) continue;
+      // A size query (sym_size.int ...) folds into the numbers it feeds: FX counted those uses.
+      if (n.is_call() && n.op()->static_value) continue;
       std::string users;
       for (const Node* u : n.users())
         users += (users.empty() ? "" : ", ") +
