@@ -155,6 +155,8 @@ void register_creation_kernels(InterpreterTable& t) {
   t.add("scalar_tensor.default", scalar_tensor_kernel);
   t.add("zeros.default", zeros_kernel);
   t.add("zeros_like.default", zeros_kernel);
+  for (const char* op : {"empty.memory_format", "empty_strided.default", "empty_like.default"})
+    t.add(op, zeros_kernel);
   t.add("ones.default", ones_kernel);
   t.add("ones_like.default", ones_kernel);
   for (const char* op : {"arange.default", "arange.start", "arange.start_step"})
@@ -169,7 +171,9 @@ void register_creation_kernels(InterpreterTable& t) {
   t.add("dropout.default", dropout_kernel);
   // ---- Composite ops: their decomposition
   for (const char* op :
-         {"new_full.default", "new_zeros.default", "new_ones.default", "eye.default", "eye.m",
+         {"new_full.default", "new_zeros.default", "new_ones.default", "new_empty.default",
+          "new_empty_strided.default", "fill.Scalar", "fill.Tensor", "copy.default",
+          "eye.default", "eye.m",
           "linspace.default", "logspace.default", "tril_indices.default", "triu_indices.default"})
     t.add(op, kernels::run_decomposition);
 }

@@ -186,6 +186,18 @@ void register_creation_ops(OpRegistry& r) {
   add("scalar_tensor(Scalar s, *, " + fk + ") -> Tensor", C, [](const CallArgs& c) {
     return TensorMeta::contiguous({}, dtype_or(c, kDefaultFloat), device_or(c, "cpu"));
   });
+  // Uninitialized memory in torch: Stax's values are zeros (deterministic; a program reading them
+  // has no defined result in torch). The strides of empty_strided are not kept: Stax's values are
+  // row-major.
+  add("empty.memory_format(SymInt[] size, *, " + fk + ", MemoryFormat? memory_format=None) -> Tensor",
+      C, factory_rule);
+  add("empty_strided(SymInt[] size, SymInt[] stride, *, " + fk + ") -> Tensor", C,
+      [](const CallArgs& c) {
+        if (c.get("stride").to_int_list().size() != c.get("size").to_int_list().size())
+          c.fail("mismatch in length of strides and shape");
+        return factory_rule(c);
+      });
+  add("empty_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("full_like(Tensor self, Scalar fill_value, *, " + lk + ") -> Tensor", C, like_rule);
   add("zeros_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("ones_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
@@ -226,6 +238,39 @@ void register_creation_ops(OpRegistry& r) {
 
     comp("new_ones(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
         .differentiable = false;
+
+    comp("new_empty(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
+        .differentiable = false;
+
+    comp("new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, " + nk + ") -> Tensor",
+         P::None, new_rule)
+        .differentiable = false;
+
+    // fill: self's shape and dtype, every element the value (a 0-d tensor for fill.Tensor).
+    comp("fill.Scalar(Tensor self, Scalar value) -> Tensor", P::None, [](const CallArgs& c) {
+      const TensorMeta& in = c.tensor("self");
+      return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+    }).differentiable = false;
+
+    comp("fill.Tensor(Tensor self, Tensor value) -> Tensor", P::None, [](const CallArgs& c) {
+      const TensorMeta& in = c.tensor("self");
+      if (c.tensor("value").dim() != 0)
+        c.fail("fill_ only supports 0-dimension value tensor but got tensor with " +
+               std::to_string(c.tensor("value").dim()) + " dimensions.");
+      return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+    });
+
+    // copy(self, src): src broadcast to self's shape and converted to self's dtype (the
+    // functional form of self.copy_(src)).
+    comp("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", P::None,
+         [](const CallArgs& c) {
+           const TensorMeta& in = c.tensor("self");
+           const TensorMeta& src = c.tensor("src");
+           if (broadcast_shapes(in.sizes, src.sizes, c.where()) != in.sizes)
+             c.fail("the source of shape " + shape_str(src.sizes) +
+                    " does not broadcast to the destination's shape " + shape_str(in.sizes));
+           return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+         });
   }
   {
     auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {

@@ -659,7 +659,7 @@ void register_indexing_ops(OpRegistry& r) {
     };
 
     // ---- shape and indexing ops
-    comp("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", P::None,
+    comp("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", P::None,
          diagonal_rule);
 
     comp("diag(Tensor self, int diagonal=0) -> Tensor", P::None, diag_rule);
@@ -722,7 +722,7 @@ void register_indexing_ops(OpRegistry& r) {
          "SymInt step=1) -> Tensor",
          slice_scatter_rule);
 
-    comp("select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor",
+    comp("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
          select_scatter_rule);
 
     comp("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, "

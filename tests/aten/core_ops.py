@@ -1,0 +1,161 @@
+"""The ops that complete Core ATen and the forms real traces carry (issue 29 items 1, 3-5), against
+torch 2.x: each case is a function traced by make_fx — forward and backward (torch.autograd.grad
+inside the traced function, so the graph holds the *_backward ops AOTAutograd emits) — whose FX
+printout runs through `stax run` on the interpreter and compiled (cpu_cpp); every output must match
+torch eager. A case whose graph lacks the op it is about fails (the trace changed). Skips cleanly
+(exit 77) without torch 2.x."""
+import os
+import sys
+import tempfile
+
+import common
+
+torch = common.import_torch()
+if not hasattr(torch, "Tag"):
+    common.skip("torch %s is older than 2.x (the reference of this test)" % torch.__version__)
+import fxrun  # noqa: E402
+
+stax = common.stax_binary()
+source = os.environ.get("STAX_SOURCE_DIR", os.path.join(common.HERE, "..", ".."))
+config = os.path.join(source, "configs", "cpu.yaml")
+F = torch.nn.functional
+nn = torch.nn
+
+
+def grads(f, *params):
+    """A function of the inputs returning f's outputs and the gradients of sum(out * weights)."""
+    def step(*xs):
+        out = f(*xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        loss = sum((o * torch.linspace(0.5, 1.5, o.numel()).reshape(o.shape)).sum()
+                   for o in outs if o.is_floating_point())
+        ins = [x for x in xs if x.is_floating_point() and x.requires_grad] + list(params)
+        return outs + tuple(torch.autograd.grad(loss, ins))
+    return step
+
+
+def rnd(*shape, grad=True, dtype=torch.float32):
+    return torch.randn(*shape, dtype=dtype).requires_grad_(grad)
+
+
+def module_case(m, x):
+    """The module as a function of (x, *parameters), so parameters are graph inputs (their
+    gradients are outputs) rather than constants of the trace."""
+    names = [n for n, _ in m.named_parameters()]
+    params = [p.detach().clone().requires_grad_(True) for _, p in m.named_parameters()]
+
+    def f(x, *ps):
+        out = torch.func.functional_call(m, dict(zip(names, ps)), (x,))
+        return out[0] if isinstance(out, tuple) else out
+    return grads(f), [x] + params
+
+
+torch.manual_seed(0)
+CASES = []
+
+
+def case(name, ops, fn, *inputs):
+    CASES.append((name, ops, fn, inputs))
+
+
+# ---- the *_backward ops (item 4) through real modules
+for name, ops, m, shape in [
+        ("conv2d", ["convolution_backward"], nn.Conv2d(3, 4, 3, padding=1), (2, 3, 6, 6)),
+        ("conv1d_strided", ["convolution_backward"], nn.Conv1d(3, 4, 3, stride=2), (2, 3, 9)),
+        ("conv_transpose2d", ["convolution_backward"], nn.ConvTranspose2d(3, 2, 3, stride=2), (1, 3, 4, 4)),
+        ("conv2d_groups", ["convolution_backward"], nn.Conv2d(4, 4, 3, groups=2, bias=False), (1, 4, 5, 5)),
+        ("layer_norm", ["native_layer_norm_backward"], nn.LayerNorm(8), (4, 5, 8)),
+        ("group_norm", ["native_group_norm_backward"], nn.GroupNorm(2, 4), (3, 4, 5, 5)),
+        ("max_pool2d", ["max_pool2d_with_indices_backward"], nn.MaxPool2d(2), (2, 3, 6, 6)),
+        ("max_pool2d_pad", ["max_pool2d_with_indices_backward"], nn.MaxPool2d(3, 2, 1), (2, 3, 7, 7)),
+        ("max_pool3d", ["max_pool3d_with_indices_backward"], nn.MaxPool3d(2), (1, 2, 4, 4, 4)),
+        ("avg_pool2d", ["avg_pool2d_backward"], nn.AvgPool2d(3, 2, 1), (2, 3, 7, 7)),
+        ("avg_pool3d", ["avg_pool3d_backward"], nn.AvgPool3d(2), (1, 2, 4, 4, 4)),
+        ("adaptive_avg_pool2d", ["_adaptive_avg_pool2d_backward"], nn.AdaptiveAvgPool2d((3, 3)), (2, 3, 7, 7)),
+        ("adaptive_avg_pool3d", ["_adaptive_avg_pool3d_backward"], nn.AdaptiveAvgPool3d(2), (1, 2, 5, 5, 5)),
+        ("adaptive_max_pool2d", ["adaptive_max_pool2d_backward"], nn.AdaptiveMaxPool2d(3), (2, 3, 7, 7)),
+        ("reflection_pad2d", ["reflection_pad2d_backward"], nn.ReflectionPad2d(2), (2, 3, 5, 5)),
+        ("reflection_pad3d", ["reflection_pad3d", "reflection_pad3d_backward"], nn.ReflectionPad3d(1), (1, 2, 3, 4, 4)),
+        ("replication_pad1d", ["replication_pad1d_backward"], nn.ReplicationPad1d(2), (2, 3, 5)),
+        ("replication_pad3d", ["replication_pad3d", "replication_pad3d_backward"], nn.ReplicationPad3d(1), (1, 2, 3, 4, 4)),
+        ("upsample_nearest2d", ["upsample_nearest2d_backward"], nn.Upsample(scale_factor=2), (1, 2, 3, 3)),
+        ("upsample_bilinear2d", ["upsample_bilinear2d_backward"], nn.Upsample(scale_factor=2, mode="bilinear"), (1, 2, 3, 3)),
+        ("log_sigmoid", ["log_sigmoid_backward"], nn.LogSigmoid(), (4, 6)),
+        ("glu", ["glu_backward"], nn.GLU(), (4, 6)),
+        ("hardshrink", ["hardshrink_backward"], nn.Hardshrink(), (4, 6)),
+        ("softshrink", ["softshrink_backward"], nn.Softshrink(), (4, 6)),
+        ("prelu", ["_prelu_kernel", "_prelu_kernel_backward"], nn.PReLU(3), (2, 3, 4)),
+]:
+    f, inputs = module_case(m, rnd(*shape))
+    case(name, ops, f, *inputs)
+
+t46 = rnd(4, 6, grad=False)
+case("batch_norm_train", ["native_batch_norm", "native_batch_norm_backward"],
+     grads(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True)),
+     rnd(4, 3, 5, 5), rnd(3), rnd(3))
+case("mse_loss", ["mse_loss_backward"], grads(lambda x, t: F.mse_loss(x, t)), rnd(4, 6), t46)
+case("smooth_l1_loss", ["smooth_l1_loss_backward"],
+     grads(lambda x, t: F.smooth_l1_loss(x, t, beta=0.5)), rnd(4, 6), t46)
+case("huber_loss", ["huber_loss_backward"], grads(lambda x, t: F.huber_loss(x, t, delta=0.7)),
+     rnd(4, 6), t46)
+case("soft_margin_loss", ["soft_margin_loss_backward"],
+     grads(lambda x, t: F.soft_margin_loss(x, t)), rnd(4, 6), t46.sign())
+case("bce", ["binary_cross_entropy_backward"],
+     grads(lambda x, t: F.binary_cross_entropy(torch.sigmoid(x), t)), rnd(4, 6),
+     torch.rand(4, 6).round())
+case("nll_loss2d", ["nll_loss2d_forward", "nll_loss2d_backward"],
+     grads(lambda x: F.cross_entropy(x, torch.tensor([[[0, 2], [1, 1]], [[2, 0], [0, 1]]]))), rnd(2, 3, 2, 2))
+case("cdist", ["_cdist_backward"], grads(lambda x, y: torch.cdist(x, y)), rnd(3, 6), t46)
+case("pdist", ["_pdist_backward"], grads(lambda x: F.pdist(x)), rnd(4, 6))
+case("select_slice", ["select_backward", "slice_backward"], grads(lambda x: x[:, 1] + x[1:3].sum(0)), rnd(4, 4))
+case("diagonal_unfold", ["diagonal_backward", "unfold_backward"],
+     grads(lambda x: x.diagonal().sum() + x.unfold(1, 2, 1).sum(-1).mean()), rnd(4, 4))
+
+# ---- Core ATen ops (item 1)
+case("any_dims", ["any.dims"], lambda x: (torch.ops.aten.any.dims(x > 0.5, [0, 2]),
+                                          torch.ops.aten.any.dims(x > 0.5, []),
+                                          torch.ops.aten.any.dims(x > 0.5, None, True)), rnd(2, 3, 4, grad=False))
+case("empty_fill_copy", ["empty.memory_format", "fill.Scalar", "copy"],
+     lambda x: (torch.ops.aten.fill.Scalar(x, 1.5),
+                torch.ops.aten.copy(torch.empty(3, 4, dtype=torch.float64), x[0])), rnd(2, 4, grad=False))
+case("atan2_out", ["atan2.out"],
+     lambda x, y: torch.ops.aten.atan2.out(x, y, out=torch.empty(3, 4, dtype=torch.float64)),
+     rnd(3, 4, grad=False), rnd(4, grad=False))
+
+
+def run_case(name, ops, fn, inputs):
+    try:
+        gm, text, names = fxrun.trace(fn, list(inputs))
+    except Exception as e:  # noqa: BLE001
+        return "trace failed: %s" % e
+    targets = fxrun.targets(gm)
+    for op in ops:
+        full = op if "." in op else op + ".default"
+        if full not in targets:
+            return "the trace has no %s (it has %s)" % (full, sorted(set(targets)))
+    want = fn(*inputs)
+    want = list(want) if isinstance(want, (tuple, list)) else [want]
+    with tempfile.TemporaryDirectory() as d:
+        args = fxrun.write_case(d, gm, text, names, list(inputs))
+        for mode in ("interp", "compiled"):
+            r = fxrun.run_stax(stax, mode, d, args, config)
+            if r.code != 0:
+                return "%s: %s" % (mode, r.error())
+            for k, w in enumerate(want):
+                got = r.load("out%d.npy" % k)
+                bad = fxrun.compare(got, w, grad=True)
+                if bad:
+                    return "%s output %d: %s" % (mode, k, bad)
+    return None
+
+
+only = sys.argv[1:]
+failures = 0
+for name, ops, fn, inputs in CASES:
+    if only and name not in only:
+        continue
+    why = run_case(name, ops, fn, inputs)
+    print("%-24s %s" % (name, "ok" if why is None else "FAIL: " + why))
+    failures += why is not None
+print("%d of %d cases match torch %s" % (len(CASES) - failures, len(CASES), torch.__version__))
+sys.exit(1 if failures else 0)
