@@ -149,6 +149,9 @@ BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const
       std::string hint;
       if (p.type == ParamType::Tensor && a.is_number() && op.schema.overload == "Tensor")
         hint = " (a Python number goes to the " + op.schema.base + ".Scalar overload)";
+      else if (a.is_node() && p.type != ParamType::Tensor && p.type != ParamType::TensorList)
+        hint = " (a value the graph computes when it runs, " + a.node()->target() +
+               "; Stax needs this argument when the graph is built)";
       throw Error("graph", where,
                   op.name() + " expected " + op.schema.str().substr(op.schema.str().find('(')) +
                       "; argument '" + p.name + "' got " + describe(a) + hint);

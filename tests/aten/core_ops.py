@@ -14,6 +14,7 @@ torch = common.import_torch()
 if not hasattr(torch, "Tag"):
     common.skip("torch %s is older than 2.x (the reference of this test)" % torch.__version__)
 import fxrun  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 stax = common.stax_binary()
 source = os.environ.get("STAX_SOURCE_DIR", os.path.join(common.HERE, "..", ".."))
@@ -54,8 +55,8 @@ torch.manual_seed(0)
 CASES = []
 
 
-def case(name, ops, fn, *inputs):
-    CASES.append((name, ops, fn, inputs))
+def case(name, ops, fn, *inputs, mode="real"):
+    CASES.append((name, ops, fn, inputs, mode))
 
 
 # ---- the *_backward ops (item 4) through real modules
@@ -121,11 +122,23 @@ case("empty_fill_copy", ["empty.memory_format", "fill.Scalar", "copy"],
 case("atan2_out", ["atan2.out"],
      lambda x, y: torch.ops.aten.atan2.out(x, y, out=torch.empty(3, 4, dtype=torch.float64)),
      rnd(3, 4, grad=False), rnd(4, grad=False))
+case("nonzero", ["nonzero"], lambda x: torch.ops.aten.nonzero(x > 0.3), rnd(3, 4, grad=False))
+case("local_scalar_dense", ["_local_scalar_dense"],
+     lambda x, t: x * t.item(), rnd(3, 4, grad=False), torch.tensor(2.5), mode="symbolic")
+case("sym_size", ["sym_size.int"], lambda x: x.view(x.shape[0], -1).sum(0) + x.shape[1],
+     rnd(3, 2, 2, grad=False), mode="symbolic")
+case("dropout_eval", ["native_dropout"],
+     lambda x: torch.ops.aten.native_dropout(x, 0.3, False), rnd(3, 4, grad=False))
 
 
-def run_case(name, ops, fn, inputs):
+def run_case(name, ops, fn, inputs, mode):
     try:
-        gm, text, names = fxrun.trace(fn, list(inputs))
+        if mode == "real":
+            gm, text, names = fxrun.trace(fn, list(inputs))
+        else:  # sizes traced as symbols: the printout holds sym_size.int / _local_scalar_dense
+            gm = make_fx(fn, tracing_mode=mode)(*inputs)
+            text = str(gm.graph)
+            names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     except Exception as e:  # noqa: BLE001
         return "trace failed: %s" % e
     targets = fxrun.targets(gm)
@@ -151,10 +164,10 @@ def run_case(name, ops, fn, inputs):
 
 only = sys.argv[1:]
 failures = 0
-for name, ops, fn, inputs in CASES:
+for name, ops, fn, inputs, mode in CASES:
     if only and name not in only:
         continue
-    why = run_case(name, ops, fn, inputs)
+    why = run_case(name, ops, fn, inputs, mode)
     print("%-24s %s" % (name, "ok" if why is None else "FAIL: " + why))
     failures += why is not None
 print("%d of %d cases match torch %s" % (len(CASES) - failures, len(CASES), torch.__version__))

@@ -216,6 +216,21 @@ void register_creation_ops(OpRegistry& r) {
   add("randint(SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R, randint_rule);
   add("randint.low(SymInt low, SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R,
       randint_rule);
+  // randperm: a permutation of 0..n-1 (dtype int64 unless given), drawn from the node's seed.
+  add("randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, "
+      "bool? pin_memory=None) -> Tensor",
+      R, [](const CallArgs& c) {
+        int64_t n = c.get("n").to_int();
+        if (n < 0) c.fail("n must be non-negative, got" + std::to_string(n));
+        DType t = dtype_or(c, kDefaultInt);
+        if (t == DType::Bool) c.fail("randperm is not implemented for bool");
+        if (!is_floating(t) && n > 0) {
+          int bits = static_cast<int>(dtype_size(t)) * 8 - (t == DType::UInt8 ? 0 : 1);
+          if (bits < 63 && n - 1 > (int64_t{1} << bits) - 1)
+            c.fail("n is too large for result tensor type: '" + std::string(dtype_name(t)) + "'");
+        }
+        return TensorMeta::contiguous({n}, t, device_or(c, "cpu"));
+      });
   add("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor", R,
       bernoulli_rule);
   // Single-output dropout: train ? input * (rand_like(input) > p) * (1 / (1 - p)) : input.

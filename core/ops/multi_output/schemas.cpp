@@ -341,6 +341,28 @@ std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
   return out;
 }
 
+// native_dropout(input, p, train) -> (output, mask), as torch's CPU kernel: train (or None):
+// mask = bernoulli(1 - p) drawn as rand_like(input) < 1 - p from the node's seed (the same uniform
+// numbers dropout uses), output = input * mask * scale with scale = 1 / (1 - p) (0 when p = 1);
+// train=False: a copy and an all-true mask. The rand_like node carries the tuple's rng_seed, so a
+// backward that recomputes the mask draws the same numbers (seed §5.3).
+std::vector<Node*> native_dropout(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  double p = c.get("p").to_double();
+  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!is_floating(x->dtype())) c.fail("native_dropout expects a floating-point input");
+  const Arg& train = c.get("train");
+  if (!train.is_absent() && !train.to_bool()) {
+    Node* ones = g.call("ones_like.default", {x}, {{"dtype", Arg(DType::Bool)}});
+    return {g.call("clone.default", {x}), ones};
+  }
+  double p1m = 1.0 - p;
+  double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
+  Node* mask = g.call("lt.Scalar", {g.call("rand_like.default", {x}), p1m});
+  Node* out = g.call("mul.Scalar", {g.call("mul.Tensor", {x, mask}), scale});
+  return {out, mask};
+}
+
 // (output, total_weight): total_weight is the summed weight of the targets not ignored (0 for
 // reduction='none'), as torch's CPU kernel.
 std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
@@ -658,6 +680,8 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, native_group_norm},
       {"nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
        C::Composite, true, nll_loss_forward},
+      {"native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", C::Random, true,
+       native_dropout},
       {"nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
        C::Composite, true, nll_loss_forward},
       {"_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
