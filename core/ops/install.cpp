@@ -30,6 +30,7 @@ void register_all_ops(OpRegistry& r) {
   register_size_query_ops(r);
   register_nn_backward_ops(r);
   register_nn_backward_multi_output_ops(r);
+  register_attention_form_ops(r);
 }
 
 namespace {
@@ -117,6 +118,7 @@ void install_ops() {
     register_all_ops(registry_to_fill());
     register_multi_output_expansions(expansions_to_fill());
     register_nn_backward_multi_output_expansions(expansions_to_fill());
+    register_attention_form_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

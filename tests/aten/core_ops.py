@@ -55,8 +55,9 @@ torch.manual_seed(0)
 CASES = []
 
 
-def case(name, ops, fn, *inputs, mode="real"):
-    CASES.append((name, ops, fn, inputs, mode))
+def case(name, ops, fn, *inputs, mode="real", ref=None):
+    """ref: torch's values where fn has no CPU kernel (traced with mode="fake")."""
+    CASES.append((name, ops, fn, inputs, mode, ref))
 
 
 # ---- the *_backward ops (item 4) through real modules
@@ -130,12 +131,44 @@ case("sym_size", ["sym_size.int"], lambda x: x.view(x.shape[0], -1).sum(0) + x.s
 case("dropout_eval", ["native_dropout"],
      lambda x: torch.ops.aten.native_dropout(x, 0.3, False), rnd(3, 4, grad=False))
 
+# ---- the internal forms of scaled_dot_product_attention (item 5), routed to sdpa
+qkv = [rnd(2, 3, 5, 4), rnd(2, 3, 6, 4), rnd(2, 3, 6, 4)]
+case("sdpa_flash_cpu", ["_scaled_dot_product_flash_attention_for_cpu",
+                        "_scaled_dot_product_flash_attention_for_cpu_backward"],
+     grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), *qkv)
+case("sdpa_flash_cpu_causal", ["_scaled_dot_product_flash_attention_for_cpu",
+                               "_scaled_dot_product_flash_attention_for_cpu_backward"],
+     grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)),
+     *qkv)
+case("sdpa_flash_cpu_mask", ["_scaled_dot_product_flash_attention_for_cpu",
+                             "_scaled_dot_product_flash_attention_for_cpu_backward"],
+     grads(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),
+     *qkv, rnd(5, 6, grad=False))
+case("sdpa_flash_cpu_logsumexp", ["_scaled_dot_product_flash_attention_for_cpu"],
+     lambda q, k, v, m: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+         q, k, v, attn_mask=m, scale=0.7),
+     *[t.detach() for t in qkv], torch.rand(5, 6).masked_fill(torch.rand(5, 6) > 0.7, float("-inf")))
 
-def run_case(name, ops, fn, inputs, mode):
+
+def efficient_ref(q, k, v, b):
+    """torch's values of _scaled_dot_product_efficient_attention (a CUDA kernel) on the CPU."""
+    s = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5 + b
+    lse = torch.logsumexp(s, -1)
+    pad = (lse.shape[-1] + 31) // 32 * 32 - lse.shape[-1]
+    return (F.scaled_dot_product_attention(q, k, v, attn_mask=b),
+            F.pad(lse, (0, pad), value=float("inf")), torch.tensor(0), torch.tensor(0))
+
+
+case("sdpa_efficient", ["_scaled_dot_product_efficient_attention"],
+     lambda q, k, v, b: torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, b, True),
+     *[t.detach() for t in qkv], rnd(5, 6, grad=False), mode="fake", ref=efficient_ref)
+
+
+def run_case(name, ops, fn, inputs, mode, ref):
     try:
         if mode == "real":
             gm, text, names = fxrun.trace(fn, list(inputs))
-        else:  # sizes traced as symbols: the printout holds sym_size.int / _local_scalar_dense
+        else:  # symbolic: sizes as symbols (sym_size.int, _local_scalar_dense); fake: meta kernels
             gm = make_fx(fn, tracing_mode=mode)(*inputs)
             text = str(gm.graph)
             names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
@@ -146,7 +179,7 @@ def run_case(name, ops, fn, inputs, mode):
         full = op if "." in op else op + ".default"
         if full not in targets:
             return "the trace has no %s (it has %s)" % (full, sorted(set(targets)))
-    want = fn(*inputs)
+    want = (ref or fn)(*inputs)
     want = list(want) if isinstance(want, (tuple, list)) else [want]
     with tempfile.TemporaryDirectory() as d:
         args = fxrun.write_case(d, gm, text, names, list(inputs))
@@ -163,12 +196,13 @@ def run_case(name, ops, fn, inputs, mode):
 
 
 only = sys.argv[1:]
-failures = 0
-for name, ops, fn, inputs, mode in CASES:
+failures = ran = 0
+for name, ops, fn, inputs, mode, ref in CASES:
     if only and name not in only:
         continue
-    why = run_case(name, ops, fn, inputs, mode)
+    why = run_case(name, ops, fn, inputs, mode, ref)
     print("%-24s %s" % (name, "ok" if why is None else "FAIL: " + why))
     failures += why is not None
-print("%d of %d cases match torch %s" % (len(CASES) - failures, len(CASES), torch.__version__))
+    ran += 1
+print("%d of %d cases match torch %s" % (ran - failures, ran, torch.__version__))
 sys.exit(1 if failures else 0)
