@@ -244,9 +244,9 @@ std::vector<BackwardOp> backward_ops() {
         return through(g, c, "_cdist_forward", {c.tensor("x2"), c.get("p"), Arg()}, {}, "grad",
                        "x1");
       });
-  add("_pdist_backward(Tensor grad, Tensor self, float p, Tensor pdist) -> Tensor",
+  add("_pdist_backward(Tensor grad_output, Tensor self, float p, Tensor pdist) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "_pdist_forward", {c.get("p")}, {}, "grad");
+        return through(g, c, "_pdist_forward", {c.get("p")});
       });
   // The backward of views: the gradient placed into zeros of the input's shape.
   add("select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
