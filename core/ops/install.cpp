@@ -31,6 +31,8 @@ void register_all_ops(OpRegistry& r) {
   register_nn_backward_ops(r);
   register_nn_backward_multi_output_ops(r);
   register_attention_form_ops(r);
+  register_nn_spatial_ops(r);
+  register_embedding_bag_ops(r);
 }
 
 namespace {
@@ -49,6 +51,8 @@ void install_decompositions(DecompositionTable& t) {
   register_functional_decompositions(t);
   register_size_query_decompositions(t);
   register_nn_backward_decompositions(t);
+  register_nn_spatial_decompositions(t);
+  register_embedding_bag_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -65,6 +69,8 @@ void install_vjps(VjpTable& t) {
   register_activation_vjps(t);
   register_creation_vjps(t);
   register_nn_backward_vjps(t);
+  register_nn_spatial_vjps(t);
+  register_embedding_bag_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
@@ -82,6 +88,8 @@ void install_jvps(JvpTable& t) {
   register_activation_jvps(t);
   register_creation_jvps(t);
   register_nn_backward_jvps(t);
+  register_nn_spatial_jvps(t);
+  register_embedding_bag_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -98,6 +106,8 @@ void install_kernels(InterpreterTable& t) {
   register_activation_kernels(t);
   register_size_query_kernels(t);
   register_nn_backward_kernels(t);
+  register_nn_spatial_kernels(t);
+  register_embedding_bag_kernels(t);
 }
 
 void install_lowering_rules(LoweringTable& t) {
@@ -119,6 +129,8 @@ void install_ops() {
     register_multi_output_expansions(expansions_to_fill());
     register_nn_backward_multi_output_expansions(expansions_to_fill());
     register_attention_form_expansions(expansions_to_fill());
+    register_embedding_bag_expansions(expansions_to_fill());
+    register_nn_spatial_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -131,6 +131,40 @@ case("sym_size", ["sym_size.int"], lambda x: x.view(x.shape[0], -1).sum(0) + x.s
 case("dropout_eval", ["native_dropout"],
      lambda x: torch.ops.aten.native_dropout(x, 0.3, False), rnd(3, 4, grad=False))
 
+# col2im / im2col (nn.Fold / nn.Unfold), grid_sampler_2d (F.grid_sample), _embedding_bag
+case("fold", ["col2im", "im2col"],
+     grads(lambda x: F.fold(x, (5, 6), (2, 3), padding=1, stride=(1, 2))), rnd(2, 12, 18))
+case("fold_dilated_unbatched", ["col2im", "im2col"],
+     grads(lambda x: F.fold(x, (7, 7), 3, dilation=2, padding=1, stride=2)), rnd(18, 9))
+case("unfold", ["im2col", "col2im"],
+     grads(lambda x: F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=2)), rnd(2, 3, 6, 7))
+grid = (torch.rand(2, 4, 3, 2) * 2.6 - 1.3).requires_grad_(True)  # some points outside [-1, 1]
+for mode in ("bilinear", "nearest"):
+    for pad in ("zeros", "border", "reflection"):
+        for corners in (False, True):
+            ops = ["grid_sampler_2d"] + (["grid_sampler_2d_backward"] if mode == "bilinear" else [])
+            case("grid_sample_%s_%s_%s" % (mode, pad, "corners" if corners else "centers"), ops,
+                 grads(lambda x, g, m=mode, p=pad, a=corners: F.grid_sample(
+                     x, g, mode=m, padding_mode=p, align_corners=a)),
+                 rnd(2, 3, 4, 5), grid if mode == "bilinear" else grid.detach())
+bag_idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0])
+bag_off = torch.tensor([0, 2, 2, 5])
+for mode in ("sum", "mean", "max"):
+    for pad in (None, 4):
+        m = nn.EmbeddingBag(10, 3, mode=mode, padding_idx=pad)
+        w = m.weight.detach().clone().requires_grad_(True)
+        case("embedding_bag_%s%s" % (mode, "_pad" if pad is not None else ""),
+             ["_embedding_bag", "_embedding_bag_backward"],
+             grads(lambda i, o, w, m=m: torch.func.functional_call(m, {"weight": w}, (i, o))),
+             bag_idx, bag_off, w)
+case("embedding_bag_psw_last_offset", ["_embedding_bag", "_embedding_bag_backward"],
+     grads(lambda i, o, w, s: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s,
+                                              include_last_offset=True)),
+     bag_idx, torch.tensor([0, 2, 2, 5, 9]), rnd(10, 3), rnd(9))
+case("embedding_bag_aux", ["_embedding_bag"],
+     lambda w, i, o: torch.ops.aten._embedding_bag(w, i, o, False, 2, False, None, False, 4),
+     rnd(10, 3, grad=False), bag_idx, bag_off)
+
 # ---- the internal forms of scaled_dot_product_attention (item 5), routed to sdpa
 qkv = [rnd(2, 3, 5, 4), rnd(2, 3, 6, 4), rnd(2, 3, 6, 4)]
 case("sdpa_flash_cpu", ["_scaled_dot_product_flash_attention_for_cpu",
