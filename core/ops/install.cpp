@@ -33,6 +33,7 @@ void register_all_ops(OpRegistry& r) {
   register_attention_form_ops(r);
   register_nn_spatial_ops(r);
   register_embedding_bag_ops(r);
+  register_lstm_layer_ops(r);
 }
 
 namespace {
@@ -131,6 +132,7 @@ void install_ops() {
     register_attention_form_expansions(expansions_to_fill());
     register_embedding_bag_expansions(expansions_to_fill());
     register_nn_spatial_expansions(expansions_to_fill());
+    register_lstm_layer_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

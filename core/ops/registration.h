@@ -33,6 +33,7 @@ void register_nn_backward_multi_output_ops(OpRegistry& r);  // convolution_backw
 void register_attention_form_ops(OpRegistry& r);  // _scaled_dot_product_flash_attention_for_cpu ...
 void register_nn_spatial_ops(OpRegistry& r);    // col2im grid_sampler_2d
 void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backward
+void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
 
 // ---- multi-output expansions (core/graph/multi_output.h)
 void register_multi_output_expansions(ExpansionTable& t);
@@ -40,6 +41,7 @@ void register_nn_backward_multi_output_expansions(ExpansionTable& t);
 void register_attention_form_expansions(ExpansionTable& t);
 void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
+void register_lstm_layer_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu

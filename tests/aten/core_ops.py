@@ -198,6 +198,28 @@ case("sdpa_efficient", ["_scaled_dot_product_efficient_attention"],
      *[t.detach() for t in qkv], rnd(5, 6, grad=False), mode="fake", ref=efficient_ref)
 
 
+# nn.LSTM without decompositions: mkldnn_rnn_layer per layer and direction (item 5)
+for name, m, shape in [
+        ("lstm", nn.LSTM(4, 5), (3, 2, 4)),
+        ("lstm_batch_first_2layers", nn.LSTM(4, 5, num_layers=2, batch_first=True), (2, 3, 4)),
+        ("lstm_bidirectional", nn.LSTM(3, 4, bidirectional=True), (5, 2, 3)),
+        ("lstm_no_bias", nn.LSTM(3, 4, bias=False), (4, 2, 3))]:
+    f, inputs = module_case(m, rnd(*shape))
+    case(name, ["mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"], f, *inputs)
+lstm2 = nn.LSTM(3, 4, num_layers=2)
+
+
+def lstm_state(x, h0, c0, *ps):
+    names = [n for n, _ in lstm2.named_parameters()]
+    out, (h, c) = torch.func.functional_call(lstm2, dict(zip(names, ps)), (x, (h0, c0)))
+    return out, h, c
+
+
+lstm_params = [p.detach().clone().requires_grad_(True) for p in lstm2.parameters()]
+case("lstm_state", ["mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"], grads(lstm_state),
+     rnd(4, 2, 3), rnd(2, 2, 4), rnd(2, 2, 4), *lstm_params)
+
+
 def run_case(name, ops, fn, inputs, mode, ref):
     try:
         if mode == "real":

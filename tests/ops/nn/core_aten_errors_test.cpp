@@ -1,5 +1,5 @@
 // Bad input to the Core ATen ops of issue 29 (col2im / im2col, grid_sampler_2d, _embedding_bag,
-// the internal attention forms): a clear error naming the cause when the node is created, never
+// the internal attention forms, mkldnn_rnn_layer): a clear error naming the cause when the node is created, never
 // a crash or a wrong shape. Their values against torch: tests/aten/core_ops.py.
 #include <gtest/gtest.h>
 
@@ -87,6 +87,26 @@ TEST(CoreAtenErrors, AttentionForms) {
   Node* f = g.call("_scaled_dot_product_efficient_attention", {q, k, k, Arg(), true});
   EXPECT_EQ(f->tuple_metas()[1].sizes, (Shape{2, 3, 32}));  // logsumexp padded to 32 rows
   EXPECT_EQ(f->tuple_metas()[1].dtype, DType::Float32);
+}
+
+TEST(CoreAtenErrors, LstmLayer) {
+  Graph g;
+  Node* x = g.placeholder("x", {3, 2, 4});
+  Node* w_ih = g.placeholder("w_ih", {20, 4});
+  Node* w_hh = g.placeholder("w_hh", {20, 5});
+  Node* b = g.placeholder("b", {20});
+  Node* h = g.placeholder("h", {2, 5});
+  auto layer = [&](int64_t mode, Ints batch_sizes, Node* hx) {
+    return g.call("mkldnn_rnn_layer", {x, w_ih, w_hh, b, b, hx, h, false, Arg(batch_sizes), mode,
+                                       5, 1, true, false, false, true});
+  };
+  expect_error([&] { layer(3, {}, h); }, "(2: LSTM)");
+  expect_error([&] { layer(2, {2, 2, 2}, h); }, "packed sequences");
+  Node* bad = g.placeholder("bad", {3, 5});
+  expect_error([&] { layer(2, {}, bad); }, "hx and cx must be");
+  Node* ok = layer(2, {}, h);
+  EXPECT_EQ(ok->tuple_metas()[0].sizes, (Shape{3, 2, 5}));
+  EXPECT_EQ(ok->tuple_metas()[3].dtype, DType::UInt8);  // the workspace: empty, as torch's meta
 }
 
 }  // namespace
