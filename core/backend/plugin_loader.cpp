@@ -1,17 +1,23 @@
 #include "core/backend/plugin_loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "core/backend/elf_check.h"
 #include "core/types/dtype.h"
 #include "core/support/error.h"
+#include "core/support/file_trust.h"
 
 namespace fs = std::filesystem;
 
@@ -56,7 +62,48 @@ std::string dlopen_reason(const fs::path& path) {
   return e ? e : "";
 }
 
+// The file names of the shared objects in the process (the dynamic loader's list).
+std::vector<std::string> loaded_object_names() {
+  std::vector<std::string> out;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && info->dlpi_name[0])
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &out);
+  return out;
+}
+
+std::string stat_problem(const fs::path& p, TrustKind kind) {
+  struct stat st;
+  if (::stat(p.c_str(), &st) != 0) return p.string() + ": " + std::strerror(errno);
+  TrustRules rules;
+  rules.allow_root = true;
+  rules.allow_sticky = true;
+  std::string why = trust_problem(st, kind, rules);
+  return why.empty() ? "" : p.string() + " " + why;
+}
+
 }  // namespace
+
+std::string plugin_trust_problem(const fs::path& path) {
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  if (ec) return path.string() + ": " + ec.message();
+  if (std::string why = stat_problem(real, TrustKind::RegularFile); !why.empty()) return why;
+  if (std::string why = stat_problem(real.parent_path(), TrustKind::Directory); !why.empty())
+    return why;
+  // A path that is (or goes through) a link: whoever can write the directory holding the link
+  // decides where it points, so that directory is checked too.
+  fs::path link_dir = fs::absolute(path, ec).parent_path();
+  if (ec) return "";
+  fs::path real_link_dir = fs::canonical(link_dir, ec);
+  if (!ec && real_link_dir != real.parent_path())
+    if (std::string why = stat_problem(real_link_dir, TrustKind::Directory); !why.empty())
+      return why;
+  return "";
+}
 
 struct PluginLibrary::Impl {
   boost::dll::shared_library lib;
@@ -119,6 +166,15 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
   lib->impl_ = std::make_unique<Impl>();
   lib->name_ = name;
   lib->path_ = path;
+  lib->real_path_ = fs::canonical(path, fec);
+  if (fec) lib->real_path_ = path;
+
+  // 0. trusted: dlopen runs the library's constructors (docs/security.md, "Plugins")
+  if (std::string why = plugin_trust_problem(path); !why.empty())
+    throw Error(kStage, loc,
+                who + ": refusing to load it: " + why +
+                    " (a plugin runs with your rights: it must be yours or root's, in a "
+                    "directory no one else can write; docs/security.md)");
 
   // 1. a complete ELF shared object (dlopen of a truncated one dies of SIGBUS), then loadable
   if (has_elf_header(path)) {
@@ -127,8 +183,14 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
       throw Error(kStage, loc, who + ": not a valid shared library: " + problem);
   }
   boost::dll::fs::error_code ec;
+  const std::vector<std::string> before = loaded_object_names();
   lib->impl_->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
                        ec);
+  if (!ec && lib->impl_->lib.is_loaded()) {
+    std::set<std::string> had(before.begin(), before.end());
+    for (const std::string& o : loaded_object_names())
+      if (!had.count(o)) lib->loaded_objects_.push_back(o);
+  }
   if (ec || !lib->impl_->lib.is_loaded()) {
     std::string reason = dlopen_reason(path);
     if (reason.empty()) reason = ec.message();

@@ -2,6 +2,13 @@
 // (plugin_api.h). Boost.DLL stays in plugin_loader.cpp. Every failure is a stax::Error with
 // stage "plugin", the library path (or the plugin name) as location, and a message naming the
 // plugin and, for version problems, both versions.
+//
+// Trust (docs/security.md, "Plugins"): dlopen runs a library's constructors, so before it the
+// file must pass the checks of core/support/file_trust.h: the file (after resolving links) and
+// the directory holding it, and the directory holding the link when the path was one, are owned
+// by you or root and not writable by group or others (a directory with the sticky bit excepted).
+// A library another user planted on the search path is refused, naming the path and the reason,
+// and its code never runs.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +28,9 @@ std::string plugin_file_name(const std::string& name);
 // every directory searched (and which of them do not exist).
 std::filesystem::path find_plugin(const std::string& name,
                                   const std::vector<std::filesystem::path>& dirs);
+
+// Why `path` must not be loaded (the trust checks above), or "" when it may be.
+std::string plugin_trust_problem(const std::filesystem::path& path);
 
 // Every libstax_*.so in the directories (first occurrence of a name wins), sorted by name.
 std::vector<std::filesystem::path> discover_plugins(
@@ -42,6 +52,11 @@ class PluginLibrary {
 
   const std::string& name() const { return name_; }
   const std::filesystem::path& path() const { return path_; }
+  // The file the path resolves to (links followed): what was loaded.
+  const std::filesystem::path& real_path() const { return real_path_; }
+  // Every shared object this load brought into the process, in load order: the plugin itself
+  // and the libraries it needs that were not loaded yet (full paths, from the dynamic loader).
+  const std::vector<std::string>& loaded_objects() const { return loaded_objects_; }
   uint32_t abi_major() const { return api_->abi_major; }
   uint32_t abi_minor() const { return api_->abi_minor; }
   std::string plugin_version() const;
@@ -65,7 +80,8 @@ class PluginLibrary {
 
   std::unique_ptr<Impl> impl_;  // the Boost.DLL handle
   std::string name_;
-  std::filesystem::path path_;
+  std::filesystem::path path_, real_path_;
+  std::vector<std::string> loaded_objects_;
   const StaxPluginApi* api_ = nullptr;
 };
 

@@ -1,5 +1,6 @@
 #include "core/cache/disk_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,14 +15,18 @@
 #include <set>
 #include <vector>
 
+#include "core/support/error.h"
+#include "core/support/file_trust.h"
+
 namespace stax {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'T', 'A', 'X', 'K', 'C', '0', '2'};
-constexpr size_t kHeader = 8 + 3 * 8;
+constexpr char kMagic[8] = {'S', 'T', 'A', 'X', 'K', 'C', '0', '3'};
+constexpr size_t kMacSize = 16;
+constexpr size_t kHeader = 8 + 2 * 8 + kMacSize;
 constexpr const char* kEntryExt = ".entry";
 constexpr const char* kSourceExt = ".src";
 constexpr const char* kTempPrefix = ".tmp-";
@@ -35,33 +40,10 @@ uint64_t get_u64(const char* p) {
   return v;
 }
 
-uint64_t mix64(uint64_t x) {  // the splitmix64 finalizer
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
+bool ends_with(const std::string& s, const char* suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
-
-uint64_t load_u64(const unsigned char* p) {  // little-endian, any alignment: one load
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
-uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-constexpr uint64_t kK1 = 0x9e3779b97f4a7c15ull;  // odd constants with mixed bits
-constexpr uint64_t kK2 = 0xc2b2ae3d27d4eb4full;
-constexpr uint64_t kK3 = 0x165667b19e3779f9ull;
-
-// One lane's step: the word enters through a multiplication, the rotation spreads the high
-// product bits down before the next one.
-uint64_t lane_step(uint64_t acc, uint64_t word) { return rotl(acc + word * kK2, 29) * kK1; }
 
 // Writes all of `data` to fd; false on an error (errno set).
 bool write_all(int fd, const char* data, size_t size) {
@@ -85,13 +67,11 @@ struct Fd {
   }
 };
 
-// The file's bytes (fd open for reading); nothing when it cannot be read; at most `limit` bytes
-// (a larger file comes back as its first `limit` + 1 bytes, which no entry check accepts).
-std::optional<std::string> read_fd(int fd, uint64_t limit) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return std::nullopt;
-  uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), limit + 1);
-  std::string out(static_cast<size_t>(size), '\0');
+// The file's bytes (fd open for reading, `size` from its fstat); nothing when it cannot be
+// read; at most `limit` bytes (a larger file comes back as its first `limit` + 1 bytes, which no
+// entry check accepts).
+std::optional<std::string> read_fd(int fd, uint64_t size, uint64_t limit) {
+  std::string out(static_cast<size_t>(std::min<uint64_t>(size, limit + 1)), '\0');
   size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::read(fd, out.data() + done, out.size() - done);
@@ -103,19 +83,36 @@ std::optional<std::string> read_fd(int fd, uint64_t limit) {
   return out;
 }
 
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 // ".tmp-<pid>-..." of a process that no longer exists.
 bool is_orphan_temp(const std::string& name) {
   if (name.rfind(kTempPrefix, 0) != 0) return false;
   long pid = std::strtol(name.c_str() + std::strlen(kTempPrefix), nullptr, 10);
   if (pid <= 0) return true;
   return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// The names in the directory of `dir_fd` (not "." and ".."), read through a duplicate of it.
+std::vector<std::string> list_names(int dir_fd) {
+  std::vector<std::string> names;
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return names;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return names;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  return names;
+}
+
+// Whether `st` is a file this user's cache may read: a regular file, theirs, writable by no
+// one else.
+std::string entry_problem(const struct stat& st) {
+  return trust_problem(st, TrustKind::RegularFile);
 }
 
 std::mutex& warned_mutex() {
@@ -127,51 +124,61 @@ std::set<std::string>& warned_roots() {
   return s;
 }
 
+// The checked kernels directory of `root` for clear() and scan(); nothing when it does not
+// exist; a stax::Error when it fails the checks.
+std::optional<CacheDir> open_existing(const fs::path& root) {
+  CacheDir d = CacheDir::open(root, /*create=*/false);
+  if (d.ok()) return d;
+  if (d.missing()) return std::nullopt;
+  throw Error("cache", root.string(),
+              "refusing to use this kernel cache: " + d.problem() + " (docs/security.md)");
+}
+
+// "1G" -> 2^30; nothing unless a positive whole number with an optional K, M or G suffix that
+// fits in 64 bits.
+std::optional<uint64_t> parse_byte_count(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return std::nullopt;
+  unsigned shift = 0;
+  if (digits + 1 == text.size()) {
+    switch (text.back()) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      default: return std::nullopt;
+    }
+  } else if (digits != text.size()) {
+    return std::nullopt;
+  }
+  uint64_t v = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    uint64_t d = static_cast<uint64_t>(text[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  if (v == 0 || (shift > 0 && v > (UINT64_MAX >> shift))) return std::nullopt;
+  return v << shift;
+}
+
+// Entries and bytes of a kernels directory: regular files only, never following a link (a FIFO
+// or a link named like an entry has no size to add).
+CacheStats scan_directory(int dir) {
+  CacheStats s;
+  for (const std::string& name : list_names(dir)) {
+    const bool entry = ends_with(name, kEntryExt);
+    if (!entry && !ends_with(name, kSourceExt)) continue;
+    struct stat st;
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (entry) ++s.entries;
+    s.bytes += static_cast<uint64_t>(st.st_size);
+  }
+  return s;
+}
+
 }  // namespace
-
-uint64_t hash64(std::string_view bytes, uint64_t seed) {
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  size_t n = bytes.size();
-  uint64_t a = seed + kK1, b = seed ^ kK2, c = seed + kK3, d = seed - kK1;
-  while (n >= 32) {  // four independent chains: the multiplications overlap
-    a = lane_step(a, load_u64(p));
-    b = lane_step(b, load_u64(p + 8));
-    c = lane_step(c, load_u64(p + 16));
-    d = lane_step(d, load_u64(p + 24));
-    p += 32;
-    n -= 32;
-  }
-  uint64_t h = mix64(a) ^ rotl(mix64(b), 16) ^ rotl(mix64(c), 32) ^ rotl(mix64(d), 48);
-  h ^= static_cast<uint64_t>(bytes.size()) * kK3;
-  for (; n >= 8; p += 8, n -= 8) h = lane_step(h, load_u64(p));
-  for (; n > 0; ++p, --n) h = rotl(h ^ (*p * kK3), 23) * kK1;
-  return mix64(h);
-}
-
-uint64_t entry_checksum(std::string_view key, std::string_view payload) {
-  return hash64(payload, hash64(key));
-}
-
-uint64_t fnv1a64(std::string_view bytes, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hash128_hex(std::string_view bytes) {
-  uint64_t a = hash64(bytes, 0x84222325cbf29ce4ull);
-  uint64_t b = hash64(bytes, 0x2545f4914f6cdd1dull);
-  static const char* digits = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int i = 0; i < 16; ++i) {
-    out[15 - i] = digits[(a >> (4 * i)) & 15];
-    out[31 - i] = digits[(b >> (4 * i)) & 15];
-  }
-  return out;
-}
 
 CacheSettings CacheSettings::resolve(bool config_enabled,
                                      const std::optional<fs::path>& config_dir) {
@@ -187,23 +194,25 @@ CacheSettings CacheSettings::resolve(bool config_enabled,
     }
   }
   if (const char* env = std::getenv("STAX_CACHE_MAX_BYTES"); env && *env) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (end && *end == '\0' && v > 0) s.max_bytes = v;
+    std::optional<uint64_t> v = parse_byte_count(env);
+    if (!v) {
+      std::string shown(env);
+      if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+      throw Error("cache", "STAX_CACHE_MAX_BYTES",
+                  "must be a positive whole number of bytes, optionally with a K, M or G "
+                  "suffix (e.g. 1073741824 or 1G), got '" + shown +
+                      "' (to turn the disk cache off, set STAX_CACHE_DIR=off)");
+    }
+    s.max_bytes = *v;
   }
   return s;
 }
 
 DiskCache::DiskCache(fs::path root, uint64_t max_bytes)
     : root_(std::move(root)), dir_(root_ / "kernels"), max_bytes_(max_bytes) {
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) {
-    warn("cannot create " + dir_.string() + " (" + ec.message() + ")");
-    return;
-  }
-  if (::access(dir_.c_str(), R_OK | W_OK | X_OK) != 0) {
-    warn(dir_.string() + " is not writable (" + std::strerror(errno) + ")");
+  cache_dir_ = CacheDir::open(root_, /*create=*/true);
+  if (!cache_dir_.ok()) {
+    warn(cache_dir_.problem());
     return;
   }
   usable_ = true;
@@ -221,88 +230,133 @@ fs::path DiskCache::entry_path(std::string_view key) const {
   return dir_ / (hash128_hex(key) + kEntryExt);
 }
 
-std::optional<std::string> DiskCache::load(std::string_view key) {
-  if (!usable_) return std::nullopt;
-  const fs::path path = entry_path(key);
-  // An entry larger than the whole cache may be is damaged: never read it all into memory.
-  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  std::optional<std::string> file = fd.fd >= 0 ? read_fd(fd.fd, max_bytes_) : std::nullopt;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!file) {
-    ++counters_.misses;
+std::array<uint64_t, 2> DiskCache::mac(std::string_view key, std::string_view payload) const {
+  SipHasher h(cache_dir_.key(), /*wide=*/true);
+  std::string sizes;
+  put_u64(sizes, key.size());
+  put_u64(sizes, payload.size());
+  h.update(std::string_view(kMagic, 8));
+  h.update(sizes);
+  h.update(key);
+  h.update(payload);
+  return h.finish128();
+}
+
+std::string DiskCache::encode_entry(std::string_view key, std::string_view payload) const {
+  std::string body;
+  body.reserve(kHeader + key.size() + payload.size());
+  body.append(kMagic, 8);
+  put_u64(body, key.size());
+  put_u64(body, payload.size());
+  std::array<uint64_t, 2> m = mac(key, payload);
+  put_u64(body, m[0]);
+  put_u64(body, m[1]);
+  body.append(key);
+  body.append(payload);
+  return body;
+}
+
+std::optional<std::pair<std::string, std::string>> DiskCache::entry_fields(std::string_view f) {
+  if (f.size() < kHeader) return std::nullopt;
+  uint64_t key_size = get_u64(f.data() + 8), payload_size = get_u64(f.data() + 16);
+  if (key_size > f.size() - kHeader || payload_size > f.size() - kHeader - key_size)
     return std::nullopt;
+  return std::make_pair(std::string(f.substr(kHeader, key_size)),
+                        std::string(f.substr(kHeader + key_size, payload_size)));
+}
+
+std::optional<std::string> DiskCache::load(std::string_view key, std::string* why) {
+  if (!usable_) return std::nullopt;
+  const std::string name = hash128_hex(key) + kEntryExt;
+  auto miss = [&](bool skipped, const std::string& reason) -> std::optional<std::string> {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.misses;
+    if (skipped) ++counters_.skipped;
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  // O_NOFOLLOW: a link is never followed; O_NONBLOCK: a FIFO cannot block the open.
+  Fd fd{::openat(cache_dir_.kernels_fd(), name.c_str(),
+                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (fd.fd < 0) {
+    if (errno == ENOENT) return miss(false, "");
+    if (errno == ELOOP) return miss(true, "skipped: " + name + " is a symbolic link");
+    return miss(true, "skipped: cannot open " + name + " (" + std::strerror(errno) + ")");
   }
+  struct stat st;
+  if (::fstat(fd.fd, &st) != 0)
+    return miss(true, "skipped: cannot stat " + name + " (" + std::strerror(errno) + ")");
+  if (std::string problem = entry_problem(st); !problem.empty())
+    return miss(true, "skipped: " + name + " " + problem);
+  // An entry larger than the whole cache may be is damaged: never read it all into memory.
+  std::optional<std::string> file = read_fd(fd.fd, static_cast<uint64_t>(st.st_size), max_bytes_);
+  if (!file) return miss(false, "");
   const std::string& f = *file;
   bool ok = f.size() >= kHeader && std::memcmp(f.data(), kMagic, 8) == 0;
   uint64_t key_size = ok ? get_u64(f.data() + 8) : 0;
   uint64_t payload_size = ok ? get_u64(f.data() + 16) : 0;
   ok = ok && key_size <= f.size() && payload_size <= f.size() &&
        kHeader + key_size + payload_size == f.size();
-  std::string_view stored_key, payload;
+  std::string_view stored_key;
   if (ok) {
     stored_key = std::string_view(f).substr(kHeader, key_size);
-    payload = std::string_view(f).substr(kHeader + key_size, payload_size);
-    ok = entry_checksum(stored_key, payload) == get_u64(f.data() + 24);
+    std::array<uint64_t, 2> m =
+        mac(stored_key, std::string_view(f).substr(kHeader + key_size, payload_size));
+    ok = m[0] == get_u64(f.data() + 24) && m[1] == get_u64(f.data() + 32);
   }
-  if (!ok) {  // torn, truncated, zero-length or corrupt: never loaded
-    std::error_code ec;
-    fs::remove(path, ec);
+  if (!ok) {  // torn, truncated, zero-length, corrupt or forged: never loaded
+    ::unlinkat(cache_dir_.kernels_fd(), name.c_str(), 0);
+    std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.corrupt;
     ++counters_.misses;
+    if (why) *why = "damaged entry removed: " + name + " (its format, size or MAC is wrong)";
     return std::nullopt;
   }
-  if (stored_key != key) {  // a hash collision: a miss (the store overwrites it)
-    ++counters_.misses;
-    return std::nullopt;
-  }
+  if (stored_key != key) return miss(false, "");  // a hash collision (the store overwrites it)
   ::futimens(fd.fd, nullptr);  // LRU: now (through the open file: no second path lookup)
-  ++counters_.hits;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.hits;
+  }
   file->erase(0, kHeader + key_size);  // the payload, in the buffer it was read into
   return file;
 }
 
+// Writes `bytes` to the kernels directory's `name` through a temporary file, fsync and rename.
+bool DiskCache::write_atomically(const std::string& name, std::string_view bytes, bool hook) {
+  static std::atomic<uint64_t> counter{0};
+  const int dir = cache_dir_.kernels_fd();
+  const std::string tmp = std::string(kTempPrefix) + std::to_string(::getpid()) + "-" +
+                          std::to_string(counter.fetch_add(1)) + "-" + name + ".part";
+  int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    warn("cannot write " + (dir_ / tmp).string() + " (" + std::strerror(errno) + ")");
+    return false;
+  }
+  size_t half = bytes.size() / 2;
+  bool ok = write_all(fd, bytes.data(), half);
+  if (ok && hook && test_after_partial_write) test_after_partial_write();
+  ok = ok && write_all(fd, bytes.data() + half, bytes.size() - half) && ::fsync(fd) == 0;
+  int saved = errno;
+  ::close(fd);
+  // rename replaces whatever has the name (a link, a FIFO): never writes through it.
+  if (ok && ::renameat(dir, tmp.c_str(), dir, name.c_str()) == 0) return true;
+  if (!ok) errno = saved;
+  std::string why = std::strerror(errno);
+  ::unlinkat(dir, tmp.c_str(), 0);
+  std::cerr << "stax: warning: kernel cache: cannot write " << (dir_ / name).string() << " ("
+            << why << "); the kernel is not cached\n";
+  return false;
+}
+
 void DiskCache::store(std::string_view key, std::string_view payload, std::string_view source) {
   if (!usable_) return;
-  static std::atomic<uint64_t> counter{0};
   const std::string hash = hash128_hex(key);
-  std::string body;
-  body.reserve(kHeader + key.size() + payload.size());
-  body.append(kMagic, 8);
-  put_u64(body, key.size());
-  put_u64(body, payload.size());
-  put_u64(body, entry_checksum(key, payload));
-  body.append(key);
-  body.append(payload);
-
-  // Writes `bytes` to `target` through a temporary file, fsync and rename.
-  auto write_atomically = [&](const fs::path& target, std::string_view bytes,
-                              bool hook) -> bool {
-    const fs::path tmp = dir_ / (std::string(kTempPrefix) + std::to_string(::getpid()) + "-" +
-                                 std::to_string(counter.fetch_add(1)) + "-" +
-                                 target.filename().string() + ".part");
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      warn("cannot write " + tmp.string() + " (" + std::strerror(errno) + ")");
-      return false;
-    }
-    size_t half = bytes.size() / 2;
-    bool ok = write_all(fd, bytes.data(), half);
-    if (ok && hook && test_after_partial_write) test_after_partial_write();
-    ok = ok && write_all(fd, bytes.data() + half, bytes.size() - half) && ::fsync(fd) == 0;
-    int saved = errno;
-    ::close(fd);
-    if (ok && ::rename(tmp.c_str(), target.c_str()) == 0) return true;
-    if (!ok) errno = saved;
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    std::cerr << "stax: warning: kernel cache: cannot write " << target.string() << " (" << why
-              << "); the kernel is not cached\n";
-    return false;
-  };
-  if (!source.empty()) write_atomically(dir_ / (hash + kSourceExt), source, false);
+  const std::string body = encode_entry(key, payload);
+  if (!source.empty()) write_atomically(hash + kSourceExt, source, false);
   if (!usable_) return;
-  if (!write_atomically(dir_ / (hash + kEntryExt), body, true)) return;
-  fsync_dir(dir_);
+  if (!write_atomically(hash + kEntryExt, body, true)) return;
+  ::fsync(cache_dir_.kernels_fd());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.stores;
@@ -311,36 +365,36 @@ void DiskCache::store(std::string_view key, std::string_view payload, std::strin
 }
 
 void DiskCache::remove(std::string_view key) {
-  std::error_code ec;
-  const fs::path entry = entry_path(key);
-  fs::remove(entry, ec);
-  fs::remove(fs::path(entry).replace_extension(kSourceExt), ec);
+  if (!usable_) return;
+  const std::string hash = hash128_hex(key);
+  ::unlinkat(cache_dir_.kernels_fd(), (hash + kEntryExt).c_str(), 0);
+  ::unlinkat(cache_dir_.kernels_fd(), (hash + kSourceExt).c_str(), 0);
 }
 
 void DiskCache::evict() {
   struct File {
-    fs::path path;
+    std::string name;
     uint64_t bytes;
     struct timespec mtime;
   };
+  const int dir = cache_dir_.kernels_fd();
   std::vector<File> entries;
   uint64_t total = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : list_names(dir)) {
     if (is_orphan_temp(name)) {
-      std::error_code rm;
-      fs::remove(it->path(), rm);
+      ::unlinkat(dir, name.c_str(), 0);
       continue;
     }
-    if (it->path().extension() != kEntryExt) continue;
+    if (!ends_with(name, kEntryExt)) continue;
     struct stat st;
-    if (::stat(it->path().c_str(), &st) != 0) continue;
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
     uint64_t bytes = static_cast<uint64_t>(st.st_size);
-    struct stat src;
-    if (::stat(fs::path(it->path()).replace_extension(kSourceExt).c_str(), &src) == 0)
-      bytes += static_cast<uint64_t>(src.st_size);
-    entries.push_back({it->path(), bytes, st.st_mtim});
+    const std::string src = name.substr(0, name.size() - std::strlen(kEntryExt)) + kSourceExt;
+    struct stat s2;
+    if (::fstatat(dir, src.c_str(), &s2, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(s2.st_mode))
+      bytes += static_cast<uint64_t>(s2.st_size);
+    entries.push_back({name, bytes, st.st_mtim});
     total += bytes;
   }
   if (total <= max_bytes_) return;
@@ -351,9 +405,9 @@ void DiskCache::evict() {
   uint64_t evicted = 0;
   for (const File& f : entries) {
     if (total <= max_bytes_) break;
-    std::error_code rm;
-    fs::remove(f.path, rm);
-    fs::remove(fs::path(f.path).replace_extension(kSourceExt), rm);
+    ::unlinkat(dir, f.name.c_str(), 0);
+    const std::string src = f.name.substr(0, f.name.size() - std::strlen(kEntryExt)) + kSourceExt;
+    ::unlinkat(dir, src.c_str(), 0);
     total -= f.bytes;
     ++evicted;
   }
@@ -362,41 +416,35 @@ void DiskCache::evict() {
 }
 
 CacheStats DiskCache::scan(const fs::path& root) {
-  CacheStats s;
-  std::error_code ec;
-  for (fs::directory_iterator it(root / "kernels", ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code e2;
-    const auto ext = it->path().extension();
-    if (ext == kEntryExt) ++s.entries;
-    if (ext == kEntryExt || ext == kSourceExt) s.bytes += fs::file_size(it->path(), e2);
-  }
-  return s;
+  std::optional<CacheDir> d = open_existing(root);
+  return d ? scan_directory(d->kernels_fd()) : CacheStats{};
 }
 
 CacheStats DiskCache::stats() const {
-  CacheStats s = usable_ ? scan(root_) : CacheStats{};
+  CacheStats s = usable_ ? scan_directory(cache_dir_.kernels_fd()) : CacheStats{};
   std::lock_guard<std::mutex> lock(mutex_);
   s.hits = counters_.hits;
   s.misses = counters_.misses;
   s.stores = counters_.stores;
   s.corrupt = counters_.corrupt;
   s.evicted = counters_.evicted;
+  s.skipped = counters_.skipped;
   return s;
 }
 
 uint64_t DiskCache::clear(const fs::path& root) {
+  std::optional<CacheDir> d = open_existing(root);
+  if (!d) return 0;
+  const int dir = d->kernels_fd();
   uint64_t removed = 0;
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (fs::directory_iterator it(root / "kernels", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const auto ext = it->path().extension();
+  for (const std::string& name : list_names(dir)) {
     // A live process's temporary file is left to its rename.
-    if (ext == kEntryExt || ext == kSourceExt || is_orphan_temp(name)) files.push_back(it->path());
-  }
-  for (const fs::path& p : files) {
-    std::error_code rm;
-    if (fs::remove(p, rm)) ++removed;
+    if (!ends_with(name, kEntryExt) && !ends_with(name, kSourceExt) && !is_orphan_temp(name))
+      continue;
+    struct stat st;
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+      continue;
+    if (::unlinkat(dir, name.c_str(), 0) == 0) ++removed;  // the name, never a link's target
   }
   return removed;
 }

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "core/support/error.h"
+#include "core/support/quoted.h"
+#include "core/support/user_dirs.h"
 #include "stax/sdk/types.hpp"
 
 namespace fs = std::filesystem;
@@ -71,7 +73,7 @@ class Reader {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
       std::string where = path.empty() ? "at the top level" : "in '" + path + "'";
-      fail(it->first, "unknown key '" + key + "' " + where + " (expected one of: " + list + ")");
+      fail(it->first, "unknown key " + quote_excerpt(key) + " " + where + " (expected one of: " + list + ")");
     }
   }
 
@@ -81,7 +83,7 @@ class Reader {
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
       if (!seen.insert(key).second)
-        fail(it->first, "duplicate key '" + key + "' " +
+        fail(it->first, "duplicate key " + quote_excerpt(key) + " " +
                             (path.empty() ? std::string("at the top level") : "in '" + path + "'"));
     }
   }
@@ -96,11 +98,11 @@ class Reader {
     try {
       if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
       int v = n.as<int>();
-      if (v < 0) fail(n, "'" + path + "' must be a nonnegative integer, got " + s);
+      if (v < 0) fail(n, "'" + path + "' must be a nonnegative integer, got " + excerpt(s));
       return v;
     } catch (const YAML::BadConversion&) {
       fail(n, "'" + path + "' must be an integer, got " +
-                  (n.IsScalar() ? "'" + s + "'" : kind_name(n)));
+                  (n.IsScalar() ? quote_excerpt(s) : kind_name(n)));
     }
   }
 
@@ -118,10 +120,10 @@ class Reader {
   OptionValue option(const YAML::Node& n, const std::string& path, int depth,
                      size_t& count) const {
     if (depth > kMaxOptionDepth)
-      fail(n, "'" + path + "' nests deeper than " + std::to_string(kMaxOptionDepth) +
+      fail(n, quote_excerpt(path, 200) + " nests deeper than " + std::to_string(kMaxOptionDepth) +
                   " levels (a recursive alias?)");
     if (++count > kMaxOptionValues)
-      fail(n, "'" + path + "' expands to more than " + std::to_string(kMaxOptionValues) +
+      fail(n, quote_excerpt(path, 200) + " expands to more than " + std::to_string(kMaxOptionValues) +
                   " values (nested aliases?)");
     OptionValue v;
     v.location = loc(n);
@@ -165,17 +167,15 @@ class Reader {
     }
   }
 
-  static fs::path expand_home(const std::string& p) {
-    if (p == "~" || p.rfind("~/", 0) == 0) {
-      const char* home = std::getenv("HOME");
-      if (home) return fs::path(home) / p.substr(p.size() > 1 ? 2 : 1);
-    }
-    return fs::path(p);
+  // `~` and `~/...`: $HOME, else the passwd database's home (core/support/user_dirs.h); an
+  // error at the entry's place when there is neither.
+  fs::path expand_home(const std::string& p, const std::string& where) const {
+    return stax::expand_home(p, kStage, where);
   }
 
   // The directories one plugin_path entry may name, in search order (config.h).
-  std::vector<fs::path> candidates(const std::string& entry) const {
-    fs::path p = expand_home(entry);
+  std::vector<fs::path> candidates(const std::string& entry, const std::string& where) const {
+    fs::path p = expand_home(entry, where);
     if (p.is_absolute()) return {p};
     std::vector<fs::path> out{fs::absolute(base_dir_ / p)};
 #ifdef STAX_SOURCE_DIR
@@ -186,25 +186,43 @@ class Reader {
   }
 
   // plugin_path: see config.h for the resolution rule.
-  std::vector<fs::path> plugin_dirs(const std::vector<std::string>& entries) const {
-    std::vector<fs::path> out;
-    auto push = [&](const fs::path& p) {
+  // plugin_path's directories and, for each, why it is searched (Config::plugin_path_origin).
+  void plugin_dirs(const std::vector<std::string>& entries, const std::vector<std::string>& wheres,
+                   Config& c) const {
+    std::vector<fs::path>& out = c.plugin_path;
+    std::vector<std::string>& why = c.plugin_path_origin;
+    out.clear();
+    why.clear();
+    auto push = [&](const fs::path& p, const std::string& origin) {
       fs::path n = p.lexically_normal();
       for (const fs::path& q : out)
         if (q == n) return;
       out.push_back(n);
+      why.push_back(origin);
     };
-    for (const std::string& e : entries)
-      for (const fs::path& p : candidates(e)) push(p);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      std::vector<fs::path> cands = candidates(entries[i], wheres[i]);
+      const char* kinds[] = {"relative to the config's directory", "relative to the source tree",
+                             "relative to the build tree"};
+      for (size_t k = 0; k < cands.size(); ++k)
+        push(cands[k], "plugin_path[" + std::to_string(i) + "] " + quote_excerpt(entries[i], 200) + " (" +
+                           wheres[i] + ")" +
+                           (cands.size() == 1 ? std::string() : std::string(", ") + kinds[k]));
+    }
     // The build tree's plugins/ comes last, even when an entry above already named it.
     fs::path def = default_plugin_dir().lexically_normal();
-    out.erase(std::remove(out.begin(), out.end(), def), out.end());
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] == def) {
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(i));
+        why.erase(why.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
     out.push_back(def);
-    return out;
+    why.push_back("built in: this build's plugin directory, always searched last");
   }
 
-  fs::path resolve(const std::string& p) const {
-    fs::path x = expand_home(p);
+  fs::path resolve(const std::string& p, const std::string& where) const {
+    fs::path x = expand_home(p, where);
     return x.is_absolute() ? x : fs::absolute(base_dir_ / x).lexically_normal();
   }
 
@@ -212,13 +230,13 @@ class Reader {
     Config c;
     c.source = source_;
     if (root.IsNull()) {  // an empty file: all defaults
-      c.plugin_path = plugin_dirs({});
+      plugin_dirs({}, {}, c);
       return c;
     }
     expect_map(root, "",
                {"plugin_path", "devices", "realization", "cache_dir", "dump", "default_device",
                 "cache"});
-    c.plugin_path = read_plugin_path(root);
+    read_plugin_path(root, c);
     read_devices(root, c);
     read_default_device(root, c);
     read_realization(root, c);
@@ -227,27 +245,29 @@ class Reader {
     return c;
   }
 
-  // plugin_path: every entry a directory that exists (relative to the file, ~ expanded).
-  std::vector<fs::path> read_plugin_path(const YAML::Node& root) const {
-    std::vector<std::string> pp;
+  // plugin_path: every entry a directory that exists (relative to the file, ~ expanded); fills
+  // Config::plugin_path and, for each directory, why it is searched (plugin_path_origin).
+  void read_plugin_path(const YAML::Node& root, Config& c) const {
+    std::vector<std::string> pp, pp_where;
     if (const YAML::Node ppn = root["plugin_path"]) {
       pp = string_list(ppn, "plugin_path", true);
       for (size_t i = 0; i < pp.size(); ++i) {
         const YAML::Node e = ppn.IsScalar() ? ppn : ppn[i];
+        pp_where.push_back(loc(e));
         if (e.Tag() == "?" && (is_number(e) || is_bool(e)))
-          fail(e, "'plugin_path' entries must be directory names, got '" + pp[i] + "'");
-        std::vector<fs::path> tried = candidates(pp[i]);
+          fail(e, "'plugin_path' entries must be directory names, got " + quote_excerpt(pp[i]));
+        std::vector<fs::path> tried = candidates(pp[i], loc(e));
         bool found = false;
         std::error_code ec;
         for (const fs::path& d : tried) found = found || fs::is_directory(d, ec);
         if (!found) {
           std::string list;
-          for (const fs::path& d : tried) list += (list.empty() ? "" : ", ") + d.string();
-          fail(e, "'plugin_path' entry '" + pp[i] + "' is not a directory (tried: " + list + ")");
+          for (const fs::path& d : tried) list += (list.empty() ? "" : ", ") + excerpt(d.string(), 200);
+          fail(e, "'plugin_path' entry " + quote_excerpt(pp[i]) + " is not a directory (tried: " + list + ")");
         }
       }
     }
-    return plugin_dirs(pp);
+    plugin_dirs(pp, pp_where, c);
   }
 
   // devices: kind -> {backend, options}.
@@ -260,8 +280,8 @@ class Reader {
           // Device kinds are open (a plugin names its own: cpu, cuda, npu, ...): a name
           // routes graphs whose tensors live on device "<kind>" or "<kind>:<index>".
           if (!is_device_kind_name(kind))
-            fail(it->first, "device name '" + kind +
-                                "' in 'devices' must be a lowercase identifier [a-z][a-z0-9_]* "
+            fail(it->first, "device name " + quote_excerpt(kind) +
+                                " in 'devices' must be a lowercase identifier [a-z][a-z0-9_]* "
                                 "(the device kind a backend drives, e.g. cpu, cuda, npu)");
           std::string path = "devices." + kind;
           const YAML::Node d = it->second;  // a copy: `it->second` names a temporary
@@ -289,8 +309,8 @@ class Reader {
       if (!dd.IsNull()) {
         c.default_device = scalar(dd, "default_device");
         if (!c.devices.count(c.default_device))
-          fail(dd, "'default_device' names '" + c.default_device +
-                       "', which is not a key of 'devices'");
+          fail(dd, "'default_device' names " + quote_excerpt(c.default_device) +
+                       ", which is not a key of 'devices'");
       }
     }
   }
@@ -315,7 +335,7 @@ class Reader {
           for (size_t i = 0; i < ops.size(); ++i) {
             int32_t op = sdk::opcode_from_name(ops[i]);
             if (op < STAX_OP_FIRST_OPS_DEF)
-              fail(t[i], "'realization.transcendental' names an unknown op '" + ops[i] + "'");
+              fail(t[i], "'realization.transcendental' names an unknown op " + quote_excerpt(ops[i]));
           }
           c.realization.transcendental = ops;
         }
@@ -327,13 +347,23 @@ class Reader {
   void read_cache(const YAML::Node& root, Config& c) const {
     if (const YAML::Node cd = root["cache_dir"]) {
       if (!cd.IsNull()) {
-        c.cache_dir = resolve(scalar(cd, "cache_dir"));
+        const std::string v = scalar(cd, "cache_dir");
+        if (v == "default") {
+          std::optional<fs::path> base = user_cache_directory();
+          if (!base)
+            fail(cd, "'cache_dir: default' needs a home directory: XDG_CACHE_HOME and HOME are "
+                     "unset (or not absolute paths) and the passwd database has none for this "
+                     "user; name a directory instead");
+          c.cache_dir = *base / "stax";
+        } else {
+          c.cache_dir = resolve(v, loc(cd));
+        }
         // Something other than a directory is a mistake in the file; a directory this process
         // cannot write (a read-only home) is not: the kernel cache warns once and compiles
         // without its disk level (core/cache/disk_cache.h).
         std::error_code ec;
         if (fs::exists(*c.cache_dir, ec) && !fs::is_directory(*c.cache_dir, ec))
-          fail(cd, "'cache_dir' " + c.cache_dir->string() + " is not a directory");
+          fail(cd, "'cache_dir' " + excerpt(c.cache_dir->string(), 200) + " is not a directory");
       }
     }
 
@@ -351,7 +381,7 @@ class Reader {
       if (!d.IsNull()) {
         expect_map(d, "dump", {"dir", "stages"});
         if (const YAML::Node dir = d["dir"]) {
-          if (!dir.IsNull()) c.dump.dir = resolve(scalar(dir, "dump.dir"));
+          if (!dir.IsNull()) c.dump.dir = resolve(scalar(dir, "dump.dir"), loc(dir));
         }
         if (const YAML::Node st = d["stages"]) {
           std::vector<std::string> stages = string_list(st, "dump.stages", false);
@@ -360,8 +390,8 @@ class Reader {
             bool ok = false;
             for (const std::string& s : all) ok = ok || s == stages[i];
             if (!ok)
-              fail(st[i], "unknown dump stage '" + stages[i] +
-                              "' (expected one of: graph, joint, partition, loop_ir, kernels)");
+              fail(st[i], "unknown dump stage " + quote_excerpt(stages[i]) +
+                              " (expected one of: graph, joint, partition, loop_ir, kernels)");
           }
           c.dump.stages = stages;
         } else {
@@ -466,6 +496,7 @@ Config Config::load(const fs::path& file) {
 Config Config::default_cpu() {
   Config c;
   c.plugin_path = {default_plugin_dir()};
+  c.plugin_path_origin = {"built in: this build's plugin directory (no config file)"};
   DeviceConfig cpu;
   cpu.backend = "cpu_cpp";
   cpu.location = "<default>";

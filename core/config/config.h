@@ -8,16 +8,24 @@
 //     cuda: { backend: cuda_nvrtc, options: { arch: sm_90 } }
 //     npu:  { backend: my_npu }         # any kind a plugin names ([a-z][a-z0-9_]*)
 //   realization: { op_limit: 50 }         # overrides of the backend's §6.6 thresholds
-//   cache_dir: ~/.cache/stax            # the kernel cache (core/cache); `cache: off` disables it
+//   cache_dir: default                  # the kernel cache (core/cache); `cache: off` disables it
 //   dump: { dir: null, stages: [graph, loop_ir, kernels] }   # DumpConfig::all_stages()
 //
-// plugin_path resolution: `~/` is the home directory; a relative entry P becomes, in this
+// plugin_path resolution: `~/` is the home directory ($HOME, else the passwd database's entry:
+// core/support/user_dirs.h); a relative entry P becomes, in this
 // order, CONFIG_DIR/P, SOURCE_DIR/P (the Stax source tree, so `build/plugins` names the repo's
 // build directory) and BUILD_DIR/P (the build tree this stax_core belongs to, so `plugins`
 // names its plugin directory). The build tree's own plugin directory (STAX_DEFAULT_PLUGIN_DIR)
 // is always appended last. An entry none of whose candidates is a directory is an error; of an
 // entry's candidates, those that do not exist are kept (the loader skips them and lists them
-// when a plugin is not found).
+// when a plugin is not found). plugin_path_origin says, per directory, which entry (file:line)
+// or rule put it there; `stax plugins` prints both. A plugin is loaded only after the checks of
+// core/backend/plugin_loader.h (owner, permissions: docs/security.md).
+//
+// cache_dir: `default` is the user's cache directory: $XDG_CACHE_HOME/stax, else
+// <home>/.cache/stax (core/support/user_dirs.h); anything else is a path (`~` expanded,
+// relative to the config's directory). The cache creates it 0700 and uses it only when it is
+// the user's and writable by nobody else (core/cache/cache_dir.h).
 #pragma once
 
 #include <filesystem>
@@ -63,6 +71,10 @@ struct Config {
 
   std::string source = "<default>";  // the file it was read from
   std::vector<std::filesystem::path> plugin_path;
+  // Why each plugin_path directory is searched, e.g. "plugin_path[0] 'build/plugins' (x.yaml:3:15),
+  // relative to the config's directory" or "built in: ..." (same length as plugin_path when
+  // read from a file; may be shorter for a Config built in code).
+  std::vector<std::string> plugin_path_origin;
   std::map<std::string, DeviceConfig> devices;  // keys: device kinds ("cpu", "cuda", "npu")
   RealizationConfig realization;
   std::optional<std::filesystem::path> cache_dir;

@@ -65,13 +65,16 @@ CompiledFunction::CompiledFunction(const Graph& forward, std::vector<std::string
 CompiledFunction::~CompiledFunction() = default;
 
 void CompiledFunction::init(const Graph& forward, std::vector<std::string> wrt) {
+  const CancellationToken* cancel = options_.cancel.get();
   // 1. the joint graph (§5.3)
+  check_cancelled(cancel, "CompiledFunction", "the joint graph");
   auto start = Clock::now();
   joint_ = build_joint_graph(forward, wrt);
   stats_.joint_ms = ms_since(start);
   for (const Node* n : forward.outputs()) output_meta_.push_back(n->meta());
 
   // 2. the partition (§5.4-5.5)
+  check_cancelled(cancel, "CompiledFunction", "the partition");
   start = Clock::now();
   partition_ = partition::partition_min_cut(joint_, options_.partition);
   stats_.partition_ms = ms_since(start);
@@ -91,7 +94,7 @@ void CompiledFunction::init(const Graph& forward, std::vector<std::string> wrt) 
   if (!options_.interpret) {
     check(compiler_ != nullptr, "runtime", "CompiledFunction", "no compiler");
     start = Clock::now();
-    forward_compiled_.emplace(compiler_->compile(partition_.forward));
+    forward_compiled_.emplace(compiler_->compile(partition_.forward, cancel));
     stats_.forward_compile_ms = ms_since(start);
     stats_.forward_compiles = 1;
   }
@@ -199,7 +202,7 @@ const CompiledGraph& CompiledFunction::ensure_backward() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!backward_compiled_) {
     auto start = Clock::now();
-    backward_compiled_.emplace(compiler_->compile(partition_.backward));
+    backward_compiled_.emplace(compiler_->compile(partition_.backward, options_.cancel.get()));
     stats_.backward_compile_ms = ms_since(start);
     ++stats_.backward_compiles;
   }

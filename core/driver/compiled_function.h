@@ -79,6 +79,11 @@ struct CompiledFunctionOptions {
   bool interpret = false;
   // Seed of random ops (GraphRunOptions::seed / InterpreterOptions::seed), for both passes.
   uint64_t seed = 0;
+  // Polled by the constructor (before the joint graph, the partition and the forward compile)
+  // and by the lazy backward compile (Compiler::compile's checkpoints): once cancelled, they
+  // throw stax::Error with stage "cancelled"; a cancelled backward compile is retried by the
+  // next backward(). Optional; shared so that it outlives the lazy compile.
+  std::shared_ptr<const CancellationToken> cancel;
 };
 
 struct BackwardOptions {

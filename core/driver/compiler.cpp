@@ -41,13 +41,14 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
 // Compiles every kernel plan with the graph's backend through the kernel cache, recording
 // sources, times and where each kernel came from.
 // The kernels found on disk are linked together (KernelCache::get_all: one plugin call).
-void compile_kernels(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options) {
+void compile_kernels(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options,
+                     const CancellationToken* cancel) {
   auto t = Clock::now();
   std::vector<const StaxKernelDesc*> descs;
   for (const KernelPlan& plan : exec.plans) descs.push_back(plan.desc.get());
   std::vector<KernelOrigin> origins;
   std::vector<double> ms;
-  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms);
+  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms, cancel);
   for (size_t i = 0; i < exec.plans.size(); ++i) {
     const KernelPlan& plan = exec.plans[i];
     ++(origins[i] == KernelOrigin::Compiled ? exec.stats.kernels_compiled
@@ -156,10 +157,13 @@ Compiler::~Compiler() = default;
 PluginRegistry& Compiler::registry() { return session_->registry; }
 const Config& Compiler::config() const { return session_->registry.config(); }
 
-CompiledGraph Compiler::compile(const Graph& source) {
+CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
   // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
   // ABI has the host serialise calls on a backend instance.
   std::lock_guard<std::mutex> lock(session_->mutex);
+  // Cancellation checkpoints: before each pass (and, in compile_kernels, each kernel).
+  auto checkpoint = [&](const char* pass) { check_cancelled(cancel, options_.name, pass); };
+  checkpoint("decompose");
   const auto t_start = Clock::now();
   ExecutionPlan plan;
   plan.session = session_;
@@ -176,6 +180,7 @@ CompiledGraph Compiler::compile(const Graph& source) {
 
   // lower, with the policy of the backend serving the graph's device kind (the config's
   // default_device for a graph on the default device "cpu")
+  checkpoint("lower");
   std::string kind = graph_device_kind(g);
   const std::string& default_device = session_->registry.config().default_device;
   if (kind == "cpu" && !default_device.empty()) kind = default_device;
@@ -187,6 +192,7 @@ CompiledGraph Compiler::compile(const Graph& source) {
   dump("loop_ir", [&] { return plan.lowered.str(); });
 
   // schedule: fused kernels in step order (the backend's fusion limits), the memory plan
+  checkpoint("schedule");
   FusionLimits fusion = policy.fusion;
   if (!options_.fuse) fusion.enable_fusion = false;
   t = Clock::now();
@@ -198,11 +204,12 @@ CompiledGraph Compiler::compile(const Graph& source) {
   dump("schedule", [&] { return plan.schedule.dot(plan.lowered); }, "dot");
 
   // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin
+  checkpoint("codegen");
   t = Clock::now();
   plan.plans = plan_kernels(plan.schedule, plan.lowered, options_.codegen);
   plan.stats.codegen_ms = ms_since(t);
   const DeviceConfig* device = session_->registry.config().device(kind);
-  compile_kernels(plan, *cache_, device ? device->options : OptionValue::map());
+  compile_kernels(plan, *cache_, device ? device->options : OptionValue::map(), cancel);
   dump("kernels", [&] {
     std::vector<CompiledKernelInfo> infos = plan.infos;
     for (size_t i = 0; i < infos.size(); ++i) infos[i].source = plan.compiled[i]->source();

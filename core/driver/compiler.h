@@ -35,6 +35,7 @@
 #include "core/driver/kernel_cache.h"
 #include "core/graph/graph.h"
 #include "core/runtime/compiled_graph.h"
+#include "core/support/cancellation.h"
 
 namespace stax {
 
@@ -54,8 +55,11 @@ class Compiler {
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
 
-  // Thread-safe: concurrent calls on one Compiler take turns.
-  CompiledGraph compile(const Graph& graph);
+  // Thread-safe: concurrent calls on one Compiler take turns. `cancel` (optional; it must live
+  // until the call returns) is polled before each pass and before each kernel the plugin
+  // compiles: once cancelled, compile throws stax::Error with stage "cancelled"
+  // (core/support/cancellation.h) at the next of those checkpoints.
+  CompiledGraph compile(const Graph& graph, const CancellationToken* cancel = nullptr);
 
   PluginRegistry& registry();
   const Config& config() const;

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/backend/plugin_loader.h"
 #include "core/codegen/kernel_canonical.h"
@@ -126,7 +128,7 @@ std::shared_ptr<CompiledKernel> KernelCache::get(const Plugin& plugin, const Opt
 std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const Plugin& plugin, const OptionValue& options,
     const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-    std::vector<double>* ms_out) {
+    std::vector<double>* ms_out, const CancellationToken* cancel) {
   const size_t n = descs.size();
   std::vector<std::shared_ptr<CompiledKernel>> out(n);
   origins->assign(n, KernelOrigin::Compiled);
@@ -152,16 +154,21 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     const std::string canonical = canonical_kernel_bytes(*descs[i]);
     memory_keys[i] = name_of(i) + '\0' + canonical;
     if (auto it = e.memory.find(memory_keys[i]); it != e.memory.end()) {
-      out[i] = it->second;
-      (*origins)[i] = KernelOrigin::Memory;
-      (*ms_out)[i] = ms(t0, Clock::now());
-      continue;
+      if (std::shared_ptr<CompiledKernel> k = it->second.lock()) {
+        out[i] = std::move(k);
+        (*origins)[i] = KernelOrigin::Memory;
+        (*ms_out)[i] = ms(t0, Clock::now());
+        continue;
+      }
     }
     if (!d) continue;
     keys[i] = e.prefix + canonical;
-    if (std::optional<std::string> bytes = d->load(keys[i])) {
+    std::string why;
+    if (std::optional<std::string> bytes = d->load(keys[i], &why)) {
       (*ms_out)[i] = ms(t0, Clock::now());
       hits.push_back({i, std::move(*bytes)});
+    } else if (trace && !why.empty()) {
+      std::fprintf(stderr, "stax cache: %s: %s\n", name_of(i).c_str(), why.c_str());
     }
   }
   // 2. The hits in one plugin call; one by one when it rejects the batch.
@@ -210,8 +217,12 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
   }
   // 3. The rest compiled (and stored by store_pending()).
   for (size_t i = 0; i < n; ++i) {
-    if ((*origins)[i] == KernelOrigin::Memory) continue;
+    if ((*origins)[i] == KernelOrigin::Memory) {
+      touch(out[i]);
+      continue;
+    }
     if (!out[i]) {
+      check_cancelled(cancel, name_of(i), "compiling kernel " + name_of(i));
       auto t0 = Clock::now();
       out[i] = plugin.compile(*descs[i]);
       (*ms_out)[i] += ms(t0, Clock::now());
@@ -221,9 +232,33 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
       (*origins)[i] = KernelOrigin::Compiled;
       if (d) pending_.push_back({&plugin, keys[i], out[i]});
     }
-    e.memory.emplace(memory_keys[i], out[i]);
+    e.memory[memory_keys[i]] = out[i];
+    touch(out[i]);
   }
+  if (e.memory.size() >= e.purge_at) purge_expired(e);
   return out;
+}
+
+void KernelCache::touch(const std::shared_ptr<CompiledKernel>& k) {
+  if (!k) return;
+  auto it = recent_pos_.find(k.get());
+  if (it != recent_pos_.end()) {
+    recent_.splice(recent_.begin(), recent_, it->second);
+    return;
+  }
+  recent_.push_front(k);
+  recent_pos_[k.get()] = recent_.begin();
+  while (recent_.size() > kRecentKernels) {
+    recent_pos_.erase(recent_.back().get());
+    recent_.pop_back();
+  }
+}
+
+void KernelCache::purge_expired(PluginEntry& e) {
+  for (auto it = e.memory.begin(); it != e.memory.end();)
+    it = it->second.expired() ? e.memory.erase(it) : std::next(it);
+  // The next purge when the map has doubled: amortised O(1) per insertion.
+  e.purge_at = std::max<size_t>(64, 2 * e.memory.size());
 }
 
 void KernelCache::store_pending() {

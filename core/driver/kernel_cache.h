@@ -1,7 +1,9 @@
 // KernelCache: the two levels of the kernel cache around a plugin's compile (issue 11).
 //   1. In process: per backend instance, a kernel of the same name and canonical description
 //      (core/codegen/kernel_canonical.h) is the same CompiledKernel: compiling a graph again
-//      costs no plugin call.
+//      costs no plugin call. Bounded (docs/hardening.md, the soak): the level holds a kernel
+//      while a CompiledGraph uses it, plus the kRecentKernels most recently used ones; a
+//      long-lived process that compiles ever new shapes keeps no more than that.
 //   2. On disk (core/cache/disk_cache.h) when the settings enable it and the plugin opts in
 //      (ABI 1.3: a nonempty cache identity): a hit deserializes the stored bytes (cpu_cpp links
 //      the object code again, no Clang); a miss compiles, and store_pending() (after all of a
@@ -12,9 +14,12 @@
 // (compiler version, target CPU and features / GPU arch), then the canonical description.
 // Bytes the plugin rejects (stale, damaged) are removed and the kernel is compiled.
 // STAX_CACHE_TRACE=1 prints one line per kernel on stderr: where it came from, read and link
-// (or compile) times.
+// (or compile) times, and why an entry on disk was not used (skipped: a link, a FIFO, another
+// user's file; damaged: its format or MAC; refused by the plugin: e.g. an ELF object for
+// another machine).
 #pragma once
 
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +29,7 @@
 #include "core/backend/plugin.h"
 #include "core/cache/disk_cache.h"
 #include "core/config/config.h"
+#include "core/support/cancellation.h"
 
 namespace stax {
 
@@ -31,6 +37,9 @@ enum class KernelOrigin { Compiled, Memory, Disk };
 
 class KernelCache {
  public:
+  // Kernels kept alive in process after the last CompiledGraph using them is gone.
+  static constexpr size_t kRecentKernels = 256;
+
   explicit KernelCache(CacheSettings settings);
 
   // The kernel for `desc` on `plugin` (configured with `options`). Not thread-safe: the
@@ -41,11 +50,13 @@ class KernelCache {
   // found on disk are deserialized in ONE plugin call (Plugin::deserialize_batch: cpu_cpp links
   // them in one JIT dylib with one lookup); when the plugin rejects the batch, one by one, so a
   // stale or damaged entry is found, removed and compiled while the others still come from disk.
-  // A disk hit's time is its read plus its share of the batch.
+  // A disk hit's time is its read plus its share of the batch. `cancel` (optional) is polled
+  // before each plugin compile (core/support/cancellation.h): the kernels compiled before it
+  // stay cached.
   std::vector<std::shared_ptr<CompiledKernel>> get_all(
       const Plugin& plugin, const OptionValue& options,
       const std::vector<const StaxKernelDesc*>& descs, std::vector<KernelOrigin>* origins,
-      std::vector<double>* ms);
+      std::vector<double>* ms, const CancellationToken* cancel = nullptr);
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
@@ -68,9 +79,14 @@ class KernelCache {
  private:
   struct PluginEntry {
     std::string prefix;  // empty: not cached on disk
-    std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> memory;
+    // Alive while some CompiledGraph (or recent_) holds the kernel; expired ones are purged.
+    std::unordered_map<std::string, std::weak_ptr<CompiledKernel>> memory;
+    size_t purge_at = 64;  // purge expired entries when the map grows to this
   };
   PluginEntry& entry(const Plugin& plugin, const OptionValue& options);
+  // Marks `k` most recently used; drops the least recently used beyond kRecentKernels.
+  void touch(const std::shared_ptr<CompiledKernel>& k);
+  static void purge_expired(PluginEntry& e);
 
   struct Pending {
     const Plugin* plugin;
@@ -82,6 +98,9 @@ class KernelCache {
   bool disk_tried_ = false;
   std::unique_ptr<DiskCache> disk_;
   std::map<const Plugin*, PluginEntry> plugins_;
+  std::list<std::shared_ptr<CompiledKernel>> recent_;  // most recent first
+  std::unordered_map<const CompiledKernel*, std::list<std::shared_ptr<CompiledKernel>>::iterator>
+      recent_pos_;
 };
 
 }  // namespace stax

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <filesystem>
-#include <fstream>
 
+#include "core/support/atomic_file.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -21,9 +21,8 @@ void StageDumper::operator()(const std::string& stage, const std::function<std::
   std::error_code ec;
   std::filesystem::create_directories(*config_.dir, ec);
   const std::filesystem::path path = *config_.dir / (name_ + "." + stage + "." + extension);
-  std::ofstream out(path);
-  out << text();
-  if (!out) throw Error("dump", path.string(), "cannot write the dump file");
+  // A temporary file and a rename: a link at the path is replaced, never written through.
+  write_file_atomically(path, text(), "dump");
 }
 
 }  // namespace stax

@@ -1,6 +1,9 @@
 // StageDumper: writes the printable form of a pipeline stage to <dir>/<name>.<stage>.txt when the
 // config's `dump:` sets a dir and lists the stage (DumpConfig, core/config/config.h); without a
 // dir it writes nothing (the CLI prints stages itself). The Compiler calls it after each pass.
+// Each file is written through a temporary file and a rename (core/support/atomic_file.h): a
+// link planted at a dump's name is replaced, never written through. The directory is not
+// cleaned: it collects one file per graph name and stage, each replacing its predecessor.
 #pragma once
 
 #include <functional>

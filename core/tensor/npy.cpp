@@ -1,5 +1,7 @@
 #include "core/tensor/npy.h"
 
+#include "core/support/atomic_file.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -402,12 +404,7 @@ std::string npy_to_bytes(const Tensor& tensor) {
 }
 
 void save_npy(const std::string& path, const Tensor& t) {
-  std::string bytes = npy_to_bytes(t);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) fail(path, "write error");
+  write_file_atomically(path, npy_to_bytes(t), "npy");
 }
 
 }  // namespace stax

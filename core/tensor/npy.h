@@ -9,6 +9,8 @@
 // fortran_order: True yields a column-major strided tensor over the file's data (no copy).
 // Shape () gives a 0-d tensor. Bytes after the data are ignored.
 //
+// Writing goes through a temporary file and a rename (core/support/atomic_file.h): a symbolic
+// link at the path is replaced, never written through, and a reader never sees half a file.
 // Writing always produces C order, format 1.0 (2.0 when the header exceeds 65535 bytes), with the
 // header padded so the data starts at a multiple of 64 bytes. Descrs: '<f4' '<f8' '<f2' '<i8' '<i4'
 // '|i1' '|u1' '|b1'. A bfloat16 tensor is written as '<f4' (upcast, exact), so numpy reads it

@@ -24,7 +24,15 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   std::memset(data_, 0, alloc);
 }
 
-Storage::~Storage() { ::operator delete(data_, std::align_val_t{kAlignment}); }
+Storage::Storage(std::byte* data, size_t nbytes, std::shared_ptr<void> owner)
+    : data_(data), nbytes_(nbytes), borrowed_(true), owner_(std::move(owner)) {
+  if (!data_) throw Error("runtime", "Storage", "borrowed storage at a null address");
+}
+
+Storage::~Storage() {
+  if (!borrowed_) ::operator delete(data_, std::align_val_t{kAlignment});
+  // borrowed: owner_'s destructor releases the bytes (or not: they are its business)
+}
 
 // ---- helpers ------------------------------------------------------------------------------------
 
@@ -132,6 +140,40 @@ Tensor Tensor::empty(const Shape& sizes, DType dtype) {
   TensorMeta meta = TensorMeta::contiguous(sizes, dtype);
   auto storage = std::make_shared<Storage>(static_cast<size_t>(meta.nbytes()));
   return Tensor(std::move(storage), std::move(meta), 0);
+}
+
+Tensor Tensor::from_external(void* data, const Shape& sizes, const Shape& strides, DType dtype,
+                             std::shared_ptr<void> owner) {
+  const char* where = "Tensor::from_external";
+  check_sizes(sizes, where);
+  if (sizes.size() != strides.size())
+    throw Error(kStage, where,
+                "sizes " + shape_str(sizes) + " and strides " + shape_str(strides) +
+                    " differ in rank");
+  check_extent(sizes, dtype, where);
+  if (shape_numel(sizes) == 0) return empty_strided(sizes, strides, dtype);
+  const int64_t item = static_cast<int64_t>(dtype_size(dtype));
+  int64_t last = 0;  // the farthest element the view reaches
+  bool overflow = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (strides[d] < 0) throw Error(kStage, where, "negative stride in " + shape_str(strides));
+    int64_t reach = 0;
+    overflow = overflow || __builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+               __builtin_add_overflow(last, reach, &last);
+  }
+  int64_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(last + 1, item, &bytes))
+    throw Error(kStage, where,
+                "sizes " + shape_str(sizes) + " with strides " + shape_str(strides) +
+                    " reach past the address space");
+  if (!data) throw Error(kStage, where, "null data pointer for " + shape_str(sizes));
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(item) != 0)
+    throw Error(kStage, where,
+                "data pointer not aligned to the " + std::to_string(item) + "-byte elements of " +
+                    std::string(dtype_name(dtype)));
+  auto storage = std::make_shared<Storage>(static_cast<std::byte*>(data),
+                                           static_cast<size_t>(bytes), std::move(owner));
+  return Tensor(std::move(storage), TensorMeta{sizes, strides, dtype, "cpu"}, 0);
 }
 
 Tensor Tensor::empty_strided(const Shape& sizes, const Shape& strides, DType dtype) {

@@ -117,21 +117,31 @@ constexpr To convert_value(From v) {
 
 // ---- storage ------------------------------------------------------------------------------------
 
-// An owned, zero-filled byte buffer aligned to kAlignment bytes (never a null pointer).
+// A byte buffer, either
+//   owned:    zero-filled, aligned to kAlignment bytes (never a null pointer), freed with it; or
+//   borrowed: bytes someone else allocated (a DLPack producer's, for the Python package), not
+//             freed; the Storage holds `owner` (whatever keeps those bytes alive) and drops it
+//             when it dies, so the bytes live as long as any Tensor viewing them.
 class Storage {
  public:
   static constexpr size_t kAlignment = 64;
   explicit Storage(size_t nbytes);
+  // Borrowed bytes [data, data + nbytes). `data` must not be null; `owner` may be null when the
+  // caller guarantees the bytes outlive the Storage.
+  Storage(std::byte* data, size_t nbytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   std::byte* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
+  bool borrowed() const { return borrowed_; }
 
  private:
   std::byte* data_;
   size_t nbytes_;
+  bool borrowed_ = false;
+  std::shared_ptr<void> owner_;  // borrowed storage only
 };
 
 // ---- tensor -------------------------------------------------------------------------------------
@@ -155,6 +165,13 @@ class Tensor {
   static Tensor arange(int64_t n, DType dtype = DType::Int64);
   // Copies numel(sizes) contiguous elements of `dtype` from `data`.
   static Tensor from_data(const Shape& sizes, DType dtype, const void* data);
+  // A view of memory the Tensor does not own (no copy): element 0 at `data`, `strides` in
+  // elements (non-negative), borrowed Storage spanning exactly the elements the view reaches,
+  // keeping `owner` alive (Storage above). `data` must be aligned to the dtype's size. Throws
+  // stax::Error (stage "runtime") for a null `data` with elements, a negative size or stride, or
+  // a rank mismatch. A view without elements gets an owned, empty storage.
+  static Tensor from_external(void* data, const Shape& sizes, const Shape& strides, DType dtype,
+                              std::shared_ptr<void> owner);
   // Tensor of T's dtype holding `values` (row-major); values.size() must equal numel(sizes).
   template <class T>
   static Tensor from_vector(const Shape& sizes, const std::vector<T>& values);

@@ -54,6 +54,7 @@
 #include "plugins/cpu_cpp/clang_jit.h"
 #include "plugins/cpu_cpp/cpp_printer.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
+#include "plugins/cpu_cpp/object_check.h"
 #include "plugins/cpu_cpp/thread_pool.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/plugin.hpp"
@@ -407,6 +408,12 @@ class CpuCppBackend : public sdk::Backend {
                              "cpu_cpp: serialized kernel '" + k.name() +
                                  "' is malformed (its fields do not add up to its " +
                                  std::to_string(size) + " bytes)");
+    // Checked before the JIT sees it: an object for another machine, or an entry symbol that
+    // is data, would crash the process (object_check.h). Refused: the kernel is compiled again.
+    if (std::string why = stored_object_problem(object, kEntry); !why.empty())
+      throw sdk::PluginError(STAX_ERROR_INVALID_ARGUMENT,
+                             "cpu_cpp: serialized kernel '" + k.name() +
+                                 "' is not an object this process can link: " + why);
     Stored out{object, {}};
     if (names == names_key(k)) {  // one copy, into a string of the right size
       out.source.reserve(source_prefix().size() + stored.size());

@@ -445,8 +445,8 @@ class CudaNvrtcBackend : public sdk::Backend {
     o.check_known({"arch", "emulate", "dump_source", "test_inject_source", "trace_copies"});
     arch_ = o.get_string("arch", "");
     if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+a?")))
-      o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got '" + arch_ +
-                        "'");
+      o.at("arch").fail("must be sm_<digits> (a real architecture, e.g. sm_90), got " +
+                        sdk::option_excerpt(arch_));
     emulate_ = o.get_bool("emulate", false);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");

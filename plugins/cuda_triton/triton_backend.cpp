@@ -428,7 +428,7 @@ class CudaTritonBackend : public sdk::Backend {
         {"arch", "interpret", "python", "workers", "dump_source", "verbose", "pointer_hints"});
     arch_ = o.get_string("arch", "");
     if (!arch_.empty() && !std::regex_match(arch_, std::regex("sm_[0-9]+")))
-      o.at("arch").fail("must be sm_<digits> (e.g. sm_90), got '" + arch_ + "'");
+      o.at("arch").fail("must be sm_<digits> (e.g. sm_90), got " + sdk::option_excerpt(arch_));
     interpret_ = o.get_bool("interpret", false);
     const char* env_python = std::getenv("STAX_PYTHON");
     python_ = o.get_string("python", env_python && *env_python ? env_python : "python3");

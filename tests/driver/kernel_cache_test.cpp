@@ -35,23 +35,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Replaces a well-formed cache entry's payload (header: magic, key length at 8, payload length
-// at 16, checksum at 24, then key and payload) with payload(old payload length), the lengths and
-// checksum rewritten so that only the plugin's deserialize can refuse it.
-void replace_payload(std::string& b, const std::function<std::string(uint64_t)>& payload) {
-  auto u64 = [&](size_t at) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-    return v;
-  };
-  auto put = [&](size_t at, uint64_t v) {
-    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  std::string k = b.substr(32, u64(8));
-  std::string p = payload(u64(16));
-  put(16, p.size());
-  put(24, entry_checksum(k, p));
-  b = b.substr(0, 32) + k + p;
+// Replaces a well-formed cache entry's payload with payload(old payload length), sealed again
+// with the MAC key of the cache at `root` (DiskCache::encode_entry), so that only the plugin's
+// deserialize can refuse it.
+void replace_payload(const fs::path& root, std::string& b,
+                     const std::function<std::string(uint64_t)>& payload) {
+  std::optional<std::pair<std::string, std::string>> f = DiskCache::entry_fields(b);
+  ASSERT_TRUE(f.has_value());
+  DiskCache c(root, uint64_t(1) << 30);
+  b = c.encode_entry(f->first, payload(f->second.size()));
 }
 
 // A cpu_cpp payload field: its length (8 bytes, little-endian), then its bytes.
@@ -458,18 +450,18 @@ TEST_F(KernelCacheTest, DamagedOrRejectedEntriesAreRebuilt) {
   // cpu_cpp's deserialize can refuse them.
   // The format of an older plugin (STAXCPU1: the object only).
   damage_all_then_compile([&](std::string& b) {
-    replace_payload(b, [](uint64_t n) { return "STAXCPU1" + std::string(n - 8, '\x7f'); });
+    replace_payload(dir, b, [](uint64_t n) { return "STAXCPU1" + std::string(n - 8, '\x7f'); });
   });
   // The current format whose object is not an object file.
   damage_all_then_compile([&](std::string& b) {
-    replace_payload(b, [&](uint64_t n) {
+    replace_payload(dir, b, [&](uint64_t n) {
       return "STAXCPU2" + length_prefixed("names") + length_prefixed("source") +
              length_prefixed(std::string(n, '\x7f'));
     });
   });
   // Field lengths that run past the end.
   damage_all_then_compile([&](std::string& b) {
-    replace_payload(b, [&](uint64_t n) {
+    replace_payload(dir, b, [&](uint64_t n) {
       std::string p =
           "STAXCPU2" + length_prefixed("names") + length_prefixed(std::string(n, 's'));
       p[8 + 8 + 5 + 7] = '\x7f';  // the source's length: ~2^63
@@ -519,7 +511,7 @@ TEST_F(KernelCacheTest, AGraphsKernelsLinkInOneBatchAndHitsMixWithMisses) {
   ASSERT_EQ(static_cast<int>(entries.size()), n);
   fs::remove(entries[0]);  // a miss
   std::string b = read_all(entries[1]);  // an entry whose object the JIT rejects, checksum right
-  replace_payload(b, [](uint64_t) {
+  replace_payload(dir, b, [](uint64_t) {
     return "STAXCPU2" + length_prefixed("names") + length_prefixed("source") +
            length_prefixed("\x7f" "ELF not an object");
   });

@@ -54,6 +54,10 @@ TEST(MoreOps, BadInputsFailWithTheCause) {
   Node* y = g.placeholder("y", {3, 2}, DType::Float32);
   EXPECT_TRUE(has(error_of([&] { g.call("linalg_cross", {y, y}); }), "must have length 3"));
   EXPECT_TRUE(has(error_of([&] { g.call("linalg_cross", {x, v}); }), "same number of dimensions"));
+  // 0-d inputs (found by the meta-differential test: the rule read sizes[dim] of a 0-d tensor)
+  Node* s = g.placeholder("s", {}, DType::Float64);
+  Node* si = g.placeholder("si", {}, DType::Int64);
+  EXPECT_TRUE(has(error_of([&] { g.call("linalg_cross", {si, s}); }), "0-d"));
   EXPECT_TRUE(has(error_of([&] { g.call("take", {x, x}); }), "long tensor"));
   EXPECT_TRUE(has(error_of([&] { g.call("narrow_copy", {x, 1, 2, 2}); }), "exceeds dimension"));
   EXPECT_TRUE(has(error_of([&] { g.call("unfold", {x, 1, 4, 1}); }), "maximum size"));

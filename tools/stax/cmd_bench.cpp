@@ -160,7 +160,7 @@ Subcommand make_bench_command(CLI::App& parent) {
       ->check(CLI::Range(1, 1024));
   sub->add_option("--reps", o->reps, "timed runs (after one warm-up run)")
       ->check(CLI::Range(1, 1000000));
-  sub->add_option("--seed", o->seed, "seed of the random inputs");
+  add_seed_option(*sub, o->seed, "seed of the random inputs");
   return {sub, [o] { return bench(*o); }};
 }
 

@@ -4,6 +4,9 @@
 //   path    prints the directory (or "disabled: ...")
 //   stats   entries, bytes, the size limit (STAX_CACHE_MAX_BYTES) and the directory
 //   clear   removes every entry, its source and orphaned temporary files
+// stats and clear refuse (exit 1, naming the reason) a directory that fails the cache's trust
+// checks (core/cache/cache_dir.h: a link at <dir>/kernels, another user's directory, one others
+// can write); they never follow a link and count only regular files.
 #include <iostream>
 
 #include "core/cache/disk_cache.h"

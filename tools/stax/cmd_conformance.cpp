@@ -24,7 +24,7 @@ Subcommand make_conformance_command(CLI::App& parent) {
                   "GoogleTest filter over Conformance<Category>.<Case> names");
   sub->add_option("--fuzz", s->fuzz, "number of random graphs in the fuzz slice")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--seed", s->seed, "seed of the fuzz slice");
+  add_seed_option(*sub, s->seed, "seed of the fuzz slice");
   return {sub, [s] {
             conformance::SuiteOptions o;
             o.config = s->config;

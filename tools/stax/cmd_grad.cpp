@@ -33,9 +33,11 @@
 #include "core/partition/partitioner.h"
 #include "core/driver/compiled_function.h"
 #include "core/tensor/npy.h"
+#include "core/support/atomic_file.h"
 #include "core/support/error.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"
+#include "tools/stax/save_outputs.h"
 
 namespace stax::cli {
 
@@ -77,6 +79,26 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
+}
+
+// --check's bound on |compiled - reference|: atol + rtol |reference| elementwise, NaN matching
+// NaN. kGradientRtol / kGradientAtol (reordered float32 sums), widened for the half types to
+// what one rounding of their storage allows (`stax run --check`'s tolerances).
+struct GradTolerance {
+  double rtol, atol;
+  std::string text(DType d) const {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%g + %g |ref| (%s)", atol, rtol, std::string(dtype_name(d)).c_str());
+    return buf;
+  }
+};
+
+GradTolerance grad_tolerance(DType d) {
+  switch (d) {
+    case DType::BFloat16: return {1.6e-2, 1e-2};
+    case DType::Float16: return {2e-3, 1e-3};
+    default: return {kGradientRtol, kGradientAtol};
+  }
 }
 
 partition::FlowAlgorithm parse_algorithm(const std::string& name) {
@@ -168,9 +190,7 @@ int run(const GradOptions& o) {
   print_section("backward graph (saved primals..., saved..., tangents... -> gradients)");
   std::cout << print_graph(part.backward);
   if (!o.dot.empty()) {
-    std::ofstream out(o.dot, std::ios::binary);
-    if (!out) throw Error("cli", "--dot " + o.dot, "cannot write the file");
-    out << partition::partition_to_dot(part);
+    write_file_atomically(o.dot, partition::partition_to_dot(part), "cli");
     std::cout << "wrote the network and its cut (Graphviz DOT) to " << o.dot << "\n";
   }
 
@@ -244,26 +264,34 @@ int run(const GradOptions& o) {
     got.insert(got.end(), grads.begin(), grads.end());
     double worst = 0;
     bool ok = ref.size() == got.size();
+    std::set<std::string> bounds;
     for (size_t i = 0; ok && i < ref.size(); ++i) {
       worst = std::max(worst, max_abs_diff(got[i], ref[i]));
-      ok = got[i].allclose(ref[i], kGradientRtol, kGradientAtol);
+      const GradTolerance t = grad_tolerance(ref[i].dtype());
+      ok = got[i].dtype() == ref[i].dtype() &&
+           got[i].allclose(ref[i], t.rtol, t.atol, /*equal_nan=*/true);
+      bounds.insert(t.text(ref[i].dtype()));
     }
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3g", worst);
     std::cout << "check against the interpreter's joint graph: " << (ok ? "ok" : "MISMATCH")
-              << " (max |diff| " << buf << ", bound " << kGradientAtol << " + " << kGradientRtol
-              << " |ref|)\n";
+              << " (max |diff| " << buf << ", bound "
+              << join(std::vector<std::string>(bounds.begin(), bounds.end()), "; ")
+              << "; NaN matches NaN)\n";
     if (!ok) code = 1;
   }
 
   if (!o.save.empty()) {
-    fs::create_directories(o.save);
+    std::vector<std::pair<std::string, Tensor>> files;
     for (size_t i = 0; i < fr.outputs.size(); ++i)
-      save_npy((fs::path(o.save) / ("out" + std::to_string(i) + ".npy")).string(), fr.outputs[i]);
+      files.emplace_back("out" + std::to_string(i) + ".npy", fr.outputs[i]);
     for (size_t i = 0; i < grads.size(); ++i)
-      save_npy((fs::path(o.save) / ("grad_" + wrt[i] + ".npy")).string(), grads[i]);
-    std::cout << "saved " << fr.outputs.size() << " output(s) and " << grads.size()
-              << " gradient(s) to " << o.save << "\n";
+      files.emplace_back("grad_" + wrt[i] + ".npy", grads[i]);
+    std::vector<std::string> removed = save_outputs(o.save, files);
+    std::cout << saved_summary(std::to_string(fr.outputs.size()) + " output(s) and " +
+                                   std::to_string(grads.size()) + " gradient(s)",
+                               o.save, removed)
+              << "\n";
   }
   return code;
 }
@@ -291,7 +319,7 @@ Subcommand make_grad_command(CLI::App& parent) {
                   "upstream gradients to ones")
       ->type_name("NAME=FILE");
   add_shape_option(*sub, opts->shapes);
-  sub->add_option("--seed", opts->seed, "Seed of the random inputs and random ops")
+  add_seed_option(*sub, opts->seed, "Seed of the random inputs and random ops")
       ->capture_default_str();
   sub->add_option("--save", opts->save,
                   "Write DIR/out0.npy, ... and DIR/grad_NAME.npy per --wrt name")

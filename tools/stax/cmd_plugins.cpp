@@ -1,5 +1,8 @@
-// stax plugins [--config C]: the backend plugins on the config's plugin path. For each
-// libstax_<name>.so found: its ABI and plugin version, the device it drives (properties), its
+// stax plugins [--config C]: the backend plugins on the config's plugin path. First the search
+// path, each directory with the entry (file:line) or rule that put it there (the build tree's
+// plugin directory is always searched last: "built in"). For each libstax_<name>.so found: the
+// full path of the file loaded (links resolved) and of every shared library its loading
+// brought into the process, its ABI and plugin version, the device it drives (properties), its
 // §6.6 realization thresholds (with the config's overrides when a device uses it), its §6.5 split
 // policy on two sample reductions, its extern kernels and the devices the config assigns to it.
 // A plugin that fails to load or configure is reported with its error; the exit status is then 1.
@@ -44,7 +47,18 @@ std::string describe_thresholds(const sdk::RealizationThresholds& t) {
 void describe_plugin(PluginRegistry& reg, const Config& config, const std::string& name,
                      std::ostream& out) {
   std::shared_ptr<PluginLibrary> lib = reg.library(name);
-  out << "  " << name << "  " << lib->path().string() << "\n";
+  out << "  " << name << "  " << lib->real_path().string() << "\n";
+  if (lib->real_path() != lib->path()) out << "    found as " << lib->path().string() << "\n";
+  std::vector<std::string> deps;
+  for (const std::string& o : lib->loaded_objects()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(o, lib->real_path(), ec)) continue;
+    deps.push_back(o);
+  }
+  out << "    loaded with:";
+  if (deps.empty()) out << " nothing new (its libraries were loaded already)";
+  for (const std::string& d : deps) out << "\n      " << d;
+  out << "\n";
   out << "    ABI " << lib->abi_major() << "." << lib->abi_minor() << " (host "
       << STAX_PLUGIN_API_MAJOR << "." << STAX_PLUGIN_API_MINOR << "), version "
       << lib->plugin_version() << "\n";
@@ -88,11 +102,14 @@ int run(const PluginsOptions& o) {
   // of failing on them (a Compiler's registry rejects them at load).
   const Config config = load_cli_config(o.config);
   PluginRegistry reg(config.plugin_path);
-  std::cout << "config: " << config.source << "\nplugin path:\n";
-  for (const auto& dir : reg.search_path()) {
+  std::cout << "config: " << config.source << "\nplugin path (searched in this order):\n";
+  const std::vector<std::filesystem::path>& dirs = reg.search_path();
+  for (size_t i = 0; i < dirs.size(); ++i) {
     std::error_code ec;
-    std::cout << "  " << dir.string()
-              << (std::filesystem::is_directory(dir, ec) ? "" : " (missing)") << "\n";
+    std::cout << "  " << dirs[i].string()
+              << (std::filesystem::is_directory(dirs[i], ec) ? "" : " (missing)") << "\n";
+    if (config.plugin_path_origin.size() == dirs.size())
+      std::cout << "      from " << config.plugin_path_origin[i] << "\n";
   }
   std::vector<std::filesystem::path> found = reg.discover();
   std::cout << "plugins (" << found.size() << "):\n";

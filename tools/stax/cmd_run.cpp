@@ -6,7 +6,8 @@
 //   --seed, the k-th one at Philox offset = the element count of the random inputs before it, so
 //   the data is reproducible and independent of the other inputs' sources.
 // Prints one line per input and per output ("NAME: float32(64,) min=... max=... mean=... [...]")
-// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order.
+// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order (through a
+// temporary file and a rename; stale outputs of an earlier run are removed: save_outputs.h).
 //
 // Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml; --device KIND
 // runs the graph on the config's device KIND, as default_device would) compiles
@@ -40,6 +41,7 @@
 #include "stax/conformance/compare.h"
 #include "tools/stax/command.h"
 #include "tools/stax/compile_support.h"
+#include "tools/stax/save_outputs.h"
 
 namespace stax::cli {
 
@@ -278,13 +280,12 @@ int run(const RunOptions& o) {
     }
   }
   if (!o.save.empty()) {
-    std::filesystem::create_directories(o.save);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      std::string path =
-          (std::filesystem::path(o.save) / ("out" + std::to_string(i) + ".npy")).string();
-      save_npy(path, outputs[i]);
-    }
-    std::cout << "saved " << outputs.size() << " output(s) to " << o.save << "\n";
+    std::vector<std::pair<std::string, Tensor>> files;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      files.emplace_back("out" + std::to_string(i) + ".npy", outputs[i]);
+    std::vector<std::string> removed = save_outputs(o.save, files);
+    std::cout << saved_summary(std::to_string(outputs.size()) + " output(s)", o.save, removed)
+              << "\n";
   }
   return status;
 }
@@ -303,7 +304,7 @@ Subcommand make_run_command(CLI::App& parent) {
                   "get seeded random data (normal for floats, [0, 10) for ints)")
       ->type_name("NAME=FILE");
   add_shape_option(*sub, opts->shapes);
-  sub->add_option("--seed", opts->seed, "Seed of the random inputs and random ops")
+  add_seed_option(*sub, opts->seed, "Seed of the random inputs and random ops")
       ->capture_default_str();
   sub->add_option("--save", opts->save, "Write the outputs to DIR/out0.npy, DIR/out1.npy, ...")
       ->type_name("DIR");

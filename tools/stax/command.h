@@ -38,6 +38,9 @@ Subcommand make_cache_command(CLI::App& parent);        // cmd_cache.cpp
 // Adds "--shape NAME=D0,D1[:DTYPE]" (repeatable): the metadata of placeholders whose text omits
 // shape= (the Listing 5.2 style). "NAME=" gives a 0-d tensor; DTYPE defaults to float32.
 void add_shape_option(CLI::App& sub, std::vector<std::string>& specs);
+// Adds "--seed S": a whole number from 0 to 2^64 - 1; anything else (-1, 1e23, 2^64) is a usage
+// error naming the value, never clamped.
+CLI::Option* add_seed_option(CLI::App& sub, uint64_t& seed, const std::string& help);
 // Parses a graph file with the --shape specs applied, then verifies it (verifier.h). Placeholders
 // with neither shape= nor a --shape spec take their shape and dtype from their --input NAME=F.npy
 // (`input_specs`), as an FX printout needs.

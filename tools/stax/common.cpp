@@ -15,6 +15,21 @@ void add_shape_option(CLI::App& sub, std::vector<std::string>& specs) {
       ->type_name("NAME=SHAPE[:DTYPE]");
 }
 
+CLI::Option* add_seed_option(CLI::App& sub, uint64_t& seed, const std::string& help) {
+  auto whole_uint64 = [](std::string& text) -> std::string {
+    static const std::string max = "18446744073709551615";
+    size_t digits = text.find_first_not_of("0123456789");
+    size_t first = text.find_first_not_of('0');
+    std::string significant = first == std::string::npos ? "0" : text.substr(first);
+    if (text.empty() || digits != std::string::npos || significant.size() > max.size() ||
+        (significant.size() == max.size() && significant > max))
+      return "must be a whole number from 0 to " + max + ", got '" +
+             (text.size() > 40 ? text.substr(0, 40) + "..." : text) + "'";
+    return "";
+  };
+  return sub.add_option("--seed", seed, help)->check(CLI::Validator(whole_uint64, "UINT64"));
+}
+
 static TensorMeta parse_shape_spec(const std::string& spec, std::string& name) {
   auto bad = [&](const std::string& why) -> Error {
     return Error("cli", "--shape " + spec, why + " (expected NAME=D0,D1[:DTYPE])");

@@ -11,7 +11,12 @@ std::string default_config_path() { return std::string(STAX_SOURCE_DIR) + "/conf
 void add_config_option(CLI::App& sub, std::string& path) {
   sub.add_option("--config,-c", path,
                  "YAML config: plugin path, backend per device and its options (default: " +
-                     default_config_path() + ")")
+                     default_config_path() +
+                     "). plugin_path entries: ~ is $HOME (else the passwd home); a relative "
+                     "entry P is tried as CONFIG_DIR/P, SOURCE_DIR/P, BUILD_DIR/P; this build's "
+                     "plugins/ is searched last; `stax plugins` prints each directory and why. A "
+                     "plugin must be yours or root's, in a directory no one else can write "
+                     "(docs/security.md)")
       ->type_name("FILE");
 }
 

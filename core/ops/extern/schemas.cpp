@@ -202,8 +202,10 @@ TensorMeta cross_rule(const CallArgs& c) {
   const TensorMeta& b = c.tensor("other");
   if (a.dim() != b.dim())
     c.fail("linalg.cross: inputs must have the same number of dimensions.");
+  if (a.dim() == 0)
+    c.fail("linalg.cross: inputs are 0-d; the dimension `dim` must have length 3");
   Shape s = broadcast_shapes(a.sizes, b.sizes, c.where());
-  int64_t d = wrap_dim(c.get("dim").to_int(), std::max<int64_t>(a.dim(), 1), c.where());
+  int64_t d = wrap_dim(c.get("dim").to_int(), a.dim(), c.where());
   if (a.sizes[d] != 3 || b.sizes[d] != 3)
     c.fail("linalg.cross: inputs dimension " + std::to_string(d) + " must have length 3. Got " +
            std::to_string(a.sizes[d]) + " and " + std::to_string(b.sizes[d]));

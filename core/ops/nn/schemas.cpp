@@ -47,6 +47,16 @@ auto getter(const CallArgs& c) {
 
 // ---- convolution ---------------------------------------------------------------------------
 
+// A convolution's bias, when given: one value per output channel (issue 28: conv2d accepted any
+// bias shape and failed only when run).
+void conv_bias(const CallArgs& c, int64_t c_out) {
+  if (!c.has("bias")) return;
+  const TensorMeta& b = c.tensor("bias");
+  if (b.sizes != Shape{c_out})
+    c.fail("bias " + shape_str(b.sizes) + " must have shape (" + std::to_string(c_out) +
+           ",): one value per output channel");
+}
+
 TensorMeta convolution_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("input");
   const TensorMeta& w = c.tensor("weight");
@@ -77,12 +87,8 @@ TensorMeta convolution_rule(const CallArgs& c) {
              std::to_string(c_in) + " (input channels) as its first dim");
     c_out = w.sizes[1] * g;
   }
-  if (c.has("bias")) {
-    const TensorMeta& b = c.tensor("bias");
-    same_dtype(c, x, b, "input", "bias");
-    if (b.sizes != Shape{c_out})
-      c.fail("bias " + shape_str(b.sizes) + " must have shape (" + std::to_string(c_out) + ",)");
-  }
+  if (c.has("bias")) same_dtype(c, x, c.tensor("bias"), "input", "bias");
+  conv_bias(c, c_out);
   Shape out{x.sizes[0], c_out};
   for (size_t i = 0; i < sp; ++i) {
     int64_t k = w.sizes[2 + i];
@@ -606,6 +612,7 @@ void register_nn_ops(OpRegistry& r) {
       if (unbatched) out.erase(out.begin());
       need_floating(c, x, "input");
       same_dtype(c, x, w, "input", "weight");
+      conv_bias(c, c_out);
       return TensorMeta::contiguous(out, x.dtype, x.device);
     });
   };
@@ -657,6 +664,7 @@ void register_nn_ops(OpRegistry& r) {
               }
             }
             if (unbatched) out.erase(out.begin());
+            conv_bias(c, w.sizes[0]);
             return TensorMeta::contiguous(out, x.dtype, x.device);
           });
   }

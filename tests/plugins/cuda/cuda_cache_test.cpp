@@ -130,28 +130,21 @@ TEST_F(CudaCacheTest, AheadOfTimeCubinRoundTrips) {
   EXPECT_EQ(entries(dir).size(), 2 * stored.size());
 }
 
-// Rewrites every entry's payload with `edit` (checksum fixed up), so that only the plugin's
-// deserialize can refuse it.
+// Rewrites every entry's payload with `edit`, sealed again with the cache's MAC key
+// (DiskCache::encode_entry), so that only the plugin's deserialize can refuse it.
 void edit_payloads(const fs::path& dir, const std::function<void(std::string&)>& edit) {
+  DiskCache cache(dir, uint64_t(1) << 30);
   for (const auto& e : fs::directory_iterator(dir / "kernels")) {
     if (e.path().extension() != ".entry") continue;
     std::ifstream in(e.path(), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    std::string b = ss.str();
-    auto u64 = [&](size_t at) {
-      uint64_t v = 0;
-      for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-      return v;
-    };
-    uint64_t key = u64(8);
-    std::string k = b.substr(32, key), p = b.substr(32 + key);
+    std::optional<std::pair<std::string, std::string>> f = DiskCache::entry_fields(ss.str());
+    ASSERT_TRUE(f.has_value()) << e.path();
+    std::string p = f->second;
     edit(p);
-    std::string nb = b.substr(0, 16);
-    for (uint64_t v : {uint64_t(p.size()), entry_checksum(k, p)})
-      for (int i = 0; i < 8; ++i) nb.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     std::ofstream out(e.path(), std::ios::binary | std::ios::trunc);
-    out << nb << k << p;
+    out << cache.encode_entry(f->first, p);
   }
 }
 

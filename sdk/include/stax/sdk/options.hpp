@@ -20,6 +20,18 @@
 namespace stax {
 namespace sdk {
 
+// A value from the config as an error message shows it: quoted, control characters as '?', cut
+// to 64 characters with its length when longer, so a huge value never makes a huge message.
+inline std::string option_excerpt(const std::string& s) {
+  const size_t max_chars = 64;
+  const bool cut = s.size() > max_chars;
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < max_chars; ++i)
+    out += (static_cast<unsigned char>(s[i]) < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+  out += cut ? "...' (" + std::to_string(s.size()) + " bytes)" : "'";
+  return out;
+}
+
 class OptionNode {
  public:
   OptionNode(const StaxOptions* options, int32_t index, std::string path, std::string backend)
@@ -67,7 +79,7 @@ class OptionNode {
     errno = 0;
     char* end = nullptr;
     long long v = std::strtoll(s.c_str(), &end, 0);
-    if (s.empty() || *end || errno) fail("must be an integer, got '" + s + "'");
+    if (s.empty() || *end || errno) fail("must be an integer, got " + option_excerpt(s));
     return v;
   }
   double as_double() const {
@@ -75,14 +87,14 @@ class OptionNode {
     errno = 0;
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end || errno) fail("must be a number, got '" + s + "'");
+    if (s.empty() || *end || errno) fail("must be a number, got " + option_excerpt(s));
     return v;
   }
   bool as_bool() const {
     std::string s = as_string();
     if (s == "true" || s == "True" || s == "yes" || s == "on" || s == "1") return true;
     if (s == "false" || s == "False" || s == "no" || s == "off" || s == "0") return false;
-    fail("must be true or false, got '" + s + "'");
+    fail("must be true or false, got " + option_excerpt(s));
     return false;
   }
   std::vector<std::string> as_string_list() const {
@@ -145,8 +157,9 @@ class Options {
       for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
       std::string loc = c.location();
       throw PluginError(STAX_ERROR_INVALID_OPTION,
-                        (loc.empty() ? "" : loc + ": ") + "unknown option '" + c.key() +
-                            "' for backend '" + backend_ + "' (known options: " +
+                        (loc.empty() ? "" : loc + ": ") + "unknown option " +
+                            option_excerpt(c.key()) + " for backend '" + backend_ +
+                            "' (known options: " +
                             (list.empty() ? "none" : list) + ")");
     }
   }
