@@ -84,6 +84,11 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
       for (const auto& e : a.list())
         if (!e.is_number()) return false;
       return true;
+    case ParamType::BoolList:
+      if (!a.is_list()) return false;
+      for (const auto& e : a.list())
+        if (!e.is_bool() && !e.is_int()) return false;
+      return true;
     case ParamType::Bool: return a.is_bool() || a.is_int();
     case ParamType::Str: return a.is_string();
     case ParamType::ScalarType: return a.is_dtype();
@@ -91,6 +96,20 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
     case ParamType::Generator: return a.is_absent();
   }
   return false;
+}
+
+// A node passed where a number is expected: its static value (sym_size.int of a static shape) when
+// its op has one, so `view(%x, [%sym_size_int, -1])` binds as `view(%x, [4, -1])`.
+static void fold_static_values(const ParamSpec& p, Arg& a) {
+  if (p.type == ParamType::Tensor || p.type == ParamType::TensorList) return;
+  if (a.is_node()) {
+    const Node* n = a.node();
+    if (n->op() && n->op()->static_value) a = n->op()->static_value(*n);
+  } else if (a.is_list()) {
+    Arg::List items = a.list();
+    for (auto& e : items) fold_static_values(p, e);
+    a = Arg(std::move(items));
+  }
 }
 
 BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const std::string& where) {
@@ -126,10 +145,14 @@ BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const
       bound[i] = *p.default_value;
     }
     Arg& a = *bound[i];
+    fold_static_values(p, a);
     if (!type_ok(p, a)) {
       std::string hint;
       if (p.type == ParamType::Tensor && a.is_number() && op.schema.overload == "Tensor")
         hint = " (a Python number goes to the " + op.schema.base + ".Scalar overload)";
+      else if (a.is_node() && p.type != ParamType::Tensor && p.type != ParamType::TensorList)
+        hint = " (a value the graph computes when it runs, " + a.node()->target() +
+               "; Stax needs this argument when the graph is built)";
       throw Error("graph", where,
                   op.name() + " expected " + op.schema.str().substr(op.schema.str().find('(')) +
                       "; argument '" + p.name + "' got " + describe(a) + hint);
@@ -284,6 +307,26 @@ static void read_latest(Graph& g, FunctionalState& state, Arg& a) {
     for (auto& e : std::get<Arg::List>(a.v)) read_latest(g, state, e);
 }
 
+// A value whose size is known only at run time (TensorMeta::runtime_sized_dims: nonzero's row
+// count) may only be returned: Stax compiles static shapes, and no inference may read its upper
+// bound as a size.
+static void reject_runtime_sized(const OpDef& op, const Arg& a, const std::string& where) {
+  if (a.is_list()) {
+    for (const auto& e : a.list()) reject_runtime_sized(op, e, where);
+    return;
+  }
+  if (!a.is_node() || !a.node()->meta().runtime_sized()) return;
+  const Node* t = a.node();
+  int64_t d = 0;
+  while (!(t->meta().runtime_sized_dims >> d & 1u)) ++d;
+  throw Error("graph", where,
+              op.name() + ": argument %" + t->name() + " (" + t->target() +
+                  ") has a size known only at run time (dim " + std::to_string(d) + ", at most " +
+                  std::to_string(t->shape()[static_cast<size_t>(d)]) +
+                  "); Stax compiles static shapes, so such a value can only be returned by the "
+                  "graph");
+}
+
 Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs, std::string name) {
   const OpDef& op0 = registry_->get(target, name.empty() ? "" : "%" + name);
   if (functional_) {
@@ -299,6 +342,8 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
     for (const auto& a : b.args) reject_tuple_arg(op, a, where);
     for (const auto& kv : b.kwargs) reject_tuple_arg(op, kv.second, where);
   }
+  for (const auto& a : b.args) reject_runtime_sized(op, a, where);
+  for (const auto& kv : b.kwargs) reject_runtime_sized(op, kv.second, where);
   CallArgs ca(op, b.args, b.kwargs, where);
   if (const MutationFn* rule = default_functionalization_table().mutation(op.name())) {
     if (!functional_) functional_ = std::make_unique<FunctionalState>();

@@ -74,6 +74,10 @@ struct OpDef {
   // node (Node::is_tuple) and `infer` is unused.
   InferMultiFn infer_multi;
   bool multi_output() const { return static_cast<bool>(infer_multi); }
+  // Set for ops whose result is a number known when the graph is built (sym_size.int of a static
+  // shape): an int / float / bool / Scalar argument given such a node gets this value instead
+  // (bind_call folds it), so FX printouts traced with symbolic sizes bind as static graphs.
+  std::function<Arg(const Node&)> static_value;
   const std::string& name() const { return schema.name; }
   // Marks the kwarg-only `param` as also accepted positionally (ParamSpec::positional_compat).
   OpDef& allow_positional(const std::string& param);

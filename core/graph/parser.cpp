@@ -1011,6 +1011,9 @@ class Parser {
     for (size_t i = 0; i < records_.size(); ++i) {
       const NodeRec& rec = records_[i];
       if (!rec.num_users || static_cast<size_t>(*rec.num_users) == counted[i]) continue;
+      // A size query (sym_size.int ...) folds into the numbers it feeds: FX counted those uses.
+      const Node& n = *nodes_[i];
+      if (n.is_call() && n.op()->static_value) continue;
       std::string users;
       for (size_t j = 0; j < records_.size(); ++j) {
         std::vector<std::pair<size_t, Loc>> refs;

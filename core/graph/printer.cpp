@@ -20,7 +20,8 @@ PrintOptions PrintOptions::listing52() {
 namespace {
 
 std::string meta_annotations(const TensorMeta& m) {
-  std::string s = " shape=" + shape_str(m.sizes);
+  // A size known only at run time (nonzero's rows) has no static spelling: the parser infers it.
+  std::string s = m.runtime_sized() ? "" : " shape=" + shape_str(m.sizes);
   if (m.dtype != DType::Float32) s += " dtype=" + std::string(dtype_name(m.dtype));
   if (m.device != "cpu") {
     // A plain name prints bare (device=cuda); anything else quoted (device='cuda:0').

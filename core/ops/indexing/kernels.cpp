@@ -477,7 +477,29 @@ Tensor scatter_reduce(const KernelContext& ctx) {
 
 }  // namespace
 
+// nonzero: the multi-indices of the nonzero elements (NaN counts as nonzero), in row-major order.
+Tensor nonzero_kernel(const KernelContext& ctx) {
+  const Tensor& x = ctx.tensor("self");
+  const int64_t rank = x.dim();
+  std::vector<int64_t> out, idx(static_cast<size_t>(rank), 0);
+  int64_t rows = 0;
+  kernels::Reader<double> read(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (read(x.linear_offset(i) - x.storage_offset()) != 0) {
+      out.insert(out.end(), idx.begin(), idx.end());
+      ++rows;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.sizes()[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return Tensor::from_vector({rows, rank}, out);
+}
+
 void register_indexing_kernels(InterpreterTable& t) {
+  t.add("nonzero.default", nonzero_kernel);
+  t.add("_local_scalar_dense.default", kernels::run_decomposition);
   t.add("cat.default", cat_kernel);
   t.add("gather.default", gather_kernel);
   t.add("scatter.src", [](const KernelContext& c) { return scatter_kernel(c, false); });

@@ -564,8 +564,8 @@ void register_nn_ops(OpRegistry& r) {
   const auto K = OpCategory::Composite;
   // convolution: the base op (Extern).
   r.add(
-      "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-      "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
+      "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+      "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
   // The entry points as torch 2.x prints their schemas: every int[N] default a list of N
   // values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
@@ -684,12 +684,12 @@ void register_nn_ops(OpRegistry& r) {
       K, P::None, group_norm_rule);
 
   r.add(
-      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
+      "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
       "bool sparse=False) -> Tensor",
       K, P::None, embedding_rule);
   r.add(
       "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
-      "int padding_idx, bool scale_grad_by_freq) -> Tensor",
+      "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
       K, P::None, embedding_dense_backward_rule);
 
   // Pooling (defaults as torch prints them: int[1] padding=[0], int[2] padding=0).
@@ -707,17 +707,19 @@ void register_nn_ops(OpRegistry& r) {
               ", bool ceil_mode=False, bool count_include_pad=True" +
               (sp == 1 ? "" : ", int? divisor_override=None") + ") -> Tensor",
           K, P::None, pool_rule(static_cast<size_t>(sp), false, false));
-    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 2 ? "SymInt[2]" : "int[" + n + "]") +
+    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 1 ? "int[1]" : "SymInt[" + n + "]") +
               " output_size) -> Tensor",
           K, P::None, adaptive_pool_rule(static_cast<size_t>(sp)));
   }
 
-  r.add("constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor", K, P::None,
+  r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", K, P::None,
         constant_pad_rule);
-  r.add("reflection_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
-  r.add("reflection_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
-  r.add("replication_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
-  r.add("replication_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
+  r.add("reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
+  r.add("reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
+  r.add("replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
+  r.add("replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
+  r.add("reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor", K, P::None, index_pad_rule(3, true));
+  r.add("replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor", K, P::None, index_pad_rule(3, false));
 
   r.add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
         "float? scales_w=None) -> Tensor",

@@ -140,7 +140,7 @@ void register_pointwise_ops(OpRegistry& r) {
     return infer::elementwise(c, {"self"}, P::Default);
   });
   // gelu and silu are formulas (core/ops/pointwise/formulas.h) on floating inputs.
-  r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", OpCategory::Pointwise,
+  r.add("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", OpCategory::Pointwise,
         P::Default, floating_rule({"self"}))
       .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
   // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
@@ -372,6 +372,19 @@ void register_pointwise_ops(OpRegistry& r) {
     // ---- base binary math
     r.add("atan2(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
           floating({"self", "other"}, P::IntToFloat));
+
+    // atan2.out (Core ATen lists this out= overload): the functional value, atan2(self, other)
+    // converted to out's dtype, of the broadcast shape (torch resizes out to it). Writing it back
+    // into `out` is the caller's (the parser's functionalization of out= forms).
+    r.add("atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", C::Composite,
+          P::None, [](const CallArgs& c) {
+            const TensorMeta& out = c.tensor("out");
+            Shape s = broadcast_shapes(c.tensor("self").sizes, c.tensor("other").sizes, c.where());
+            if (!is_floating(out.dtype))
+              c.fail("result type Float can't be cast to the desired output type " +
+                     std::string(dtype_name(out.dtype)));
+            return TensorMeta::contiguous(s, out.dtype, out.device);
+          });
 
     r.add("hypot(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
           floating({"self", "other"}));
