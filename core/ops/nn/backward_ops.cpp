@@ -68,6 +68,9 @@ Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp) {
   Node* idx = c.tensor("indices");
   const Shape& xs = self->shape();
   if (xs.size() < sp) c.fail("input must have at least " + std::to_string(sp) + " dims");
+  if (grad->shape().size() != xs.size())
+    c.fail("grad_output " + shape_str(grad->shape()) + " must have the rank of self " +
+           shape_str(xs));
   if (idx->shape() != grad->shape())
     c.fail("indices " + shape_str(idx->shape()) + " and grad_output " +
            shape_str(grad->shape()) + " must have the same shape");
