@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <locale>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -34,6 +35,20 @@ size_t cost(const StaxKernelDesc& d) {
     c += (body->num_ops + body->num_exprs) * (body->loop == STAX_BODY_REDUCTION_LOOP ? 2 : 1);
   }
   return c;
+}
+
+// libstdc++'s std::ctype<char> fills its narrow() cache one character at a time on first use, a
+// write that std::regex's \b, \w and [[:class:]] make (the cpu_cpp and cuda_nvrtc printers use
+// them): concurrent printers race on it (TSan reports it in hardening_test). Filling the whole
+// table once, before the compile threads start, makes every later narrow() of them a read.
+void fill_ctype_narrow_cache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const auto& ct = std::use_facet<std::ctype<char>>(std::locale());
+    char in[256], out[256];
+    for (int i = 0; i < 256; ++i) in[i] = static_cast<char>(i);
+    ct.narrow(in, in + 256, '\0', out);
+  });
 }
 
 }  // namespace
@@ -118,6 +133,7 @@ std::vector<CompileResult> compile_kernels(const Plugin& plugin,
       compiled(i);
     }
   };
+  if (threads > 1) fill_ctype_narrow_cache();
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) {
