@@ -184,6 +184,22 @@ case("sdpa_flash_cpu_logsumexp", ["_scaled_dot_product_flash_attention_for_cpu"]
      *[t.detach() for t in qkv], torch.rand(5, 6).masked_fill(torch.rand(5, 6) > 0.7, float("-inf")))
 
 
+
+def heads_split_attention(x):
+    """GPT-2's attention: q, k, v split from one projection, heads made a dim, and the output's
+    heads merged by a view, legal only on torch's output layout (the query's dim order, here
+    (B, L, H, E) memory); the backward trace views the gradients of torch's layout too."""
+    b, t, c3 = x.shape
+    q, k, v = [z.view(b, t, 3, c3 // 9).transpose(1, 2) for z in x.split(c3 // 3, 2)]
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).view(b, t, c3 // 3)
+
+
+case("sdpa_flash_cpu_heads_split", ["_scaled_dot_product_flash_attention_for_cpu",
+                                    "_scaled_dot_product_flash_attention_for_cpu_backward"],
+     grads(heads_split_attention), rnd(2, 5, 36))
+
+
 def efficient_ref(q, k, v, b):
     """torch's values of _scaled_dot_product_efficient_attention (a CUDA kernel) on the CPU."""
     s = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5 + b

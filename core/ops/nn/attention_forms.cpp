@@ -12,9 +12,18 @@
 // (float32 for float16 / bfloat16); the efficient form's padding entries (rows L..) are +inf, and
 // its philox seed and offset are 0-d int64 zeros (dropout_p must be 0, as for sdpa, which rejects
 // any other value with a clear error).
+// Strides are torch 2.15's (measured on its CPU kernels; the efficient forms' from its meta
+// functions), because traces rely on them: GPT-2's `y.transpose(1, 2).view(B, L, H * E)` is a
+// legal view only when y is laid out (B, L, H, E). The flash form's output is
+// empty_like(query) (query's dim order, made dense: a query split from one (B, L, 3*H*E)
+// projection gives (B, L, H, E) memory); its logsumexp is (B, L, H) memory seen as (B, H, L);
+// the efficient form's output and both backward forms' gradients of q, k, v are (B, L, H, E)
+// memory seen as (B, H, L, E). A layout other than row-major is a permute -> contiguous ->
+// permute of the row-major value.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/multi_output.h"
@@ -25,6 +34,55 @@
 namespace stax {
 
 namespace {
+
+// x with the dims in `order` (outermost first) laid out row-major, seen in x's own dim order.
+Node* laid_out(Graph& g, Node* x, const std::vector<int64_t>& order) {
+  std::vector<int64_t> inverse(order.size());
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) {
+    inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+    identity = identity && order[i] == static_cast<int64_t>(i);
+  }
+  if (identity) return x;
+  Node* dense = g.call("contiguous", {g.call("permute", {x, Arg(order)})});
+  return g.call("permute", {dense, Arg(inverse)});
+}
+
+// (B, H, L, ...) laid out as (B, L, H, ...).
+Node* heads_inner(Graph& g, Node* x) {
+  std::vector<int64_t> order(static_cast<size_t>(x->meta().dim()));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  if (order.size() >= 3) std::swap(order[1], order[2]);
+  return laid_out(g, x, order);
+}
+
+// The dim order (outermost first) of torch's empty_like(t): t's dims sorted by stride (an
+// insertion sort from the innermost dim, as torch's infer_dense_strides; a stride-0 dim keeps its
+// place, equal strides put the smaller size inside).
+std::vector<int64_t> preserved_order(const TensorMeta& t) {
+  const Shape& size = t.sizes;
+  const Shape& stride = t.strides;
+  std::vector<int64_t> perm(size.size());  // innermost first
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
+  auto should_swap = [&](int64_t a, int64_t b) {
+    if (stride[a] == 0 || stride[b] == 0) return 0;
+    if (stride[a] != stride[b]) return stride[a] < stride[b] ? -1 : 1;
+    return size[a] > size[b] ? 1 : 0;
+  };
+  for (size_t i = 1; i < perm.size(); ++i) {
+    size_t d1 = i;
+    for (size_t d0 = i; d0-- > 0;) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  return {perm.rbegin(), perm.rend()};
+}
 
 DType computation_type(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t;
@@ -72,7 +130,8 @@ std::vector<Node*> flash_for_cpu(Graph& g, const ExpandCall& c) {
   Node* v = c.tensor("value");
   if (q->meta().dim() != 4) c.fail("query must be 4-D (batch, heads, length, dim)");
   const Arg& mask = c.get("attn_mask");
-  return {sdpa(g, q, k, v, mask, c), scores_logsumexp(g, q, k, mask, c)};
+  return {laid_out(g, sdpa(g, q, k, v, mask, c), preserved_order(q->meta())),
+          heads_inner(g, scores_logsumexp(g, q, k, mask, c))};
 }
 
 std::vector<Node*> efficient(Graph& g, const ExpandCall& c) {
@@ -81,7 +140,7 @@ std::vector<Node*> efficient(Graph& g, const ExpandCall& c) {
   Node* v = c.tensor("value");
   if (q->meta().dim() != 4) c.fail("query must be 4-D (batch, heads, length, dim)");
   const Arg& bias = c.get("attn_bias");
-  Node* out = sdpa(g, q, k, v, bias, c);
+  Node* out = heads_inner(g, sdpa(g, q, k, v, bias, c));
   Node* lse;
   int64_t B = q->shape()[0], H = q->shape()[1], L = q->shape()[2];
   if (c.get("compute_log_sumexp").to_bool()) {
@@ -116,7 +175,8 @@ std::vector<Node*> backward(Graph& g, const ExpandCall& c, const char* grad_para
     if (!wanted[i] || i >= wrt.size()) {  // torch's None: an empty tensor FX never reads
       out.push_back(g.call("zeros", {Arg(Shape{0})}, {{"dtype", Arg(q->dtype())}}));
     } else {
-      out.push_back(or_zeros(g, gs[i], wrt[i]));
+      Node* grad = or_zeros(g, gs[i], wrt[i]);
+      out.push_back(i < 3 ? heads_inner(g, grad) : grad);  // q, k, v: torch's layout
     }
   }
   return out;
