@@ -242,10 +242,10 @@ std::vector<BackwardOp> backward_ops() {
       dropout_backward);
   add("_prelu_kernel(Tensor self, Tensor weight) -> Tensor", prelu_kernel);
   // Distances.
-  add("_cdist_backward(Tensor grad, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor",
+  add("_cdist_backward(Tensor grad_output, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "_cdist_forward", {c.tensor("x2"), c.get("p"), Arg()}, {}, "grad",
-                       "x1");
+        return through(g, c, "_cdist_forward", {c.tensor("x2"), c.get("p"), Arg()}, {},
+                       "grad_output", "x1");
       });
   add("_pdist_backward(Tensor grad_output, Tensor self, float p, Tensor pdist) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
