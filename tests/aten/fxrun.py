@@ -27,6 +27,12 @@ def trace(fn, leaves):
     return gm, str(gm.graph), names
 
 
+def overload_name(op):
+    """An OpOverload's name as Stax's registry spells it: 'add.Tensor', 'relu.default'."""
+    schema = op._schema
+    return "%s.%s" % (schema.name.split("::")[-1], schema.overload_name or "default")
+
+
 def targets(gm):
     """The aten overload names ('add.Tensor') of the graph's calls; Unmapped on anything else."""
     out = []
@@ -37,9 +43,7 @@ def targets(gm):
                 continue
             if not isinstance(n.target, torch._ops.OpOverload):
                 raise Unmapped("calls %s (not an aten op: a tuple-valued op)" % n.target)
-            schema = n.target._schema
-            overload = schema.overload_name or "default"
-            out.append("%s.%s" % (schema.name.split("::")[-1], overload))
+            out.append(overload_name(n.target))
         elif n.op not in ("placeholder", "get_attr", "output"):
             raise Unmapped("has a %s node" % n.op)
     return out

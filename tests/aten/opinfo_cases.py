@@ -80,6 +80,24 @@ def differentiable_leaves(fn, leaves, floats):
     return [i for i in floats if ok([i])]
 
 
+def draws_random(gm, registry):
+    """Whether the trace draws random numbers (then Stax's Philox stream and torch's generator
+    differ, and only shapes and dtypes can be compared): a call of a Stax random op, or of an
+    in-place or out= form (category mutating, functionalized at parse time) that torch tags
+    nondeterministic_seeded. F.dropout on the CPU records empty_like + bernoulli_.float, not
+    native_dropout; scaled_dot_product_attention is tagged too (for its dropout_p) but is
+    deterministic at Stax's dropout_p = 0, so the tag alone does not decide."""
+    seeded = torch.Tag.nondeterministic_seeded
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        name = fxrun.overload_name(n.target)
+        category = registry[name][0]
+        if category == "random" or (category == "mutating" and seeded in n.target.tags):
+            return True
+    return False
+
+
 class Case:
     """A mapped sample: everything needed to run it through stax and check the results.
     Raises fxrun.Unmapped when Stax cannot run it (an op it lacks, a dtype it has no form of,
@@ -110,7 +128,7 @@ class Case:
             raise fxrun.Unmapped("needs " + ", ".join(missing))
         if len(self.names) != len(self.leaves):
             raise fxrun.Unmapped("make_fx dropped inputs")
-        self.random = any(registry[o][0] == "random" for o in ops)
+        self.random = draws_random(self.gm, registry)
         # float16 / bfloat16: torch's results in float64 on the same inputs, the reference of
         # fxrun.compare's second chance (both low-precision results round their own way).
         self.lowp = dtype in (torch.float16, torch.bfloat16)
