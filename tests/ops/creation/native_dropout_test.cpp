@@ -155,3 +155,28 @@ TEST(NativeDropout, BackwardOpMatchesTorchFormula) {
   Tensor r = interpret(g, {gs, ms})[0];
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(r.get_double(i), gs.get_double(i) * (i % 2) * 2.5);
 }
+
+// A seed per forward (what the torch backend passes: one drawn from torch's generator per call):
+// each forward draws its own mask, and the backward of a forward uses that forward's seed even
+// when another forward ran in between and the backward draws the mask again.
+TEST(NativeDropout, EachForwardSeedDrawsItsOwnMaskAndItsBackwardReusesIt) {
+  Graph g = dropout_graph();
+  std::vector<Tensor> in = inputs();
+  CompiledFunctionOptions o;
+  o.partition.policy.recompute_random = true;
+  CompiledFunction f(g, {"w"}, cpu_compiler(), o);
+  ForwardResult a = f.forward(in, 11);
+  ForwardResult b = f.forward(in, 12);
+  ForwardResult a2 = f.forward(in, 11);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < a.outputs[2].numel(); ++i) {
+    differ += a.outputs[2].get_double(i) != b.outputs[2].get_double(i);
+    EXPECT_EQ(a.outputs[1].get_double(i), a2.outputs[1].get_double(i)) << "same seed, same draw";
+  }
+  EXPECT_GT(differ, 0) << "two seeds drew the same mask";
+  for (ForwardResult* r : {&a, &b}) {
+    std::vector<Tensor> gw = f.backward(*r->ctx, {Tensor::ones({}), Tensor(), Tensor()});
+    ASSERT_EQ(gw.size(), 1u);
+    expect_torch_gradient(in[0], r->outputs[1], r->outputs[2], gw[0]);
+  }
+}
