@@ -25,8 +25,8 @@
 // which are compute-bound); hand/stax, torch/stax, roof/stax = throughput of Stax relative to
 // each (>= 1: Stax is faster; the goals: hand/stax >= 0.9 for W1-W5, >= 1/1.1 for W2 and
 // MLP, >= 0.5 for W1call); GB/s of Stax counting the minimum traffic; err = max |stax - hand| /
-// max |hand| (W2 / MLP: over every gradient). torch runs in /usr/bin/python3
-// (bench/torch_eager.py, torch.set_num_threads) before the Stax rows; its column reads "-" when
+// max |hand| (W2 / MLP: over every gradient). torch runs in the .venv's Python
+// (STAX_TORCH_PYTHON; bench/torch_eager.py, torch.set_num_threads) before the Stax rows; its column reads "-" when
 // torch cannot be imported (the reason is printed).
 #include <time.h>
 
@@ -180,18 +180,18 @@ std::string loadavg() {
 }
 
 // torch eager medians (ms) by "workload size threads", from bench/torch_eager.py in
-// /usr/bin/python3; empty (with `why` set) when torch is not importable.
+// STAX_TORCH_PYTHON (the .venv's torch 2.x); empty (with `why` set) when torch is not importable.
 std::map<std::string, double> torch_times(int reps, const std::vector<int64_t>& sizes,
                                           const std::vector<int>& threads, std::string& why) {
   std::map<std::string, double> times;
   std::string size_list, thread_list;
   for (int64_t n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
   for (int t : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(t);
-  std::string cmd = "/usr/bin/python3 " STAX_SOURCE_DIR "/bench/torch_eager.py " +
+  std::string cmd = STAX_TORCH_PYTHON " " STAX_SOURCE_DIR "/bench/torch_eager.py " +
                     std::to_string(reps) + " " + size_list + " " + thread_list + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) {
-    why = "cannot start /usr/bin/python3";
+    why = "cannot start " STAX_TORCH_PYTHON;
     return times;
   }
   char line[512];

@@ -1,10 +1,10 @@
 """torch eager timings for bench_cpu (issue 9): the same workloads, same threads.
 
-    /usr/bin/python3 bench/torch_eager.py REPS SIZES THREADS
+    .venv/bin/python bench/torch_eager.py REPS SIZES THREADS
 
 prints one line per (workload, size, threads): `torch <workload> <size> <threads> <median ms>`,
-and `torch-missing <reason>` when torch cannot be imported. Run by bench_cpu (Debian's
-python3-torch is in /usr/bin/python3; the pyenv python3 first on PATH lacks it).
+and `torch-missing <reason>` when torch cannot be imported. Run by bench_cpu with the
+.venv's Python (the CMake cache variable STAX_TORCH_PYTHON).
 """
 import sys
 import time

@@ -48,5 +48,21 @@ function(stax_finish_test_folder)
   stax_sanitizer_test_settings()
 endfunction()
 
+# The Python whose torch (2.x, from PyPI) is the reference of every torch-backed test: the schema
+# check, the FX printouts, OpInfo (tests/aten/), nn_torch_check, model_ops_torch_test and the
+# VJP-vs-autograd test. Default: the project's virtual environment made by scripts/setup.sh.
+set(STAX_TORCH_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python CACHE FILEPATH
+    "the Python interpreter with torch 2.x that the torch-backed tests compare against")
+
+# stax_add_torch_test(NAME SCRIPT [ARGS ...]): a ctest entry running SCRIPT with STAX_TORCH_PYTHON.
+# It skips (exit 77, "SKIPPED: ...") when that interpreter does not exist; the script itself skips
+# the same way when torch does not import (tests/aten/common.py).
+function(stax_add_torch_test name script)
+  add_test(NAME ${name} COMMAND sh -c
+    "[ -x \"$0\" ] || { echo \"SKIPPED: no Python at $0 (STAX_TORCH_PYTHON; scripts/setup.sh makes the .venv)\"; exit 77; }; exec \"$0\" \"$@\""
+    ${STAX_TORCH_PYTHON} ${script} ${ARGN})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()
+
 include(${CMAKE_CURRENT_LIST_DIR}/StaxPlugin.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/SanitizerTests.cmake)

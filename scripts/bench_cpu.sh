@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole table of issue 9 in one command: Stax (cpu_cpp, default options) next to hand-written
-# C++ (OpenMP + OpenBLAS), torch eager (Debian's python3-torch in /usr/bin/python3, same threads)
+# C++ (OpenMP + OpenBLAS), torch eager (the .venv's torch 2.x, STAX_TORCH_PYTHON, same threads)
 # and the memory-bandwidth roofline, for W1/W3/W4/W5 at 4096² and 8192², W1 per call at 64×128,
 # W2 (gelu(x@W).sum() forward + backward, 1024³) and an MLP training step, at 1 and 2 threads.
 #

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 PKGS=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev
       libboost-dev libboost-filesystem-dev libboost-context-dev libopenblas-dev libsleef-dev
       llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libclang-rt-19-dev
-      python3 python3-dev python3-pip python3-venv python3-torch)
+      python3 python3-dev python3-pip python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,9 +16,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# The project's virtual environment (.venv, git-ignored): torch 2.x from PyPI, numpy, pytest and
-# the Python package's build tools, pinned in scripts/requirements-venv.txt. Rebuilt only when that
-# file changes; pip's own cache (~/.cache/pip) keeps the downloads between runs.
+# The project's virtual environment (.venv, git-ignored): torch 2.x from PyPI (the reference of
+# every torch-backed test, STAX_TORCH_PYTHON in cmake/StaxHelpers.cmake), numpy, pytest, expecttest
+# (torch's OpInfo database imports it) and the Python package's build tools, pinned in
+# scripts/requirements-venv.txt. Rebuilt only when that file changes; pip's own cache
+# (~/.cache/pip) keeps the downloads between runs.
 VENV=.venv
 REQ=scripts/requirements-venv.txt
 if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQ" "$VENV/.stax-requirements"; then
@@ -45,11 +47,3 @@ fi
 # The bundled ptxas must be executable (an unpack without modes loses the bit).
 tbin=$(python3 -c "import os, triton; print(os.path.join(os.path.dirname(triton.__file__), 'backends', 'nvidia', 'bin'))" 2>/dev/null || true)
 if [ -n "$tbin" ] && [ -d "$tbin" ]; then chmod +x "$tbin"/* 2>/dev/null || true; fi
-# The torch-backed tests (tests/aten/: aten schemas, FX printouts, OpInfo) use Debian's python3-torch
-# (1.13, in the system python3); its OpInfo database imports expecttest, which Debian lacks.
-if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null &&
-   ! /usr/bin/python3 -c "import expecttest" 2>/dev/null; then
-  echo "setup: installing expecttest (for torch's OpInfo database)"
-  /usr/bin/python3 -m pip install -q expecttest 2>/dev/null ||
-    /usr/bin/python3 -m pip install -q --break-system-packages expecttest || true
-fi

@@ -107,8 +107,12 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<std::string
                  : forward_nodes.begin();
   g.set_insert_point(*pos);
   std::vector<std::pair<Node*, Node*>> seeds;
-  for (Node* out : outputs) {
-    if (!out || !needs.count(out)) {
+  // An input's new value (an in-place op's write, core/graph/functionalize.h) has no tangent:
+  // torch updates buffers outside autograd.
+  const std::vector<std::string> updates = forward.output_updates();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    Node* out = outputs[k];
+    if (!out || !needs.count(out) || !updates[k].empty()) {
       j.output_tangent.push_back(-1);
       continue;
     }

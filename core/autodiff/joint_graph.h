@@ -11,7 +11,9 @@
 //   return        [FW]: the forward's outputs, then the gradient of each `wrt` placeholder
 //
 // A differentiable output is a floating-point output that depends on a `wrt` placeholder through
-// differentiable ops. Only values on such paths get adjoints, and rules emit nodes only for inputs
+// differentiable ops and is no input's new value (Graph::output_updates: batch norm's running
+// statistics, an add_ on an input; they are forward outputs without a tangent, and the joint
+// graph's return does not mark them). Only values on such paths get adjoints, and rules emit nodes only for inputs
 // that need a gradient, so nothing computes a gradient nobody asked for (Listing 5.2 has no node
 // for x̄); backward nodes left without users are removed at the end. A `wrt` placeholder the
 // outputs do not depend on gets a zeros node as its gradient.

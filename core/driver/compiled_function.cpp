@@ -131,7 +131,9 @@ std::string CompiledFunction::stats_str() const {
   return text;
 }
 
-ForwardResult CompiledFunction::forward(const std::vector<Tensor>& inputs) {
+ForwardResult CompiledFunction::forward(const std::vector<Tensor>& inputs,
+                                        std::optional<uint64_t> seed) {
+  const uint64_t run_seed = seed.value_or(options_.seed);
   std::vector<Node*> placeholders = partition_.forward.placeholders();
   check(inputs.size() == placeholders.size(), "runtime", "CompiledFunction::forward",
         "expected " + std::to_string(placeholders.size()) + " inputs, got " +
@@ -143,11 +145,11 @@ ForwardResult CompiledFunction::forward(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> out;
   if (forward_compiled_) {
     GraphRunOptions run;
-    run.seed = options_.seed;
+    run.seed = run_seed;
     out = forward_compiled_->run(inputs, run);
   } else {
     InterpreterOptions run;
-    run.seed = options_.seed;
+    run.seed = run_seed;
     out = interpret(partition_.forward, inputs, run);
   }
   const size_t n = partition_.num_forward_outputs;
@@ -158,6 +160,7 @@ ForwardResult CompiledFunction::forward(const std::vector<Tensor>& inputs) {
   ForwardResult result;
   result.ctx = std::make_shared<BackwardContext>();
   result.ctx->owner_ = this;
+  result.ctx->seed_ = run_seed;
   result.ctx->output_meta_ = output_meta_;
   result.ctx->saved_values_.assign(out.begin() + static_cast<std::ptrdiff_t>(n), out.end());
   std::map<std::string, size_t> primal_index;
@@ -239,11 +242,11 @@ std::vector<Tensor> CompiledFunction::backward(BackwardContext& ctx,
   std::vector<Tensor> grads;
   if (options_.interpret) {
     InterpreterOptions run;
-    run.seed = options_.seed;
+    run.seed = ctx.seed_;
     grads = interpret(partition_.backward, inputs, run);
   } else {
     GraphRunOptions run;
-    run.seed = options_.seed;
+    run.seed = ctx.seed_;
     grads = ensure_backward().run(inputs, run);
   }
   check(grads.size() == joint_.wrt.size(), "runtime", "CompiledFunction::backward",

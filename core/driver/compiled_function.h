@@ -77,7 +77,8 @@ struct CompiledFunctionOptions {
   // Run the forward and backward graphs on the reference interpreter instead of compiling them
   // (no Compiler is needed; `stax grad --interpret`).
   bool interpret = false;
-  // Seed of random ops (GraphRunOptions::seed / InterpreterOptions::seed), for both passes.
+  // Seed of random ops (GraphRunOptions::seed / InterpreterOptions::seed) when forward() is
+  // given none; the backward of a forward uses that forward's seed.
   uint64_t seed = 0;
   // Polled by the constructor (before the joint graph, the partition and the forward compile)
   // and by the lazy backward compile (Compiler::compile's checkpoints): once cancelled, they
@@ -131,6 +132,7 @@ class BackwardContext {
   std::vector<Tensor> saved_values_;
   std::vector<TensorMeta> output_meta_;  // of the forward outputs, for grad_outputs checks
   bool released_ = false;
+  uint64_t seed_ = 0;            // of the forward's random ops: the backward draws the same numbers
   const void* owner_ = nullptr;  // the CompiledFunction that made it
 };
 
@@ -153,8 +155,11 @@ class CompiledFunction {
   CompiledFunction(const CompiledFunction&) = delete;
   CompiledFunction& operator=(const CompiledFunction&) = delete;
 
-  // One tensor per forward placeholder, in graph order.
-  ForwardResult forward(const std::vector<Tensor>& inputs);
+  // One tensor per forward placeholder, in graph order. `seed` seeds the random ops of this
+  // forward and of its backward (default: CompiledFunctionOptions::seed): a caller that wants a
+  // new dropout mask per step passes a new seed per call.
+  ForwardResult forward(const std::vector<Tensor>& inputs,
+                        std::optional<uint64_t> seed = std::nullopt);
   // One gradient per `wrt` name, in that order (see the header comment for grad_outputs).
   std::vector<Tensor> backward(BackwardContext& ctx, const std::vector<Tensor>& grad_outputs = {},
                                const BackwardOptions& options = {});

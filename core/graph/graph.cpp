@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/graph/functionalize.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
 
@@ -83,6 +84,11 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
       for (const auto& e : a.list())
         if (!e.is_number()) return false;
       return true;
+    case ParamType::BoolList:
+      if (!a.is_list()) return false;
+      for (const auto& e : a.list())
+        if (!e.is_bool() && !e.is_int()) return false;
+      return true;
     case ParamType::Bool: return a.is_bool() || a.is_int();
     case ParamType::Str: return a.is_string();
     case ParamType::ScalarType: return a.is_dtype();
@@ -90,6 +96,20 @@ static bool type_ok(const ParamSpec& p, const Arg& a) {
     case ParamType::Generator: return a.is_absent();
   }
   return false;
+}
+
+// A node passed where a number is expected: its static value (sym_size.int of a static shape) when
+// its op has one, so `view(%x, [%sym_size_int, -1])` binds as `view(%x, [4, -1])`.
+static void fold_static_values(const ParamSpec& p, Arg& a) {
+  if (p.type == ParamType::Tensor || p.type == ParamType::TensorList) return;
+  if (a.is_node()) {
+    const Node* n = a.node();
+    if (n->op() && n->op()->static_value) a = n->op()->static_value(*n);
+  } else if (a.is_list()) {
+    Arg::List items = a.list();
+    for (auto& e : items) fold_static_values(p, e);
+    a = Arg(std::move(items));
+  }
 }
 
 BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const std::string& where) {
@@ -125,10 +145,14 @@ BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const
       bound[i] = *p.default_value;
     }
     Arg& a = *bound[i];
+    fold_static_values(p, a);
     if (!type_ok(p, a)) {
       std::string hint;
       if (p.type == ParamType::Tensor && a.is_number() && op.schema.overload == "Tensor")
         hint = " (a Python number goes to the " + op.schema.base + ".Scalar overload)";
+      else if (a.is_node() && p.type != ParamType::Tensor && p.type != ParamType::TensorList)
+        hint = " (a value the graph computes when it runs, " + a.node()->target() +
+               "; Stax needs this argument when the graph is built)";
       throw Error("graph", where,
                   op.name() + " expected " + op.schema.str().substr(op.schema.str().find('(')) +
                       "; argument '" + p.name + "' got " + describe(a) + hint);
@@ -148,6 +172,13 @@ BoundCall bind_call(const OpDef& op, std::vector<Arg> args, Kwargs kwargs, const
 
 Graph::Graph() : registry_(&default_registry()) {}
 Graph::Graph(const OpRegistry& registry) : registry_(&registry) {}
+Graph::Graph(Graph&&) = default;
+Graph& Graph::operator=(Graph&&) = default;
+Graph::~Graph() = default;
+
+void Graph::reserve_names(std::vector<std::string> names) {
+  for (auto& n : names) reserved_[std::move(n)] = true;
+}
 
 std::string Graph::unique_name(std::string_view base_in) {
   // Names that shadow Python builtins start at _0 (sum_0); others are bare first, then _0, _1 ...
@@ -168,7 +199,7 @@ std::string Graph::unique_name(std::string_view base_in) {
       cand = base;
     else
       cand = base + "_" + std::to_string(reserved ? k : k - 1);
-    if (!by_name_.count(cand)) return cand;
+    if (!by_name_.count(cand) && !reserved_.count(cand)) return cand;
   }
 }
 
@@ -268,8 +299,40 @@ static void reject_tuple_arg(const OpDef& op, const Arg& a, const std::string& w
                   ", i))");
 }
 
+// After an in-place op, every tensor argument is read at its latest version.
+static void read_latest(Graph& g, FunctionalState& state, Arg& a) {
+  if (a.is_node())
+    a = Arg(state.read(g, a.node()));
+  else if (a.is_list())
+    for (auto& e : std::get<Arg::List>(a.v)) read_latest(g, state, e);
+}
+
+// A value whose size is known only at run time (TensorMeta::runtime_sized_dims: nonzero's row
+// count) may only be returned: Stax compiles static shapes, and no inference may read its upper
+// bound as a size.
+static void reject_runtime_sized(const OpDef& op, const Arg& a, const std::string& where) {
+  if (a.is_list()) {
+    for (const auto& e : a.list()) reject_runtime_sized(op, e, where);
+    return;
+  }
+  if (!a.is_node() || !a.node()->meta().runtime_sized()) return;
+  const Node* t = a.node();
+  int64_t d = 0;
+  while (!(t->meta().runtime_sized_dims >> d & 1u)) ++d;
+  throw Error("graph", where,
+              op.name() + ": argument %" + t->name() + " (" + t->target() +
+                  ") has a size known only at run time (dim " + std::to_string(d) + ", at most " +
+                  std::to_string(t->shape()[static_cast<size_t>(d)]) +
+                  "); Stax compiles static shapes, so such a value can only be returned by the "
+                  "graph");
+}
+
 Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs, std::string name) {
   const OpDef& op0 = registry_->get(target, name.empty() ? "" : "%" + name);
+  if (functional_) {
+    for (auto& a : args) read_latest(*this, *functional_, a);
+    for (auto& kv : kwargs) read_latest(*this, *functional_, kv.second);
+  }
   const OpDef* scalar_op = scalar_overload_for(*registry_, op0, args, kwargs);
   const OpDef& op = scalar_op ? *scalar_op : op0;
   if (name.empty()) name = unique_name(op.schema.base);
@@ -279,6 +342,22 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
     for (const auto& a : b.args) reject_tuple_arg(op, a, where);
     for (const auto& kv : b.kwargs) reject_tuple_arg(op, kv.second, where);
   }
+  for (const auto& a : b.args) reject_runtime_sized(op, a, where);
+  for (const auto& kv : b.kwargs) reject_runtime_sized(op, kv.second, where);
+  CallArgs ca(op, b.args, b.kwargs, where);
+  if (const MutationFn* rule = default_functionalization_table().mutation(op.name())) {
+    if (!functional_) functional_ = std::make_unique<FunctionalState>();
+    int64_t since = functional_->made();
+    if (std::optional<MutationEffect> e = (*rule)(*this, ca, name))
+      return apply_mutation(*this, *functional_, op, *e, ca, since, name);
+  }
+  Node* n = make_call(op, std::move(b), std::move(name));
+  if (functional_) functional_->note(n);
+  return n;
+}
+
+Node* Graph::make_call(const OpDef& op, BoundCall b, std::string name) {
+  std::string where = "%" + name;
   CallArgs ca(op, b.args, b.kwargs, where);
   if (op.multi_output()) {
     std::vector<TensorMeta> metas = op.infer_multi(ca);
@@ -304,25 +383,81 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
                   std::move(b.kwargs), std::move(meta));
 }
 
-Node* Graph::output(std::vector<Node*> values) {
+Node* Graph::output(std::vector<Node*> values, std::vector<std::string> updates) {
+  if (!updates.empty() && updates.size() != values.size())
+    throw Error("graph", "output", "output(): " + std::to_string(updates.size()) +
+                                       " update marks for " + std::to_string(values.size()) +
+                                       " values");
+  updates.resize(values.size());
+  if (functional_) {
+    for (Node*& v : values) v = functional_->read(*this, v);
+    for (Node* p : functional_->written_placeholders(*this)) {
+      if (std::find(updates.begin(), updates.end(), p->name()) != updates.end())
+        throw Error("graph", "%" + p->name(),
+                    "the graph returns an update of input %" + p->name() +
+                        " and an in-place op writes it too");
+      values.push_back(functional_->read(*this, p));
+      updates.push_back(p->name());
+    }
+  }
+  bool returned = true;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Node* v = values[i];
+    if (v && v->is_tuple())
+      throw Error("graph", "%" + v->name(),
+                  "a tuple-valued node (" + v->target() +
+                      ") cannot be a graph output; return its elements (getitem nodes)");
+    if (updates[i].empty()) {
+      if (!returned)
+        throw Error("graph", v ? "%" + v->name() : "output",
+                    "a returned value follows an input update (updates come last)");
+      continue;
+    }
+    returned = false;
+    Node* p = find(updates[i]);
+    if (!p || !p->is_placeholder())
+      throw Error("graph", "%" + updates[i],
+                  "an output updates '" + updates[i] + "', which is not a placeholder");
+    if (std::count(updates.begin(), updates.end(), updates[i]) > 1)
+      throw Error("graph", "%" + updates[i], "input %" + updates[i] + " is updated twice");
+    if (!v || v->shape() != p->shape() || v->dtype() != p->dtype())
+      throw Error("graph", "%" + updates[i],
+                  "the update of input %" + updates[i] + " (" +
+                      (v ? "%" + v->name() + ": " + shape_str(v->shape()) + " " +
+                               std::string(dtype_name(v->dtype()))
+                         : std::string("no value")) +
+                      ") differs from it (" + shape_str(p->shape()) + " " +
+                      std::string(dtype_name(p->dtype())) + ")");
+  }
   if (Node* old = output_node()) {
     order_.erase(std::find(order_.begin(), order_.end(), old));
     by_name_.erase(old->name_);
     recompute_users();
   }
   std::vector<Arg> args;
-  for (Node* v : values) {
-    if (v && v->is_tuple())
-      throw Error("graph", "%" + v->name(),
-                  "a tuple-valued node (" + v->target() +
-                      ") cannot be a graph output; return its elements (getitem nodes)");
-    args.emplace_back(v);
-  }
+  for (Node* v : values) args.emplace_back(v);
   Node* saved = insert_before_;
   insert_before_ = nullptr;
   Node* out = add_node(NodeKind::Output, "output", nullptr, std::move(args), {}, TensorMeta{});
   insert_before_ = saved;
+  if (!returned) out->output_updates_ = std::move(updates);
   return out;
+}
+
+std::vector<std::string> Graph::output_updates() const {
+  std::vector<std::string> u;
+  if (Node* o = output_node()) {
+    u = o->output_updates_;
+    u.resize(o->args().size());
+  }
+  return u;
+}
+
+size_t Graph::num_returned() const {
+  size_t n = 0;
+  for (const auto& u : output_updates())
+    if (u.empty()) ++n;
+  return n;
 }
 
 std::vector<Node*> Graph::placeholders() const {
@@ -459,10 +594,12 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
     c->attrs = n->attrs;
     c->is_tuple_ = n->is_tuple_;
     c->tuple_metas_ = n->tuple_metas_;
+    c->output_updates_ = n->output_updates_;
     m[n] = c;
   }
   g.name_counter_ = name_counter_;
   g.next_primal_ = next_primal_;
+  g.reserved_ = reserved_;
   if (mapping) *mapping = std::move(m);
   return g;
 }

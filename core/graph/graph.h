@@ -16,6 +16,8 @@ namespace stax {
 
 struct OpDef;
 class OpRegistry;
+class FunctionalState;
+struct BoundCall;
 
 enum class NodeKind { Placeholder, CallFunction, Output };
 // Which half of a joint graph a node belongs to (seed Listing 5.2's [FW]/[BW]); None elsewhere.
@@ -56,6 +58,9 @@ class Node {
   // empty. expand_multi_output (core/graph/multi_output.h) rewrites tuples away before autodiff,
   // the interpreter and lowering.
   bool is_tuple() const { return is_tuple_; }
+  // The output node only: per returned value, the name of the placeholder it is the new value of
+  // (an input written by an in-place op; core/graph/functionalize.h), or "". Empty when none is.
+  const std::vector<std::string>& output_updates() const { return output_updates_; }
   const std::vector<TensorMeta>& tuple_metas() const { return tuple_metas_; }
   const Shape& shape() const { return meta_.sizes; }
   DType dtype() const { return meta_.dtype; }
@@ -86,6 +91,7 @@ class Node {
   int64_t index_ = 0;
   bool is_tuple_ = false;
   std::vector<TensorMeta> tuple_metas_;
+  std::vector<std::string> output_updates_;
 };
 
 class Graph {
@@ -95,8 +101,9 @@ class Graph {
   explicit Graph(const OpRegistry& registry);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
-  Graph(Graph&&) = default;
-  Graph& operator=(Graph&&) = default;
+  Graph(Graph&&);
+  Graph& operator=(Graph&&);
+  ~Graph();
 
   const OpRegistry& registry() const { return *registry_; }
 
@@ -108,16 +115,27 @@ class Graph {
   // Arguments are bound to the schema (positional, then keyword), defaults filled in, types
   // checked and the result's TensorMeta inferred; any failure throws stax::Error naming the node.
   // name "" derives one from the op (add, add_1, ...; sum_0 for names that shadow builtins).
+  // An in-place or out= op (add_, copy_, add.out ...) or an op writing an argument (batch norm's
+  // running statistics) is functionalized (core/graph/functionalize.h): the call makes its
+  // functional form and returns the value it would return; every later call and output() reads
+  // the written tensors' new values.
   Node* call(std::string_view target, std::vector<Arg> args, Kwargs kwargs = {},
              std::string name = "");
   // Sets the graph's outputs (there is exactly one output node; calling again replaces it).
-  Node* output(std::vector<Node*> values);
+  // `updates` (empty, or one entry per value) marks the values that are a placeholder's new value
+  // with its name ("" for a returned value); marked values follow the returned ones. The
+  // placeholders that in-place ops wrote are appended so marked, in placeholder order.
+  Node* output(std::vector<Node*> values, std::vector<std::string> updates = {});
 
   // ---- inspection ----
   const std::vector<Node*>& nodes() const { return order_; }  // topological order, output last
   std::vector<Node*> placeholders() const;
   Node* output_node() const;                 // null until output() is called
-  std::vector<Node*> outputs() const;        // the returned values
+  std::vector<Node*> outputs() const;        // the returned values (updates included)
+  // Per output: the placeholder it updates, or "" (Node::output_updates, padded to outputs()).
+  std::vector<std::string> output_updates() const;
+  // How many outputs are returned values, before the input updates.
+  size_t num_returned() const;
   Node* find(std::string_view name) const;   // by name, or null
   size_t size() const { return order_.size(); }
 
@@ -137,6 +155,9 @@ class Graph {
   void topo_sort();
 
   std::string unique_name(std::string_view base);
+  // Names unique_name() must not pick (the parser reserves every name of the text, so that the
+  // nodes functionalization adds never take a name defined further down).
+  void reserve_names(std::vector<std::string> names);
   // Deep copy: a new graph with the same nodes (maps old nodes to new ones in *mapping if given).
   Graph clone(std::unordered_map<const Node*, Node*>* mapping = nullptr) const;
 
@@ -146,6 +167,9 @@ class Graph {
                  Kwargs kwargs, TensorMeta meta);
 
  private:
+  // The node of a bound call (no functionalization).
+  Node* make_call(const OpDef& op, BoundCall b, std::string name);
+
   const OpRegistry* registry_;
   std::vector<std::unique_ptr<Node>> storage_;
   std::vector<Node*> order_;
@@ -153,6 +177,8 @@ class Graph {
   std::unordered_map<std::string, int> name_counter_;
   Node* insert_before_ = nullptr;
   int next_primal_ = 1;
+  std::unordered_map<std::string, bool> reserved_;
+  std::unique_ptr<FunctionalState> functional_;  // made at the first in-place op
 };
 
 // Normalizes a call of `op` (binds args to the schema, fills defaults, checks types) and infers its

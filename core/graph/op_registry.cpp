@@ -18,6 +18,7 @@ std::string_view category_name(OpCategory c) {
     case OpCategory::Random: return "random";
     case OpCategory::Creation: return "creation";
     case OpCategory::Composite: return "composite";
+    case OpCategory::Mutating: return "mutating";
   }
   return "?";
 }

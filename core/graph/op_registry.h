@@ -25,6 +25,8 @@ enum class OpCategory {
   Random,     // rand, randn, bernoulli, dropout-like: never CSE'd, never recomputed freely
   Creation,   // full, zeros, ones, arange (no tensor inputs)
   Composite,  // softmax, log_softmax, layer_norm ...: have a decomposition
+  Mutating,   // in-place and out= forms (add_, add.out): functionalized by Graph::call
+              // (core/graph/functionalize.h), never a node
 };
 std::string_view category_name(OpCategory c);
 
@@ -72,6 +74,10 @@ struct OpDef {
   // node (Node::is_tuple) and `infer` is unused.
   InferMultiFn infer_multi;
   bool multi_output() const { return static_cast<bool>(infer_multi); }
+  // Set for ops whose result is a number known when the graph is built (sym_size.int of a static
+  // shape): an int / float / bool / Scalar argument given such a node gets this value instead
+  // (bind_call folds it), so FX printouts traced with symbolic sizes bind as static graphs.
+  std::function<Arg(const Node&)> static_value;
   const std::string& name() const { return schema.name; }
   // Marks the kwarg-only `param` as also accepted positionally (ParamSpec::positional_compat).
   OpDef& allow_positional(const std::string& param);

@@ -13,6 +13,17 @@ std::string trim(std::string s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// torch prints a ScalarType default by its c10::ScalarType number (randperm's dtype=4).
+std::optional<DType> dtype_of_scalar_type_code(const std::string& text) {
+  static const std::pair<const char*, DType> kCodes[] = {
+      {"0", DType::UInt8},   {"1", DType::Int8},    {"3", DType::Int32}, {"4", DType::Int64},
+      {"5", DType::Float16}, {"6", DType::Float32}, {"7", DType::Float64}, {"11", DType::Bool},
+      {"15", DType::BFloat16}};
+  for (const auto& [code, t] : kCodes)
+    if (text == code) return t;
+  return std::nullopt;
+}
+
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw Error("schema", "", "malformed op schema '" + text + "': " + why);
 }
@@ -44,8 +55,9 @@ Arg parse_default(const std::string& text, const ParamSpec& p, const std::string
   if (text == "Mean") return Arg(int64_t{1});
   if (text == "Sum") return Arg(int64_t{2});
   if (auto e = parse_enum_literal(text)) return Arg(*e);  // memory_format=contiguous_format
-  if (p.type == ParamType::ScalarType) {                  // dtype=long
+  if (p.type == ParamType::ScalarType) {                  // dtype=long, or torch's code: dtype=4
     if (auto t = parse_dtype(text)) return Arg(*t);
+    if (auto t = dtype_of_scalar_type_code(text)) return Arg(*t);
     bad(schema, "unknown dtype default '" + text + "'");
   }
   if (text.size() >= 2 && (text[0] == '\'' || text[0] == '"')) return Arg(text.substr(1, text.size() - 2));
@@ -76,6 +88,7 @@ ParamType parse_type(std::string t, bool& optional, const std::string& schema) {
   if (t.rfind("int[", 0) == 0 || t.rfind("SymInt[", 0) == 0) return ParamType::IntList;
   if (t == "float") return ParamType::Float;
   if (t.rfind("float[", 0) == 0) return ParamType::FloatList;
+  if (t.rfind("bool[", 0) == 0) return ParamType::BoolList;
   if (t == "bool") return ParamType::Bool;
   if (t == "str") return ParamType::Str;
   if (t == "ScalarType") return ParamType::ScalarType;
@@ -92,6 +105,7 @@ const char* type_str(ParamType t) {
     case ParamType::Int: return "int";
     case ParamType::IntList: return "int[]";
     case ParamType::FloatList: return "float[]";
+    case ParamType::BoolList: return "bool[]";
     case ParamType::Float: return "float";
     case ParamType::Bool: return "bool";
     case ParamType::Str: return "str";

@@ -20,6 +20,7 @@ enum class ParamType {
   Int,         // int / SymInt
   IntList,     // int[] / int[N] / SymInt[]  (a single int is accepted for int[1])
   FloatList,   // float[] (upsample_*.vec scale_factors): a list of numbers
+  BoolList,    // bool[N] (the *_backward ops' output_mask): a list of bools
   Float,       // float
   Bool,        // bool
   Str,         // str

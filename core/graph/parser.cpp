@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/graph/functionalize.h"
 #include "core/graph/op_registry.h"
 #include "core/graph/source_location.h"
 #include "core/support/error.h"
@@ -35,7 +36,8 @@ struct Token {
   double dval = 0;
   Loc loc;
 
-  bool is_punct(char c) const { return kind == Tok::Punct && text[0] == c; }
+  bool is_punct(char c) const { return kind == Tok::Punct && text[0] == c && text.size() == 1; }
+  bool is_arrow() const { return kind == Tok::Punct && text == "->"; }
   bool is_word(std::string_view w) const { return kind == Tok::Ident && text == w; }
 };
 
@@ -124,6 +126,10 @@ class Lexer {
       lex_number(t);
     } else if (c == '\'' || c == '"') {
       lex_string(t);
+    } else if (c == '-' && at(1) == '>') {  // return (y, add -> x): an input's update
+      advance();
+      advance();
+      t.kind = Tok::Punct;
     } else if (std::strchr("()[]{},:=", c)) {
       advance();
       t.kind = Tok::Punct;
@@ -262,6 +268,8 @@ struct ReturnRec {
   Phase phase = Phase::None;
   Loc loc;
   std::vector<std::pair<std::string, Loc>> values;
+  // Per value: the placeholder it updates ("NAME -> INPUT"), or "".
+  std::vector<std::pair<std::string, Loc>> updates;
 };
 
 // Nesting limit of list / tuple arguments: the parser recurses once per level.
@@ -475,7 +483,10 @@ class Parser {
       Token nm = lex_.next();
       if (nm.kind != Tok::Ident)
         fail(nm.loc, "expected the placeholder's name after 'target=', found " + describe(nm));
-      if (nm.text != rec.name)
+      // FX names a node after its target made a lower-case identifier (an argument W prints as
+      // %w_1 = placeholder[target=W_1], a buffer as %l_bn_running_mean = get_attr[target=
+      // l.bn.running_mean]): in its printouts the node's name is what the graph uses.
+      if (nm.text != rec.name && !fx_printout_)
         fail(nm.loc, "placeholder target '" + nm.text + "' differs from the node's name '%" +
                          rec.name + "' (they must be the same)");
       expect_punct(']', "after the placeholder's target");
@@ -702,9 +713,31 @@ class Parser {
     };
     if (!lex_.peek().is_punct('(') && !lex_.peek().is_punct('[')) {
       ret_.values.push_back(name());
+      ret_.updates.emplace_back();
       return;
     }
     parse_return_group(0, name);
+  }
+
+  // After a returned value: [ "->" NAME ], the placeholder it is the new value of.
+  void parse_update(bool allowed) {
+    if (!lex_.peek().is_arrow()) {
+      ret_.updates.emplace_back();
+      return;
+    }
+    Token arrow = lex_.next();
+    if (!allowed)
+      fail(arrow.loc, "an input update ('value -> input') must be an item of the return tuple, "
+                      "not nested");
+    Token t = lex_.next();
+    std::string input;
+    if (t.kind == Tok::Ref)
+      input = t.str;
+    else if (t.kind == Tok::Ident && t.text.find('.') == std::string::npos)
+      input = t.text;
+    else
+      fail(t.loc, "expected the name of the input it updates after '->', found " + describe(t));
+    ret_.updates.emplace_back(input, t.loc);
   }
 
   template <class NameFn>
@@ -718,10 +751,12 @@ class Parser {
       return;
     }
     for (;;) {
-      if (lex_.peek().is_punct('(') || lex_.peek().is_punct('['))
+      if (lex_.peek().is_punct('(') || lex_.peek().is_punct('[')) {
         parse_return_group(depth + 1, name);
-      else
+      } else {
         ret_.values.push_back(name());
+        parse_update(depth == 0);
+      }
       Token t = lex_.next();
       if (t.is_punct(close)) return;
       if (!t.is_punct(','))
@@ -872,9 +907,49 @@ class Parser {
                                " given, but the inferred device is " + n.meta().device);
   }
 
+  // A text with in-place ops (functionalized as the graph is built, core/graph/functionalize.h)
+  // must define every value before its use: then the build order is the text order.
+  void check_order_for_mutations(const std::vector<size_t>& order) const {
+    const NodeRec* first_mutation = nullptr;
+    for (const auto& rec : records_) {
+      const OpDef* op = rec.is_placeholder ? nullptr : registry_.find(rec.target);
+      if (op && default_functionalization_table().mutation(op->name())) {
+        first_mutation = &rec;
+        break;
+      }
+    }
+    if (!first_mutation) return;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (order[k] == k) continue;
+      const NodeRec& early = records_[std::min(order[k], k)];
+      fail(early.loc, "%" + early.name + " uses a value defined further down; a graph with "
+                      "in-place ops (%" + first_mutation->name + ", " + first_mutation->target +
+                      ") must define every value before its use");
+    }
+  }
+
+  // Users as FX counts them: the distinct nodes naming a value, the return counted once.
+  std::vector<size_t> text_users() const {
+    std::vector<std::set<size_t>> users(records_.size());
+    for (size_t i = 0; i < records_.size(); ++i) {
+      std::vector<std::pair<size_t, Loc>> refs;
+      for (const auto& a : records_[i].args) collect_refs(a, refs);
+      for (const auto& kv : records_[i].kwargs) collect_refs(kv.second, refs);
+      for (const auto& r : refs) users[r.first].insert(i);
+    }
+    for (const auto& [name, loc] : ret_.values) users[lookup(name, loc)].insert(records_.size());
+    std::vector<size_t> n;
+    for (const auto& u : users) n.push_back(u.size());
+    return n;
+  }
+
   Graph build() {
     Graph g(registry_);
     std::vector<size_t> order = order_records();
+    check_order_for_mutations(order);
+    std::vector<std::string> names;
+    for (const auto& rec : records_) names.push_back(rec.name);
+    g.reserve_names(std::move(names));
     nodes_.assign(records_.size(), nullptr);
     std::set<std::string> used;
     for (size_t i : order) {
@@ -909,22 +984,57 @@ class Parser {
             "parse", file_,
             "metadata was given for '" + name + "', which is not a placeholder of the graph");
     std::vector<Node*> outs;
-    for (const auto& [name, loc] : ret_.values) outs.push_back(nodes_[lookup(name, loc)]);
-    g.output(std::move(outs))->set_phase(ret_.phase);
+    std::vector<std::string> updates;
+    for (size_t k = 0; k < ret_.values.size(); ++k) {
+      const auto& [name, loc] = ret_.values[k];
+      outs.push_back(nodes_[lookup(name, loc)]);
+      const auto& [input, input_loc] = ret_.updates[k];
+      if (!input.empty()) {
+        const NodeRec& p = records_[lookup(input, input_loc)];
+        if (!p.is_placeholder)
+          fail(input_loc, "'" + name + " -> " + input + "': %" + input +
+                              " is no placeholder (only an input can be updated)");
+      }
+      updates.push_back(input);
+    }
+    try {
+      g.output(std::move(outs), std::move(updates))->set_phase(ret_.phase);
+    } catch (const Error& e) {
+      fail(ret_.loc, e.message());
+    }
+    check_num_users();
+    return g;
+  }
+
+  void check_num_users() const {
+    std::vector<size_t> counted = text_users();
     for (size_t i = 0; i < records_.size(); ++i) {
       const NodeRec& rec = records_[i];
+      if (!rec.num_users || static_cast<size_t>(*rec.num_users) == counted[i]) continue;
+      // A size query (sym_size.int ...) folds into the numbers it feeds: FX counted those uses.
       const Node& n = *nodes_[i];
-      if (!rec.num_users || static_cast<size_t>(*rec.num_users) == n.num_users()) continue;
+      if (n.is_call() && n.op()->static_value) continue;
       std::string users;
-      for (const Node* u : n.users())
-        users += (users.empty() ? "" : ", ") +
-                 (u->is_output() ? std::string("return") : "%" + u->name());
+      for (size_t j = 0; j < records_.size(); ++j) {
+        std::vector<std::pair<size_t, Loc>> refs;
+        for (const auto& a : records_[j].args) collect_refs(a, refs);
+        for (const auto& kv : records_[j].kwargs) collect_refs(kv.second, refs);
+        for (const auto& r : refs)
+          if (r.first == i) {
+            users += (users.empty() ? "%" : ", %") + records_[j].name;
+            break;
+          }
+      }
+      for (const auto& [name, loc] : ret_.values)
+        if (lookup(name, loc) == i) {
+          users += users.empty() ? "return" : ", return";
+          break;
+        }
       fail(rec.num_users_loc, "%" + rec.name + ": num_users=" + std::to_string(*rec.num_users) +
-                                  " given, but it has " + std::to_string(n.num_users()) +
-                                  (n.num_users() == 1 ? " user" : " users") +
+                                  " given, but it has " + std::to_string(counted[i]) +
+                                  (counted[i] == 1 ? " user" : " users") +
                                   (users.empty() ? "" : " (" + users + ")"));
     }
-    return g;
   }
 
   std::string_view text_;

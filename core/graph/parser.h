@@ -9,8 +9,11 @@
 //                "=" ( ( "placeholder" | "get_attr" ) "[target=" NAME "]"
 //                    | "call_function[target=" TARGET "](args = (" values ")"
 //                      [ ", kwargs = {" [ KEY ":" value { "," KEY ":" value } ] "}" ] ")" )
-//   return    := "return" ( "(" [ ref { "," ref } [","] ] ")" | ref )     ref := NAME | %NAME
-//                (FX nests tuples and lists in returns: read flattened, in order)
+//   return    := "return" ( "(" [ item { "," item } [","] ] ")" | ref )     ref := NAME | %NAME
+//   item      := ref [ "->" NAME ] | "(" ... ")" | "[" ... "]"
+//                (FX nests tuples and lists in returns: read flattened, in order. "v -> x" marks
+//                v as the new value of placeholder x (core/graph/functionalize.h); such items
+//                follow the returned values)
 //   value     := %NAME | INT | FLOAT (1.5, 1e-05, inf, -inf, nan) | True | False | None
 //              | 'str' | "str" | [ values ] | ( values ) | tensorplay.DTYPE | tensorplay.undefined
 //              | torch.DTYPE | torch.contiguous_format (and the other memory formats, torch.strided)

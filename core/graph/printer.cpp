@@ -20,7 +20,8 @@ PrintOptions PrintOptions::listing52() {
 namespace {
 
 std::string meta_annotations(const TensorMeta& m) {
-  std::string s = " shape=" + shape_str(m.sizes);
+  // A size known only at run time (nonzero's rows) has no static spelling: the parser infers it.
+  std::string s = m.runtime_sized() ? "" : " shape=" + shape_str(m.sizes);
   if (m.dtype != DType::Float32) s += " dtype=" + std::string(dtype_name(m.dtype));
   if (m.device != "cpu") {
     // A plain name prints bare (device=cuda); anything else quoted (device='cuda:0').
@@ -49,9 +50,11 @@ std::string tuple_str(const std::vector<Arg>& items) {
 std::string return_str(const Node& out) {
   std::string s = "return (";
   const auto& values = out.args();
+  const auto& updates = out.output_updates();
   for (size_t i = 0; i < values.size(); ++i) {
     if (i) s += ", ";
     s += values[i].is_node() ? values[i].node()->name() : arg_str(values[i]);
+    if (i < updates.size() && !updates[i].empty()) s += " -> " + updates[i];
   }
   if (values.size() == 1) s += ",";
   return s + ")";

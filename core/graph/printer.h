@@ -30,7 +30,8 @@
 //     as "{}".
 //     Values print with arg_str(): %name, 2, 2.0, 1e-05, inf, True, None, 'str', [1, 2],
 //     tensorplay.float32, tensorplay.undefined.
-//   - "return (a, b)" names the outputs without '%'; one output prints "return (a,)".
+//   - "return (a, b)" names the outputs without '%'; one output prints "return (a,)". An output
+//     that is a placeholder's new value (core/graph/functionalize.h) prints "a -> x".
 #pragma once
 
 #include <string>

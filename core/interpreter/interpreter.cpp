@@ -110,6 +110,17 @@ uint64_t node_seed(uint64_t seed, const Node& n) {
   return mix64(seed ^ mix64(key));
 }
 
+// A result's sizes against its node's: equal, except that a dim whose size is known only at run
+// time (TensorMeta::runtime_sized_dims) may be anything up to its bound.
+static bool sizes_match(const Shape& have, const TensorMeta& m) {
+  if (have.size() != m.sizes.size()) return false;
+  for (size_t d = 0; d < have.size(); ++d) {
+    bool runtime = m.runtime_sized_dims >> d & 1u;
+    if (runtime ? have[d] > m.sizes[d] : have[d] != m.sizes[d]) return false;
+  }
+  return true;
+}
+
 // ---- interpret --------------------------------------------------------------------------------
 
 std::vector<Tensor> interpret(const Graph& g_in, const std::vector<Tensor>& inputs,
@@ -173,7 +184,7 @@ std::vector<Tensor> interpret(const Graph& g_in, const std::vector<Tensor>& inpu
         throw Error("interpreter", where, op + ": " + e.what());
       }
       if (!r.defined()) throw Error("interpreter", where, op + ": kernel returned no tensor");
-      if (options.check_meta && (r.sizes() != n->shape() || r.dtype() != n->dtype()))
+      if (options.check_meta && (!sizes_match(r.sizes(), n->meta()) || r.dtype() != n->dtype()))
         throw Error("interpreter", where,
                     op + ": kernel result is " + describe_meta(r.sizes(), r.dtype()) +
                         " but node " + n->name() + " was inferred as " +

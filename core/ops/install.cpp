@@ -5,6 +5,7 @@
 #include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
 #include "core/graph/decompositions.h"
+#include "core/graph/functionalize.h"
 #include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
@@ -27,6 +28,14 @@ void register_all_ops(OpRegistry& r) {
   register_special_ops(r);
   register_random_ops(r);
   register_activation_ops(r);
+  register_size_query_ops(r);
+  register_nn_backward_ops(r);
+  register_nn_backward_multi_output_ops(r);
+  register_attention_form_ops(r);
+  register_nn_spatial_ops(r);
+  register_embedding_bag_ops(r);
+  register_lstm_layer_ops(r);
+  register_mutating_forms(r);  // derived from the functional ops above
 }
 
 namespace {
@@ -43,6 +52,10 @@ void install_decompositions(DecompositionTable& t) {
   register_special_decompositions(t);
   register_activation_decompositions(t);
   register_functional_decompositions(t);
+  register_size_query_decompositions(t);
+  register_nn_backward_decompositions(t);
+  register_nn_spatial_decompositions(t);
+  register_embedding_bag_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -57,6 +70,10 @@ void install_vjps(VjpTable& t) {
   register_pointwise_math_vjps(t);
   register_special_derivative_vjps(t);
   register_activation_vjps(t);
+  register_creation_vjps(t);
+  register_nn_backward_vjps(t);
+  register_nn_spatial_vjps(t);
+  register_embedding_bag_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
@@ -72,6 +89,10 @@ void install_jvps(JvpTable& t) {
   register_pointwise_math_jvps(t);
   register_special_derivative_jvps(t);
   register_activation_jvps(t);
+  register_creation_jvps(t);
+  register_nn_backward_jvps(t);
+  register_nn_spatial_jvps(t);
+  register_embedding_bag_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -86,6 +107,10 @@ void install_kernels(InterpreterTable& t) {
   register_nn_kernels(t);
   register_special_kernels(t);
   register_activation_kernels(t);
+  register_size_query_kernels(t);
+  register_nn_backward_kernels(t);
+  register_nn_spatial_kernels(t);
+  register_embedding_bag_kernels(t);
 }
 
 void install_lowering_rules(LoweringTable& t) {
@@ -105,11 +130,18 @@ void install_ops() {
   std::call_once(once, [] {
     register_all_ops(registry_to_fill());
     register_multi_output_expansions(expansions_to_fill());
+    register_nn_backward_multi_output_expansions(expansions_to_fill());
+    register_attention_form_expansions(expansions_to_fill());
+    register_embedding_bag_expansions(expansions_to_fill());
+    register_nn_spatial_expansions(expansions_to_fill());
+    register_lstm_layer_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());
     install_kernels(interpreter_table_to_fill());
     install_lowering_rules(lowering_table_to_fill());
+    register_mutation_rules(functionalization_table_to_fill(), default_registry());
+    register_view_functionalization(functionalization_table_to_fill(), default_registry());
   });
 }
 

@@ -7,6 +7,7 @@ namespace stax {
 
 class DecompositionTable;
 class ExpansionTable;
+class FunctionalizationTable;
 class InterpreterTable;
 class JvpTable;
 class LoweringTable;
@@ -27,9 +28,28 @@ void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, nati
 void register_special_ops(OpRegistry& r);       // erfinv digamma polygamma Bessel zeta ...
 void register_random_ops(OpRegistry& r);        // normal bernoulli randint_like
 void register_activation_ops(OpRegistry& r);    // leaky_relu elu hardtanh ... and *_backward
+void register_size_query_ops(OpRegistry& r);    // sym_size.int sym_stride.int sym_numel ...
+void register_nn_backward_ops(OpRegistry& r);   // avg_pool2d_backward mse_loss_backward ...
+void register_nn_backward_multi_output_ops(OpRegistry& r);  // convolution_backward ...
+void register_attention_form_ops(OpRegistry& r);  // _scaled_dot_product_flash_attention_for_cpu ...
+void register_nn_spatial_ops(OpRegistry& r);    // col2im grid_sampler_2d
+void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backward
+void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
+
+// In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
+void register_mutating_forms(OpRegistry& r);
+
+// ---- functionalization (core/graph/functionalize.h)
+void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r);  // add_ copy_ bn
+void register_view_functionalization(FunctionalizationTable& t, const OpRegistry& r);
 
 // ---- multi-output expansions (core/graph/multi_output.h)
 void register_multi_output_expansions(ExpansionTable& t);
+void register_nn_backward_multi_output_expansions(ExpansionTable& t);
+void register_attention_form_expansions(ExpansionTable& t);
+void register_embedding_bag_expansions(ExpansionTable& t);
+void register_nn_spatial_expansions(ExpansionTable& t);
+void register_lstm_layer_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
@@ -43,6 +63,10 @@ void register_creation_decompositions(DecompositionTable& t);   // eye linspace 
 void register_special_decompositions(DecompositionTable& t);    // mvlgamma xlog1py entr ...
 void register_activation_decompositions(DecompositionTable& t); // leaky_relu elu ... mish
 void register_functional_decompositions(DecompositionTable& t); // losses distances resampling
+void register_size_query_decompositions(DecompositionTable& t); // sym_size.int ... (constants)
+void register_nn_backward_decompositions(DecompositionTable& t); // the *_backward ops
+void register_nn_spatial_decompositions(DecompositionTable& t);
+void register_embedding_bag_decompositions(DecompositionTable& t);
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -56,6 +80,10 @@ void register_special_vjps(VjpTable& t);
 void register_pointwise_math_vjps(VjpTable& t);      // asin ... atan2 hypot copysign
 void register_special_derivative_vjps(VjpTable& t);  // erfinv digamma polygamma i0 ...
 void register_activation_vjps(VjpTable& t);
+void register_creation_vjps(VjpTable& t);  // copy fill.Tensor
+void register_nn_backward_vjps(VjpTable& t);
+void register_nn_spatial_vjps(VjpTable& t);
+void register_embedding_bag_vjps(VjpTable& t);
 
 // ---- forward-mode rules (core/autodiff/jvp.h)
 void register_pointwise_jvps(JvpTable& t);
@@ -70,6 +98,10 @@ void register_special_jvps(JvpTable& t);
 void register_pointwise_math_jvps(JvpTable& t);      // asin ... atan2 hypot copysign
 void register_special_derivative_jvps(JvpTable& t);  // erfinv digamma polygamma i0 ...
 void register_activation_jvps(JvpTable& t);
+void register_creation_jvps(JvpTable& t);  // copy fill.Tensor
+void register_nn_backward_jvps(JvpTable& t);
+void register_nn_spatial_jvps(JvpTable& t);
+void register_embedding_bag_jvps(JvpTable& t);
 
 // ---- interpreter kernels (core/interpreter/interpreter.h)
 void register_pointwise_kernels(InterpreterTable& t);  // incl. where, clamp, to.dtype, *_backward
@@ -78,6 +110,10 @@ void register_view_kernels(InterpreterTable& t);
 void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
+void register_size_query_kernels(InterpreterTable& t); // sym_size.int ... (their decomposition)
+void register_nn_backward_kernels(InterpreterTable& t);
+void register_nn_spatial_kernels(InterpreterTable& t);
+void register_embedding_bag_kernels(InterpreterTable& t);
 void register_random_kernels(InterpreterTable& t);     // normal bernoulli randint_like
 void register_composite_kernels(InterpreterTable& t);  // softmax ... (may run the decomposition)
 void register_nn_kernels(InterpreterTable& t);         // convolution, pooling, norms

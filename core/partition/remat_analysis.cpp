@@ -86,8 +86,10 @@ std::string u_rules_str(uint8_t rules) {
 bool is_not_cheap(const Node& n, const RematPolicy& policy) {
   if (!n.is_call()) return false;
   switch (n.op()->category) {
-    case OpCategory::Extern:
-    case OpCategory::Random: return true;
+    case OpCategory::Extern: return true;
+    case OpCategory::Random:
+      if (policy.recompute_random && n.attrs.count("rng_seed")) return false;
+      return true;
     case OpCategory::Composite:
       if (!is_pointwise_composite(*n.op())) return true;
       break;

@@ -19,9 +19,9 @@
 // U (§5.4's three cases; only call nodes, never primals):
 //   1 NotCheap: the op is not cheap to recompute or is no loop-level kernel: Extern (mm, bmm,
 //     matmul, addmm), Random (the joint graph gives them an rng_seed so a recomputation would draw
-//     the same numbers, but Stax never spends an RNG replay on a backward: drawing is not
-//     bandwidth-bound pointwise work, and saving the draw is what AOTAutograd does without
-//     functionalized RNG), Composite ops other than the pointwise silu (linear holds a matmul;
+//     the same numbers, but by default Stax never spends an RNG replay on a backward: drawing is
+//     not bandwidth-bound pointwise work, and saving the draw is what AOTAutograd does without
+//     functionalized RNG; RematPolicy::recompute_random allows it), Composite ops other than the pointwise silu (linear holds a matmul;
 //     softmax, log_softmax, layer_norm and the *_backward_data ops decompose into reductions
 //     over their input: recomputing them re-reads it all; an unknown composite counts as not
 //     cheap), the
@@ -96,6 +96,11 @@ struct RematPolicy {
   // Unknown names and names of non-forward values are errors.
   std::vector<std::string> must_save;
   std::vector<std::string> must_recompute;
+  // Let the backward recompute random ops that carry an rng_seed (AOTAutograd's
+  // functionalize_rng_ops): the interpreter seeds a node from its rng_seed, so the recomputation
+  // draws the forward's numbers (dropout's mask rematerialised instead of saved). Off: random ops
+  // are in U (NotCheap) and their results are saved.
+  bool recompute_random = false;
   // Whether an op has a loop-level lowering; ops without one run as fallback kernels (U case 1,
   // opaque consumers). Null: every registered op counts as lowered. `stax grad` can pass a check
   // against core/lowering's LoweringTable.

@@ -139,6 +139,23 @@ StaxTensorDesc tensor_desc(void* base, const Layout& l) {
   return d;
 }
 
+// Whether an interpreter result has its node's sizes: equal, or for a dim whose size is known only
+// at run time (nonzero's rows, TensorMeta::runtime_sized_dims) at most the node's bound.
+bool result_fits(const Tensor& r, const TensorMeta& m) {
+  if (r.sizes().size() != m.sizes.size()) return false;
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (m.runtime_sized_dims >> d & 1u ? r.sizes()[d] > m.sizes[d] : r.sizes()[d] != m.sizes[d])
+      return false;
+  return true;
+}
+
+// A buffer whose size is known only at run time: a fallback result keeps the interpreter's tensor
+// as it is, and the graph returns that tensor (nothing else may read it, Graph::call).
+bool runtime_sized(const Buffer& b) {
+  return b.kind() == IRKind::FallbackKernel &&
+         static_cast<const FallbackKernel&>(b).node()->meta().runtime_sized();
+}
+
 // Runs `node` with the reference interpreter's kernel on `args` (bound to arg_nodes) and returns
 // its result.
 Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_nodes,
@@ -164,7 +181,7 @@ Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_node
     if (e.location() == where) throw;
     throw Error("runtime", where, node.target() + ": " + e.message());
   }
-  if (!r.defined() || r.sizes() != node.shape() || r.dtype() != node.dtype())
+  if (!r.defined() || !result_fits(r, node.meta()) || r.dtype() != node.dtype())
     throw Error("runtime", where,
                 node.target() +
                     ": the interpreter kernel's result does not "
@@ -351,6 +368,10 @@ std::vector<Tensor> run_on_device(const Impl& impl, const std::vector<Tensor>& i
             size_t s = step.arg_slots[k];
             args.push_back(frame_view(host[s], impl.slots[s]->layout(), ins[k].layout));
           }
+          if (node.meta().runtime_sized())
+            throw Error("runtime", node_where(node),
+                        node.target() + ": a result whose size is known only at run time is not "
+                        "supported on a device-resident backend yet; run the graph on cpu_cpp");
           Tensor r = interpret_node(node, arg_nodes, args, options.seed);
           ++st.interpreter_steps;
           const Layout& want = produced.layout();
@@ -571,7 +592,8 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
           Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
           ++st.interpreter_steps;
           const Layout& want = produced.layout();
-          if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+          if (runtime_sized(produced) ||
+              (same_layout(r, want.size, want.stride) && want.offset == 0)) {
             slots.at(out_slot) = r;
           } else {
             slots.at(out_slot) = storage_for(out_slot);
@@ -588,7 +610,10 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   }
 
   std::vector<Tensor> outputs;
-  for (const GraphOutput& o : l.outputs) outputs.push_back(slots.view(output_slot(impl, o), o.layout));
+  for (const GraphOutput& o : l.outputs) {
+    size_t s = output_slot(impl, o);
+    outputs.push_back(runtime_sized(*o.buffer) ? slots.get(s) : slots.view(s, o.layout));
+  }
   if (options.stats) *options.stats = st;
   return outputs;
 }

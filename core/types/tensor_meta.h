@@ -16,11 +16,16 @@ struct TensorMeta {
   Shape strides;  // in elements
   DType dtype = DType::Float32;
   std::string device = "cpu";
+  // Bit d set: sizes[d] is an upper bound and the actual size is known only when the op has run
+  // (nonzero's row count). Such a value may only be returned by its graph (Graph::call rejects
+  // it as an argument), so no inference ever reads the bound as a size (docs/DECISIONS.md).
+  uint32_t runtime_sized_dims = 0;
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
   int64_t numel() const;
   int64_t nbytes() const { return numel() * static_cast<int64_t>(dtype_size(dtype)); }
   bool is_contiguous() const;
+  bool runtime_sized() const { return runtime_sized_dims != 0; }
 
   // Row-major contiguous meta of the given sizes.
   static TensorMeta contiguous(Shape sizes, DType dtype = DType::Float32, std::string device = "cpu");

@@ -74,14 +74,16 @@ void check_arity(const std::vector<std::string>& names, size_t given, const char
 
 // The hot path: tensors in (DLPack, no copy where possible), run with the GIL released,
 // outputs out in the inputs' framework.
-nb::object call_compiled(const PyCompiledGraph& self, nb::args args) {
+nb::object call_compiled(const PyCompiledGraph& self, nb::args args, uint64_t seed) {
   check_arity(self.input_names, nb::len(args), "stax.CompiledGraph");
   OutputKind kind = OutputKind::Stax;
   std::vector<Tensor> inputs = import_tensors(args, self.input_names, &kind);
   std::vector<Tensor> outputs;
   {
     nb::gil_scoped_release release;
-    outputs = self.graph.run(inputs);
+    GraphRunOptions options;
+    options.seed = seed;
+    outputs = self.graph.run(inputs, options);
   }
   return export_tensors(std::move(outputs), kind, /*unwrap_single=*/true);
 }
@@ -176,10 +178,11 @@ void bind_compiled_graph(nb::module_& m) {
   nb::class_<PyCompiledGraph>(m, "CompiledGraph",
                               "A graph compiled by a Compiler. Call it with one tensor per "
                               "placeholder; outputs come back in the inputs' framework.")
-      .def("__call__", &call_compiled,
-           "f(*inputs): one tensor per placeholder (torch, numpy, stax ... through DLPack). "
-           "Returns the output, or a tuple of outputs, as torch tensors when an input is one, "
-           "else as numpy arrays when an input is one, else as stax.Tensor; none is copied.")
+      .def("__call__", &call_compiled, nb::arg("inputs"), nb::arg("seed") = 0,
+           "f(*inputs, seed=0): one tensor per placeholder (torch, numpy, stax ... through "
+           "DLPack). Returns the output, or a tuple of outputs, as torch tensors when an input "
+           "is one, else as numpy arrays when an input is one, else as stax.Tensor; none is "
+           "copied. `seed` seeds random ops.")
       .def("run", &run_compiled, nb::arg("inputs"), nb::kw_only(), nb::arg("seed") = 0,
            nb::arg("with_stats") = false,
            "The outputs as a list of stax.Tensor (with a dict of RunStats when with_stats). "

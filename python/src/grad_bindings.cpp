@@ -39,14 +39,15 @@ struct PyForwardResult {
   OutputKind kind = OutputKind::Stax;
 };
 
-PyForwardResult forward(const PyCompiledFunction& self, nb::args inputs) {
+PyForwardResult forward(const PyCompiledFunction& self, nb::args inputs,
+                        std::optional<uint64_t> seed) {
   GradState& s = *self.state;
   OutputKind kind = OutputKind::Stax;
   std::vector<Tensor> in = import_tensors(inputs, s.input_names, &kind);
   ForwardResult r;
   {
     nb::gil_scoped_release release;
-    r = s.fn->forward(in);
+    r = s.fn->forward(in, seed);
   }
   return PyForwardResult{self.state, std::move(r.ctx),
                          export_tensors(std::move(r.outputs), kind, false), kind};
@@ -171,9 +172,10 @@ void bind_forward_result(nb::module_& m) {
 
 // forward / __call__ / reference.
 void add_calls(nb::class_<PyCompiledFunction>& cls) {
-  cls.def("forward", &forward, nb::arg("inputs"),
-          "forward(*inputs) -> ForwardResult (one tensor per placeholder).")
-      .def("__call__", &forward, nb::arg("inputs"),
+  cls.def("forward", &forward, nb::arg("inputs"), nb::arg("seed") = nb::none(),
+          "forward(*inputs, seed=None) -> ForwardResult (one tensor per placeholder). `seed` "
+          "seeds the random ops of this forward and its backward (None: stax.grad's seed).")
+      .def("__call__", &forward, nb::arg("inputs"), nb::arg("seed") = nb::none(),
            "cf(*inputs) is cf.forward(*inputs): cf(x, W).backward() gives the gradients.")
       .def(
           "reference",

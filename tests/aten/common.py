@@ -14,19 +14,16 @@ def skip(why):
 
 
 def import_torch():
+    """torch 2.x from the project's .venv (ctest runs these scripts with STAX_TORCH_PYTHON,
+    cmake/StaxHelpers.cmake); skips, saying why, when it does not import or is older."""
     try:
         import torch  # noqa: F401
     except Exception as e:  # not installed, or a broken install (numpy ABI)
-        # `python3` may be a pyenv / venv interpreter while Debian's python3-torch lives in the
-        # system one: try that once before skipping.
-        system = "/usr/bin/python3"
-        if (os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system)
-                and not os.environ.get("STAX_TORCH_REEXEC")):
-            os.environ["STAX_TORCH_REEXEC"] = "1"
-            sys.stdout.flush()
-            os.execv(system, [system] + sys.argv)
-        skip("torch is not importable by %s (%s); scripts/setup.sh installs Debian's "
-             "python3-torch" % (sys.executable, e))
+        skip("torch is not importable by %s (%s); scripts/setup.sh installs torch 2.x in the "
+             ".venv (STAX_TORCH_PYTHON names the interpreter)" % (sys.executable, e))
+    if int(torch.__version__.split(".")[0]) < 2:
+        skip("%s has torch %s; the reference is torch 2.x (scripts/setup.sh: the .venv)"
+             % (sys.executable, torch.__version__))
     return torch
 
 

@@ -1,11 +1,11 @@
 """FX printouts parse and run as PyTorch prints them. With the installed torch, make_fx traces a few
 functions (a GELU/softmax layer, an MLP with linear/addmm, pow/floor_divide/where/creation ops,
 memory-format and device literals) and a few OpInfo samples; each printout (print(gm.graph):
-`graph():`, `[#users=N]`, `torch.ops.aten.X.overload` targets, `return x` without parentheses,
+`graph():`, `[num_users=N]`, `torch.ops.aten.X.overload` targets, `return x` without parentheses,
 nested return tuples, get_attr constants) is written as is, its inputs as .npy files, and run by
 `stax run` on the interpreter and compiled (cpu_cpp): every output must match torch eager. The same
-printouts in torch 2.x's spelling (`[num_users=N]`) must parse too, and shapes may come from
---shape instead of .npy inputs. Skips cleanly (exit 77) without torch."""
+printouts in torch 1.x's spelling (`[#users=N]`) must parse too, and shapes may come from
+--shape instead of .npy inputs. Skips cleanly (exit 77) without torch 2.x."""
 import os
 import re
 import subprocess
@@ -116,20 +116,20 @@ for name, fn, leaves in CASES:
             diff = fxrun.compare(r.load("out%d.npy" % i), w)
             if diff:
                 failures.append("%s (%s): output %d: %s" % (name, mode, i, diff))
-    # torch 2.x spells the user count num_users; shapes may come from --shape instead of .npy.
-    v2 = os.path.join(work, "graph_v2.stax")
-    with open(v2, "w") as f:
-        f.write(text.replace("[#users=", "[num_users="))
+    # torch 1.x spelled the user count #users; shapes may come from --shape instead of .npy.
+    v1 = os.path.join(work, "graph_v1.stax")
+    with open(v1, "w") as f:
+        f.write(text.replace("[num_users=", "[#users="))
     shapes = []
     for n, t in zip(names, leaves):
         shapes += ["--shape", "%s=%s:%s" % (n, ",".join(map(str, t.shape)), str(t.dtype)[6:])]
     consts = [a for a in inputs if "_tensor_constant" in a]
-    cmd = [stax, "run", v2, "--config", config, "--check"] + shapes
+    cmd = [stax, "run", v1, "--config", config, "--check"] + shapes
     for c in consts:
         cmd += ["--input", c]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        failures.append("%s (torch 2.x spelling, --shape, --check): %s" % (
+        failures.append("%s (torch 1.x spelling, --shape, --check): %s" % (
             name, (p.stderr + p.stdout).strip().splitlines()[-1]))
     ran += 1
     print("ok %s: %d ops (%s)" % (name, len(fxrun.targets(gm)),

@@ -10,8 +10,10 @@ import numpy as np
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-NPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.int8,
-              torch.uint8, torch.bool}
+# The dtypes Stax has (core/types/dtype.h) and how they travel as .npy: bfloat16 as raw 2-byte
+# words ('|V2', which Stax reads as bfloat16; Stax writes bfloat16 outputs as float32).
+NPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+              torch.int8, torch.uint8, torch.bool}
 
 
 class Unmapped(Exception):
@@ -25,6 +27,12 @@ def trace(fn, leaves):
     return gm, str(gm.graph), names
 
 
+def overload_name(op):
+    """An OpOverload's name as Stax's registry spells it: 'add.Tensor', 'relu.default'."""
+    schema = op._schema
+    return "%s.%s" % (schema.name.split("::")[-1], schema.overload_name or "default")
+
+
 def targets(gm):
     """The aten overload names ('add.Tensor') of the graph's calls; Unmapped on anything else."""
     out = []
@@ -35,9 +43,7 @@ def targets(gm):
                 continue
             if not isinstance(n.target, torch._ops.OpOverload):
                 raise Unmapped("calls %s (not an aten op: a tuple-valued op)" % n.target)
-            schema = n.target._schema
-            overload = schema.overload_name or "default"
-            out.append("%s.%s" % (schema.name.split("::")[-1], overload))
+            out.append(overload_name(n.target))
         elif n.op not in ("placeholder", "get_attr", "output"):
             raise Unmapped("has a %s node" % n.op)
     return out
@@ -47,6 +53,9 @@ def save_npy(path, t):
     t = t.detach()
     if t.dtype not in NPY_DTYPES:
         raise Unmapped("dtype %s has no .npy form" % t.dtype)
+    if t.dtype == torch.bfloat16:
+        np.save(path, t.contiguous().view(torch.int16).numpy().view(np.dtype("V2")))
+        return
     np.save(path, t.contiguous().numpy())
 
 
@@ -80,7 +89,9 @@ class StaxResult:
         return self.code not in (0, 1, 2)
 
     def error(self):
-        lines = [l for l in (self.stderr + self.stdout).splitlines() if l.strip()]
+        # stax prints its error on stderr; the inputs' listing goes to stdout.
+        lines = [l for l in self.stderr.splitlines() if l.strip()] or [
+            l for l in self.stdout.splitlines() if l.strip()]
         return lines[-1] if lines else "exit code %d" % self.code
 
     def load(self, name):
@@ -106,6 +117,8 @@ def run_stax(stax, mode, workdir, inputs, config, wrt=(), timeout=300):
 
 
 def tolerance(dtype, grad=False):
+    if dtype == torch.bfloat16:
+        return (3e-2, 3e-2) if grad else (1.6e-2, 1e-2)
     if dtype == torch.float16:
         return 1e-2, 1e-2
     if dtype == torch.float64:
@@ -115,26 +128,43 @@ def tolerance(dtype, grad=False):
     return 0, 0
 
 
-def compare(got, want, grad=False):
-    """None when equal within tolerance, else a short description."""
+def _at(i):
+    return "(" + ", ".join(str(int(k)) for k in i) + ")"
+
+
+def compare(got, want, grad=False, ref64=None):
+    """None when equal within tolerance, else a short description. For float16 / bfloat16,
+    `ref64` is torch's result of the same call in float64 (on the same, upcast, inputs): an
+    element also passes when it is no farther from it than twice torch's own low-precision result
+    is (plus the tolerance), since both round differently (a sum in another order)."""
     want = want.detach()
-    w = want.numpy() if want.dtype in NPY_DTYPES else want.to(torch.float32).numpy()
+    bf16 = want.dtype == torch.bfloat16
+    w = want.to(torch.float32).numpy() if bf16 or want.dtype not in NPY_DTYPES else want.numpy()
     if tuple(got.shape) != tuple(w.shape):
         return "shape %s, torch %s" % (tuple(got.shape), tuple(w.shape))
     if got.dtype != w.dtype:
         return "dtype %s, torch %s" % (got.dtype, w.dtype)
+    if bf16 and got.size and (np.ascontiguousarray(got).view(np.uint32) & 0xFFFF).any():
+        # Stax writes a bfloat16 output as float32: every value must then be a bfloat16.
+        return "dtype: values that are no bfloat16 (computed in float32?), torch bfloat16"
     rtol, atol = tolerance(want.dtype, grad)
     if w.dtype == np.bool_ or rtol == 0:
         if not np.array_equal(got, w):
             bad = np.argwhere(got != w)
             i = tuple(bad[0])
-            return "%d elements differ, e.g. at %s: %r vs torch %r" % (len(bad), i, got[i], w[i])
+            return "%d elements differ, e.g. at %s: %r vs torch %r" % (len(bad), _at(i),
+                                                                       got[i].item(), w[i].item())
         return None
     g64, w64 = got.astype(np.float64), w.astype(np.float64)
     ok = np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
+    if ref64 is not None and not ok.all() and tuple(ref64.shape) == tuple(w.shape):
+        r = ref64.detach().to(torch.float64).numpy()
+        with np.errstate(invalid="ignore"):
+            torch_err = np.abs(w64 - r)
+            ok |= np.abs(g64 - r) <= 2 * torch_err + atol + rtol * np.abs(r)
     if not ok.all():
         bad = np.argwhere(~ok)
         i = tuple(bad[0])
         return "%d of %d elements differ, e.g. at %s: %r vs torch %r" % (
-            len(bad), ok.size, i, g64[i], w64[i])
+            len(bad), ok.size, _at(i), g64[i], w64[i])
     return None

@@ -19,6 +19,7 @@
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
+#include "tests/autodiff/pending_gradient_checks.h"
 #include "tests/autodiff/autodiff_cases.h"
 
 using namespace stax;
@@ -126,8 +127,11 @@ TEST(JvpCoverage, EveryRuleHasACheck) {
     for (const Node* n : f.g.nodes())
       if (n->is_call()) used.insert(n->op()->name());
   }
+  const auto& pending = test::rules_pending_a_gradient_check();
   for (const auto& name : default_jvp_table().names())
-    EXPECT_TRUE(used.count(name)) << "no JVP check exercises the rule of " << name;
+    EXPECT_TRUE(used.count(name) || pending.count(name)) << "no JVP check exercises the rule of " << name;
+  for (const auto& name : pending)
+    EXPECT_FALSE(used.count(name)) << name << " is exercised now: remove it from pending_gradient_checks.h";
   // Every op with a VJP rule has a JVP rule (except where.Scalar-like no-ops).
   for (const auto& name : default_vjp_table().names())
     EXPECT_TRUE(default_jvp_table().find(name)) << name << " has a VJP rule but no JVP rule";

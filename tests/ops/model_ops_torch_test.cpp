@@ -194,7 +194,9 @@ double float64_rtol(const std::string& op) {
 }  // namespace
 
 TEST(ModelOpsAgainstTorch, SameOverloadSameArgumentsSameValues) {
-  if (!have_torch()) GTEST_SKIP() << "torch is not installed (python3-torch); skipped";
+  if (!have_torch())
+    GTEST_SKIP() << "torch is not importable by " << test::torch_python()
+                 << " (STAX_TORCH_PYTHON; scripts/setup.sh makes the .venv); skipped";
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.op);
     Tensor want = torch_result(c);

@@ -38,6 +38,12 @@ inline std::vector<Case> more_cases() {
   add("special_i0e", {NZ({3, 4})}, op1("special_i0e"));
   add("special_i1", {U({3, 4})}, op1("special_i1"));
   add("special_i1e", {NZ({3, 4})}, op1("special_i1e"));
+  for (const char* f : {"special_bessel_j0", "special_bessel_j1", "special_modified_bessel_i0",
+                        "special_modified_bessel_i1"})
+    add(f, {U({3, 4})}, op1(f));
+  for (const char* f : {"special_bessel_y0", "special_bessel_y1", "special_modified_bessel_k0",
+                        "special_modified_bessel_k1"})  // defined for x > 0
+    add(f, {P({3, 4}, 0.5, 3)}, op1(f));
   add("special_ndtri", {U({3, 4}, 0.05, 0.95)}, op1("special_ndtri"));
   add("special_log_ndtr", {U({3, 4}, -5, 3)}, op1("special_log_ndtr"));
   add("special_erfcx", {U({3, 4}, -1, 4)}, op1("special_erfcx"));

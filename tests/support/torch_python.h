@@ -7,13 +7,15 @@
 
 namespace stax::test {
 
-// Debian's python3-torch (installed by scripts/setup.sh) lives in /usr/bin/python3's
-// dist-packages, which a pyenv or venv `python3` earlier in PATH does not see: through plain
-// `python3` those tests would skip without saying why. STAX_TORCH_PYTHON overrides the choice.
+// The reference is torch 2.x in the project's .venv: the CMake cache variable STAX_TORCH_PYTHON
+// (cmake/StaxHelpers.cmake) reaches the tests that use it as a compile definition; the environment
+// variable STAX_TORCH_PYTHON overrides it at run time. Without either, plain `python3`.
 inline const std::string& torch_python() {
   static const std::string python = [] {
     if (const char* e = std::getenv("STAX_TORCH_PYTHON"); e && *e) return std::string(e);
-    if (::access("/usr/bin/python3", X_OK) == 0) return std::string("/usr/bin/python3");
+#ifdef STAX_TORCH_PYTHON
+    if (::access(STAX_TORCH_PYTHON, X_OK) == 0) return std::string(STAX_TORCH_PYTHON);
+#endif
     return std::string("python3");
   }();
   return python;

@@ -17,7 +17,8 @@
 // tangents_1, tangents_2, ... (one per differentiable output, in output order); forward
 // placeholders without a file get seeded random data exactly as `stax run` draws it, upstream
 // gradients default to ones. --save DIR writes DIR/out0.npy, ... and DIR/grad_NAME.npy per --wrt
-// name. --check compares everything with the joint graph run by the reference interpreter.
+// name, and DIR/x.npy for an output that is input x's new value (written by an in-place op,
+// core/graph/functionalize.h; it has no upstream gradient). --check compares everything with the joint graph run by the reference interpreter.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -210,6 +211,11 @@ int run(const GradOptions& o) {
     std::cout << inputs.back().summary() << "\n";
   }
   std::vector<Node*> returned = g.outputs();
+  const std::vector<std::string> updates = g.output_updates();
+  auto label = [&](size_t i) {
+    return i < updates.size() && !updates[i].empty() ? returned[i]->name() + " -> " + updates[i]
+                                                     : returned[i]->name();
+  };
   std::vector<Tensor> upstream(returned.size());
   for (size_t k = 0; k < returned.size(); ++k) {
     int ti = joint.output_tangent[k];
@@ -230,8 +236,7 @@ int run(const GradOptions& o) {
   if (const CompiledGraph* cg = f.compiled_forward())
     std::cout << "forward: " << cg->summary() << "\n";
   for (size_t i = 0; i < fr.outputs.size(); ++i)
-    std::cout << "out" << i << " " << returned[i]->name() << ": " << fr.outputs[i].summary()
-              << "\n";
+    std::cout << "out" << i << " " << label(i) << ": " << fr.outputs[i].summary() << "\n";
   std::vector<Tensor> grads = f.backward(*fr.ctx, upstream);
   if (const CompiledGraph* cg = f.compiled_backward())
     std::cout << "backward: " << cg->summary() << "\n";
@@ -285,6 +290,8 @@ int run(const GradOptions& o) {
     std::vector<std::pair<std::string, Tensor>> files;
     for (size_t i = 0; i < fr.outputs.size(); ++i)
       files.emplace_back("out" + std::to_string(i) + ".npy", fr.outputs[i]);
+    for (size_t i = 0; i < fr.outputs.size() && i < updates.size(); ++i)
+      if (!updates[i].empty()) files.emplace_back(updates[i] + ".npy", fr.outputs[i]);
     for (size_t i = 0; i < grads.size(); ++i)
       files.emplace_back("grad_" + wrt[i] + ".npy", grads[i]);
     std::vector<std::string> removed = save_outputs(o.save, files);

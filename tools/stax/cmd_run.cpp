@@ -6,8 +6,10 @@
 //   --seed, the k-th one at Philox offset = the element count of the random inputs before it, so
 //   the data is reproducible and independent of the other inputs' sources.
 // Prints one line per input and per output ("NAME: float32(64,) min=... max=... mean=... [...]")
-// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order (through a
-// temporary file and a rename; stale outputs of an earlier run are removed: save_outputs.h).
+// and the wall time; --save DIR writes DIR/out0.npy, out1.npy ... in return order, and for each
+// output that is an input's new value (`return (y, add_ -> x)`: an in-place op wrote input x,
+// core/graph/functionalize.h) also DIR/x.npy, the updated input (through a temporary file and a
+// rename; stale outputs of an earlier run are removed: save_outputs.h).
 //
 // Compiled mode: --config FILE (or --compiled for the default config, configs/cpu.yaml; --device KIND
 // runs the graph on the config's device KIND, as default_device would) compiles
@@ -224,8 +226,10 @@ int run(const RunOptions& o) {
     }
   }
   std::vector<Node*> returned = g.outputs();
+  const std::vector<std::string> updates = g.output_updates();
   auto name_of = [&](size_t i) {
-    return i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
+    std::string n = i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
+    return i < updates.size() && !updates[i].empty() ? n + " -> " + updates[i] : n;
   };
   auto ms_text = [](double ms) {
     char buf[64];
@@ -288,6 +292,8 @@ int run(const RunOptions& o) {
     std::vector<std::pair<std::string, Tensor>> files;
     for (size_t i = 0; i < outputs.size(); ++i)
       files.emplace_back("out" + std::to_string(i) + ".npy", outputs[i]);
+    for (size_t i = 0; i < outputs.size() && i < updates.size(); ++i)
+      if (!updates[i].empty()) files.emplace_back(updates[i] + ".npy", outputs[i]);
     std::vector<std::string> removed = save_outputs(o.save, files);
     std::cout << saved_summary(std::to_string(outputs.size()) + " output(s)", o.save, removed)
               << "\n";

@@ -92,6 +92,25 @@ void register_creation_decompositions(DecompositionTable& t) {
 
   t.add("new_ones.default", [](Graph& g, const Node& n) { return new_filled(g, n, Arg(1)); });
 
+  for (const char* op : {"new_empty.default", "new_empty_strided.default"})
+    t.add(op, [](Graph& g, const Node& n) { return new_filled(g, n, Arg(0)); });
+
+  t.add("fill.Scalar", [](Graph& g, const Node& n) {
+    return g.call("full", {Arg(n.shape()), n.arg("value")}, {{"dtype", n.dtype()}});
+  });
+
+  // fill.Tensor / copy: the value converted to the result's dtype, broadcast, then copied (the
+  // result is a value of its own, not a view of the source).
+  t.add("fill.Tensor", [](Graph& g, const Node& n) {
+    Node* v = cast(g, n.arg("value").node(), n.dtype());
+    return g.call("clone", {g.call("expand", {v, Arg(n.shape())})});
+  });
+
+  t.add("copy.default", [](Graph& g, const Node& n) {
+    Node* v = cast(g, n.arg("src").node(), n.dtype());
+    return g.call("clone", {g.call("expand", {v, Arg(n.shape())})});
+  });
+
   t.add("eye.default", eye);
 
   t.add("eye.m", eye);

@@ -24,6 +24,7 @@
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/registration.h"
 #include "core/ops/special/functions.h"
+#include "core/tensor/random.h"
 
 namespace stax {
 
@@ -102,6 +103,23 @@ Tensor uniform_like(const KernelContext& ctx, const Tensor& x) {
   return Tensor::rand(x.sizes(), t, ctx.seed(), 0);
 }
 
+// randperm(n): Fisher-Yates as torch's CPU kernel does it (for i < n - 1: swap r[i] with r[i + z],
+// z uniform in [0, n - i)), z drawn from Philox word pair i of the node's seed (core/tensor/random.h:
+// ((w0 << 32 | w1) mod (n - i))). A permutation of the same distribution as torch's, not its
+// numbers: Stax has its own generator.
+Tensor randperm_kernel(const KernelContext& ctx) {
+  int64_t n = ctx.arg("n").to_int();
+  std::vector<int64_t> r(static_cast<size_t>(n));
+  std::iota(r.begin(), r.end(), int64_t{0});
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    PhiloxCounter w = philox_words(ctx.seed(), static_cast<uint64_t>(i));
+    uint64_t bits = (static_cast<uint64_t>(w[0]) << 32) | w[1];
+    int64_t z = static_cast<int64_t>(bits % static_cast<uint64_t>(n - i));
+    std::swap(r[static_cast<size_t>(i)], r[static_cast<size_t>(i + z)]);
+  }
+  return Tensor::from_vector({n}, r).to(ctx.out_meta().dtype);
+}
+
 Tensor bernoulli_kernel(const KernelContext& ctx) {
   const Tensor& self = ctx.tensor("self");
   Tensor u = uniform_like(ctx, self);
@@ -155,6 +173,8 @@ void register_creation_kernels(InterpreterTable& t) {
   t.add("scalar_tensor.default", scalar_tensor_kernel);
   t.add("zeros.default", zeros_kernel);
   t.add("zeros_like.default", zeros_kernel);
+  for (const char* op : {"empty.memory_format", "empty_strided.default", "empty_like.default"})
+    t.add(op, zeros_kernel);
   t.add("ones.default", ones_kernel);
   t.add("ones_like.default", ones_kernel);
   for (const char* op : {"arange.default", "arange.start", "arange.start_step"})
@@ -166,10 +186,13 @@ void register_creation_kernels(InterpreterTable& t) {
   t.add("randint.default", randint_kernel);
   t.add("randint.low", randint_kernel);
   t.add("bernoulli.p", bernoulli_kernel);
+  t.add("randperm.default", randperm_kernel);
   t.add("dropout.default", dropout_kernel);
   // ---- Composite ops: their decomposition
   for (const char* op :
-         {"new_full.default", "new_zeros.default", "new_ones.default", "eye.default", "eye.m",
+         {"new_full.default", "new_zeros.default", "new_ones.default", "new_empty.default",
+          "new_empty_strided.default", "fill.Scalar", "fill.Tensor", "copy.default",
+          "eye.default", "eye.m",
           "linspace.default", "logspace.default", "tril_indices.default", "triu_indices.default"})
     t.add(op, kernels::run_decomposition);
 }

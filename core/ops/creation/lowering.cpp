@@ -60,7 +60,8 @@ void register_creation_rules(LoweringTable& t) {
   t.add("full_like.default", fill_rule(std::nullopt));
   t.add("scalar_tensor.default",
         [](GraphLowering& g, const Node& n) { return filled(g, n, scalar_of(n.arg("s"))); });
-  for (const char* name : {"zeros.default", "zeros_like.default"})
+  for (const char* name : {"zeros.default", "zeros_like.default", "empty.memory_format",
+                           "empty_strided.default", "empty_like.default"})
     t.add(name, fill_rule(ScalarValue::integer(0)));
   for (const char* name : {"ones.default", "ones_like.default"})
     t.add(name, fill_rule(ScalarValue::integer(1)));

@@ -186,6 +186,18 @@ void register_creation_ops(OpRegistry& r) {
   add("scalar_tensor(Scalar s, *, " + fk + ") -> Tensor", C, [](const CallArgs& c) {
     return TensorMeta::contiguous({}, dtype_or(c, kDefaultFloat), device_or(c, "cpu"));
   });
+  // Uninitialized memory in torch: Stax's values are zeros (deterministic; a program reading them
+  // has no defined result in torch). The strides of empty_strided are not kept: Stax's values are
+  // row-major.
+  add("empty.memory_format(SymInt[] size, *, " + fk + ", MemoryFormat? memory_format=None) -> Tensor",
+      C, factory_rule);
+  add("empty_strided(SymInt[] size, SymInt[] stride, *, " + fk + ") -> Tensor", C,
+      [](const CallArgs& c) {
+        if (c.get("stride").to_int_list().size() != c.get("size").to_int_list().size())
+          c.fail("mismatch in length of strides and shape");
+        return factory_rule(c);
+      });
+  add("empty_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("full_like(Tensor self, Scalar fill_value, *, " + lk + ") -> Tensor", C, like_rule);
   add("zeros_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("ones_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
@@ -204,6 +216,21 @@ void register_creation_ops(OpRegistry& r) {
   add("randint(SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R, randint_rule);
   add("randint.low(SymInt low, SymInt high, SymInt[] size, *, " + ik + ") -> Tensor", R,
       randint_rule);
+  // randperm: a permutation of 0..n-1 (dtype int64 unless given), drawn from the node's seed.
+  add("randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, "
+      "bool? pin_memory=None) -> Tensor",
+      R, [](const CallArgs& c) {
+        int64_t n = c.get("n").to_int();
+        if (n < 0) c.fail("n must be non-negative, got" + std::to_string(n));
+        DType t = dtype_or(c, kDefaultInt);
+        if (t == DType::Bool) c.fail("randperm is not implemented for bool");
+        if (!is_floating(t) && n > 0) {
+          int bits = static_cast<int>(dtype_size(t)) * 8 - (t == DType::UInt8 ? 0 : 1);
+          if (bits < 63 && n - 1 > (int64_t{1} << bits) - 1)
+            c.fail("n is too large for result tensor type: '" + std::string(dtype_name(t)) + "'");
+        }
+        return TensorMeta::contiguous({n}, t, device_or(c, "cpu"));
+      });
   add("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor", R,
       bernoulli_rule);
   // Single-output dropout: train ? input * (rand_like(input) > p) * (1 / (1 - p)) : input.
@@ -226,6 +253,39 @@ void register_creation_ops(OpRegistry& r) {
 
     comp("new_ones(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
         .differentiable = false;
+
+    comp("new_empty(Tensor self, SymInt[] size, " + nk + ") -> Tensor", P::None, new_rule)
+        .differentiable = false;
+
+    comp("new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, " + nk + ") -> Tensor",
+         P::None, new_rule)
+        .differentiable = false;
+
+    // fill: self's shape and dtype, every element the value (a 0-d tensor for fill.Tensor).
+    comp("fill.Scalar(Tensor self, Scalar value) -> Tensor", P::None, [](const CallArgs& c) {
+      const TensorMeta& in = c.tensor("self");
+      return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+    }).differentiable = false;
+
+    comp("fill.Tensor(Tensor self, Tensor value) -> Tensor", P::None, [](const CallArgs& c) {
+      const TensorMeta& in = c.tensor("self");
+      if (c.tensor("value").dim() != 0)
+        c.fail("fill_ only supports 0-dimension value tensor but got tensor with " +
+               std::to_string(c.tensor("value").dim()) + " dimensions.");
+      return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+    });
+
+    // copy(self, src): src broadcast to self's shape and converted to self's dtype (the
+    // functional form of self.copy_(src)).
+    comp("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", P::None,
+         [](const CallArgs& c) {
+           const TensorMeta& in = c.tensor("self");
+           const TensorMeta& src = c.tensor("src");
+           if (broadcast_shapes(in.sizes, src.sizes, c.where()) != in.sizes)
+             c.fail("the source of shape " + shape_str(src.sizes) +
+                    " does not broadcast to the destination's shape " + shape_str(in.sizes));
+           return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
+         });
   }
   {
     auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {

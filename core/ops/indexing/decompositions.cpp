@@ -356,6 +356,9 @@ Node* index_reduce(Graph& g, const Node& n) {
 }  // namespace
 
 void register_indexing_decompositions(DecompositionTable& t) {
+  t.add("_local_scalar_dense.default", [](Graph& g, const Node& n) {
+    return g.call("clone", {g.call("reshape", {n.input(0), Arg(Shape{})})});
+  });
   t.add("stack.default", stack);
 
   t.add("repeat.default", repeat);

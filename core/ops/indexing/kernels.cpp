@@ -425,7 +425,21 @@ Tensor scatter_reduce(const KernelContext& ctx) {
   dispatch_compute(computation_dtype(out.dtype()), [&](auto tag) {
     using C = typename decltype(tag)::type;
     if constexpr (std::is_same_v<C, bool>) {
-      ctx.fail("scatter_reduce is not implemented for bool tensors");
+      // As torch: sum and amax are `or`, prod and amin `and`; mean has no bool form.
+      if (red == "mean") ctx.fail("scatter_reduce: mean is not implemented for bool tensors");
+      const bool is_or = red == "sum" || red == "amax";
+      Reader<bool> rs(src), ro(out);
+      Writer<bool> wo(out);
+      std::vector<char> acc(static_cast<size_t>(out.numel()));
+      for (int64_t i = 0; i < out.numel(); ++i) acc[i] = ro(i);
+      for (size_t e = 0; e < target.size(); ++e) {
+        int64_t t = target[e];
+        bool v = rs(source[e]);
+        bool first = !include_self && !touched[t];
+        touched[t] = true;
+        acc[t] = first ? v : is_or ? (acc[t] || v) : (acc[t] && v);
+      }
+      for (int64_t i = 0; i < out.numel(); ++i) wo(i, acc[i] != 0);
     } else {
       Reader<C> rs(src), ro(out);
       Writer<C> wo(out);
@@ -463,7 +477,29 @@ Tensor scatter_reduce(const KernelContext& ctx) {
 
 }  // namespace
 
+// nonzero: the multi-indices of the nonzero elements (NaN counts as nonzero), in row-major order.
+Tensor nonzero_kernel(const KernelContext& ctx) {
+  const Tensor& x = ctx.tensor("self");
+  const int64_t rank = x.dim();
+  std::vector<int64_t> out, idx(static_cast<size_t>(rank), 0);
+  int64_t rows = 0;
+  kernels::Reader<double> read(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (read(x.linear_offset(i) - x.storage_offset()) != 0) {
+      out.insert(out.end(), idx.begin(), idx.end());
+      ++rows;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.sizes()[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return Tensor::from_vector({rows, rank}, out);
+}
+
 void register_indexing_kernels(InterpreterTable& t) {
+  t.add("nonzero.default", nonzero_kernel);
+  t.add("_local_scalar_dense.default", kernels::run_decomposition);
   t.add("cat.default", cat_kernel);
   t.add("gather.default", gather_kernel);
   t.add("scatter.src", [](const KernelContext& c) { return scatter_kernel(c, false); });

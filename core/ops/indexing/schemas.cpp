@@ -612,6 +612,26 @@ void register_indexing_ops(OpRegistry& r) {
   using P = Promotion;
   const auto I = OpCategory::Indexing;
   r.add("cat(Tensor[] tensors, int dim=0) -> Tensor", I, P::Default, cat_rule);
+  // nonzero: (number of nonzero elements, rank) int64 indices in row-major order. The row count
+  // is known only when it runs: the meta holds the bound numel (runtime_sized_dims, dim 0), so
+  // the value can only be returned by the graph (Graph::call), never read as a static shape.
+  r.add("nonzero(Tensor self) -> Tensor", I, P::None, [](const CallArgs& c) {
+     const TensorMeta& in = c.tensor("self");
+     TensorMeta m = TensorMeta::contiguous({in.numel(), in.dim()}, DType::Int64, in.device);
+     m.runtime_sized_dims = 1u;
+     return m;
+   }).differentiable = false;
+  // _local_scalar_dense (Tensor.item()): the one element of self. Stax returns it as a 0-d
+  // tensor; a number argument given it is an error (its value is known only at run time).
+  r.add("_local_scalar_dense(Tensor self) -> Scalar", OpCategory::Composite, P::None,
+        [](const CallArgs& c) {
+          const TensorMeta& in = c.tensor("self");
+          if (in.numel() != 1)
+            c.fail("a Tensor with " + std::to_string(in.numel()) +
+                   " elements cannot be converted to Scalar");
+          return TensorMeta::contiguous({}, in.dtype, in.device);
+        })
+      .differentiable = false;
   r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", I,
         P::None, gather_rule);
   r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", I, P::None, index_rule);
@@ -659,7 +679,7 @@ void register_indexing_ops(OpRegistry& r) {
     };
 
     // ---- shape and indexing ops
-    comp("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", P::None,
+    comp("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", P::None,
          diagonal_rule);
 
     comp("diag(Tensor self, int diagonal=0) -> Tensor", P::None, diag_rule);
@@ -722,7 +742,7 @@ void register_indexing_ops(OpRegistry& r) {
          "SymInt step=1) -> Tensor",
          slice_scatter_rule);
 
-    comp("select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor",
+    comp("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
          select_scatter_rule);
 
     comp("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, "

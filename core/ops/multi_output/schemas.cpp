@@ -297,6 +297,72 @@ std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
   return {out, m, r};
 }
 
+// The batch-norm forms torch.export's IR carries, as native_batch_norm (a call of its OpDef on the
+// same tensors; running_mean / running_var None where the form has none):
+//   _native_batch_norm_legit            running statistics given (their in-place update is the
+//                                       parser's functionalization: it reads _functional's form)
+//   _native_batch_norm_legit.no_stats   batch statistics only
+//   _native_batch_norm_legit_no_training  eval: the running statistics
+//   _native_batch_norm_legit_functional  also the updated running statistics, as torch computes
+//                                       them: (1 - m) r + m s with the batch mean and the
+//                                       unbiased batch variance (eval: the running ones, copied)
+std::vector<Node*> batch_norm_form(Graph& g, const ExpandCall& c, bool stats, bool training) {
+  const OpDef* bn = default_registry().find("native_batch_norm");
+  std::vector<Arg> args{c.get("input"), c.get("weight"), c.get("bias"),
+                        stats ? c.get("running_mean") : Arg(), stats ? c.get("running_var") : Arg(),
+                        training, c.get("momentum"), c.get("eps")};
+  return native_batch_norm(g, ExpandCall(*bn, std::move(args), {}, c.where()));
+}
+
+std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
+  bool training = c.get("training").to_bool();
+  std::vector<Node*> out = batch_norm_form(g, c, true, training);
+  Node* rm = c.tensor("running_mean");
+  Node* rv = c.tensor("running_var");
+  if (!training) {
+    out.push_back(g.call("clone.default", {rm}));
+    out.push_back(g.call("clone.default", {rv}));
+    return out;
+  }
+  Node* x = c.tensor("input");
+  double m = c.get("momentum").to_double();
+  Ints dims = {0};
+  for (int64_t d = 2; d < x->meta().dim(); ++d) dims.push_back(d);
+  Node* mean = g.call("detach.default", {g.call("mean.dim", {x, Arg(dims), false})});
+  Node* var = g.call("detach.default",
+                     {g.call("var.correction", {x, Arg(dims)}, {{"correction", int64_t{1}}})});
+  auto update = [&](Node* r, Node* s) {
+    Node* blended = g.call("add.Tensor", {g.call("mul.Scalar", {r, 1.0 - m}),
+                                          g.call("mul.Scalar", {s, m})});
+    return blended->dtype() == r->dtype() ? blended : g.call("to.dtype", {blended, r->dtype()});
+  };
+  out.push_back(update(rm, mean));
+  out.push_back(update(rv, var));
+  return out;
+}
+
+// native_dropout(input, p, train) -> (output, mask), as torch's CPU kernel: train (or None):
+// mask = bernoulli(1 - p) drawn as rand_like(input) < 1 - p from the node's seed (the same uniform
+// numbers dropout uses), output = input * mask * scale with scale = 1 / (1 - p) (0 when p = 1);
+// train=False: a copy and an all-true mask. The rand_like node carries the tuple's rng_seed, so a
+// backward that recomputes the mask draws the same numbers (seed §5.3).
+std::vector<Node*> native_dropout(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  double p = c.get("p").to_double();
+  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!is_floating(x->dtype())) c.fail("native_dropout expects a floating-point input");
+  const Arg& train = c.get("train");
+  if (!train.is_absent() && !train.to_bool()) {
+    Node* ones = g.call("ones_like.default", {x}, {{"dtype", Arg(DType::Bool)}});
+    return {g.call("clone.default", {x}), ones};
+  }
+  double p1m = 1.0 - p;
+  double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
+  Node* mask = g.call("lt.Scalar", {g.call("rand_like.default", {x}), p1m});
+  Node* out = g.call("mul.Scalar", {g.call("mul.Tensor", {x, mask}), scale});
+  return {out, mask};
+}
+
 // (output, total_weight): total_weight is the summed weight of the targets not ignored (0 for
 // reduction='none'), as torch's CPU kernel.
 std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
@@ -575,7 +641,7 @@ std::vector<MultiOp> multi_ops() {
       {"sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", C::Indexing, true, sort},
       {"sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
        C::Indexing, true, sort},
-      {"topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+      {"topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
        C::Indexing, true, topk},
       {"kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing,
        true, kthvalue},
@@ -614,6 +680,20 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, native_group_norm},
       {"nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
        C::Composite, true, nll_loss_forward},
+      {"native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", C::Random, true,
+       native_dropout},
+      {"nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+       C::Composite, true, nll_loss_forward},
+      {"_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return batch_norm_form(g, c, true, c.get("training").to_bool()); }},
+      {"_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return batch_norm_form(g, c, false, c.get("training").to_bool()); }},
+      {"_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return batch_norm_form(g, c, true, false); }},
+      {"_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)",
+       C::Composite, true, batch_norm_functional},
       {"log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)", C::Composite, true,
        log_sigmoid_forward},
       {"max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",

@@ -655,6 +655,8 @@ void register_nn_decompositions(DecompositionTable& t) {
   t.add("reflection_pad2d.default", [](Graph& g, const Node& n) { return index_pad_decomp(g, n, 2, true); });
   t.add("replication_pad1d.default", [](Graph& g, const Node& n) { return index_pad_decomp(g, n, 1, false); });
   t.add("replication_pad2d.default", [](Graph& g, const Node& n) { return index_pad_decomp(g, n, 2, false); });
+  t.add("reflection_pad3d.default", [](Graph& g, const Node& n) { return index_pad_decomp(g, n, 3, true); });
+  t.add("replication_pad3d.default", [](Graph& g, const Node& n) { return index_pad_decomp(g, n, 3, false); });
   t.add("upsample_nearest2d.default", upsample_nearest_decomp);
   t.add("upsample_bilinear2d.default", upsample_bilinear_decomp);
   t.add("nll_loss.default", nll_loss_decomp);

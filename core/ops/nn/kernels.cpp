@@ -251,7 +251,8 @@ void register_nn_kernels(InterpreterTable& t) {
         "conv_transpose2d.input", "conv_transpose3d.input", "group_norm.default",
         "embedding.default", "embedding_dense_backward.default", "constant_pad_nd.default",
         "reflection_pad1d.default", "reflection_pad2d.default", "replication_pad1d.default",
-        "replication_pad2d.default", "upsample_nearest2d.default", "upsample_bilinear2d.default",
+        "replication_pad2d.default", "reflection_pad3d.default", "replication_pad3d.default",
+        "upsample_nearest2d.default", "upsample_bilinear2d.default",
         "nll_loss.default", "nll_loss2d.default", "nll_loss_backward.default", "mse_loss.default",
         "smooth_l1_loss.default", "binary_cross_entropy_with_logits.default",
         "cross_entropy_loss.default", "scaled_dot_product_attention.default"})

@@ -6,9 +6,9 @@
 // path fuses them and their derivatives follow from the decomposition.
 //
 // Differences from aten, by design of a single-output, functional IR:
-//   * batch_norm with training=True normalizes with the batch statistics but cannot update
-//     running_mean / running_var in place (a graph computes the update explicitly, as
-//     examples/cnn_train_step.stax does). The multi-output native_batch_norm, native_group_norm,
+//   * batch_norm with training=True normalizes with the batch statistics; the update of
+//     running_mean / running_var is functionalized as Graph::call builds the node
+//     (core/ops/mutation/rules.cpp, docs/functionalization.md). The multi-output native_batch_norm, native_group_norm,
 //     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
 //     into these (core/ops/multi_output/schemas.cpp); convolution_backward is not registered.
 //   * scaled_dot_product_attention supports dropout_p == 0 only.
@@ -564,13 +564,18 @@ void register_nn_ops(OpRegistry& r) {
   const auto K = OpCategory::Composite;
   // convolution: the base op (Extern).
   r.add(
-      "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-      "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
+      "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+      "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
-  // The entry points as torch prints their schemas: int[1] defaults as lists ([1]), int[2] /
-  // int[3] defaults as one int (1), which binds as [1] and repeats per spatial dim.
+  // The entry points as torch 2.x prints their schemas: every int[N] default a list of N
+  // values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
+  auto repeat_default = [](int value, int sp) {
+    std::string s = "[";
+    for (int i = 0; i < sp; ++i) s += (i ? ", " : "") + std::to_string(value);
+    return s + "]";
+  };
   auto conv_entry = [&](const std::string& name, int sp, bool transposed) {
-    std::string L = sp == 1 ? "[1]" : "1", Z = sp == 1 ? "[0]" : "0";
+    std::string L = repeat_default(1, sp), Z = repeat_default(0, sp);
     std::string T = "int[" + std::to_string(sp) + "]";
     std::string s = name + "(Tensor input, Tensor weight, Tensor? bias=None, " + T +
                     " stride=" + L + ", " + T + " padding=" + Z + ", ";
@@ -626,7 +631,7 @@ void register_nn_ops(OpRegistry& r) {
   // input's size, an odd total padding puts the extra element on the right, as torch does).
   for (int sp = 1; sp <= 3; ++sp) {
     std::string n = std::to_string(sp), T = "int[" + n + "]";
-    std::string L = sp == 1 ? "[1]" : "1";
+    std::string L = repeat_default(1, sp);
     r.add("conv" + n + "d.padding(Tensor input, Tensor weight, Tensor? bias=None, " + T +
               " stride=" + L + ", str padding=\"valid\", " + T + " dilation=" + L +
               ", int groups=1) -> Tensor",
@@ -679,12 +684,12 @@ void register_nn_ops(OpRegistry& r) {
       K, P::None, group_norm_rule);
 
   r.add(
-      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
+      "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
       "bool sparse=False) -> Tensor",
       K, P::None, embedding_rule);
   r.add(
       "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
-      "int padding_idx, bool scale_grad_by_freq) -> Tensor",
+      "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
       K, P::None, embedding_dense_backward_rule);
 
   // Pooling (defaults as torch prints them: int[1] padding=[0], int[2] padding=0).
@@ -702,17 +707,19 @@ void register_nn_ops(OpRegistry& r) {
               ", bool ceil_mode=False, bool count_include_pad=True" +
               (sp == 1 ? "" : ", int? divisor_override=None") + ") -> Tensor",
           K, P::None, pool_rule(static_cast<size_t>(sp), false, false));
-    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 2 ? "SymInt[2]" : "int[" + n + "]") +
+    r.add("adaptive_avg_pool" + n + "d(Tensor self, " + (sp == 1 ? "int[1]" : "SymInt[" + n + "]") +
               " output_size) -> Tensor",
           K, P::None, adaptive_pool_rule(static_cast<size_t>(sp)));
   }
 
-  r.add("constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor", K, P::None,
+  r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", K, P::None,
         constant_pad_rule);
-  r.add("reflection_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
-  r.add("reflection_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
-  r.add("replication_pad1d(Tensor self, int[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
-  r.add("replication_pad2d(Tensor self, int[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
+  r.add("reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, true));
+  r.add("reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, true));
+  r.add("replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor", K, P::None, index_pad_rule(1, false));
+  r.add("replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor", K, P::None, index_pad_rule(2, false));
+  r.add("reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor", K, P::None, index_pad_rule(3, true));
+  r.add("replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor", K, P::None, index_pad_rule(3, false));
 
   r.add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
         "float? scales_w=None) -> Tensor",

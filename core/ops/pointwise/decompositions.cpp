@@ -261,6 +261,9 @@ Node* round_decimals(Graph& g, const Node& n) {
 
 void register_pointwise_decompositions(DecompositionTable& t) {
   t.add("silu.default", silu_decomp);
+  t.add("atan2.out", [](Graph& g, const Node& n) {
+    return cast(g, g.call("atan2", {n.input(0), n.arg("other").node()}), n.dtype());
+  });
   t.add("gelu.default", gelu_decomp);
   t.add("max.other", [](Graph& g, const Node& n) {
     return g.call("maximum", {n.input(0), n.arg("other").node()});

@@ -188,7 +188,8 @@ void register_pointwise_jvps(JvpTable& t) {
   for (const char* op :
          {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
           "sgn.default", "sinc.default", "logit.default", "logaddexp.default", "logaddexp2.default",
-          "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals"}) t.add(op, jvp_via_decomposition);
+          "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals", "atan2.out"})
+    t.add(op, jvp_via_decomposition);
 }
 
 }  // namespace stax

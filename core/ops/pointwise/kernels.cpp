@@ -425,7 +425,8 @@ void register_pointwise_kernels(InterpreterTable& t) {
   for (const char* op :
          {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
           "sgn.default", "sinc.default", "logit.default", "heaviside.default", "logaddexp.default",
-          "logaddexp2.default", "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals"})
+          "logaddexp2.default", "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals",
+          "atan2.out"})
     t.add(op, kernels::run_decomposition);
 }
 

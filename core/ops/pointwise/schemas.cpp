@@ -99,7 +99,7 @@ TensorMeta round_decimals_rule(const CallArgs& c) {
 TensorMeta heaviside_rule(const CallArgs& c) {
   if (c.tensor("self").dtype != c.tensor("values").dtype)
     c.fail("heaviside is not yet implemented for tensors with different dtypes");
-  return numeric({"self", "values"})(c);
+  return infer::elementwise(c, {"self", "values"}, P::Default);  // bool too, as torch
 }
 
 TensorMeta int_binary(const CallArgs& c) {
@@ -140,7 +140,7 @@ void register_pointwise_ops(OpRegistry& r) {
     return infer::elementwise(c, {"self"}, P::Default);
   });
   // gelu and silu are formulas (core/ops/pointwise/formulas.h) on floating inputs.
-  r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", OpCategory::Pointwise,
+  r.add("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", OpCategory::Pointwise,
         P::Default, floating_rule({"self"}))
       .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
   // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
@@ -286,11 +286,12 @@ void register_pointwise_ops(OpRegistry& r) {
   r.add("clamp_max(Tensor self, Scalar max) -> Tensor", C::Composite, P::Default,
         numeric({"self", "max"}));
 
+  // The Tensor forms are maximum / minimum (bool too, as torch); the Scalar ones are not for bool.
   r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", C::Composite, P::Default,
-        numeric({"self", "min"}));
+        infer::elementwise_rule({"self", "min"}));
 
   r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", C::Composite, P::Default,
-        numeric({"self", "max"}));
+        infer::elementwise_rule({"self", "max"}));
 
   // ---- fmod and bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp)
   r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
@@ -372,6 +373,19 @@ void register_pointwise_ops(OpRegistry& r) {
     r.add("atan2(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::IntToFloat,
           floating({"self", "other"}, P::IntToFloat));
 
+    // atan2.out (Core ATen lists this out= overload): the functional value, atan2(self, other)
+    // converted to out's dtype, of the broadcast shape (torch resizes out to it). Writing it back
+    // into `out` is the caller's (the parser's functionalization of out= forms).
+    r.add("atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", C::Composite,
+          P::None, [](const CallArgs& c) {
+            const TensorMeta& out = c.tensor("out");
+            Shape s = broadcast_shapes(c.tensor("self").sizes, c.tensor("other").sizes, c.where());
+            if (!is_floating(out.dtype))
+              c.fail("result type Float can't be cast to the desired output type " +
+                     std::string(dtype_name(out.dtype)));
+            return TensorMeta::contiguous(s, out.dtype, out.device);
+          });
+
     r.add("hypot(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
           floating({"self", "other"}));
 
@@ -412,9 +426,9 @@ void register_pointwise_ops(OpRegistry& r) {
     comp("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", P::IntToFloat,
          floating({"self", "other"}, P::IntToFloat));
 
-    for (const char* n : {"fmax", "fmin"})
+    for (const char* n : {"fmax", "fmin"})  // bool too, as torch
       comp(std::string(n) + "(Tensor self, Tensor other) -> Tensor", P::Default,
-           numeric({"self", "other"}));
+           infer::elementwise_rule({"self", "other"}));
 
     comp("round.decimals(Tensor self, *, int decimals) -> Tensor", P::None, round_decimals_rule);
   }

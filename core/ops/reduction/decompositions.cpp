@@ -108,11 +108,20 @@ Node* norm(Graph& g, const Node& n) {
     Node* nz = cast(g, g.call("ne.Scalar", {x, 0}), x->dtype());
     return g.call("sum.dim_IntList", {nz, dims, keepdim});
   }
-  if (p == 1) return g.call("sum.dim_IntList", {g.call("abs", {x}), dims, keepdim});
-  if (p == 2)
-    return g.call("sqrt", {g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), dims, keepdim})});
-  Node* a = g.call(pow_tensor_scalar(), {g.call("abs", {x}), p});
-  return g.call(pow_tensor_scalar(), {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
+  // float16 / bfloat16 accumulate in float32 and round once, as torch (x*x of a float16 value
+  // above 256 would overflow).
+  const DType out = n.dtype();
+  if (x->dtype() == DType::Float16 || x->dtype() == DType::BFloat16) x = cast(g, x, DType::Float32);
+  Node* r;
+  if (p == 1) {
+    r = g.call("sum.dim_IntList", {g.call("abs", {x}), dims, keepdim});
+  } else if (p == 2) {
+    r = g.call("sqrt", {g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), dims, keepdim})});
+  } else {
+    Node* a = g.call(pow_tensor_scalar(), {g.call("abs", {x}), p});
+    r = g.call(pow_tensor_scalar(), {g.call("sum.dim_IntList", {a, dims, keepdim}), 1.0 / p});
+  }
+  return cast(g, r, out);
 }
 
 std::string where(const Node& n) { return "%" + n.name(); }
@@ -182,9 +191,33 @@ Node* median(Graph& g, const Node& n, bool ignore_nan) {
   return g.call("where.self", {g.call("isnan", {last}), last, m});
 }
 
+// any.dims / all.dims: None -> the whole-tensor reduction; [] -> (x != 0) elementwise; else one
+// any.dim / all.dim per dim, the highest first (so the lower dims keep their positions).
+Node* logical_dims(Graph& g, const Node& n, bool all) {
+  Node* x = n.input(0);
+  std::string base = all ? "all" : "any";
+  bool keepdim = n.arg("keepdim").to_bool();
+  const Arg& dim = n.arg("dim");
+  if (dim.is_absent()) {
+    Node* r = g.call(base, {x});
+    return keepdim ? g.call("reshape", {r, Arg(n.shape())}) : r;
+  }
+  Ints dims = dim.to_int_list();
+  if (dims.empty()) return cast(g, g.call("ne.Scalar", {x, 0}), n.dtype());
+  int64_t rank = std::max<int64_t>(x->meta().dim(), 1);
+  for (int64_t& d : dims) d = wrap_dim(d, rank, "%" + n.name());
+  std::sort(dims.rbegin(), dims.rend());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  Node* r = x;
+  for (int64_t d : dims) r = g.call(base + ".dim", {r, d, keepdim});
+  return r;
+}
+
 }  // namespace
 
 void register_reduction_decompositions(DecompositionTable& t) {
+  t.add("any.dims", [](Graph& g, const Node& n) { return logical_dims(g, n, false); });
+  t.add("all.dims", [](Graph& g, const Node& n) { return logical_dims(g, n, true); });
   t.add("mean.dim", mean_decomp);
   t.add("mean.default", mean_decomp);
   t.add("var.correction", var_decomp);

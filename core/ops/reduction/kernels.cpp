@@ -330,7 +330,7 @@ void register_reduction_kernels(InterpreterTable& t) {
   t.add("argsort.stable", argsort);
   // ---- Composite ops: their decomposition
   for (const char* op :
-         {"nansum.default", "count_nonzero.dim_IntList", "count_nonzero.default",
+         {"any.dims", "all.dims", "nansum.default", "count_nonzero.dim_IntList", "count_nonzero.default",
           "logcumsumexp.default", "trace.default", "median.default", "nanmedian.default"})
     t.add(op, kernels::run_decomposition);
 }

@@ -200,7 +200,7 @@ void register_reduction_ops(OpRegistry& r) {
   r.add("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, "
         "ScalarType? dtype=None) -> Tensor",
         C::Reduction, P::None, sum_rule);
-  r.add("prod.default(Tensor self, *, ScalarType? dtype=None) -> Tensor", C::Reduction, P::None,
+  r.add("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", C::Reduction, P::None,
         sum_rule);
   r.add("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", C::Reduction, P::None,
         same_dtype_rule);
@@ -215,7 +215,7 @@ void register_reduction_ops(OpRegistry& r) {
   r.add("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, "
         "ScalarType? dtype=None) -> Tensor",
         C::Reduction, P::None, mean_rule);
-  r.add("mean.default(Tensor self, *, ScalarType? dtype=None) -> Tensor", C::Reduction, P::None,
+  r.add("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", C::Reduction, P::None,
         mean_rule);
   r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
         "bool keepdim=False) -> Tensor",
@@ -224,8 +224,18 @@ void register_reduction_ops(OpRegistry& r) {
     r.add(std::string(base) + ".dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
           C::Reduction, P::None, logical_rule)
         .differentiable = false;
-    r.add(std::string(base) + ".default(Tensor self) -> Tensor", C::Reduction, P::None,
-          logical_rule)
+    r.add(std::string(base) + "(Tensor self) -> Tensor", C::Reduction, P::None, logical_rule)
+        .differentiable = false;
+    // .dims: None reduces every dim; an empty list reduces none (torch: an elementwise test).
+    r.add(std::string(base) + ".dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+          C::Composite, P::None,
+          [](const CallArgs& c) {
+            const TensorMeta& in = c.tensor("self");
+            DType t = in.dtype == DType::UInt8 ? DType::UInt8 : DType::Bool;
+            if (c.has("dim") && c.get("dim").to_int_list().empty())
+              return TensorMeta::contiguous(in.sizes, t, in.device);
+            return TensorMeta::contiguous(reduced_shape(c), t, in.device);
+          })
         .differentiable = false;
   }
   // ---- reductions and scans

@@ -45,11 +45,12 @@ void register_special_ops(OpRegistry& r) {
             "special_log_ndtr", "special_erfcx"})
       unary(n, "self", true);
 
+    // Differentiable in torch 2.x (core/ops/special/derivatives.cpp).
     for (const char* n : {"special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
                           "special_bessel_y1", "special_modified_bessel_i0",
                           "special_modified_bessel_i1", "special_modified_bessel_k0",
                           "special_modified_bessel_k1"})
-      unary(n, "self", false);
+      unary(n, "self", true);
 
     for (const char* n : {"special_airy_ai", "special_scaled_modified_bessel_k0",
                           "special_scaled_modified_bessel_k1", "special_spherical_bessel_j0"})

@@ -331,23 +331,23 @@ void register_view_ops(OpRegistry& r) {
     return TensorMeta{l.sizes, l.strides, in.dtype, in.device};
   };
   for (const char* schema : {
-           "view(Tensor self, SymInt[] size) -> Tensor",
+           "view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
            "_unsafe_view(Tensor self, SymInt[] size) -> Tensor",
            "reshape(Tensor self, SymInt[] shape) -> Tensor",
-           "permute(Tensor self, int[] dims) -> Tensor",
+           "permute(Tensor(a) self, int[] dims) -> Tensor(a)",
            "t(Tensor self) -> Tensor",
            "transpose.int(Tensor self, int dim0, int dim1) -> Tensor",
-           "expand(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor",
+           "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
            "squeeze(Tensor self) -> Tensor",
-           "squeeze.dim(Tensor self, int dim) -> Tensor",
-           "squeeze.dims(Tensor self, int[] dim) -> Tensor",
-           "unsqueeze(Tensor self, int dim) -> Tensor",
-           "slice.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, "
-           "SymInt step=1) -> Tensor",
-           "select.int(Tensor self, int dim, SymInt index) -> Tensor",
-           "as_strided(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
-           "-> Tensor",
-           "alias(Tensor self) -> Tensor",
+           "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+           "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+           "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+           "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, "
+           "SymInt step=1) -> Tensor(a)",
+           "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+           "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+           "-> Tensor(a)",
+           "alias(Tensor(a) self) -> Tensor(a)",
            "_reshape_alias(Tensor self, SymInt[] size, SymInt[] stride) -> Tensor",
        })
     r.add(schema, OpCategory::View, P::None, view_rule);

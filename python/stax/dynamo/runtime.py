@@ -19,12 +19,33 @@ from . import fx_import
 log = logging.getLogger("stax.dynamo")
 
 
+def _draws_random(gm):
+    """Whether the aten graph has random ops (native_dropout, rand, bernoulli ...): torch tags
+    them nondeterministic_seeded. The attention ops are tagged for their dropout_p, which Stax
+    requires to be 0: they draw nothing."""
+    seeded = torch.Tag.nondeterministic_seeded
+    for n in gm.graph.nodes:
+        t = n.target
+        if (n.op == "call_function" and isinstance(t, torch._ops.OpOverload)
+                and seeded in t.tags and "scaled_dot_product" not in t.name()):
+            return True
+    return False
+
+
+def _run_seed():
+    """The seed of one run's random ops, drawn from torch's default generator: every call draws
+    new numbers (a new dropout mask per step, as in eager) and torch.manual_seed makes a run
+    reproducible. The numbers are Stax's Philox stream, not the ones eager would draw."""
+    return int(torch.randint(0, 2**62, (), dtype=torch.int64))
+
+
 class _StaxFunction(torch.autograd.Function):
-    """Forward: the compiled forward of stax.grad; backward: its compiled backward."""
+    """Forward: the compiled forward of stax.grad; backward: its compiled backward (which uses
+    the forward's seed)."""
 
     @staticmethod
-    def forward(ctx, entry, *inputs):
-        result = entry.fn.forward(*inputs)
+    def forward(ctx, entry, seed, *inputs):
+        result = entry.fn.forward(*inputs, seed=seed)
         ctx.result, ctx.entry = result, entry
         ctx.set_materialize_grads(False)
         outs = tuple(result.outputs)
@@ -42,7 +63,7 @@ class _StaxFunction(torch.autograd.Function):
         out = [None] * entry.num_inputs
         for pos, g in zip(entry.wrt_positions, grads):
             out[pos] = g
-        return (None, *out)
+        return (None, None, *out)
 
 
 class _Entry:
@@ -78,6 +99,7 @@ class StaxPartition(torch.nn.Module):
         self._entries = {}
         self._lock = threading.Lock()  # one compile per signature, also from several threads
         self._eager = False
+        self._random = _draws_random(gm)
 
     def _compile(self, inputs, training):
         sig, grads = _signature(inputs, training)
@@ -120,10 +142,11 @@ class StaxPartition(torch.nn.Module):
             log.warning("stax: partition %s (%d aten ops) runs in torch eager: %s", self.name,
                         self.record.num_nodes, e)
             return self.gm(*inputs)
+        seed = _run_seed() if self._random else 0
         if entry.mode == "training":
-            outs = _StaxFunction.apply(entry, *inputs)
+            outs = _StaxFunction.apply(entry, seed, *inputs)
         else:
-            outs = entry.fn(*inputs)
+            outs = entry.fn(*inputs, seed=seed)
             if not isinstance(outs, tuple):
                 outs = (outs,)
         self.record.called()

@@ -103,24 +103,43 @@ def test_an_op_stax_lacks_splits_the_graph_with_a_log_line(caplog):
     assert not ex.fallbacks
 
 
-def test_dropout_is_split_off_and_draws_torchs_random_stream():
-    # aten.native_dropout is not a Stax op (yet): torch runs it, so the mask is eager's for the
-    # same seed, and the gradient flows through it to the Stax partition before it.
+def test_dropout_is_compiled_with_a_new_mask_per_call_seeded_by_torch():
+    # aten.native_dropout is a Stax op (Philox, torch's semantics: docs/core_aten.md): the mask
+    # is Stax's, not eager's, so the test checks what torch promises of dropout: about p of the
+    # elements zeroed, the rest scaled by 1 / (1 - p), the gradient through the same mask, a new
+    # mask per call, the same one after the same torch.manual_seed, identity in eval mode.
+    p = 0.5
     lin = torch.nn.Linear(16, 32)
-    cm = stax.compile(lambda x: F.dropout(lin(x), 0.5, training=True).sum(1))
-    x = torch.randn(4, 16)
+    cm = stax.compile(lambda x: F.dropout(lin(x), p, training=True))
+    x = torch.randn(64, 16)
+    up = torch.randn(64, 32)
     torch.manual_seed(7)
     out = cm(x)
-    out.sum().backward()
+    (out * up).sum().backward()
     g = lin.weight.grad.clone()
     lin.zero_grad()
-    torch.manual_seed(7)
-    ref = F.dropout(lin(x), 0.5, training=True).sum(1)
-    ref.sum().backward()
-    torch.testing.assert_close(out, ref, rtol=RTOL, atol=ATOL)
+    h = lin(x)
+    kept = out != 0
+    assert 0.4 < kept.float().mean().item() < 0.6
+    torch.testing.assert_close(out, torch.where(kept, h / (1 - p), 0), rtol=RTOL, atol=ATOL)
+    (h * kept / (1 - p) * up).sum().backward()  # eager's gradient through Stax's mask
     torch.testing.assert_close(g, lin.weight.grad, rtol=RTOL, atol=ATOL)
+    again = cm(x)
+    torch.manual_seed(7)
+    same = cm(x)
+    assert not torch.equal(again != 0, kept), "the mask did not change between calls"
+    torch.testing.assert_close(same, out, rtol=0, atol=0)
+    with torch.no_grad():  # the inference partition draws too
+        kept_a, kept_b = cm(x) != 0, cm(x) != 0
+    assert 0.4 < kept_a.float().mean().item() < 0.6 and not torch.equal(kept_a, kept_b)
     ex = stax.explain(cm)
-    assert ex.eager_ops == {"aten.native_dropout.default": 1} and ex.partitions
+    assert not ex.eager_ops and not ex.fallbacks, str(ex)
+    assert {pt.mode for pt in ex.partitions} == {"training", "inference"}
+    assert all(pt.ops.get("aten.native_dropout.default") == 1 for pt in ex.partitions), str(ex)
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(p)).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(stax.compile(model)(x), model(x), rtol=RTOL, atol=ATOL)
 
 
 def test_in_place_updates_of_inputs_are_written_back():

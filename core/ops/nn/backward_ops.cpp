@@ -1,0 +1,307 @@
+// The single-output *_backward ops that AOTAutograd and torch.export's training IR emit for nn
+// modules (pooling, padding, upsampling, losses, activations, view backwards), so such graphs
+// import as printed. Each op is one builder (core/ops/common/infer_by_building.h): its shape /
+// dtype inference and its decomposition both come from it. Most builders are the VJP rule of the
+// forward op (core/ops/common/forward_vjp.h), so a traced backward computes exactly what Stax's
+// own autodiff computes; the rest are torch's formulas:
+//   max_pool{2,3}d_with_indices_backward, adaptive_max_pool{2,3}d_backward
+//                        scatter_add of the gradient at the saved indices (flattened spatial dims),
+//                        so ties go where the forward's indices say
+//   select_backward / slice_backward   select_scatter / slice_scatter into zeros
+//   native_dropout_backward            grad * (mask * scale)
+//   log_sigmoid_backward               grad * (max_deriv - sign * z / (1 + z)), z = exp(-|x|)
+//   nll_loss2d_backward                nll_loss_backward (which takes any (N, C, d...) input)
+//   _prelu_kernel (a forward)          where(x > 0, x, weight * x)
+// Every op here is Composite: the interpreter runs the decomposition, VJP and JVP go through it
+// (so a double backward asks the base ops' rules).
+#include <string>
+#include <vector>
+
+#include "core/autodiff/jvp.h"
+#include "core/autodiff/vjp.h"
+#include "core/interpreter/interpreter.h"
+#include "core/ops/common/forward_vjp.h"
+#include "core/ops/common/infer_by_building.h"
+#include "core/ops/common/kernel_utils.h"
+#include "core/ops/common/via_decomposition.h"
+#include "core/ops/registration.h"
+#include "core/support/error.h"
+
+namespace stax {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+Node* zeros(Graph& g, const Shape& s, DType t) {
+  return g.call("zeros", {Arg(s)}, {{"dtype", Arg(t)}});
+}
+
+// The gradient of `self_param` through forward op `fwd`, called as fwd(self, rest..., kwargs).
+Node* through(Graph& g, const ExpandCall& c, const char* fwd, std::vector<Arg> rest,
+              Kwargs kw = {}, const char* grad_param = "grad_output",
+              const char* self_param = "self") {
+  Node* self = c.tensor(self_param);
+  std::vector<Arg> args{self};
+  args.insert(args.end(), rest.begin(), rest.end());
+  auto gs = gradients_by_vjp(g, fwd, std::move(args), std::move(kw), c.tensor(grad_param), {self});
+  return or_zeros(g, gs[0], self);
+}
+
+// The gradient of a linear op's input of shape `sizes`: its VJP does not read the input's values,
+// so the forward call is made on zeros.
+Node* through_linear(Graph& g, const ExpandCall& c, const char* fwd, const Shape& sizes,
+                     std::vector<Arg> rest, Kwargs kw = {}, const char* grad_param = "grad_output") {
+  Node* grad = c.tensor(grad_param);
+  Node* x = zeros(g, sizes, grad->dtype());
+  std::vector<Arg> args{x};
+  args.insert(args.end(), rest.begin(), rest.end());
+  auto gs = gradients_by_vjp(g, fwd, std::move(args), std::move(kw), grad, {x});
+  return or_zeros(g, gs[0], x);
+}
+
+// Scatters the gradient to the input positions the forward's indices name (flattened over the
+// last `sp` dims, as max_pool*_with_indices / adaptive_max_pool* store them).
+Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp) {
+  Node* grad = c.tensor("grad_output");
+  Node* self = c.tensor("self");
+  Node* idx = c.tensor("indices");
+  const Shape& xs = self->shape();
+  if (xs.size() < sp) c.fail("input must have at least " + std::to_string(sp) + " dims");
+  if (grad->shape().size() != xs.size())
+    c.fail("grad_output " + shape_str(grad->shape()) + " must have the rank of self " +
+           shape_str(xs));
+  if (idx->shape() != grad->shape())
+    c.fail("indices " + shape_str(idx->shape()) + " and grad_output " +
+           shape_str(grad->shape()) + " must have the same shape");
+  size_t lead = xs.size() - sp;
+  auto flat = [lead](const Shape& s) {
+    Shape f(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(lead));
+    int64_t n = 1;
+    for (size_t d = lead; d < s.size(); ++d) n *= s[d];
+    f.push_back(n);
+    return f;
+  };
+  Shape fg = flat(grad->shape());
+  Node* src = g.call("reshape", {grad, Arg(fg)});
+  Node* at = g.call("reshape", {idx, Arg(fg)});
+  Node* r = g.call("scatter_add", {zeros(g, flat(xs), grad->dtype()), static_cast<int64_t>(lead),
+                                   at, src});
+  return g.call("reshape", {r, Arg(xs)});
+}
+
+Node* adaptive_avg_pool_backward(Graph& g, const ExpandCall& c, size_t sp) {
+  const Shape& gs = c.tensor("grad_output")->shape();
+  if (gs.size() < sp) c.fail("grad_output must have at least " + std::to_string(sp) + " dims");
+  Ints out(gs.end() - static_cast<std::ptrdiff_t>(sp), gs.end());
+  std::string fwd = "_adaptive_avg_pool" + std::to_string(sp) + "d";
+  return through(g, c, fwd.c_str(), {Arg(out)});
+}
+
+Node* log_sigmoid_backward(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* grad = c.tensor("grad_output");
+  Node* neg = g.call("lt.Scalar", {x, 0});
+  Node* z = g.call("exp", {g.call("neg", {g.call("abs", {x})})});
+  Node* frac = g.call("div.Tensor", {z, g.call("add.Scalar", {z, 1})});
+  // x < 0: 1 - z / (1 + z); x >= 0: z / (1 + z)
+  Node* d = g.call("where.self", {neg, g.call("rsub.Scalar", {frac, 1}), frac});
+  return g.call("mul.Tensor", {grad, d});
+}
+
+Node* dropout_backward(Graph& g, const ExpandCall& c) {
+  Node* grad = c.tensor("grad_output");
+  Node* mask = g.call("to.dtype", {c.tensor("mask"), grad->dtype()});
+  return g.call("mul.Tensor", {grad, g.call("mul.Scalar", {mask, c.get("scale")})});
+}
+
+Node* prelu_kernel(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* wx = g.call("mul.Tensor", {c.tensor("weight"), x});
+  return g.call("where.self", {g.call("gt.Scalar", {x, 0}), x, wx});
+}
+
+Node* upsample_backward(Graph& g, const ExpandCall& c, const char* fwd, size_t sp, bool corners) {
+  Shape in = c.get("input_size").to_int_list();
+  if (in.size() != sp + 2)
+    c.fail("input_size must have " + std::to_string(sp + 2) + " elements, got " + shape_list_str(in));
+  std::vector<Arg> rest{c.get("output_size")};
+  if (corners) rest.push_back(c.get("align_corners"));
+  Kwargs kw;
+  if (sp == 2) {
+    kw = {{"scales_h", c.get("scales_h")}, {"scales_w", c.get("scales_w")}};
+  } else if (!c.get("scales").is_absent()) {  // the .vec overload: a size or scales, not both
+    rest = {Arg(), Arg(Arg::List{c.get("scales")})};
+  } else {
+    rest.push_back(Arg());
+  }
+  return through_linear(g, c, fwd, in, std::move(rest), std::move(kw));
+}
+
+struct BackwardOp {
+  std::string schema;
+  BuildFn build;
+};
+
+std::vector<BackwardOp> backward_ops() {
+  std::vector<BackwardOp> ops;
+  auto add = [&](std::string schema, BuildFn fn) { ops.push_back({std::move(schema), std::move(fn)}); };
+  for (int sp = 2; sp <= 3; ++sp) {
+    std::string n = std::to_string(sp), T = "int[" + n + "]";
+    add("avg_pool" + n + "d_backward(Tensor grad_output, Tensor self, " + T + " kernel_size, " + T +
+            " stride, " + T + " padding, bool ceil_mode, bool count_include_pad, "
+            "int? divisor_override) -> Tensor",
+        [n](Graph& g, const ExpandCall& c) {
+          return through(g, c, ("avg_pool" + n + "d").c_str(),
+                         {c.get("kernel_size"), c.get("stride"), c.get("padding"),
+                          c.get("ceil_mode"), c.get("count_include_pad"),
+                          c.get("divisor_override")});
+        });
+    add("max_pool" + n + "d_with_indices_backward(Tensor grad_output, Tensor self, " + T +
+            " kernel_size, " + T + " stride, " + T + " padding, " + T +
+            " dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp); });
+    add("_adaptive_avg_pool" + n + "d_backward(Tensor grad_output, Tensor self) -> Tensor",
+        [sp](Graph& g, const ExpandCall& c) { return adaptive_avg_pool_backward(g, c, sp); });
+    add("adaptive_max_pool" + n + "d_backward(Tensor grad_output, Tensor self, Tensor indices) "
+        "-> Tensor",
+        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp); });
+  }
+  for (int sp = 1; sp <= 3; ++sp) {
+    std::string n = std::to_string(sp), P = "SymInt[" + std::to_string(2 * sp) + "]";
+    for (const char* kind : {"reflection", "replication"}) {
+      std::string fwd = std::string(kind) + "_pad" + n + "d";
+      add(fwd + "_backward(Tensor grad_output, Tensor self, " + P + " padding) -> Tensor",
+          [fwd](Graph& g, const ExpandCall& c) {
+            return through(g, c, fwd.c_str(), {c.get("padding")});
+          });
+    }
+  }
+  add("upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] "
+      "input_size, float? scales=None) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return upsample_backward(g, c, "upsample_nearest1d.vec", 1, false);
+      });
+  add("upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] "
+      "input_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return upsample_backward(g, c, "upsample_nearest2d", 2, false);
+      });
+  add("upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] "
+      "input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return upsample_backward(g, c, "upsample_bilinear2d", 2, true);
+      });
+  // Losses: the gradient of self.
+  add("mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "mse_loss", {c.tensor("target"), c.get("reduction")});
+      });
+  add("smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
+      "float beta) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "smooth_l1_loss",
+                       {c.tensor("target"), c.get("reduction"), c.get("beta")});
+      });
+  add("huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
+      "float delta) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "huber_loss", {c.tensor("target"), c.get("reduction"), c.get("delta")});
+      });
+  add("soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) "
+      "-> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "soft_margin_loss", {c.tensor("target"), c.get("reduction")});
+      });
+  add("binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, "
+      "Tensor? weight=None, int reduction=1) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "binary_cross_entropy",
+                       {c.tensor("target"), c.get("weight"), c.get("reduction")});
+      });
+  add("nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
+      "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return g.call("nll_loss_backward",
+                      {c.tensor("grad_output"), c.tensor("self"), c.tensor("target"),
+                       c.get("weight"), c.get("reduction"), c.get("ignore_index"),
+                       c.tensor("total_weight")});
+      });
+  // Activations.
+  add("log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor",
+      log_sigmoid_backward);
+  add("glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor",
+      [](Graph& g, const ExpandCall& c) { return through(g, c, "glu", {c.get("dim")}); });
+  add("hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "hardshrink", {c.get("lambd")}, {}, "grad_out");
+      });
+  add("softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor",
+      [](Graph& g, const ExpandCall& c) { return through(g, c, "softshrink", {c.get("lambd")}); });
+  add("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
+      dropout_backward);
+  add("_prelu_kernel(Tensor self, Tensor weight) -> Tensor", prelu_kernel);
+  // Distances.
+  add("_cdist_backward(Tensor grad_output, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "_cdist_forward", {c.tensor("x2"), c.get("p"), Arg()}, {},
+                       "grad_output", "x1");
+      });
+  add("_pdist_backward(Tensor grad_output, Tensor self, float p, Tensor pdist) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through(g, c, "_pdist_forward", {c.get("p")});
+      });
+  // The backward of views: the gradient placed into zeros of the input's shape.
+  add("select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        Node* grad = c.tensor("grad_output");
+        Node* z = zeros(g, c.get("input_sizes").to_int_list(), grad->dtype());
+        return g.call("select_scatter", {z, grad, c.get("dim"), c.get("index")});
+      });
+  add("slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, "
+      "SymInt end, SymInt step) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        Node* grad = c.tensor("grad_output");
+        Node* z = zeros(g, c.get("input_sizes").to_int_list(), grad->dtype());
+        return g.call("slice_scatter",
+                      {z, grad, c.get("dim"), c.get("start"), c.get("end"), c.get("step")});
+      });
+  add("diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, "
+      "int dim2) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through_linear(g, c, "diagonal", c.get("input_sizes").to_int_list(),
+                              {c.get("offset"), c.get("dim1"), c.get("dim2")});
+      });
+  add("unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor",
+      [](Graph& g, const ExpandCall& c) {
+        return through_linear(g, c, "unfold", c.get("input_sizes").to_int_list(),
+                              {c.get("dim"), c.get("size"), c.get("step")}, {}, "grad_in");
+      });
+  return ops;
+}
+
+}  // namespace
+
+void register_nn_backward_ops(OpRegistry& r) {
+  for (auto& op : backward_ops())
+    r.add(op.schema, OpCategory::Composite, Promotion::None, infer_by_building(op.build));
+}
+
+void register_nn_backward_decompositions(DecompositionTable& t) {
+  for (auto& op : backward_ops())
+    t.add(parse_schema(op.schema).name, decomposition_by_building(op.build));
+}
+
+void register_nn_backward_kernels(InterpreterTable& t) {
+  for (auto& op : backward_ops()) t.add(parse_schema(op.schema).name, kernels::run_decomposition);
+}
+
+void register_nn_backward_vjps(VjpTable& t) {
+  for (auto& op : backward_ops()) t.add(parse_schema(op.schema).name, vjp_via_decomposition);
+}
+
+void register_nn_backward_jvps(JvpTable& t) {
+  for (auto& op : backward_ops()) t.add(parse_schema(op.schema).name, jvp_via_decomposition);
+}
+
+}  // namespace stax
