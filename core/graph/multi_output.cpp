@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -132,7 +133,7 @@ size_t expand_multi_output(Graph& g, const ExpansionTable& table) {
                         std::string(dtype_name(metas[i].dtype)));
     std::vector<Node*> users = t->users();
     for (Node* u : users) {
-      if (!u->is_call() || u->op()->name() != "getitem.default")
+      if (!u->is_call() || !default_op_traits().plays(*u->op(), OpRole::kTupleElement))
         throw Error("expand", "%" + u->name(), "reads the tuple " + where + " (only getitem may)");
       int64_t k = u->args().at(1).to_int();
       if (k < 0) k += static_cast<int64_t>(elems.size());

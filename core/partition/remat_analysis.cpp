@@ -5,22 +5,29 @@
 #include <unordered_set>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/partition/maxflow.h"
 #include "core/support/error.h"
 
 namespace stax::partition {
 namespace {
 
+bool has(const OpDef& op, OpTrait trait) { return default_op_traits().has(op, trait); }
+
+// Indexing ops whose kernel writes a whole buffer (index_put, scatter, scatter_add).
 bool is_scatter_like(const OpDef& op) {
-  const std::string& base = op.schema.base;
-  return op.category == OpCategory::Indexing &&
-         (base == "index_put" || base == "scatter" || base == "scatter_add");
+  return op.category == OpCategory::Indexing && has(op, kTraitOpaque);
 }
 
 // Composite ops whose decomposition is pointwise (cheap and fusible like any pointwise op). The
 // other composites hold a reduction over their input or a matmul.
 bool is_pointwise_composite(const OpDef& op) {
-  return op.category == OpCategory::Composite && op.schema.base == "silu";
+  return op.category == OpCategory::Composite && has(op, kTraitPointwiseComposite);
+}
+
+// Composite ops that hold a matrix product (linear): their inputs are materialized for it.
+bool is_opaque_composite(const OpDef& op) {
+  return op.category == OpCategory::Composite && has(op, kTraitOpaque);
 }
 
 bool lowered(const Node& n, const RematPolicy& policy) {
@@ -105,7 +112,7 @@ bool is_opaque_consumer(const Node& n, const RematPolicy& policy) {
   if (!n.is_call()) return false;
   const OpDef& op = *n.op();
   if (op.category == OpCategory::Extern || op.category == OpCategory::Random ||
-      is_scatter_like(op) || (op.category == OpCategory::Composite && op.schema.base == "linear"))
+      is_scatter_like(op) || is_opaque_composite(op))
     return true;
   return !lowered(n, policy);
 }
