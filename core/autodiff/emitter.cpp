@@ -2,7 +2,16 @@
 
 #include <algorithm>
 
+#include "core/graph/op_traits.h"
+
 namespace stax {
+
+namespace {
+
+// The op playing `r` (core/ops/roles.cpp names them).
+const std::string& role(OpRole r) { return default_op_traits().op(r); }
+
+}  // namespace
 
 Node* Emitter::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs) const {
   Node* n = g_.call(target, std::move(args), std::move(kwargs));
@@ -10,14 +19,14 @@ Node* Emitter::call(std::string_view target, std::vector<Arg> args, Kwargs kwarg
   return n;
 }
 
-Node* Emitter::add(Node* a, Node* b) const { return call("add.Tensor", {a, b}); }
-Node* Emitter::sub(Node* a, Node* b) const { return call("sub.Tensor", {a, b}); }
-Node* Emitter::mul(Node* a, Node* b) const { return call("mul.Tensor", {a, b}); }
-Node* Emitter::mul(Node* a, const Arg& s) const { return call("mul.Scalar", {a, s}); }
-Node* Emitter::div(Node* a, Node* b) const { return call("div.Tensor", {a, b}); }
-Node* Emitter::div(Node* a, const Arg& s) const { return call("div.Scalar", {a, s}); }
-Node* Emitter::add(Node* a, const Arg& s) const { return call("add.Scalar", {a, s}); }
-Node* Emitter::neg(Node* a) const { return call("neg", {a}); }
+Node* Emitter::add(Node* a, Node* b) const { return call(role(OpRole::kAdd), {a, b}); }
+Node* Emitter::sub(Node* a, Node* b) const { return call(role(OpRole::kSub), {a, b}); }
+Node* Emitter::mul(Node* a, Node* b) const { return call(role(OpRole::kMul), {a, b}); }
+Node* Emitter::mul(Node* a, const Arg& s) const { return call(role(OpRole::kMulScalar), {a, s}); }
+Node* Emitter::div(Node* a, Node* b) const { return call(role(OpRole::kDiv), {a, b}); }
+Node* Emitter::div(Node* a, const Arg& s) const { return call(role(OpRole::kDivScalar), {a, s}); }
+Node* Emitter::add(Node* a, const Arg& s) const { return call(role(OpRole::kAddScalar), {a, s}); }
+Node* Emitter::neg(Node* a) const { return call(role(OpRole::kNeg), {a}); }
 
 Node* Emitter::sum_to_shape(Node* x, const Shape& shape) const {
   const Shape& in = x->shape();
@@ -29,14 +38,14 @@ Node* Emitter::sum_to_shape(Node* x, const Shape& shape) const {
   }
   Node* s = x;
   // An empty dim list would mean "all dims" to sum.dim_IntList; only reduce when there are dims.
-  if (!dims.empty()) s = call("sum.dim_IntList", {x, Arg(dims), true});
-  if (s->shape() != shape) s = call("view", {s, Arg(shape)});
+  if (!dims.empty()) s = call(role(OpRole::kSumDims), {x, Arg(dims), true});
+  if (s->shape() != shape) s = call(role(OpRole::kView), {s, Arg(shape)});
   return s;
 }
 
 Node* Emitter::expand_to(Node* x, const Shape& shape) const {
   if (x->shape() == shape) return x;
-  return call("expand", {x, Arg(shape)});
+  return call(role(OpRole::kExpand), {x, Arg(shape)});
 }
 
 Node* Emitter::restore_reduced_dims(Node* x, const Shape& in, const std::vector<int64_t>& dims,
@@ -44,24 +53,24 @@ Node* Emitter::restore_reduced_dims(Node* x, const Shape& in, const std::vector<
   // A 0-d result (every dim reduced) broadcasts against anything already: expand takes it as is.
   if (keepdim || in.empty() || x->meta().dim() == 0) return x;
   Node* r = x;
-  for (int64_t d : dims) r = call("unsqueeze", {r, d});  // ascending: each lands at its place
+  for (int64_t d : dims) r = call(role(OpRole::kUnsqueeze), {r, d});  // ascending: each lands at its place
   return r;
 }
 
 Node* Emitter::reshape(Node* x, const Shape& shape) const {
   if (x->shape() == shape) return x;
-  return call("reshape", {x, Arg(shape)});
+  return call(role(OpRole::kReshape), {x, Arg(shape)});
 }
 
 Node* Emitter::mT(Node* x) const {
-  if (x->meta().dim() == 2) return call("t", {x});
-  return call("transpose.int", {x, -2, -1});
+  if (x->meta().dim() == 2) return call(role(OpRole::kTranspose2d), {x});
+  return call(role(OpRole::kTranspose), {x, -2, -1});
 }
 
 Node* Emitter::zeros(const Shape& shape, DType dtype, const std::string& device) const {
   Kwargs kw{{"dtype", dtype}};
   if (device != "cpu") kw.emplace_back("device", device);
-  return call("zeros", {Arg(shape)}, std::move(kw));
+  return call(role(OpRole::kZeros), {Arg(shape)}, std::move(kw));
 }
 
 Node* Emitter::zeros_like(const Node* x) const {
@@ -70,7 +79,7 @@ Node* Emitter::zeros_like(const Node* x) const {
 
 Node* Emitter::cast(Node* x, DType dtype) const {
   if (x->dtype() == dtype) return x;
-  return call("to.dtype", {x, dtype});
+  return call(role(OpRole::kCast), {x, dtype});
 }
 
 std::vector<int64_t> reduced_dims(const Arg& dim, int64_t rank) {

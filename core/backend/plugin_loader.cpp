@@ -155,28 +155,13 @@ std::string PluginLibrary::describe() const {
   return "plugin '" + name_ + "' (" + path_.string() + ")";
 }
 
-std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const std::string& name,
-                                                   uint32_t required_minor) {
-  const std::string loc = path.string();
-  const std::string who = "plugin '" + name + "'";
-  std::error_code fec;
-  if (!fs::exists(path, fec)) throw Error(kStage, loc, who + ": file does not exist");
+namespace {
 
-  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
-  lib->impl_ = std::make_unique<Impl>();
-  lib->name_ = name;
-  lib->path_ = path;
-  lib->real_path_ = fs::canonical(path, fec);
-  if (fec) lib->real_path_ = path;
-
-  // 0. trusted: dlopen runs the library's constructors (docs/security.md, "Plugins")
-  if (std::string why = plugin_trust_problem(path); !why.empty())
-    throw Error(kStage, loc,
-                who + ": refusing to load it: " + why +
-                    " (a plugin runs with your rights: it must be yours or root's, in a "
-                    "directory no one else can write; docs/security.md)");
-
-  // 1. a complete ELF shared object (dlopen of a truncated one dies of SIGBUS), then loadable
+// Step 1 of load: a complete ELF shared object (dlopen of a truncated one dies of SIGBUS), then
+// loaded; `loaded` receives the objects the load brought into the process.
+void open_shared_object(boost::dll::shared_library& lib, const fs::path& path,
+                        const std::string& loc, const std::string& who,
+                        std::vector<std::string>& loaded) {
   if (has_elf_header(path)) {
     std::string problem = elf_shared_object_problem(path);
     if (!problem.empty())
@@ -184,14 +169,13 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
   }
   boost::dll::fs::error_code ec;
   const std::vector<std::string> before = loaded_object_names();
-  lib->impl_->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
-                       ec);
-  if (!ec && lib->impl_->lib.is_loaded()) {
+  lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+  if (!ec && lib.is_loaded()) {
     std::set<std::string> had(before.begin(), before.end());
     for (const std::string& o : loaded_object_names())
-      if (!had.count(o)) lib->loaded_objects_.push_back(o);
+      if (!had.count(o)) loaded.push_back(o);
   }
-  if (ec || !lib->impl_->lib.is_loaded()) {
+  if (ec || !lib.is_loaded()) {
     std::string reason = dlopen_reason(path);
     if (reason.empty()) reason = ec.message();
     if (!has_elf_header(path))
@@ -203,22 +187,29 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
       reason += " (out of memory: the address space left cannot map the library)";
     throw Error(kStage, loc, who + ": cannot load the shared library: " + reason);
   }
+}
 
-  // 2. the entry point
-  if (!lib->impl_->lib.has(STAX_PLUGIN_ENTRY_POINT))
+// Step 2: the entry point's function table.
+const StaxPluginApi* call_entry_point(boost::dll::shared_library& lib, const std::string& loc,
+                                      const std::string& who) {
+  if (!lib.has(STAX_PLUGIN_ENTRY_POINT))
     throw Error(kStage, loc,
                 who + ": missing entry point '" STAX_PLUGIN_ENTRY_POINT
                       "' (a Stax plugin exports it with STAX_DEFINE_PLUGIN)");
   const StaxPluginApi* api = nullptr;
   try {
-    auto& entry = lib->impl_->lib.get<const StaxPluginApi*()>(STAX_PLUGIN_ENTRY_POINT);
+    auto& entry = lib.get<const StaxPluginApi*()>(STAX_PLUGIN_ENTRY_POINT);
     api = entry();
   } catch (const std::exception& e) {
     throw Error(kStage, loc, who + ": cannot call '" STAX_PLUGIN_ENTRY_POINT "': " + e.what());
   }
   if (!api) throw Error(kStage, loc, who + ": '" STAX_PLUGIN_ENTRY_POINT "' returned no table");
+  return api;
+}
 
-  // 3. the version, before anything else in the table is touched
+// Step 3: the version, before anything else in the table is touched. Returns it as text.
+std::string check_version(const StaxPluginApi* api, uint32_t required_minor,
+                          const std::string& loc, const std::string& who) {
   const std::string host = version_text(STAX_PLUGIN_API_MAJOR, STAX_PLUGIN_API_MINOR);
   const std::string required = version_text(STAX_PLUGIN_API_MAJOR, required_minor);
   if (api->struct_size < offsetof(StaxPluginApi, abi_minor) + sizeof(api->abi_minor))
@@ -234,8 +225,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
                 who + ": plugin ABI version " + theirs + " is older than the required " + required +
                     " (minor " + std::to_string(api->abi_minor) + " < " +
                     std::to_string(required_minor) + "; rebuild the plugin against this SDK)");
+  return theirs;
+}
 
-  // 4. a complete table of that version, naming the right plugin
+// Step 4: a complete table of that version (`theirs`), naming the right plugin.
+void check_table(const StaxPluginApi* api, const std::string& theirs, const std::string& name,
+                 const std::string& loc, const std::string& who) {
   if (api->struct_size < offsetof(StaxPluginApi, run_extern) + sizeof(api->run_extern))
     throw Error(kStage, loc, who + ": the function table of ABI " + theirs +
                                  " is truncated (struct_size " + std::to_string(api->struct_size) +
@@ -266,6 +261,34 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const s
     throw Error(kStage, loc,
                 who + ": the library calls itself '" + reported + "' (expected '" + name +
                     "', from the file name " + plugin_file_name(name) + ")");
+}
+
+}  // namespace
+
+std::shared_ptr<PluginLibrary> PluginLibrary::load(const fs::path& path, const std::string& name,
+                                                   uint32_t required_minor) {
+  const std::string loc = path.string();
+  const std::string who = "plugin '" + name + "'";
+  std::error_code fec;
+  if (!fs::exists(path, fec)) throw Error(kStage, loc, who + ": file does not exist");
+
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->impl_ = std::make_unique<Impl>();
+  lib->name_ = name;
+  lib->path_ = path;
+  lib->real_path_ = fs::canonical(path, fec);
+  if (fec) lib->real_path_ = path;
+
+  // 0. trusted: dlopen runs the library's constructors (docs/security.md, "Plugins")
+  if (std::string why = plugin_trust_problem(path); !why.empty())
+    throw Error(kStage, loc,
+                who + ": refusing to load it: " + why +
+                    " (a plugin runs with your rights: it must be yours or root's, in a "
+                    "directory no one else can write; docs/security.md)");
+  open_shared_object(lib->impl_->lib, path, loc, who, lib->loaded_objects_);
+  const StaxPluginApi* api = call_entry_point(lib->impl_->lib, loc, who);
+  const std::string theirs = check_version(api, required_minor, loc, who);
+  check_table(api, theirs, name, loc, who);
   lib->api_ = api;
   return lib;
 }

@@ -15,6 +15,7 @@
 #include <set>
 #include <vector>
 
+#include "core/support/atomic_file.h"
 #include "core/support/error.h"
 #include "core/support/file_trust.h"
 
@@ -43,20 +44,6 @@ uint64_t get_u64(const char* p) {
 bool ends_with(const std::string& s, const char* suffix) {
   size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// Writes all of `data` to fd; false on an error (errno set).
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // An open file descriptor, closed on scope exit.

@@ -122,82 +122,77 @@ bool is_memory_op(Opcode op) {
          op == Opcode::store_reduction;
 }
 
-}  // namespace
+// A kernel's buffers in first-use order, with their roles.
+class BufferTable {
+ public:
+  BufferTable(const std::string& kernel_name,
+              const std::function<const Buffer*(std::string_view)>& lookup)
+      : kernel_name_(kernel_name), lookup_(lookup) {}
 
-int32_t append_expr(std::vector<StaxExprNode>& nodes, const Expr& e) {
-  return ExprEmitter(nodes).emit(e);
-}
-
-KernelDesc make_kernel_desc(const std::string& kernel_name,
-                            const std::vector<const LoopBody*>& bodies,
-                            const std::vector<std::string>& body_names,
-                            const std::function<const Buffer*(std::string_view)>& lookup) {
-  KernelDesc k;
-  KernelDesc::Storage& s = *k.s_;
-  s.name = kernel_name;
-  s.body_names = body_names;
-  s.body_names.resize(bodies.size());
-
-  // Buffers in first-use order, with roles.
-  std::vector<const Buffer*> bufs;
-  std::vector<int32_t> roles;
-  auto buffer_index = [&](const std::string& name, bool write) {
+  int32_t index(const std::string& name, bool write) {
     for (size_t i = 0; i < bufs.size(); ++i)
       if (bufs[i]->name() == name) {
         if (write && roles[i] == STAX_BUFFER_INPUT) roles[i] = STAX_BUFFER_INOUT;
         return static_cast<int32_t>(i);
       }
-    const Buffer* b = lookup(name);
-    if (!b) throw Error("codegen", kernel_name, "unknown buffer '" + name + "'");
+    const Buffer* b = lookup_(name);
+    if (!b) throw Error("codegen", kernel_name_, "unknown buffer '" + name + "'");
     bufs.push_back(b);
     roles.push_back(write ? STAX_BUFFER_OUTPUT : STAX_BUFFER_INPUT);
     return static_cast<int32_t>(bufs.size() - 1);
-  };
-
-  int32_t reduction_type = STAX_REDUCTION_NONE;
-  for (const LoopBody* body : bodies) {
-    std::vector<StaxOpNode> ops;
-    std::vector<StaxExprNode> exprs;
-    ExprEmitter emitter(exprs);
-    for (const LoopOp& op : body->ops) {
-      StaxOpNode n{};
-      n.opcode = static_cast<int32_t>(op.opcode);
-      n.dtype = static_cast<int32_t>(op.dtype);
-      for (size_t i = 0; i < 3; ++i) n.operands[i] = op.operands[i];
-      n.buffer = -1;
-      n.expr = -1;
-      if (is_memory_op(op.opcode)) {
-        bool write = op.opcode == Opcode::store || op.opcode == Opcode::store_reduction;
-        n.buffer = buffer_index(op.buffer, write);
-        Expr rel = body->index_of(op) - Expr(bufs[static_cast<size_t>(n.buffer)]->layout().offset);
-        n.expr = emitter.emit(rel);
-      } else if (op.index >= 0) {
-        n.expr = emitter.emit(body->index_of(op));
-      }
-      switch (op.opcode) {
-        case Opcode::reduction:
-          n.aux = static_cast<int32_t>(op.reduction);
-          if (reduction_type == STAX_REDUCTION_NONE) reduction_type = n.aux;
-          break;
-        case Opcode::indirect_indexing:
-          n.aux = (op.check ? STAX_INDIRECT_CHECK : 0) |
-                  (op.wrap_negative ? STAX_INDIRECT_WRAP_NEGATIVE : 0);
-          n.imm_i64 = op.size;
-          break;
-        case Opcode::constant:
-        case Opcode::masked_load:
-          n.imm_f64 = op.imm.as_double();
-          n.imm_i64 = op.imm.i;
-          break;
-        default:
-          break;
-      }
-      ops.push_back(n);
-    }
-    s.ops.push_back(std::move(ops));
-    s.exprs.push_back(std::move(exprs));
   }
 
+  std::vector<const Buffer*> bufs;
+  std::vector<int32_t> roles;
+
+ private:
+  const std::string& kernel_name_;
+  const std::function<const Buffer*(std::string_view)>& lookup_;
+};
+
+// The C op node of `op` (a statement of `body`), its buffer and index expression registered;
+// the kernel's reduction type is the first reduction's.
+StaxOpNode op_node(const LoopOp& op, const LoopBody& body, BufferTable& buffers,
+                   ExprEmitter& emitter, int32_t& reduction_type) {
+  StaxOpNode n{};
+  n.opcode = static_cast<int32_t>(op.opcode);
+  n.dtype = static_cast<int32_t>(op.dtype);
+  for (size_t i = 0; i < 3; ++i) n.operands[i] = op.operands[i];
+  n.buffer = -1;
+  n.expr = -1;
+  if (is_memory_op(op.opcode)) {
+    bool write = op.opcode == Opcode::store || op.opcode == Opcode::store_reduction;
+    n.buffer = buffers.index(op.buffer, write);
+    Expr rel =
+        body.index_of(op) - Expr(buffers.bufs[static_cast<size_t>(n.buffer)]->layout().offset);
+    n.expr = emitter.emit(rel);
+  } else if (op.index >= 0) {
+    n.expr = emitter.emit(body.index_of(op));
+  }
+  switch (op.opcode) {
+    case Opcode::reduction:
+      n.aux = static_cast<int32_t>(op.reduction);
+      if (reduction_type == STAX_REDUCTION_NONE) reduction_type = n.aux;
+      break;
+    case Opcode::indirect_indexing:
+      n.aux = (op.check ? STAX_INDIRECT_CHECK : 0) |
+              (op.wrap_negative ? STAX_INDIRECT_WRAP_NEGATIVE : 0);
+      n.imm_i64 = op.size;
+      break;
+    case Opcode::constant:
+    case Opcode::masked_load:
+      n.imm_f64 = op.imm.as_double();
+      n.imm_i64 = op.imm.i;
+      break;
+    default:
+      break;
+  }
+  return n;
+}
+
+// The C buffer descriptions (and the names, sizes and strides they point to).
+void describe_buffers(KernelDesc::Storage& s, const BufferTable& buffers) {
+  const std::vector<const Buffer*>& bufs = buffers.bufs;
   for (size_t i = 0; i < bufs.size(); ++i) {
     const Layout& l = bufs[i]->layout();
     s.buffer_names.push_back(bufs[i]->name());
@@ -209,7 +204,7 @@ KernelDesc make_kernel_desc(const std::string& kernel_name,
     d.struct_size = sizeof(StaxBufferDesc);
     d.name = s.buffer_names[i].c_str();
     d.dtype = static_cast<int32_t>(bufs[i]->layout().dtype);
-    d.role = roles[i];
+    d.role = buffers.roles[i];
     d.ndim = s.sizes[i].size();
     d.sizes = s.sizes[i].data();
     d.strides = s.strides[i].data();
@@ -217,7 +212,10 @@ KernelDesc make_kernel_desc(const std::string& kernel_name,
     s.buffers.push_back(d);
   }
   for (const StaxBufferDesc& d : s.buffers) s.buffer_ptrs.push_back(&d);
+}
 
+// The iteration ranges and the C loop body descriptions over s.ops / s.exprs.
+void describe_bodies(KernelDesc::Storage& s, const std::vector<const LoopBody*>& bodies) {
   if (!bodies.empty()) {
     s.ranges = bodies[0]->ranges;
     for (const LoopBody* b : bodies)
@@ -238,6 +236,37 @@ KernelDesc make_kernel_desc(const std::string& kernel_name,
     s.bodies.push_back(b);
   }
   for (const StaxLoopBody& b : s.bodies) s.body_ptrs.push_back(&b);
+}
+
+}  // namespace
+
+int32_t append_expr(std::vector<StaxExprNode>& nodes, const Expr& e) {
+  return ExprEmitter(nodes).emit(e);
+}
+
+KernelDesc make_kernel_desc(const std::string& kernel_name,
+                            const std::vector<const LoopBody*>& bodies,
+                            const std::vector<std::string>& body_names,
+                            const std::function<const Buffer*(std::string_view)>& lookup) {
+  KernelDesc k;
+  KernelDesc::Storage& s = *k.s_;
+  s.name = kernel_name;
+  s.body_names = body_names;
+  s.body_names.resize(bodies.size());
+
+  BufferTable buffers(kernel_name, lookup);
+  int32_t reduction_type = STAX_REDUCTION_NONE;
+  for (const LoopBody* body : bodies) {
+    std::vector<StaxOpNode> ops;
+    std::vector<StaxExprNode> exprs;
+    ExprEmitter emitter(exprs);
+    for (const LoopOp& op : body->ops)
+      ops.push_back(op_node(op, *body, buffers, emitter, reduction_type));
+    s.ops.push_back(std::move(ops));
+    s.exprs.push_back(std::move(exprs));
+  }
+  describe_buffers(s, buffers);
+  describe_bodies(s, bodies);
 
   StaxKernelDesc& d = s.desc;
   d.struct_size = sizeof(StaxKernelDesc);

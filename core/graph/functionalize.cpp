@@ -1,6 +1,7 @@
 #include "core/graph/functionalize.h"
 
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -40,6 +41,10 @@ FunctionalizationTable& functionalization_table_to_fill() { return table_instanc
 namespace {
 
 const FunctionalizationTable& table() { return default_functionalization_table(); }
+const OpTraitTable& traits() { return default_op_traits(); }
+
+// Whether call node `n` reads an element of a tuple (split's elements are views of its input).
+bool reads_tuple(const Node& n) { return traits().plays(*n.op(), OpRole::kTupleElement); }
 
 // torch's canCast: no floating -> integral or bool, no integral -> bool.
 bool can_cast(DType from, DType to) {
@@ -52,7 +57,7 @@ bool can_cast(DType from, DType to) {
 
 Node* FunctionalState::view_base(const Node* v) const {
   if (!v || !v->is_call()) return nullptr;
-  if (v->target() == "getitem.default") {
+  if (reads_tuple(*v)) {
     const Node* t = v->input(0);
     return t->is_call() && table().view(t->target()).first ? t->input(0) : nullptr;
   }
@@ -85,12 +90,12 @@ Node* FunctionalState::read(Graph& g, Node* n) {
 }
 
 Node* FunctionalState::replay(Graph& g, Node* view, Node* base) {
-  if (view->target() == "getitem.default") {
+  if (reads_tuple(*view)) {
     const Node* t = view->input(0);
     std::vector<Arg> args = t->args();
     args[0] = Arg(base);
     Node* tuple = g.call(t->target(), std::move(args), t->kwargs());
-    return g.call("getitem.default", {tuple, view->args()[1]});
+    return g.call(view->target(), {tuple, view->args()[1]});
   }
   std::vector<Arg> args = view->args();
   args[0] = Arg(base);
@@ -118,15 +123,15 @@ void FunctionalState::write(Graph& g, Node* target, Node* value, int64_t since,
                   "result type " + std::string(dtype_name(value->dtype())) +
                       " can't be cast to the desired output type " +
                       std::string(dtype_name(target->dtype())) + " of %" + target->name());
-    value = g.call("_to_copy.default", {value}, {{"dtype", Arg(target->dtype())}});
+    value = g.call(traits().op(OpRole::kCopyCast), {value}, {{"dtype", Arg(target->dtype())}});
   }
   // The new version must be a value of its own: made by this call, and no view or version.
   auto made = made_at_.find(value);
   if (made == made_at_.end() || made->second <= since || view_base(value) || storage_.count(value))
-    value = g.call("clone.default", {value});
+    value = g.call(traits().op(OpRole::kClone), {value});
   Node* cur = target;
   while (Node* base = view_base(cur)) {
-    const Node* op_node = cur->target() == "getitem.default" ? cur->input(0) : cur;
+    const Node* op_node = reads_tuple(*cur) ? cur->input(0) : cur;
     const ViewScatterFn* scatter = table().view(op_node->target()).second;
     if (!scatter)
       throw Error("functionalize", where,

@@ -8,6 +8,7 @@
 
 #include "core/graph/functionalize.h"
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -338,7 +339,7 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
   if (name.empty()) name = unique_name(op.schema.base);
   std::string where = "%" + name;
   BoundCall b = bind_call(op, std::move(args), std::move(kwargs), where);
-  if (op.name() != "getitem.default") {
+  if (!default_op_traits().plays(op, OpRole::kTupleElement)) {
     for (const auto& a : b.args) reject_tuple_arg(op, a, where);
     for (const auto& kv : b.kwargs) reject_tuple_arg(op, kv.second, where);
   }

@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -57,23 +58,27 @@ static const ExpandFn& expansion_of(const ExpansionTable& table, const OpDef& op
   return *fn;
 }
 
+ExpandCall scratch_call(Graph& g, const CallArgs& c) {
+  std::unordered_map<Node*, Node*> ph;
+  auto map = [&](Node* n) -> Node* {
+    auto it = ph.find(n);
+    if (it != ph.end()) return it->second;
+    Node* p = g.placeholder("in" + std::to_string(ph.size()), n->meta());
+    ph[n] = p;
+    return p;
+  };
+  std::vector<Arg> args;
+  for (const auto& a : c.args()) args.push_back(map_nodes(a, map));
+  Kwargs kwargs;
+  for (const auto& [k, v] : c.kwargs()) kwargs.emplace_back(k, map_nodes(v, map));
+  return ExpandCall(c.op(), std::move(args), std::move(kwargs), c.where());
+}
+
 InferMultiFn infer_by_expansion(std::string name) {
   return [name](const CallArgs& c) -> std::vector<TensorMeta> {
     // A scratch graph: one placeholder per tensor argument (same metadata), then the expansion.
     Graph g(default_registry());
-    std::unordered_map<Node*, Node*> ph;
-    auto map = [&](Node* n) -> Node* {
-      auto it = ph.find(n);
-      if (it != ph.end()) return it->second;
-      Node* p = g.placeholder("in" + std::to_string(ph.size()), n->meta());
-      ph[n] = p;
-      return p;
-    };
-    std::vector<Arg> args;
-    for (const auto& a : c.args()) args.push_back(map_nodes(a, map));
-    Kwargs kwargs;
-    for (const auto& [k, v] : c.kwargs()) kwargs.emplace_back(k, map_nodes(v, map));
-    ExpandCall call(c.op(), std::move(args), std::move(kwargs), c.where());
+    ExpandCall call = scratch_call(g, c);
     std::vector<Node*> elems;
     try {
       elems = expansion_of(default_expansions(), c.op(), c.where())(g, call);
@@ -132,7 +137,7 @@ size_t expand_multi_output(Graph& g, const ExpansionTable& table) {
                         std::string(dtype_name(metas[i].dtype)));
     std::vector<Node*> users = t->users();
     for (Node* u : users) {
-      if (!u->is_call() || u->op()->name() != "getitem.default")
+      if (!u->is_call() || !default_op_traits().plays(*u->op(), OpRole::kTupleElement))
         throw Error("expand", "%" + u->name(), "reads the tuple " + where + " (only getitem may)");
       int64_t k = u->args().at(1).to_int();
       if (k < 0) k += static_cast<int64_t>(elems.size());

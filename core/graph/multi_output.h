@@ -73,6 +73,11 @@ ExpansionTable& expansions_to_fill();
 // An InferMultiFn for op `name`: the metadata of the expansion's elements.
 InferMultiFn infer_by_expansion(std::string name);
 
+// The call `c` rebuilt over the scratch graph `g`: each distinct tensor argument becomes a
+// placeholder of g with its metadata (in0, in1, ...). How inference runs an op's expansion (or a
+// builder, core/ops/common/infer_by_building.h) without the graph being built.
+ExpandCall scratch_call(Graph& g, const CallArgs& c);
+
 // True when some node of `g` is a tuple.
 bool has_tuple_nodes(const Graph& g);
 

@@ -422,7 +422,28 @@ class Parser {
     if (auto it = index_.find(rec.name); it != index_.end())
       fail(r.loc, "redefinition of '%" + rec.name + "' (first defined at " +
                       where(records_[it->second].loc) + ")");
-    // Annotations.
+    parse_annotations(rec);
+    if (lex_.peek().is_punct(':')) parse_num_users(rec);
+    Token eq = lex_.next();
+    if (!eq.is_punct('='))
+      fail(eq.loc, "expected 'shape=', 'dtype=', 'device=', ': [num_users=N]' or '=' after %" +
+                       rec.name + ", found " + describe(eq));
+    Token kind = lex_.next();
+    // FX's get_attr (a module's parameter or a lifted constant) is an input like a placeholder.
+    if (kind.is_word("placeholder") || kind.is_word("get_attr")) {
+      parse_placeholder(rec, kind);
+    } else if (kind.is_word("call_function")) {
+      parse_call(rec);
+    } else {
+      fail(kind.loc, "expected 'placeholder', 'get_attr' or 'call_function' after '=', found " +
+                         describe(kind));
+    }
+    index_[rec.name] = records_.size();
+    records_.push_back(std::move(rec));
+  }
+
+  // shape= dtype= device= annotations of a node, in any order, each at most once.
+  void parse_annotations(NodeRec& rec) {
     for (;;) {
       const Token& a = lex_.peek();
       if (!(a.is_word("shape") || a.is_word("dtype") || a.is_word("device"))) break;
@@ -455,73 +476,69 @@ class Parser {
         }
       }
     }
-    if (lex_.peek().is_punct(':')) {
+  }
+
+  // ': [num_users=N]' (FX 2.x) or ': [#users=N]' (FX 1.x).
+  void parse_num_users(NodeRec& rec) {
+    lex_.next();
+    expect_punct('[', "after ':'");
+    Token nu = lex_.next();  // num_users (FX 2.x) or #users (FX 1.x)
+    if (!nu.is_word("num_users") && !nu.is_word("#users"))
+      fail(nu.loc, "expected 'num_users' after ': [', found " + describe(nu));
+    rec.num_users_loc = nu.loc;
+    expect_punct('=', "after '" + nu.text + "'");
+    Token n = lex_.next();
+    if (n.kind != Tok::Int || n.ival < 0)
+      fail(n.loc, "expected a non-negative integer after 'num_users=', found " + describe(n));
+    rec.num_users = n.ival;
+    expect_punct(']', "after the num_users count");
+  }
+
+  // '[target=NAME]' after 'placeholder' or 'get_attr' (`kind`).
+  void parse_placeholder(NodeRec& rec, const Token& kind) {
+    rec.is_placeholder = true;
+    expect_punct('[', "after '" + kind.text + "'");
+    expect_word("target", "after '" + kind.text + "['");
+    expect_punct('=', "after 'target'");
+    Token nm = lex_.next();
+    if (nm.kind != Tok::Ident)
+      fail(nm.loc, "expected the placeholder's name after 'target=', found " + describe(nm));
+    // FX names a node after its target made a lower-case identifier (an argument W prints as
+    // %w_1 = placeholder[target=W_1], a buffer as %l_bn_running_mean = get_attr[target=
+    // l.bn.running_mean]): in its printouts the node's name is what the graph uses.
+    if (nm.text != rec.name && !fx_printout_)
+      fail(nm.loc, "placeholder target '" + nm.text + "' differs from the node's name '%" +
+                       rec.name + "' (they must be the same)");
+    expect_punct(']', "after the placeholder's target");
+  }
+
+  // '[target=OP](args = (...)[, kwargs = {...}])' after 'call_function'.
+  void parse_call(NodeRec& rec) {
+    expect_punct('[', "after 'call_function'");
+    expect_word("target", "after 'call_function['");
+    expect_punct('=', "after 'target'");
+    Token tg = lex_.next();
+    if (tg.kind != Tok::Ident)
+      fail(tg.loc,
+           "expected an op overload (e.g. add.Tensor) after 'target=', found " + describe(tg));
+    if (!registry_.find(tg.text)) check_unknown_target(tg);
+    rec.target = tg.text;
+    expect_punct(']', "after the call's target");
+    expect_punct('(', "after 'call_function[...]'");
+    expect_word("args", "after '('");
+    expect_punct('=', "after 'args'");
+    rec.args_loc = expect_punct('(', "after 'args ='").loc;
+    rec.args = parse_sequence(')', "in args");
+    if (lex_.peek().is_punct(',')) {
       lex_.next();
-      expect_punct('[', "after ':'");
-      Token nu = lex_.next();  // num_users (FX 2.x) or #users (FX 1.x)
-      if (!nu.is_word("num_users") && !nu.is_word("#users"))
-        fail(nu.loc, "expected 'num_users' after ': [', found " + describe(nu));
-      rec.num_users_loc = nu.loc;
-      expect_punct('=', "after '" + nu.text + "'");
-      Token n = lex_.next();
-      if (n.kind != Tok::Int || n.ival < 0)
-        fail(n.loc, "expected a non-negative integer after 'num_users=', found " + describe(n));
-      rec.num_users = n.ival;
-      expect_punct(']', "after the num_users count");
-    }
-    Token eq = lex_.next();
-    if (!eq.is_punct('='))
-      fail(eq.loc, "expected 'shape=', 'dtype=', 'device=', ': [num_users=N]' or '=' after %" +
-                       rec.name + ", found " + describe(eq));
-    Token kind = lex_.next();
-    // FX's get_attr (a module's parameter or a lifted constant) is an input like a placeholder.
-    if (kind.is_word("placeholder") || kind.is_word("get_attr")) {
-      rec.is_placeholder = true;
-      expect_punct('[', "after '" + kind.text + "'");
-      expect_word("target", "after '" + kind.text + "['");
-      expect_punct('=', "after 'target'");
-      Token nm = lex_.next();
-      if (nm.kind != Tok::Ident)
-        fail(nm.loc, "expected the placeholder's name after 'target=', found " + describe(nm));
-      // FX names a node after its target made a lower-case identifier (an argument W prints as
-      // %w_1 = placeholder[target=W_1], a buffer as %l_bn_running_mean = get_attr[target=
-      // l.bn.running_mean]): in its printouts the node's name is what the graph uses.
-      if (nm.text != rec.name && !fx_printout_)
-        fail(nm.loc, "placeholder target '" + nm.text + "' differs from the node's name '%" +
-                         rec.name + "' (they must be the same)");
-      expect_punct(']', "after the placeholder's target");
-    } else if (kind.is_word("call_function")) {
-      expect_punct('[', "after 'call_function'");
-      expect_word("target", "after 'call_function['");
-      expect_punct('=', "after 'target'");
-      Token tg = lex_.next();
-      if (tg.kind != Tok::Ident)
-        fail(tg.loc,
-             "expected an op overload (e.g. add.Tensor) after 'target=', found " + describe(tg));
-      if (!registry_.find(tg.text)) check_unknown_target(tg);
-      rec.target = tg.text;
-      expect_punct(']', "after the call's target");
-      expect_punct('(', "after 'call_function[...]'");
-      expect_word("args", "after '('");
-      expect_punct('=', "after 'args'");
-      rec.args_loc = expect_punct('(', "after 'args ='").loc;
-      rec.args = parse_sequence(')', "in args");
-      if (lex_.peek().is_punct(',')) {
-        lex_.next();
-        expect_word("kwargs", "after ','");
-        expect_punct('=', "after 'kwargs'");
-        expect_punct('{', "after 'kwargs ='");
-        parse_kwargs(rec);
-        expect_punct(')', "after kwargs");
-      } else {
-        expect_punct(')', "after args");
-      }
+      expect_word("kwargs", "after ','");
+      expect_punct('=', "after 'kwargs'");
+      expect_punct('{', "after 'kwargs ='");
+      parse_kwargs(rec);
+      expect_punct(')', "after kwargs");
     } else {
-      fail(kind.loc, "expected 'placeholder', 'get_attr' or 'call_function' after '=', found " +
-                         describe(kind));
+      expect_punct(')', "after args");
     }
-    index_[rec.name] = records_.size();
-    records_.push_back(std::move(rec));
   }
 
   // Reports an unknown call target: a misspelled namespace (tensorplay.ops.tp. / tp.) is named as

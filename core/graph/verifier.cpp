@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -120,7 +121,7 @@ void check_call(const Graph& g, const Node& n) {
     fail(n, n.is_tuple() ? "a tuple-valued node calls " + op.name() + ", which returns one tensor"
                          : op.name() + " returns several tensors but the node is not a tuple");
   for (const Node* in : n.input_nodes())
-    if (in->is_tuple() && op.name() != "getitem.default")
+    if (in->is_tuple() && !default_op_traits().plays(op, OpRole::kTupleElement))
       fail(n, "reads the tuple %" + in->name() + " directly (only getitem may)");
   if (n.is_tuple()) {
     std::vector<TensorMeta> metas;

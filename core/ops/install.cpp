@@ -8,6 +8,7 @@
 #include "core/graph/functionalize.h"
 #include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/interpreter/interpreter.h"
 #include "core/lowering/lowering_rules.h"
 #include "core/ops/registration.h"
@@ -113,6 +114,14 @@ void install_kernels(InterpreterTable& t) {
   register_embedding_bag_kernels(t);
 }
 
+void install_traits(OpTraitTable& t) {
+  register_op_roles(t, default_registry());
+  register_pointwise_traits(t);
+  register_indexing_traits(t);
+  register_composite_traits(t);
+  register_extern_traits(t);
+}
+
 void install_lowering_rules(LoweringTable& t) {
   register_pointwise_rules(t);
   register_reduction_rules(t);
@@ -129,6 +138,7 @@ void install_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_all_ops(registry_to_fill());
+    install_traits(op_traits_to_fill());
     register_multi_output_expansions(expansions_to_fill());
     register_nn_backward_multi_output_expansions(expansions_to_fill());
     register_attention_form_expansions(expansions_to_fill());

@@ -12,6 +12,7 @@ class InterpreterTable;
 class JvpTable;
 class LoweringTable;
 class OpRegistry;
+class OpTraitTable;
 class VjpTable;
 
 // ---- schemas and shape / dtype inference (the op registry, core/graph/op_registry.h)
@@ -38,6 +39,13 @@ void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its back
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
+
+// ---- roles and traits: what engines know of ops without naming them (core/graph/op_traits.h)
+void register_op_roles(OpTraitTable& t, const OpRegistry& r);  // the emitter's add, getitem ...
+void register_pointwise_traits(OpTraitTable& t);  // silu: a pointwise composite
+void register_indexing_traits(OpTraitTable& t);   // index_put scatter scatter_add: opaque
+void register_composite_traits(OpTraitTable& t);  // linear: opaque
+void register_extern_traits(OpTraitTable& t);     // mm bmm matmul addmm: take epilogues
 
 // ---- functionalization (core/graph/functionalize.h)
 void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r);  // add_ copy_ bn

@@ -264,132 +264,156 @@ std::string_view violation_name(Violation v) {
   return "?";
 }
 
+namespace {
+
+// Replays a schedule action by action (the state of validate()); each step returns false when
+// the replay must stop at that action.
+class Replay {
+ public:
+  Replay(const Schedule& schedule, int64_t l, int64_t s, std::optional<int64_t> max_repetition)
+      : schedule_(schedule), l_(l), s_(s), max_repetition_(max_repetition), next_backward_(l) {
+    r_.repetitions.assign(static_cast<size_t>(l) + 1, 0);
+    slots_[0] = 0;
+    held_[0] = 1;
+    r_.peak_slots = 1;
+  }
+
+  ValidationReport run() {
+    for (size_t i = 0; i < schedule_.size(); ++i)
+      if (!step(i)) return r_;
+    if (next_backward_ != 0)
+      flag(schedule_.size(), Violation::kIncomplete,
+           "the schedule ends before backward step " + std::to_string(next_backward_));
+    return r_;
+  }
+
+ private:
+  static std::string z(int64_t k) { return "z_" + std::to_string(k); }
+
+  void flag(size_t i, Violation v, const std::string& why) {
+    if (!r_.ok) return;
+    r_.ok = false;
+    r_.violation = v;
+    r_.violation_index = static_cast<int64_t>(i);
+    r_.reason = "action " + std::to_string(i) +
+                (i < schedule_.size() ? " (" + to_string(schedule_[i]) + ")" : std::string()) +
+                ": " + std::string(violation_name(v)) + ": " + why;
+  }
+
+  bool step(size_t i) {
+    const Action& act = schedule_[i];
+    switch (act.kind) {
+      case ActionKind::kAdvance: return advance(i, act.arg);
+      case ActionKind::kSave: return save(i, act.arg);
+      case ActionKind::kLoad:
+      case ActionKind::kFree: return load_or_free(i, act);
+      case ActionKind::kBackward: return backward(i, act.arg);
+    }
+    return true;
+  }
+
+  bool advance(size_t i, int64_t arg) {
+    if (arg < 1) {
+      flag(i, Violation::kBadArgument, "advance needs at least one step");
+      return false;
+    }
+    if (arg > l_ - current_) {
+      flag(i, Violation::kAdvancePastEnd,
+           "the current state is " + z(current_) + " and the chain ends at " + z(l_));
+      return false;
+    }
+    for (int64_t k = current_ + 1; k <= current_ + arg; ++k) {
+      const int64_t rep = ++r_.repetitions[static_cast<size_t>(k)];
+      r_.max_repetition = std::max(r_.max_repetition, rep);
+      if (max_repetition_ && rep > *max_repetition_)
+        flag(i, Violation::kRepetitionExceeded,
+             "phi_" + std::to_string(k) + " computed " + std::to_string(rep) +
+                 " times, the limit is " + std::to_string(*max_repetition_));
+    }
+    r_.total_forward_steps += arg;
+    current_ += arg;
+    return true;
+  }
+
+  bool save(size_t i, int64_t arg) {
+    if (arg < 0) {
+      flag(i, Violation::kBadArgument, "negative slot id");
+      return false;
+    }
+    if (auto it = slots_.find(arg); it != slots_.end()) {
+      flag(i, Violation::kSlotOccupied,
+           "slot " + std::to_string(arg) + " still holds " + z(it->second));
+      return false;
+    }
+    slots_[arg] = current_;
+    ++held_[current_];
+    const int64_t used = static_cast<int64_t>(slots_.size());
+    r_.peak_slots = std::max(r_.peak_slots, used);
+    if (used > s_)
+      flag(i, Violation::kTooManySlots,
+           std::to_string(used) + " slots occupied, the budget is " + std::to_string(s_));
+    return true;
+  }
+
+  bool load_or_free(size_t i, const Action& act) {
+    const int64_t arg = act.arg;
+    auto it = slots_.find(arg);
+    if (it == slots_.end()) {
+      flag(i, arg < 0 ? Violation::kBadArgument : Violation::kSlotEmpty,
+           "slot " + std::to_string(arg) + " holds no state");
+      return false;
+    }
+    if (act.kind == ActionKind::kLoad) {
+      current_ = it->second;
+    } else {
+      if (--held_[it->second] == 0) held_.erase(it->second);
+      slots_.erase(it);
+    }
+    return true;
+  }
+
+  bool backward(size_t i, int64_t arg) {
+    if (arg < 1 || arg > l_) {
+      flag(i, Violation::kBadArgument, "backward steps are numbered 1.." + std::to_string(l_));
+      return false;
+    }
+    if (arg != next_backward_) {
+      r_.backward_order_ok = false;
+      flag(i, Violation::kBackwardOutOfOrder,
+           next_backward_ == 0
+               ? std::string("all backward steps are already done")
+               : "the next backward step must be " + std::to_string(next_backward_) +
+                     " (steps run l, l-1, ..., 1)");
+      return false;
+    }
+    if (current_ != arg - 1 && !held_.count(arg - 1)) {
+      flag(i, Violation::kStateUnavailable,
+           z(arg - 1) + " is neither the current state (" + z(current_) + ") nor in a slot");
+      return false;
+    }
+    --next_backward_;
+    ++r_.backward_steps;
+    return true;
+  }
+
+  const Schedule& schedule_;
+  const int64_t l_, s_;
+  const std::optional<int64_t> max_repetition_;
+  ValidationReport r_;
+  std::map<int64_t, int64_t> slots_;  // slot id -> state index
+  std::map<int64_t, int64_t> held_;   // state index -> number of slots holding it
+  int64_t current_ = 0;
+  int64_t next_backward_;
+};
+
+}  // namespace
+
 ValidationReport validate(const Schedule& schedule, int64_t l, int64_t s,
                           std::optional<int64_t> max_repetition) {
   check(l >= 1 && s >= 1, "checkpoint", "",
         "validate needs l >= 1 and s >= 1 (got l=" + std::to_string(l) +
             ", s=" + std::to_string(s) + ")");
-  ValidationReport r;
-  r.repetitions.assign(static_cast<size_t>(l) + 1, 0);
-  std::map<int64_t, int64_t> slots;  // slot id -> state index
-  std::map<int64_t, int64_t> held;   // state index -> number of slots holding it
-  slots[0] = 0;
-  held[0] = 1;
-  r.peak_slots = 1;
-  int64_t current = 0;
-  int64_t next_backward = l;
-
-  auto flag = [&](size_t i, Violation v, std::string why) {
-    if (!r.ok) return;
-    r.ok = false;
-    r.violation = v;
-    r.violation_index = static_cast<int64_t>(i);
-    r.reason = "action " + std::to_string(i) +
-               (i < schedule.size() ? " (" + to_string(schedule[i]) + ")" : std::string()) + ": " +
-               std::string(violation_name(v)) + ": " + why;
-  };
-  auto z = [](int64_t k) { return "z_" + std::to_string(k); };
-
-  for (size_t i = 0; i < schedule.size(); ++i) {
-    const Action& act = schedule[i];
-    const int64_t arg = act.arg;
-    bool stop = false;
-    switch (act.kind) {
-      case ActionKind::kAdvance: {
-        if (arg < 1) {
-          flag(i, Violation::kBadArgument, "advance needs at least one step");
-          stop = true;
-          break;
-        }
-        if (arg > l - current) {
-          flag(i, Violation::kAdvancePastEnd,
-               "the current state is " + z(current) + " and the chain ends at " + z(l));
-          stop = true;
-          break;
-        }
-        for (int64_t k = current + 1; k <= current + arg; ++k) {
-          const int64_t rep = ++r.repetitions[static_cast<size_t>(k)];
-          r.max_repetition = std::max(r.max_repetition, rep);
-          if (max_repetition && rep > *max_repetition)
-            flag(i, Violation::kRepetitionExceeded,
-                 "phi_" + std::to_string(k) + " computed " + std::to_string(rep) +
-                     " times, the limit is " + std::to_string(*max_repetition));
-        }
-        r.total_forward_steps += arg;
-        current += arg;
-        break;
-      }
-      case ActionKind::kSave: {
-        if (arg < 0) {
-          flag(i, Violation::kBadArgument, "negative slot id");
-          stop = true;
-          break;
-        }
-        if (auto it = slots.find(arg); it != slots.end()) {
-          flag(i, Violation::kSlotOccupied,
-               "slot " + std::to_string(arg) + " still holds " + z(it->second));
-          stop = true;
-          break;
-        }
-        slots[arg] = current;
-        ++held[current];
-        const int64_t used = static_cast<int64_t>(slots.size());
-        r.peak_slots = std::max(r.peak_slots, used);
-        if (used > s)
-          flag(i, Violation::kTooManySlots,
-               std::to_string(used) + " slots occupied, the budget is " + std::to_string(s));
-        break;
-      }
-      case ActionKind::kLoad:
-      case ActionKind::kFree: {
-        auto it = slots.find(arg);
-        if (it == slots.end()) {
-          flag(i, arg < 0 ? Violation::kBadArgument : Violation::kSlotEmpty,
-               "slot " + std::to_string(arg) + " holds no state");
-          stop = true;
-          break;
-        }
-        if (act.kind == ActionKind::kLoad) {
-          current = it->second;
-        } else {
-          if (--held[it->second] == 0) held.erase(it->second);
-          slots.erase(it);
-        }
-        break;
-      }
-      case ActionKind::kBackward: {
-        if (arg < 1 || arg > l) {
-          flag(i, Violation::kBadArgument, "backward steps are numbered 1.." + std::to_string(l));
-          stop = true;
-          break;
-        }
-        if (arg != next_backward) {
-          r.backward_order_ok = false;
-          flag(i, Violation::kBackwardOutOfOrder,
-               next_backward == 0
-                   ? std::string("all backward steps are already done")
-                   : "the next backward step must be " + std::to_string(next_backward) +
-                         " (steps run l, l-1, ..., 1)");
-          stop = true;
-          break;
-        }
-        if (current != arg - 1 && !held.count(arg - 1)) {
-          flag(i, Violation::kStateUnavailable,
-               z(arg - 1) + " is neither the current state (" + z(current) + ") nor in a slot");
-          stop = true;
-          break;
-        }
-        --next_backward;
-        ++r.backward_steps;
-        break;
-      }
-    }
-    if (stop) return r;
-  }
-  if (next_backward != 0)
-    flag(schedule.size(), Violation::kIncomplete,
-         "the schedule ends before backward step " + std::to_string(next_backward));
-  return r;
+  return Replay(schedule, l, s, max_repetition).run();
 }
 
 }  // namespace stax::partition

@@ -55,16 +55,11 @@ Node* copy_placeholder(Graph& g, const Node* n, NodeMap& m) {
 
 enum class Need : uint8_t { kNone, kPrimal, kSaved, kRecompute };
 
-}  // namespace
-
-SplitGraphs split_joint_graph(const JointGraph& joint, const RematAnalysis& a,
-                              const std::vector<bool>& save, bool heuristic_forced) {
-  const Graph& jg = joint.graph;
-  const size_t nv = a.values.size();
-  std::vector<Need> need(nv, Need::kNone);
-
-  // What the backward needs of each forward value: passed (primal), saved, or recomputed from
-  // its inputs. Iterative DFS (recompute chains can be long).
+// What the backward needs of each forward value: passed (primal), saved, or recomputed from its
+// inputs. Iterative DFS (recompute chains can be long).
+std::vector<Need> backward_needs(const RematAnalysis& a, const std::vector<bool>& save,
+                                 bool heuristic_forced) {
+  std::vector<Need> need(a.values.size(), Need::kNone);
   auto require = [&](const Node* root) {
     const int root_index = a.value_index(root);
     if (root_index < 0) return;  // a tangent or a backward node
@@ -96,86 +91,101 @@ SplitGraphs split_joint_graph(const JointGraph& joint, const RematAnalysis& a,
   for (const Node* b : a.backward_nodes)
     for (const Node* in : b->input_nodes()) require(in);
   for (const Node* gr : a.gradients) require(gr);
+  return need;
+}
 
-  SplitGraphs out;
+// The forward graph: the primals, every value a forward output or a saved value depends on;
+// returns the forward outputs, then the saved values.
+Graph forward_graph(const Graph& jg, const RematAnalysis& a, const std::vector<Need>& need) {
+  const size_t nv = a.values.size();
+  std::vector<bool> live(nv, false);
+  std::vector<size_t> stack;
+  for (const Node* o : a.forward_outputs) stack.push_back(static_cast<size_t>(a.value_index(o)));
+  for (size_t i = 0; i < nv; ++i)
+    if (need[i] == Need::kSaved) stack.push_back(i);
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    if (live[i]) continue;
+    live[i] = true;
+    for (int in : a.values[i].inputs) stack.push_back(static_cast<size_t>(in));
+  }
+  Graph fg(jg.registry());
+  NodeMap m(jg.size());
   for (size_t i = 0; i < nv; ++i) {
+    const ValueInfo& v = a.values[i];
+    if (v.is_primal)
+      copy_placeholder(fg, v.node, m);
+    else if (live[i])
+      copy_call(fg, v.node, m);
+  }
+  std::vector<Node*> results;
+  for (const Node* o : a.forward_outputs) results.push_back(m.at(o));
+  for (size_t i = 0; i < nv; ++i)
+    if (need[i] == Need::kSaved) results.push_back(m.at(a.values[i].node));
+  fg.output(std::move(results));
+  return fg;
+}
+
+// The backward graph: saved primals, saved values and tangents in, each backward node after the
+// recomputation of the forward values it reads; the gradients out. Appends the recomputed
+// values' names to `recomputed`.
+Graph backward_graph(const Graph& jg, const RematAnalysis& a, const std::vector<Need>& need,
+                     std::vector<std::string>& recomputed) {
+  const size_t nv = a.values.size();
+  Graph bg(jg.registry());
+  NodeMap m(jg.size());
+  for (size_t i = 0; i < nv; ++i)
+    if (need[i] == Need::kPrimal) copy_placeholder(bg, a.values[i].node, m);
+  for (size_t i = 0; i < nv; ++i)
+    if (need[i] == Need::kSaved) copy_placeholder(bg, a.values[i].node, m);
+  for (const Node* t : a.tangents) copy_placeholder(bg, t, m);
+
+  // Emits the recomputation of forward value root (inputs first), unless already there.
+  auto materialize = [&](const Node* root) {
+    if (m.has(root) || a.value_index(root) < 0) return;
+    std::vector<std::pair<const ValueInfo*, bool>> stack{{a.find(root), false}};
+    while (!stack.empty()) {
+      auto [v, expanded] = stack.back();
+      stack.pop_back();
+      if (m.has(v->node)) continue;
+      if (expanded) {
+        copy_call(bg, v->node, m);
+        recomputed.push_back(v->node->name());
+        continue;
+      }
+      stack.emplace_back(v, true);
+      for (auto it = v->inputs.rbegin(); it != v->inputs.rend(); ++it) {
+        const ValueInfo* in = &a.values[static_cast<size_t>(*it)];
+        if (!m.has(in->node)) stack.emplace_back(in, false);
+      }
+    }
+  };
+  for (const Node* b : a.backward_nodes) {
+    for (const Node* in : b->input_nodes()) materialize(in);
+    copy_call(bg, b, m);
+  }
+  std::vector<Node*> grads;
+  for (const Node* gr : a.gradients) {
+    materialize(gr);
+    grads.push_back(m.at(gr));
+  }
+  bg.output(std::move(grads));
+  return bg;
+}
+
+}  // namespace
+
+SplitGraphs split_joint_graph(const JointGraph& joint, const RematAnalysis& a,
+                              const std::vector<bool>& save, bool heuristic_forced) {
+  const std::vector<Need> need = backward_needs(a, save, heuristic_forced);
+  SplitGraphs out;
+  for (size_t i = 0; i < a.values.size(); ++i) {
     if (need[i] == Need::kPrimal) out.saved_primals.push_back(a.values[i].node->name());
     if (need[i] == Need::kSaved) out.saved.push_back(a.values[i].node->name());
   }
-
-  // ---- forward graph ----
-  {
-    std::vector<bool> live(nv, false);
-    std::vector<size_t> stack;
-    for (const Node* o : a.forward_outputs) stack.push_back(static_cast<size_t>(a.value_index(o)));
-    for (size_t i = 0; i < nv; ++i)
-      if (need[i] == Need::kSaved) stack.push_back(i);
-    while (!stack.empty()) {
-      const size_t i = stack.back();
-      stack.pop_back();
-      if (live[i]) continue;
-      live[i] = true;
-      for (int in : a.values[i].inputs) stack.push_back(static_cast<size_t>(in));
-    }
-    Graph& fg = out.forward;
-    fg = Graph(jg.registry());
-    NodeMap m(jg.size());
-    for (size_t i = 0; i < nv; ++i) {
-      const ValueInfo& v = a.values[i];
-      if (v.is_primal)
-        copy_placeholder(fg, v.node, m);
-      else if (live[i])
-        copy_call(fg, v.node, m);
-    }
-    std::vector<Node*> results;
-    for (const Node* o : a.forward_outputs) results.push_back(m.at(o));
-    for (size_t i = 0; i < nv; ++i)
-      if (need[i] == Need::kSaved) results.push_back(m.at(a.values[i].node));
-    fg.output(std::move(results));
-  }
-
-  // ---- backward graph ----
-  {
-    Graph& bg = out.backward;
-    bg = Graph(jg.registry());
-    NodeMap m(jg.size());
-    for (size_t i = 0; i < nv; ++i)
-      if (need[i] == Need::kPrimal) copy_placeholder(bg, a.values[i].node, m);
-    for (size_t i = 0; i < nv; ++i)
-      if (need[i] == Need::kSaved) copy_placeholder(bg, a.values[i].node, m);
-    for (const Node* t : a.tangents) copy_placeholder(bg, t, m);
-
-    // Emits the recomputation of forward value root (inputs first), unless already there.
-    auto materialize = [&](const Node* root) {
-      if (m.has(root) || a.value_index(root) < 0) return;
-      std::vector<std::pair<const ValueInfo*, bool>> stack{{a.find(root), false}};
-      while (!stack.empty()) {
-        auto [v, expanded] = stack.back();
-        stack.pop_back();
-        if (m.has(v->node)) continue;
-        if (expanded) {
-          copy_call(bg, v->node, m);
-          out.recomputed.push_back(v->node->name());
-          continue;
-        }
-        stack.emplace_back(v, true);
-        for (auto it = v->inputs.rbegin(); it != v->inputs.rend(); ++it) {
-          const ValueInfo* in = &a.values[static_cast<size_t>(*it)];
-          if (!m.has(in->node)) stack.emplace_back(in, false);
-        }
-      }
-    };
-    for (const Node* b : a.backward_nodes) {
-      for (const Node* in : b->input_nodes()) materialize(in);
-      copy_call(bg, b, m);
-    }
-    std::vector<Node*> grads;
-    for (const Node* gr : a.gradients) {
-      materialize(gr);
-      grads.push_back(m.at(gr));
-    }
-    bg.output(std::move(grads));
-  }
+  out.forward = forward_graph(joint.graph, a, need);
+  out.backward = backward_graph(joint.graph, a, need, out.recomputed);
   return out;
 }
 

@@ -5,22 +5,29 @@
 #include <unordered_set>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/partition/maxflow.h"
 #include "core/support/error.h"
 
 namespace stax::partition {
 namespace {
 
+bool has(const OpDef& op, OpTrait trait) { return default_op_traits().has(op, trait); }
+
+// Indexing ops whose kernel writes a whole buffer (index_put, scatter, scatter_add).
 bool is_scatter_like(const OpDef& op) {
-  const std::string& base = op.schema.base;
-  return op.category == OpCategory::Indexing &&
-         (base == "index_put" || base == "scatter" || base == "scatter_add");
+  return op.category == OpCategory::Indexing && has(op, kTraitOpaque);
 }
 
 // Composite ops whose decomposition is pointwise (cheap and fusible like any pointwise op). The
 // other composites hold a reduction over their input or a matmul.
 bool is_pointwise_composite(const OpDef& op) {
-  return op.category == OpCategory::Composite && op.schema.base == "silu";
+  return op.category == OpCategory::Composite && has(op, kTraitPointwiseComposite);
+}
+
+// Composite ops that hold a matrix product (linear): their inputs are materialized for it.
+bool is_opaque_composite(const OpDef& op) {
+  return op.category == OpCategory::Composite && has(op, kTraitOpaque);
 }
 
 bool lowered(const Node& n, const RematPolicy& policy) {
@@ -105,7 +112,7 @@ bool is_opaque_consumer(const Node& n, const RematPolicy& policy) {
   if (!n.is_call()) return false;
   const OpDef& op = *n.op();
   if (op.category == OpCategory::Extern || op.category == OpCategory::Random ||
-      is_scatter_like(op) || (op.category == OpCategory::Composite && op.schema.base == "linear"))
+      is_scatter_like(op) || is_opaque_composite(op))
     return true;
   return !lowered(n, policy);
 }
@@ -133,16 +140,15 @@ const ValueInfo* RematAnalysis::find(std::string_view name) const {
   return nullptr;
 }
 
-RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) {
-  const Graph& g = joint.graph;
-  check(g.output_node() != nullptr, "partition", "joint graph",
-        "the joint graph has no output node");
-  RematAnalysis a;
-  a.value_of.assign(g.size(), -1);
-  Sets sets{&a, std::vector<uint8_t>(g.size(), 0)};
-  std::unordered_set<std::string> tangent_names(joint.tangents.begin(), joint.tangents.end());
+namespace {
 
-  // Forward values, backward nodes, tangents.
+constexpr int kFar = std::numeric_limits<int>::max() / 2;
+
+// The forward values (primals, then [FW] calls in graph order), the backward nodes and the
+// tangents; returns the forward calls in order.
+std::vector<const Node*> collect_values(const JointGraph& joint, RematAnalysis& a) {
+  const Graph& g = joint.graph;
+  std::unordered_set<std::string> tangent_names(joint.tangents.begin(), joint.tangents.end());
   std::vector<const Node*> forward_calls;
   for (const Node* n : g.nodes()) {
     if (n->is_output()) continue;
@@ -176,9 +182,12 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
     a.values.push_back(v);
     forward_calls.push_back(n);
   }
+  return forward_calls;
+}
 
-  // Outputs: the forward's, then the gradients.
-  std::vector<Node*> outs = g.outputs();
+// Outputs: the forward's, then the gradients.
+void collect_outputs(const JointGraph& joint, RematAnalysis& a, Sets& sets) {
+  std::vector<Node*> outs = joint.graph.outputs();
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i]) continue;
     if (i < joint.num_forward_outputs) {
@@ -189,17 +198,20 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
       sets.returned[static_cast<size_t>(outs[i]->index())] |= 2;
     }
   }
+}
 
-  // B: read by a backward node or returned as a gradient.
+// B: read by a backward node or returned as a gradient.
+void mark_backward_reads(RematAnalysis& a) {
   for (const Node* b : a.backward_nodes)
     for (const Node* in : b->input_nodes())
       if (const int i = a.value_index(in); i >= 0) a.values[static_cast<size_t>(i)].in_b = true;
   for (const Node* gr : a.gradients)
     if (const int i = a.value_index(gr); i >= 0) a.values[static_cast<size_t>(i)].in_b = true;
+}
 
-  // d(v): hops to the first backward reader through forward users (users follow in graph order,
-  // so one reverse sweep suffices).
-  constexpr int kFar = std::numeric_limits<int>::max() / 2;
+// d(v): hops to the first backward reader through forward users (users follow in graph order,
+// so one reverse sweep suffices).
+void compute_distances(RematAnalysis& a, const Sets& sets) {
   std::vector<int> hops(a.values.size(), kFar);
   for (size_t i = a.values.size(); i-- > 0;) {
     const Node* n = a.values[i].node;
@@ -217,12 +229,10 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
     hops[i] = best;
     a.values[i].distance = best >= kFar ? 100 : std::clamp(best, 1, 100);
   }
+}
 
-  // Forward positions (the forward's execution order) for the near-far rule.
-  std::vector<int> fpos(g.size(), -1);
-  for (size_t i = 0; i < forward_calls.size(); ++i)
-    fpos[static_cast<size_t>(forward_calls[i]->index())] = static_cast<int>(i);
-
+// Bytes, U's three cases, beta and the capacity of every forward value.
+void classify_values(RematAnalysis& a, const Sets& sets, const RematPolicy& policy) {
   for (ValueInfo& v : a.values) {
     const Node* n = v.node;
     v.bytes = n->meta().nbytes();
@@ -243,8 +253,10 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
     }
     v.capacity = remat_capacity(v.bytes, v.distance, v.written_anyway);
   }
+}
 
-  // User policy.
+// must_recompute and must_save, by node name.
+void apply_user_policy(const Graph& g, RematAnalysis& a, const RematPolicy& policy) {
   auto lookup = [&](const std::string& name, const char* what) -> ValueInfo& {
     const Node* n = g.find(name);
     check(n != nullptr, "partition", name, std::string(what) + ": no value named '" + name + "'");
@@ -262,26 +274,32 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
     ValueInfo& v = lookup(name, "must_save");
     if (!v.is_primal) v.forced = ForceReason::kUser;
   }
+}
 
-  // Forced save: read near and far in the forward.
-  if (policy.force_save_near_far && policy.far_distance > 0) {
-    for (ValueInfo& v : a.values) {
-      if (v.is_primal || v.from_source()) continue;
-      const int p = fpos[static_cast<size_t>(v.node->index())];
-      int nearest = kFar, farthest = -1;
-      for (const Node* u : v.node->users()) {
-        if (u->is_output()) continue;
-        const int q = fpos[static_cast<size_t>(u->index())];
-        if (q < 0) continue;
-        nearest = std::min(nearest, q - p);
-        farthest = std::max(farthest, q - p);
-      }
-      if (nearest <= policy.near_distance && farthest >= policy.far_distance)
-        v.forced = ForceReason::kNearFar;
+// Forced save: read near and far in the forward (positions among the forward calls).
+void force_near_far(const Graph& g, RematAnalysis& a, const std::vector<const Node*>& forward_calls,
+                    const RematPolicy& policy) {
+  std::vector<int> fpos(g.size(), -1);
+  for (size_t i = 0; i < forward_calls.size(); ++i)
+    fpos[static_cast<size_t>(forward_calls[i]->index())] = static_cast<int>(i);
+  for (ValueInfo& v : a.values) {
+    if (v.is_primal || v.from_source()) continue;
+    const int p = fpos[static_cast<size_t>(v.node->index())];
+    int nearest = kFar, farthest = -1;
+    for (const Node* u : v.node->users()) {
+      if (u->is_output()) continue;
+      const int q = fpos[static_cast<size_t>(u->index())];
+      if (q < 0) continue;
+      nearest = std::min(nearest, q - p);
+      farthest = std::max(farthest, q - p);
     }
+    if (nearest <= policy.near_distance && farthest >= policy.far_distance)
+      v.forced = ForceReason::kNearFar;
   }
+}
 
-  // Forced save: the end of a long fusible chain that the backward needs.
+// Forced save: the end of a long fusible chain that the backward needs.
+void force_long_chains(RematAnalysis& a, const RematPolicy& policy) {
   for (ValueInfo& v : a.values) {
     if (v.is_primal || v.from_source() || !is_fusible_producer(*v.node, policy)) continue;
     int longest = 0;
@@ -293,6 +311,26 @@ RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) 
       v.chain = 0;
     }
   }
+}
+
+}  // namespace
+
+RematAnalysis analyze_remat(const JointGraph& joint, const RematPolicy& policy) {
+  const Graph& g = joint.graph;
+  check(g.output_node() != nullptr, "partition", "joint graph",
+        "the joint graph has no output node");
+  RematAnalysis a;
+  a.value_of.assign(g.size(), -1);
+  Sets sets{&a, std::vector<uint8_t>(g.size(), 0)};
+  const std::vector<const Node*> forward_calls = collect_values(joint, a);
+  collect_outputs(joint, a, sets);
+  mark_backward_reads(a);
+  compute_distances(a, sets);
+  classify_values(a, sets, policy);
+  apply_user_policy(g, a, policy);
+  if (policy.force_save_near_far && policy.far_distance > 0)
+    force_near_far(g, a, forward_calls, policy);
+  force_long_chains(a, policy);
   return a;
 }
 

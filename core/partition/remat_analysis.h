@@ -16,7 +16,9 @@
 // B. Forward values read by a [BW] node (any argument, lists included) or returned as a gradient
 //   (a joint output after the forward outputs).
 //
-// U (§5.4's three cases; only call nodes, never primals):
+// U (§5.4's three cases; only call nodes, never primals). The ops named below are found by their
+// category and the traits their families register (core/graph/op_traits.h: kTraitPointwiseComposite
+// for silu, kTraitOpaque for linear and the scatter writes), never by name:
 //   1 NotCheap: the op is not cheap to recompute or is no loop-level kernel: Extern (mm, bmm,
 //     matmul, addmm), Random (the joint graph gives them an rng_seed so a recomputation would draw
 //     the same numbers, but by default Stax never spends an RNG replay on a backward: drawing is

@@ -256,221 +256,399 @@ Tensor frame_view(const Tensor& t, const Layout& have, const Layout& view) {
   return t.as_strided(view.size, view.stride, t.storage_offset() - have.offset + view.offset);
 }
 
-// One run with every buffer in the backend's device memory (see RunStats).
-std::vector<Tensor> run_on_device(const Impl& impl, const std::vector<Tensor>& inputs,
-                                  const GraphRunOptions& options, Impl::RunContext& ctx,
-                                  Allocator& alloc) {
-  const Plugin& plugin = *impl.plugin;
-  const LoweredGraph& l = impl.lowered;
-  const size_t n_inputs = l.inputs.size();
-  RunStats st;
-  st.on_device = true;
-  if (!ctx.stream_owner) {
-    ctx.stream = plugin.stream_create();
-    ctx.stream_owner = &plugin;
+// One run with every buffer in the backend's device memory (see RunStats): the slots' device
+// storage, their host copies and the copies between them, step by step.
+class DeviceRun {
+ public:
+  DeviceRun(const Impl& impl, const GraphRunOptions& options, Impl::RunContext& ctx,
+            Allocator& alloc)
+      : impl_(impl), plugin_(*impl.plugin), options_(options), ctx_(ctx), alloc_(alloc) {
+    st_.on_device = true;
+    if (!ctx_.stream_owner) {
+      ctx_.stream = plugin_.stream_create();
+      ctx_.stream_owner = &plugin_;
+    }
+    stream_ = ctx_.stream;
+    ctx_.device_slots.resize(impl_.slots.size());
+    if (!ctx_.device_arena && impl_.memory.arena_bytes > 0)
+      ctx_.device_arena = std::make_unique<Impl::DeviceBlock>(
+          plugin_, static_cast<size_t>(impl_.memory.arena_bytes));
+    dev_.assign(impl_.slots.size(), nullptr);
+    host_.resize(impl_.slots.size());
   }
-  void* stream = ctx.stream;
-  ctx.device_slots.resize(impl.slots.size());
-  if (!ctx.device_arena && impl.memory.arena_bytes > 0)
-    ctx.device_arena =
-        std::make_unique<Impl::DeviceBlock>(plugin, static_cast<size_t>(impl.memory.arena_bytes));
 
-  auto bytes_of = [](const Layout& lay) {
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
+    try {
+      load_inputs(inputs);
+      for (const Impl::Step& step : impl_.steps) {
+        try {
+          run_step(step);
+        } catch (const Error& e) {
+          if (!e.location().empty()) throw;
+          throw Error(e.stage(), step_nodes(impl_, step), e.message());
+        }
+        for (size_t s : step.frees) {
+          dev_[s] = nullptr;
+          host_[s] = Tensor();
+        }
+      }
+      return outputs();
+    } catch (...) {
+      // Queued copies may still target host memory this frame owns: wait for them first.
+      try {
+        plugin_.device_synchronize(stream_);
+      } catch (const Error&) {
+      }
+      throw;
+    }
+  }
+
+ private:
+  static size_t bytes_of(const Layout& lay) {
     return static_cast<size_t>(lay.storage_numel()) * dtype_size(lay.dtype);
-  };
-  // Per slot: its device storage (element 0 of the slot's frame), and its host copy when the
-  // host has one (an input, an interpreter result, a slot copied out for the interpreter).
-  std::vector<std::byte*> dev(impl.slots.size(), nullptr);
-  std::vector<Tensor> host(impl.slots.size());
-  auto host_base = [&](size_t s) -> std::byte* {
-    const Tensor& t = host[s];
-    return t.data_ptr() - impl.slots[s]->layout().offset * static_cast<int64_t>(t.itemsize());
-  };
+  }
+  std::byte* host_base(size_t s) const {
+    const Tensor& t = host_[s];
+    return t.data_ptr() - impl_.slots[s]->layout().offset * static_cast<int64_t>(t.itemsize());
+  }
   // Device storage for slot s: its arena bytes, or a block of this context's.
-  auto device_storage = [&](size_t s) -> std::byte* {
-    const BufferPlacement* p = s < impl.placements.size() ? impl.placements[s] : nullptr;
+  std::byte* device_storage(size_t s) {
+    const BufferPlacement* p = s < impl_.placements.size() ? impl_.placements[s] : nullptr;
     if (p && p->kind == BufferPlacement::Kind::Arena)
-      return static_cast<std::byte*>(ctx.device_arena->data) + p->offset;
+      return static_cast<std::byte*>(ctx_.device_arena->data) + p->offset;
     if (p && p->kind == BufferPlacement::Kind::Temporary) return nullptr;  // in its host's bytes
-    size_t need = bytes_of(impl.slots[s]->layout());
-    std::unique_ptr<Impl::DeviceBlock>& b = ctx.device_slots[s];
+    size_t need = bytes_of(impl_.slots[s]->layout());
+    std::unique_ptr<Impl::DeviceBlock>& b = ctx_.device_slots[s];
     if (!b || b->bytes < need) {
       b.reset();
-      b = std::make_unique<Impl::DeviceBlock>(plugin, need);
+      b = std::make_unique<Impl::DeviceBlock>(plugin_, need);
     }
     return static_cast<std::byte*>(b->data);
-  };
-  auto copy = [&](StaxCopyKind kind, void* dst, const void* src, size_t bytes) {
+  }
+  void copy(StaxCopyKind kind, void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
-    plugin.device_copy(kind, dst, src, bytes, stream);
+    plugin_.device_copy(kind, dst, src, bytes, stream_);
     if (kind == STAX_COPY_HOST_TO_DEVICE) {
-      ++st.host_to_device;
-      st.host_to_device_bytes += static_cast<int64_t>(bytes);
+      ++st_.host_to_device;
+      st_.host_to_device_bytes += static_cast<int64_t>(bytes);
     } else {
-      ++st.device_to_host;
-      st.device_to_host_bytes += static_cast<int64_t>(bytes);
+      ++st_.device_to_host;
+      st_.device_to_host_bytes += static_cast<int64_t>(bytes);
     }
-  };
-  auto synchronize = [&] {
-    plugin.device_synchronize(stream);
-    ++st.synchronizes;
-  };
+  }
+  void synchronize() {
+    plugin_.device_synchronize(stream_);
+    ++st_.synchronizes;
+  }
   // The slot's device pointer, copying its host copy in on first use.
-  auto on_device = [&](size_t s) -> std::byte* {
-    if (dev[s]) return dev[s];
-    if (!host[s].defined())
-      throw Error("runtime", impl.slots[s]->name(),
+  std::byte* on_device(size_t s) {
+    if (dev_[s]) return dev_[s];
+    if (!host_[s].defined())
+      throw Error("runtime", impl_.slots[s]->name(),
                   "internal: buffer used before it was computed or after it was released");
-    dev[s] = device_storage(s);
-    copy(STAX_COPY_HOST_TO_DEVICE, dev[s], host_base(s), bytes_of(impl.slots[s]->layout()));
-    return dev[s];
-  };
+    dev_[s] = device_storage(s);
+    copy(STAX_COPY_HOST_TO_DEVICE, dev_[s], host_base(s), bytes_of(impl_.slots[s]->layout()));
+    return dev_[s];
+  }
   // Queues the copy of slot s to the host (into `into`, storage with the slot's layout) unless
   // the host has it; the caller synchronises before reading.
-  auto to_host = [&](size_t s, Tensor into) {
-    if (host[s].defined()) return;
-    if (!dev[s])
-      throw Error("runtime", impl.slots[s]->name(),
+  void to_host(size_t s, Tensor into) {
+    if (host_[s].defined()) return;
+    if (!dev_[s])
+      throw Error("runtime", impl_.slots[s]->name(),
                   "internal: buffer used before it was computed or after it was released");
-    host[s] = std::move(into);
-    copy(STAX_COPY_DEVICE_TO_HOST, host_base(s), dev[s], bytes_of(impl.slots[s]->layout()));
-  };
-  auto staging = [&](size_t s) {
-    const Layout& lay = impl.slots[s]->layout();
+    host_[s] = std::move(into);
+    copy(STAX_COPY_DEVICE_TO_HOST, host_base(s), dev_[s], bytes_of(impl_.slots[s]->layout()));
+  }
+  Tensor staging(size_t s) const {
+    const Layout& lay = impl_.slots[s]->layout();
     return Tensor::empty({std::max<int64_t>(lay.storage_numel(), 1)}, lay.dtype)
         .as_strided(lay.size, lay.stride, lay.offset);
-  };
+  }
+  // Slot s is (about to be) written on the device: its host copy is stale.
+  void written_on_device(size_t s) {
+    dev_[s] = device_storage(s);
+    host_[s] = Tensor();
+  }
 
-  try {
-    for (size_t i = 0; i < n_inputs; ++i) {
+  void load_inputs(const std::vector<Tensor>& inputs) {
+    const LoweredGraph& l = impl_.lowered;
+    for (size_t i = 0; i < l.inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       const Layout& want = l.inputs[i]->layout();
       if (same_layout(t, want.size, want.stride) && want.offset == 0) {
-        host[i] = t;
+        host_[i] = t;
       } else {
-        host[i] = alloc.allocate(want);
-        host[i].copy_from(t);
+        host_[i] = alloc_.allocate(want);
+        host_[i].copy_from(t);
       }
     }
-    for (const Impl::Step& step : impl.steps) {
-      const size_t out_slot = step.outputs.front();
-      const Buffer& produced = *impl.slots[out_slot];
-      try {
-        // An interpreter step: copy what it reads to the host, run, copy its result in lazily.
-        auto interpret = [&](const Node& node, const std::vector<const Node*>& arg_nodes,
-                             const std::vector<KernelInput>& ins) {
-          const size_t queued = st.device_to_host;
-          for (size_t k = 0; k < ins.size(); ++k)
-            to_host(step.arg_slots[k], staging(step.arg_slots[k]));
-          if (st.device_to_host > queued) synchronize();
-          std::vector<Tensor> args;
-          for (size_t k = 0; k < ins.size(); ++k) {
-            size_t s = step.arg_slots[k];
-            args.push_back(frame_view(host[s], impl.slots[s]->layout(), ins[k].layout));
-          }
-          if (node.meta().runtime_sized())
-            throw Error("runtime", node_where(node),
-                        node.target() + ": a result whose size is known only at run time is not "
-                        "supported on a device-resident backend yet; run the graph on cpu_cpp");
-          Tensor r = interpret_node(node, arg_nodes, args, options.seed);
-          ++st.interpreter_steps;
-          const Layout& want = produced.layout();
-          if (same_layout(r, want.size, want.stride) && want.offset == 0) {
-            host[out_slot] = r;
-          } else {
-            host[out_slot] = staging(out_slot);
-            host[out_slot].copy_from(r);
-          }
-          dev[out_slot] = nullptr;  // copied in when a device step reads it
-        };
-        switch (step.kind) {
-          case Impl::StepKind::Kernel: {
-            for (size_t s : step.outputs) {
-              dev[s] = device_storage(s);
-              host[s] = Tensor();
-            }
-            std::vector<void*> ptrs;
-            for (size_t s : step.arg_slots) ptrs.push_back(on_device(s));
-            try {
-              impl.compiled[step.kernel]->run_on_device(ptrs.data(), ptrs.size(), stream);
-            } catch (const Error& e) {
-              throw Error("runtime", step_nodes(impl, step),
-                          "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
-            }
-            ++st.launches;
-            break;
-          }
-          case Impl::StepKind::Extern: {
-            const auto& ek = static_cast<const ExternKernel&>(produced);
-            if (!step.on_interpreter) {
-              std::vector<StaxTensorDesc> descs;
-              for (size_t k = 0; k < ek.inputs().size(); ++k)
-                descs.push_back(tensor_desc(on_device(step.arg_slots[k]), ek.inputs()[k].layout));
-              dev[out_slot] = device_storage(out_slot);
-              host[out_slot] = Tensor();
-              descs.push_back(tensor_desc(dev[out_slot], produced.layout()));
-              plugin.run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars(), stream);
-              ++st.extern_calls;
-            } else {
-              interpret(*ek.node(), tensor_args(*ek.node()), ek.inputs());
-            }
-            if (step.epilogue != SIZE_MAX) {  // the product's epilogue, after it on the device
-              for (size_t s : step.outputs)
-                if (s != out_slot) {
-                  dev[s] = device_storage(s);
-                  host[s] = Tensor();
-                }
-              std::vector<void*> ptrs;
-              for (size_t s : step.epilogue_slots) ptrs.push_back(on_device(s));
-              try {
-                impl.compiled[step.epilogue]->run_on_device(ptrs.data(), ptrs.size(), stream);
-              } catch (const Error& e) {
-                throw Error("runtime", step_nodes(impl, step),
-                            "kernel '" + impl.compiled[step.epilogue]->name() + "': " + e.message());
-              }
-              ++st.launches;
-            }
-            break;
-          }
-          case Impl::StepKind::Fallback: {
-            const auto& fk = static_cast<const FallbackKernel&>(produced);
-            interpret(*fk.node(), fk.arg_nodes(), fk.inputs());
-            break;
-          }
-        }
-      } catch (const Error& e) {
-        if (!e.location().empty()) throw;
-        throw Error(e.stage(), step_nodes(impl, step), e.message());
-      }
-      for (size_t s : step.frees) {
-        dev[s] = nullptr;
-        host[s] = Tensor();
-      }
-    }
+  }
 
+  void run_step(const Impl::Step& step) {
+    const Buffer& produced = *impl_.slots[step.outputs.front()];
+    switch (step.kind) {
+      case Impl::StepKind::Kernel: {
+        for (size_t s : step.outputs) written_on_device(s);
+        launch(step, step.kernel, step.arg_slots);
+        break;
+      }
+      case Impl::StepKind::Extern: {
+        const auto& ek = static_cast<const ExternKernel&>(produced);
+        if (!step.on_interpreter)
+          call_extern(step, ek);
+        else
+          interpret(step, *ek.node(), tensor_args(*ek.node()), ek.inputs());
+        if (step.epilogue != SIZE_MAX) {  // the product's epilogue, after it on the device
+          for (size_t s : step.outputs)
+            if (s != step.outputs.front()) written_on_device(s);
+          launch(step, step.epilogue, step.epilogue_slots);
+        }
+        break;
+      }
+      case Impl::StepKind::Fallback: {
+        const auto& fk = static_cast<const FallbackKernel&>(produced);
+        interpret(step, *fk.node(), fk.arg_nodes(), fk.inputs());
+        break;
+      }
+    }
+  }
+
+  // Runs compiled kernel `kernel` of `step` over the device pointers of `slots`.
+  void launch(const Impl::Step& step, size_t kernel, const std::vector<size_t>& slots) {
+    std::vector<void*> ptrs;
+    for (size_t s : slots) ptrs.push_back(on_device(s));
+    try {
+      impl_.compiled[kernel]->run_on_device(ptrs.data(), ptrs.size(), stream_);
+    } catch (const Error& e) {
+      throw Error("runtime", step_nodes(impl_, step),
+                  "kernel '" + impl_.compiled[kernel]->name() + "': " + e.message());
+    }
+    ++st_.launches;
+  }
+
+  void call_extern(const Impl::Step& step, const ExternKernel& ek) {
+    const size_t out_slot = step.outputs.front();
+    std::vector<StaxTensorDesc> descs;
+    for (size_t k = 0; k < ek.inputs().size(); ++k)
+      descs.push_back(tensor_desc(on_device(step.arg_slots[k]), ek.inputs()[k].layout));
+    written_on_device(out_slot);
+    descs.push_back(tensor_desc(dev_[out_slot], impl_.slots[out_slot]->layout()));
+    plugin_.run_extern(ek.kernel(), descs, ek.inputs().size(), ek.scalars(), stream_);
+    ++st_.extern_calls;
+  }
+
+  // An interpreter step: copy what it reads to the host, run, copy its result in lazily.
+  void interpret(const Impl::Step& step, const Node& node,
+                 const std::vector<const Node*>& arg_nodes, const std::vector<KernelInput>& ins) {
+    const size_t out_slot = step.outputs.front();
+    const size_t queued = st_.device_to_host;
+    for (size_t k = 0; k < ins.size(); ++k) to_host(step.arg_slots[k], staging(step.arg_slots[k]));
+    if (st_.device_to_host > queued) synchronize();
+    std::vector<Tensor> args;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      size_t s = step.arg_slots[k];
+      args.push_back(frame_view(host_[s], impl_.slots[s]->layout(), ins[k].layout));
+    }
+    if (node.meta().runtime_sized())
+      throw Error("runtime", node_where(node),
+                  node.target() + ": a result whose size is known only at run time is not "
+                  "supported on a device-resident backend yet; run the graph on cpu_cpp");
+    Tensor r = interpret_node(node, arg_nodes, args, options_.seed);
+    ++st_.interpreter_steps;
+    const Layout& want = impl_.slots[out_slot]->layout();
+    if (same_layout(r, want.size, want.stride) && want.offset == 0) {
+      host_[out_slot] = r;
+    } else {
+      host_[out_slot] = staging(out_slot);
+      host_[out_slot].copy_from(r);
+    }
+    dev_[out_slot] = nullptr;  // copied in when a device step reads it
+  }
+
+  std::vector<Tensor> outputs() {
+    const LoweredGraph& l = impl_.lowered;
     std::vector<size_t> out_slots;
     for (const GraphOutput& o : l.outputs) {
-      size_t s = output_slot(impl, o);
-      to_host(s, alloc.allocate(impl.slots[s]->layout()));
+      size_t s = output_slot(impl_, o);
+      to_host(s, alloc_.allocate(impl_.slots[s]->layout()));
       out_slots.push_back(s);
     }
     synchronize();  // before the host reads what the device wrote
     std::vector<Tensor> outputs;
     for (size_t k = 0; k < l.outputs.size(); ++k) {
       size_t s = out_slots[k];
-      outputs.push_back(frame_view(host[s], impl.slots[s]->layout(), l.outputs[k].layout));
+      outputs.push_back(frame_view(host_[s], impl_.slots[s]->layout(), l.outputs[k].layout));
     }
-    if (options.stats) *options.stats = st;
+    if (options_.stats) *options_.stats = st_;
     return outputs;
-  } catch (...) {
-    // Queued copies may still target host memory this frame owns: wait for them first.
-    try {
-      plugin.device_synchronize(stream);
-    } catch (const Error&) {
-    }
-    throw;
   }
-}
+
+  const Impl& impl_;
+  const Plugin& plugin_;
+  const GraphRunOptions& options_;
+  Impl::RunContext& ctx_;
+  Allocator& alloc_;
+  RunStats st_;
+  void* stream_ = nullptr;
+  // Per slot: its device storage (element 0 of the slot's frame), and its host copy when the
+  // host has one (an input, an interpreter result, a slot copied out for the interpreter).
+  std::vector<std::byte*> dev_;
+  std::vector<Tensor> host_;
+};
+
+// One run with every buffer in host memory: the arena, pool storage for outputs, steps in order.
+class HostRun {
+ public:
+  HostRun(const Impl& impl, const GraphRunOptions& options, Impl::RunContext& ctx,
+          Allocator& alloc)
+      : impl_(impl), options_(options), ctx_(ctx), alloc_(alloc), slots_(impl) {
+    if (!ctx_.arena.defined() && impl_.memory.arena_bytes > 0)
+      ctx_.arena = Tensor::empty({impl_.memory.arena_bytes}, DType::UInt8);
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
+    load_inputs(inputs);
+    for (const Impl::Step& step : impl_.steps) {
+      try {
+        run_step(step);
+      } catch (const Error& e) {  // e.g. an allocation failure: name the graph nodes
+        if (!e.location().empty()) throw;
+        throw Error(e.stage(), step_nodes(impl_, step), e.message());
+      }
+      for (size_t s : step.frees) slots_.at(s) = Tensor();
+    }
+    std::vector<Tensor> outputs;
+    for (const GraphOutput& o : impl_.lowered.outputs) {
+      size_t s = output_slot(impl_, o);
+      outputs.push_back(runtime_sized(*o.buffer) ? slots_.get(s) : slots_.view(s, o.layout));
+    }
+    if (options_.stats) *options_.stats = st_;
+    return outputs;
+  }
+
+ private:
+  // Storage for a slot a step writes: its place in the arena, or pool storage for an output.
+  Tensor storage_for(size_t s) {
+    const Layout& want = impl_.slots[s]->layout();
+    const BufferPlacement* p = impl_.placements[s];
+    if (p && p->kind == BufferPlacement::Kind::Temporary) return Tensor();  // in its host's bytes
+    if (!p || p->kind != BufferPlacement::Kind::Arena) return alloc_.allocate(want);
+    int64_t item = static_cast<int64_t>(dtype_size(want.dtype));
+    return ctx_.arena.reinterpret(want.dtype, want.size, want.stride,
+                                  p->offset / item + want.offset);
+  }
+
+  void load_inputs(const std::vector<Tensor>& inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      const Layout& want = impl_.lowered.inputs[i]->layout();
+      if (same_layout(t, want.size, want.stride) && want.offset == 0) {
+        slots_.at(i) = t;
+      } else {
+        slots_.at(i) = alloc_.allocate(want);
+        slots_.at(i).copy_from(t);
+      }
+    }
+  }
+
+  void run_step(const Impl::Step& step) {
+    switch (step.kind) {
+      case Impl::StepKind::Kernel: {
+        for (size_t s : step.outputs) slots_.at(s) = storage_for(s);
+        std::vector<void*> ptrs;
+        for (size_t s : step.arg_slots) ptrs.push_back(slots_.base(s));
+        try {
+          impl_.compiled[step.kernel]->run(ptrs);
+          ++st_.launches;
+        } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
+          throw Error("runtime", step_nodes(impl_, step),
+                      "kernel '" + impl_.compiled[step.kernel]->name() + "': " + e.message());
+        }
+        break;
+      }
+      case Impl::StepKind::Extern: run_extern_step(step); break;
+      case Impl::StepKind::Fallback: run_fallback(step); break;
+    }
+  }
+
+  void run_extern_step(const Impl::Step& step) {
+    const size_t out_slot = step.outputs.front();
+    const Buffer& produced = *impl_.slots[out_slot];
+    const auto& ek = static_cast<const ExternKernel&>(produced);
+    for (size_t s : step.outputs) slots_.at(s) = storage_for(s);
+    // The product's epilogue kernel (extern_epilogue.h): run by the plugin on blocks of
+    // rows as the product finishes them, or here after it.
+    const CompiledKernel* epilogue =
+        step.epilogue != SIZE_MAX ? impl_.compiled[step.epilogue].get() : nullptr;
+    std::vector<void*> epilogue_ptrs;
+    for (size_t s : step.epilogue_slots) epilogue_ptrs.push_back(slots_.base(s));
+    bool epilogue_done = false;
+    auto run_epilogue = [&] {
+      try {
+        epilogue->run(epilogue_ptrs);
+      } catch (const Error& e) {
+        throw Error("runtime", step_nodes(impl_, step),
+                    "kernel '" + epilogue->name() + "': " + e.message());
+      }
+    };
+    if (!step.on_interpreter) {
+      std::vector<StaxTensorDesc> descs;
+      for (size_t k = 0; k < ek.inputs().size(); ++k)
+        descs.push_back(tensor_desc(slots_.base(step.arg_slots[k]), ek.inputs()[k].layout));
+      descs.push_back(tensor_desc(slots_.base(out_slot), produced.layout()));
+      try {
+        epilogue_done = impl_.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(),
+                                                 ek.scalars(), nullptr, epilogue, epilogue_ptrs);
+      } catch (const Error& e) {  // an error of the epilogue kernel names its nodes too
+        if (!epilogue) throw;
+        throw Error("runtime", step_nodes(impl_, step), e.message());
+      }
+      ++st_.extern_calls;
+      if (epilogue) {
+        if (!epilogue_done) run_epilogue();
+        st_.fused_epilogues += epilogue_done ? 1 : 0;
+        ++st_.launches;
+      }
+    } else {
+      std::vector<Tensor> args;
+      for (size_t k = 0; k < ek.inputs().size(); ++k)
+        args.push_back(slots_.view(step.arg_slots[k], ek.inputs()[k].layout));
+      slots_.at(out_slot).copy_from(
+          interpret_node(*ek.node(), tensor_args(*ek.node()), args, options_.seed));
+      ++st_.interpreter_steps;
+      if (epilogue) {
+        run_epilogue();
+        ++st_.launches;
+      }
+    }
+  }
+
+  void run_fallback(const Impl::Step& step) {
+    const size_t out_slot = step.outputs.front();
+    const Buffer& produced = *impl_.slots[out_slot];
+    const auto& fk = static_cast<const FallbackKernel&>(produced);
+    std::vector<Tensor> args;
+    for (size_t k = 0; k < fk.inputs().size(); ++k)
+      args.push_back(slots_.view(step.arg_slots[k], fk.inputs()[k].layout));
+    Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options_.seed);
+    ++st_.interpreter_steps;
+    const Layout& want = produced.layout();
+    if (runtime_sized(produced) || (same_layout(r, want.size, want.stride) && want.offset == 0)) {
+      slots_.at(out_slot) = r;
+    } else {
+      slots_.at(out_slot) = storage_for(out_slot);
+      slots_.at(out_slot).copy_from(r);
+    }
+  }
+
+  const Impl& impl_;
+  const GraphRunOptions& options_;
+  Impl::RunContext& ctx_;
+  Allocator& alloc_;
+  RunStats st_;
+  Slots slots_;
+};
 
 }  // namespace
 
@@ -489,133 +667,8 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     serial = std::unique_lock<std::mutex>(impl.session->mutex);
   ContextLease context(impl);
   Allocator alloc(context->pool);
-  if (device_resident(impl)) return run_on_device(impl, inputs, options, *context, alloc);
-  RunStats st;
-  auto allocate = [&](const Layout& l) { return alloc.allocate(l); };
-  if (!context->arena.defined() && impl.memory.arena_bytes > 0)
-    context->arena = Tensor::empty({impl.memory.arena_bytes}, DType::UInt8);
-  // Storage for a slot a step writes: its place in the arena, or pool storage for an output.
-  auto storage_for = [&](size_t s) {
-    const Layout& want = impl.slots[s]->layout();
-    const BufferPlacement* p = impl.placements[s];
-    if (p && p->kind == BufferPlacement::Kind::Temporary) return Tensor();  // in its host's bytes
-    if (!p || p->kind != BufferPlacement::Kind::Arena) return allocate(want);
-    int64_t item = static_cast<int64_t>(dtype_size(want.dtype));
-    return context->arena.reinterpret(want.dtype, want.size, want.stride,
-                                  p->offset / item + want.offset);
-  };
-  Slots slots(impl);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    const Layout& want = l.inputs[i]->layout();
-    if (same_layout(t, want.size, want.stride) && want.offset == 0) {
-      slots.at(i) = t;
-    } else {
-      slots.at(i) = allocate(want);
-      slots.at(i).copy_from(t);
-    }
-  }
-  for (const Impl::Step& step : impl.steps) {
-    const size_t out_slot = step.outputs.front();
-    const Buffer& produced = *impl.slots[out_slot];
-    try {
-      switch (step.kind) {
-        case Impl::StepKind::Kernel: {
-          for (size_t s : step.outputs) slots.at(s) = storage_for(s);
-          std::vector<void*> ptrs;
-          for (size_t s : step.arg_slots) ptrs.push_back(slots.base(s));
-          try {
-            impl.compiled[step.kernel]->run(ptrs);
-            ++st.launches;
-          } catch (const Error& e) {  // e.g. an index out of bounds: name the graph nodes
-            throw Error("runtime", step_nodes(impl, step),
-                        "kernel '" + impl.compiled[step.kernel]->name() + "': " + e.message());
-          }
-          break;
-        }
-        case Impl::StepKind::Extern: {
-          const auto& ek = static_cast<const ExternKernel&>(produced);
-          for (size_t s : step.outputs) slots.at(s) = storage_for(s);
-          // The product's epilogue kernel (extern_epilogue.h): run by the plugin on blocks of
-          // rows as the product finishes them, or here after it.
-          const CompiledKernel* epilogue =
-              step.epilogue != SIZE_MAX ? impl.compiled[step.epilogue].get() : nullptr;
-          std::vector<void*> epilogue_ptrs;
-          for (size_t s : step.epilogue_slots) epilogue_ptrs.push_back(slots.base(s));
-          bool epilogue_done = false;
-          auto run_epilogue = [&] {
-            try {
-              epilogue->run(epilogue_ptrs);
-            } catch (const Error& e) {
-              throw Error("runtime", step_nodes(impl, step),
-                          "kernel '" + epilogue->name() + "': " + e.message());
-            }
-          };
-          if (!step.on_interpreter) {
-            std::vector<StaxTensorDesc> descs;
-            for (size_t k = 0; k < ek.inputs().size(); ++k)
-              descs.push_back(tensor_desc(slots.base(step.arg_slots[k]), ek.inputs()[k].layout));
-            descs.push_back(tensor_desc(slots.base(out_slot), produced.layout()));
-            try {
-              epilogue_done = impl.plugin->run_extern(ek.kernel(), descs, ek.inputs().size(),
-                                                      ek.scalars(), nullptr, epilogue,
-                                                      epilogue_ptrs);
-            } catch (const Error& e) {  // an error of the epilogue kernel names its nodes too
-              if (!epilogue) throw;
-              throw Error("runtime", step_nodes(impl, step), e.message());
-            }
-            ++st.extern_calls;
-            if (epilogue) {
-              if (!epilogue_done) run_epilogue();
-              st.fused_epilogues += epilogue_done ? 1 : 0;
-              ++st.launches;
-            }
-          } else {
-            std::vector<Tensor> args;
-            for (size_t k = 0; k < ek.inputs().size(); ++k)
-              args.push_back(slots.view(step.arg_slots[k], ek.inputs()[k].layout));
-            slots.at(out_slot).copy_from(
-                interpret_node(*ek.node(), tensor_args(*ek.node()), args, options.seed));
-            ++st.interpreter_steps;
-            if (epilogue) {
-              run_epilogue();
-              ++st.launches;
-            }
-          }
-          break;
-        }
-        case Impl::StepKind::Fallback: {
-          const auto& fk = static_cast<const FallbackKernel&>(produced);
-          std::vector<Tensor> args;
-          for (size_t k = 0; k < fk.inputs().size(); ++k)
-            args.push_back(slots.view(step.arg_slots[k], fk.inputs()[k].layout));
-          Tensor r = interpret_node(*fk.node(), fk.arg_nodes(), args, options.seed);
-          ++st.interpreter_steps;
-          const Layout& want = produced.layout();
-          if (runtime_sized(produced) ||
-              (same_layout(r, want.size, want.stride) && want.offset == 0)) {
-            slots.at(out_slot) = r;
-          } else {
-            slots.at(out_slot) = storage_for(out_slot);
-            slots.at(out_slot).copy_from(r);
-          }
-          break;
-        }
-      }
-    } catch (const Error& e) {  // e.g. an allocation failure: name the graph nodes
-      if (!e.location().empty()) throw;
-      throw Error(e.stage(), step_nodes(impl, step), e.message());
-    }
-    for (size_t s : step.frees) slots.at(s) = Tensor();
-  }
-
-  std::vector<Tensor> outputs;
-  for (const GraphOutput& o : l.outputs) {
-    size_t s = output_slot(impl, o);
-    outputs.push_back(runtime_sized(*o.buffer) ? slots.get(s) : slots.view(s, o.layout));
-  }
-  if (options.stats) *options.stats = st;
-  return outputs;
+  if (device_resident(impl)) return DeviceRun(impl, options, *context, alloc).run(inputs);
+  return HostRun(impl, options, *context, alloc).run(inputs);
 }
 
 const Graph& CompiledGraph::graph() const { return *impl_->graph; }

@@ -6,12 +6,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/graph/op_traits.h"
+
 namespace stax {
 
 namespace {
 
-bool is_product(const std::string& kernel) {
-  return kernel == "mm" || kernel == "bmm" || kernel == "matmul" || kernel == "addmm";
+// An extern matrix product (mm, bmm, matmul, addmm) whose output a pointwise kernel may finish.
+bool is_product(const ExternKernel& k) {
+  const Node* n = k.node();
+  return n && n->is_call() && default_op_traits().has(*n->op(), kTraitProductEpilogue);
 }
 
 bool is_load(const LoopOp& op) {
@@ -104,7 +108,7 @@ void fuse_extern_epilogues(Schedule& s, const LoweredGraph& graph, const FusionL
     const ScheduleStep& step = s.steps[i];
     if (step.kind != ScheduleStep::Kind::Extern) continue;
     const auto& ek = static_cast<const ExternKernel&>(*step.buffer);
-    if (!is_product(ek.kernel())) continue;
+    if (!is_product(ek)) continue;
     size_t j = i + 1;
     while (j < s.steps.size() && !(s.steps[j].kind == ScheduleStep::Kind::Kernel &&
                                    reads(s.kernels[s.steps[j].kernel], ek.name())))

@@ -202,28 +202,32 @@ std::string MemoryPlan::str() const {
   return s;
 }
 
-MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
-  // Buffers by position in graph.buffers (= in plan.buffers): the step that writes each and the
-  // last step that reads it (Schedule::reads of each step).
-  // Positions are LoweredGraph ids (buffers[k] has id k), indexed afresh if the lists were
-  // edited since.
+namespace {
+
+constexpr size_t kNone = SIZE_MAX;
+
+// A buffer's position in graph.buffers (= in plan.buffers): its LoweredGraph id.
+size_t position(const LoweredGraph& graph, const Buffer* b) {
+  int64_t id = graph.id_of(b);
+  if (id < 0 || static_cast<size_t>(id) >= graph.buffers.size())
+    throw Error("schedule", b->name(), "internal: the buffer is not in the graph");
+  return static_cast<size_t>(id);
+}
+
+// By buffer position: the step that writes each buffer, the last step that reads it
+// (Schedule::reads of each step) and whether the graph returns it.
+struct Lifetimes {
+  std::vector<size_t> written_at, last_read;
+  std::vector<bool> returned;
+};
+
+Lifetimes buffer_lifetimes(const LoweredGraph& graph, const Schedule& schedule) {
   const size_t n = graph.buffers.size();
-  if (!graph.is_indexed()) {
-    LoweredGraph copy = graph;
-    copy.index();
-    return plan_memory(copy, schedule);
-  }
-  auto position = [&](const Buffer* b) -> size_t {
-    int64_t id = graph.id_of(b);
-    if (id < 0 || static_cast<size_t>(id) >= n)
-      throw Error("schedule", b->name(), "internal: the buffer is not in the graph");
-    return static_cast<size_t>(id);
-  };
-  constexpr size_t kNone = SIZE_MAX;
-  std::vector<size_t> written_at(n, kNone), last_read(n, kNone);
+  Lifetimes l{std::vector<size_t>(n, kNone), std::vector<size_t>(n, kNone),
+              std::vector<bool>(n, false)};
   auto wrote = [&](const Buffer* b, size_t i) {
     int64_t id = graph.id_of(b);
-    if (id >= 0 && static_cast<size_t>(id) < n) written_at[static_cast<size_t>(id)] = i;
+    if (id >= 0 && static_cast<size_t>(id) < n) l.written_at[static_cast<size_t>(id)] = i;
   };
   // A kernel's buffers are written, and its loads read, at step i.
   auto kernel_at = [&](const ScheduledKernel& k, size_t i) {
@@ -232,7 +236,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       for (const LoopOp& op : body.ops) {
         if (!is_load(op)) continue;
         int64_t id = graph.id_of_op(op);
-        if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
+        if (id >= 0 && static_cast<size_t>(id) < n) l.last_read[static_cast<size_t>(id)] = i;
       }
   };
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
@@ -251,37 +255,44 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
                              : static_cast<const FallbackKernel*>(step.buffer)->inputs();
     for (const KernelInput& in : inputs) {
       int64_t id = graph.id_of(in.buffer.get());
-      if (id >= 0 && static_cast<size_t>(id) < n) last_read[static_cast<size_t>(id)] = i;
+      if (id >= 0 && static_cast<size_t>(id) < n) l.last_read[static_cast<size_t>(id)] = i;
     }
   }
-  std::vector<bool> returned(n, false);
   for (const GraphOutput& o : graph.outputs) {
     int64_t id = graph.id_of(o.buffer.get());
-    if (id >= 0 && static_cast<size_t>(id) < n) returned[static_cast<size_t>(id)] = true;
+    if (id >= 0 && static_cast<size_t>(id) < n) l.returned[static_cast<size_t>(id)] = true;
   }
+  return l;
+}
 
+// One placement per buffer: its bytes, its lifetime and its kind (output, fallback, arena).
+MemoryPlan place_buffers(const LoweredGraph& graph, const Lifetimes& l) {
+  const size_t n = graph.buffers.size();
   MemoryPlan plan;
   plan.buffers.reserve(n);
   plan.index.reserve(n);
   for (size_t k = 0; k < n; ++k) {
     const Buffer* b = graph.buffers[k].get();
-    if (written_at[k] == kNone)
+    if (l.written_at[k] == kNone)
       throw Error("schedule", b->name(), "internal: the buffer is written by no step");
     BufferPlacement p;
     p.buffer = b->name();
     p.bytes = std::max<int64_t>(b->layout().storage_numel(), 1) *
               static_cast<int64_t>(dtype_size(b->dtype()));
-    p.first_step = written_at[k];
-    p.last_step = last_read[k] == kNone ? p.first_step : std::max(p.first_step, last_read[k]);
-    p.kind = returned[k]                              ? BufferPlacement::Kind::Output
+    p.first_step = l.written_at[k];
+    p.last_step = l.last_read[k] == kNone ? p.first_step : std::max(p.first_step, l.last_read[k]);
+    p.kind = l.returned[k]                            ? BufferPlacement::Kind::Output
              : b->kind() == IRKind::FallbackKernel    ? BufferPlacement::Kind::Fallback
                                                       : BufferPlacement::Kind::Arena;
     plan.index.emplace(p.buffer, k);
     plan.buffers.push_back(std::move(p));
   }
+  return plan;
+}
 
-  // Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
-  // kernel (chains T -> U -> H resolve to H's storage, see host_of).
+// Kernel temporaries: arena buffers no other step reads, living in a later buffer of their
+// kernel (chains T -> U -> H resolve to H's storage, see host_of). Returns the hosts.
+NameSet place_temporaries(MemoryPlan& plan, const LoweredGraph& graph, const Schedule& schedule) {
   NameSet hosts;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const ScheduleStep& step = schedule.steps[i];
@@ -290,7 +301,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
         schedule.kernels[step.kind == ScheduleStep::Kind::Kernel ? step.kernel : step.epilogue];
     if (kernel.bodies.size() != kernel.buffers.size()) continue;
     for (size_t t = 0; t < kernel.buffers.size(); ++t) {
-      BufferPlacement& p = plan.buffers[position(kernel.buffers[t])];
+      BufferPlacement& p = plan.buffers[position(graph, kernel.buffers[t])];
       if (p.kind != BufferPlacement::Kind::Arena || p.first_step != i || p.last_step != i) continue;
       std::string host = temporary_host(kernel, t, hosts);
       if (host.empty()) continue;
@@ -300,9 +311,13 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       plan.intermediate_bytes += p.bytes;
     }
   }
+  return hosts;
+}
 
-  // In place: kernel buffers taking over a dying input's bytes. Chains (I -> O -> P) share one
-  // storage; root[k] is the first buffer of k's chain.
+// In place: kernel buffers taking over a dying input's bytes. Chains (I -> O -> P) share one
+// storage; returns root, where root[k] is the first buffer of k's chain.
+std::vector<size_t> chain_in_place(MemoryPlan& plan, const LoweredGraph& graph,
+                                   const Schedule& schedule, const NameSet& hosts) {
   std::vector<size_t> root(plan.buffers.size());
   for (size_t k = 0; k < root.size(); ++k) root[k] = k;
   NameSet taken;
@@ -310,7 +325,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (step.kind != ScheduleStep::Kind::Kernel) continue;
     const ScheduledKernel& kernel = schedule.kernels[step.kernel];
     for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      const size_t out_pos = position(kernel.buffers[b]);
+      const size_t out_pos = position(graph, kernel.buffers[b]);
       BufferPlacement& out = plan.buffers[out_pos];
       if (out.kind != BufferPlacement::Kind::Arena || hosts.count(out.buffer)) continue;
       std::string donor = in_place_donor(kernel, b, out_pos, plan, graph, taken);
@@ -320,7 +335,12 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
       root[out_pos] = root[plan.index.at(donor)];
     }
   }
-  // One storage per chain: its lifetime spans the chain's.
+  return root;
+}
+
+// One storage per chain, its lifetime spanning the chain's, placed in the arena; each arena
+// buffer gets its chain's offset.
+void pack_arena(MemoryPlan& plan, const std::vector<size_t>& root, size_t steps) {
   // storages[r]: the storage of the chain rooted at buffer r (used[r] when there is one).
   std::vector<Storage> storages(plan.buffers.size());
   std::vector<bool> used(plan.buffers.size(), false);
@@ -346,7 +366,7 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
   // (a stabbing query on a segment tree over steps) and those starting in (first, last] (a
   // range of an ordered set): O(log steps + overlaps) per storage instead of a scan of every
   // placed one, which was quadratic at 100k storages (issue 12's scale bench).
-  LifetimeIndex placed(schedule.steps.size());
+  LifetimeIndex placed(steps);
   std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live placed storages
   for (Storage* p : order) {
     busy.clear();
@@ -367,6 +387,22 @@ MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
     if (plan.buffers[k].kind == BufferPlacement::Kind::Arena)
       plan.buffers[k].offset = storages[root[k]].offset;
   plan.arena_bytes = align_up(plan.arena_bytes, MemoryPlan::kArenaAlignment);
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const LoweredGraph& graph, const Schedule& schedule) {
+  // Positions are LoweredGraph ids (buffers[k] has id k), indexed afresh if the lists were
+  // edited since.
+  if (!graph.is_indexed()) {
+    LoweredGraph copy = graph;
+    copy.index();
+    return plan_memory(copy, schedule);
+  }
+  MemoryPlan plan = place_buffers(graph, buffer_lifetimes(graph, schedule));
+  const NameSet hosts = place_temporaries(plan, graph, schedule);
+  const std::vector<size_t> root = chain_in_place(plan, graph, schedule, hosts);
+  pack_arena(plan, root, schedule.steps.size());
   return plan;
 }
 

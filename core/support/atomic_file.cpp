@@ -23,6 +23,8 @@ struct Fd {
   }
 };
 
+}  // namespace
+
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
@@ -35,8 +37,6 @@ bool write_all(int fd, const char* data, size_t size) {
   }
   return true;
 }
-
-}  // namespace
 
 void write_file_atomically(const fs::path& path, std::string_view bytes, const std::string& stage,
                            mode_t mode) {

@@ -21,4 +21,8 @@ namespace stax {
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
                            const std::string& stage, mode_t mode = 0666);
 
+// Writes all `size` bytes of `data` to the open descriptor `fd`, retrying short writes and
+// EINTR; false on an error (errno set).
+bool write_all(int fd, const char* data, size_t size);
+
 }  // namespace stax

@@ -43,6 +43,13 @@ inline Builder op3(std::string op, std::vector<Arg> extra = {}, Kwargs kw = {}) 
 
 inline std::vector<int64_t> L(std::initializer_list<int64_t> v) { return v; }
 
+// add(name, inputs, builder) appending a Case to `out` (the case lists of tests/ops/<family>/).
+inline auto case_adder(std::vector<Case>& out) {
+  return [&out](std::string name, std::vector<In> in, Builder b) {
+    out.push_back({std::move(name), std::move(in), std::move(b)});
+  };
+}
+
 inline std::vector<Case> unary_cases(std::mt19937_64& rng) {
   struct U1 {
     const char* op;
@@ -371,7 +378,15 @@ inline std::vector<Case> composite_cases() {
 
 #include "tests/ops/nn/nn_cases.h"  // nn_cases(): the neural-network ops
 #include "tests/ops/model_op_cases.h"
-#include "tests/ops/more_op_cases.h"  // more_cases(): issue 14, more aten ops
+// Issue 14's aten ops, by family: autodiff_vjp_test (VJPs) and autodiff_functional_test (JVPs)
+// compare each rule with central differences in float64; inputs stay inside each function's
+// domain and away from kinks (shrink thresholds, huber's delta, fmax ties, the median's ties).
+#include "tests/ops/extern/product_cases.h"
+#include "tests/ops/indexing/indexing_composite_cases.h"
+#include "tests/ops/nn/functional_cases.h"
+#include "tests/ops/pointwise/math_op_cases.h"
+#include "tests/ops/reduction/reduction_composite_cases.h"
+#include "tests/ops/special/special_function_cases.h"
 
 namespace stax::testing {
 
@@ -380,7 +395,9 @@ inline std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (auto& v : {unary_cases(rng), binary_cases(rng), reduction_cases(rng), view_cases(),
                   indexing_cases(), extern_cases(), composite_cases(), nn_cases(), model_cases(),
-                  more_cases()})
+                  pointwise_math_cases(), special_function_cases(), nn_functional_cases(),
+                  matrix_product_cases(), reduction_composite_cases(),
+                  indexing_composite_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

@@ -28,9 +28,6 @@ using namespace stax::test;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 void expect_close(const Tensor& got, const std::optional<Tensor>& want, double rtol,
                   const std::string& what) {
   if (!want) GTEST_SKIP() << "numpy is not installed";
@@ -45,13 +42,6 @@ void expect_close(const Tensor& got, const std::optional<Tensor>& want, double r
 
 const std::vector<double> kEdge = {-3.5, -1.0, -0.25, 0.0, 0.3, 1.0, 2.9, 7.0, 25.0,
                                    kNaN, kInf, -kInf};
-
-// torch's CPU element formulas, in double.
-std::vector<double> map(const std::vector<double>& x, const std::function<double(double)>& f) {
-  std::vector<double> out;
-  for (double v : x) out.push_back(f(v));
-  return out;
-}
 
 }  // namespace
 

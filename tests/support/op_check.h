@@ -1,4 +1,4 @@
-// Helpers of the op tests (model_ops_test, more_ops_test): build a one-op graph over placeholders,
+// Helpers of the op tests (model_ops_test and the tests/ops/<family>/ value tests): build a one-op graph over placeholders,
 // interpret it, compile it on cpu_cpp and check the compiled result bit for bit against the
 // interpreter in the compiler's reduction order; compare values with expected doubles.
 #pragma once
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,18 @@
 namespace stax::test {
 
 using Build = std::function<Node*(Graph&, const std::vector<Node*>&)>;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPi = 3.14159265358979323846;
+
+// f applied to each element of x: the expected values of an elementwise op, in double.
+inline std::vector<double> map(const std::vector<double>& x,
+                               const std::function<double(double)>& f) {
+  std::vector<double> out;
+  for (double v : x) out.push_back(f(v));
+  return out;
+}
 
 struct OpRun {
   Tensor out;          // the interpreter's result (default order)

@@ -118,50 +118,46 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
-int run(const GradOptions& o) {
-  Graph g = load_graph(o.graph, o.shapes, o.inputs);
-  std::vector<Node*> placeholders = g.placeholders();
-  auto placeholder_names = [&] {
-    std::vector<std::string> names;
-    for (const Node* p : placeholders) names.push_back(p->name());
-    return join(names);
-  };
-  // --wrt: comma lists, each name a placeholder of the graph.
+std::string names_of(const std::vector<Node*>& nodes) {
+  std::vector<std::string> names;
+  for (const Node* p : nodes) names.push_back(p->name());
+  return join(names);
+}
+
+// --wrt: comma lists, each name a placeholder of the graph.
+std::vector<std::string> parse_wrt(const Graph& g, const GradOptions& o) {
   std::vector<std::string> wrt;
   for (const std::string& spec : o.wrt) {
     std::stringstream ss(spec);
     for (std::string name; std::getline(ss, name, ',');) {
       if (name.empty()) continue;
-      Node* n = g.find(name);
+      const Node* n = g.find(name);
       if (!n || !n->is_placeholder())
         throw Error("cli", "--wrt " + name,
                     "the graph has no placeholder named '" + name +
-                        "' (placeholders: " + placeholder_names() + ")");
+                        "' (placeholders: " + names_of(g.placeholders()) + ")");
       wrt.push_back(name);
     }
   }
   if (wrt.empty()) throw Error("cli", "--wrt", "no placeholder named");
+  return wrt;
+}
+
+// --dump: the stages asked for ("all": every one).
+std::set<std::string> parse_dump(const GradOptions& o) {
   std::set<std::string> wanted(o.dump.begin(), o.dump.end());
   if (wanted.erase("all")) wanted.insert(dump_stages().begin(), dump_stages().end());
   for (const std::string& s : wanted)
     if (std::find(dump_stages().begin(), dump_stages().end(), s) == dump_stages().end())
       throw Error("cli", "--dump " + s,
                   "unknown stage (expected a comma list of: " + join(dump_stages()) + ", or all)");
+  return wanted;
+}
 
-  CompiledFunctionOptions options;
-  options.partition.algorithm = parse_algorithm(o.algorithm);
-  if (o.budget >= 0) options.partition.memory_budget = o.budget;
-  options.interpret = o.interpret;
-  options.seed = o.seed;
-  Config config = o.interpret ? Config::default_cpu() : load_cli_config(o.config);
-  if (!o.interpret) apply_device_option(config, o.device);
-
-  CompiledFunction f(g, wrt, std::move(config), options);
-  const JointGraph& joint = f.joint();
-  const partition::PartitionResult& part = f.partition();
-
-  // --input files, checked before anything is printed: forward placeholders and tangents
-  // (the data: files for forward placeholders and tangents, random / ones otherwise).
+// --input files, checked before anything is printed: NAME -> FILE for forward placeholders and
+// tangents.
+std::map<std::string, std::string> parse_input_files(const GradOptions& o, const Graph& g,
+                                                     const JointGraph& joint) {
   std::map<std::string, std::string> files;
   for (const auto& spec : o.inputs) {
     auto eq = spec.find('=');
@@ -169,14 +165,21 @@ int run(const GradOptions& o) {
       throw Error("cli", "--input " + spec, "expected NAME=FILE.npy");
     std::string name = spec.substr(0, eq);
     bool known = std::count(joint.tangents.begin(), joint.tangents.end(), name) > 0;
-    for (const Node* p : placeholders) known = known || p->name() == name;
+    for (const Node* p : g.placeholders()) known = known || p->name() == name;
     if (!known)
       throw Error("cli", "--input " + spec,
                   "no placeholder or upstream gradient named '" + name + "' (placeholders: " +
-                      placeholder_names() + "; upstream gradients: " + join(joint.tangents) + ")");
+                      names_of(g.placeholders()) + "; upstream gradients: " +
+                      join(joint.tangents) + ")");
     if (!files.emplace(name, spec.substr(eq + 1)).second)
       throw Error("cli", "--input " + spec, "'" + name + "' is given twice");
   }
+  return files;
+}
+
+// The joint graph, the network and its cut, the forward and backward graphs (and --dot).
+void print_partition(const GradOptions& o, const JointGraph& joint,
+                     const partition::PartitionResult& part) {
   print_section("joint graph (Listing 5.2 style)");
   std::cout << print_graph(joint.graph, PrintOptions::listing52());
   print_section("rematerialization network (Definition 5.2, Table 5.1) and min cut");
@@ -194,11 +197,15 @@ int run(const GradOptions& o) {
     write_file_atomically(o.dot, partition::partition_to_dot(part), "cli");
     std::cout << "wrote the network and its cut (Graphviz DOT) to " << o.dot << "\n";
   }
+}
 
-  print_section(o.interpret ? "run (reference interpreter)" : "run (compiled)");
+// The forward inputs: a --input file, else random values (seeded, each placeholder its own
+// stretch of the stream).
+std::vector<Tensor> forward_inputs(const GradOptions& o, const Graph& g,
+                                   const std::map<std::string, std::string>& files) {
   std::vector<Tensor> inputs;
   uint64_t offset = 0;
-  for (const Node* p : placeholders) {
+  for (const Node* p : g.placeholders()) {
     auto it = files.find(p->name());
     if (it != files.end()) {
       inputs.push_back(load_npy(it->second));
@@ -210,12 +217,13 @@ int run(const GradOptions& o) {
     }
     std::cout << inputs.back().summary() << "\n";
   }
+  return inputs;
+}
+
+// The upstream gradient of each returned value with a tangent: a --input file, else ones.
+std::vector<Tensor> upstream_gradients(const Graph& g, const JointGraph& joint,
+                                       const std::map<std::string, std::string>& files) {
   std::vector<Node*> returned = g.outputs();
-  const std::vector<std::string> updates = g.output_updates();
-  auto label = [&](size_t i) {
-    return i < updates.size() && !updates[i].empty() ? returned[i]->name() + " -> " + updates[i]
-                                                     : returned[i]->name();
-  };
   std::vector<Tensor> upstream(returned.size());
   for (size_t k = 0; k < returned.size(); ++k) {
     int ti = joint.output_tangent[k];
@@ -231,19 +239,11 @@ int run(const GradOptions& o) {
     }
     std::cout << upstream[k].summary() << "\n";
   }
+  return upstream;
+}
 
-  ForwardResult fr = f.forward(inputs);
-  if (const CompiledGraph* cg = f.compiled_forward())
-    std::cout << "forward: " << cg->summary() << "\n";
-  for (size_t i = 0; i < fr.outputs.size(); ++i)
-    std::cout << "out" << i << " " << label(i) << ": " << fr.outputs[i].summary() << "\n";
-  std::vector<Tensor> grads = f.backward(*fr.ctx, upstream);
-  if (const CompiledGraph* cg = f.compiled_backward())
-    std::cout << "backward: " << cg->summary() << "\n";
-  for (size_t i = 0; i < grads.size(); ++i)
-    std::cout << "grad " << wrt[i] << ": " << grads[i].summary() << "\n";
-  std::cout << "stats: " << f.stats_str() << "\n";
-
+// --dump graph / loop_ir / kernels of the compiled forward and backward.
+void print_dumps(const std::set<std::string>& wanted, const CompiledFunction& f) {
   for (const char* stage : {"graph", "loop_ir", "kernels"}) {
     if (!wanted.count(stage)) continue;
     for (const auto& [label, cg] : {std::pair{"forward", f.compiled_forward()},
@@ -261,45 +261,96 @@ int run(const GradOptions& o) {
       }
     }
   }
+}
+
+// --check: outputs and gradients against the interpreter's joint graph; false on a mismatch.
+bool check_against_reference(CompiledFunction& f, const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& upstream, const ForwardResult& fr,
+                             const std::vector<Tensor>& grads) {
+  std::vector<Tensor> ref = f.reference(inputs, upstream);
+  std::vector<Tensor> got = fr.outputs;
+  got.insert(got.end(), grads.begin(), grads.end());
+  double worst = 0;
+  bool ok = ref.size() == got.size();
+  std::set<std::string> bounds;
+  for (size_t i = 0; ok && i < ref.size(); ++i) {
+    worst = std::max(worst, max_abs_diff(got[i], ref[i]));
+    const GradTolerance t = grad_tolerance(ref[i].dtype());
+    ok = got[i].dtype() == ref[i].dtype() &&
+         got[i].allclose(ref[i], t.rtol, t.atol, /*equal_nan=*/true);
+    bounds.insert(t.text(ref[i].dtype()));
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", worst);
+  std::cout << "check against the interpreter's joint graph: " << (ok ? "ok" : "MISMATCH")
+            << " (max |diff| " << buf << ", bound "
+            << join(std::vector<std::string>(bounds.begin(), bounds.end()), "; ")
+            << "; NaN matches NaN)\n";
+  return ok;
+}
+
+// --save DIR: outN.npy, NAME.npy of each written input, grad_NAME.npy.
+void save_results(const GradOptions& o, const std::vector<std::string>& updates,
+                  const std::vector<std::string>& wrt, const ForwardResult& fr,
+                  const std::vector<Tensor>& grads) {
+  std::vector<std::pair<std::string, Tensor>> files;
+  for (size_t i = 0; i < fr.outputs.size(); ++i)
+    files.emplace_back("out" + std::to_string(i) + ".npy", fr.outputs[i]);
+  for (size_t i = 0; i < fr.outputs.size() && i < updates.size(); ++i)
+    if (!updates[i].empty()) files.emplace_back(updates[i] + ".npy", fr.outputs[i]);
+  for (size_t i = 0; i < grads.size(); ++i)
+    files.emplace_back("grad_" + wrt[i] + ".npy", grads[i]);
+  std::vector<std::string> removed = save_outputs(o.save, files);
+  std::cout << saved_summary(std::to_string(fr.outputs.size()) + " output(s) and " +
+                                 std::to_string(grads.size()) + " gradient(s)",
+                             o.save, removed)
+            << "\n";
+}
+
+int run(const GradOptions& o) {
+  Graph g = load_graph(o.graph, o.shapes, o.inputs);
+  const std::vector<std::string> wrt = parse_wrt(g, o);
+  const std::set<std::string> wanted = parse_dump(o);
+
+  CompiledFunctionOptions options;
+  options.partition.algorithm = parse_algorithm(o.algorithm);
+  if (o.budget >= 0) options.partition.memory_budget = o.budget;
+  options.interpret = o.interpret;
+  options.seed = o.seed;
+  Config config = o.interpret ? Config::default_cpu() : load_cli_config(o.config);
+  if (!o.interpret) apply_device_option(config, o.device);
+
+  CompiledFunction f(g, wrt, std::move(config), options);
+  const JointGraph& joint = f.joint();
+  const std::map<std::string, std::string> files = parse_input_files(o, g, joint);
+  print_partition(o, joint, f.partition());
+
+  print_section(o.interpret ? "run (reference interpreter)" : "run (compiled)");
+  std::vector<Tensor> inputs = forward_inputs(o, g, files);
+  std::vector<Tensor> upstream = upstream_gradients(g, joint, files);
+  std::vector<Node*> returned = g.outputs();
+  const std::vector<std::string> updates = g.output_updates();
+  auto label = [&](size_t i) {
+    return i < updates.size() && !updates[i].empty() ? returned[i]->name() + " -> " + updates[i]
+                                                     : returned[i]->name();
+  };
+
+  ForwardResult fr = f.forward(inputs);
+  if (const CompiledGraph* cg = f.compiled_forward())
+    std::cout << "forward: " << cg->summary() << "\n";
+  for (size_t i = 0; i < fr.outputs.size(); ++i)
+    std::cout << "out" << i << " " << label(i) << ": " << fr.outputs[i].summary() << "\n";
+  std::vector<Tensor> grads = f.backward(*fr.ctx, upstream);
+  if (const CompiledGraph* cg = f.compiled_backward())
+    std::cout << "backward: " << cg->summary() << "\n";
+  for (size_t i = 0; i < grads.size(); ++i)
+    std::cout << "grad " << wrt[i] << ": " << grads[i].summary() << "\n";
+  std::cout << "stats: " << f.stats_str() << "\n";
+  print_dumps(wanted, f);
 
   int code = 0;
-  if (o.check) {
-    std::vector<Tensor> ref = f.reference(inputs, upstream);
-    std::vector<Tensor> got = fr.outputs;
-    got.insert(got.end(), grads.begin(), grads.end());
-    double worst = 0;
-    bool ok = ref.size() == got.size();
-    std::set<std::string> bounds;
-    for (size_t i = 0; ok && i < ref.size(); ++i) {
-      worst = std::max(worst, max_abs_diff(got[i], ref[i]));
-      const GradTolerance t = grad_tolerance(ref[i].dtype());
-      ok = got[i].dtype() == ref[i].dtype() &&
-           got[i].allclose(ref[i], t.rtol, t.atol, /*equal_nan=*/true);
-      bounds.insert(t.text(ref[i].dtype()));
-    }
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3g", worst);
-    std::cout << "check against the interpreter's joint graph: " << (ok ? "ok" : "MISMATCH")
-              << " (max |diff| " << buf << ", bound "
-              << join(std::vector<std::string>(bounds.begin(), bounds.end()), "; ")
-              << "; NaN matches NaN)\n";
-    if (!ok) code = 1;
-  }
-
-  if (!o.save.empty()) {
-    std::vector<std::pair<std::string, Tensor>> files;
-    for (size_t i = 0; i < fr.outputs.size(); ++i)
-      files.emplace_back("out" + std::to_string(i) + ".npy", fr.outputs[i]);
-    for (size_t i = 0; i < fr.outputs.size() && i < updates.size(); ++i)
-      if (!updates[i].empty()) files.emplace_back(updates[i] + ".npy", fr.outputs[i]);
-    for (size_t i = 0; i < grads.size(); ++i)
-      files.emplace_back("grad_" + wrt[i] + ".npy", grads[i]);
-    std::vector<std::string> removed = save_outputs(o.save, files);
-    std::cout << saved_summary(std::to_string(fr.outputs.size()) + " output(s) and " +
-                                   std::to_string(grads.size()) + " gradient(s)",
-                               o.save, removed)
-              << "\n";
-  }
+  if (o.check && !check_against_reference(f, inputs, upstream, fr, grads)) code = 1;
+  if (!o.save.empty()) save_results(o, updates, wrt, fr, grads);
   return code;
 }
 

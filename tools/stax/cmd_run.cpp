@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -186,8 +187,9 @@ Tensor random_input(const TensorMeta& m, uint64_t seed, uint64_t offset) {
   return Tensor::randint(m.sizes, 0, 10, m.dtype, seed, offset);
 }
 
-int run(const RunOptions& o) {
-  Graph g = load_graph(o.graph, o.shapes, o.inputs);
+// The graph's inputs: --input NAME=FILE.npy, else random values (seeded, each placeholder its own
+// stretch of the stream); one line each.
+std::vector<Tensor> read_inputs(const Graph& g, const RunOptions& o) {
   std::map<std::string, std::string> files;
   for (const auto& spec : o.inputs) {
     auto eq = spec.find('=');
@@ -225,19 +227,52 @@ int run(const RunOptions& o) {
                 << "): " << inputs.back().summary() << "\n";
     }
   }
+  return inputs;
+}
+
+std::string ms_text(double ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", ms);
+  return std::string(buf);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// --check: each output against the reference interpreter's (§6.5's bound for sum-like ones);
+// false when one disagrees.
+bool check_outputs(const Graph& g, const std::vector<Tensor>& inputs, const RunOptions& o,
+                   const std::vector<Tensor>& outputs,
+                   const std::function<std::string(size_t)>& name_of) {
+  InterpreterOptions io;
+  io.seed = o.seed;
+  auto t = std::chrono::steady_clock::now();
+  std::vector<Tensor> want = interpret(g, inputs, io);
+  double ref_ms = ms_since(t);
+  std::cout << "wall time: " << ms_text(ref_ms) << " ms (reference interpreter, for --check)\n";
+  std::vector<SumBound> bounds = sum_bounds(g, inputs, o.seed);
+  size_t failed = 0;
+  for (size_t i = 0; i < outputs.size() && i < want.size(); ++i)
+    if (!check_output(i, name_of(i), outputs[i], want[i], bounds[i])) ++failed;
+  if (failed == 0) {
+    std::cout << "check: all " << outputs.size()
+              << " output(s) agree with the reference interpreter\n";
+    return true;
+  }
+  std::cout << "check: " << failed << " of " << outputs.size()
+            << " output(s) disagree with the reference interpreter\n";
+  return false;
+}
+
+int run(const RunOptions& o) {
+  Graph g = load_graph(o.graph, o.shapes, o.inputs);
+  std::vector<Tensor> inputs = read_inputs(g, o);
   std::vector<Node*> returned = g.outputs();
   const std::vector<std::string> updates = g.output_updates();
   auto name_of = [&](size_t i) {
     std::string n = i < returned.size() && returned[i] ? returned[i]->name() : std::string("?");
     return i < updates.size() && !updates[i].empty() ? n + " -> " + updates[i] : n;
-  };
-  auto ms_text = [](double ms) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", ms);
-    return std::string(buf);
-  };
-  auto since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
   };
   const bool compiled = o.compiled || o.check || !o.config.empty() || !o.device.empty();
   std::vector<Tensor> outputs;
@@ -248,7 +283,7 @@ int run(const RunOptions& o) {
     options.seed = o.seed;
     auto start = std::chrono::steady_clock::now();
     outputs = interpret(g, inputs, options);
-    ms = since(start);
+    ms = ms_since(start);
     for (size_t i = 0; i < outputs.size(); ++i)
       std::cout << "out" << i << " " << name_of(i) << ": " << outputs[i].summary() << "\n";
     std::cout << "wall time: " << ms_text(ms) << " ms (reference interpreter)\n";
@@ -262,31 +297,12 @@ int run(const RunOptions& o) {
     options.seed = o.seed;
     auto start = std::chrono::steady_clock::now();
     outputs = cg.run(inputs, options);
-    ms = since(start);
+    ms = ms_since(start);
     for (size_t i = 0; i < outputs.size(); ++i)
       std::cout << "out" << i << " " << name_of(i) << ": " << outputs[i].summary() << "\n";
     std::cout << "wall time: " << ms_text(ms) << " ms (compiled, backend " << cg.backend_name()
               << ")\n";
-    if (o.check) {
-      InterpreterOptions io;
-      io.seed = o.seed;
-      auto t = std::chrono::steady_clock::now();
-      std::vector<Tensor> want = interpret(g, inputs, io);
-      double ref_ms = since(t);
-      std::cout << "wall time: " << ms_text(ref_ms) << " ms (reference interpreter, for --check)\n";
-      std::vector<SumBound> bounds = sum_bounds(g, inputs, o.seed);
-      size_t failed = 0;
-      for (size_t i = 0; i < outputs.size() && i < want.size(); ++i)
-        if (!check_output(i, name_of(i), outputs[i], want[i], bounds[i])) ++failed;
-      if (failed == 0) {
-        std::cout << "check: all " << outputs.size()
-                  << " output(s) agree with the reference interpreter\n";
-      } else {
-        std::cout << "check: " << failed << " of " << outputs.size()
-                  << " output(s) disagree with the reference interpreter\n";
-        status = 1;
-      }
-    }
+    if (o.check && !check_outputs(g, inputs, o, outputs, name_of)) status = 1;
   }
   if (!o.save.empty()) {
     std::vector<std::pair<std::string, Tensor>> files;

@@ -170,10 +170,9 @@ TensorMeta linspace_rule(const CallArgs& c) {
   return TensorMeta::contiguous({steps}, t, "cpu");
 }
 
-}  // namespace
-
-void register_creation_ops(OpRegistry& r) {
-  using P = Promotion;
+// The factories (full zeros ones empty* *_like arange) and the random ones (rand randn randint
+// randperm bernoulli dropout).
+void add_factory_ops(OpRegistry& r) {
   const auto C = OpCategory::Creation;
   const auto R = OpCategory::Random;
   const std::string fk = kFactoryKw, lk = kLikeKw;
@@ -235,6 +234,10 @@ void register_creation_ops(OpRegistry& r) {
       bernoulli_rule);
   // Single-output dropout: train ? input * (rand_like(input) > p) * (1 / (1 - p)) : input.
   r.add("dropout(Tensor input, float p, bool train) -> Tensor", R, P::None, dropout_rule);
+}
+
+// The new_* factories, fill and copy (Composite).
+void add_new_and_fill_ops(OpRegistry& r) {
   {
     // ---- pointwise formulas (Composite)
     auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
@@ -287,6 +290,10 @@ void register_creation_ops(OpRegistry& r) {
            return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
          });
   }
+}
+
+// eye, linspace / logspace, tril_indices / triu_indices (Composite).
+void add_sequence_ops(OpRegistry& r) {
   {
     auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
       return r.add(schema, C::Composite, P::None, std::move(f));
@@ -328,6 +335,14 @@ void register_creation_ops(OpRegistry& r) {
            tri_indices)
           .differentiable = false;
   }
+}
+
+}  // namespace
+
+void register_creation_ops(OpRegistry& r) {
+  add_factory_ops(r);
+  add_new_and_fill_ops(r);
+  add_sequence_ops(r);
 }
 
 }  // namespace stax

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/op_traits.h"
 #include "core/ops/common/lowering_helpers.h"
 #include "core/ops/registration.h"
 
@@ -41,6 +42,12 @@ void register_extern_rules(LoweringTable& t) {
   t.add("bmm.default", extern_kernel("bmm", {"self", "mat2"}), true);
   t.add("matmul.default", extern_kernel("matmul", {"self", "other"}), true);
   t.add("addmm.default", extern_kernel("addmm", {"self", "mat1", "mat2"}, {"beta", "alpha"}), true);
+}
+
+// The matrix products' ExternKernels write row-major rows in blocks: a pointwise kernel reading
+// the product may run as its epilogue (core/scheduler/extern_epilogue.h).
+void register_extern_traits(OpTraitTable& t) {
+  for (const char* op : {"mm", "bmm", "matmul", "addmm"}) t.add_traits(op, kTraitProductEpilogue);
 }
 
 }  // namespace stax

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/op_traits.h"
 #include "core/ops/pointwise/formulas.h"
 #include "core/ops/common/lowering_helpers.h"
 #include "core/ops/registration.h"
@@ -176,6 +177,12 @@ void register_indexing_rules(LoweringTable& t) {
   t.add("index_select.default", index_select);
   t.add("index.Tensor", index_tensor);
   t.add("cat.default", cat);
+}
+
+// The scatter writes (no rule above) write their whole output buffer: the partitioner never
+// recomputes them and materializes their inputs (core/graph/op_traits.h).
+void register_indexing_traits(OpTraitTable& t) {
+  for (const char* op : {"index_put", "scatter", "scatter_add"}) t.add_traits(op, kTraitOpaque);
 }
 
 }  // namespace stax

@@ -606,10 +606,9 @@ TensorMeta select_scatter_rule(const CallArgs& c) {
   return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
 }
 
-}  // namespace
-
-void register_indexing_ops(OpRegistry& r) {
-  using P = Promotion;
+// The base indexing ops: cat, nonzero, _local_scalar_dense, gather, index, index_put, the
+// scatters, index_select.
+void add_base_indexing_ops(OpRegistry& r) {
   const auto I = OpCategory::Indexing;
   r.add("cat(Tensor[] tensors, int dim=0) -> Tensor", I, P::Default, cat_rule);
   // nonzero: (number of nonzero elements, rank) int64 indices in row-major order. The row count
@@ -645,6 +644,11 @@ void register_indexing_ops(OpRegistry& r) {
         scatter_rule);
   r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", I, P::None,
         index_select_rule);
+}
+
+// Composite shape ops (stack repeat flip roll tril triu), masked and indexed writes, and the
+// diagonal / take / index_fill / rot90 / narrow_copy family.
+void add_shape_and_write_composites(OpRegistry& r) {
   // ---- shape ops (Composite: cat / unsqueeze / expand / reshape / index_select / slice / where)
   r.add("stack(Tensor[] tensors, int dim=0) -> Tensor", C::Composite, P::None, stack_rule);
 
@@ -700,6 +704,11 @@ void register_indexing_ops(OpRegistry& r) {
     comp("narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor", P::None,
          narrow_rule);
   }
+}
+
+// isin, bucketize / searchsorted, index_copy, put, masked_scatter, unfold, block_diag, the
+// slice / select scatters, index_reduce.
+void add_search_and_copy_composites(OpRegistry& r) {
   {
     auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
       return r.add(schema, C::Composite, P::None, std::move(f));
@@ -769,6 +778,14 @@ void register_indexing_ops(OpRegistry& r) {
            return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
          });
   }
+}
+
+}  // namespace
+
+void register_indexing_ops(OpRegistry& r) {
+  add_base_indexing_ops(r);
+  add_shape_and_write_composites(r);
+  add_search_and_copy_composites(r);
 }
 
 }  // namespace stax

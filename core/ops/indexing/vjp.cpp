@@ -97,9 +97,8 @@ void roll_vjp(VjpContext& c) {
   c.give("self", c.call("roll", {c.grad(), back, c.arg("dims")}));
 }
 
-}  // namespace
-
-void register_indexing_vjps(VjpTable& t) {
+// The reads: cat, gather, index, index_select.
+void register_read_vjps(VjpTable& t) {
   t.add("cat.default", [](VjpContext& c) {
     std::vector<Node*> ts = c.arg("tensors").to_node_list();
     const Node* ref = nullptr;
@@ -144,6 +143,10 @@ void register_indexing_vjps(VjpTable& t) {
     Node* r = c.call("index_put", {z, Arg(std::move(indices)), g, true});
     c.give(x, c.reshape(r, x->shape()));
   });
+}
+
+// The writes (index_put, the scatters) and the Composite ops.
+void register_write_and_composite_vjps(VjpTable& t) {
   // torch: self: accumulate ? grad : grad.index_put(indices, zeros_like(values), false);
   //        values: grad.index(indices), summed to values' shape.
   t.add("index_put.default", [](VjpContext& c) {
@@ -214,6 +217,13 @@ void register_indexing_vjps(VjpTable& t) {
           "index_copy.default", "put.default", "masked_scatter.default", "unfold.default",
           "block_diag.default", "slice_scatter.default", "select_scatter.default",
           "index_reduce.default"}) t.add(op, vjp_via_decomposition);
+}
+
+}  // namespace
+
+void register_indexing_vjps(VjpTable& t) {
+  register_read_vjps(t);
+  register_write_and_composite_vjps(t);
 }
 
 }  // namespace stax

@@ -143,9 +143,11 @@ struct BackwardOp {
   BuildFn build;
 };
 
-std::vector<BackwardOp> backward_ops() {
-  std::vector<BackwardOp> ops;
-  auto add = [&](std::string schema, BuildFn fn) { ops.push_back({std::move(schema), std::move(fn)}); };
+// add(schema, builder): one backward op.
+using AddFn = std::function<void(std::string, BuildFn)>;
+
+// Pooling and upsampling.
+void add_pooling_backward_ops(const AddFn& add) {
   for (int sp = 2; sp <= 3; ++sp) {
     std::string n = std::to_string(sp), T = "int[" + n + "]";
     add("avg_pool" + n + "d_backward(Tensor grad_output, Tensor self, " + T + " kernel_size, " + T +
@@ -192,7 +194,10 @@ std::vector<BackwardOp> backward_ops() {
       [](Graph& g, const ExpandCall& c) {
         return upsample_backward(g, c, "upsample_bilinear2d", 2, true);
       });
-  // Losses: the gradient of self.
+}
+
+// Losses: the gradient of self.
+void add_loss_backward_ops(const AddFn& add) {
   add("mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
         return through(g, c, "mse_loss", {c.tensor("target"), c.get("reduction")});
@@ -227,7 +232,10 @@ std::vector<BackwardOp> backward_ops() {
                        c.get("weight"), c.get("reduction"), c.get("ignore_index"),
                        c.tensor("total_weight")});
       });
-  // Activations.
+}
+
+// Activations and distances.
+void add_activation_backward_ops(const AddFn& add) {
   add("log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor",
       log_sigmoid_backward);
   add("glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor",
@@ -251,7 +259,10 @@ std::vector<BackwardOp> backward_ops() {
       [](Graph& g, const ExpandCall& c) {
         return through(g, c, "_pdist_forward", {c.get("p")});
       });
-  // The backward of views: the gradient placed into zeros of the input's shape.
+}
+
+// The backward of views: the gradient placed into zeros of the input's shape.
+void add_view_backward_ops(const AddFn& add) {
   add("select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
         Node* grad = c.tensor("grad_output");
@@ -277,6 +288,17 @@ std::vector<BackwardOp> backward_ops() {
         return through_linear(g, c, "unfold", c.get("input_sizes").to_int_list(),
                               {c.get("dim"), c.get("size"), c.get("step")}, {}, "grad_in");
       });
+}
+
+std::vector<BackwardOp> backward_ops() {
+  std::vector<BackwardOp> ops;
+  AddFn add = [&](std::string schema, BuildFn fn) {
+    ops.push_back({std::move(schema), std::move(fn)});
+  };
+  add_pooling_backward_ops(add);
+  add_loss_backward_ops(add);
+  add_activation_backward_ops(add);
+  add_view_backward_ops(add);
   return ops;
 }
 

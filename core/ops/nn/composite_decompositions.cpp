@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/graph/decompositions.h"
+#include "core/graph/op_traits.h"
 #include "core/ops/common/decomposition_helpers.h"
 #include "core/ops/registration.h"
 
@@ -88,5 +89,9 @@ void register_composite_decompositions(DecompositionTable& t) {
   t.add("layer_norm.default", layer_norm_decomp);
   t.add("linear.default", linear_decomp);
 }
+
+// linear holds a matrix product (its decomposition's matmul): never recomputed, and its inputs
+// are materialized for it, as an extern kernel's (core/graph/op_traits.h).
+void register_composite_traits(OpTraitTable& t) { t.add_traits("linear", kTraitOpaque); }
 
 }  // namespace stax

@@ -557,23 +557,23 @@ TensorMeta pdist_rule(const CallArgs& c) {
   return TensorMeta::contiguous({n * (n - 1) / 2}, a.dtype, a.device);
 }
 
-}  // namespace
+constexpr OpCategory K = OpCategory::Composite;
 
-void register_nn_ops(OpRegistry& r) {
-  using P = Promotion;
-  const auto K = OpCategory::Composite;
+// The entry points as torch 2.x prints their schemas: every int[N] default a list of N
+// values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
+std::string repeat_default(int value, int sp) {
+  std::string s = "[";
+  for (int i = 0; i < sp; ++i) s += (i ? ", " : "") + std::to_string(value);
+  return s + "]";
+}
+
+// convolution (the base op, Extern) and its entry points conv1d ... conv_transpose3d.
+void add_convolution_ops(OpRegistry& r) {
   // convolution: the base op (Extern).
   r.add(
       "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
       "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
       OpCategory::Extern, P::None, convolution_rule);
-  // The entry points as torch 2.x prints their schemas: every int[N] default a list of N
-  // values (stride=[1, 1]; torch 1.13 printed int[2] / int[3] defaults as one int).
-  auto repeat_default = [](int value, int sp) {
-    std::string s = "[";
-    for (int i = 0; i < sp; ++i) s += (i ? ", " : "") + std::to_string(value);
-    return s + "]";
-  };
   auto conv_entry = [&](const std::string& name, int sp, bool transposed) {
     std::string L = repeat_default(1, sp), Z = repeat_default(0, sp);
     std::string T = "int[" + std::to_string(sp) + "]";
@@ -627,6 +627,9 @@ void register_nn_ops(OpRegistry& r) {
   conv_entry("conv_transpose1d", 1, true);
   conv_entry("conv_transpose2d.input", 2, true);
   conv_entry("conv_transpose3d.input", 3, true);
+}
+
+void add_padded_convolution_ops(OpRegistry& r) {
   // conv1d/2d/3d.padding: padding="valid" (none) or "same" (stride 1; the output has the
   // input's size, an odd total padding puts the extra element on the right, as torch does).
   for (int sp = 1; sp <= 3; ++sp) {
@@ -673,7 +676,10 @@ void register_nn_ops(OpRegistry& r) {
             return TensorMeta::contiguous(out, x.dtype, x.device);
           });
   }
+}
 
+// batch_norm group_norm, embedding and its backward.
+void add_norm_and_embedding_ops(OpRegistry& r) {
   r.add(
       "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
       "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
@@ -691,7 +697,10 @@ void register_nn_ops(OpRegistry& r) {
       "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
       "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
       K, P::None, embedding_dense_backward_rule);
+}
 
+// Pooling, padding and upsampling.
+void add_pooling_and_padding_ops(OpRegistry& r) {
   // Pooling (defaults as torch prints them: int[1] padding=[0], int[2] padding=0).
   const char* L1[] = {"[0]", "0", "0"};
   const char* O1[] = {"[1]", "1", "1"};
@@ -727,7 +736,10 @@ void register_nn_ops(OpRegistry& r) {
   r.add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, "
         "float? scales_h=None, float? scales_w=None) -> Tensor",
         K, P::None, upsample2d_rule);
+}
 
+// The losses with their own rules, and scaled_dot_product_attention.
+void add_loss_and_attention_ops(OpRegistry& r) {
   r.add("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
         "int ignore_index=-100) -> Tensor",
         K, P::None, nll_loss_rule);
@@ -752,6 +764,10 @@ void register_nn_ops(OpRegistry& r) {
         "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, "
         "bool enable_gqa=False) -> Tensor",
         K, P::None, sdpa_rule);
+}
+
+// Composite formulas: huber / soft margin / binary cross entropy losses, dist, pixel_shuffle.
+void add_composite_formulas(OpRegistry& r) {
   {
     // ---- pointwise formulas (Composite)
     auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
@@ -779,6 +795,11 @@ void register_nn_ops(OpRegistry& r) {
     comp("pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor", P::None,
          pixel_shuffle_rule);
   }
+}
+
+// The _adaptive_avg_pool forms, max_unpool, upsample .vec forms, renorm, cdist / pdist,
+// multi_margin_loss. After add_pooling_and_padding_ops (it reads adaptive_avg_pool's rules).
+void add_resampling_and_distance_ops(OpRegistry& r) {
   {
     auto comp = [&](const std::string& schema, InferFn f) -> OpDef& {
       return r.add(schema, C::Composite, P::None, std::move(f));
@@ -849,6 +870,18 @@ void register_nn_ops(OpRegistry& r) {
            return TensorMeta::contiguous(s, x.dtype, x.device);
          });
   }
+}
+
+}  // namespace
+
+void register_nn_ops(OpRegistry& r) {
+  add_convolution_ops(r);
+  add_padded_convolution_ops(r);
+  add_norm_and_embedding_ops(r);
+  add_pooling_and_padding_ops(r);
+  add_loss_and_attention_ops(r);
+  add_composite_formulas(r);
+  add_resampling_and_distance_ops(r);
 }
 
 }  // namespace stax

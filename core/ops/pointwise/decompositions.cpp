@@ -6,6 +6,7 @@
 
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/ops/common/decomposition_helpers.h"
 #include "core/ops/common/xlogy.h"
 #include "core/ops/nn/params.h"
@@ -336,5 +337,9 @@ void register_pointwise_decompositions(DecompositionTable& t) {
 
   t.add("round.decimals", round_decimals);
 }
+
+// silu decomposes into sigmoid and mul, all pointwise: the partitioner recomputes and fuses it as
+// any pointwise op (core/graph/op_traits.h).
+void register_pointwise_traits(OpTraitTable& t) { t.add_traits("silu", kTraitPointwiseComposite); }
 
 }  // namespace stax

@@ -321,13 +321,8 @@ Tensor gcd_lcm(const KernelContext& ctx) {
   return out;
 }
 
-}  // namespace
-
-void register_pointwise_kernels(InterpreterTable& t) {
-  register_unary(t);
-  register_binary(t);
-  register_special(t);
-  register_backward(t);
+// fmod, the bitwise ops and shifts, and the Composite ops run through their decomposition.
+void register_integer_and_composite(InterpreterTable& t) {
   {
     auto fmod = [](auto a, auto b) -> decltype(a) {
       if constexpr (std::is_same_v<decltype(a), bool>) throw Error("interpreter", "", "fmod on bool");
@@ -385,6 +380,10 @@ void register_pointwise_kernels(InterpreterTable& t) {
       t.add(std::string("bitwise_right_shift") + ov, elementwise<2>(shift(false)));
     }
   }
+}
+
+// gcd / lcm, the library math in the computation type, signbit, and more Composite formulas.
+void register_library_math(InterpreterTable& t) {
   t.add("gcd.default", gcd_lcm<false>);
 
   t.add("lcm.default", gcd_lcm<true>);
@@ -428,6 +427,17 @@ void register_pointwise_kernels(InterpreterTable& t) {
           "logaddexp2.default", "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals",
           "atan2.out"})
     t.add(op, kernels::run_decomposition);
+}
+
+}  // namespace
+
+void register_pointwise_kernels(InterpreterTable& t) {
+  register_unary(t);
+  register_binary(t);
+  register_special(t);
+  register_backward(t);
+  register_integer_and_composite(t);
+  register_library_math(t);
 }
 
 }  // namespace stax

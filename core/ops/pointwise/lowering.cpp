@@ -81,9 +81,8 @@ IRPtr copy(GraphLowering& g, const Node& n) {
                    [](OpsBuilder&, const std::vector<Val>& a) { return a[0]; });
 }
 
-}  // namespace
-
-void register_pointwise_rules(LoweringTable& t) {
+// Unary ops, binary arithmetic, comparisons and logical ops (their ops.def opcodes).
+void add_arithmetic_rules(LoweringTable& t) {
   // Unary ops named as in ops.def (registered in bulk, §6.2).
 #define STAX_UNARY_OP(name)                                                 \
   if (std::string(#name) != "logical_not" && std::string(#name) != "isnan") \
@@ -121,7 +120,11 @@ void register_pointwise_rules(LoweringTable& t) {
       t.add(std::string(name) + ov, to_bool({"self", "other"}, op));
   t.add("logical_and.default", to_bool({"self", "other"}, Opcode::logical_and));
   t.add("logical_or.default", to_bool({"self", "other"}, Opcode::logical_or));
+}
 
+// where, clamp, the conversions and copies, and the formulas shared with the interpreter (gelu,
+// silu and the backward ops of joint graphs).
+void add_selection_conversion_and_formula_rules(LoweringTable& t) {
   // where: a bool condition selects between branches in the result's computation dtype.
   for (const char* ov : {"where.self", "where.ScalarSelf", "where.ScalarOther", "where.Scalar"})
     t.add(ov, [](GraphLowering& g, const Node& n) {
@@ -198,6 +201,13 @@ void register_pointwise_rules(LoweringTable& t) {
                                                 const Node& n, DType dt) {
           return formulas::threshold_backward(o, a[0], a[1], n.arg("threshold").to_double(), dt);
         }));
+}
+
+}  // namespace
+
+void register_pointwise_rules(LoweringTable& t) {
+  add_arithmetic_rules(t);
+  add_selection_conversion_and_formula_rules(t);
 }
 
 }  // namespace stax

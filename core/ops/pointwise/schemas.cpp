@@ -109,10 +109,8 @@ TensorMeta int_binary(const CallArgs& c) {
   return m;
 }
 
-}  // namespace
-
-void register_pointwise_ops(OpRegistry& r) {
-  using P = Promotion;
+// exp log sin ... abs relu sign floor ... neg gelu silu.
+void add_unary_ops(OpRegistry& r) {
   auto unary = [&](const char* name, P mode, bool differentiable = true) {
     auto& d = r.add(std::string(name) + "(Tensor self) -> Tensor", OpCategory::Pointwise, mode,
                     infer::elementwise_rule({"self"}));
@@ -145,7 +143,10 @@ void register_pointwise_ops(OpRegistry& r) {
       .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
   // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
   r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default, floating_rule({"self"}));
+}
 
+// add sub mul div remainder pow floor_divide, the comparisons, maximum minimum, logical_and / or.
+void add_arithmetic_ops(OpRegistry& r) {
   // Like torch ("pow" / "remainder_cpu" / "div_floor_cpu" not implemented for 'Bool'), these
   // reject a bool computation when the call is built, not only when an executor runs it.
   auto no_bool = [](std::string b, std::vector<std::string> params) -> InferFn {
@@ -197,7 +198,10 @@ void register_pointwise_ops(OpRegistry& r) {
     r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
           P::AlwaysBool, infer::elementwise_rule({"self", "other"}))
         .differentiable = false;
+}
 
+// where (tensor and number branches), clamp and the dtype conversions _to_copy / to.dtype.
+void add_selection_and_cast_ops(OpRegistry& r) {
   r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
         P::None, [](const CallArgs& c) {
           if (c.tensor("condition").dtype != DType::Bool)
@@ -247,6 +251,11 @@ void register_pointwise_ops(OpRegistry& r) {
                                                 c.tensor("self").device);
           return m;
         });
+}
+
+// Composite formulas of torch's Python-level ops: max / min.other, addcmul, lerp, div with a
+// rounding mode, the clamp variants.
+void add_composite_formulas(OpRegistry& r) {
   r.add("max.other(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default,
         infer::elementwise_rule({"self", "other"}));
 
@@ -292,7 +301,10 @@ void register_pointwise_ops(OpRegistry& r) {
 
   r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", C::Composite, P::Default,
         infer::elementwise_rule({"self", "max"}));
+}
 
+// fmod and the bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp).
+void add_integer_ops(OpRegistry& r) {
   // ---- fmod and bitwise ops: interpreter kernels (scalar semantics of scalar_ops.hpp)
   r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
         numeric({"self", "other"}));
@@ -325,7 +337,10 @@ void register_pointwise_ops(OpRegistry& r) {
           P::Default, no_bool)
         .differentiable = false;
   }
+}
 
+// The predicates (Composite): logical_xor, isinf isfinite ..., nan_to_num.
+void add_predicates(OpRegistry& r) {
   // ---- predicates (Composite)
   r.add("logical_xor(Tensor self, Tensor other) -> Tensor", C::Composite, P::AlwaysBool,
         always_bool({"self", "other"}))
@@ -339,6 +354,11 @@ void register_pointwise_ops(OpRegistry& r) {
   r.add("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> "
         "Tensor",
         C::Composite, P::None, nan_to_num_rule);
+}
+
+// The rest of the unary and binary math: asin ... lgamma, atan2, hypot, copysign, rsub, logit,
+// xlogy, fmax, round.decimals, gcd / lcm.
+void add_extended_math_ops(OpRegistry& r) {
   {
     // ---- base unary math (interpreter kernels; float results, integers promote). The special
     // functions torch gives no derivative (Bessel, Airy) are not differentiable here either.
@@ -436,6 +456,18 @@ void register_pointwise_ops(OpRegistry& r) {
     r.add(std::string(n) + "(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
           int_binary)
         .differentiable = false;
+}
+
+}  // namespace
+
+void register_pointwise_ops(OpRegistry& r) {
+  add_unary_ops(r);
+  add_arithmetic_ops(r);
+  add_selection_and_cast_ops(r);
+  add_composite_formulas(r);
+  add_integer_ops(r);
+  add_predicates(r);
+  add_extended_math_ops(r);
 }
 
 }  // namespace stax

@@ -147,6 +147,10 @@ void register_binary(VjpTable& t) {
   t.add("div.Scalar", [](VjpContext& c) {
     if (c.needs("self")) c.give("self", c.div(c.grad(), c.arg("other")));
   });
+}
+
+// pow, remainder, maximum / minimum.
+void register_power_and_extremum(VjpTable& t) {
   // a ^ b: ā = g b a^(b-1); b̄ = g y log(a), 0 where a == 0 and b >= 0 (torch's masking)
   t.add("pow.Tensor_Tensor", [](VjpContext& c) {
     Node* g = c.grad();
@@ -260,6 +264,7 @@ void fmod_vjp(VjpContext& c) {
 void register_pointwise_vjps(VjpTable& t) {
   register_unary(t);
   register_binary(t);
+  register_power_and_extremum(t);
   register_select(t);
   for (const char* op :
          {"max.other", "min.other", "addcmul.default", "addcdiv.default", "lerp.Scalar",

@@ -187,11 +187,8 @@ TensorMeta median_rule(const CallArgs& c) {
   return TensorMeta::contiguous({}, in.dtype, in.device);
 }
 
-}  // namespace
-
-void register_reduction_ops(OpRegistry& r) {
-  using P = Promotion;
-  using C = OpCategory;
+// The base reductions: sum prod amax amin argmax argmin mean var.correction all any.
+void add_base_reductions(OpRegistry& r) {
   r.add("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
         "ScalarType? dtype=None) -> Tensor",
         C::Reduction, P::None, sum_rule);
@@ -238,6 +235,11 @@ void register_reduction_ops(OpRegistry& r) {
           })
         .differentiable = false;
   }
+}
+
+// The Composite reductions (std var logsumexp norm max min), the scans (cumsum cumprod) and
+// argsort.
+void add_composite_reductions_and_scans(OpRegistry& r) {
   // ---- reductions and scans
   r.add("std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
         "bool keepdim=False) -> Tensor",
@@ -282,6 +284,10 @@ void register_reduction_ops(OpRegistry& r) {
   r.add("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
         C::Reduction, P::None, argsort_rule)
       .differentiable = false;
+}
+
+// nansum, count_nonzero, logcumsumexp, trace, median, nanmedian (Composite).
+void add_nan_and_order_reductions(OpRegistry& r) {
   {
     // ---- pointwise formulas (Composite)
     auto comp = [&](const std::string& schema, Promotion p, InferFn f) -> OpDef& {
@@ -314,6 +320,14 @@ void register_reduction_ops(OpRegistry& r) {
 
     comp("nanmedian(Tensor self) -> Tensor", median_rule);
   }
+}
+
+}  // namespace
+
+void register_reduction_ops(OpRegistry& r) {
+  add_base_reductions(r);
+  add_composite_reductions_and_scans(r);
+  add_nan_and_order_reductions(r);
 }
 
 }  // namespace stax
