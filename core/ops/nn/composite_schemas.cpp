@@ -19,7 +19,9 @@ void need_floating(const CallArgs& c, const TensorMeta& m, const char* what) {
 
 TensorMeta softmax_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
-  need_floating(c, self, "self");
+  // softmax.int with a dtype casts the input to it first: an integer input is fine then.
+  bool cast_first = c.op().schema.index_of("dtype") >= 0 && c.get("dtype").is_dtype();
+  if (!cast_first) need_floating(c, self, "self");
   wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
   DType out = self.dtype;
   if (c.op().schema.index_of("dtype") >= 0) {  // softmax.int: the input is first cast to dtype
