@@ -64,9 +64,7 @@ std::vector<Node*> max_min_dim(Graph& g, const ExpandCall& c, bool is_max) {
   if (x->meta().dim() > 0 && x->shape()[dim] == 0)
     c.fail(std::string(is_max ? "max" : "min") +
            "(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size");
-  // argmax / argmin take no bool input (as torch): a bool tensor is searched as uint8.
-  Node* key = x->dtype() == DType::Bool ? g.call("to.dtype", {x, DType::UInt8}) : x;
-  Node* idx = g.call(is_max ? "argmax.default" : "argmin.default", {key, dim, true});
+  Node* idx = g.call(is_max ? "argmax.default" : "argmin.default", {x, dim, true});
   return {take(g, x, dim, idx, keepdim), drop(g, idx, dim, keepdim, x)};
 }
 
@@ -87,7 +85,6 @@ std::vector<Node*> topk(Graph& g, const ExpandCall& c) {
   int64_t dim = wrapped(c, x, c.get("dim").to_int());
   int64_t k = c.get("k").to_int();
   int64_t n = x->meta().dim() == 0 ? 1 : x->shape()[dim];
-  if (x->dtype() == DType::Bool) c.fail("topk does not support bool tensors (as torch on CPU)");
   if (k < 0 || k > n) c.fail("topk: k (" + std::to_string(k) + ") is out of range for a dimension of size " + std::to_string(n));
   Node* idx = argsort(g, x, dim, c.get("largest").to_bool());
   if (x->meta().dim() > 0) idx = slice(g, idx, dim, 0, k);

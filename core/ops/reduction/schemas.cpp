@@ -68,8 +68,6 @@ TensorMeta var_rule(const CallArgs& c) {
 
 TensorMeta arg_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
-  if (in.dtype == DType::Bool)
-    c.fail(c.op().schema.base + "(): does not support bool input");
   if (!c.has("dim") && in.numel() == 0)
     c.fail(c.op().schema.base + "(): expected a reduction dim to be specified for an empty input");
   if (c.has("dim") && in.dim() > 0 &&
