@@ -779,8 +779,7 @@ void register_indexing_ops(OpRegistry& r) {
            const TensorMeta& self = c.tensor("self");
            const TensorMeta& idx = c.tensor("index");
            const TensorMeta& src = c.tensor("source");
-           if (self.dim() == 0) c.fail("index_reduce_(): self must have at least one dimension");
-           int64_t d = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
+           int64_t d = wrap_dim(c.get("dim").to_int(), std::max<int64_t>(self.dim(), 1), c.where());
            if (idx.dtype != DType::Int64 && idx.dtype != DType::Int32)
              c.fail("index_reduce_(): Expected dtype int32/int64 for index");
            if (idx.dim() > 1) c.fail("index_reduce_(): Index is supposed to be a vector");
