@@ -1,6 +1,9 @@
 #include "core/ops/common/infer_helpers.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string_view>
 
 namespace stax::infer {
 
@@ -28,12 +31,13 @@ InferFn elementwise_rule(std::vector<std::string> params) {
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims_in, bool keepdim, const CallArgs& c) {
   int64_t rank = static_cast<int64_t>(in.size());
   std::vector<bool> reduced(in.size(), dims_in.empty());
+  std::vector<bool> seen(std::max<size_t>(in.size(), 1), false);  // a 0-d tensor: dims 0 and -1
   for (int64_t d : dims_in) {
     int64_t w = wrap_dim(d, rank, c.where());
-    if (rank == 0) continue;
-    if (reduced[w] && !dims_in.empty() && std::count(dims_in.begin(), dims_in.end(), d) > 1)
-      c.fail("dim " + std::to_string(d) + " appears multiple times in the list of dims");
-    reduced[w] = true;
+    if (seen[w])  // also 0 and -1 of a 0-d tensor, or 1 and -1 of a matrix (as torch)
+      c.fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+    seen[w] = true;
+    if (rank > 0) reduced[w] = true;
   }
   Shape out;
   for (int64_t i = 0; i < rank; ++i) {
@@ -41,6 +45,92 @@ Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims_in, bool ke
     else if (keepdim) out.push_back(1);
   }
   return out;
+}
+
+void check_nonempty_reduced_dims(const Shape& in, const std::vector<int64_t>& dims,
+                                 const CallArgs& c) {
+  if (shape_numel(in) != 0) return;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = dims.empty();
+    for (int64_t d : dims) reduced = reduced || wrap_dim(d, rank, c.where()) == i;
+    if (reduced && in[i] == 0)
+      c.fail("reducing over zero-size dimension " + std::to_string(i) + " of " + shape_str(in) +
+             " for a reduction without identity");
+  }
+}
+
+namespace {
+
+// c10::overflows: whether converting the number `v` to `t` loses its value. Like torch's
+// checked conversion, a negative integer converts to an unsigned type when its magnitude fits
+// (two's complement), infinities and NaN to floating types, and anything to bool.
+bool overflows(const Arg& v, DType t) {
+  if (v.is_bool() || t == DType::Bool) return false;
+  double lo = 0, hi = 0;
+  switch (t) {
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::Int64: lo = -0x1p63, hi = 0x1p63; break;  // every int64 Arg fits
+    case DType::Float16: lo = -65504.0, hi = 65504.0; break;
+    case DType::BFloat16: lo = -0x1.fep127, hi = 0x1.fep127; break;
+    case DType::Float32: lo = -0x1.fffffep127, hi = 0x1.fffffep127; break;
+    case DType::Float64: return false;
+    case DType::Bool: return false;
+  }
+  if (v.is_int()) {
+    int64_t i = v.to_int();
+    if (t == DType::Int64) return false;
+    if (t == DType::UInt8 && i < 0) return -static_cast<double>(i) > hi;
+    return static_cast<double>(i) < lo || static_cast<double>(i) > hi;
+  }
+  double d = v.to_double();
+  if (is_floating(t)) return std::isfinite(d) && (d < lo || d > hi);
+  if (std::isnan(d)) return true;
+  // A float converts to an integer type when its truncation fits (torch: 255.5 fits uint8,
+  // -1.0 does not).
+  return t == DType::Int64 ? !(d >= lo && d < hi) : (d <= lo - 1 || d >= hi + 1);
+}
+
+}  // namespace
+
+void check_scalar_fits(const CallArgs& c, std::string_view param, DType t) {
+  const Arg& v = c.get(param);
+  if (!v.is_number() || !overflows(v, t)) return;
+  c.fail(std::string(param) + " = " + arg_str(v) + " cannot be converted to " +
+         std::string(dtype_name(t)) + " without overflow");
+}
+
+void check_norm_param_dtypes(const CallArgs& c, DType x, const std::vector<std::string>& params) {
+  bool same = true, any_float = false;
+  for (const auto& p : params) {
+    if (!c.get(p).is_node()) continue;
+    same = same && c.tensor(p).dtype == x;
+    any_float = any_float || c.tensor(p).dtype == DType::Float32;
+  }
+  if (same) return;
+  bool reduced = x == DType::Float16 || x == DType::BFloat16;
+  for (const auto& p : params) {
+    if (!c.get(p).is_node()) continue;
+    DType t = c.tensor(p).dtype;
+    if (reduced && any_float ? t != DType::Float32 : t != x)
+      c.fail(p + " (" + std::string(dtype_name(t)) + ") must have the input's dtype (" +
+             std::string(dtype_name(x)) + ")" +
+             (reduced ? ", or all parameters float32 (mixed dtype)" : ""));
+  }
+}
+
+// clamp / clamp_max / hardtanh of an integer tensor: torch rejects an integer upper bound below
+// the dtype's range (uint8 with max -1), which would make every element that bound.
+void check_clamp_max(const CallArgs& c, const char* param, DType t) {
+  const Arg& v = c.get(param);
+  if (t == DType::Bool || is_floating(t) || !v.is_int()) return;
+  int64_t lowest = t == DType::UInt8 ? 0 : t == DType::Int8 ? -128
+                 : t == DType::Int32 ? int64_t{-2147483648LL} : INT64_MIN;
+  if (v.to_int() < lowest)
+    c.fail("clamp max value " + std::to_string(v.to_int()) +
+           " is outside the representable range of " + std::string(dtype_name(t)));
 }
 
 InferFn floating(std::vector<std::string> params, Promotion mode) {

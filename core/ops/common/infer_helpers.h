@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/graph/op_registry.h"
@@ -16,6 +17,25 @@ InferFn elementwise_rule(std::vector<std::string> params);
 
 // Reduced shape of `in` over `dims` (all dims when empty), keeping reduced dims as 1 if keepdim.
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& dims, bool keepdim, const CallArgs& c);
+
+// Torch's reductions without an identity (amax, amin, aminmax, max.dim ...): an empty input may
+// not be reduced over a dimension of size 0 (`dims` empty: every dimension).
+void check_nonempty_reduced_dims(const Shape& in, const std::vector<int64_t>& dims,
+                                 const CallArgs& c);
+
+// The number `param` (a Scalar argument) must convert to `t` without overflow, as torch's
+// checked conversion demands of fill values (full, masked_fill, scatter.value, threshold ...):
+// 256 into uint8, 1e5 into float16. Absent or tensor arguments are not checked.
+void check_scalar_fits(const CallArgs& c, std::string_view param, DType t);
+
+// clamp / clamp_max / hardtanh: an integer upper bound `param` below the range of the integer
+// result dtype `t` is an error (torch: "Clamp max value -1 is outside the representable range").
+void check_clamp_max(const CallArgs& c, const char* param, DType t);
+
+// The affine parameters `params` (those given) of a layer / group norm over an input of dtype `x`:
+// torch's CPU kernels take them in the input's dtype, or all in float32 for a float16 / bfloat16
+// input ("mixed dtype").
+void check_norm_param_dtypes(const CallArgs& c, DType x, const std::vector<std::string>& params);
 
 // Elementwise over `params` (promotion `mode`) with a floating-point result required: torch has no
 // integer kernel ("... not implemented for 'int64', as in torch").

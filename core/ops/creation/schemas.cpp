@@ -51,7 +51,9 @@ void need_floating(const CallArgs& c, DType t) {
 TensorMeta full_rule(const CallArgs& c) {
   const Arg& v = c.get("fill_value");
   DType fallback = v.is_bool() ? DType::Bool : v.is_int() ? kDefaultInt : kDefaultFloat;
-  return TensorMeta::contiguous(checked_size(c), dtype_or(c, fallback), device_or(c, "cpu"));
+  DType t = dtype_or(c, fallback);
+  infer::check_scalar_fits(c, "fill_value", t);
+  return TensorMeta::contiguous(checked_size(c), t, device_or(c, "cpu"));
 }
 
 TensorMeta factory_rule(const CallArgs& c) {
@@ -69,6 +71,13 @@ TensorMeta like_rule(const CallArgs& c) {
   return TensorMeta::contiguous(self.sizes, dtype_or(c, self.dtype), device_or(c, self.device));
 }
 
+// full_like: like_rule, the fill value converting to the result's dtype (as torch's fill_).
+TensorMeta full_like_rule(const CallArgs& c) {
+  TensorMeta m = like_rule(c);
+  infer::check_scalar_fits(c, "fill_value", m.dtype);
+  return m;
+}
+
 TensorMeta random_like_rule(const CallArgs& c) {
   TensorMeta m = like_rule(c);
   need_floating(c, m.dtype);
@@ -81,7 +90,9 @@ TensorMeta randint_rule(const CallArgs& c) {
   if (low >= high)
     c.fail("expects low < high, got low=" + std::to_string(low) +
            " and high=" + std::to_string(high));
-  return TensorMeta::contiguous(checked_size(c), dtype_or(c, kDefaultInt), device_or(c, "cpu"));
+  // The schema's default is long; a dtype spelled None is torch's default float (as its meta).
+  DType fallback = c.get("dtype").is_none() ? kDefaultFloat : kDefaultInt;
+  return TensorMeta::contiguous(checked_size(c), dtype_or(c, fallback), device_or(c, "cpu"));
 }
 
 TensorMeta arange_rule(const CallArgs& c) {
@@ -144,6 +155,12 @@ TensorMeta new_rule(const CallArgs& c) {
   for (int64_t v : s)
     if (v < 0) c.fail("Trying to create tensor with negative dimension " + std::to_string(v));
   DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;
+  if (c.op().schema.index_of("fill_value") >= 0) infer::check_scalar_fits(c, "fill_value", t);
+  if (c.op().schema.index_of("stride") >= 0 &&
+      c.get("stride").to_int_list().size() != s.size())
+    c.fail("dimensionality of sizes (" + std::to_string(s.size()) +
+           ") must match dimensionality of strides (" +
+           std::to_string(c.get("stride").to_int_list().size()) + ")");
   return TensorMeta::contiguous(s, t, in.device);
 }
 
@@ -183,7 +200,9 @@ void add_factory_ops(OpRegistry& r) {
   add("zeros(SymInt[] size, *, " + fk + ") -> Tensor", C, factory_rule);
   add("ones(SymInt[] size, *, " + fk + ") -> Tensor", C, factory_rule);
   add("scalar_tensor(Scalar s, *, " + fk + ") -> Tensor", C, [](const CallArgs& c) {
-    return TensorMeta::contiguous({}, dtype_or(c, kDefaultFloat), device_or(c, "cpu"));
+    DType t = dtype_or(c, kDefaultFloat);
+    infer::check_scalar_fits(c, "s", t);
+    return TensorMeta::contiguous({}, t, device_or(c, "cpu"));
   });
   // Uninitialized memory in torch: Stax's values are zeros (deterministic; a program reading them
   // has no defined result in torch). The strides of empty_strided are not kept: Stax's values are
@@ -197,7 +216,7 @@ void add_factory_ops(OpRegistry& r) {
         return factory_rule(c);
       });
   add("empty_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
-  add("full_like(Tensor self, Scalar fill_value, *, " + lk + ") -> Tensor", C, like_rule);
+  add("full_like(Tensor self, Scalar fill_value, *, " + lk + ") -> Tensor", C, full_like_rule);
   add("zeros_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("ones_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("arange(Scalar end, *, " + fk + ") -> Tensor", C, arange_rule);
@@ -221,7 +240,8 @@ void add_factory_ops(OpRegistry& r) {
       R, [](const CallArgs& c) {
         int64_t n = c.get("n").to_int();
         if (n < 0) c.fail("n must be non-negative, got" + std::to_string(n));
-        DType t = dtype_or(c, kDefaultInt);
+        // A dtype spelled None is torch's default float (the schema's default is long).
+        DType t = dtype_or(c, c.get("dtype").is_none() ? kDefaultFloat : kDefaultInt);
         if (t == DType::Bool) c.fail("randperm is not implemented for bool");
         if (!is_floating(t) && n > 0) {
           int bits = static_cast<int>(dtype_size(t)) * 8 - (t == DType::UInt8 ? 0 : 1);
@@ -267,6 +287,7 @@ void add_new_and_fill_ops(OpRegistry& r) {
     // fill: self's shape and dtype, every element the value (a 0-d tensor for fill.Tensor).
     comp("fill.Scalar(Tensor self, Scalar value) -> Tensor", P::None, [](const CallArgs& c) {
       const TensorMeta& in = c.tensor("self");
+      infer::check_scalar_fits(c, "value", in.dtype);
       return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
     }).differentiable = false;
 
@@ -313,6 +334,10 @@ void add_sequence_ops(OpRegistry& r) {
         int64_t hi = lower ? std::min(col, r + off + 1) : col;
         n += std::max<int64_t>(0, hi - lo);
       }
+      // The schema's default is long; torch has no kernel for a dtype spelled None.
+      if (c.get("dtype").is_none())
+        c.fail("dtype=None is not supported (\"" + c.op().schema.base +
+               "\" not implemented for 'None', as in torch); give int32 or int64");
       DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : DType::Int64;
       if (t != DType::Int64 && t != DType::Int32) c.fail("tril/triu_indices: dtype must be int32 or int64");
       return TensorMeta::contiguous({2, n}, t, "cpu");

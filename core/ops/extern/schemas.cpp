@@ -177,7 +177,16 @@ TensorMeta addr_rule(const CallArgs& c) {
   if (broadcast_shapes(c.tensor("self").sizes, s, c.where()) != s)
     c.fail("self of shape " + shape_str(c.tensor("self").sizes) + " does not broadcast to " +
            shape_str(s));
-  return TensorMeta::contiguous(s, result_type(c, {"self", "vec1", "vec2"}, P::Default), a.device);
+  DType t = result_type(c, {"self", "vec1", "vec2"}, P::Default);
+  for (const char* p : {"beta", "alpha"}) {
+    if (c.get(p).is_double() && !is_floating(t))
+      c.fail(std::string(p) + " = " + arg_str(c.get(p)) + " cannot be safely converted to the " +
+             std::string(dtype_name(t)) + " result");
+    if (c.get(p).is_bool() && t != DType::Bool)
+      c.fail("a bool " + std::string(p) + " is only supported for bool results, got " +
+             std::string(dtype_name(t)));
+  }
+  return TensorMeta::contiguous(s, t, a.device);
 }
 
 TensorMeta addbmm_rule(const CallArgs& c) {
@@ -209,7 +218,10 @@ TensorMeta cross_rule(const CallArgs& c) {
   if (a.sizes[d] != 3 || b.sizes[d] != 3)
     c.fail("linalg.cross: inputs dimension " + std::to_string(d) + " must have length 3. Got " +
            std::to_string(a.sizes[d]) + " and " + std::to_string(b.sizes[d]));
-  return TensorMeta::contiguous(s, result_type(c, {"self", "other"}, P::Default), a.device);
+  if (a.dtype != b.dtype)  // torch's kernel reads other as self's dtype
+    c.fail("linalg.cross: self (" + std::string(dtype_name(a.dtype)) + ") and other (" +
+           std::string(dtype_name(b.dtype)) + ") must have the same dtype");
+  return TensorMeta::contiguous(s, a.dtype, a.device);
 }
 
 }  // namespace

@@ -205,6 +205,7 @@ TensorMeta scatter_rule(const CallArgs& c) {
       c.fail("src (" + dt(src.dtype) + ") must have the dtype of self (" + dt(self.dtype) + ")");
     check_no_larger(c, index, src, "src", -1);
   }
+  if (c.op().schema.index_of("value") >= 0) infer::check_scalar_fits(c, "value", self.dtype);
   return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
 }
 
@@ -213,6 +214,9 @@ TensorMeta index_select_rule(const CallArgs& c) {
   const TensorMeta& index = c.tensor("index");
   check_index_dtype(c, index, "index");
   if (index.dim() > 1) c.fail("index must be 0-d or 1-d, got shape " + shape_str(index.sizes));
+  if (self.dim() == 0 && index.numel() != 1)
+    c.fail("index_select(): the index into a 0-d tensor can have only 1 value, got " +
+           std::to_string(index.numel()));
   int64_t dim = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
   Shape out = self.sizes;
   if (!out.empty()) out[dim] = index.numel();
@@ -281,6 +285,8 @@ TensorMeta roll_rule(const CallArgs& c) {
   if (!dims.empty() && shifts.size() != dims.size())
     c.fail("shifts and dimensions must align: shifts has " + std::to_string(shifts.size()) +
            " elements, dims " + std::to_string(dims.size()));
+  if (!dims.empty() && in.dim() == 0)  // as torch: a 0-d tensor has no dim to roll along
+    c.fail("dimension specified as " + std::to_string(dims[0]) + " but tensor has no dimensions");
   for (int64_t d : dims) wrap_dim(d, std::max<int64_t>(in.dim(), 1), c.where());
   return same_as_self(c);
 }
@@ -306,6 +312,7 @@ TensorMeta masked_fill_rule(const CallArgs& c) {
       c.fail("masked_fill only supports a 0-dimensional value tensor, but got tensor with " +
              std::to_string(v.dim()) + " dimension(s)");
   }
+  infer::check_scalar_fits(c, "value", in.dtype);
   return same_as_self(c);
 }
 
@@ -322,10 +329,16 @@ TensorMeta index_add_rule(const CallArgs& c) {
     c.fail("index_add_(): self (" + dt(self.dtype) + ") and source (" + dt(src.dtype) +
            ") must have the same scalar type");
   int64_t n = idx.dim() == 0 ? 1 : idx.sizes[0];
+  if (self.dim() == 0 && n != 1)
+    c.fail("index_add_(): the number of indices (" + std::to_string(n) +
+           ") should be equal to self.size(dim) (1) for a 0-d self");
+  if (self.dim() == 0 && src.dim() > 0)  // torch's kernel: a 0-d self takes a 0-d source only
+    c.fail("index_add_(): source of shape " + shape_str(src.sizes) + " must match the shape () "
+           "of self");
   if (self.dim() > 0) {
     Shape want = self.sizes;
     want[d] = n;
-    if (src.sizes != want && !(src.dim() == 0 && shape_numel(want) == 1))
+    if (src.sizes != want)  // torch: a 0-d source fits a 0-d self only
       c.fail("index_add_(): source of shape " + shape_str(src.sizes) + " must have shape " +
              shape_str(want) + " (self's with dim " + std::to_string(d) + " of the index's length)");
   }
@@ -426,6 +439,7 @@ TensorMeta index_fill_rule(const CallArgs& c) {
   if (c.get("value").is_node() && c.tensor("value").dim() != 0)
     c.fail("index_fill_ only supports a 0-dimensional value tensor, but got tensor with " +
            std::to_string(c.tensor("value").dim()) + " dimension(s).");
+  infer::check_scalar_fits(c, "value", in.dtype);
   return same_as_self(c);
 }
 
@@ -488,6 +502,15 @@ TensorMeta search_rule(const CallArgs& c, const char* seq_param, const char* val
   return TensorMeta::contiguous(v.sizes, t, v.device);
 }
 
+// isin: bool elements (and test elements) are not supported by torch.
+TensorMeta isin_rule(const CallArgs& c) {
+  const TensorMeta& e = c.tensor("elements");
+  for (const char* p : {"elements", "test_elements"})
+    if (c.tensor(p).dtype == DType::Bool)
+      c.fail(std::string("isin() does not support bool ") + p + " (as torch)");
+  return TensorMeta::contiguous(e.sizes, DType::Bool, e.device);
+}
+
 TensorMeta index_copy_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& idx = c.tensor("index");
@@ -500,6 +523,10 @@ TensorMeta index_copy_rule(const CallArgs& c) {
   if (src.dtype != self.dtype) c.fail("index_copy_(): self and source expected to have the same "
                                       "dtype, but got (self) " + dt(self.dtype) + " and (source) " +
                                       dt(src.dtype));
+  int64_t src_n = src.dim() == 0 ? 1 : src.sizes[std::min<int64_t>(d, src.dim() - 1)];
+  if (shape_numel(idx.sizes) != src_n)
+    c.fail("index_copy_(): the number of indices (" + std::to_string(shape_numel(idx.sizes)) +
+           ") should be equal to source.size(dim) (" + std::to_string(src_n) + ")");
   Shape want = self.sizes;
   if (self.dim() > 0) want[d] = shape_numel(idx.sizes);
   if (self.dim() > 0 && src.sizes != want)
@@ -716,10 +743,7 @@ void add_search_and_copy_composites(OpRegistry& r) {
 
     comp("isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, "
          "bool invert=False) -> Tensor",
-         [](const CallArgs& c) {
-           const TensorMeta& e = c.tensor("elements");
-           return TensorMeta::contiguous(e.sizes, DType::Bool, e.device);
-         })
+         isin_rule)
         .differentiable = false;
 
     comp("bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, "

@@ -189,9 +189,11 @@ std::vector<Node*> tensor_split_indices(Graph& g, const ExpandCall& c) {
   std::vector<Node*> out;
   int64_t start = 0;
   auto clampi = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  // Python's slicing, as torch: piece i is x[indices[i-1]:indices[i]] (empty when the indices
+  // decrease), the last one x[indices[-1]:].
   for (int64_t i : c.get("indices").to_int_list()) {
-    int64_t end = std::max(clampi(i), start);
-    out.push_back(slice(g, x, dim, start, end));
+    int64_t end = clampi(i);
+    out.push_back(slice(g, x, dim, start, std::max(end, start)));
     start = end;
   }
   out.push_back(slice(g, x, dim, start, n));
@@ -237,17 +239,19 @@ std::vector<Node*> aminmax(Graph& g, const ExpandCall& c) {
     for (int64_t d = 0; d < x->meta().dim(); ++d) all.push_back(d);
     dims = Arg(all);
   }
+  // A 0-d input gives 0-d results, keepdim or not (torch 2.x; torch 1.13 gave shape (1,)).
   Node* lo = g.call("amin.default", {x, dims, keepdim});
   Node* hi = g.call("amax.default", {x, dims, keepdim});
-  if (x->meta().dim() == 0 && c.has("dim") && keepdim) {  // torch 1.13 gives shape (1,) there
-    lo = g.call("reshape.default", {lo, Arg(Ints{1})});
-    hi = g.call("reshape.default", {hi, Arg(Ints{1})});
-  }
   return {lo, hi};
 }
 
 // rsqrt(var(x over dims, biased) + eps), detached; and the detached mean.
-std::pair<Node*, Node*> mean_rstd(Graph& g, Node* x, const Ints& dims, bool keepdim, double eps) {
+// float16 / bfloat16 statistics of layer and batch norm are computed and returned in float32
+// (torch's accumulate type, `f32_stats`); group norm's keep the input's dtype (as torch's meta).
+std::pair<Node*, Node*> mean_rstd(Graph& g, Node* x, const Ints& dims, bool keepdim, double eps,
+                                  bool f32_stats = true) {
+  if (f32_stats && (x->dtype() == DType::Float16 || x->dtype() == DType::BFloat16))
+    x = g.call("to.dtype", {x, DType::Float32});
   Node* m = g.call("mean.dim", {x, Arg(dims), keepdim});
   Node* v = g.call("var.correction", {x, Arg(dims)}, {{"correction", int64_t{0}}, {"keepdim", keepdim}});
   Node* r = g.call("rsqrt.default", {g.call("add.Scalar", {v, eps})});
@@ -288,12 +292,18 @@ std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("input");
   int64_t n = c.get("N").to_int(), groups = c.get("group").to_int();
   double eps = c.get("eps").to_double();
+  if (n < 0) c.fail("native_group_norm: N must be non-negative, got " + std::to_string(n));
+  int64_t channels = c.get("C").to_int(), hxw = c.get("HxW").to_int();
+  if (groups > 0 && (channels % groups != 0 || n * channels * hxw != x->meta().numel()))
+    c.fail("native_group_norm: N * C * HxW (" + std::to_string(n) + " * " +
+           std::to_string(channels) + " * " + std::to_string(hxw) + ") must be the size of input " +
+           shape_str(x->shape()) + " and C divisible by group (" + std::to_string(groups) + ")");
   if (groups <= 0 || x->meta().dim() < 2 || x->shape()[1] % groups != 0)
     c.fail("native_group_norm: the channel count must be divisible by group (" + std::to_string(groups) + ")");
   Node* out = g.call("group_norm.default", {x, groups, c.get("weight"), c.get("bias"), eps});
   int64_t per_group = c.get("C").to_int() / groups * c.get("HxW").to_int();
   Node* grouped = g.call("reshape.default", {x, Arg(Ints{n, groups, per_group})});
-  auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps);
+  auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps, false);
   return {out, m, r};
 }
 
@@ -370,6 +380,10 @@ std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
   Node* target = c.tensor("target");
   int64_t reduction = c.get("reduction").to_int();
   int64_t ignore = c.get("ignore_index").to_int();
+  if (c.op().schema.base == "nll_loss2d_forward" &&
+      (x->meta().dim() != 4 || target->meta().dim() != 3))
+    c.fail("nll_loss2d_forward expects a 4-D self (N, C, H, W) and a 3-D target (N, H, W), got " +
+           shape_str(x->shape()) + " and " + shape_str(target->shape()));
   Node* out = g.call("nll_loss.default", {x, target, c.get("weight"), reduction, ignore});
   Node* total;
   if (reduction == 0) {
@@ -398,6 +412,9 @@ std::vector<Node*> nll_loss_forward(Graph& g, const ExpandCall& c) {
 // so the gradient is 1 - sigmoid(x) everywhere, 0 included, as torch's log_sigmoid_backward.
 std::vector<Node*> log_sigmoid_forward(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
+  if (!is_floating(x->dtype()))  // torch's meta would keep an integer dtype; no kernel has it
+    c.fail("log_sigmoid_forward expects a floating-point input, got " +
+           std::string(dtype_name(x->dtype())));
   Node* a = g.call("abs.default", {x});
   Node* z = g.call("exp.default", {g.call("neg.default", {a})});
   Node* low = g.call("mul.Scalar", {g.call("sub.Tensor", {x, a}), 0.5});
@@ -459,6 +476,11 @@ std::vector<Node*> adaptive_max_pool(Graph& g, const ExpandCall& c, size_t n) {
   if (rank != static_cast<int64_t>(n) + 1 && rank != static_cast<int64_t>(n) + 2)
     c.fail("adaptive_max_pool" + std::to_string(n) + "d expects a " + std::to_string(n + 1) + "-d or " +
            std::to_string(n + 2) + "-d input, got shape " + shape_str(x->shape()));
+  for (int64_t d = rank == static_cast<int64_t>(n) + 2 ? 1 : 0; d < rank; ++d)
+    if (x->shape()[d] == 0)  // as torch: only the batch dim may be empty
+      c.fail("adaptive_max_pool" + std::to_string(n) + "d(): expected input to have non-zero size "
+             "for non-batch dimensions, but input " + shape_str(x->shape()) + " has dimension " +
+             std::to_string(d) + " empty");
   Ints os = nn::expand_list(c.get("output_size"), n, "output_size", c.where(), 1);
   Node* values = x;
   Node* index = nullptr;
@@ -541,6 +563,13 @@ std::vector<Node*> cum_extreme(Graph& g, Node* x, int64_t dim_in, bool is_max, c
     pad = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   else if (x->dtype() == DType::Bool)
     pad = Arg(!is_max);
+  else if (x->dtype() == DType::UInt8)
+    pad = Arg(int64_t{is_max ? 0 : 255});
+  else if (x->dtype() == DType::Int8)
+    pad = Arg(int64_t{is_max ? -128 : 127});
+  else if (x->dtype() == DType::Int32)
+    pad = Arg(is_max ? int64_t{std::numeric_limits<int32_t>::min()}
+                     : int64_t{std::numeric_limits<int32_t>::max()});
   else
     pad = Arg(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
   auto shift = [&](Node* t, int64_t k, const Arg& fill) {  // t moved k places forward along dim

@@ -80,6 +80,12 @@ MutationFn batch_norm_rule(const std::string& functional) {
       return std::nullopt;
     Node* x = c.get("input").node();
     if (x->meta().dim() < 2) c.fail("batch norm needs an input of 2 or more dims");
+    if (c.has("running_mean") != c.has("running_var"))
+      c.fail("running_mean and running_var must either both be None or neither be None");
+    for (const char* p : {"running_mean", "running_var"})
+      if (c.get(p).node()->shape() != Shape{x->shape()[1]})
+        c.fail(std::string(p) + " " + shape_str(c.get(p).node()->shape()) + " must have shape (" +
+               std::to_string(x->shape()[1]) + ",): one value per channel");
     std::vector<Arg> args = c.args();
     args[static_cast<size_t>(c.op().schema.index_of("running_mean"))] = Arg();
     args[static_cast<size_t>(c.op().schema.index_of("running_var"))] = Arg();

@@ -59,6 +59,44 @@ TensorMeta prelu_rule(const CallArgs& c) {
   return same_as_self(c);
 }
 
+// leaky_relu_backward / elu_backward: torch has no in-place backward for a negative slope (the
+// forward's result cannot be inverted), so `is_result` with a negative `slope` is an error.
+InferFn result_backward_rule(const char* is_result, const char* slope,
+                             std::vector<std::string> params) {
+  return [=](const CallArgs& c) {
+    if (c.get(is_result).to_bool() && c.get(slope).to_double() < 0)
+      c.fail(std::string(slope) + " = " + arg_str(c.get(slope)) + " with " + is_result +
+             "=True: the in-place backward of a negative slope is not supported (as torch)");
+    return floating(params)(c);
+  };
+}
+
+TensorMeta hardtanh_rule(const CallArgs& c) {
+  TensorMeta m = numeric({"self"})(c);
+  infer::check_clamp_max(c, "max_val", m.dtype);
+  return m;
+}
+
+TensorMeta celu_rule(const CallArgs& c) {
+  if (c.get("alpha").to_double() == 0) c.fail("alpha cannot be 0 for CELU");
+  return floating({"self"})(c);
+}
+
+// mish_backward: torch's kernel writes a result of self's dtype, so self must be floating.
+TensorMeta mish_backward_rule(const CallArgs& c) {
+  if (!is_floating(c.tensor("self").dtype))
+    c.fail("self must have a floating dtype (the result has self's dtype), got " +
+           dt(c.tensor("self").dtype));
+  return floating({"grad_output", "self"})(c);
+}
+
+TensorMeta threshold_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype == DType::Bool) c.fail("threshold is not implemented for 'bool'");
+  infer::check_scalar_fits(c, "threshold", c.tensor("self").dtype);
+  infer::check_scalar_fits(c, "value", c.tensor("self").dtype);
+  return same_as_self(c);
+}
+
 }  // namespace
 
 void register_activation_ops(OpRegistry& r) {
@@ -73,7 +111,7 @@ void register_activation_ops(OpRegistry& r) {
     act("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
         floating({"self"}));
 
-    act("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", numeric({"self"}));
+    act("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", hardtanh_rule);
 
     act("relu6(Tensor self) -> Tensor", numeric({"self"}));
 
@@ -87,11 +125,11 @@ void register_activation_ops(OpRegistry& r) {
 
     act("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, "
         "bool self_is_result) -> Tensor",
-        floating({"grad_output", "self"}));
+        result_backward_rule("self_is_result", "negative_slope", {"grad_output", "self"}));
 
     act("elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, "
         "bool is_result, Tensor self_or_result) -> Tensor",
-        floating({"grad_output", "self_or_result"}));
+        result_backward_rule("is_result", "alpha", {"grad_output", "self_or_result"}));
 
     act("hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> "
         "Tensor",
@@ -107,8 +145,7 @@ void register_activation_ops(OpRegistry& r) {
         "Tensor",
         floating({"grad_output", "self"}));
 
-    act("mish_backward(Tensor grad_output, Tensor self) -> Tensor",
-        floating({"grad_output", "self"}));
+    act("mish_backward(Tensor grad_output, Tensor self) -> Tensor", mish_backward_rule);
   }
   {
     // ---- pointwise formulas (Composite)
@@ -117,7 +154,7 @@ void register_activation_ops(OpRegistry& r) {
     };
 
     // ---- activations and losses
-    comp("celu(Tensor self, Scalar alpha=1.) -> Tensor", P::Default, floating({"self"}));
+    comp("celu(Tensor self, Scalar alpha=1.) -> Tensor", P::Default, celu_rule);
 
     comp("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", P::Default, floating({"self"}));
 
@@ -128,10 +165,8 @@ void register_activation_ops(OpRegistry& r) {
       return floating({"self"})(c);
     });
 
-    comp("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", P::None, [](const CallArgs& c) {
-      if (c.tensor("self").dtype == DType::Bool) c.fail("threshold is not implemented for 'bool'");
-      return same_as_self(c);
-    });
+    comp("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", P::None,
+         threshold_rule);
 
     comp("glu(Tensor self, int dim=-1) -> Tensor", P::None, glu_rule);
 

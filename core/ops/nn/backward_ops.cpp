@@ -14,6 +14,7 @@
 //   _prelu_kernel (a forward)          where(x > 0, x, weight * x)
 // Every op here is Composite: the interpreter runs the decomposition, VJP and JVP go through it
 // (so a double backward asks the base ops' rules).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "core/ops/common/infer_by_building.h"
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/common/via_decomposition.h"
+#include "core/ops/nn/params.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
 
@@ -48,6 +50,32 @@ Node* through(Graph& g, const ExpandCall& c, const char* fwd, std::vector<Arg> r
   return or_zeros(g, gs[0], self);
 }
 
+// huber_loss_backward as torch's kernel: grad_output, self and target of one dtype, the result
+// in their broadcast shape (self is expanded to it before the VJP).
+Node* huber_loss_backward(Graph& g, const ExpandCall& c) {
+  Node* self = c.tensor("self");
+  Node* grad = c.tensor("grad_output");
+  Node* target = c.tensor("target");
+  for (Node* n : {grad, target})
+    if (n->dtype() != self->dtype())
+      c.fail("grad_output (" + std::string(dtype_name(grad->dtype())) + "), self (" +
+             std::string(dtype_name(self->dtype())) + ") and target (" +
+             std::string(dtype_name(target->dtype())) + ") must have the same dtype");
+  Shape out = broadcast_shapes(broadcast_shapes(grad->shape(), self->shape(), c.where()),
+                               target->shape(), c.where());
+  Node* x = self->shape() == out ? self : g.call("expand", {self, Arg(out)});
+  auto gs = gradients_by_vjp(g, "huber_loss", {x, target, c.get("reduction"), c.get("delta")}, {},
+                             grad, {x});
+  return or_zeros(g, gs[0], x);
+}
+
+// An activation's gradient in the promoted dtype of the gradient and self, as torch's binary
+// backward kernels give it (hardshrink_backward of a float32 gradient and a bfloat16 self).
+Node* promoted(Graph& g, const ExpandCall& c, Node* r, const char* grad_param) {
+  DType t = promote_types(c.tensor(grad_param)->dtype(), c.tensor("self")->dtype());
+  return r->dtype() == t ? r : g.call("to.dtype", {r, t});
+}
+
 // The gradient of a linear op's input of shape `sizes`: its VJP does not read the input's values,
 // so the forward call is made on zeros.
 Node* through_linear(Graph& g, const ExpandCall& c, const char* fwd, const Shape& sizes,
@@ -61,16 +89,36 @@ Node* through_linear(Graph& g, const ExpandCall& c, const char* fwd, const Shape
 }
 
 // Scatters the gradient to the input positions the forward's indices name (flattened over the
-// last `sp` dims, as max_pool*_with_indices / adaptive_max_pool* store them).
-Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp) {
+// last `sp` dims, as max_pool*_with_indices / adaptive_max_pool* store them). As torch, self is
+// a non-empty (C, spatial...) or (N, C, spatial...) tensor, the result has self's dtype, and
+// max_pool's gradient must have the pooled shape of self (`pooled`).
+Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp, bool pooled) {
   Node* grad = c.tensor("grad_output");
   Node* self = c.tensor("self");
   Node* idx = c.tensor("indices");
   const Shape& xs = self->shape();
-  if (xs.size() < sp) c.fail("input must have at least " + std::to_string(sp) + " dims");
+  if (xs.size() != sp + 1 && xs.size() != sp + 2)
+    c.fail("self must be " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) +
+           "-D (batch mode), got " + shape_str(xs));
+  for (size_t d = xs.size() == sp + 2 ? 1 : 0; d < xs.size(); ++d)
+    if (xs[d] == 0)
+      c.fail("self " + shape_str(xs) + " may be empty only in its batch dim");
   if (grad->shape().size() != xs.size())
     c.fail("grad_output " + shape_str(grad->shape()) + " must have the rank of self " +
            shape_str(xs));
+  if (pooled) {
+    nn::PoolParams p = nn::pool_params(
+        [&c](const char* name) -> const Arg& { return c.get(name); }, sp, true, c.where());
+    Shape want = xs;
+    Ints o = nn::pool_out_sizes(xs, p);
+    std::copy(o.begin(), o.end(), want.end() - static_cast<std::ptrdiff_t>(sp));
+    if (grad->shape() != want)
+      c.fail("grad_output " + shape_str(grad->shape()) + " must have the pooled shape " +
+             shape_str(want) + " of self " + shape_str(xs));
+  }
+  if (grad->dtype() != self->dtype())  // torch's kernel reads the gradient as self's dtype
+    c.fail("grad_output (" + std::string(dtype_name(grad->dtype())) + ") must have self's dtype (" +
+           std::string(dtype_name(self->dtype())) + ")");
   if (idx->shape() != grad->shape())
     c.fail("indices " + shape_str(idx->shape()) + " and grad_output " +
            shape_str(grad->shape()) + " must have the same shape");
@@ -85,7 +133,7 @@ Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp) {
   Shape fg = flat(grad->shape());
   Node* src = g.call("reshape", {grad, Arg(fg)});
   Node* at = g.call("reshape", {idx, Arg(fg)});
-  Node* r = g.call("scatter_add", {zeros(g, flat(xs), grad->dtype()), static_cast<int64_t>(lead),
+  Node* r = g.call("scatter_add", {zeros(g, flat(xs), self->dtype()), static_cast<int64_t>(lead),
                                    at, src});
   return g.call("reshape", {r, Arg(xs)});
 }
@@ -93,14 +141,31 @@ Node* scatter_at_indices(Graph& g, const ExpandCall& c, size_t sp) {
 Node* adaptive_avg_pool_backward(Graph& g, const ExpandCall& c, size_t sp) {
   const Shape& gs = c.tensor("grad_output")->shape();
   if (gs.size() < sp) c.fail("grad_output must have at least " + std::to_string(sp) + " dims");
+  if (c.tensor("grad_output")->dtype() != c.tensor("self")->dtype())
+    c.fail("expected dtype " + std::string(dtype_name(c.tensor("self")->dtype())) +
+           " for grad_output (self's), got " +
+           std::string(dtype_name(c.tensor("grad_output")->dtype())));
   Ints out(gs.end() - static_cast<std::ptrdiff_t>(sp), gs.end());
   std::string fwd = "_adaptive_avg_pool" + std::to_string(sp) + "d";
   return through(g, c, fwd.c_str(), {Arg(out)});
 }
 
+// As torch's kernel: grad_output, self and buffer of one floating dtype, broadcast together.
 Node* log_sigmoid_backward(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
   Node* grad = c.tensor("grad_output");
+  Node* buffer = c.tensor("buffer");
+  for (Node* n : {grad, buffer})
+    if (n->dtype() != x->dtype())
+      c.fail("grad_output (" + std::string(dtype_name(grad->dtype())) + "), self (" +
+             std::string(dtype_name(x->dtype())) + ") and buffer (" +
+             std::string(dtype_name(buffer->dtype())) + ") must have the same dtype");
+  if (!is_floating(x->dtype()))
+    c.fail("log_sigmoid_backward expects a floating-point self, got " +
+           std::string(dtype_name(x->dtype())));
+  Shape out = broadcast_shapes(broadcast_shapes(grad->shape(), x->shape(), c.where()),
+                               buffer->shape(), c.where());
+  if (x->shape() != out) x = g.call("expand", {x, Arg(out)});
   Node* neg = g.call("lt.Scalar", {x, 0});
   Node* z = g.call("exp", {g.call("neg", {g.call("abs", {x})})});
   Node* frac = g.call("div.Tensor", {z, g.call("add.Scalar", {z, 1})});
@@ -117,6 +182,9 @@ Node* dropout_backward(Graph& g, const ExpandCall& c) {
 
 Node* prelu_kernel(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
+  if (c.tensor("weight")->dtype() != x->dtype())  // torch's kernel reads both as self's dtype
+    c.fail("weight (" + std::string(dtype_name(c.tensor("weight")->dtype())) +
+           ") must have self's dtype (" + std::string(dtype_name(x->dtype())) + ")");
   Node* wx = g.call("mul.Tensor", {c.tensor("weight"), x});
   return g.call("where.self", {g.call("gt.Scalar", {x, 0}), x, wx});
 }
@@ -162,12 +230,12 @@ void add_pooling_backward_ops(const AddFn& add) {
     add("max_pool" + n + "d_with_indices_backward(Tensor grad_output, Tensor self, " + T +
             " kernel_size, " + T + " stride, " + T + " padding, " + T +
             " dilation, bool ceil_mode, Tensor indices) -> Tensor",
-        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp); });
+        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp, true); });
     add("_adaptive_avg_pool" + n + "d_backward(Tensor grad_output, Tensor self) -> Tensor",
         [sp](Graph& g, const ExpandCall& c) { return adaptive_avg_pool_backward(g, c, sp); });
     add("adaptive_max_pool" + n + "d_backward(Tensor grad_output, Tensor self, Tensor indices) "
         "-> Tensor",
-        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp); });
+        [sp](Graph& g, const ExpandCall& c) { return scatter_at_indices(g, c, sp, false); });
   }
   for (int sp = 1; sp <= 3; ++sp) {
     std::string n = std::to_string(sp), P = "SymInt[" + std::to_string(2 * sp) + "]";
@@ -175,6 +243,9 @@ void add_pooling_backward_ops(const AddFn& add) {
       std::string fwd = std::string(kind) + "_pad" + n + "d";
       add(fwd + "_backward(Tensor grad_output, Tensor self, " + P + " padding) -> Tensor",
           [fwd](Graph& g, const ExpandCall& c) {
+            if (c.tensor("grad_output")->dtype() != c.tensor("self")->dtype())
+              c.fail("grad_output and self must have the same dtype (torch's kernel reads both "
+                     "as self's)");
             return through(g, c, fwd.c_str(), {c.get("padding")});
           });
     }
@@ -211,7 +282,7 @@ void add_loss_backward_ops(const AddFn& add) {
   add("huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
       "float delta) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "huber_loss", {c.tensor("target"), c.get("reduction"), c.get("delta")});
+        return huber_loss_backward(g, c);
       });
   add("soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) "
       "-> Tensor",
@@ -242,10 +313,13 @@ void add_activation_backward_ops(const AddFn& add) {
       [](Graph& g, const ExpandCall& c) { return through(g, c, "glu", {c.get("dim")}); });
   add("hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "hardshrink", {c.get("lambd")}, {}, "grad_out");
+        return promoted(g, c, through(g, c, "hardshrink", {c.get("lambd")}, {}, "grad_out"),
+                        "grad_out");
       });
   add("softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor",
-      [](Graph& g, const ExpandCall& c) { return through(g, c, "softshrink", {c.get("lambd")}); });
+      [](Graph& g, const ExpandCall& c) {
+        return promoted(g, c, through(g, c, "softshrink", {c.get("lambd")}), "grad_output");
+      });
   add("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
       dropout_backward);
   add("_prelu_kernel(Tensor self, Tensor weight) -> Tensor", prelu_kernel);

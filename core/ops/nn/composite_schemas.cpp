@@ -19,15 +19,17 @@ void need_floating(const CallArgs& c, const TensorMeta& m, const char* what) {
 
 TensorMeta softmax_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
-  need_floating(c, self, "self");
+  // softmax.int with a dtype casts the input to it first: an integer input is fine then.
+  bool cast_first = c.op().schema.index_of("dtype") >= 0 && c.get("dtype").is_dtype();
+  if (!cast_first) need_floating(c, self, "self");
   wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
   DType out = self.dtype;
   if (c.op().schema.index_of("dtype") >= 0) {  // softmax.int: the input is first cast to dtype
     if (c.get("dtype").is_dtype()) out = c.get("dtype").dtype();
     if (!is_floating(out)) c.fail("dtype must be a floating dtype, got " + dt(out));
   } else if (c.get("half_to_float").to_bool()) {
-    if (self.dtype != DType::Float16 && self.dtype != DType::BFloat16)
-      c.fail("half_to_float=True expects a float16 or bfloat16 input, got " + dt(self.dtype));
+    if (self.dtype != DType::Float16)  // torch: not bfloat16 either
+      c.fail("half_to_float=True expects a float16 input, got " + dt(self.dtype));
     out = DType::Float32;
   }
   return TensorMeta::contiguous(self.sizes, out, self.device);
@@ -38,6 +40,9 @@ TensorMeta softmax_backward_rule(const CallArgs& c) {
   const TensorMeta& y = c.tensor("output");
   need_floating(c, g, "grad_output");
   need_floating(c, y, "output");
+  if (g.dtype != y.dtype)
+    c.fail("grad_output (" + dt(g.dtype) + ") and output (" + dt(y.dtype) +
+           ") must have the same dtype");
   if (g.sizes != y.sizes)
     c.fail("grad_output " + shape_str(g.sizes) + " and output " + shape_str(y.sizes) +
            " must have the same shape");
@@ -66,6 +71,7 @@ TensorMeta layer_norm_rule(const CallArgs& c) {
              shape_str(norm) + " of normalized_shape");
     need_floating(c, m, p);
   }
+  infer::check_norm_param_dtypes(c, in.dtype, {"weight", "bias"});
   return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
 }
 
@@ -90,6 +96,19 @@ TensorMeta linear_rule(const CallArgs& c) {
     if (broadcast_shapes(b.sizes, out, c.where()) != out)
       c.fail("bias of shape " + shape_str(b.sizes) + " does not broadcast to the output shape " +
              shape_str(out));
+    // torch adds the bias to the product flattened to (rows, out_features) (addmm).
+    if (out.size() >= 2) {
+      Shape flat{shape_numel(out) / std::max<int64_t>(out.back(), 1), out.back()};
+      if (out.back() == 0) flat[0] = shape_numel(Shape(out.begin(), out.end() - 1));
+      bool ok = b.sizes.size() <= 2;
+      for (size_t i = 0; ok && i < b.sizes.size(); ++i) {
+        int64_t bv = b.sizes[b.sizes.size() - 1 - i], fv = flat[1 - i];
+        ok = bv == 1 || bv == fv;
+      }
+      if (!ok)
+        c.fail("bias of shape " + shape_str(b.sizes) + " does not expand to the flattened "
+               "product's shape " + shape_str(flat));
+    }
   }
   return TensorMeta::contiguous(out, in.dtype, in.device);
 }
@@ -104,8 +123,8 @@ void register_composite_ops(OpRegistry& r) {
         softmax_rule);
   r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", K, P::None,
         softmax_rule);
-  // aten's _softmax / _log_softmax (what make_fx records): half_to_float turns a float16 /
-  // bfloat16 input into a float32 result.
+  // aten's _softmax / _log_softmax (what make_fx records): half_to_float turns a float16
+  // input into a float32 result (torch: not bfloat16).
   r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", K, P::None, softmax_rule);
   r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", K, P::None,
         softmax_rule);

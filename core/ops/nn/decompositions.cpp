@@ -547,6 +547,22 @@ Ints pool_out_sizes(const Shape& x, const PoolParams& p) {
   return out;
 }
 
+// A padding value for a tensor of dtype t: an infinite one (max pooling's -inf) becomes the
+// extreme of an integer dtype, which converts without overflow (constant_pad_nd checks).
+static Arg pad_fill(DType t, double v) {
+  if (is_floating(t) || !std::isinf(v)) return Arg(v);
+  bool low = v < 0;
+  switch (t) {
+    case DType::Bool: return Arg(!low);
+    case DType::UInt8: return Arg(int64_t{low ? 0 : 255});
+    case DType::Int8: return Arg(int64_t{low ? -128 : 127});
+    case DType::Int32:
+      return Arg(int64_t{low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max()});
+    default:
+      return Arg(low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  }
+}
+
 // The strided window slices of x's last sp dims (padded by p.padding with pad_value, plus what
 // ceil_mode's last window needs), one per kernel offset in row-major kernel order.
 std::vector<Node*> pool_windows(Graph& g, Node* x, const PoolParams& p, double pad_value,
@@ -573,8 +589,9 @@ std::vector<Node*> pool_windows(Graph& g, Node* x, const PoolParams& p, double p
     any_extra = any_extra || extra[i] > 0;
   }
   Node* xp = x;
-  if (any_pad) xp = g.call("constant_pad_nd", {xp, Arg(pad), pad_value});
-  if (any_extra) xp = g.call("constant_pad_nd", {xp, Arg(pad_extra), extra_value});
+  if (any_pad) xp = g.call("constant_pad_nd", {xp, Arg(pad), pad_fill(x->dtype(), pad_value)});
+  if (any_extra)
+    xp = g.call("constant_pad_nd", {xp, Arg(pad_extra), pad_fill(x->dtype(), extra_value)});
   std::vector<Node*> windows;
   Ints k(sp, 0);
   while (true) {

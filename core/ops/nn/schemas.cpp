@@ -47,14 +47,38 @@ auto getter(const CallArgs& c) {
 
 // ---- convolution ---------------------------------------------------------------------------
 
-// A convolution's bias, when given: one value per output channel (issue 28: conv2d accepted any
-// bias shape and failed only when run).
-void conv_bias(const CallArgs& c, int64_t c_out) {
+// The checks torch's convolutions make beyond the output shape (issue 28: conv2d accepted any
+// bias and failed only when run): the bias, when given, is one value per output channel of the
+// input's dtype; every kernel size is positive; a transposed convolution's output padding is
+// smaller than its stride or its dilation.
+void conv_checks(const CallArgs& c, int64_t c_out) {
+  const TensorMeta& x = c.tensor("input");
+  const TensorMeta& w = c.tensor("weight");
+  for (int64_t i = 2; i < w.dim(); ++i)
+    if (w.sizes[i] <= 0)
+      c.fail("weight " + shape_str(w.sizes) + ": kernel size should be greater than zero");
+  if (c.op().schema.index_of("output_padding") >= 0) {
+    bool transposed = c.op().schema.index_of("transposed") < 0 || c.get("transposed").to_bool();
+    int64_t g = c.get("groups").to_int();
+    if (transposed && g > 0 && w.dim() > 0 && w.sizes[0] % g != 0)
+      c.fail("weight " + shape_str(w.sizes) + " of a transposed convolution: its first dim (input "
+             "channels) must be divisible by groups " + std::to_string(g));
+    size_t sp = static_cast<size_t>(std::max<int64_t>(w.dim() - 2, 0));
+    nn::Ints op = nn::expand_list(c.get("output_padding"), sp, "output_padding", c.where(), 0);
+    nn::Ints st = nn::expand_list(c.get("stride"), sp, "stride", c.where(), 1);
+    nn::Ints dil = nn::expand_list(c.get("dilation"), sp, "dilation", c.where(), 1);
+    for (size_t i = 0; transposed && i < sp; ++i)
+      if (op[i] >= st[i] && op[i] >= dil[i])
+        c.fail("output padding must be smaller than either stride or dilation, but got "
+               "output_padding=" + shape_list_str(op) + ", stride=" + shape_list_str(st) +
+               ", dilation=" + shape_list_str(dil));
+  }
   if (!c.has("bias")) return;
   const TensorMeta& b = c.tensor("bias");
   if (b.sizes != Shape{c_out})
     c.fail("bias " + shape_str(b.sizes) + " must have shape (" + std::to_string(c_out) +
            ",): one value per output channel");
+  same_dtype(c, x, b, "input", "bias");
 }
 
 TensorMeta convolution_rule(const CallArgs& c) {
@@ -88,7 +112,7 @@ TensorMeta convolution_rule(const CallArgs& c) {
     c_out = w.sizes[1] * g;
   }
   if (c.has("bias")) same_dtype(c, x, c.tensor("bias"), "input", "bias");
-  conv_bias(c, c_out);
+  conv_checks(c, c_out);
   Shape out{x.sizes[0], c_out};
   for (size_t i = 0; i < sp; ++i) {
     int64_t k = w.sizes[2 + i];
@@ -119,6 +143,9 @@ TensorMeta batch_norm_rule(const CallArgs& c) {
   if (x.dim() < 2) c.fail("input must be at least 2-D (batch, channels, ...), got " + shape_str(x.sizes));
   for (const char* p : {"weight", "bias", "running_mean", "running_var"})
     channel_param(c, p, x.sizes[1], x);
+  if (c.has("running_mean") != c.has("running_var"))
+    c.fail("running_mean and running_var must either both be None or neither be None");
+  infer::check_norm_param_dtypes(c, x.dtype, {"weight", "bias", "running_mean", "running_var"});
   if (!c.get("training").to_bool() && (!c.has("running_mean") || !c.has("running_var")))
     c.fail("running_mean and running_var must be given when training=False");
   return TensorMeta::contiguous(x.sizes, x.dtype, x.device);
@@ -133,6 +160,7 @@ TensorMeta group_norm_rule(const CallArgs& c) {
     c.fail("num_groups " + std::to_string(g) + " must divide the " + std::to_string(x.sizes[1]) +
            " channels of input " + shape_str(x.sizes));
   for (const char* p : {"weight", "bias"}) channel_param(c, p, x.sizes[1], x);
+  infer::check_norm_param_dtypes(c, x.dtype, {"weight", "bias"});
   return TensorMeta::contiguous(x.sizes, x.dtype, x.device);
 }
 
@@ -176,8 +204,11 @@ void pool_input(const CallArgs& c, const TensorMeta& x, size_t sp) {
   if (x.dim() != r + 1 && x.dim() != r + 2)
     c.fail("input must be " + std::to_string(r + 1) + "-D or " + std::to_string(r + 2) +
            "-D, got " + shape_str(x.sizes));
-  for (int64_t d = x.dim() - r; d < x.dim(); ++d)
-    if (x.sizes[d] == 0) c.fail("input " + shape_str(x.sizes) + " has an empty spatial dim");
+  // As torch: only the batch dim of the batched form may be empty (channels too must not be).
+  for (int64_t d = x.dim() == r + 2 ? 1 : 0; d < x.dim(); ++d)
+    if (x.sizes[d] == 0)
+      c.fail("expected input to have non-zero size for non-batch dimensions, but input " +
+             shape_str(x.sizes) + " has dimension " + std::to_string(d) + " empty");
 }
 
 InferFn pool_rule(size_t sp, bool has_dilation, bool max) {
@@ -218,6 +249,7 @@ InferFn adaptive_pool_rule(size_t sp) {
 TensorMeta constant_pad_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
   Ints pad = c.get("pad").to_int_list();
+  infer::check_scalar_fits(c, "value", x.dtype);
   if (pad.size() % 2 != 0) c.fail("pad must have an even number of entries, got " + std::to_string(pad.size()));
   if (static_cast<int64_t>(pad.size() / 2) > x.dim())
     c.fail("pad of length " + std::to_string(pad.size()) + " pads more dims than input " +
@@ -225,6 +257,11 @@ TensorMeta constant_pad_rule(const CallArgs& c) {
   Shape out = x.sizes;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     size_t d = x.sizes.size() - 1 - i;
+    // torch narrows by the negative pads first: that alone must not make the dim negative.
+    if (x.sizes[d] + std::min<int64_t>(pad[2 * i], 0) + std::min<int64_t>(pad[2 * i + 1], 0) < 0)
+      c.fail("the negative pads of " + shape_list_str(Shape(pad.begin(), pad.end())) +
+             " remove more than dim " + std::to_string(d) + " of input " + shape_str(x.sizes) +
+             " has");
     out[d] = x.sizes[d] + pad[2 * i] + pad[2 * i + 1];
     if (out[d] < 0)
       c.fail("pad " + shape_list_str(Shape(pad.begin(), pad.end())) + " makes dim " +
@@ -240,6 +277,11 @@ InferFn index_pad_rule(size_t sp, bool reflect) {
     if (x.dim() != r + 1 && x.dim() != r + 2)
       c.fail("input must be " + std::to_string(r + 1) + "-D or " + std::to_string(r + 2) +
              "-D, got " + shape_str(x.sizes));
+    if (c.get("padding").to_int_list().size() != 2 * sp)
+      c.fail("padding size is expected to be " + std::to_string(2 * sp) + ", but got: " +
+             std::to_string(c.get("padding").to_int_list().size()));
+    if (!reflect && x.dtype == DType::Bool)
+      c.fail("replication padding is not implemented for 'bool' tensors");
     Ints pad = nn::expand_list(c.get("padding"), 2 * sp, "padding", c.where(), INT64_MIN);
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) {
@@ -250,6 +292,10 @@ InferFn index_pad_rule(size_t sp, bool reflect) {
                " must be smaller than the padded dim (" + std::to_string(n) + ") of input " +
                shape_str(x.sizes));
       if (n == 0) c.fail("input " + shape_str(x.sizes) + " has an empty padded dim");
+      for (int64_t e = x.dim() == r + 2 ? 1 : 0; e < x.dim(); ++e)
+        if (x.sizes[e] == 0)
+          c.fail("expected a tensor with possibly 0 batch size and other non-zero dimensions, "
+                 "got " + shape_str(x.sizes));
       out[d] = n + l + rr;
       if (out[d] <= 0) c.fail("padding makes dim " + std::to_string(d) + " empty or negative");
     }
@@ -264,7 +310,9 @@ TensorMeta upsample2d_rule(const CallArgs& c) {
   need_floating(c, x, "self");
   if (x.dim() != 4) c.fail("input must be 4-D (N, C, H, W), got " + shape_str(x.sizes));
   Ints os = nn::expand_list(c.get("output_size"), 2, "output_size", c.where(), 1);
-  if (x.sizes[2] == 0 || x.sizes[3] == 0) c.fail("input " + shape_str(x.sizes) + " is empty");
+  if (x.sizes[1] == 0 || x.sizes[2] == 0 || x.sizes[3] == 0)
+    c.fail("non-empty 4D data tensor expected (only the batch dim may be empty), got " +
+           shape_str(x.sizes));
   return TensorMeta::contiguous({x.sizes[0], x.sizes[1], os[0], os[1]}, x.dtype, x.device);
 }
 
@@ -292,20 +340,25 @@ TensorMeta bce_logits_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
   const TensorMeta& t = c.tensor("target");
   need_floating(c, x, "self");
+  need_floating(c, t, "target");  // torch's kernel writes the loss in the target's dtype
+  if (c.has("pos_weight") && c.tensor("pos_weight").dtype == DType::Bool)
+    c.fail("pos_weight must not be bool (the loss subtracts 1 from it)");
   if (t.sizes != x.sizes)
     c.fail("target " + shape_str(t.sizes) + " must have the shape of self " + shape_str(x.sizes));
   for (const char* p : {"weight", "pos_weight"})
     if (c.has(p) && broadcast_shapes(c.tensor(p).sizes, x.sizes, c.where()) != x.sizes)
       c.fail(std::string(p) + " " + shape_str(c.tensor(p).sizes) + " must broadcast to " +
              shape_str(x.sizes));
-  return TensorMeta::contiguous(reduced_loss_shape(c, x.sizes), x.dtype, x.device);
+  // torch writes the loss in the target's dtype (its meta and its CPU kernel).
+  return TensorMeta::contiguous(reduced_loss_shape(c, x.sizes), t.dtype, x.device);
 }
 
 // self (C) / (N, C) / (N, C, d...), target () / (N) / (N, d...) class indices.
 Shape class_loss_shape(const CallArgs& c, const TensorMeta& x, const TensorMeta& t) {
   need_floating(c, x, "self");
   if (x.dim() < 1) c.fail("self must be at least 1-D (classes), got " + shape_str(x.sizes));
-  need_index(c, t, "target");
+  if (t.dtype != DType::Int64)  // torch's CPU kernels: Long (or Byte, which Stax does not take)
+    c.fail("expected an int64 target of class indices, got " + dt(t.dtype));
   Shape want;
   if (x.dim() >= 2) {
     want.push_back(x.sizes[0]);
@@ -316,11 +369,17 @@ Shape class_loss_shape(const CallArgs& c, const TensorMeta& x, const TensorMeta&
            shape_str(x.sizes));
   if (c.has("weight") && c.tensor("weight").sizes != Shape{x.dim() == 1 ? x.sizes[0] : x.sizes[1]})
     c.fail("weight " + shape_str(c.tensor("weight").sizes) + " must have one entry per class");
+  if (c.has("weight") && c.tensor("weight").dtype != x.dtype)  // torch's CPU kernels
+    c.fail("weight (" + dt(c.tensor("weight").dtype) + ") must have the dtype of self (" +
+           dt(x.dtype) + ")");
   return want;
 }
 
 TensorMeta nll_loss_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
+  if (c.op().schema.base == "nll_loss2d" && (x.dim() != 4 || c.tensor("target").dim() != 3))
+    c.fail("nll_loss2d expects a 4-D self (N, C, H, W) and a 3-D target (N, H, W), got " +
+           shape_str(x.sizes) + " and " + shape_str(c.tensor("target").sizes));
   Shape e = class_loss_shape(c, x, c.tensor("target"));
   return TensorMeta::contiguous(reduced_loss_shape(c, e), x.dtype, x.device);
 }
@@ -413,6 +472,11 @@ TensorMeta loss_rule(const CallArgs& c) {
   Shape b = broadcast_shapes(x.sizes, t.sizes, c.where());
   DType d = result_type(c, {"self", "target"}, P::Default);
   if (!is_floating(d)) c.fail("expected floating-point self and target, got " + dt(d));
+  if (!is_floating(x.dtype))  // torch's kernels write a result of self's dtype
+    c.fail("result type " + dt(d) + " can't be cast to self's dtype " + dt(x.dtype));
+  if (c.op().schema.base == "soft_margin_loss" && b != x.sizes)  // written into self's shape
+    c.fail("target " + shape_str(t.sizes) + " must broadcast to the shape of self " +
+           shape_str(x.sizes));
   int64_t red = c.get("reduction").to_int();
   if (red < 0 || red > 2) c.fail("reduction must be 0 (none), 1 (mean) or 2 (sum), got " +
                                  std::to_string(red));
@@ -423,6 +487,8 @@ TensorMeta bce_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
   const TensorMeta& t = c.tensor("target");
   if (!is_floating(x.dtype)) c.fail("binary_cross_entropy: expected a floating-point input");
+  if (t.dtype != x.dtype)
+    c.fail("target (" + dt(t.dtype) + ") must have the dtype of self (" + dt(x.dtype) + ")");
   if (t.sizes != x.sizes)
     c.fail("Using a target size (" + shape_str(t.sizes) + ") that is different to the input size (" +
            shape_str(x.sizes) + ") is deprecated. Please ensure they have the same size.");
@@ -488,6 +554,9 @@ std::vector<int64_t> vec_output_size(const CallArgs& c, const Shape& in, size_t 
     c.fail("must specify exactly one of output_size and scale_factors");
   if (in.size() != spatial + 2)
     c.fail("expected a " + std::to_string(spatial + 2) + "-D input, got " + shape_str(in));
+  if (std::find(in.begin() + 1, in.end(), 0) != in.end())
+    c.fail("non-empty " + std::to_string(spatial + 2) + "D data tensor expected (only the batch "
+           "dim may be empty), got " + shape_str(in));
   if (!os.is_absent()) {
     auto v = os.to_int_list();
     if (v.size() != spatial) c.fail("output_size must have " + std::to_string(spatial) + " entries");
@@ -522,6 +591,8 @@ TensorMeta unpool_rule(const CallArgs& c, size_t spatial) {
 TensorMeta renorm_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
   if (!is_floating(in.dtype)) c.fail("renorm: expected a floating-point input, got " + dt(in.dtype));
+  if (in.dim() < 2)
+    c.fail("renorm: input needs at least 2 dimensions, got " + std::to_string(in.dim()));
   wrap_dim(c.get("dim").to_int(), std::max<int64_t>(in.dim(), 1), c.where());
   if (c.get("p").to_double() <= 0) c.fail("renorm: non-positive-norm not supported");
   if (c.get("maxnorm").to_double() < 0) c.fail("renorm: expected maxnorm to be >= 0 but got " +
@@ -541,6 +612,8 @@ TensorMeta cdist_rule(const CallArgs& c) {
     c.fail("cdist only supports floating-point dtypes of equal type, got " + dt(a.dtype) + " and " +
            dt(b.dtype));
   if (c.get("p").to_double() < 0) c.fail("cdist only supports non-negative p values");
+  if (c.has("compute_mode") && (c.get("compute_mode").to_int() < 0 || c.get("compute_mode").to_int() > 2))
+    c.fail("compute_mode must be None, 0, 1 or 2, got " + std::to_string(c.get("compute_mode").to_int()));
   Shape ba(a.sizes.begin(), a.sizes.end() - 2), bb(b.sizes.begin(), b.sizes.end() - 2);
   Shape s = broadcast_shapes(ba, bb, c.where());
   s.push_back(a.sizes[a.dim() - 2]);
@@ -617,7 +690,7 @@ void add_convolution_ops(OpRegistry& r) {
       if (unbatched) out.erase(out.begin());
       need_floating(c, x, "input");
       same_dtype(c, x, w, "input", "weight");
-      conv_bias(c, c_out);
+      conv_checks(c, c_out);
       return TensorMeta::contiguous(out, x.dtype, x.device);
     });
   };
@@ -672,7 +745,7 @@ void add_padded_convolution_ops(OpRegistry& r) {
               }
             }
             if (unbatched) out.erase(out.begin());
-            conv_bias(c, w.sizes[0]);
+            conv_checks(c, w.sizes[0]);
             return TensorMeta::contiguous(out, x.dtype, x.device);
           });
   }
@@ -865,6 +938,9 @@ void add_resampling_and_distance_ops(OpRegistry& r) {
                                    c.tensor("weight").sizes[0] != classes))
              c.fail("inconsistent weight size, expected " + std::to_string(classes) +
                     " but got " + shape_str(c.tensor("weight").sizes));
+           if (c.has("weight") && c.tensor("weight").dtype != x.dtype)  // torch's CPU kernel
+             c.fail("weight (" + dt(c.tensor("weight").dtype) + ") must have self's dtype (" +
+                    dt(x.dtype) + ")");
            int64_t red = c.get("reduction").to_int();
            Shape s = red == nn::kReductionNone ? t.sizes : Shape{};
            return TensorMeta::contiguous(s, x.dtype, x.device);

@@ -17,6 +17,15 @@ InferFn floating_rule(std::vector<std::string> params) {
   };
 }
 
+// threshold_backward: the threshold converts to the computation's dtype without overflow (as
+// torch's kernel). The result has the promoted dtype, as torch's CPU kernel gives it (its meta,
+// a Python decomposition, gives the gradient's dtype).
+TensorMeta threshold_backward_rule(const CallArgs& c) {
+  TensorMeta m = infer::elementwise(c, {"grad_output", "self"}, Promotion::Default);
+  infer::check_scalar_fits(c, "threshold", m.dtype);
+  return m;
+}
+
 }  // namespace
 
 void register_backward_ops(OpRegistry& r) {
@@ -27,7 +36,7 @@ void register_backward_ops(OpRegistry& r) {
       .allow_positional("approximate");  // Listing 5.2: (%expand, %matmul, 'none')
   // where(self <= threshold, 0, grad): relu's backward is threshold_backward(grad, result, 0).
   r.add("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
-        OpCategory::Pointwise, P::Default, infer::elementwise_rule({"grad_output", "self"}));
+        OpCategory::Pointwise, P::Default, threshold_backward_rule);
   // grad * (y * (1 - y)) with y = sigmoid(x), the forward's output.
   r.add("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", OpCategory::Pointwise,
         P::Default, floating_rule({"grad_output", "output"}));

@@ -12,6 +12,8 @@
 namespace stax {
 namespace {
 
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
 // An elementwise rule that also requires a floating-point result (gelu, silu: torch has no
 // integer kernels for them).
 InferFn floating_rule(std::vector<std::string> params) {
@@ -23,16 +25,61 @@ InferFn floating_rule(std::vector<std::string> params) {
   };
 }
 
-// add / sub: self +- alpha * other. Like torch: a floating alpha needs a floating result, and
-// bool tensors cannot be subtracted.
+TensorMeta relu_rule(const CallArgs& c) {
+  if (c.tensor("self").dtype == DType::Bool) c.fail("bool inputs are not supported for relu");
+  return infer::elementwise(c, {"self"}, Promotion::Default);
+}
+
+// pow.Tensor_Scalar: as torch, no bool result and no negative integer power of integers.
+TensorMeta pow_tensor_scalar_rule(const CallArgs& c) {
+  TensorMeta m = infer::elementwise(c, {"self", "exponent"}, Promotion::Default);
+  if (m.dtype == DType::Bool) c.fail("'pow' is not defined for bool tensors");
+  const Arg& e = c.get("exponent");
+  if (!is_floating(c.tensor("self").dtype) && (e.is_int() || e.is_bool()) && e.to_int() < 0)
+    c.fail("integers to negative integer powers are not allowed (exponent " + arg_str(e) + ")");
+  return m;
+}
+
+// lerp: end must have self's dtype, as torch.
+TensorMeta lerp_rule(const CallArgs& c) {
+  DType t = c.tensor("self").dtype;
+  if (c.tensor("end").dtype != t)
+    c.fail("expected dtype " + dt(t) + " for `end`, but got dtype " + dt(c.tensor("end").dtype));
+  if (c.get("weight").is_node() && c.tensor("weight").dim() > 0 && c.tensor("weight").dtype != t)
+    c.fail("expected dtype " + dt(t) + " for `weight`, but got dtype " +
+           dt(c.tensor("weight").dtype) + " (a 0-d weight may differ, as in torch)");
+  std::vector<std::string> params{"self", "end"};
+  if (c.get("weight").is_node()) params.push_back("weight");
+  return infer::floating(params)(c);
+}
+
+// sub / rsub: as torch, no operand may be bool (a bool Scalar `other` included).
+void check_sub_operands(const CallArgs& c) {
+  const Arg& o = c.get("other");
+  if (c.tensor("self").dtype == DType::Bool || o.is_bool() ||
+      (o.is_node() && c.tensor("other").dtype == DType::Bool))
+    c.fail("subtraction, the `-` operator, with a bool tensor is not supported; use "
+           "logical_xor or logical_not");
+}
+
+// gelu: a floating rule whose `approximate` is 'none' or 'tanh'.
+TensorMeta gelu_rule(const CallArgs& c) {
+  const std::string& a = c.get("approximate").str();
+  if (a != "none" && a != "tanh")
+    c.fail("approximate argument must be either none or tanh, got '" + a + "'");
+  return floating_rule({"self"})(c);
+}
+
+// add / sub: self +- alpha * other. Like torch: a floating alpha needs a floating result, a bool
+// alpha a bool result, and bool tensors cannot be subtracted.
 InferFn alpha_rule(std::string base) {
   return [base = std::move(base)](const CallArgs& c) {
     TensorMeta m = infer::elementwise(c, {"self", "other"}, c.op().promotion);
     if (c.get("alpha").is_double() && !is_floating(m.dtype))
       c.fail("for integral input tensors, argument alpha must not be a floating point number");
-    if (base == "sub" && m.dtype == DType::Bool)
-      c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
-             "logical_xor or logical_not");
+    if (c.get("alpha").is_bool() && m.dtype != DType::Bool)
+      c.fail("a bool alpha is only supported for bool results, got " + dt(m.dtype));
+    if (base == "sub") check_sub_operands(c);
     return m;
   };
 }
@@ -40,7 +87,6 @@ InferFn alpha_rule(std::string base) {
 using P = Promotion;
 using C = OpCategory;
 
-std::string dt(DType t) { return std::string(dtype_name(t)); }
 
 using infer::floating;
 using infer::numeric;
@@ -120,7 +166,8 @@ void add_unary_ops(OpRegistry& r) {
   for (const char* n : {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                         "sin", "cos", "tan", "tanh", "sigmoid", "erf", "reciprocal"})
     unary(n, P::IntToFloat);
-  for (const char* n : {"abs", "relu"}) unary(n, P::Default);
+  unary("abs", P::Default);
+  r.add("relu(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default, relu_rule);
   // Rounding and sign have no bool kernels (as in torch): rejected when the graph is built.
   for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) {
     r.add(std::string(n) + "(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default,
@@ -139,7 +186,7 @@ void add_unary_ops(OpRegistry& r) {
   });
   // gelu and silu are formulas (core/ops/pointwise/formulas.h) on floating inputs.
   r.add("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", OpCategory::Pointwise,
-        P::Default, floating_rule({"self"}))
+        P::Default, gelu_rule)
       .allow_positional("approximate");  // Listing 5.2: (%matmul, 'none')
   // silu stays Composite (decompositions.cpp: x * sigmoid(x), the same sequence as the formula).
   r.add("silu(Tensor self) -> Tensor", OpCategory::Composite, P::Default, floating_rule({"self"}));
@@ -179,7 +226,7 @@ void add_arithmetic_ops(OpRegistry& r) {
   r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", OpCategory::Pointwise,
         P::Default, no_bool("pow", {"self", "exponent"}));
   r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", OpCategory::Pointwise,
-        P::Default, no_bool("pow", {"self", "exponent"}));
+        P::Default, pow_tensor_scalar_rule);
   r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor", OpCategory::Pointwise, P::Default,
         no_bool("pow", {"self", "exponent"}));
   // aten: floor_divide (Tensor, Tensor) is the overload-less `floor_divide.default`.
@@ -231,7 +278,9 @@ void add_selection_and_cast_ops(OpRegistry& r) {
         P::Default, [](const CallArgs& c) {
           if (!c.has("min") && !c.has("max"))
             c.fail("at least one of 'min' and 'max' must be given");
-          return infer::elementwise(c, {"self", "min", "max"}, P::Default);
+          TensorMeta m = infer::elementwise(c, {"self", "min", "max"}, P::Default);
+          infer::check_clamp_max(c, "max", m.dtype);
+          return m;
         });
   // make_fx records .to(dtype) / .float() / .double() as _to_copy: to.dtype when a dtype is given,
   // else a copy (layout / device / memory_format are accepted and ignored, as by clone).
@@ -268,17 +317,19 @@ void add_composite_formulas(OpRegistry& r) {
   r.add("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
         C::Composite, P::Default, [](const CallArgs& c) {
           TensorMeta m = infer::elementwise(c, {"self", "tensor1", "tensor2"}, P::Default);
-          if (!is_floating(m.dtype))
+          // torch: integer tensor1 and tensor2 are an error whatever self's dtype.
+          if (!is_floating(m.dtype) || (!is_floating(c.tensor("tensor1").dtype) &&
+                                        !is_floating(c.tensor("tensor2").dtype)))
             c.fail("Integer division with addcdiv is no longer supported; use addcmul with "
                    "a floating-point dtype");
           return m;
         });
 
   r.add("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", C::Composite, P::Default,
-        floating({"self", "end"}));
+        lerp_rule);
 
   r.add("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", C::Composite, P::Default,
-        floating({"self", "end", "weight"}));
+        lerp_rule);
 
   r.add("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
         C::Composite, P::None, div_mode_rule());
@@ -293,7 +344,11 @@ void add_composite_formulas(OpRegistry& r) {
         numeric({"self", "min"}));
 
   r.add("clamp_max(Tensor self, Scalar max) -> Tensor", C::Composite, P::Default,
-        numeric({"self", "max"}));
+        [](const CallArgs& c) {
+          TensorMeta m = numeric({"self", "max"})(c);
+          infer::check_clamp_max(c, "max", m.dtype);
+          return m;
+        });
 
   // The Tensor forms are maximum / minimum (bool too, as torch); the Scalar ones are not for bool.
   r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", C::Composite, P::Default,
@@ -375,9 +430,9 @@ void add_extended_math_ops(OpRegistry& r) {
       TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
       if (c.get("alpha").is_double() && !is_floating(m.dtype))
         c.fail("for integral input tensors, argument alpha must not be a floating point number");
-      if (m.dtype == DType::Bool)
-        c.fail("subtraction, the `-` operator, with bool tensors is not supported; use "
-               "logical_xor or logical_not");
+      if (c.get("alpha").is_bool() && m.dtype != DType::Bool)
+        c.fail("a bool alpha is only supported for bool results, got " + dt(m.dtype));
+      check_sub_operands(c);
       return m;
     };
 

@@ -49,6 +49,7 @@ Tensor bernoulli(const KernelContext& ctx) {
 Tensor randint_like(const KernelContext& ctx) {
   const TensorMeta& om = ctx.out_meta();
   bool low = ctx.node().op()->schema.index_of("low") >= 0;
+  if (shape_numel(om.sizes) == 0) return Tensor::empty(om.sizes, om.dtype);  // any range, as torch
   return Tensor::randint(om.sizes, low ? ctx.arg("low").to_int() : 0, ctx.arg("high").to_int(),
                          om.dtype, ctx.seed(), 0);
 }

@@ -21,9 +21,12 @@ TensorMeta normal_rule(const CallArgs& c) {
   bool mt = c.get("mean").is_node(), st = c.get("std").is_node();
   Shape s = mt && st ? broadcast_shapes(c.tensor("mean").sizes, c.tensor("std").sizes, c.where())
                      : mt ? c.tensor("mean").sizes : c.tensor("std").sizes;
+  // As torch: the result has the mean's dtype when the mean is a tensor (else the std's).
   DType t = mt ? c.tensor("mean").dtype : c.tensor("std").dtype;
-  if (mt && st) t = promote_types(t, c.tensor("std").dtype);
-  if (!is_floating(t)) c.fail("normal expects floating-point mean and std, got " + dt(t));
+  if (!is_floating(t)) c.fail("normal expects a floating-point " + std::string(mt ? "mean" : "std") +
+                              ", got " + dt(t));
+  if (!st && c.get("std").to_double() < 0)
+    c.fail("normal expects std >= 0.0, but found std " + double_repr(c.get("std").to_double()));
   return TensorMeta::contiguous(s, t, "cpu");
 }
 
@@ -42,7 +45,7 @@ void register_random_ops(OpRegistry& r) {
     auto randint_like = [](const CallArgs& c) {
       const TensorMeta& in = c.tensor("self");
       int64_t lo = c.op().schema.index_of("low") >= 0 ? c.get("low").to_int() : 0;
-      if (c.get("high").to_int() <= lo)
+      if (c.get("high").to_int() <= lo && shape_numel(in.sizes) > 0)  // torch: empty is fine
         c.fail("random_ expects 'from' to be less than 'to', but got from=" + std::to_string(lo) +
                " >= to=" + std::to_string(c.get("high").to_int()));
       DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;

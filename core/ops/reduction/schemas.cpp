@@ -40,10 +40,12 @@ TensorMeta sum_rule(const CallArgs& c) {
   return TensorMeta::contiguous(reduced_shape(c), t, in.device);
 }
 
-// amax / amin: the input's dtype.
+// amax / amin: the input's dtype; no identity, so no reduction over an empty dim.
 TensorMeta same_dtype_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
-  return TensorMeta::contiguous(reduced_shape(c), in.dtype, in.device);
+  Shape out = reduced_shape(c);
+  infer::check_nonempty_reduced_dims(in.sizes, reduce_dims(c), c);
+  return TensorMeta::contiguous(out, in.dtype, in.device);
 }
 
 // mean: floating only (torch: "could not infer output dtype"), unless a floating dtype is given.
@@ -66,6 +68,12 @@ TensorMeta var_rule(const CallArgs& c) {
 
 TensorMeta arg_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
+  if (!c.has("dim") && in.numel() == 0)
+    c.fail(c.op().schema.base + "(): expected a reduction dim to be specified for an empty input");
+  if (c.has("dim") && in.dim() > 0 &&
+      in.sizes[wrap_dim(c.get("dim").to_int(), in.dim(), c.where())] == 0)
+    c.fail(c.op().schema.base + "(): expected reduction dim " +
+           std::to_string(c.get("dim").to_int()) + " to have non-zero size");
   return TensorMeta::contiguous(reduced_shape(c), DType::Int64, in.device);
 }
 
@@ -114,7 +122,21 @@ TensorMeta norm_rule(const CallArgs& c) {
     c.fail("norm: expected a floating-point input, got " + dt(in.dtype));
   const char* ord = c.op().schema.index_of("ord") >= 0 ? "ord" : "p";
   if (c.has(ord) && !c.get(ord).is_number()) c.fail(std::string(ord) + " must be a number");
-  return TensorMeta::contiguous(reduced(c), t, in.device);
+  if (t != in.dtype && promote_types(in.dtype, t) != t)
+    c.fail("the input's dtype " + dt(in.dtype) + " must convert to dtype " + dt(t) +
+           " without narrowing");
+  Shape out = reduced(c);
+  // A negative or infinite order has no identity: no norm over an empty dim (as torch).
+  double p = c.has(ord) ? c.get(ord).to_double() : 2.0;
+  if (shape_numel(in.sizes) == 0 && (p < 0 || std::isinf(p))) {
+    std::vector<int64_t> dims;
+    if (c.op().schema.index_of("dim") >= 0 && c.has("dim")) dims = c.get("dim").to_int_list();
+    if (dims.empty())
+      c.fail("the " + double_repr(p) + " norm of an empty tensor needs dims to reduce over (the "
+             "operation has no identity)");
+    infer::check_nonempty_reduced_dims(in.sizes, dims, c);
+  }
+  return TensorMeta::contiguous(out, t, in.device);
 }
 
 TensorMeta scan_rule(const CallArgs& c) {

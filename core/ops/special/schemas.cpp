@@ -17,6 +17,7 @@ using infer::floating;
 
 TensorMeta mvlgamma_rule(const CallArgs& c) {
   if (c.get("p").to_int() < 1) c.fail("p has to be greater than or equal to 1");
+  if (c.tensor("self").dtype == DType::Bool) c.fail("the input tensor may not be a bool tensor");
   return floating({"self"}, P::IntToFloat)(c);
 }
 

@@ -85,6 +85,10 @@ StridedLayout reshape_fn(const StridedLayout& in, const ViewCall& c) {
 // make_fx (torch 1.13) records a reshape that is a view as _reshape_alias(self, size, stride):
 // the stride is the one reshape computes, so it is reshape to `size`.
 StridedLayout reshape_alias_fn(const StridedLayout& in, const ViewCall& c) {
+  size_t n = c.arg("size").to_int_list().size(), m = c.arg("stride").to_int_list().size();
+  if (n != m)
+    fail_view(c, "dimensionality of sizes (" + std::to_string(n) +
+                     ") must match dimensionality of strides (" + std::to_string(m) + ")");
   return do_view(in, c, "size", true);
 }
 
@@ -178,8 +182,11 @@ StridedLayout squeeze_dim_fn(const StridedLayout& in, const ViewCall& c) {
 
 StridedLayout squeeze_dims_fn(const StridedLayout& in, const ViewCall& c) {
   std::vector<bool> drop(in.sizes.size(), false);
+  std::vector<bool> seen(std::max<size_t>(in.sizes.size(), 1), false);
   for (int64_t d : c.arg("dim").to_int_list()) {
     int64_t w = wrap(d, static_cast<int64_t>(in.sizes.size()), c);
+    if (seen[w]) fail_view(c, "dim " + std::to_string(w) + " appears multiple times in the list of dims");
+    seen[w] = true;
     if (!in.sizes.empty()) drop[w] = true;
   }
   return squeeze_dims(in, drop);

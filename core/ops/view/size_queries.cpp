@@ -54,7 +54,10 @@ int64_t query_value(const Node& n) {
 TensorMeta query_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
   if (c.op().schema.index_of("dim") >= 0) {
-    int64_t rank = std::max<int64_t>(in.dim(), 1);
+    if (in.dim() == 0)  // as torch: a 0-d tensor has no size or stride to ask for
+      c.fail("dimension specified as " + std::to_string(c.get("dim").to_int()) +
+             " but tensor has no dimensions");
+    int64_t rank = in.dim();
     int64_t d = c.get("dim").to_int();
     if (d < -rank || d >= rank)
       c.fail("Dimension out of range (expected to be in range of [" + std::to_string(-rank) +
