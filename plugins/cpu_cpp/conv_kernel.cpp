@@ -1,16 +1,20 @@
-// cpu_cpp's extern "convolution" (core/lowering/rules_nn.cpp describes the scalars): im2col +
-// a product per (batch, group) on the `blas:` GEMM library, as the matrix products do.
-//   * non-transposed: col[(ci, k), o] = x[n, g*Cig + ci, o*s - p + k*d] (0 outside), then
-//     out_g (Cog x O) = W_g (Cog x Cig*K) @ col;
-//   * transposed: col (Cog*K x I) = W_gᵀ @ X_g (W_g: Cig x Cog*K), then col2im adds
-//     col[(co, k), i] into out[co, i*s - p + k*d];
+// cpu_cpp's extern "convolution" (core/ops/nn/lowering.cpp describes the scalars; the design is
+// in docs/convolution.md): the inputs as contiguous float / double values (the tensors' own
+// memory when they already are), then
+//   * non-transposed: conv::correlate (conv_gemm.h): gathers on the pool, matrix products on the
+//     `blas:` library, batched over samples and groups;
+//   * transposed with stride 1: the same, with the weight's channel dims swapped, its taps
+//     reversed and the padding d*(k-1) - p;
+//   * transposed with a stride: col (Cog*K x I) = W_gᵀ @ X_bg, one batched product per chunk of
+//     samples, then col2im adds col[(co, k), i] into out[co, i*s - p + k*d], a plane per task;
 //   * bias added last. float16 / bfloat16 are widened to float and rounded once at the end.
-//     Results agree with the interpreter's direct loop (which sums in double) within the gemm
-//     bound.
+// Results agree with the interpreter's direct loop (which sums in double) within the gemm bound:
+// every output is one GEMM chain over (ci, k).
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
+#include "plugins/cpu_cpp/conv_gemm.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
 #include "stax/sdk/half_bits.hpp"
 
@@ -51,13 +55,38 @@ void for_each(const TensorView& t, F&& f) {
   }
 }
 
+// Row-major element offsets of the runs of a strided view: f(e, off, len) for elements
+// [e, e + len) at [off, off + len) (the trailing dims that are contiguous make one run: a
+// permuted tensor is copied plane by plane, not element by element).
+template <class F>
+void for_each_run(const TensorView& t, F&& f) {
+  size_t d = t.sizes.size();
+  int64_t len = 1;
+  while (d > 0 && (t.sizes[d - 1] == 1 || t.strides[d - 1] == len)) len *= t.sizes[--d];
+  const int64_t n = numel(t);
+  if (n == 0) return;
+  std::vector<int64_t> idx(d, 0);
+  int64_t off = t.offset;
+  for (int64_t e = 0; e < n; e += len) {
+    f(e, off, len);
+    for (size_t k = d; k-- > 0;) {
+      off += t.strides[k];
+      if (++idx[k] < t.sizes[k]) break;
+      off -= t.strides[k] * t.sizes[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 template <class C>
 std::vector<C> load(const TensorView& t) {
   std::vector<C> v(static_cast<size_t>(numel(t)));
   auto put = [&](auto tag) {
     using S = decltype(tag);
     const S* p = static_cast<const S*>(t.data);
-    for_each(t, [&](int64_t e, int64_t off) { v[e] = static_cast<C>(p[off]); });
+    for_each_run(t, [&](int64_t e, int64_t off, int64_t len) {
+      for (int64_t i = 0; i < len; ++i) v[e + i] = static_cast<C>(p[off + i]);
+    });
   };
   switch (t.dtype) {
     case DType::Float32: put(float{}); break;
@@ -100,47 +129,20 @@ void store(const TensorView& t, const std::vector<C>& v) {
   }
 }
 
-// C (m x n, row-major) = op(A) (m x k) @ op(B) (k x n) on the GEMM library.
 template <class C>
-void gemm(GemmLibrary& lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const C* a,
-          int64_t lda, const C* b, int64_t ldb, C* c) {
-  sdk::gemm::Problem<C> p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.a = a;
-  p.a_rs = ta ? 1 : lda;
-  p.a_cs = ta ? lda : 1;
-  p.b = b;
-  p.b_rs = tb ? 1 : ldb;
-  p.b_cs = tb ? ldb : 1;
-  p.c = c;
-  p.c_rs = n;
-  p.c_cs = 1;
+void multiply(const conv::Exec& ex, const sdk::gemm::Problem<C>& p) {
   try {
-    lib.multiply(p, {});
+    ex.gemm->multiply(p, {});
   } catch (const sdk::gemm::OutOfMemory& e) {
     throw PluginError(STAX_ERROR_RUNTIME, std::string("cpu_cpp extern kernel 'convolution': ") +
-                                              e.what() + " (" + lib.describe() + ")");
+                                              e.what() + " (" + ex.gemm->describe() + ")");
   }
 }
 
-struct Geometry {
-  size_t sp = 0;
-  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1};
-  bool transposed = false;
-  int64_t groups = 1;
-  int64_t in_n() const { return in[0] * in[1] * in[2]; }
-  int64_t k_n() const { return k[0] * k[1] * k[2]; }
-  int64_t out_n() const { return out[0] * out[1] * out[2]; }
-};
-
-// For every (kernel offset kk, spatial position a of the "small" side) the position on the other
-// side: o*s - p + k*d (i = input index for a non-transposed conv, output index for a transposed
-// one); f(k_flat, a_flat, b_flat) for positions in range.
+// For every kernel tap kf and input position a the output position b = a*s - p + k*d, when in
+// range: f(kf, a_flat, b_flat) (a transposed convolution's scatter).
 template <class F>
-void for_each_tap(const Geometry& g, const int64_t* a_ext, const int64_t* b_ext, F&& f) {
+void for_each_tap(const conv::Geometry& g, const int64_t* a_ext, const int64_t* b_ext, F&& f) {
   for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
     for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
       for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
@@ -161,53 +163,146 @@ void for_each_tap(const Geometry& g, const int64_t* a_ext, const int64_t* b_ext,
       }
 }
 
+bool contiguous(const TensorView& t) {
+  int64_t want = 1;
+  for (size_t d = t.sizes.size(); d-- > 0;) {
+    if (t.sizes[d] != 1 && t.strides[d] != want) return false;
+    want *= t.sizes[d];
+  }
+  return true;
+}
+
 template <class C>
-void convolve(const std::vector<TensorView>& t, size_t num_inputs, const Geometry& g,
-              GemmLibrary& lib) {
-  const TensorView &x = t[0], &w = t[1], &o = t[num_inputs];
-  std::vector<C> xv = load<C>(x), wv = load<C>(w), out(static_cast<size_t>(numel(o)), C(0));
-  int64_t N = x.sizes[0], Cin = x.sizes[1], Cout = o.sizes[1], G = g.groups;
-  int64_t Cig = Cin / G, Cog = Cout / G, K = g.k_n(), I = g.in_n(), O = g.out_n();
-  if (!g.transposed) {
-    std::vector<C> col(static_cast<size_t>(Cig * K * O));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t gr = 0; gr < G; ++gr) {
-        std::fill(col.begin(), col.end(), C(0));
-        const C* xp = xv.data() + (n * Cin + gr * Cig) * I;
-        for (int64_t ci = 0; ci < Cig; ++ci)
-          for_each_tap(g, g.out, g.in, [&](int64_t kf, int64_t of, int64_t inf) {
-            col[(ci * K + kf) * O + of] = xp[ci * I + inf];
-          });
-        gemm<C>(lib, false, false, Cog, O, Cig * K, wv.data() + gr * Cog * Cig * K, Cig * K,
-                col.data(), O, out.data() + (n * Cout + gr * Cog) * O);
-      }
-  } else {
-    std::vector<C> col(static_cast<size_t>(Cog * K * I));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t gr = 0; gr < G; ++gr) {
-        // col (Cog*K x I) = W_gᵀ (W_g: Cig x Cog*K) @ X_g (Cig x I)
-        gemm<C>(lib, true, false, Cog * K, I, Cig, wv.data() + gr * Cig * Cog * K, Cog * K,
-                xv.data() + (n * Cin + gr * Cig) * I, I, col.data());
-        C* op = out.data() + (n * Cout + gr * Cog) * O;
-        for (int64_t co = 0; co < Cog; ++co)
-          for_each_tap(g, g.in, g.out, [&](int64_t kf, int64_t inf, int64_t of) {
-            op[co * O + of] += col[(co * K + kf) * I + inf];
-          });
-      }
+bool native(const TensorView& t) {
+  return t.dtype == (std::is_same_v<C, double> ? DType::Float64 : DType::Float32) && contiguous(t);
+}
+
+// An input as contiguous C values: the tensor's own memory when it already is, else a copy.
+template <class C>
+struct Operand {
+  std::vector<C> copy;
+  const C* p = nullptr;
+  explicit Operand(const TensorView& t) {
+    if (native<C>(t)) {
+      p = static_cast<const C*>(t.data) + t.offset;
+    } else {
+      copy = load<C>(t);
+      p = copy.data();
+    }
   }
+};
+
+// The output as contiguous C values: written in place when it is, else stored at the end.
+template <class C>
+struct Result {
+  const TensorView& t;
+  std::vector<C> buffer;
+  C* p = nullptr;
+  explicit Result(const TensorView& v) : t(v) {
+    if (native<C>(t)) {
+      p = static_cast<C*>(t.data) + t.offset;
+    } else {
+      buffer.assign(static_cast<size_t>(numel(t)), C(0));
+      p = buffer.data();
+    }
+  }
+  void finish() {
+    if (!buffer.empty()) store<C>(t, buffer);
+  }
+};
+
+bool unit_strides(const conv::Geometry& g) { return g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1; }
+
+// A transposed convolution with stride 1 is a convolution with the weight's two channel dims
+// swapped and its taps reversed, padded by d*(k-1) - p:
+//     out[o] = sum_i,k x[i] w[k] over o = i - p + k*d  <=>  i = o - (d*(k-1) - p) + (k-1-k)*d.
+template <class C>
+void transposed_unit_stride(const C* x, const C* w, C* out, int64_t N, int64_t Cin, int64_t Cout,
+                            conv::Geometry g, const conv::Exec& ex) {
+  const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, K = g.k_n();
+  std::vector<C> flipped(static_cast<size_t>(Cout * Cig * K));
+  for (int64_t gr = 0; gr < G; ++gr)
+    for (int64_t co = 0; co < Cog; ++co)
+      for (int64_t ci = 0; ci < Cig; ++ci) {
+        const C* src = w + ((gr * Cig + ci) * Cog + co) * K;  // w: (Cin, Cog, k...)
+        C* dst = flipped.data() + ((gr * Cog + co) * Cig + ci) * K;
+        for (int64_t k = 0; k < K; ++k) dst[k] = src[K - 1 - k];
+      }
+  for (int i = 0; i < 3; ++i) g.p[i] = g.d[i] * (g.k[i] - 1) - g.p[i];
+  conv::correlate(x, flipped.data(), out, N, Cin, Cout, g, ex);
+}
+
+// Any other transposed convolution: per (sample, group) col (Cog*K x I) = W_gᵀ @ X_bg (one
+// batched product), then each output plane gathers its col rows (col2im), one plane per task.
+template <class C>
+void transposed_strided(const C* x, const C* w, C* out, int64_t N, int64_t Cin, int64_t Cout,
+                        const conv::Geometry& g, const conv::Exec& ex) {
+  const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, K = g.k_n(), I = g.in_n();
+  const int64_t O = g.out_n(), entries = N * G, per_entry = Cog * K * I;
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, per_entry * sizeof(C)));
+  std::vector<C> col(static_cast<size_t>(std::min(chunk, entries) * per_entry));
+  std::vector<int64_t> a_off(static_cast<size_t>(std::min(chunk, entries)));
+  for (int64_t e0 = 0; e0 < entries; e0 += chunk) {
+    const int64_t ne = std::min(chunk, entries - e0);
+    for (int64_t i = 0; i < ne; ++i) a_off[static_cast<size_t>(i)] = (e0 + i) % G * Cig * Cog * K;
+    sdk::gemm::Problem<C> p;
+    p.batch = ne;
+    p.m = Cog * K;
+    p.n = I;
+    p.k = Cig;
+    p.a = w;  // W_gᵀ through W_g's (Cig x Cog*K) rows
+    p.a_offsets = a_off.data();
+    p.a_rs = 1;
+    p.a_cs = Cog * K;
+    p.b = x + e0 * Cig * I;
+    p.b_bs = Cig * I;
+    p.b_rs = I;
+    p.b_cs = 1;
+    p.c = col.data();
+    p.c_bs = per_entry;
+    p.c_rs = I;
+    p.c_cs = 1;
+    multiply(ex, p);
+    conv::parallel(ex.pool, ne * Cog, [&](int64_t t) {
+      const int64_t e = e0 + t / Cog, co = t % Cog, b = e / G, gr = e % G;
+      C* op = out + (b * Cout + gr * Cog + co) * O;
+      const C* cp = col.data() + (t / Cog) * per_entry + co * K * I;
+      std::fill(op, op + O, C(0));
+      for_each_tap(g, g.in, g.out, [&](int64_t kf, int64_t inf, int64_t of) {
+        op[of] += cp[kf * I + inf];
+      });
+    });
+  }
+}
+
+template <class C>
+void convolve(const std::vector<TensorView>& t, size_t num_inputs, const conv::Geometry& g,
+              bool transposed, const conv::Exec& ex) {
+  const TensorView &x = t[0], &w = t[1];
+  Operand<C> xv(x), wv(w);
+  Result<C> ov(t[num_inputs]);
+  const int64_t N = x.sizes[0], Cin = x.sizes[1], Cout = ov.t.sizes[1], O = g.out_n();
+  if (!transposed)
+    conv::correlate(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+  else if (unit_strides(g))
+    transposed_unit_stride(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+  else
+    transposed_strided(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
   if (num_inputs == 3) {
-    std::vector<C> bv = load<C>(t[2]);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < Cout; ++c)
-        for (int64_t e = 0; e < O; ++e) out[(n * Cout + c) * O + e] += bv[c];
+    Operand<C> bv(t[2]);
+    conv::parallel(ex.pool, N * Cout, [&](int64_t r) {
+      C* op = ov.p + r * O;
+      const C bias = bv.p[r % Cout];
+      for (int64_t e = 0; e < O; ++e) op[e] += bias;
+    });
   }
-  store<C>(o, out);
+  ov.finish();
 }
 
 }  // namespace
 
 void run_convolution(const std::vector<TensorView>& t, size_t num_inputs,
-                     const std::vector<double>& scalars, GemmLibrary& gemm) {
+                     const std::vector<double>& scalars, GemmLibrary& gemm, ThreadPool* pool) {
   if ((num_inputs != 2 && num_inputs != 3) || t.size() != num_inputs + 1)
     bad("takes input, weight (, bias) and one output");
   const TensorView &x = t[0], &w = t[1], &o = t[num_inputs];
@@ -219,38 +314,41 @@ void run_convolution(const std::vector<TensorView>& t, size_t num_inputs,
   size_t r = x.sizes.size();
   if (r < 3 || r > 5 || w.sizes.size() != r || o.sizes.size() != r)
     bad("input, weight and output must be 3-D to 5-D of one rank");
-  Geometry g;
-  g.sp = r - 2;
-  size_t need = 1 + 4 * g.sp + 2;
+  conv::Geometry g;
+  const size_t sp = r - 2;
+  size_t need = 1 + 4 * sp + 2;
   if (scalars.size() != need)
     bad("expected " + std::to_string(need) + " scalars, got " + std::to_string(scalars.size()));
-  size_t at = 1, off = 3 - g.sp;
-  for (size_t i = 0; i < g.sp; ++i) g.s[off + i] = static_cast<int64_t>(scalars[at + i]);
-  at += g.sp;
-  for (size_t i = 0; i < g.sp; ++i) g.p[off + i] = static_cast<int64_t>(scalars[at + i]);
-  at += g.sp;
-  for (size_t i = 0; i < g.sp; ++i) g.d[off + i] = static_cast<int64_t>(scalars[at + i]);
-  at += g.sp;
-  g.transposed = scalars[at++] != 0;
-  at += g.sp;  // output_padding: implied by the output's shape
+  size_t at = 1, off = 3 - sp;
+  for (size_t i = 0; i < sp; ++i) g.s[off + i] = static_cast<int64_t>(scalars[at + i]);
+  at += sp;
+  for (size_t i = 0; i < sp; ++i) g.p[off + i] = static_cast<int64_t>(scalars[at + i]);
+  at += sp;
+  for (size_t i = 0; i < sp; ++i) g.d[off + i] = static_cast<int64_t>(scalars[at + i]);
+  at += sp;
+  const bool transposed = scalars[at++] != 0;
+  at += sp;  // output_padding: implied by the output's shape
   g.groups = static_cast<int64_t>(scalars[at]);
-  for (size_t i = 0; i < g.sp; ++i) {
+  for (size_t i = 0; i < sp; ++i) {
     g.in[off + i] = x.sizes[2 + i];
     g.k[off + i] = w.sizes[2 + i];
     g.out[off + i] = o.sizes[2 + i];
   }
   int64_t Cin = x.sizes[1], Cout = o.sizes[1];
   if (g.groups < 1 || Cin % g.groups || Cout % g.groups) bad("channels not divisible by groups");
-  if (!g.transposed && (w.sizes[0] != Cout || w.sizes[1] * g.groups != Cin))
+  if (!transposed && (w.sizes[0] != Cout || w.sizes[1] * g.groups != Cin))
     bad("weight does not match the input and output channels");
-  if (g.transposed && (w.sizes[0] != Cin || w.sizes[1] * g.groups != Cout))
+  if (transposed && (w.sizes[0] != Cin || w.sizes[1] * g.groups != Cout))
     bad("weight does not match the input and output channels");
   if (num_inputs == 3 && (t[2].sizes.size() != 1 || t[2].sizes[0] != Cout))
     bad("bias must have one entry per output channel");
+  for (int i = 0; i < 3; ++i)
+    if (g.s[i] < 1 || g.d[i] < 1) bad("stride and dilation must be positive");
+  const conv::Exec ex{&gemm, pool};
   if (x.dtype == DType::Float64)
-    convolve<double>(t, num_inputs, g, gemm);
+    convolve<double>(t, num_inputs, g, transposed, ex);
   else
-    convolve<float>(t, num_inputs, g, gemm);
+    convolve<float>(t, num_inputs, g, transposed, ex);
 }
 
 }  // namespace stax::cpu

@@ -376,7 +376,7 @@ void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t
              if (then) then(e, r0, r1);
            });
   } else if (name == "convolution") {
-    run_convolution(t, num_inputs, scalars, *ctx.gemm);
+    run_convolution(t, num_inputs, scalars, *ctx.gemm, ctx.pool);
   } else {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "cpu_cpp has no extern kernel '" + name + "'");
   }

@@ -33,6 +33,7 @@ using OutputDone = std::function<void(int64_t begin, int64_t end)>;
 
 struct ExternContext {
   GemmLibrary* gemm = nullptr;  // float32 / float64 products and convolutions
+  ThreadPool* pool = nullptr;   // the convolution's gathers (nullptr: the calling thread)
   OutputDone done;              // optional: an epilogue (cpu_backend.cpp)
 };
 
@@ -45,9 +46,9 @@ void run_extern_kernel(const std::string& name, const std::vector<sdk::TensorVie
                        size_t num_inputs, const std::vector<double>& scalars,
                        const ExternContext& ctx);
 
-// The extern "convolution" (conv_kernel.cpp): im2col + gemm (the `blas:` library); scalars as
-// core/lowering/rules_nn.cpp encodes them.
+// The extern "convolution" (conv_kernel.cpp, conv_gemm.h): gathers on `pool`, products on the
+// `blas:` library; scalars as core/ops/nn/lowering.cpp encodes them.
 void run_convolution(const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
-                     const std::vector<double>& scalars, GemmLibrary& gemm);
+                     const std::vector<double>& scalars, GemmLibrary& gemm, ThreadPool* pool);
 
 }  // namespace stax::cpu

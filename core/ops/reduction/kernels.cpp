@@ -6,7 +6,7 @@
 // over the reduced dims, whatever the input's strides, and folded sequentially:
 //     acc = init;  acc = op(acc, a_i) for i = 0 .. n-1
 // (ReductionOrder::Sequential, the default), or in the segmented order of
-// stax/sdk/reduction_order.hpp (ReductionOrder::Segmented: sum, prod, mean, amax, amin;
+// stax/sdk/reduction_order.hpp (ReductionOrder::Segmented: sum, prod, mean, var, amax, amin;
 // cpu_cpp's default order), in the computation dtype C = computation_dtype(result dtype): float32 for float32 / float16 /
 // bfloat16 results (a float32 sum accumulates in float32, it is not widened to double), float64
 // for float64, int64 for integer results (integer and bool sums produce int64). The op is the
@@ -187,10 +187,7 @@ Tensor arg_extreme_kernel(const KernelContext& ctx) {
 }
 
 Tensor var_kernel(const KernelContext& ctx) {
-  Reduction r = prepare(ctx);
-  // var has no lowering rule: compiled graphs run this kernel as a fallback, in the sequential
-  // order whatever the backend's order, so it is sequential in both orders here too.
-  r.segmented = false;
+  Reduction r = prepare(ctx);  // both passes in the run's order, as the lowering rule's reductions
   const Arg& corr = ctx.arg("correction");
   double correction = corr.is_absent() ? 1.0 : corr.to_double();
   double divisor = std::max(0.0, static_cast<double>(r.n) - correction);

@@ -1,5 +1,5 @@
 // Lowering rules of reductions (seed §6.3, §6.5): sum, prod, amax, amin, mean (sum, then a
-// division), argmax, argmin (never split), any, all. A reduction is realized as soon as it is
+// division), var (mean, then a sum of squared deviations), argmax, argmin (never split), any, all. A reduction is realized as soon as it is
 // lowered; a pointwise chain feeding it is inlined into its inner_fn (Listing 6.2). When the
 // backend's split policy asks for k > 1 segments, the two-level form of Listing 6.4 is built with
 // the largest divisor of the reduction's length that does not exceed k (segments are equal:
@@ -183,6 +183,33 @@ IRPtr mean(GraphLowering& g, const Node& n) {
                    [](OpsBuilder& o, const std::vector<Val>& a) { return o.truediv(a[0], a[1]); });
 }
 
+// var = m2 / max(n - correction, 0) with m2 = sum of (a - mean)^2 and mean = sum / n, as the
+// interpreter's kernel computes it (two reductions in the computation dtype, in the backend's
+// order): a batch norm's statistics compile into two well-shaped reductions instead of running
+// on the interpreter.
+IRPtr var(GraphLowering& g, const Node& n) {
+  IRPtr x = g.input(n, "self");
+  std::vector<bool> reduced = reduced_dims(n, static_cast<int64_t>(x->size().size()));
+  DType out = n.meta().dtype, dt = computation_dtype(out);
+  int64_t count = 1;
+  for (size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d]) count *= x->size()[d];
+  double correction = 1;
+  if (const Arg& c = n.arg("correction"); !c.is_absent()) correction = c.to_double();
+  const double divisor = std::max(0.0, static_cast<double>(count) - correction);
+  IRPtr sum = reduce(g, x, reduced, true, ReductionType::Sum, dt);
+  IRPtr mean = pointwise(g, {Operand(sum), Operand(ScalarValue::integer(count))}, dt, dt,
+                         [](OpsBuilder& o, const std::vector<Val>& a) { return o.truediv(a[0], a[1]); });
+  IRPtr square = pointwise(g, {Operand(x), Operand(mean)}, dt, dt,
+                           [](OpsBuilder& o, const std::vector<Val>& a) {
+                             Val d = o.sub(a[0], a[1]);
+                             return o.mul(d, d);
+                           });
+  IRPtr m2 = reduce(g, square, reduced, keepdim_of(n), ReductionType::Sum, dt);
+  return pointwise(g, {Operand(m2), Operand(ScalarValue::floating(divisor))}, dt, out,
+                   [](OpsBuilder& o, const std::vector<Val>& a) { return o.truediv(a[0], a[1]); });
+}
+
 }  // namespace
 
 void register_reduction_rules(LoweringTable& t) {
@@ -200,6 +227,7 @@ void register_reduction_rules(LoweringTable& t) {
     t.add(name, reduction_rule(ReductionType::All));
   t.add("mean.dim", mean);
   t.add("mean.default", mean);
+  t.add("var.correction", var);
 }
 
 }  // namespace stax

@@ -99,8 +99,8 @@ TEST(CudaResident, FallbacksCopyExplicitly) {
   Graph g;
   Node* x = g.placeholder("x", {6, 10});
   Node* r = g.call("mul.Scalar", {g.call("relu", {x}), 2});                // kernel
-  Node* v = g.call("var.correction", {r, std::vector<int64_t>{1}});      // fallback reads r
-  Node* s = g.call("sum.dim_IntList", {x, std::vector<int64_t>{-1}});    // kernel reads x
+  Node* v = g.call("cumsum", {r, 1});                                    // fallback reads r
+  Node* s = g.call("sum.dim_IntList", {x, std::vector<int64_t>{-1}, true});  // kernel reads x
   g.output({g.call("add.Tensor", {v, s})});                              // kernel reads v
   CompiledGraph cg = compiler().compile(g);
   ASSERT_EQ(cg.num_fallbacks(), 1u) << cg.summary();
