@@ -35,6 +35,7 @@ void register_all_ops(OpRegistry& r) {
   register_nn_spatial_ops(r);
   register_embedding_bag_ops(r);
   register_lstm_layer_ops(r);
+  register_flash_attention_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -74,6 +75,7 @@ void install_vjps(VjpTable& t) {
   register_nn_backward_vjps(t);
   register_nn_spatial_vjps(t);
   register_embedding_bag_vjps(t);
+  register_flash_attention_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
@@ -111,6 +113,7 @@ void install_kernels(InterpreterTable& t) {
   register_nn_backward_kernels(t);
   register_nn_spatial_kernels(t);
   register_embedding_bag_kernels(t);
+  register_flash_attention_kernels(t);
 }
 
 void install_lowering_rules(LoweringTable& t) {
@@ -121,6 +124,7 @@ void install_lowering_rules(LoweringTable& t) {
   register_extern_rules(t);
   register_creation_rules(t);
   register_nn_rules(t);
+  register_flash_attention_rules(t);
 }
 
 }  // namespace

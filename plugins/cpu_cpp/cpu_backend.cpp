@@ -459,6 +459,7 @@ class CpuCppBackend : public sdk::Backend {
                   size_t num_inputs, const std::vector<double>& scalars, void*) override {
     ExternContext ctx;
     ctx.gemm = gemm_.get();
+    ctx.pool = pool_.get();
     run_extern_kernel(name, tensors, num_inputs, scalars, ctx);
   }
 
@@ -475,6 +476,7 @@ class CpuCppBackend : public sdk::Backend {
     auto product = [&](const OutputDone& done) {
       ExternContext ctx;
       ctx.gemm = gemm_.get();
+      ctx.pool = pool_.get();
       ctx.done = done;
       run_extern_kernel(name, tensors, num_inputs, scalars, ctx);
     };
