@@ -228,7 +228,8 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   plan.memory = plan_memory(plan.lowered, plan.schedule);
   apply_in_place(plan.schedule, plan.memory);
   plan.stats.schedule_ms = ms_since(t);
-  dump("schedule", [&] { return plan.schedule.str() + attention.str() + plan.memory.str(); });
+  plan.schedule.attention = attention.notes;
+  dump("schedule", [&] { return plan.schedule.str() + plan.memory.str(); });
   dump("schedule", [&] { return plan.schedule.dot(plan.lowered); }, "dot");
 
   // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin

@@ -173,6 +173,8 @@ TEST_P(FlashForward, MatchesTheDecomposedInterpreterWithinTheBound) {
     EXPECT_TRUE(contains(cg.schedule().str(), "extern flash_attention ->")) << cg.schedule().str();
     EXPECT_EQ(cg.num_fallbacks(), 0u) << cg.summary();
     EXPECT_FALSE(contains(cg.schedule().str(), "extern matmul")) << cg.schedule().str();
+    EXPECT_TRUE(contains(cg.schedule().str(), "attention:\n  %scaled_dot_product_attention: fused"))
+        << cg.schedule().str();
     Tensor got = cg.run(in).at(0);
     Tensor want = interpret(*g, in).at(0);  // the decomposition: matmul, softmax, matmul
     EXPECT_TRUE(within(got, want, attention_bound(c, in, t)));
@@ -273,6 +275,7 @@ TEST_P(FlashBackward, MatchesTheDecomposedGradients) {
     EXPECT_TRUE(contains(bw->schedule().str(), "extern flash_attention_backward ->"))
         << bw->schedule().str();
     EXPECT_EQ(fw->num_fallbacks() + bw->num_fallbacks(), 0u);
+    EXPECT_TRUE(contains(bw->schedule().str(), ": the flash backward")) << bw->schedule().str();
     const int64_t scores_bytes = c.b * c.h * c.l * c.s * static_cast<int64_t>(dtype_size(t));
     if (c.mask != MaskKind::Additive && c.s > c.ev + 1) EXPECT_LT(f.stats().saved_bytes, scores_bytes) << f.stats_str();
     bool saved_packed = false;

@@ -81,8 +81,14 @@ const std::vector<std::string>& fused_attention_externs() {
 AttentionFusion fuse_attention(Graph& g) {
   AttentionFusion report;
   std::vector<Node*> found;
-  for (Node* n : g.nodes())
-    if (n->is_call() && n->target() == kSdpa) found.push_back(n);
+  for (Node* n : g.nodes()) {
+    if (!n->is_call()) continue;
+    if (n->target() == kSdpa) found.push_back(n);
+    if (n->target() == "_stax_flash_attention.default")  // CompiledFunction fused it already
+      report.notes.push_back("%" + n->name() + ": fused before the joint graph: flash_attention");
+    if (n->target() == "_stax_flash_attention_backward.default")
+      report.notes.push_back("%" + n->name() + ": the flash backward: flash_attention_backward");
+  }
   for (Node* n : found) {
     std::string name = "%" + n->name();
     std::string why = not_fusable(*n);

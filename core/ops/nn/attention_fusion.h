@@ -17,7 +17,8 @@ class Graph;
 
 struct AttentionFusion {
   int fused = 0;
-  // One line per attention considered: "%name: fused ..." or "%name: not fused: <why>".
+  // One line per attention considered: "%name: fused ..." or "%name: not fused: <why>" (the
+  // driver puts them in Schedule::attention: the `schedule` dump's "attention:" section).
   std::vector<std::string> notes;
   std::string str() const;  // the notes, one per line, under "attention:" ("" when none)
 };
