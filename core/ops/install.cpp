@@ -14,6 +14,10 @@
 
 namespace stax {
 
+// Fused attention's JVP rule (core/ops/nn/flash_attention.cpp); belongs in registration.h with the
+// family's other entry points (kept here to spare every op family a rebuild late in the session).
+void register_flash_attention_jvps(JvpTable& t);
+
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
   register_reduction_ops(r);
@@ -95,6 +99,7 @@ void install_jvps(JvpTable& t) {
   register_nn_backward_jvps(t);
   register_nn_spatial_jvps(t);
   register_embedding_bag_jvps(t);
+  register_flash_attention_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {

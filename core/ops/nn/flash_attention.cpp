@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/autodiff/jvp.h"
 #include "core/autodiff/vjp.h"
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
@@ -241,6 +242,58 @@ void forward_vjp(VjpContext& c) {
   if (need_mask) c.give(mask, scores_grad(c, d));
 }
 
+// ---- JVP: the tangent of packed (out, then lse) from the saved lse --------------------------
+// ṡ = scale·(q̇·kᵀ + q·k̇ᵀ) + ṁ, P = exp(s − lse), l̇se = rowsum(P ∘ ṡ),
+// ȯ = (P ∘ (ṡ − l̇se))·v + P·v̇ (an L × S tensor: forward mode is not the fused path).
+
+Node* forward_jvp(JvpContext& c) {
+  Node* q = c.in("query");
+  Node* k = c.in("key");
+  Node* v = c.in("value");
+  Node* mask = c.in("attn_mask");
+  Node *dq = c.tangent(q), *dk = c.tangent(k), *dv = c.tangent(v);
+  Node* dm = mask && mask->dtype() != DType::Bool ? c.tangent(mask) : nullptr;
+  if (!dq && !dk && !dv && !dm) return nullptr;
+  Dims d = dims_of(q->shape(), k->shape(), v->shape());
+  Shape rows(q->shape().begin(), q->shape().end() - 1), outs = q->shape();
+  outs.back() = d.ev;
+  const int64_t n_out = d.n * d.l * d.ev;
+  const Arg& scale = c.arg("scale");
+  Node* s = c.mul(c.call("matmul", {q, c.mT(k)}), scale);
+  if (c.arg("is_causal").to_bool()) {
+    Node* i = c.call("unsqueeze", {c.call("arange", {d.l}, {{"dtype", Arg(DType::Int64)}}), int64_t{1}});
+    Node* j = c.call("arange", {d.s}, {{"dtype", Arg(DType::Int64)}});
+    s = c.call("where.ScalarOther", {c.call("le.Tensor", {j, i}), s,
+                                     -std::numeric_limits<double>::infinity()});
+  }
+  if (mask) {
+    s = mask->dtype() == DType::Bool
+            ? c.call("where.ScalarOther", {mask, s, -std::numeric_limits<double>::infinity()})
+            : c.add(s, mask);
+  }
+  Node* lse = c.call("unsqueeze", {part(c, c.out(), n_out, rows), int64_t{-1}});
+  Node* p = c.call("exp", {c.sub(s, lse)});
+  Node* ds = nullptr;
+  auto acc = [&](Node* t) { ds = ds ? c.add(ds, t) : t; };
+  if (dq) acc(c.mul(c.call("matmul", {dq, c.mT(k)}), scale));
+  if (dk) acc(c.mul(c.call("matmul", {q, c.mT(dk)}), scale));
+  if (dm) acc(dm);
+  Node* dout = nullptr;
+  Node* dlse = nullptr;
+  if (ds) {
+    ds = c.mul(p, ds);
+    dlse = c.call("sum.dim_IntList", {ds, Arg(std::vector<int64_t>{-1}), true});
+    dout = c.call("matmul", {c.sub(ds, c.mul(p, dlse)), v});
+  }
+  if (dv) {
+    Node* t = c.call("matmul", {p, dv});
+    dout = dout ? c.add(dout, t) : t;
+  }
+  Node* flat_out = c.reshape(dout, Shape{n_out});
+  Node* flat_lse = dlse ? c.reshape(dlse, Shape{d.n * d.l}) : c.zeros(Shape{d.n * d.l}, q->dtype());
+  return c.call("cat", {Arg(std::vector<Node*>{flat_out, flat_lse})});
+}
+
 // ---- lowering: ExternKernels ----------------------------------------------------------------
 
 LoweringRule extern_rule(std::string kernel, std::vector<std::string> params) {
@@ -285,6 +338,10 @@ void register_flash_attention_kernels(InterpreterTable& t) {
 
 void register_flash_attention_vjps(VjpTable& t) {
   t.add("_stax_flash_attention.default", forward_vjp);
+}
+
+void register_flash_attention_jvps(JvpTable& t) {
+  t.add("_stax_flash_attention.default", forward_jvp);
 }
 
 void register_flash_attention_rules(LoweringTable& t) {
