@@ -178,7 +178,7 @@ class Bench:
         rng = np.random.default_rng(zlib.crc32(case.id.encode()))
         named = spec.inputs(case.params, rng)
         traced = tracing.trace(spec.torch_fn(case.params),
-                               [torch.from_numpy(a) for _, a in named])
+                               [torch.from_numpy(a) for _, a in named], sdpa=self.args.sdpa)
         self.trace_ms[case.id] = traced.seconds * 1e3
         with open(os.path.join(d, "graph.txt"), "w") as f:
             f.write(traced.text + "\n")
@@ -364,6 +364,11 @@ def parse_args(argv):
     p.add_argument("--check-only", action="store_true",
                    help="compile, run once and check against torch; no timing, no compile time")
     p.add_argument("--keep", default="", help="keep the case directories and logs in this dir")
+    # "flash" needs the strides of land's _scaled_dot_product_flash_attention_for_cpu expansion
+    # (torch's (B, L, H, E) layout, so the trace's view after the transpose is legal).
+    p.add_argument("--sdpa", choices=("flash", "math"), default="math",
+                   help="what Stax's printout holds for attention: its decomposed math form "
+                        "(default) or torch's flash op for the CPU (Stax's fused attention)")
     a = p.parse_args(argv)
     a.threads = [int(t) for t in a.threads.split(",") if t]
     a.systems = [s for s in a.systems.split(",") if s]

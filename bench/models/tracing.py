@@ -5,7 +5,9 @@ trace(fn, inputs) -> Traced(text, placeholder names, output shapes, seconds)
 - make_fx with Core ATen decompositions (torch._decomp.core_aten_decompositions()) plus batch
   norm's (native_batch_norm to var_mean / rsqrt / mul / add and the running statistics' update),
   in fake-tensor mode (nothing is computed). Scaled dot-product attention decomposes to its math
-  form (bmm, masked softmax, bmm), not `_scaled_dot_product_flash_attention_for_cpu`.
+  form (bmm, masked softmax, bmm) with `sdpa="math"` (bench_models' default), or stays
+  `_scaled_dot_product_flash_attention_for_cpu` with `sdpa="flash"` (what a CPU trace without
+  decompositions holds; Stax runs it as its fused attention, docs/attention.md).
 - Batch norm's decomposition writes the new running statistics into the buffers with
   `aten.copy_`. Stax has no in-place ops (issue 29: `copy_`, `add_`), so each `copy_(dst, src)`
   whose `dst` is a fresh `clone` read only before the copy becomes `src` (the functional form of
@@ -35,8 +37,10 @@ class Traced:
     seconds: float
 
 
-def decompositions():
+def decompositions(sdpa="math"):
     table = dict(core_aten_decompositions())
+    if sdpa == "flash":
+        table.pop(aten._scaled_dot_product_flash_attention_for_cpu.default, None)
     table.update(get_decompositions([aten.native_batch_norm, aten._native_batch_norm_legit,
                                      aten._native_batch_norm_legit_functional]))
     return table
@@ -62,10 +66,11 @@ def _functionalize_copies(graph):
                                   % (node.name, node.target))
 
 
-def trace(fn, inputs):
-    """`inputs`: torch tensors (only their shapes and dtypes matter)."""
+def trace(fn, inputs, sdpa="math"):
+    """`inputs`: torch tensors (only their shapes and dtypes matter); `sdpa`: "math" decomposes
+    _scaled_dot_product_flash_attention_for_cpu, "flash" keeps it."""
     start = time.perf_counter()
-    gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(*inputs)
+    gm = make_fx(fn, decomposition_table=decompositions(sdpa), tracing_mode="fake")(*inputs)
     _functionalize_copies(gm.graph)
     gm.graph.eliminate_dead_code()
     gm.recompile()

@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "core/driver/double_backward.h"
+#include "core/graph/multi_output.h"
 #include "core/interpreter/interpreter.h"
+#include "core/ops/nn/attention_fusion.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -69,7 +71,16 @@ void CompiledFunction::init(const Graph& forward, std::vector<std::string> wrt) 
   // 1. the joint graph (§5.3)
   check_cancelled(cancel, "CompiledFunction", "the joint graph");
   auto start = Clock::now();
-  joint_ = build_joint_graph(forward, wrt);
+  // Fused attention where the backend runs it, before the joint graph: the backward is then the
+  // flash backward from the saved output and log-sum-exp (docs/attention.md).
+  Graph fused;
+  const Graph* source = &forward;
+  if (!options_.interpret && compiler_ && compiler_->fuses_attention(forward)) {
+    fused = forward.clone();
+    expand_multi_output(fused);
+    if (fuse_attention(fused).fused > 0) source = &fused;
+  }
+  joint_ = build_joint_graph(*source, wrt);
   stats_.joint_ms = ms_since(start);
   for (const Node* n : forward.outputs()) output_meta_.push_back(n->meta());
 

@@ -13,6 +13,7 @@
 #include "core/ir/layout.h"
 #include "core/lowering/lowering_rules.h"
 #include "core/ops/install.h"
+#include "core/ops/nn/attention_fusion.h"
 #include "core/runtime/execution_plan.h"
 #include "core/scheduler/in_place.h"
 #include "core/support/error.h"
@@ -134,6 +135,12 @@ void plan_steps(ExecutionPlan& exec) {
 
 }  // namespace
 
+static bool offers_fused_attention(const Plugin& plugin) {
+  for (const std::string& name : fused_attention_externs())
+    if (!plugin.has_extern_kernel(name)) return false;
+  return true;
+}
+
 std::string graph_device_kind(const Graph& graph) {
   std::string kind;
   for (const Node* p : graph.placeholders()) {
@@ -163,6 +170,15 @@ Compiler::Compiler(Config config, CompileOptions options)
 Compiler::~Compiler() = default;
 
 PluginRegistry& Compiler::registry() { return session_->registry; }
+
+bool Compiler::fuses_attention(const Graph& graph) {
+  if (!options_.fuse_attention) return false;
+  std::lock_guard<std::mutex> lock(session_->mutex);
+  std::string kind = graph_device_kind(graph);
+  const std::string& default_device = session_->registry.config().default_device;
+  if (kind == "cpu" && !default_device.empty()) kind = default_device;
+  return offers_fused_attention(session_->registry.backend(kind));
+}
 const Config& Compiler::config() const { return session_->registry.config(); }
 
 CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
@@ -182,17 +198,21 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   Graph& g = *plan.graph;
   auto t = Clock::now();
   expand_multi_output(g);  // ops returning several tensors: one node (and buffer) per element
-  if (options_.decompose) decompose(g);
-  plan.stats.decompose_ms = ms_since(t);
-  dump("graph", [&] { return print_graph(g); });
-
-  // lower, with the policy of the backend serving the graph's device kind (the config's
-  // default_device for a graph on the default device "cpu")
-  checkpoint("lower");
+  // the backend serving the graph's device kind (the config's default_device for a graph on the
+  // default device "cpu")
   std::string kind = graph_device_kind(g);
   const std::string& default_device = session_->registry.config().default_device;
   if (kind == "cpu" && !default_device.empty()) kind = default_device;
   plan.plugin = &session_->registry.backend(kind);
+  // fused attention where the backend runs it, before sdpa would decompose
+  AttentionFusion attention;
+  if (options_.fuse_attention && offers_fused_attention(*plan.plugin)) attention = fuse_attention(g);
+  if (options_.decompose) decompose(g);
+  plan.stats.decompose_ms = ms_since(t);
+  dump("graph", [&] { return print_graph(g); });
+
+  // lower, with the policy of that backend
+  checkpoint("lower");
   const BackendPolicy policy = session_->registry.policy(kind);
   t = Clock::now();
   plan.lowered = lower_graph(g, {policy.thresholds, policy.split_reduction});
@@ -208,6 +228,7 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   plan.memory = plan_memory(plan.lowered, plan.schedule);
   apply_in_place(plan.schedule, plan.memory);
   plan.stats.schedule_ms = ms_since(t);
+  plan.schedule.attention = attention.notes;
   dump("schedule", [&] { return plan.schedule.str() + plan.memory.str(); });
   dump("schedule", [&] { return plan.schedule.dot(plan.lowered); }, "dot");
 

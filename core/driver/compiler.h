@@ -45,6 +45,9 @@ struct BackendSession;
 struct CompileOptions {
   bool decompose = true;        // composite ops into base ops before lowering
   bool fuse = true;             // false: one kernel per buffer (the backend's limits otherwise)
+  // scaled_dot_product_attention as one flash-attention extern where the backend offers it
+  // (core/ops/nn/attention_fusion.h, docs/attention.md); false: its decomposition.
+  bool fuse_attention = true;
   CodegenOptions codegen;       // loop normalization
   std::string name = "graph";   // names the dump files
   // Kernels compiled at once when the backend allows concurrent compiles (ABI 1.6,
@@ -68,6 +71,10 @@ class Compiler {
 
   PluginRegistry& registry();
   const Config& config() const;
+  // Whether compile() runs scaled_dot_product_attention fused for `graph`: options().fuse_attention
+  // and the backend serving the graph offers the flash-attention externs. CompiledFunction then
+  // fuses before the joint graph, so the backward gets the flash backward.
+  bool fuses_attention(const Graph& graph);
   const CompileOptions& options() const { return options_; }
   // The kernel cache this Compiler compiles through.
   KernelCache& kernel_cache() { return *cache_; }

@@ -15,6 +15,10 @@
 
 namespace stax {
 
+// Fused attention's JVP rule (core/ops/nn/flash_attention.cpp); belongs in registration.h with the
+// family's other entry points (kept here to spare every op family a rebuild late in the session).
+void register_flash_attention_jvps(JvpTable& t);
+
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
   register_reduction_ops(r);
@@ -36,6 +40,7 @@ void register_all_ops(OpRegistry& r) {
   register_nn_spatial_ops(r);
   register_embedding_bag_ops(r);
   register_lstm_layer_ops(r);
+  register_flash_attention_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -75,6 +80,7 @@ void install_vjps(VjpTable& t) {
   register_nn_backward_vjps(t);
   register_nn_spatial_vjps(t);
   register_embedding_bag_vjps(t);
+  register_flash_attention_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
@@ -94,6 +100,7 @@ void install_jvps(JvpTable& t) {
   register_nn_backward_jvps(t);
   register_nn_spatial_jvps(t);
   register_embedding_bag_jvps(t);
+  register_flash_attention_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -112,6 +119,7 @@ void install_kernels(InterpreterTable& t) {
   register_nn_backward_kernels(t);
   register_nn_spatial_kernels(t);
   register_embedding_bag_kernels(t);
+  register_flash_attention_kernels(t);
 }
 
 void install_traits(OpTraitTable& t) {
@@ -130,6 +138,7 @@ void install_lowering_rules(LoweringTable& t) {
   register_extern_rules(t);
   register_creation_rules(t);
   register_nn_rules(t);
+  register_flash_attention_rules(t);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ void register_attention_form_ops(OpRegistry& r);  // _scaled_dot_product_flash_a
 void register_nn_spatial_ops(OpRegistry& r);    // col2im grid_sampler_2d
 void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backward
 void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
+void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and its backward
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -92,6 +93,7 @@ void register_creation_vjps(VjpTable& t);  // copy fill.Tensor
 void register_nn_backward_vjps(VjpTable& t);
 void register_nn_spatial_vjps(VjpTable& t);
 void register_embedding_bag_vjps(VjpTable& t);
+void register_flash_attention_vjps(VjpTable& t);
 
 // ---- forward-mode rules (core/autodiff/jvp.h)
 void register_pointwise_jvps(JvpTable& t);
@@ -127,6 +129,7 @@ void register_composite_kernels(InterpreterTable& t);  // softmax ... (may run t
 void register_nn_kernels(InterpreterTable& t);         // convolution, pooling, norms
 void register_special_kernels(InterpreterTable& t);    // special functions in double
 void register_activation_kernels(InterpreterTable& t);
+void register_flash_attention_kernels(InterpreterTable& t);  // the SDK's flash kernel
 
 // ---- lowering rules (core/lowering/lowering_rules.h)
 void register_pointwise_rules(LoweringTable& t);  // unary, binary, comparison, where, clamp, casts,
@@ -137,5 +140,6 @@ void register_indexing_rules(LoweringTable& t);   // gather index_select index.T
 void register_extern_rules(LoweringTable& t);     // mm bmm matmul addmm
 void register_creation_rules(LoweringTable& t);   // full zeros ones *_like arange
 void register_nn_rules(LoweringTable& t);         // convolution
+void register_flash_attention_rules(LoweringTable& t);  // the flash_attention externs
 
 }  // namespace stax

@@ -77,6 +77,9 @@ struct Schedule {
     std::string reason;
   };
   std::vector<EpilogueNote> epilogues;
+  // What graph passes before lowering decided, one line each, for the dump (the driver fills it:
+  // fused attention, core/ops/nn/attention_fusion.h).
+  std::vector<std::string> attention;
 
   // The buffers a step writes, in order (an extern's epilogue kernel's after the product's).
   std::vector<const Buffer*> writes(const ScheduleStep& step) const;

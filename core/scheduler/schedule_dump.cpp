@@ -62,6 +62,10 @@ std::string Schedule::str() const {
     for (const EpilogueNote& e : epilogues)
       out += "  " + e.product + (e.fused ? ": fused: " : ": not fused: ") + e.reason + "\n";
   }
+  if (!attention.empty()) {
+    out += "attention:\n";
+    for (const std::string& a : attention) out += "  " + a + "\n";
+  }
   return out;
 }
 

@@ -326,7 +326,10 @@ void check_arity(const std::string& name, const std::vector<TensorView>& t, size
 }  // namespace
 
 const std::vector<std::string>& extern_kernel_names() {
-  static const std::vector<std::string> names = {"mm", "bmm", "addmm", "matmul", "convolution"};
+  static const std::vector<std::string> names = {"mm",          "bmm",
+                                                 "addmm",       "matmul",
+                                                 "convolution", "flash_attention",
+                                                 "flash_attention_backward"};
   return names;
 }
 
@@ -377,6 +380,8 @@ void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t
            });
   } else if (name == "convolution") {
     run_convolution(t, num_inputs, scalars, *ctx.gemm, ctx.pool);
+  } else if (name == "flash_attention" || name == "flash_attention_backward") {
+    run_flash_attention(name, t, num_inputs, scalars, ctx.pool);
   } else {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "cpu_cpp has no extern kernel '" + name + "'");
   }

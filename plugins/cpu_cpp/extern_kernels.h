@@ -33,11 +33,11 @@ using OutputDone = std::function<void(int64_t begin, int64_t end)>;
 
 struct ExternContext {
   GemmLibrary* gemm = nullptr;  // float32 / float64 products and convolutions
-  ThreadPool* pool = nullptr;   // the convolution's gathers (nullptr: the calling thread)
+  ThreadPool* pool = nullptr;   // convolution gathers, fused attention tasks (nullptr: caller)
   OutputDone done;              // optional: an epilogue (cpu_backend.cpp)
 };
 
-// "mm", "bmm", "addmm", "matmul", "convolution".
+// "mm", "bmm", "addmm", "matmul", "convolution", "flash_attention", "flash_attention_backward".
 const std::vector<std::string>& extern_kernel_names();
 
 // Throws sdk::PluginError (INVALID_ARGUMENT for a shape or dtype mismatch, UNSUPPORTED for an
@@ -50,5 +50,11 @@ void run_extern_kernel(const std::string& name, const std::vector<sdk::TensorVie
 // `blas:` library; scalars as core/ops/nn/lowering.cpp encodes them.
 void run_convolution(const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
                      const std::vector<double>& scalars, GemmLibrary& gemm, ThreadPool* pool);
+
+// The externs "flash_attention" and "flash_attention_backward" (attention_kernel.cpp): the SDK's
+// fused attention (stax/sdk/flash_attention.hpp) on `pool`; tensors and scalars as
+// core/ops/nn/flash_attention.cpp lowers them.
+void run_flash_attention(const std::string& name, const std::vector<sdk::TensorView>& tensors,
+                         size_t num_inputs, const std::vector<double>& scalars, ThreadPool* pool);
 
 }  // namespace stax::cpu

@@ -20,6 +20,9 @@ inline const std::set<std::string>& rules_pending_a_gradient_check() {
       "_embedding_bag_backward.default",
       "_embedding_bag_per_sample_weights_backward.default",
       "_pdist_backward.default",
+      // Fused attention (docs/attention.md): its VJP is checked against finite differences and
+      // torch in tests/attention/flash_attention_test; its JVP by the same test's FD case.
+      "_stax_flash_attention.default",
       "_prelu_kernel.default",
       "adaptive_max_pool2d_backward.default",
       "adaptive_max_pool3d_backward.default",

@@ -352,7 +352,8 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
                 .backend("cpu")
                 .split_reduction(1 << 20, 4, sdk::ReductionType::Sum),
             1);
-  EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution"}));
+  EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution",
+                                                          "flash_attention", "flash_attention_backward"}));
 }
 
 TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {

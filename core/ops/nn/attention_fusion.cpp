@@ -1,0 +1,107 @@
+#include "core/ops/nn/attention_fusion.h"
+
+#include <cmath>
+
+#include "core/graph/graph.h"
+
+namespace stax {
+
+namespace {
+
+constexpr const char* kSdpa = "scaled_dot_product_attention.default";
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Why `n` (a sdpa call) cannot run fused, or "" when it can.
+std::string not_fusable(const Node& n) {
+  const Node* q = n.arg("query").node();
+  const Node* k = n.arg("key").node();
+  if (q->dtype() != DType::Float32 && q->dtype() != DType::Float64)
+    return "the fused kernel takes float32 / float64, not " + std::string(dtype_name(q->dtype()));
+  int64_t r = q->meta().dim();
+  if (n.arg("enable_gqa").to_bool() && r >= 3 && k->shape()[r - 3] != q->shape()[r - 3])
+    return "grouped-query attention (fewer key heads than query heads)";
+  if (n.arg("dropout_p").to_double() != 0.0) return "dropout";
+  return "";
+}
+
+// x expanded to batch + [a, b] (x itself when it has that shape).
+Node* expand_to(Graph& g, Node* x, const Shape& batch, int64_t a, int64_t b) {
+  Shape s = batch;
+  s.push_back(a);
+  s.push_back(b);
+  return x->shape() == s ? x : g.call("expand", {x, Arg(s)});
+}
+
+// Replaces sdpa call n by the fused op's output slice.
+void fuse(Graph& g, Node* n) {
+  Node* q = n->arg("query").node();
+  Node* k = n->arg("key").node();
+  Node* v = n->arg("value").node();
+  const Arg& mask = n->arg("attn_mask");
+  const Shape out_shape = n->shape();  // batch + [L, Ev]
+  const size_t r = out_shape.size();
+  const Shape batch(out_shape.begin(), out_shape.end() - 2);
+  const int64_t L = q->shape()[r - 2], E = q->shape()[r - 1], S = k->shape()[r - 2];
+  const int64_t Ev = v->shape()[r - 1];
+  const double scale = n->arg("scale").is_absent() ? 1.0 / std::sqrt(static_cast<double>(E))
+                                                   : n->arg("scale").to_double();
+  g.set_insert_point(n);
+  Node* qe = expand_to(g, q, batch, L, E);
+  Node* ke = expand_to(g, k, batch, S, E);
+  Node* ve = expand_to(g, v, batch, S, Ev);
+  Arg m = mask.is_node() ? Arg(expand_to(g, mask.node(), batch, L, S)) : Arg();
+  Node* packed = g.call("_stax_flash_attention", {qe, ke, ve, m, n->arg("is_causal")},
+                        {{"scale", Arg(scale)}});
+  Node* flat = g.call("slice.Tensor", {packed, int64_t{0}, int64_t{0}, numel_of(out_shape)});
+  Node* out = g.call("reshape", {flat, Arg(out_shape)});
+  g.set_insert_point(nullptr);
+  g.replace_all_uses(n, out);
+  g.erase(n);
+}
+
+}  // namespace
+
+std::string AttentionFusion::str() const {
+  if (notes.empty()) return "";
+  std::string out = "attention:\n";
+  for (const std::string& s : notes) out += "  " + s + "\n";
+  return out;
+}
+
+const std::vector<std::string>& fused_attention_externs() {
+  static const std::vector<std::string> names = {"flash_attention", "flash_attention_backward"};
+  return names;
+}
+
+AttentionFusion fuse_attention(Graph& g) {
+  AttentionFusion report;
+  std::vector<Node*> found;
+  for (Node* n : g.nodes()) {
+    if (!n->is_call()) continue;
+    if (n->target() == kSdpa) found.push_back(n);
+    if (n->target() == "_stax_flash_attention.default")  // CompiledFunction fused it already
+      report.notes.push_back("%" + n->name() + ": fused before the joint graph: flash_attention");
+    if (n->target() == "_stax_flash_attention_backward.default")
+      report.notes.push_back("%" + n->name() + ": the flash backward: flash_attention_backward");
+  }
+  for (Node* n : found) {
+    std::string name = "%" + n->name();
+    std::string why = not_fusable(*n);
+    if (!why.empty()) {
+      report.notes.push_back(name + ": not fused: " + why + " (decomposed: matmul, softmax, matmul)");
+      continue;
+    }
+    fuse(g, n);
+    ++report.fused;
+    report.notes.push_back(name + ": fused: one flash_attention extern (online softmax, no L x S "
+                                  "scores in memory); its gradient is flash_attention_backward");
+  }
+  return report;
+}
+
+}  // namespace stax

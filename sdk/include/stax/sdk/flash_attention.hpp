@@ -1,0 +1,249 @@
+// Fused (flash-style) attention on the CPU: softmax(Q Kᵀ · scale + mask) V without the L × S
+// matrix of scores in memory, forward and backward (docs/attention.md).
+//
+// FORWARD. For each batch entry and block of kRows queries, the keys are visited in blocks of
+// kKeys: the block's scores s = (q · k) · scale (a chain of fused multiply-adds over the head dim,
+// then one multiplication), masked (causal: key j > query i is -inf; a boolean mask's false is
+// -inf; an additive mask is added), and folded into running per-row statistics (online softmax):
+//     m' = max(m, max_j s_j),  l' = l · exp(m - m') + Σ_j exp(s_j - m'),
+//     acc' = acc · exp(m - m') + Σ_j exp(s_j - m') v_j.
+// Causal key blocks past the query block's last row are skipped. The output is acc / l and the
+// log-sum-exp of the row's scores is m + log(l) (a row whose keys are all masked gives NaN and
+// -inf, as softmax of -inf everywhere does).
+//
+// BACKWARD (the gradients of q, k, v for a gradient dO of the output and dlse of the log-sum-exp):
+// the probabilities are recomputed from the saved log-sum-exp, p_ij = exp(s_ij - lse_i), with
+//     D_i = Σ_e dO_ie O_ie - dlse_i,  dS_ij = p_ij (dO_i · v_j - D_i) · scale,
+//     dV_j = Σ_i p_ij dO_i,  dK_j = Σ_i dS_ij q_i,  dQ_i = Σ_j dS_ij k_j.
+// dK and dV are computed per block of keys (one pass over the queries), dQ per block of queries
+// (one pass over the keys): no atomics, every element is summed in one fixed order, so the result
+// does not depend on the thread count.
+//
+// ORDER. The softmax's sums run in another order than the decomposed softmax's (blocks of kKeys,
+// rescaled), so results agree with the decomposed form within the §6.5 bound of a reordered sum
+// (docs/attention.md gives the bound tests use); the same inputs give the same bits here on any
+// thread count. The reference interpreter runs this same code for the fused ops, so compiled and
+// interpreted fused attention agree bit for bit.
+//
+// The block loops (flash_attention_rows.inc) are compiled for AVX-512F, AVX2 + FMA and plain C++
+// and picked at run time like the GEMM's tiles.
+#ifndef STAX_SDK_FLASH_ATTENTION_HPP
+#define STAX_SDK_FLASH_ATTENTION_HPP
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "stax/sdk/gemm.hpp"
+#include "stax/sdk/scalar_ops.hpp"
+
+namespace stax::sdk::attention {
+
+constexpr int64_t kKeys = 64;  // keys per block (the width of a row of scores)
+constexpr int64_t kRows = 64;  // queries per task
+
+// A matrix per batch entry: element (n, i, j) at data[offsets[n] + i * rs + j * cs].
+template <class T>
+struct Operand {
+  const T* data = nullptr;
+  const int64_t* offsets = nullptr;
+  int64_t rs = 0, cs = 0;
+  const T* at(int64_t n, int64_t i) const { return data + offsets[n] + i * rs; }
+};
+
+// The attention of `batch` entries: q (l x e), k (s x e), v (s x ev), an optional mask (l x s,
+// bool as bytes or additive in T), causal (top-left aligned: key j is seen by query i when j <= i).
+template <class T>
+struct Problem {
+  int64_t batch = 1, l = 0, s = 0, e = 0, ev = 0;
+  Operand<T> q, k, v;
+  Operand<uint8_t> mask_bool;  // data == nullptr: none
+  Operand<T> mask_add;         // data == nullptr: none
+  bool causal = false;
+  T scale = T(1);
+};
+
+// out: [batch, l, ev] contiguous; lse: [batch, l] contiguous.
+template <class T>
+struct Forward : Problem<T> {
+  T* out = nullptr;
+  T* lse = nullptr;
+};
+
+// out, lse: as Forward wrote them; dout [batch, l, ev] contiguous; dlse [batch, l] contiguous or
+// nullptr (zero); dq [batch, l, e], dk [batch, s, e], dv [batch, s, ev] contiguous.
+template <class T>
+struct Backward : Problem<T> {
+  const T* out = nullptr;
+  const T* lse = nullptr;
+  const T* dout = nullptr;
+  const T* dlse = nullptr;
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+};
+
+// How the tasks run (gemm::Context's parallel_for: without it, on the calling thread).
+struct Context {
+  std::function<void(int64_t tasks, const std::function<void(int64_t)>& task)> parallel_for;
+};
+
+// The element offsets of each batch entry of a tensor of `sizes` / `strides` whose last two dims
+// are the matrix (row-major order of the batch dims), starting at `offset`.
+inline std::vector<int64_t> batch_offsets(const std::vector<int64_t>& sizes,
+                                          const std::vector<int64_t>& strides, int64_t offset) {
+  const size_t nb = sizes.size() >= 2 ? sizes.size() - 2 : 0;
+  int64_t count = 1;
+  for (size_t d = 0; d < nb; ++d) count *= sizes[d];
+  std::vector<int64_t> out(static_cast<size_t>(count), offset);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t rest = n, off = offset;
+    for (size_t d = nb; d-- > 0;) {
+      off += (rest % sizes[d]) * strides[d];
+      rest /= sizes[d];
+    }
+    out[static_cast<size_t>(n)] = off;
+  }
+  return out;
+}
+
+namespace detail {
+
+inline float exp_of(float x) { return stax_scalar::m::exp_f32::formula(x); }
+inline double exp_of(double x) { return std::exp(x); }
+
+}  // namespace detail
+
+}  // namespace stax::sdk::attention
+
+// ---- the block loops, once per instruction set ----------------------------------------------
+
+#if STAX_GEMM_X86
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#pragma GCC optimize("O3")  // the loop vectoriser at its full cost model
+#endif
+namespace stax::sdk::attention::avx512 {
+#include "stax/sdk/flash_attention_rows.inc"
+}  // namespace stax::sdk::attention::avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#pragma GCC optimize("O3")  // the loop vectoriser at its full cost model
+#endif
+namespace stax::sdk::attention::avx2 {
+#include "stax/sdk/flash_attention_rows.inc"
+}  // namespace stax::sdk::attention::avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // STAX_GEMM_X86
+
+namespace stax::sdk::attention::portable {
+#include "stax/sdk/flash_attention_rows.inc"
+}  // namespace stax::sdk::attention::portable
+
+namespace stax::sdk::attention {
+
+namespace detail {
+
+// Runs task(0 .. tasks-1) on the context's threads; the first exception is rethrown after all
+// tasks have returned (pool tasks must not throw).
+inline void run_tasks(const Context& c, int64_t tasks, const std::function<void(int64_t)>& task) {
+  std::exception_ptr error;
+  std::mutex mutex;
+  auto guarded = [&](int64_t t) {
+    try {
+      task(t);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+  if (c.parallel_for && tasks > 1)
+    c.parallel_for(tasks, guarded);
+  else
+    for (int64_t t = 0; t < tasks; ++t) guarded(t);
+  if (error) std::rethrow_exception(error);
+}
+
+inline gemm::InstructionSet isa() { return gemm::detect_instruction_set(); }
+
+}  // namespace detail
+
+// out and lse of every row (see the top of this file).
+template <class T>
+void forward(const Forward<T>& p, const Context& c = {}) {
+  if (p.batch == 0 || p.l == 0) return;
+  const int64_t blocks = (p.l + kRows - 1) / kRows;
+  const gemm::InstructionSet set = detail::isa();
+  detail::run_tasks(c, p.batch * blocks, [&](int64_t t) {
+    const int64_t n = t / blocks, i0 = (t % blocks) * kRows, i1 = std::min(p.l, i0 + kRows);
+#if STAX_GEMM_X86
+    if (set == gemm::InstructionSet::Avx512) return avx512::forward_rows(p, n, i0, i1);
+    if (set == gemm::InstructionSet::Avx2) return avx2::forward_rows(p, n, i0, i1);
+#endif
+    (void)set;
+    portable::forward_rows(p, n, i0, i1);
+  });
+}
+
+// dq, dk, dv (see the top of this file).
+template <class T>
+void backward(const Backward<T>& p, const Context& c = {}) {
+  if (p.batch == 0) return;
+  // D_i = Σ_e dO_ie O_ie - dlse_i, per row.
+  std::vector<T> delta(static_cast<size_t>(p.batch * p.l));
+  for (int64_t r = 0; r < p.batch * p.l; ++r) {
+    T d = T(0);
+    const T* o = p.out + r * p.ev;
+    const T* g = p.dout + r * p.ev;
+    for (int64_t x = 0; x < p.ev; ++x) d = std::fma(g[x], o[x], d);
+    delta[static_cast<size_t>(r)] = p.dlse ? d - p.dlse[r] : d;
+  }
+  const gemm::InstructionSet set = detail::isa();
+  (void)set;
+  const int64_t key_blocks = (p.s + kKeys - 1) / kKeys;
+  const int64_t row_blocks = (p.l + kRows - 1) / kRows;
+  // dK, dV per block of keys; then dQ per block of queries.
+  detail::run_tasks(c, p.batch * key_blocks, [&](int64_t t) {
+    const int64_t n = t / key_blocks, j0 = (t % key_blocks) * kKeys;
+    const int64_t j1 = std::min(p.s, j0 + kKeys);
+#if STAX_GEMM_X86
+    if (set == gemm::InstructionSet::Avx512) return avx512::key_grads(p, delta.data(), n, j0, j1);
+    if (set == gemm::InstructionSet::Avx2) return avx2::key_grads(p, delta.data(), n, j0, j1);
+#endif
+    portable::key_grads(p, delta.data(), n, j0, j1);
+  });
+  detail::run_tasks(c, p.batch * row_blocks, [&](int64_t t) {
+    const int64_t n = t / row_blocks, i0 = (t % row_blocks) * kRows;
+    const int64_t i1 = std::min(p.l, i0 + kRows);
+#if STAX_GEMM_X86
+    if (set == gemm::InstructionSet::Avx512) return avx512::query_grads(p, delta.data(), n, i0, i1);
+    if (set == gemm::InstructionSet::Avx2) return avx2::query_grads(p, delta.data(), n, i0, i1);
+#endif
+    portable::query_grads(p, delta.data(), n, i0, i1);
+  });
+}
+
+}  // namespace stax::sdk::attention
+
+#endif  // STAX_SDK_FLASH_ATTENTION_HPP

@@ -1,0 +1,375 @@
+// Fused attention (issue 27 item 3, docs/attention.md): scaled_dot_product_attention compiled on
+// cpu_cpp runs as one flash_attention extern (forward) and one flash_attention_backward extern
+// (backward), and its values agree with the reference interpreter's decomposed attention
+// (matmul, softmax, matmul) within the bound of the reordered sums; gradients agree with the
+// decomposed gradients and with finite differences. Each test also checks that the fused path
+// ran (the schedule names the extern, no fallback), so a silent fallback to the decomposition
+// fails it; with fuse_attention off the same checks see the decomposed form.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/driver/compiled_function.h"
+#include "core/functional/functional.h"
+#include "core/interpreter/interpreter.h"
+#include "core/ops/nn/attention_fusion.h"
+#include "stax/sdk/flash_attention.hpp"
+#include "tests/support/compiled_check.h"
+
+namespace stax {
+namespace {
+
+using test::contains;
+
+enum class MaskKind { None, Bool, Additive };
+
+struct Case {
+  std::string name;
+  int64_t b, h, l, s, e, ev;
+  bool causal;
+  MaskKind mask = MaskKind::None;
+  double scale = 0;  // 0: 1/sqrt(e)
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+// The graph sdpa(q, k, v, mask?, causal, scale) with the given dtype.
+std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
+  auto g = std::make_unique<Graph>();
+  Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
+  Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
+  Node* v = g->placeholder("v", {c.b, c.h, c.s, c.ev}, t);
+  Arg mask;
+  if (c.mask == MaskKind::Bool) mask = g->placeholder("m", {c.l, c.s}, DType::Bool);
+  if (c.mask == MaskKind::Additive) mask = g->placeholder("m", {c.h, c.l, c.s}, t);
+  Kwargs kw;
+  if (c.scale != 0) kw.push_back({"scale", Arg(c.scale)});
+  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, 0.0, c.causal}, kw);
+  g->output({out});
+  return g;
+}
+
+std::vector<Tensor> inputs_for(const Case& c, DType t, uint64_t seed) {
+  std::vector<Tensor> in{Tensor::randn({c.b, c.h, c.l, c.e}, t, seed),
+                         Tensor::randn({c.b, c.h, c.s, c.e}, t, seed + 1),
+                         Tensor::randn({c.b, c.h, c.s, c.ev}, t, seed + 2)};
+  if (c.mask == MaskKind::Bool) {
+    Tensor m = Tensor::empty({c.l, c.s}, DType::Bool);
+    // Every row keeps its first key (no fully masked row); others drop about a third.
+    for (int64_t i = 0; i < c.l; ++i)
+      for (int64_t j = 0; j < c.s; ++j) m.set_int(i * c.s + j, j == 0 || (i * 7 + j * 3) % 3 != 0);
+    in.push_back(m);
+  }
+  if (c.mask == MaskKind::Additive) in.push_back(Tensor::randn({c.h, c.l, c.s}, t, seed + 3));
+  return in;
+}
+
+Compiler& compiler(bool fuse_attention) {
+  static Compiler fused(test::cpu_config());
+  static Compiler plain(test::cpu_config(), [] {
+    CompileOptions o;
+    o.fuse_attention = false;
+    return o;
+  }());
+  return fuse_attention ? fused : plain;
+}
+
+double unit_roundoff_of(DType t) { return t == DType::Float64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24); }
+
+// The bound of two computations of attention whose sums run in different orders (computed in
+// double from the inputs). For row i: the scores s_ij = scale·(q_i·k_j) (+ mask) carry an error
+// of at most δ_i = u·((E + 2)·A_i + 2·max_j |m_ij|), A_i = scale·max_j Σ_e |q_ie k_je| (§6.5's
+// (n-1)·u·Σ|a| for the dot, one rounding for the scale and one for the mask); a change δ of
+// the scores moves p_ij by at most 2·p_ij·δ, and the softmax's normalisation (S terms), the exps
+// (a few u each) and P·V (S terms) add (S + 8)·u relative to W_id = Σ_j p_ij |v_jd|. Both
+// computations err by that much at most, so they differ by twice: 2·W_id·(2·δ_i + (S + 8)·u).
+std::vector<double> attention_bound(const Case& c, const std::vector<Tensor>& in, DType t) {
+  const double u = unit_roundoff_of(t);
+  const double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.e));
+  std::vector<double> bound(static_cast<size_t>(c.b * c.h * c.l * c.ev));
+  std::vector<double> s(static_cast<size_t>(c.s)), p(static_cast<size_t>(c.s));
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (int64_t n = 0; n < c.b * c.h; ++n)
+    for (int64_t i = 0; i < c.l; ++i) {
+      double a = 0, mmax = 0, smax = ninf;
+      for (int64_t j = 0; j < c.s; ++j) {
+        double dot = 0, abs_dot = 0;
+        for (int64_t x = 0; x < c.e; ++x) {
+          double qv = in[0].get_double((n * c.l + i) * c.e + x), kv = in[1].get_double((n * c.s + j) * c.e + x);
+          dot += qv * kv;
+          abs_dot += std::fabs(qv * kv);
+        }
+        a = std::max(a, scale * abs_dot);
+        double sj = scale * dot;
+        if (c.causal && j > i) sj = ninf;
+        if (c.mask == MaskKind::Bool && !in[3].get_double(i * c.s + j)) sj = ninf;
+        if (c.mask == MaskKind::Additive) {
+          double m = in[3].get_double(((n % c.h) * c.l + i) * c.s + j);
+          sj += m;
+          mmax = std::max(mmax, std::fabs(m));
+        }
+        s[static_cast<size_t>(j)] = sj;
+        smax = std::max(smax, sj);
+      }
+      double l = 0;
+      for (int64_t j = 0; j < c.s; ++j) l += p[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - smax);
+      const double delta = u * ((static_cast<double>(c.e) + 2) * a + 2 * mmax);
+      for (int64_t d = 0; d < c.ev; ++d) {
+        double w = 0;
+        for (int64_t j = 0; j < c.s; ++j)
+          w += p[static_cast<size_t>(j)] / l * std::fabs(in[2].get_double((n * c.s + j) * c.ev + d));
+        bound[static_cast<size_t>((n * c.l + i) * c.ev + d)] =
+            2 * w * (2 * delta + (static_cast<double>(c.s) + 8) * u);
+      }
+    }
+  return bound;
+}
+
+::testing::AssertionResult within(const Tensor& got, const Tensor& want, const std::vector<double>& bound) {
+  if (got.sizes() != want.sizes()) return ::testing::AssertionFailure() << "shapes differ";
+  int64_t worst = -1;
+  double worst_ratio = 0;
+  for (int64_t x = 0; x < want.numel(); ++x) {
+    double d = std::fabs(got.get_double(x) - want.get_double(x));
+    if (!(d <= bound[static_cast<size_t>(x)])) {
+      double r = d / bound[static_cast<size_t>(x)];
+      if (worst < 0 || !(r <= worst_ratio)) worst = x, worst_ratio = r;
+    }
+  }
+  if (worst < 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "element " << worst << ": got " << got.get_double(worst)
+                                       << ", want " << want.get_double(worst) << ", bound "
+                                       << bound[static_cast<size_t>(worst)];
+}
+
+// |got - want| <= rel · max|want| elementwise (gradients: a plain relative check).
+::testing::AssertionResult close(const Tensor& got, const Tensor& want, double rel) {
+  if (got.sizes() != want.sizes()) return ::testing::AssertionFailure() << "shapes differ";
+  double scale = 0;
+  for (int64_t x = 0; x < want.numel(); ++x) scale = std::max(scale, std::fabs(want.get_double(x)));
+  for (int64_t x = 0; x < want.numel(); ++x)
+    if (!(std::fabs(got.get_double(x) - want.get_double(x)) <= rel * (scale + 1e-30)))
+      return ::testing::AssertionFailure() << "element " << x << ": got " << got.get_double(x)
+                                           << ", want " << want.get_double(x) << " (max |want| "
+                                           << scale << ")";
+  return ::testing::AssertionSuccess();
+}
+
+// ---- forward ------------------------------------------------------------------------------------
+
+class FlashForward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FlashForward, MatchesTheDecomposedInterpreterWithinTheBound) {
+  const Case& c = GetParam();
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in = inputs_for(c, t, 7);
+    CompiledGraph cg = compiler(true).compile(*g);
+    // The fused path ran: one extern step named flash_attention, nothing on the interpreter.
+    EXPECT_TRUE(contains(cg.schedule().str(), "extern flash_attention ->")) << cg.schedule().str();
+    EXPECT_EQ(cg.num_fallbacks(), 0u) << cg.summary();
+    EXPECT_FALSE(contains(cg.schedule().str(), "extern matmul")) << cg.schedule().str();
+    EXPECT_TRUE(contains(cg.schedule().str(), "attention:\n  %scaled_dot_product_attention: fused"))
+        << cg.schedule().str();
+    Tensor got = cg.run(in).at(0);
+    Tensor want = interpret(*g, in).at(0);  // the decomposition: matmul, softmax, matmul
+    EXPECT_TRUE(within(got, want, attention_bound(c, in, t)));
+  }
+}
+
+const Case kCases[] = {
+    {"causal_odd_t", 2, 3, 67, 67, 32, 32, true},
+    {"plain_odd_t", 1, 4, 67, 67, 32, 32, false},
+    {"t1", 2, 2, 1, 1, 32, 32, true},
+    {"t1_plain", 1, 3, 1, 5, 64, 64, false},
+    {"head64_causal", 1, 2, 130, 130, 64, 64, true},
+    {"head80", 2, 2, 70, 70, 80, 80, false},
+    {"head80_causal", 1, 2, 129, 129, 80, 80, true},
+    {"cross_l_ne_s", 2, 2, 33, 90, 32, 48, false},
+    {"causal_l_lt_s", 1, 2, 40, 100, 32, 32, true},
+    {"bool_mask", 2, 2, 50, 70, 32, 32, false, MaskKind::Bool},
+    {"additive_mask", 1, 3, 65, 65, 32, 32, false, MaskKind::Additive, 0.3},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashForward, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return info.param.name; });
+
+// With fuse_attention off (or a backend without the externs) the graph decomposes: the check
+// above would see "extern matmul" and no flash_attention, and fail.
+TEST(FlashAttention, OffMeansTheDecomposition) {
+  Case c{"off", 1, 2, 17, 17, 32, 32, true};
+  auto g = sdpa_graph(c, DType::Float32);
+  CompiledGraph cg = compiler(false).compile(*g);
+  EXPECT_FALSE(contains(cg.schedule().str(), "flash_attention")) << cg.schedule().str();
+  EXPECT_TRUE(contains(cg.schedule().str(), "extern matmul")) << cg.schedule().str();
+}
+
+TEST(FlashAttention, RewriteNotesAndLimits) {
+  Case c{"notes", 1, 2, 9, 9, 32, 32, false};
+  auto g = sdpa_graph(c, DType::Float32);
+  AttentionFusion a = fuse_attention(*g);
+  EXPECT_EQ(a.fused, 1);
+  EXPECT_TRUE(contains(a.str(), "fused: one flash_attention extern")) << a.str();
+  bool has_flash = false;
+  for (const Node* n : g->nodes()) has_flash |= n->is_call() && n->target() == "_stax_flash_attention.default";
+  EXPECT_TRUE(has_flash);
+  auto h = sdpa_graph(c, DType::Float16);  // the fused kernel takes float32 / float64 only
+  AttentionFusion b = fuse_attention(*h);
+  EXPECT_EQ(b.fused, 0);
+  EXPECT_TRUE(contains(b.str(), "not fused: the fused kernel takes float32 / float64")) << b.str();
+}
+
+// The kernel's result does not depend on the thread count (fixed order per element).
+TEST(FlashAttention, SameBitsOnAnyThreadCount) {
+  Case c{"threads", 2, 3, 150, 150, 32, 32, true};
+  auto g = sdpa_graph(c, DType::Float32);
+  std::vector<Tensor> in = inputs_for(c, DType::Float32, 3);
+  std::vector<Tensor> outs;
+  for (int threads : {1, 3}) {
+    OptionValue o = OptionValue::map();
+    o.set("threads", OptionValue::make_scalar(std::to_string(threads)));
+    Compiler comp(test::cpu_config(o));
+    CompiledGraph cg = comp.compile(*g);
+    ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention ->"));
+    outs.push_back(cg.run(in).at(0));
+  }
+  EXPECT_TRUE(test::bitwise_equal(outs[0], outs[1]));
+}
+
+// ---- backward -----------------------------------------------------------------------------------
+
+class FlashBackward : public ::testing::TestWithParam<Case> {};
+
+// The gradients of q, k, v (and of an additive mask) from the compiled function (flash backward)
+// against the interpreter's decomposed gradients: float64 to 1e-10 of the largest, float32 to
+// 5e-5 of the largest of the float64 gradients.
+TEST_P(FlashBackward, MatchesTheDecomposedGradients) {
+  const Case& c = GetParam();
+  std::vector<std::string> wrt{"q", "k", "v"};
+  if (c.mask == MaskKind::Additive) wrt.push_back("m");
+  auto g64 = sdpa_graph(c, DType::Float64);
+  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
+  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
+  CompiledFunctionOptions interp;
+  interp.interpret = true;
+  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);  // no compiler: no fusion
+  ForwardResult rr = ref.forward(in64);
+  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  for (DType t : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in;
+    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
+    CompiledFunction f(*g, wrt, compiler(true));
+    ForwardResult r = f.forward(in);
+    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    // The fused forward and backward ran, and the saved values hold no L x S tensor.
+    const CompiledGraph* fw = f.compiled_forward();
+    const CompiledGraph* bw = f.compiled_backward();
+    ASSERT_TRUE(fw && bw);
+    EXPECT_TRUE(contains(fw->schedule().str(), "extern flash_attention ->")) << fw->schedule().str();
+    EXPECT_TRUE(contains(bw->schedule().str(), "extern flash_attention_backward ->"))
+        << bw->schedule().str();
+    EXPECT_EQ(fw->num_fallbacks() + bw->num_fallbacks(), 0u);
+    EXPECT_TRUE(contains(bw->schedule().str(), ": the flash backward")) << bw->schedule().str();
+    const int64_t scores_bytes = c.b * c.h * c.l * c.s * static_cast<int64_t>(dtype_size(t));
+    if (c.mask != MaskKind::Additive && c.s > c.ev + 1) EXPECT_LT(f.stats().saved_bytes, scores_bytes) << f.stats_str();
+    bool saved_packed = false;
+    for (const std::string& s : f.partition().saved) saved_packed |= contains(s, "flash_attention");
+    EXPECT_TRUE(saved_packed) << f.stats_str();
+    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(wrt[i]);
+      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
+    }
+  }
+}
+
+const Case kBackwardCases[] = {
+    {"causal_odd_t", 2, 2, 67, 67, 32, 32, true},
+    {"plain", 1, 3, 70, 70, 64, 64, false},
+    {"t1", 1, 2, 1, 1, 32, 32, true},
+    {"head80_causal", 1, 2, 66, 66, 80, 80, true},
+    {"cross", 2, 1, 20, 75, 32, 16, false},
+    {"bool_mask", 1, 2, 30, 70, 32, 32, false, MaskKind::Bool},
+    {"causal_scale", 1, 2, 40, 40, 32, 32, true, MaskKind::None, 0.2},
+    {"additive_mask_grad", 1, 2, 24, 30, 32, 32, false, MaskKind::Additive},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashBackward, ::testing::ValuesIn(kBackwardCases),
+                         [](const auto& info) { return info.param.name; });
+
+// Gradients against central finite differences of Σ out · w (float64, small shapes).
+TEST(FlashAttention, GradientsMatchFiniteDifferences) {
+  for (const Case& c : {Case{"fd_causal", 1, 2, 5, 5, 4, 3, true},
+                        Case{"fd_mask", 1, 2, 4, 6, 3, 2, false, MaskKind::Additive}}) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> wrt{"q", "k", "v"};
+    if (c.mask == MaskKind::Additive) wrt.push_back("m");
+    auto g = sdpa_graph(c, DType::Float64);
+    std::vector<Tensor> in = inputs_for(c, DType::Float64, 5);
+    Tensor w = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 17);
+    CompiledFunction f(*g, wrt, compiler(true));
+    ForwardResult r = f.forward(in);
+    std::vector<Tensor> grads = f.backward(*r.ctx, {w});
+    ASSERT_TRUE(contains(f.compiled_backward()->schedule().str(), "flash_attention_backward"));
+    CompiledGraph fw = compiler(true).compile(*g);
+    auto loss = [&](const std::vector<Tensor>& x) {
+      Tensor o = fw.run(x).at(0);
+      double s = 0;
+      for (int64_t i = 0; i < o.numel(); ++i) s += o.get_double(i) * w.get_double(i);
+      return s;
+    };
+    const double h = 1e-6;
+    for (size_t a = 0; a < wrt.size(); ++a) {
+      for (int64_t x = 0; x < in[a].numel(); ++x) {
+        std::vector<Tensor> plus = in, minus = in;
+        plus[a] = in[a].clone();
+        minus[a] = in[a].clone();
+        plus[a].set_double(x, in[a].get_double(x) + h);
+        minus[a].set_double(x, in[a].get_double(x) - h);
+        double fd = (loss(plus) - loss(minus)) / (2 * h);
+        EXPECT_NEAR(grads[a].get_double(x), fd, 1e-6 * (1 + std::fabs(fd)))
+            << wrt[a] << "[" << x << "]";
+      }
+    }
+  }
+}
+
+// Forward mode: the fused op's JVP rule against central differences along a random direction
+// (float64; the graph fused as the compiler fuses it, run on the interpreter).
+TEST(FlashAttention, TangentsMatchFiniteDifferences) {
+  for (const Case& c : {Case{"jvp_causal", 1, 2, 5, 5, 4, 3, true},
+                        Case{"jvp_mask", 1, 2, 4, 6, 3, 2, false, MaskKind::Additive}}) {
+    SCOPED_TRACE(c.name);
+    auto g = sdpa_graph(c, DType::Float64);
+    ASSERT_EQ(fuse_attention(*g).fused, 1);
+    std::vector<Tensor> in = inputs_for(c, DType::Float64, 23), dir;
+    for (size_t i = 0; i < in.size(); ++i) dir.push_back(Tensor::randn(in[i].sizes(), DType::Float64, 40 + i));
+    Tensor tangent = jvp(*g, in, dir).tangents.at(0);
+    const double h = 1e-6;
+    std::vector<Tensor> plus, minus;
+    for (size_t i = 0; i < in.size(); ++i) {
+      plus.push_back(in[i].clone());
+      minus.push_back(in[i].clone());
+      for (int64_t x = 0; x < in[i].numel(); ++x) {
+        plus[i].set_double(x, in[i].get_double(x) + h * dir[i].get_double(x));
+        minus[i].set_double(x, in[i].get_double(x) - h * dir[i].get_double(x));
+      }
+    }
+    Tensor hi = interpret(*g, plus).at(0), lo = interpret(*g, minus).at(0);
+    for (int64_t x = 0; x < tangent.numel(); ++x) {
+      double fd = (hi.get_double(x) - lo.get_double(x)) / (2 * h);
+      EXPECT_NEAR(tangent.get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << x;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stax
