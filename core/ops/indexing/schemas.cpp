@@ -84,10 +84,12 @@ void check_no_larger(const CallArgs& c, const TensorMeta& index, const TensorMet
 TensorMeta gather_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& index = c.tensor("index");
-  check_index_dtype(c, index, "index");
   int64_t dim = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
-  // As torch: an empty index gives an empty result whatever its rank (no shape checks).
-  if (index.numel() > 0) check_no_larger(c, index, self, "input", dim);
+  // As torch: an empty index gives an empty result whatever its rank and dtype (no checks).
+  if (index.numel() > 0) {
+    check_index_dtype(c, index, "index");
+    check_no_larger(c, index, self, "input", dim);
+  }
   return TensorMeta::contiguous(index.sizes, self.dtype, self.device);
 }
 
@@ -196,14 +198,17 @@ TensorMeta index_put_rule(const CallArgs& c) {
 TensorMeta scatter_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& index = c.tensor("index");
-  check_index_dtype(c, index, "index");
   int64_t dim = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
-  check_no_larger(c, index, self, "self", dim);
+  // As torch: an empty index writes nothing, whatever its rank and dtype (no checks).
+  if (index.numel() > 0) {
+    check_index_dtype(c, index, "index");
+    check_no_larger(c, index, self, "self", dim);
+  }
   if (c.op().schema.index_of("src") >= 0) {
     const TensorMeta& src = c.tensor("src");
     if (src.dtype != self.dtype)
       c.fail("src (" + dt(src.dtype) + ") must have the dtype of self (" + dt(self.dtype) + ")");
-    check_no_larger(c, index, src, "src", -1);
+    if (index.numel() > 0) check_no_larger(c, index, src, "src", -1);
   }
   if (c.op().schema.index_of("value") >= 0) infer::check_scalar_fits(c, "value", self.dtype);
   return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
@@ -302,10 +307,9 @@ TensorMeta masked_fill_rule(const CallArgs& c) {
   const TensorMeta& mask = c.tensor("mask");
   if (mask.dtype != DType::Bool)
     c.fail("masked_fill only supports boolean masks, but got mask with dtype " + dt(mask.dtype));
+  // As torch's out-of-place masked_fill: self and mask broadcast together (the in-place form's
+  // write back then needs self's shape, which Graph::call checks).
   Shape b = broadcast_shapes(in.sizes, mask.sizes, c.where());
-  if (b != in.sizes)
-    c.fail("the mask of shape " + shape_str(mask.sizes) + " must broadcast to self's shape " +
-           shape_str(in.sizes));
   if (c.get("value").is_node()) {
     const TensorMeta& v = c.tensor("value");
     if (v.dim() != 0)
@@ -313,7 +317,7 @@ TensorMeta masked_fill_rule(const CallArgs& c) {
              std::to_string(v.dim()) + " dimension(s)");
   }
   infer::check_scalar_fits(c, "value", in.dtype);
-  return same_as_self(c);
+  return TensorMeta::contiguous(b, in.dtype, in.device);
 }
 
 // index_add / scatter_reduce: self's shape and dtype; index int64 of the stated rank.
@@ -794,6 +798,10 @@ void add_search_and_copy_composites(OpRegistry& r) {
            if (idx.dim() > 1) c.fail("index_reduce_(): Index is supposed to be a vector");
            if (src.dtype != self.dtype)
              c.fail("index_reduce_(): self and source must have the same scalar type");
+           // torch's kernel, as index_add's: a 0-d self takes one index and a 0-d source.
+           if (self.dim() == 0 && (idx.numel() != 1 || src.dim() > 0))
+             c.fail("index_reduce_(): a 0-d self takes one index and a 0-d source, got index " +
+                    shape_str(idx.sizes) + " and source " + shape_str(src.sizes));
            Shape want = self.sizes;
            if (self.dim() > 0) want[d] = shape_numel(idx.sizes);
            if (self.dim() > 0 && src.sizes != want)

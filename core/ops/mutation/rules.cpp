@@ -6,6 +6,7 @@
 
 #include "core/graph/functionalize.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/common/infer_helpers.h"
 #include "core/ops/mutation/form_pairs.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -86,6 +87,9 @@ MutationFn batch_norm_rule(const std::string& functional) {
       if (c.get(p).node()->shape() != Shape{x->shape()[1]})
         c.fail(std::string(p) + " " + shape_str(c.get(p).node()->shape()) + " must have shape (" +
                std::to_string(x->shape()[1]) + ",): one value per channel");
+    // The functional call below gets no running statistics: their dtypes are checked here, as
+    // torch's kernel does ("expected scalar type Double but found BFloat16").
+    infer::check_norm_param_dtypes(c, x->dtype(), {"weight", "bias", "running_mean", "running_var"});
     std::vector<Arg> args = c.args();
     args[static_cast<size_t>(c.op().schema.index_of("running_mean"))] = Arg();
     args[static_cast<size_t>(c.op().schema.index_of("running_var"))] = Arg();

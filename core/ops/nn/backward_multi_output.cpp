@@ -212,12 +212,29 @@ std::vector<Node*> batch_norm_backward(Graph& g, const ExpandCall& c) {
   return out;
 }
 
+// As torch's kernel (one TensorIterator over self, weight and grad_output): the three of one
+// dtype, both gradients in their broadcast shape, elementwise
+//   self > 0: (grad, 0)    else: (weight * grad, self * grad)
+// (the caller reduces the weight's gradient to its shape).
 std::vector<Node*> prelu_kernel_backward(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
   Node* w = c.tensor("weight");
-  std::vector<Node*> gs =
-      gradients_by_vjp(g, "_prelu_kernel", {x, w}, {}, c.tensor("grad_output"), {x, w});
-  return {or_zeros(g, gs[0], x), or_zeros(g, gs[1], w)};
+  Node* grad = c.tensor("grad_output");
+  if (w->dtype() != x->dtype() || grad->dtype() != x->dtype())
+    c.fail("grad_output (" + std::string(dtype_name(grad->dtype())) + "), self (" +
+           std::string(dtype_name(x->dtype())) + ") and weight (" +
+           std::string(dtype_name(w->dtype())) + ") must have the same dtype");
+  if (!is_floating(x->dtype()))  // torch's kernel: floating types only
+    c.fail("_prelu_kernel_backward expects a floating dtype, got " +
+           std::string(dtype_name(x->dtype())));
+  Shape out = broadcast_shapes(broadcast_shapes(x->shape(), w->shape(), c.where()),
+                               grad->shape(), c.where());
+  Node* pos = g.call("gt.Scalar", {x, 0});
+  if (pos->shape() != out) pos = g.call("expand", {pos, Arg(out)});  // where broadcasts the rest
+  Node* dx = g.call("where.self", {pos, grad, g.call("mul.Tensor", {w, grad})});
+  Node* zero = g.call("zeros", {Arg(Shape{})}, {{"dtype", Arg(x->dtype())}});
+  Node* dw = g.call("where.self", {pos, zero, g.call("mul.Tensor", {x, grad})});
+  return {dx, dw};
 }
 
 struct MultiBackward {

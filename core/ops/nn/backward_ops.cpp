@@ -15,6 +15,7 @@
 // Every op here is Composite: the interpreter runs the decomposition, VJP and JVP go through it
 // (so a double backward asks the base ops' rules).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,34 @@ Node* through(Graph& g, const ExpandCall& c, const char* fwd, std::vector<Arg> r
   return or_zeros(g, gs[0], self);
 }
 
+// The dtype a TensorIterator over `ns` computes in (torch.result_type): 0-d tensors count only
+// when their category (bool < integral < floating) is above the dimensioned ones'.
+DType iterator_dtype(const std::vector<Node*>& ns) {
+  std::optional<DType> dims, zeros;
+  for (Node* n : ns) {
+    std::optional<DType>& acc = n->meta().dim() > 0 ? dims : zeros;
+    acc = acc ? promote_types(*acc, n->dtype()) : n->dtype();
+  }
+  if (!dims) return *zeros;
+  if (zeros && dtype_category(*zeros) > dtype_category(*dims)) return *zeros;
+  return *dims;
+}
+
+// The gradient of an elementwise forward op as torch's binary backward kernels give it: the
+// gradient and self broadcast together (each is expanded to that shape before the VJP).
+Node* through_elementwise(Graph& g, const ExpandCall& c, const char* fwd, std::vector<Arg> rest,
+                          const char* grad_param) {
+  Node* self = c.tensor("self");
+  Node* grad = c.tensor(grad_param);
+  Shape out = broadcast_shapes(grad->shape(), self->shape(), c.where());
+  Node* x = self->shape() == out ? self : g.call("expand", {self, Arg(out)});
+  Node* gx = grad->shape() == out ? grad : g.call("expand", {grad, Arg(out)});
+  std::vector<Arg> args{x};
+  args.insert(args.end(), rest.begin(), rest.end());
+  auto gs = gradients_by_vjp(g, fwd, std::move(args), {}, gx, {x});
+  return or_zeros(g, gs[0], x);
+}
+
 // huber_loss_backward as torch's kernel: grad_output, self and target of one dtype, the result
 // in their broadcast shape (self is expanded to it before the VJP).
 Node* huber_loss_backward(Graph& g, const ExpandCall& c) {
@@ -69,10 +98,56 @@ Node* huber_loss_backward(Graph& g, const ExpandCall& c) {
   return or_zeros(g, gs[0], x);
 }
 
+// mse_loss_backward / smooth_l1_loss_backward as torch's kernels: one TensorIterator over self,
+// target and grad_output (broadcast together) in their promoted dtype, cast to self's dtype:
+//   mse        norm (self - target) grad, norm = 2 (/ self.numel() for the mean)
+//   smooth_l1  x = self - target: x <= -beta: -norm grad; x >= beta: norm grad;
+//              else norm x grad / beta (norm = 1, / self.numel() for the mean)
+// Stax computes losses of a floating promoted dtype only (as its forward rules).
+Node* pointwise_loss_backward(Graph& g, const ExpandCall& c, bool mse) {
+  Node* grad = c.tensor("grad_output");
+  Node* self = c.tensor("self");
+  Node* target = c.tensor("target");
+  DType t = iterator_dtype({self, target, grad});
+  if (!is_floating(t))
+    c.fail("grad_output, self and target promote to " + std::string(dtype_name(t)) +
+           "; loss gradients need a floating dtype");
+  if (!is_floating(self->dtype()))  // torch: no floating -> integral cast
+    c.fail("result type " + std::string(dtype_name(t)) + " can't be cast to the desired output "
+           "type " + std::string(dtype_name(self->dtype())) + " (self's)");
+  int64_t red = c.get("reduction").to_int();
+  if (red < 0 || red > 2)
+    c.fail("reduction must be 0 (none), 1 (mean) or 2 (sum), got " + std::to_string(red));
+  double beta = mse ? 0.0 : c.get("beta").to_double();
+  if (beta < 0) c.fail("beta must be >= 0");
+  double norm = mse ? 2.0 : 1.0;
+  if (red == nn::kReductionMean)
+    norm /= static_cast<double>(std::max<int64_t>(self->meta().numel(), 1));
+  broadcast_shapes(broadcast_shapes(self->shape(), target->shape(), c.where()), grad->shape(),
+                   c.where());
+  auto as_t = [&](Node* n) { return n->dtype() == t ? n : g.call("to.dtype", {n, t}); };
+  Node* x = g.call("sub.Tensor", {as_t(self), as_t(target)});
+  Node* gt = as_t(grad);
+  Node* r;
+  if (mse) {
+    r = g.call("mul.Tensor", {g.call("mul.Scalar", {x, norm}), gt});
+  } else {
+    Node* up = g.call("mul.Scalar", {gt, norm});
+    Node* down = g.call("neg", {up});
+    Node* mid = up;  // beta 0: every x is <= -beta or >= beta
+    if (beta > 0)
+      mid = g.call("div.Scalar",
+                   {g.call("mul.Tensor", {g.call("mul.Scalar", {x, norm}), gt}), beta});
+    r = g.call("where.self", {g.call("le.Scalar", {x, -beta}), down,
+                              g.call("where.self", {g.call("ge.Scalar", {x, beta}), up, mid})});
+  }
+  return r->dtype() == self->dtype() ? r : g.call("to.dtype", {r, self->dtype()});
+}
+
 // An activation's gradient in the promoted dtype of the gradient and self, as torch's binary
 // backward kernels give it (hardshrink_backward of a float32 gradient and a bfloat16 self).
 Node* promoted(Graph& g, const ExpandCall& c, Node* r, const char* grad_param) {
-  DType t = promote_types(c.tensor(grad_param)->dtype(), c.tensor("self")->dtype());
+  DType t = iterator_dtype({c.tensor(grad_param), c.tensor("self")});
   return r->dtype() == t ? r : g.call("to.dtype", {r, t});
 }
 
@@ -174,6 +249,27 @@ Node* log_sigmoid_backward(Graph& g, const ExpandCall& c) {
   return g.call("mul.Tensor", {grad, d});
 }
 
+// As torch's kernel: x1's gradient for each pair of the batch dims broadcast with x2's (x1 is
+// expanded to them first, so the result has that shape, unsummed); zeros of x1's shape when a
+// row count, the column count or the batch is empty (torch checks nothing else then).
+Node* cdist_backward(Graph& g, const ExpandCall& c) {
+  Node* x1 = c.tensor("x1");
+  Node* x2 = c.tensor("x2");
+  const Shape &s1 = x1->shape(), &s2 = x2->shape();
+  if (s1.size() < 2 || s2.size() < 2)
+    c.fail("x1 " + shape_str(s1) + " and x2 " + shape_str(s2) + " must have at least 2 dims");
+  Shape batch = broadcast_shapes(Shape(s1.begin(), s1.end() - 2), Shape(s2.begin(), s2.end() - 2),
+                                 c.where());
+  int64_t r1 = s1[s1.size() - 2], c1 = s1.back(), r2 = s2[s2.size() - 2];
+  if (r1 == 0 || r2 == 0 || c1 == 0 || shape_numel(batch) == 0) return zeros(g, s1, x1->dtype());
+  Shape full = batch;
+  full.insert(full.end(), {r1, c1});
+  Node* x = full == s1 ? x1 : g.call("expand", {x1, Arg(full)});
+  auto gs = gradients_by_vjp(g, "_cdist_forward", {x, x2, c.get("p"), Arg()}, {},
+                             c.tensor("grad_output"), {x});
+  return or_zeros(g, gs[0], x);
+}
+
 Node* dropout_backward(Graph& g, const ExpandCall& c) {
   Node* grad = c.tensor("grad_output");
   Node* mask = g.call("to.dtype", {c.tensor("mask"), grad->dtype()});
@@ -270,15 +366,10 @@ void add_pooling_backward_ops(const AddFn& add) {
 // Losses: the gradient of self.
 void add_loss_backward_ops(const AddFn& add) {
   add("mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
-      [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "mse_loss", {c.tensor("target"), c.get("reduction")});
-      });
+      [](Graph& g, const ExpandCall& c) { return pointwise_loss_backward(g, c, true); });
   add("smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
       "float beta) -> Tensor",
-      [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "smooth_l1_loss",
-                       {c.tensor("target"), c.get("reduction"), c.get("beta")});
-      });
+      [](Graph& g, const ExpandCall& c) { return pointwise_loss_backward(g, c, false); });
   add("huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
       "float delta) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
@@ -313,22 +404,20 @@ void add_activation_backward_ops(const AddFn& add) {
       [](Graph& g, const ExpandCall& c) { return through(g, c, "glu", {c.get("dim")}); });
   add("hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return promoted(g, c, through(g, c, "hardshrink", {c.get("lambd")}, {}, "grad_out"),
-                        "grad_out");
+        Node* r = through_elementwise(g, c, "hardshrink", {c.get("lambd")}, "grad_out");
+        return promoted(g, c, r, "grad_out");
       });
   add("softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
-        return promoted(g, c, through(g, c, "softshrink", {c.get("lambd")}), "grad_output");
+        Node* r = through_elementwise(g, c, "softshrink", {c.get("lambd")}, "grad_output");
+        return promoted(g, c, r, "grad_output");
       });
   add("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
       dropout_backward);
   add("_prelu_kernel(Tensor self, Tensor weight) -> Tensor", prelu_kernel);
   // Distances.
   add("_cdist_backward(Tensor grad_output, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor",
-      [](Graph& g, const ExpandCall& c) {
-        return through(g, c, "_cdist_forward", {c.tensor("x2"), c.get("p"), Arg()}, {},
-                       "grad_output", "x1");
-      });
+      cdist_backward);
   add("_pdist_backward(Tensor grad_output, Tensor self, float p, Tensor pdist) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
         return through(g, c, "_pdist_forward", {c.get("p")});

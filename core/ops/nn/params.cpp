@@ -67,9 +67,11 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_
 
 int64_t pool_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
                       bool ceil_mode) {
-  int64_t span = in + 2 * pad - dilation * (k - 1) - 1;
-  if (span < 0) return 0;
-  int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  // torch's pooling_output_shape: the division rounds toward negative infinity, so in ceil mode
+  // one window may start inside the input and reach past its end (and past the padding).
+  int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (out < 0) return 0;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
 }

@@ -187,10 +187,10 @@ TensorMeta embedding_dense_backward_rule(const CallArgs& c) {
   const TensorMeta& idx = c.tensor("indices");
   need_floating(c, g, "grad_output");
   need_index(c, idx, "indices");
-  Shape want = idx.sizes;
-  if (g.dim() != idx.dim() + 1 || !std::equal(want.begin(), want.end(), g.sizes.begin()))
-    c.fail("grad_output " + shape_str(g.sizes) + " must have the shape of indices " +
-           shape_str(idx.sizes) + " plus the embedding dim");
+  // torch's kernel views the gradient as (indices.numel(), grad_output.size(-1)).
+  if (g.dim() < 1 || g.numel() != idx.numel() * g.sizes.back())
+    c.fail("grad_output " + shape_str(g.sizes) + " must hold one row of its last dim per index "
+           "of indices " + shape_str(idx.sizes));
   int64_t n = c.get("num_weights").to_int();
   if (n < 0) c.fail("num_weights must be >= 0");
   return TensorMeta::contiguous({n, g.sizes.back()}, g.dtype, g.device);
@@ -237,7 +237,12 @@ InferFn adaptive_pool_rule(size_t sp) {
     const TensorMeta& x = c.tensor("self");
     need_floating(c, x, "self");
     pool_input(c, x, sp);
-    Ints os = nn::expand_list(c.get("output_size"), sp, "output_size", c.where(), 1);
+    // torch's kernels take exactly one size per spatial dim (its meta functions do not check).
+    const Arg& size = c.get("output_size");
+    if (size.is_list() && size.list().size() != sp)
+      c.fail("adaptive_avg_pool" + std::to_string(sp) + "d: output_size must be " +
+             std::to_string(sp) + ", got " + std::to_string(size.list().size()) + " entries");
+    Ints os = nn::expand_list(size, sp, "output_size", c.where(), 1);
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) out[x.sizes.size() - sp + i] = os[i];
     return TensorMeta::contiguous(out, x.dtype, x.device);
@@ -327,10 +332,13 @@ Shape reduced_loss_shape(const CallArgs& c, const Shape& elementwise) {
 TensorMeta pointwise_loss_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
   const TensorMeta& t = c.tensor("target");
-  need_floating(c, x, "self");
-  need_floating(c, t, "target");
   Shape b = broadcast_shapes(x.sizes, t.sizes, c.where());
+  // torch's kernels: one TensorIterator over self and target in their promoted dtype, which
+  // must be floating (an integer target with a floating self is fine).
   DType d = result_type(c, {"self", "target"}, Promotion::Default);
+  if (!is_floating(d))
+    c.fail("self (" + dt(x.dtype) + ") and target (" + dt(t.dtype) +
+           ") must promote to a floating dtype, got " + dt(d));
   if (c.op().schema.index_of("beta") >= 0 && c.get("beta").to_double() < 0)
     c.fail("beta must be >= 0");
   return TensorMeta::contiguous(reduced_loss_shape(c, b), d, x.device);
@@ -528,10 +536,11 @@ TensorMeta pixel_shuffle_rule(const CallArgs& c) {
 
 TensorMeta dist_rule(const CallArgs& c) {
   TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+  // torch: the norm of self - other, in their promoted dtype (float32 and int64 give float32).
+  for (const char* p : {"self", "other"})
+    if (c.tensor(p).dtype == DType::Bool)
+      c.fail(std::string(p) + " is bool: subtraction with a bool tensor is not supported");
   if (!is_floating(m.dtype)) c.fail("dist: expected floating-point inputs, got " + dt(m.dtype));
-  if (c.tensor("self").dtype != c.tensor("other").dtype)
-    c.fail("expected both inputs to have the same dtype, but got " +
-           dt(c.tensor("self").dtype) + " and " + dt(c.tensor("other").dtype));
   return TensorMeta::contiguous({}, m.dtype, m.device);
 }
 
@@ -684,7 +693,10 @@ void add_convolution_ops(OpRegistry& r) {
       for (size_t i = 0; i < usp; ++i) {
         int64_t o = nn::conv_out_size(xs[2 + i], w.sizes[2 + i], stride[i], pad[i], dil[i],
                                       transposed, op[i]);
-        if (o <= 0) c.fail("input " + shape_str(x.sizes) + " is smaller than the kernel");
+        if (o <= 0)
+          c.fail("the output would be empty: input " + shape_str(x.sizes) + ", weight " +
+                 shape_str(w.sizes) + " and padding " + shape_list_str(pad) + " give spatial size " +
+                 std::to_string(o) + " in dim " + std::to_string(i + 2));
         out.push_back(o);
       }
       if (unbatched) out.erase(out.begin());
@@ -941,8 +953,7 @@ void add_resampling_and_distance_ops(OpRegistry& r) {
            if (c.has("weight") && c.tensor("weight").dtype != x.dtype)  // torch's CPU kernel
              c.fail("weight (" + dt(c.tensor("weight").dtype) + ") must have self's dtype (" +
                     dt(x.dtype) + ")");
-           int64_t red = c.get("reduction").to_int();
-           Shape s = red == nn::kReductionNone ? t.sizes : Shape{};
+           Shape s = reduced_loss_shape(c, t.sizes);  // (nframe,) or () as torch's kernel
            return TensorMeta::contiguous(s, x.dtype, x.device);
          });
   }

@@ -108,6 +108,13 @@ TensorMeta std_rule(const CallArgs& c) {
 TensorMeta logsumexp_rule(const CallArgs& c) {
   const TensorMeta& in = c.tensor("self");
   DType t = is_floating(in.dtype) ? in.dtype : DType::Float32;  // integers: the default float
+  // dim=[] reduces every dim; torch's kernel then adds the max, kept with keepdim=True and
+  // squeezed over the (no) dims given, to the reduced sum in place: shape (1, ...) into ().
+  if (c.get("dim").to_int_list().empty() && !c.get("keepdim").to_bool() && in.dim() > 0 &&
+      in.numel() > 0)
+    c.fail("dim=[] with keepdim=False fails in torch's kernel (the max, of shape " +
+           shape_str(Shape(in.sizes.size(), 1)) + ", does not broadcast to the result ()); "
+           "name the dims or keep them");
   return TensorMeta::contiguous(reduced(c), t, in.device);
 }
 

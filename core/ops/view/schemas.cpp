@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "core/graph/functionalize.h"
+#include "core/graph/graph.h"
 #include "core/ops/common/infer_helpers.h"
 #include "core/ops/registration.h"
 #include "core/ops/view/layout.h"
@@ -89,6 +91,10 @@ StridedLayout reshape_alias_fn(const StridedLayout& in, const ViewCall& c) {
   if (n != m)
     fail_view(c, "dimensionality of sizes (" + std::to_string(n) +
                      ") must match dimensionality of strides (" + std::to_string(m) + ")");
+  // The sizes are the reshape's result (no -1 left to infer), as torch takes them.
+  for (int64_t v : c.arg("size").to_int_list())
+    if (v < 0) fail_view(c, "size " + shape_list_str(c.arg("size").to_int_list()) +
+                                " has a negative entry");
   return do_view(in, c, "size", true);
 }
 
@@ -328,6 +334,43 @@ std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strid
   return strides;
 }
 
+namespace {
+
+// Whether `n`'s value may share its storage with its first input's: a view, an element of an op
+// whose elements are views (split, unbind ...), or an op whose kernel may return its input as it
+// is (contiguous of a contiguous tensor, a cast to the same dtype).
+bool may_alias_input(const Node& n) {
+  if (!n.is_call() || n.args().empty() || !n.args()[0].is_node()) return false;
+  const std::string& t = n.target();
+  if (t == "getitem") return may_alias_input(*n.input(0));
+  if (default_functionalization_table().view(t).first) return true;
+  if (n.op() && n.op()->category == OpCategory::View) return true;
+  return t == "contiguous.default" || t.rfind("to.", 0) == 0 || t == "type_as.default";
+}
+
+// as_strided reaches elements [offset, offset + 1 + Σ (size - 1) * stride) of its input's
+// storage (torch checks this when the view is made: setStorage). The storage is known when the
+// graph says it: through the ops that may alias their input, a value no op aliases (a
+// placeholder, whose storage is its declared shape, or an op's fresh result). Without an explicit
+// storage_offset the view keeps its input's own offset, known only for such a value itself.
+void check_as_strided_storage(const CallArgs& c, const StridedLayout& l) {
+  const Arg& self = c.get("self");
+  if (!self.is_node() || shape_numel(l.sizes) == 0) return;
+  const Node* base = self.node();
+  while (may_alias_input(*base)) base = base->input(0);
+  if (base != self.node() && c.get("storage_offset").is_absent()) return;
+  int64_t need = l.offset + 1;
+  for (size_t d = 0; d < l.sizes.size(); ++d) need += (l.sizes[d] - 1) * l.strides[d];
+  int64_t have = base->meta().numel();
+  if (need > have)
+    c.fail("setStorage: sizes " + shape_str(l.sizes) + ", strides " + shape_str(l.strides) +
+           ", storage offset " + std::to_string(l.offset) + " require a storage of " +
+           std::to_string(need) + " elements, out of bounds for the storage of %" + base->name() +
+           " (" + std::to_string(have) + " elements)");
+}
+
+}  // namespace
+
 void register_view_ops(OpRegistry& r) {
   using P = Promotion;
   auto view_rule = [](const CallArgs& c) {
@@ -335,6 +378,7 @@ void register_view_ops(OpRegistry& r) {
     ViewCall call{[&c](std::string_view p) -> const Arg& { return c.get(p); },
                   [&c](const std::string& m) { c.fail(m); }};
     StridedLayout l = view_layout(c.op().name(), {in.sizes, in.strides, 0, false}, call);
+    if (c.op().name() == "as_strided.default") check_as_strided_storage(c, l);
     return TensorMeta{l.sizes, l.strides, in.dtype, in.device};
   };
   for (const char* schema : {
