@@ -71,7 +71,10 @@ Node* through_elementwise(Graph& g, const ExpandCall& c, const char* fwd, std::v
   Node* self = c.tensor("self");
   Node* grad = c.tensor(grad_param);
   Shape out = broadcast_shapes(grad->shape(), self->shape(), c.where());
-  Node* x = self->shape() == out ? self : g.call("expand", {self, Arg(out)});
+  // The kernel reads self in the iterator's dtype (a 0-d int8 self with a float gradient).
+  DType t = iterator_dtype({grad, self});
+  Node* x = self->dtype() == t || !is_floating(t) ? self : g.call("to.dtype", {self, t});
+  if (x->shape() != out) x = g.call("expand", {x, Arg(out)});
   Node* gx = grad->shape() == out ? grad : g.call("expand", {grad, Arg(out)});
   std::vector<Arg> args{x};
   args.insert(args.end(), rest.begin(), rest.end());

@@ -220,6 +220,9 @@ InferFn pool_rule(size_t sp, bool has_dilation, bool max) {
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) {
       size_t d = x.sizes.size() - sp + i;
+      if (!max && sp == 3 && x.sizes[d] < p.kernel[i])  // torch's avg_pool3d, padding or not
+        c.fail("input " + shape_str(x.sizes) + " is smaller than the kernel size " +
+               shape_list_str(Shape(p.kernel.begin(), p.kernel.end())));
       int64_t o = nn::pool_out_size(x.sizes[d], p.kernel[i], p.stride[i], p.padding[i],
                                     p.dilation[i], p.ceil_mode);
       if (o <= 0) c.fail("the output of pooling input " + shape_str(x.sizes) + " would be empty");
