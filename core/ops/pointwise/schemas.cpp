@@ -473,8 +473,7 @@ void add_extended_math_ops(OpRegistry& r) {
           floating({"self", "other"}, P::IntToFloat));
 
     r.add("nextafter(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
-          floating({"self", "other"}))
-        .differentiable = false;
+          floating({"self", "other"}));
 
     comp("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", P::Default,
          rsub_rule);
