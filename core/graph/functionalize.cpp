@@ -18,6 +18,11 @@ void FunctionalizationTable::add_view(const std::string& op, ViewScatterFn scatt
     throw Error("registry", op, "a view rule for " + op + " is registered twice");
 }
 
+void FunctionalizationTable::add_inplace_view(const std::string& op, MutationFn fn) {
+  add_mutation(op, std::move(fn));
+  inplace_views_.insert(op);
+}
+
 const MutationFn* FunctionalizationTable::mutation(std::string_view op) const {
   auto it = mutations_.find(op);
   return it == mutations_.end() ? nullptr : &it->second;

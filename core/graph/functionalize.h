@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -70,6 +71,11 @@ class FunctionalizationTable {
   // A view op: `op` names the view's op, or for a tuple-valued op (split, unbind ...) the op
   // whose getitem elements are views of its input; `scatter` may be null (not writable).
   void add_view(const std::string& op, ViewScatterFn scatter);
+  // An in-place view op (transpose_, t_, squeeze_, unsqueeze_ ...): it changes self's shape or
+  // strides, not its values; `fn` makes the view, and a parser reading a traced program binds
+  // self's name to it from then on (the Python object self *is* that view after the call).
+  void add_inplace_view(const std::string& op, MutationFn fn);
+  bool is_inplace_view(std::string_view op) const { return inplace_views_.count(op) > 0; }
   const MutationFn* mutation(std::string_view op) const;
   // {true, scatter} for a view op, {false, null} otherwise.
   std::pair<bool, const ViewScatterFn*> view(std::string_view op) const;
@@ -78,6 +84,7 @@ class FunctionalizationTable {
  private:
   std::map<std::string, MutationFn, std::less<>> mutations_;
   std::map<std::string, ViewScatterFn, std::less<>> views_;
+  std::set<std::string, std::less<>> inplace_views_;
 };
 
 const FunctionalizationTable& default_functionalization_table();

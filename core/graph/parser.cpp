@@ -731,6 +731,15 @@ class Parser {
     }
   }
 
+  // After an in-place view op (transpose_(x, 0, 1) ...), x names the view: later reads of x
+  // (text order, check_order_for_mutations) get the node the call made.
+  void rebind_inplace_view(const NodeRec& rec, Node* made) {
+    const OpDef* op = registry_.find(rec.target);
+    if (!op || !default_functionalization_table().is_inplace_view(op->name())) return;
+    if (!rec.args.empty() && rec.args[0].kind == RawValue::Kind::Ref)
+      nodes_[lookup(rec.args[0].ref, rec.args[0].loc)] = made;
+  }
+
   // Users as FX counts them: the distinct nodes naming a value, the return counted once.
   std::vector<size_t> text_users() const {
     std::vector<std::set<size_t>> users(records_.size());
@@ -776,6 +785,7 @@ class Parser {
           fail(rec.args_loc, "%" + rec.name + ": " + e.message());
         }
         check_call_meta(rec, *n);
+        rebind_inplace_view(rec, n);
       }
       n->set_phase(rec.phase);
       set_source_location(*n, where(rec.loc));

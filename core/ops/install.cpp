@@ -66,6 +66,7 @@ void install_decompositions(DecompositionTable& t) {
 
 void install_vjps(VjpTable& t) {
   register_pointwise_vjps(t);
+  register_backward_vjps(t);
   register_reduction_vjps(t);
   register_view_vjps(t);
   register_indexing_vjps(t);

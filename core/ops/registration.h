@@ -97,6 +97,7 @@ void register_flash_attention_vjps(VjpTable& t);
 
 // ---- forward-mode rules (core/autodiff/jvp.h)
 void register_pointwise_jvps(JvpTable& t);
+void register_backward_vjps(VjpTable& t);   // the same backward ops, for double backward
 void register_backward_jvps(JvpTable& t);   // the *_backward ops, for forward-over-reverse
 void register_reduction_jvps(JvpTable& t);
 void register_view_jvps(JvpTable& t);

@@ -1,7 +1,7 @@
 """Real modules as torch 2.x hands them to a backend (issue 29 item 7, issue 25's list): a ResNet
 BasicBlock (batch norm in training), a GPT-2 block with scaled_dot_product_attention,
 nn.TransformerEncoderLayer, a ConvNeXt block, a diffusion-UNet residual block, an embedding +
-tied head + cross-entropy LM, an MLP-Mixer block and nn.LSTM, each called by functional_call on
+tied head + cross-entropy LM, an MLP-Mixer block, nn.LSTM and nn.GRU, each called by functional_call on
 its parameters and buffers and traced by make_fx, without and with Core ATen decompositions. The
 printout is imported as is; `stax run` (interpreter and compiled) and `stax grad` (the float
 inputs and every parameter) must match torch eager: outputs, updated buffers (batch norm's
@@ -114,6 +114,11 @@ MODULES = [
      [torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))]),
     ("mlp_mixer_block", MixerBlock(), [torch.randn(2, 16, 32)]),
     ("lstm", nn.LSTM(8, 16, batch_first=True), [torch.randn(2, 5, 8)]),
+    # nn.GRU has no oneDNN layer: its trace unrolls the cell (addmm, unsafe_split, in-place
+    # add_ / sigmoid_ / tanh_ / mul_, transpose_ on the stacked outputs)
+    ("gru", nn.GRU(8, 16, batch_first=True), [torch.randn(2, 5, 8)]),
+    ("gru_2layers_bidirectional", nn.GRU(6, 8, num_layers=2, bidirectional=True),
+     [torch.randn(4, 2, 6)]),
 ]
 
 

@@ -381,9 +381,12 @@ inline std::vector<Case> composite_cases() {
 // Issue 14's aten ops, by family: autodiff_vjp_test (VJPs) and autodiff_functional_test (JVPs)
 // compare each rule with central differences in float64; inputs stay inside each function's
 // domain and away from kinks (shrink thresholds, huber's delta, fmax ties, the median's ties).
+#include "tests/ops/creation/creation_cases.h"
 #include "tests/ops/extern/product_cases.h"
 #include "tests/ops/indexing/indexing_composite_cases.h"
+#include "tests/ops/nn/backward_op_cases.h"
 #include "tests/ops/nn/functional_cases.h"
+#include "tests/ops/pointwise/backward_op_cases.h"
 #include "tests/ops/pointwise/math_op_cases.h"
 #include "tests/ops/reduction/reduction_composite_cases.h"
 #include "tests/ops/special/special_function_cases.h"
@@ -397,7 +400,8 @@ inline std::vector<Case> all_cases() {
                   indexing_cases(), extern_cases(), composite_cases(), nn_cases(), model_cases(),
                   pointwise_math_cases(), special_function_cases(), nn_functional_cases(),
                   matrix_product_cases(), reduction_composite_cases(),
-                  indexing_composite_cases()})
+                  indexing_composite_cases(), nn_backward_op_cases(), creation_cases(),
+                  pointwise_backward_op_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

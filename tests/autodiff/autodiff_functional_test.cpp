@@ -27,29 +27,9 @@ using namespace stax::testing;
 
 namespace {
 
-// Cases for the backward ops (their JVP rules serve forward-over-reverse).
-std::vector<Case> backward_op_cases() {
-  std::vector<Case> out;
-  out.push_back({"gelu_backward", {U({3, 4}), U({3, 4})}, op2("gelu_backward")});
-  out.push_back({"gelu_backward_tanh", {U({3, 4}), U({3, 4})}, op2("gelu_backward", {"tanh"})});
-  out.push_back({"threshold_backward", {U({3, 4}), NZ({3, 4})}, op2("threshold_backward", {0})});
-  out.push_back({"sigmoid_backward", {U({3, 4}), U({3, 4}, 0.05, 0.95)}, op2("sigmoid_backward")});
-  out.push_back({"tanh_backward", {U({3, 4}), U({3, 4}, -0.9, 0.9)}, op2("tanh_backward")});
-  out.push_back({"silu_backward", {U({3, 4}), U({3, 4})}, op2("silu_backward")});
-  out.push_back({"_softmax_backward_data",
-                 {U({3, 4}), U({3, 4}, 0.05, 0.9)},
-                 op2("_softmax_backward_data", {1, DType::Float64})});
-  out.push_back({"_log_softmax_backward_data",
-                 {U({3, 4}), U({3, 4}, -3, -0.1)},
-                 op2("_log_softmax_backward_data", {0, DType::Float64})});
-  return out;
-}
-
-std::vector<Case> jvp_cases() {
-  std::vector<Case> out = all_cases();
-  for (auto& c : backward_op_cases()) out.push_back(c);
-  return out;
-}
+// all_cases() holds the backward ops too (tests/ops/pointwise/backward_op_cases.h): their JVP
+// rules serve forward-over-reverse.
+std::vector<Case> jvp_cases() { return all_cases(); }
 
 struct Fn {
   Graph g;

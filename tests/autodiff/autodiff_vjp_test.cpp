@@ -161,10 +161,7 @@ TEST(VjpCoverage, EveryRuleHasAGradientCheck) {
 TEST(VjpCoverage, DifferentiableOpsHaveRules) {
   const std::set<std::string> without_rule = {
       "where.Scalar",        // no tensor input but the (bool) condition: never on a grad path
-      // backward ops: their own derivatives (double backward) are JVP rules only
-      "gelu_backward.default", "threshold_backward.default", "sigmoid_backward.default",
-      "tanh_backward.default", "silu_backward.default", "_softmax_backward_data.default",
-      "_log_softmax_backward_data.default"};
+  };
   for (const OpDef* op : default_registry().all()) {
     if (!op->differentiable || op->category == OpCategory::Creation) continue;
     if (op->category == OpCategory::Random && op->name() != "dropout.default") continue;

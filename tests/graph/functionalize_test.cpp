@@ -115,6 +115,33 @@ TEST(Functionalize, WritesThroughViewsScatterIntoTheBase) {
   EXPECT_EQ(g.output_updates()[2], "x");
 }
 
+// transpose_ / unsqueeze_ (nn.GRU's trace ends in transpose_ on the stacked outputs): the call
+// makes the view, and self's name means the view from then on; a view made before keeps its shape;
+// a later write through the renamed tensor reaches the base.
+TEST(Functionalize, InPlaceViewOpsRebindTheirSelf) {
+  Graph g = parse_graph(graph_text(
+      "    %mul = call_function[target=aten.mul.Scalar](args = (%x, 2))\n"
+      "    %slice_1 = call_function[target=aten.slice.Tensor](args = (%mul, 1, 0, 2))\n"
+      "    %transpose_ = call_function[target=aten.transpose_.default](args = (%mul, 0, 1))\n"
+      "    %unsqueeze_ = call_function[target=aten.unsqueeze_.default](args = (%mul, 0))\n"
+      "    %add_ = call_function[target=aten.add_.Scalar](args = (%mul, 100))\n"
+      "    %clone = call_function[target=aten.clone.default](args = (%mul,))\n"
+      "    return (clone, transpose_, slice_1)\n"));
+  verify(g);
+  EXPECT_EQ(g.find("clone")->shape(), (Shape{1, 3, 2}));
+  for (const Node* n : g.nodes())
+    if (n->is_call()) EXPECT_NE(n->op()->category, OpCategory::Mutating) << n->name();
+  Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  std::vector<Tensor> out = interpret(g, {x, Tensor::zeros({2, 3})});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(values(out[0]), (std::vector<float>{102, 108, 104, 110, 106, 112}));
+  // transpose_ is the (3, 2) view of mul, written by add_ afterwards (one storage)
+  EXPECT_EQ(out[1].sizes(), (Shape{3, 2}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{102, 108, 104, 110, 106, 112}));
+  EXPECT_EQ(out[2].sizes(), (Shape{2, 2}));
+  EXPECT_EQ(values(out[2]), (std::vector<float>{102, 104, 108, 110}));
+}
+
 TEST(Functionalize, BatchNormTrainingWritesRunningStatistics) {
   Graph g;
   Node* x = g.placeholder("x", Shape{2, 2, 1, 2});

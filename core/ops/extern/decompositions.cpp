@@ -70,10 +70,18 @@ Node* mv_of(Graph& g, Node* m, Node* v) {
 
 Node* mv(Graph& g, const Node& n) { return mv_of(g, n.input(0), n.input(1)); }
 
+// A Scalar factor in the result's type: torch converts alpha / beta to an integer result type
+// first (addmv of int64 with beta=0.2, alpha=0.6 is 0 * self + 0 * mv).
+Arg factor_in(const Arg& a, DType t) {
+  if (a.is_double() && !is_floating(t) && t != DType::Bool)
+    return Arg(static_cast<int64_t>(a.to_double()));
+  return a;
+}
+
 // beta * self + alpha * p (beta == 0: self ignored, as torch's BLAS calls do).
 Node* affine(Graph& g, const Node& n, Node* self, Node* p) {
-  const Arg& alpha = n.arg("alpha");
-  const Arg& beta = n.arg("beta");
+  const Arg alpha = factor_in(n.arg("alpha"), n.dtype());
+  const Arg beta = factor_in(n.arg("beta"), n.dtype());
   Node* ap = is_one(alpha) ? p : g.call("mul.Scalar", {p, alpha});
   if (beta.to_double() == 0) return cast(g, ap, n.dtype());
   Node* bs = is_one(beta) ? self : g.call("mul.Scalar", {self, beta});
@@ -87,11 +95,13 @@ Node* addmv(Graph& g, const Node& n) {
 Node* addr(Graph& g, const Node& n) {
   Node* v1 = in(g, n, "vec1");
   Node* v2 = in(g, n, "vec2");
-  if (!is_one(n.arg("alpha"))) v1 = g.call("mul.Scalar", {v1, n.arg("alpha")});
+  const Arg alpha = factor_in(n.arg("alpha"), n.dtype());
+  const Arg beta = factor_in(n.arg("beta"), n.dtype());
+  if (!is_one(alpha)) v1 = g.call("mul.Scalar", {v1, alpha});
   Node* outer = g.call("mul.Tensor", {g.call("unsqueeze", {v1, 1}), g.call("unsqueeze", {v2, 0})});
-  if (n.arg("beta").to_double() == 0) return outer;
+  if (beta.to_double() == 0) return cast(g, outer, n.dtype());
   Node* self = in(g, n, "self");
-  Node* bs = is_one(n.arg("beta")) ? self : g.call("mul.Scalar", {self, n.arg("beta")});
+  Node* bs = is_one(beta) ? self : g.call("mul.Scalar", {self, beta});
   return g.call("add.Tensor", {bs, outer});
 }
 

@@ -16,7 +16,8 @@
 //                              differentiable) with keepdim shape
 //   native_batch_norm          batch_norm; training: the batch mean and invstd over (0, 2, ...)
 //                              (detached), eval: two empty tensors as torch's CPU kernel returns
-//   native_group_norm          group_norm; mean and rstd per (N, group) (detached)
+//   native_group_norm          group_norm; mean and rstd per (N, group), differentiable (torch's
+//                              backward uses their gradients)
 //   nll_loss_forward           nll_loss; total_weight (the weight of the targets not ignored)
 //   log_sigmoid_forward        min(x, 0) - log1p(exp(-|x|)); buffer exp(-|x|)
 //   max_pool{1,2,3}d_with_indices  max_pool{n}d; the indices from an argmax over the windows
@@ -245,14 +246,20 @@ std::vector<Node*> aminmax(Graph& g, const ExpandCall& c) {
   return {lo, hi};
 }
 
-// rsqrt(var(x over dims, biased) + eps), detached; and the detached mean.
+// The mean and rsqrt(var(x over dims, biased) + eps), detached where torch's derivative ignores
+// their gradients (native_layer_norm / native_batch_norm: derivatives.yaml reads grads[0] only);
+// native_group_norm keeps them differentiable: torch's backward adds their gradients when they
+// are defined (infinitely_differentiable_native_group_norm_backward), so the statistics are the
+// plain functions of x they are.
 // The statistics keep the input's dtype, float16 / bfloat16 included: torch 2.15's CPU kernels
 // of native_layer_norm / native_batch_norm / native_group_norm return them so (measured), where
 // its meta functions say float32 for layer and batch norm (tests/meta/expected_mismatches.txt).
-std::pair<Node*, Node*> mean_rstd(Graph& g, Node* x, const Ints& dims, bool keepdim, double eps) {
+std::pair<Node*, Node*> mean_rstd(Graph& g, Node* x, const Ints& dims, bool keepdim, double eps,
+                                  bool detach = true) {
   Node* m = g.call("mean.dim", {x, Arg(dims), keepdim});
   Node* v = g.call("var.correction", {x, Arg(dims)}, {{"correction", int64_t{0}}, {"keepdim", keepdim}});
   Node* r = g.call("rsqrt.default", {g.call("add.Scalar", {v, eps})});
+  if (!detach) return {m, r};
   return {g.call("detach.default", {m}), g.call("detach.default", {r})};
 }
 
@@ -301,7 +308,7 @@ std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
   Node* out = g.call("group_norm.default", {x, groups, c.get("weight"), c.get("bias"), eps});
   int64_t per_group = c.get("C").to_int() / groups * c.get("HxW").to_int();
   Node* grouped = g.call("reshape.default", {x, Arg(Ints{n, groups, per_group})});
-  auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps);
+  auto [m, r] = mean_rstd(g, grouped, Ints{2}, false, eps, /*detach=*/false);
   return {out, m, r};
 }
 

@@ -14,4 +14,18 @@ const std::vector<FormPair>& form_pairs() {
   return pairs;
 }
 
+const std::vector<InplaceViewForm>& inplace_view_forms() {
+  static const std::vector<InplaceViewForm> forms = {
+      {"transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)", "transpose.int"},
+      {"swapdims_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)", "transpose.int"},
+      {"swapaxes_(Tensor(a!) self, int axis0, int axis1) -> Tensor(a!)", "transpose.int"},
+      {"t_(Tensor(a!) self) -> Tensor(a!)", "t.default"},
+      {"squeeze_(Tensor(a!) self) -> Tensor(a!)", "squeeze.default"},
+      {"squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)", "squeeze.dim"},
+      {"squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)", "squeeze.dims"},
+      {"unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", "unsqueeze.default"},
+  };
+  return forms;
+}
+
 }  // namespace stax::mutation

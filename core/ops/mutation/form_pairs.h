@@ -14,4 +14,13 @@ struct FormPair {
 
 const std::vector<FormPair>& form_pairs();
 
+// aten's in-place view ops (torch 2.15's schemas) and the functional view each makes:
+// transpose_ -> transpose.int ... (swapdims_ / swapaxes_ are transposes too).
+struct InplaceViewForm {
+  const char* schema;
+  const char* functional;
+};
+
+const std::vector<InplaceViewForm>& inplace_view_forms();
+
 }  // namespace stax::mutation

@@ -135,6 +135,18 @@ void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r) {
     });
   }
   add_composed_rules(t, r);
+  // In-place view ops: the functional view of self (positional arguments: swapaxes_ names its
+  // dims axis0 / axis1); no value is written, and the parser rebinds self's name to the view.
+  for (const mutation::InplaceViewForm& v : mutation::inplace_view_forms()) {
+    std::string s(v.schema);
+    const OpDef* form = r.find(s.substr(0, s.find('(')));
+    if (!form || !r.find(v.functional) || t.mutation(form->name())) continue;
+    std::string functional = v.functional;
+    t.add_inplace_view(form->name(), [functional](Graph& g, const CallArgs& c,
+                                                  const std::string& name) -> Effect {
+      return MutationEffect{{}, "", g.call(functional, c.args(), {}, name)};
+    });
+  }
   for (const char* op : {"native_batch_norm.default", "batch_norm.default"})
     if (r.find(op)) t.add_mutation(op, batch_norm_rule(op));
   // _native_batch_norm_legit writes its (non-optional) running statistics in training; its

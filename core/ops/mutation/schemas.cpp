@@ -64,6 +64,15 @@ void register_mutating_forms(OpRegistry& r) {
     OpDef& d = r.add(schema, OpCategory::Mutating, f->promotion, written_meta);
     d.differentiable = false;
   }
+  // In-place view ops (rules.cpp): self's shape or strides change; never a node (the rule makes
+  // the functional view).
+  for (const auto& [schema, functional] : mutation::inplace_view_forms()) {
+    std::string s(schema);
+    if (r.find(s.substr(0, s.find('(')))) continue;
+    if (!r.find(functional)) continue;
+    OpDef& d = r.add(s, OpCategory::Mutating, Promotion::None, written_meta);
+    d.differentiable = false;
+  }
   // In-place ops whose functional form (copy, fill, zero, normal_functional ...) Stax composes
   // from other ops (rules.cpp), and the two that only touch autograd's flags.
   for (const char* schema : {

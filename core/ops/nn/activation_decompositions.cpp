@@ -35,8 +35,11 @@ Node* elu(Graph& g, const Node& n) {
   return g.call("where.self", {g.call("le.Scalar", {x, 0}), neg, pos});
 }
 
+// Integer inputs: clamp promotes to float with the float bounds; torch's kernel writes the result
+// in the input's integer dtype (truncated), so the value is cast back.
 Node* hardtanh(Graph& g, const Node& n) {
-  return g.call("clamp", {n.input(0), n.arg("min_val"), n.arg("max_val")});
+  Node* y = g.call("clamp", {n.input(0), n.arg("min_val"), n.arg("max_val")});
+  return y->dtype() == n.dtype() ? y : g.call("to.dtype", {y, n.dtype()});
 }
 
 Node* relu6(Graph& g, const Node& n) { return g.call("clamp", {n.input(0), 0, 6}); }

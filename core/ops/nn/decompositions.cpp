@@ -217,6 +217,11 @@ Node* avg_pool_decomp(Graph& g, const Node& n, size_t sp) {
   if (half_like(in)) x = cast(g, x, DType::Float32);
   Node* sum = window_sum(g, nn::pool_windows(g, x, p, 0.0, 0.0));
   nn::AvgDivisor d = nn::avg_pool_divisor(g, n, x, p);
+  if (in == DType::Int64) {  // torch's integer kernel: the int64 window sum / count, truncated
+    Kwargs trunc{{"rounding_mode", std::string("trunc")}};
+    return d.map ? g.call("div.Tensor_mode", {sum, d.map}, trunc)
+                 : g.call("div.Scalar_mode", {sum, static_cast<int64_t>(d.scalar)}, trunc);
+  }
   Node* y = d.map ? g.call("div.Tensor", {sum, d.map}) : g.call("div.Scalar", {sum, d.scalar});
   return cast(g, y, in);
 }

@@ -183,7 +183,10 @@ Tensor pool_kernel(const KernelContext& ctx, size_t sp, bool max) {
             double div = !over.is_absent() ? static_cast<double>(over.to_int())
                          : count_pad       ? static_cast<double>(padded)
                                            : static_cast<double>(inside);
-            acc /= div;
+            // int64 (torch's integer kernel): the exact window sum divided with truncation
+            acc = x.dtype() == DType::Int64
+                      ? static_cast<double>(static_cast<int64_t>(acc) / static_cast<int64_t>(div))
+                      : acc / div;
           }
           op[(o0 * os.d[1] + o1) * os.d[2] + o2] = acc;
         }

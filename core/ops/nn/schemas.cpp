@@ -214,7 +214,8 @@ void pool_input(const CallArgs& c, const TensorMeta& x, size_t sp) {
 InferFn pool_rule(size_t sp, bool has_dilation, bool max) {
   return [=](const CallArgs& c) {
     const TensorMeta& x = c.tensor("self");
-    if (!max) need_floating(c, x, "self");
+    // avg_pool: torch's CPU kernels also take int64 (the window sum divided with truncation)
+    if (!max && x.dtype != DType::Int64) need_floating(c, x, "self");
     pool_input(c, x, sp);
     nn::PoolParams p = nn::pool_params(getter(c), sp, has_dilation, c.where());
     Shape out = x.sizes;

@@ -201,7 +201,10 @@ Node* frac(Graph& g, const Node& n) {
   return g.call("sub.Tensor", {x, g.call("trunc", {x})});
 }
 
-Node* sgn(Graph& g, const Node& n) { return g.call("sign", {n.input(0)}); }
+Node* sgn(Graph& g, const Node& n) {
+  if (n.input(0)->dtype() == DType::Bool) return g.call("clone", {n.input(0)});
+  return g.call("sign", {n.input(0)});
+}
 
 Node* sinc(Graph& g, const Node& n) {
   Node* x = in(g, n, "self");

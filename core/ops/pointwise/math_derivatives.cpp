@@ -1,4 +1,5 @@
-// VJP and JVP rules of the pointwise math ops (asin ... lgamma, atan2, hypot, copysign): torch's
+// VJP and JVP rules of the pointwise math ops (asin ... lgamma, atan2, hypot, copysign,
+// nextafter): torch's
 // derivative formulas (derivatives.yaml), written once as dy/dx (dy/da, dy/db) and used by both
 // modes (core/ops/common/elementwise_derivatives.h).
 #include <cmath>
@@ -68,6 +69,11 @@ const std::vector<std::pair<const char*, Partials>>& binary_rules() {
        [](const Emitter& e, Node* a, Node*, Node* y) {
          return std::make_pair(where_zero(e, a, 0.0, e.div(y, safe(e, a))),
                                static_cast<Node*>(nullptr));
+       }},
+      // torch 2.x: the step towards `other` is treated as the identity in self, constant in other
+      {"nextafter.default",
+       [](const Emitter& e, Node*, Node*, Node* y) {
+         return std::make_pair(e.call("ones_like", {y}), static_cast<Node*>(nullptr));
        }},
       {"copysign.Scalar",
        [](const Emitter& e, Node* a, Node*, Node* y) {

@@ -168,11 +168,13 @@ void add_unary_ops(OpRegistry& r) {
     unary(n, P::IntToFloat);
   unary("abs", P::Default);
   r.add("relu(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default, relu_rule);
-  // Rounding and sign have no bool kernels (as in torch): rejected when the graph is built.
+  // Rounding has no bool kernels (as in torch): rejected when the graph is built. sign of bool
+  // is the tensor itself (torch 2.x).
   for (const char* n : {"sign", "floor", "ceil", "round", "trunc"}) {
+    bool takes_bool = std::string(n) == "sign";
     r.add(std::string(n) + "(Tensor self) -> Tensor", OpCategory::Pointwise, P::Default,
-          [](const CallArgs& c) {
-            if (c.tensor("self").dtype == DType::Bool)
+          [takes_bool](const CallArgs& c) {
+            if (c.tensor("self").dtype == DType::Bool && !takes_bool)
               c.fail("not implemented for 'bool' tensors");
             return infer::elementwise(c, {"self"}, P::Default);
           });
@@ -471,8 +473,7 @@ void add_extended_math_ops(OpRegistry& r) {
           floating({"self", "other"}, P::IntToFloat));
 
     r.add("nextafter(Tensor self, Tensor other) -> Tensor", C::Pointwise, P::Default,
-          floating({"self", "other"}))
-        .differentiable = false;
+          floating({"self", "other"}));
 
     comp("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", P::Default,
          rsub_rule);
@@ -484,7 +485,8 @@ void add_extended_math_ops(OpRegistry& r) {
 
     comp("frac(Tensor self) -> Tensor", P::Default, floating({"self"}));
 
-    comp("sgn(Tensor self) -> Tensor", P::Default, numeric({"self"}));
+    // sgn of bool is the tensor itself (torch 2.x); sign proper keeps bool out
+    comp("sgn(Tensor self) -> Tensor", P::Default, infer::elementwise_rule({"self"}));
 
     comp("sinc(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
 

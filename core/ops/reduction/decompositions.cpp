@@ -159,11 +159,15 @@ Node* logcumsumexp(Graph& g, const Node& n) {
   Node* x = n.input(0);
   if (x->meta().dim() == 0 || shape_numel(x->shape()) == 0) return g.call("clone", {x});
   int64_t d = dim_of(n, "dim", x->meta().dim());
+  // float16 / bfloat16 in float32 (torch's opmath type): exp(x - max) of a half would underflow
+  // to 0 within ~17 of the maximum, and log(0) make the prefix -inf and its gradient NaN
+  DType io = x->dtype();
+  if (io == DType::Float16 || io == DType::BFloat16) x = cast(g, x, DType::Float32);
   Node* m = g.call("amax", {x, Ints{d}, true});
   m = g.call("where.ScalarSelf", {g.call("isinf", {m}), 0.0, m});
   Node* e = g.call("exp", {g.call("sub.Tensor", {x, m})});
   Node* c = g.call("cumsum", {e, d});
-  return g.call("add.Tensor", {g.call("log", {c}), m});
+  return cast(g, g.call("add.Tensor", {g.call("log", {c}), m}), io);
 }
 
 Node* trace(Graph& g, const Node& n) {

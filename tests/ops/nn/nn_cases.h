@@ -42,6 +42,15 @@ inline std::vector<Case> nn_cases() {
        call_n("batch_norm", 5, {false, 0.1, 1e-5, false})},
       {"group_norm", {U({2, 6, 3}), U({6}), U({6})},
        [](Graph& g, const std::vector<Node*>& x) { return g.call("group_norm", {x[0], 3, x[1], x[2]}); }},
+      // all three outputs: torch's backward also takes the gradients of mean and rstd
+      {"native_group_norm_all_outputs", {U({2, 6, 3}), U({6}), U({6})},
+       [](Graph& g, const std::vector<Node*>& x) {
+         Node* r = g.call("native_group_norm", {x[0], x[1], x[2], 2, 6, 3, 3, 1e-5});
+         std::vector<Node*> flat;
+         for (int64_t k = 0; k < 3; ++k)
+           flat.push_back(g.call("reshape", {g.call("getitem", {r, k}), L({-1})}));
+         return g.call("cat", {Arg(flat)});
+       }},
       {"embedding", {U({10, 3}), Idx({2, 4}, 10)}, op2("embedding")},
       {"embedding_dense_backward", {U({2, 4, 3}), Idx({2, 4}, 10)},
        op2("embedding_dense_backward", {10, -1, false})},

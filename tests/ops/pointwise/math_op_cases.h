@@ -42,6 +42,12 @@ inline std::vector<Case> pointwise_math_cases() {
   add("copysign_scalar", {NZ({3, 4})}, op1("copysign.Scalar", {-1.0}));
   add("fmin", {Fixed({4}, {1.0, -2.0, 0.5, 3.0}), Fixed({4}, {0.5, -1.0, 2.5, -3.0})},
       op2("fmin"));
+  // nextafter: torch 2.x's gradient is 1 in self, 0 in other
+  add("nextafter", {U({3, 4}), U({4})}, op2("nextafter"));
+  // atan2.out (Core ATen's out= overload): its value is atan2's; the out tensor gets no gradient
+  add("atan2_out", {U({3, 4}), NZ({4}), U({3, 4})}, [](Graph& g, const std::vector<Node*>& x) {
+    return g.call("atan2.out", {x[0], x[1]}, {{"out", x[2]}});
+  });
   return out;
 }
 

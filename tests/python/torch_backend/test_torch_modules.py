@@ -125,3 +125,23 @@ def test_lstm_forward_and_gradients_match_eager():
         torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=1e-3, msg=pn)
     ex = _check_ran_in_stax(cm, True)
     assert not ex.eager_ops, str(ex)
+
+
+def test_gru_forward_and_gradients_match_eager():
+    # nn.GRU (two layers, bidirectional): no oneDNN layer, the aten trace unrolls its cells
+    torch.manual_seed(0)
+    ref = torch.nn.GRU(6, 8, num_layers=2, bidirectional=True, batch_first=True)
+    mod = copy.deepcopy(ref)
+    x, h0 = torch.randn(2, 3, 6), torch.randn(4, 2, 8)
+    with torch._dynamo.config.patch(allow_rnn=True):
+        cm = stax.compile(mod)
+        out, h = cm(x, h0)
+    want, hw = ref(x, h0)
+    for a, b in ((out, want), (h, hw)):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
+    (out.sum() + h.pow(2).sum()).backward()
+    (want.sum() + hw.pow(2).sum()).backward()
+    for (pn, p), (_, q) in zip(mod.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=1e-3, msg=pn)
+    ex = _check_ran_in_stax(cm, True)
+    assert not ex.eager_ops, str(ex)

@@ -1,8 +1,15 @@
-// JVP rules of the backward ops VJP rules emit, so that a joint graph can itself be pushed
-// forward (forward-over-reverse Hessian-vector products, §5.7). Each backward op is linear in
-// the gradient g; its tangent is the op applied to ġ plus g times the derivative of the factor
-// with respect to the saved value (second derivatives of gelu, silu, sigmoid, tanh).
+// JVP and VJP rules of the backward ops VJP rules emit, so that a joint graph can itself be
+// pushed forward (forward-over-reverse Hessian-vector products, §5.7) or differentiated again
+// (double backward: the VJP of glu_backward, say, meets sigmoid_backward). Each backward op is
+// linear in the gradient g: its tangent is the op applied to ġ plus g times the derivative of
+// the factor with respect to the saved value (second derivatives of gelu, silu, sigmoid, tanh);
+// its cotangent w.r.t. g is the op applied to the upstream ḡ (the pointwise ones and softmax's
+// are self-adjoint), and w.r.t. the saved value ḡ g times that same derivative.
+#include <functional>
+#include <vector>
+
 #include "core/autodiff/jvp.h"
+#include "core/autodiff/vjp.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/pointwise/derivatives.h"
 #include "core/ops/registration.h"
@@ -45,7 +52,73 @@ Node* grad_term(JvpContext& c, const char* grad_param) {
   return c.call(c.node()->op()->name(), std::move(args), c.node()->kwargs());
 }
 
+// silu''(x) = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x)
+Node* silu_second_derivative(const Emitter& e, Node* x) {
+  Node* s = e.call("sigmoid", {x});
+  Node* ds = e.mul(s, one_minus(e, s));
+  return e.mul(ds, e.add(e.mul(x, one_minus(e, e.mul(s, Arg(2)))), Arg(2)));
+}
+
+// The VJP of a pointwise backward op op(g, v, extra...) = g f'(v): ḡ -> g as op(ḡ, v, extra...);
+// ḡ -> v as ḡ g f''(v) (`second` gives f''(v); null: piecewise constant in v).
+VjpFn pointwise_backward_vjp(const char* grad_param, const char* saved,
+                             std::function<Node*(VjpContext&, Node*)> second) {
+  return [=](VjpContext& c) {
+    if (c.needs(grad_param)) {
+      std::vector<Arg> args = c.node()->args();
+      args[0] = Arg(c.grad());
+      c.give(grad_param, c.call(c.node()->op()->name(), std::move(args), c.node()->kwargs()));
+    }
+    if (second && c.needs(saved))
+      c.give(saved, c.mul(c.mul(c.grad(), c.in(grad_param)), second(c, c.in(saved))));
+  };
+}
+
 }  // namespace
+
+void register_backward_vjps(VjpTable& t) {
+  t.add("gelu_backward.default", pointwise_backward_vjp("grad_output", "self", [](VjpContext& c, Node* x) {
+          return gelu_second_derivative(c, x, c.arg("approximate").str());
+        }));
+  t.add("threshold_backward.default", pointwise_backward_vjp("grad_output", "self", nullptr));
+  t.add("sigmoid_backward.default", pointwise_backward_vjp("grad_output", "output", [](VjpContext& c, Node* y) {
+          return one_minus(c, c.mul(y, Arg(2)));  // d/dy y (1 - y)
+        }));
+  t.add("tanh_backward.default", pointwise_backward_vjp("grad_output", "output", [](VjpContext& c, Node* y) {
+          return c.mul(y, Arg(-2));  // d/dy (1 - y²)
+        }));
+  t.add("silu_backward.default", pointwise_backward_vjp("grad_output", "self", [](VjpContext& c, Node* x) {
+          return silu_second_derivative(c, x);
+        }));
+  // y (g - Σ g y): ḡ -> g: y (ḡ - Σ ḡ y) (the op itself); ḡ -> y: ḡ (g - Σ g y) - g Σ ḡ y
+  t.add("_softmax_backward_data.default", [](VjpContext& c) {
+    Node* g = c.in("grad_output");
+    Node* y = c.in("output");
+    Arg dims(std::vector<int64_t>{c.arg("dim").to_int()});
+    Node* gb = c.grad();
+    if (c.needs("grad_output")) {
+      std::vector<Arg> args = c.node()->args();
+      args[0] = Arg(gb);
+      c.give("grad_output", c.call("_softmax_backward_data", std::move(args), c.node()->kwargs()));
+    }
+    if (c.needs("output")) {
+      Node* gy = c.call("sum.dim_IntList", {c.mul(g, y), dims, true});
+      Node* gby = c.call("sum.dim_IntList", {c.mul(gb, y), dims, true});
+      c.give("output", c.sub(c.mul(gb, c.sub(g, gy)), c.mul(g, gby)));
+    }
+  });
+  // g - exp(y) Σ g: ḡ -> g: ḡ - Σ ḡ exp(y); ḡ -> y: -ḡ exp(y) Σ g
+  t.add("_log_softmax_backward_data.default", [](VjpContext& c) {
+    Node* g = c.in("grad_output");
+    Node* ey = c.call("exp", {c.in("output")});
+    Arg dims(std::vector<int64_t>{c.arg("dim").to_int()});
+    Node* gb = c.grad();
+    if (c.needs("grad_output"))
+      c.give("grad_output", c.sub(gb, c.call("sum.dim_IntList", {c.mul(gb, ey), dims, true})));
+    if (c.needs("output"))
+      c.give("output", c.neg(c.mul(c.mul(gb, ey), c.call("sum.dim_IntList", {g, dims, true}))));
+  });
+}
 
 void register_backward_jvps(JvpTable& t) {
   // g gelu'(x): ġ gelu'(x) + g ẋ gelu''(x)
@@ -81,13 +154,7 @@ void register_backward_jvps(JvpTable& t) {
   t.add("silu_backward.default", [](JvpContext& c) {
     Node* xd = c.tangent("self");
     Node* tx = nullptr;
-    if (xd) {
-      Node* x = c.in("self");
-      Node* s = c.call("sigmoid", {x});
-      Node* ds = c.mul(s, one_minus(c, s));
-      Node* f = c.add(c.mul(x, one_minus(c, c.mul(s, Arg(2)))), Arg(2));
-      tx = c.mul(c.mul(c.in("grad_output"), xd), c.mul(ds, f));
-    }
+    if (xd) tx = c.mul(c.mul(c.in("grad_output"), xd), silu_second_derivative(c, c.in("self")));
     return sum_terms(c, {grad_term(c, "grad_output"), tx});
   });
   // y (g - Σ g y): ġ-term, plus ẏ (g - Σ g y) - y Σ g ẏ
