@@ -207,6 +207,40 @@ TEST(AttentionPattern, TrainedTraceFormSavesOutAndLse) {
   }
 }
 
+// A constant mask that is not causal (keys i - 3 .. i + 2: a band, every row keeps some key) is
+// evaluated and passed to the fused op as a tensor; torch's guard is dropped (no row is fully
+// masked).
+TEST(AttentionPattern, ConstantBandMaskIsPassedAndTheGuardDropped) {
+  const Case c{"band", 2, 2, 40, 40, 32, 32, false, MaskKind::Bool, 0.2};
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    Graph g;
+    Node* q = g.placeholder("q", {c.b, c.h, c.l, c.e}, t);
+    Node* k = g.placeholder("k", {c.b, c.h, c.s, c.e}, t);
+    Node* v = g.placeholder("v", {c.b, c.h, c.s, c.ev}, t);
+    Node* j = g.call("unsqueeze", {g.call("arange.start_step", {int64_t{0}, c.s}), int64_t{-2}});
+    Node* i = g.call("unsqueeze", {g.call("arange.start_step", {int64_t{0}, c.l}), int64_t{-1}});
+    Node* d = g.call("sub.Tensor", {j, i});
+    Node* band = g.call("logical_and", {g.call("le.Scalar", {d, int64_t{2}}), g.call("ge.Scalar", {d, int64_t{-3}})});
+    Node* s = g.call("mul.Scalar", {g.call("matmul", {q, g.call("transpose.int", {k, int64_t{-2}, int64_t{-1}})}), c.scale});
+    Node* x = g.call("where.self", {band, s, scalar(g, -kInf, t)});
+    g.output({g.call("matmul", {guard(g, x, g.call("_softmax", {x, int64_t{-1}, false})), v})});
+    std::vector<Tensor> in = inputs_for(c, t, 21);
+    in.pop_back();  // the case's bool mask input: the graph's mask is its own constant
+    CompiledGraph cg = compiler(true).compile(g);
+    const std::string sched = cg.schedule().str();
+    EXPECT_TRUE(contains(sched, "extern flash_attention ->")) << sched;
+    EXPECT_TRUE(contains(sched, "fused the decomposed attention (mask)")) << sched;
+    Tensor got = cg.run(in).at(0);
+    Tensor want = interpret(g, in).at(0);
+    Tensor mask = Tensor::empty({c.l, c.s}, DType::Bool);  // the band, for the bound
+    for (int64_t a = 0; a < c.l; ++a)
+      for (int64_t b = 0; b < c.s; ++b) mask.set_int(a * c.s + b, b - a <= 2 && b - a >= -3);
+    in.push_back(mask);
+    EXPECT_TRUE(within(got, want, attention_bound(c, in, t)));
+  }
+}
+
 // ---- refusals: the subgraph stays as written, with the reason ------------------------------------
 
 // Checks that `g` keeps its decomposition with a note containing `why`, and that it compiles to
