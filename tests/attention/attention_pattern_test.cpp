@@ -245,7 +245,8 @@ TEST(AttentionPattern, ConstantBandMaskIsPassedAndTheGuardDropped) {
 
 // Checks that `g` keeps its decomposition with a note containing `why`, and that it compiles to
 // the interpreter's values (float64, a reordered-sum tolerance).
-void expect_refused(const Graph& g, const std::vector<Tensor>& in, const std::string& why) {
+void expect_refused(const Graph& g, const std::vector<Tensor>& in, const std::string& why,
+                    double rel = 1e-12) {
   Graph copy = g.clone();
   AttentionFusion a = fuse_attention(copy);
   EXPECT_EQ(a.fused, 0) << print_graph(g);
@@ -254,7 +255,7 @@ void expect_refused(const Graph& g, const std::vector<Tensor>& in, const std::st
   EXPECT_FALSE(contains(cg.schedule().str(), "flash_attention ->")) << cg.schedule().str();
   std::vector<Tensor> got = cg.run(in), want = interpret(g, in);
   ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], 1e-12));
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], rel));
 }
 
 const DType f64 = DType::Float64;
@@ -272,6 +273,22 @@ TEST(AttentionPatternRefusal, MaskThatBroadcastsTheScores) {
   expect_refused(g, {Tensor::randn({3, 8, 16}, f64, 1), Tensor::randn({3, 9, 16}, f64, 2),
                      Tensor::randn({3, 9, 4}, f64, 3), Tensor::randn({2, 3, 8, 9}, f64, 4)},
                  "the mask (2, 3, 8, 9) broadcasts the scores (3, 8, 9)");
+}
+
+// float32 scores plus a float64 mask: the softmax runs in float64, the fused kernel would not.
+TEST(AttentionPatternRefusal, MaskOfAWiderDtype) {
+  const DType f32 = DType::Float32;
+  Graph g;
+  Node* q = g.placeholder("q", {2, 8, 16}, f32);
+  Node* k = g.placeholder("k", {2, 8, 16}, f32);
+  Node* v = g.placeholder("v", {2, 8, 4}, f64);
+  Node* m = g.placeholder("m", {8, 8}, f64);
+  Node* s = g.call("bmm", {q, g.call("transpose.int", {k, int64_t{1}, int64_t{2}})});
+  Node* x = g.call("add.Tensor", {s, m});
+  g.output({g.call("bmm", {g.call("_softmax", {x, int64_t{-1}, false}), v})});
+  expect_refused(g, {Tensor::randn({2, 8, 16}, f32, 1), Tensor::randn({2, 8, 16}, f32, 2),
+                     Tensor::randn({2, 8, 4}, f64, 3), Tensor::randn({8, 8}, f64, 4)},
+                 "the products' dtypes differ from the softmax's", 1e-5);
 }
 
 TEST(AttentionPatternRefusal, SoftmaxOverTheQueries) {

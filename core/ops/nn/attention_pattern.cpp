@@ -263,6 +263,8 @@ std::string check_shapes(const Match& m) {
       numel_of(lead(v)) != numel_of(batch))
     return "the products broadcast their batch dims";
   if (last2(p) != last2(xs) || v[v.size() - 2] != s) return "the shapes of P and V disagree";
+  for (const Node* n : {m.scores->input(0), m.scores->input(1), m.pv->input(1), m.pv})
+    if (n->dtype() != m.x->dtype()) return "the products' dtypes differ from the softmax's";
   return "";
 }
 
