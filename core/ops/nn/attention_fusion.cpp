@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/graph/graph.h"
+#include "core/ops/nn/attention_pattern.h"
 
 namespace stax {
 
@@ -101,6 +102,7 @@ AttentionFusion fuse_attention(Graph& g) {
     report.notes.push_back(name + ": fused: one flash_attention extern (online softmax, no L x S "
                                   "scores in memory); its gradient is flash_attention_backward");
   }
+  fuse_decomposed_attention(g, report);  // the matmul-softmax-matmul form of traces
   return report;
 }
 

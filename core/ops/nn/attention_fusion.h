@@ -23,8 +23,9 @@ struct AttentionFusion {
   std::string str() const;  // the notes, one per line, under "attention:" ("" when none)
 };
 
-// Rewrites `g` in place. Kept decomposed (with the reason in the notes): dtypes other than
-// float32 / float64, grouped-query attention with fewer key heads.
+// Rewrites `g` in place: every sdpa call, then the decomposed form (attention_pattern.h). Kept
+// decomposed (with the reason in the notes): dtypes other than float32 / float64, grouped-query
+// attention with fewer key heads, and the refusals of the pattern matcher.
 AttentionFusion fuse_attention(Graph& g);
 
 // The extern kernels a backend must offer for fuse_attention to be worth running.

@@ -145,3 +145,13 @@ def test_gru_forward_and_gradients_match_eager():
         torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=1e-3, msg=pn)
     ex = _check_ran_in_stax(cm, True)
     assert not ex.eager_ops, str(ex)
+
+
+def test_gpt_attention_runs_fused():
+    # The causal sdpa reaches Stax decomposed (bmm, a where(tril) mask, _softmax, torch's guard,
+    # bmm: Dynamo with the Core ATen decompositions); Stax's pattern matcher fuses it
+    # (docs/attention.md), so the training partition saves the fused op's packed (out, lse)
+    # and never the probabilities.
+    ex = _compare("gpt", train_mode=True, grads=True)
+    assert any("_stax_flash_attention" in s for s in ex.saved), str(ex)
+    assert not any("softmax" in s for s in ex.saved + ex.recomputed), str(ex)

@@ -15,9 +15,10 @@
 // the probabilities are recomputed from the saved log-sum-exp, p_ij = exp(s_ij - lse_i), with
 //     D_i = Σ_e dO_ie O_ie - dlse_i,  dS_ij = p_ij (dO_i · v_j - D_i) · scale,
 //     dV_j = Σ_i p_ij dO_i,  dK_j = Σ_i dS_ij q_i,  dQ_i = Σ_j dS_ij k_j.
-// dK and dV are computed per block of keys (one pass over the queries), dQ per block of queries
-// (one pass over the keys): no atomics, every element is summed in one fixed order, so the result
-// does not depend on the thread count.
+// With many batch entries (kOnePassBatch) one task per entry computes each block's P and dS once
+// and adds to dQ, dK and dV; with few, dK and dV are computed per block of keys (one pass over the
+// queries), dQ per block of queries (one pass over the keys). No atomics: every element is summed
+// in one fixed order, so the result does not depend on the thread count.
 //
 // ORDER. The softmax's sums run in another order than the decomposed softmax's (blocks of kKeys,
 // rescaled), so results agree with the decomposed form within the §6.5 bound of a reordered sum
@@ -46,6 +47,11 @@ namespace stax::sdk::attention {
 
 constexpr int64_t kKeys = 64;  // keys per block (the width of a row of scores)
 constexpr int64_t kRows = 64;  // queries per task
+// The backward runs one task per batch entry (entry_grads: the probabilities of each block once)
+// from this many entries on; below it, tasks per block of keys and per block of queries (more
+// tasks than entries, each block's probabilities computed twice). Both sum every element in the
+// same order.
+constexpr int64_t kOnePassBatch = 8;
 
 // A matrix per batch entry: element (n, i, j) at data[offsets[n] + i * rs + j * cs].
 template <class T>
@@ -221,6 +227,16 @@ void backward(const Backward<T>& p, const Context& c = {}) {
   }
   const gemm::InstructionSet set = detail::isa();
   (void)set;
+  if (p.batch >= kOnePassBatch) {  // one task per batch entry, each block's P and dS once
+    detail::run_tasks(c, p.batch, [&](int64_t n) {
+#if STAX_GEMM_X86
+      if (set == gemm::InstructionSet::Avx512) return avx512::entry_grads(p, delta.data(), n);
+      if (set == gemm::InstructionSet::Avx2) return avx2::entry_grads(p, delta.data(), n);
+#endif
+      portable::entry_grads(p, delta.data(), n);
+    });
+    return;
+  }
   const int64_t key_blocks = (p.s + kKeys - 1) / kKeys;
   const int64_t row_blocks = (p.l + kRows - 1) / kRows;
   // dK, dV per block of keys; then dQ per block of queries.
