@@ -334,3 +334,13 @@ TEST(Fft, VjpsMatchCentralDifferences) {
     }
   }
 }
+
+// Forward mode has no rules for the spectral ops yet: a clear error, never a zero tangent.
+TEST(Fft, ForwardModeIsRefusedNamingTheOp) {
+  Graph g;
+  Node* x = g.placeholder("x", {6}, DType::Float64);
+  g.output({g.call("view_as_real", {g.call("_fft_r2c", {x, std::vector<int64_t>{0}, 0, true})})});
+  Tensor in = randn({6}, DType::Float64, 1);
+  std::string e = error_of([&] { jvp(g, {in}, {in}); });
+  EXPECT_TRUE(has(e, "no forward-mode (JVP) rule for op _fft_r2c")) << e;
+}
