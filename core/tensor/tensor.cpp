@@ -132,13 +132,21 @@ std::string format_double(double v) {
 }
 
 // dst.copy_from(src) where either is complex: complex -> complex part by part (converting
-// complex64 <-> complex128); real -> complex into the real parts with zero imaginary parts.
+// complex64 <-> complex128); real -> complex into the real parts with zero imaginary parts;
+// complex -> real the real parts (torch discards the imaginary parts, with a warning), complex ->
+// bool whether either part is nonzero.
 void copy_complex(const Tensor& dst, const Tensor& src) {
-  if (!is_complex(dst.dtype()))
-    throw Error(kStage, "Tensor::copy_from",
-                "cannot copy a " + std::string(dtype_name(src.dtype())) + " tensor into a " +
-                    std::string(dtype_name(dst.dtype())) +
-                    " one (the imaginary parts would be lost; take real() explicitly)");
+  if (!is_complex(dst.dtype())) {
+    Tensor p = src.as_real_view();
+    if (dst.dtype() == DType::Bool) {
+      for (int64_t i = 0; i < dst.numel(); ++i)
+        dst.set_int(i, p.get_double(2 * i) != 0 || p.get_double(2 * i + 1) != 0);
+      return;
+    }
+    Shape st(p.strides().begin(), p.strides().end() - 1);
+    dst.copy_from(p.as_strided(src.sizes(), st, p.storage_offset()));
+    return;
+  }
   Tensor d = dst.as_real_view();
   if (is_complex(src.dtype())) {
     d.copy_from(src.as_real_view());

@@ -264,8 +264,8 @@ class Tensor {
   // Converted copy (a clone when dtype is unchanged).
   Tensor to(DType dtype) const;
   // Writes src's values (converted to this dtype) into this tensor's elements; same sizes. A real
-  // source fills a complex tensor's real parts (imaginary 0); a complex source into a real tensor
-  // throws (torch would drop the imaginary parts).
+  // source fills a complex tensor's real parts (imaginary 0); a complex source gives a real tensor
+  // its real parts (as torch, which warns) and a bool one whether either part is nonzero.
   void copy_from(const Tensor& src) const;
   // Sets every element to v (converted to this dtype).
   void fill(double v) const;

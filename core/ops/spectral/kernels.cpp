@@ -132,7 +132,7 @@ void register_spectral_kernels(InterpreterTable& t) {
   t.add("view_as_complex.default", view_as_complex_kernel);
   t.add("real.default", [](const KernelContext& c) { return part_kernel(c, 0, false); });
   t.add("imag.default", [](const KernelContext& c) { return part_kernel(c, 1, false); });
-  for (const char* op : {"conj_physical.default", "_conj.default"})
+  for (const char* op : {"conj_physical.default", "_conj.default", "_conj_physical.default"})
     t.add(op, [](const KernelContext& c) { return part_kernel(c, 1, true); });
   t.add("complex.default", complex_kernel);
 }

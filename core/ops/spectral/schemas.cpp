@@ -153,6 +153,7 @@ void register_spectral_ops(OpRegistry& r) {
   add("conj_physical(Tensor self) -> Tensor", C::Pointwise, same_rule, true);
   // torch's lazy conjugate (a view with the conjugate bit); here a copy, as conj_physical.
   add("_conj(Tensor(a) self) -> Tensor(a)", C::Pointwise, same_rule, true);
+  add("_conj_physical(Tensor self) -> Tensor", C::Pointwise, same_rule, true);
   add("complex(Tensor real, Tensor imag) -> Tensor", C::Pointwise, complex_rule, true);
 }
 

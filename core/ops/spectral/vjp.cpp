@@ -106,7 +106,7 @@ void register_spectral_vjps(VjpTable& t) {
   t.add("real.default", real_vjp);
   t.add("imag.default", imag_vjp);
   t.add("complex.default", complex_vjp);
-  for (const char* op : {"conj_physical.default", "_conj.default"})
+  for (const char* op : {"conj_physical.default", "_conj.default", "_conj_physical.default"})
     t.add(op, [](VjpContext& c) { c.give("self", c.call("conj_physical", {c.grad()})); });
 }
 
