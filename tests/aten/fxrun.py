@@ -137,7 +137,7 @@ def compare(got, want, grad=False, ref64=None):
     `ref64` is torch's result of the same call in float64 (on the same, upcast, inputs): an
     element also passes when it is no farther from it than twice torch's own low-precision result
     is (plus the tolerance), since both round differently (a sum in another order)."""
-    want = want.detach()
+    want = want.detach().resolve_conj().resolve_neg()  # torch's lazy conjugate / negative views
     bf16 = want.dtype == torch.bfloat16
     w = want.to(torch.float32).numpy() if bf16 or want.dtype not in NPY_DTYPES else want.numpy()
     if tuple(got.shape) != tuple(w.shape):
