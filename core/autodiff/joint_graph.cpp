@@ -31,12 +31,15 @@ void check_wrt(const Graph& forward, const std::vector<std::string>& wrt) {
   }
 }
 
-// Values that depend on a wrt placeholder through differentiable ops and are floating-point.
+// Values that depend on a wrt placeholder through differentiable ops and are floating-point or
+// complex (an FFT's spectrum between a real input and a real loss).
 std::unordered_set<const Node*> requires_grad(const Graph& g, const std::vector<std::string>& wrt) {
   std::unordered_set<const Node*> out;
   for (const auto& name : wrt) out.insert(g.find(name));
   for (Node* n : g.nodes()) {
-    if (!n->is_call() || !n->op()->differentiable || !is_floating(n->dtype())) continue;
+    if (!n->is_call() || !n->op()->differentiable ||
+        !(is_floating(n->dtype()) || is_complex(n->dtype())))
+      continue;
     for (Node* in : n->input_nodes())
       if (out.count(in)) {
         out.insert(n);

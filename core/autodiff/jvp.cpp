@@ -131,7 +131,11 @@ JvpGraph build_jvp_graph(const Graph& g, const std::vector<std::string>& wrt,
   // Each node's tangent right after it.
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node* n = nodes[i];
-    if (!n->is_call() || !n->op()->differentiable || !is_floating(n->dtype())) continue;
+    // Complex values carry tangents too (an FFT between real values): an op without a JVP rule
+    // (the spectral ops, docs/complex.md) is then a clear error, never a silent zero tangent.
+    if (!n->is_call() || !n->op()->differentiable ||
+        !(is_floating(n->dtype()) || is_complex(n->dtype())))
+      continue;
     bool any = false;
     for (Node* in : n->input_nodes()) any = any || tangent_of(in);
     if (!any) continue;

@@ -33,7 +33,7 @@ static_assert(static_cast<int>(DType::Int32) == STAX_DTYPE_INT32);
 static_assert(static_cast<int>(DType::Int8) == STAX_DTYPE_INT8);
 static_assert(static_cast<int>(DType::UInt8) == STAX_DTYPE_UINT8);
 static_assert(static_cast<int>(DType::Bool) == STAX_DTYPE_BOOL);
-static_assert(kNumDTypes == STAX_NUM_DTYPES);
+static_assert(kNumPluginDTypes == STAX_NUM_DTYPES);
 
 namespace {
 

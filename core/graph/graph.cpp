@@ -361,6 +361,7 @@ Node* Graph::make_call(const OpDef& op, BoundCall b, std::string name) {
   std::string where = "%" + name;
   CallArgs ca(op, b.args, b.kwargs, where);
   if (op.multi_output()) {
+    reject_unsupported_complex(op, ca.args(), ca.kwargs(), nullptr, where);
     std::vector<TensorMeta> metas = op.infer_multi(ca);
     for (auto& m : metas) {
       check_extent(m.sizes, m.dtype, where);
@@ -377,7 +378,9 @@ Node* Graph::make_call(const OpDef& op, BoundCall b, std::string name) {
     n->tuple_metas_ = std::move(metas);
     return n;
   }
+  reject_unsupported_complex(op, ca.args(), ca.kwargs(), nullptr, where);
   TensorMeta meta = op.infer(ca);
+  reject_unsupported_complex(op, ca.args(), ca.kwargs(), &meta, where);
   check_extent(meta.sizes, meta.dtype, where);
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
   return add_node(NodeKind::CallFunction, std::move(name), &op, std::move(b.args),

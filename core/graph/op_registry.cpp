@@ -161,6 +161,37 @@ const OpRegistry& default_registry() {
 
 OpRegistry& registry_to_fill() { return registry_storage(); }
 
+// ---- complex dtypes ----------------------------------------------------------------------------
+
+namespace {
+const Node* first_complex(const Arg& a) {
+  if (a.is_node()) return is_complex(a.node()->meta().dtype) ? a.node() : nullptr;
+  if (a.is_list())
+    for (const auto& e : a.list())
+      if (const Node* n = first_complex(e)) return n;
+  return nullptr;
+}
+}  // namespace
+
+void reject_unsupported_complex(const OpDef& op, const std::vector<Arg>& args, const Kwargs& kwargs,
+                                const TensorMeta* out, const std::string& where) {
+  if (op.complex) return;
+  const Node* c = nullptr;
+  for (const auto& a : args)
+    if (!c) c = first_complex(a);
+  for (const auto& kv : kwargs)
+    if (!c) c = first_complex(kv.second);
+  if (c)
+    throw Error("shape", where,
+                op.name() + " does not support complex tensors: argument %" + c->name() + " is " +
+                    std::string(dtype_name(c->meta().dtype)) + " (docs/complex.md lists the ops "
+                    "that take complex64 / complex128)");
+  if (out && is_complex(out->dtype))
+    throw Error("shape", where,
+                op.name() + " does not support complex tensors: its result would be " +
+                    std::string(dtype_name(out->dtype)) + " (docs/complex.md)");
+}
+
 // ---- shapes and promotion ----------------------------------------------------------------------
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& where) {
@@ -204,6 +235,8 @@ DType result_type(const CallArgs& call, const std::vector<std::string>& params, 
     if (!*lower) continue;
     if (!r) {
       r = *lower;
+    } else if (is_complex(**lower) && dtype_category(*r) == DTypeCategory::Floating) {
+      r = real_to_complex(*r);  // torch's combine_categories keeps the float's precision
     } else if (dtype_category(**lower) > dtype_category(*r)) {
       // A higher-category scalar/0-d operand: take its category's default for Python scalars,
       // or the 0-d tensor's dtype.
@@ -213,7 +246,7 @@ DType result_type(const CallArgs& call, const std::vector<std::string>& params, 
   }
   DType t = r.value_or(kDefaultFloat);
   switch (mode) {
-    case Promotion::IntToFloat: return is_floating(t) ? t : kDefaultFloat;
+    case Promotion::IntToFloat: return is_floating(t) || is_complex(t) ? t : kDefaultFloat;
     case Promotion::AlwaysBool: return DType::Bool;
     default: return t;
   }

@@ -70,6 +70,10 @@ struct OpDef {
   Promotion promotion = Promotion::Default;
   InferFn infer;
   bool differentiable = true;   // false for comparisons, argmax, integer-only ops ...
+  // Takes or returns complex64 / complex128 tensors (the FFT ops, view_as_real ...). Every other
+  // op rejects a complex argument or result when the graph is built or verified
+  // (reject_unsupported_complex), so no kernel for real dtypes ever sees one.
+  bool complex = false;
   // Set for ops returning several tensors (max.dim, split.Tensor ...): the call yields a tuple
   // node (Node::is_tuple) and `infer` is unused.
   InferMultiFn infer_multi;
@@ -109,6 +113,11 @@ class OpRegistry {
 const OpRegistry& default_registry();
 // The same table for filling: only install_ops() writes to it (the op families of core/ops).
 OpRegistry& registry_to_fill();
+
+// Throws Error("shape", where, ...) naming the op, the argument and its dtype when `op` does not
+// accept complex tensors (OpDef::complex) and an argument or the result (`out`, if given) is one.
+void reject_unsupported_complex(const OpDef& op, const std::vector<Arg>& args, const Kwargs& kwargs,
+                                const TensorMeta* out, const std::string& where);
 
 // Strips "tensorplay.ops.", "tp." prefixes and appends ".default" to a bare name.
 std::string canonical_target(std::string_view target);

@@ -123,6 +123,11 @@ void check_call(const Graph& g, const Node& n) {
   for (const Node* in : n.input_nodes())
     if (in->is_tuple() && !default_op_traits().plays(op, OpRole::kTupleElement))
       fail(n, "reads the tuple %" + in->name() + " directly (only getitem may)");
+  try {
+    reject_unsupported_complex(op, b.args, b.kwargs, &n.meta(), where);
+  } catch (const Error& e) {
+    fail(n, e.message());
+  }
   if (n.is_tuple()) {
     std::vector<TensorMeta> metas;
     try {

@@ -201,8 +201,19 @@ IRPtr GraphLowering::fallback(const Node& n) {
   return std::make_shared<StorageBox>(k);
 }
 
+namespace {
+// Complex values never reach the loop IR (no backend prints complex arithmetic, and the plugin ABI
+// carries real dtypes only): a node reading or producing one runs on the interpreter.
+bool touches_complex(const Node& n) {
+  if (is_complex(n.meta().dtype)) return true;
+  for (const Node* a : n.input_nodes())
+    if (is_complex(a->meta().dtype)) return true;
+  return false;
+}
+}  // namespace
+
 void GraphLowering::lower_call(const Node& n) {
-  const LoweringEntry* e = table_.find(n.target());
+  const LoweringEntry* e = touches_complex(n) ? nullptr : table_.find(n.target());
   IRPtr v;
   try {
     if (e) v = e->rule(*this, n);

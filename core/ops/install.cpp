@@ -41,6 +41,7 @@ void register_all_ops(OpRegistry& r) {
   register_embedding_bag_ops(r);
   register_lstm_layer_ops(r);
   register_flash_attention_ops(r);
+  register_spectral_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -71,6 +72,7 @@ void install_vjps(VjpTable& t) {
   register_view_vjps(t);
   register_indexing_vjps(t);
   register_extern_vjps(t);
+  register_spectral_vjps(t);
   register_composite_vjps(t);
   register_nn_vjps(t);
   register_special_vjps(t);
@@ -110,6 +112,7 @@ void install_kernels(InterpreterTable& t) {
   register_view_kernels(t);
   register_indexing_kernels(t);
   register_extern_kernels(t);
+  register_spectral_kernels(t);
   register_creation_kernels(t);
   register_random_kernels(t);
   register_composite_kernels(t);

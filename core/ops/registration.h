@@ -37,6 +37,7 @@ void register_nn_spatial_ops(OpRegistry& r);    // col2im grid_sampler_2d
 void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backward
 void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
 void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and its backward
+void register_spectral_ops(OpRegistry& r);      // _fft_r2c _fft_c2r _fft_c2c view_as_real ...
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -83,6 +84,7 @@ void register_reduction_vjps(VjpTable& t);
 void register_view_vjps(VjpTable& t);
 void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
+void register_spectral_vjps(VjpTable& t);  // torch's fft_r2c_backward / fft_c2r_backward
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);
 void register_special_vjps(VjpTable& t);
@@ -120,6 +122,7 @@ void register_reduction_kernels(InterpreterTable& t);
 void register_view_kernels(InterpreterTable& t);
 void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
+void register_spectral_kernels(InterpreterTable& t);  // FFTW's transforms, complex parts
 void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
 void register_size_query_kernels(InterpreterTable& t); // sym_size.int ... (their decomposition)
 void register_nn_backward_kernels(InterpreterTable& t);

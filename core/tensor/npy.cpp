@@ -182,8 +182,8 @@ struct Descr {
 Descr parse_descr(const std::string& descr, const std::string& name) {
   auto unsupported = [&](const std::string& why) -> Descr {
     fail(name, "unsupported descr '" + descr + "'" + (why.empty() ? "" : " (" + why + ")") +
-                   "; Stax reads f2 f4 f8, i1 i2 i4 i8, u1 u2 u4 u8, b1 and V2 (bfloat16), in any "
-                   "byte order");
+                   "; Stax reads f2 f4 f8, i1 i2 i4 i8, u1 u2 u4 u8, b1, V2 (bfloat16), c8 and c16, in "
+                   "any byte order");
   };
   std::string_view s(descr);
   char order = '=';
@@ -222,7 +222,10 @@ Descr parse_descr(const std::string& descr, const std::string& name) {
     case 'V':
       if (size == 2) return make(DType::BFloat16);
       return unsupported("raw void data");
-    case 'c': return unsupported("complex");
+    case 'c':
+      if (size == 8) return make(DType::Complex64);
+      if (size == 16) return make(DType::Complex128);
+      return unsupported(size > 16 ? "extended precision" : "");
     case 'U': case 'S': case 'a': return unsupported("strings");
     case 'O': return unsupported("Python objects");
     case 'M': case 'm': return unsupported("datetime");
@@ -232,9 +235,14 @@ Descr parse_descr(const std::string& descr, const std::string& name) {
 
 // Decodes one element of `d` (file bytes at `in`) into the Stax element at `out`.
 void decode_element(const Descr& d, const char* in, std::byte* out, const std::string& name) {
-  unsigned char b[8];
+  unsigned char b[16];
   std::memcpy(b, in, static_cast<size_t>(d.size));
-  if (d.swap) std::reverse(b, b + d.size);
+  if (d.swap && d.kind == 'c') {  // each part on its own
+    std::reverse(b, b + d.size / 2);
+    std::reverse(b + d.size / 2, b + d.size);
+  } else if (d.swap) {
+    std::reverse(b, b + d.size);
+  }
   switch (d.kind) {
     case 'b': {
       uint8_t v = b[0] != 0;
@@ -372,6 +380,8 @@ std::string npy_descr(DType dtype) {
     case DType::Int8: return "|i1";
     case DType::UInt8: return "|u1";
     case DType::Bool: return "|b1";
+    case DType::Complex64: return "<c8";
+    case DType::Complex128: return "<c16";
   }
   throw Error(kStage, "npy_descr", "invalid dtype");
 }

@@ -131,6 +131,32 @@ std::string format_double(double v) {
   return buf;
 }
 
+// dst.copy_from(src) where either is complex: complex -> complex part by part (converting
+// complex64 <-> complex128); real -> complex into the real parts with zero imaginary parts;
+// complex -> real the real parts (torch discards the imaginary parts, with a warning), complex ->
+// bool whether either part is nonzero.
+void copy_complex(const Tensor& dst, const Tensor& src) {
+  if (!is_complex(dst.dtype())) {
+    Tensor p = src.as_real_view();
+    if (dst.dtype() == DType::Bool) {
+      for (int64_t i = 0; i < dst.numel(); ++i)
+        dst.set_int(i, p.get_double(2 * i) != 0 || p.get_double(2 * i + 1) != 0);
+      return;
+    }
+    Shape st(p.strides().begin(), p.strides().end() - 1);
+    dst.copy_from(p.as_strided(src.sizes(), st, p.storage_offset()));
+    return;
+  }
+  Tensor d = dst.as_real_view();
+  if (is_complex(src.dtype())) {
+    d.copy_from(src.as_real_view());
+    return;
+  }
+  Shape st(d.strides().begin(), d.strides().end() - 1);
+  d.as_strided(dst.sizes(), st, d.storage_offset()).copy_from(src);
+  d.as_strided(dst.sizes(), st, d.storage_offset() + 1).fill(0.0);
+}
+
 }  // namespace
 
 // ---- factories ----------------------------------------------------------------------------------
@@ -259,6 +285,13 @@ Tensor Tensor::rand(const Shape& sizes, DType dtype, uint64_t seed, uint64_t off
 }
 
 Tensor Tensor::randn(const Shape& sizes, DType dtype, uint64_t seed, uint64_t offset) {
+  if (is_complex(dtype)) {  // standard normal real and imaginary parts, interleaved
+    Shape parts = sizes;
+    parts.push_back(2);
+    Tensor t = empty(sizes, dtype);
+    t.as_real_view().copy_from(randn(parts, complex_to_real(dtype), seed, offset));
+    return t;
+  }
   if (!is_floating(dtype))
     throw Error(kStage, "Tensor::randn",
                 "normal random values need a floating dtype, got " +
@@ -416,6 +449,17 @@ Tensor Tensor::clone() const {
   return t;
 }
 
+Tensor Tensor::as_real_view() const {
+  if (!is_complex(dtype()))
+    throw Error(kStage, "Tensor::as_real_view",
+                "expected a complex tensor, got " + std::string(dtype_name(dtype())));
+  Shape sz = sizes(), st = strides();
+  for (auto& x : st) x *= 2;
+  sz.push_back(2);
+  st.push_back(1);
+  return reinterpret(complex_to_real(dtype()), sz, st, offset_ * 2);
+}
+
 Tensor Tensor::to(DType dtype) const {
   Tensor t = empty(sizes(), dtype);
   t.copy_from(*this);
@@ -436,6 +480,10 @@ void Tensor::copy_from(const Tensor& src) const {
     if (nbytes() > 0) std::memcpy(data_ptr(), src.data_ptr(), static_cast<size_t>(nbytes()));
     return;
   }
+  if (is_complex(dtype()) || is_complex(src.dtype())) {
+    copy_complex(*this, src);
+    return;
+  }
   std::byte* dst_base = storage_->data();
   const std::byte* src_base = src.storage_->data();
   dispatch(dtype(), [&](auto dtag) {
@@ -452,6 +500,14 @@ void Tensor::copy_from(const Tensor& src) const {
 }
 
 void Tensor::fill(double v) const {
+  if (is_complex(dtype())) {  // v + 0j
+    Tensor parts = as_real_view();
+    parts.as_strided(sizes(), Shape(parts.strides().begin(), parts.strides().end() - 1),
+                     parts.storage_offset()).fill(v);
+    parts.as_strided(sizes(), Shape(parts.strides().begin(), parts.strides().end() - 1),
+                     parts.storage_offset() + 1).fill(0.0);
+    return;
+  }
   std::byte* base = storage_->data();
   dispatch(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -480,6 +536,10 @@ bool Tensor::equal(const Tensor& other) const {
 
 bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
   if (sizes() != other.sizes()) return false;
+  if (is_complex(dtype()) || is_complex(other.dtype())) {
+    if (!is_complex(dtype()) || !is_complex(other.dtype())) return false;
+    return as_real_view().allclose(other.as_real_view(), rtol, atol, equal_nan);
+  }
   const std::byte* a = storage_->data();
   const std::byte* b = other.storage_->data();
   int64_t ia = itemsize(), ib = other.itemsize();
@@ -505,6 +565,12 @@ std::string format_element(const Tensor& t, int64_t linear) {
   DType dt = t.dtype();
   if (dt == DType::Bool) return t.get_int(linear) ? "true" : "false";
   if (is_integral(dt)) return std::to_string(t.get_int(linear));
+  if (is_complex(dt)) {
+    Tensor parts = t.as_real_view();
+    double re = parts.get_double(2 * linear), im = parts.get_double(2 * linear + 1);
+    std::string i = format_double(im);
+    return format_double(re) + (i[0] == '-' ? "" : "+") + i + "j";
+  }
   return format_double(t.get_double(linear));
 }
 
@@ -527,6 +593,7 @@ std::string Tensor::summary() const {
   std::string s = std::string(dtype_name(dtype())) + shape_str(sizes());
   int64_t n = numel();
   if (n == 0) return s + " (empty)";
+  if (is_complex(dtype())) return s + " " + to_string(8);
   double lo = 0, hi = 0, sum = 0;
   int64_t count = 0, nans = 0;
   for (int64_t i = 0; i < n; ++i) {

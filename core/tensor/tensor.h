@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -60,11 +61,14 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
   else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return DType::Complex64;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) return DType::Complex128;
   else static_assert(sizeof(T) == 0, "not a Stax element type");
 }
 
-// Calls f(TypeTag<C++ type of t>{}) and returns its result; every instantiation of f must return
-// the same type. Example:
+// Calls f(TypeTag<C++ type of t>{}) for the real dtypes and returns its result; every instantiation
+// of f must return the same type. Complex dtypes throw stax::Error naming the dtype: a kernel that
+// takes complex tensors handles them itself (dispatch_complex, or as_real_view()). Example:
 //   double s = dispatch(t.dtype(), [&](auto tag) {
 //     using T = typename decltype(tag)::type;
 //     return static_cast<double>(convert_value<float>(t.data<T>()[0]));
@@ -81,8 +85,20 @@ decltype(auto) dispatch(DType t, F&& f) {
     case DType::Int8: return std::forward<F>(f)(TypeTag<int8_t>{});
     case DType::UInt8: return std::forward<F>(f)(TypeTag<uint8_t>{});
     case DType::Bool: return std::forward<F>(f)(TypeTag<bool>{});
+    case DType::Complex64: case DType::Complex128:
+      throw Error("runtime", "dispatch",
+                  "a " + std::string(dtype_name(t)) + " tensor reached a kernel for real dtypes");
   }
   throw Error("runtime", "dispatch", "invalid dtype value " + std::to_string(static_cast<int>(t)));
+}
+
+// Calls f(TypeTag<std::complex<float or double>>{}) for a complex dtype; throws for the others.
+template <class F>
+decltype(auto) dispatch_complex(DType t, F&& f) {
+  if (t == DType::Complex64) return std::forward<F>(f)(TypeTag<std::complex<float>>{});
+  if (t == DType::Complex128) return std::forward<F>(f)(TypeTag<std::complex<double>>{});
+  throw Error("runtime", "dispatch_complex",
+              "expected a complex tensor, got " + std::string(dtype_name(t)));
 }
 
 template <class T>
@@ -183,7 +199,7 @@ class Tensor {
   // Uniform in [0, 1); floating dtypes only.
   static Tensor rand(const Shape& sizes, DType dtype = DType::Float32, uint64_t seed = 0,
                      uint64_t offset = 0);
-  // Standard normal; floating dtypes only.
+  // Standard normal; floating dtypes, and complex ones (each part standard normal).
   static Tensor randn(const Shape& sizes, DType dtype = DType::Float32, uint64_t seed = 0,
                       uint64_t offset = 0);
   // Uniform integers in [low, high) (low < high), converted to any dtype (bool: value != 0).
@@ -242,9 +258,14 @@ class Tensor {
   Tensor contiguous() const;
   // A row-major copy with its own storage.
   Tensor clone() const;
+  // A complex tensor's view as its real parts' dtype with a last dim of 2 (real, imaginary), sharing
+  // storage: torch.view_as_real. Throws unless the dtype is complex.
+  Tensor as_real_view() const;
   // Converted copy (a clone when dtype is unchanged).
   Tensor to(DType dtype) const;
-  // Writes src's values (converted to this dtype) into this tensor's elements; same sizes.
+  // Writes src's values (converted to this dtype) into this tensor's elements; same sizes. A real
+  // source fills a complex tensor's real parts (imaginary 0); a complex source gives a real tensor
+  // its real parts (as torch, which warns) and a bool one whether either part is nonzero.
   void copy_from(const Tensor& src) const;
   // Sets every element to v (converted to this dtype).
   void fill(double v) const;
@@ -254,14 +275,15 @@ class Tensor {
   // +0.0 != -0.0). Strides may differ.
   bool equal(const Tensor& other) const;
   // Same sizes and |a - b| <= atol + rtol * |b| elementwise, compared as double (dtypes may
-  // differ); infinities must match exactly; NaNs match only when equal_nan.
+  // differ); infinities must match exactly; NaNs match only when equal_nan. Two complex tensors
+  // compare their real and imaginary parts so; complex against real is false.
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
                 bool equal_nan = false) const;
   // "float32(2, 3) min=-1 max=5 mean=2.5 [1, 2, 3, 4, 5, -1]": shape, dtype, min/max/mean
   // (over non-NaN values, with a nan= count when any) and the first few values.
   std::string summary() const;
   // Nested brackets like numpy ("[[1, 2], [3, 4]]"); tensors with more than max_elems elements
-  // print their first max_elems values flat, followed by "...".
+  // print their first max_elems values flat, followed by "...". Complex elements print as "1+2j".
   std::string to_string(int64_t max_elems = 64) const;
 
  private:

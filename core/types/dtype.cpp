@@ -1,6 +1,8 @@
 #include "core/types/dtype.h"
 
 #include <array>
+#include <stdexcept>
+#include <string>
 
 namespace stax {
 
@@ -15,6 +17,8 @@ std::string_view dtype_name(DType t) {
     case DType::Int8: return "int8";
     case DType::UInt8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::Complex64: return "complex64";
+    case DType::Complex128: return "complex128";
   }
   return "?";
 }
@@ -27,13 +31,14 @@ std::optional<DType> parse_dtype(std::string_view s) {
     }
   }
   struct Alias { std::string_view name; DType t; };
-  static constexpr std::array<Alias, 16> kAliases{{
+  static constexpr std::array<Alias, 20> kAliases{{
       {"float32", DType::Float32}, {"float", DType::Float32}, {"float64", DType::Float64},
       {"double", DType::Float64}, {"float16", DType::Float16}, {"half", DType::Float16},
       {"bfloat16", DType::BFloat16}, {"int64", DType::Int64}, {"long", DType::Int64},
       {"int32", DType::Int32}, {"int", DType::Int32}, {"int8", DType::Int8},
       {"uint8", DType::UInt8}, {"bool", DType::Bool}, {"f32", DType::Float32},
-      {"f64", DType::Float64}}};
+      {"f64", DType::Float64}, {"complex64", DType::Complex64}, {"cfloat", DType::Complex64},
+      {"complex128", DType::Complex128}, {"cdouble", DType::Complex128}}};
   for (const auto& a : kAliases)
     if (a.name == s) return a.t;
   return std::nullopt;
@@ -41,7 +46,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::Float64: case DType::Int64: return 8;
+    case DType::Complex128: return 16;
+    case DType::Float64: case DType::Int64: case DType::Complex64: return 8;
     case DType::Float32: case DType::Int32: return 4;
     case DType::Float16: case DType::BFloat16: return 2;
     case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
@@ -54,13 +60,37 @@ DTypeCategory dtype_category(DType t) {
     case DType::Bool: return DTypeCategory::Bool;
     case DType::Int64: case DType::Int32: case DType::Int8: case DType::UInt8:
       return DTypeCategory::Integral;
+    case DType::Complex64: case DType::Complex128: return DTypeCategory::Complex;
     default: return DTypeCategory::Floating;
+  }
+}
+
+DType complex_to_real(DType t) {
+  if (t == DType::Complex64) return DType::Float32;
+  if (t == DType::Complex128) return DType::Float64;
+  return t;
+}
+
+DType real_to_complex(DType t) {
+  switch (t) {
+    case DType::Float64: case DType::Complex128: return DType::Complex128;
+    case DType::Float32: case DType::Float16: case DType::BFloat16: case DType::Complex64:
+      return DType::Complex64;
+    default:
+      throw std::invalid_argument("real_to_complex: no complex dtype for " +
+                                  std::string(dtype_name(t)));
   }
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   auto ca = dtype_category(a), cb = dtype_category(b);
+  if (ca == DTypeCategory::Complex || cb == DTypeCategory::Complex) {
+    // The complex dtype whose parts hold both: complex64 with float64 -> complex128.
+    DType ra = complex_to_real(a), rb = complex_to_real(b);
+    bool wide = ra == DType::Float64 || rb == DType::Float64;
+    return wide ? DType::Complex128 : DType::Complex64;
+  }
   if (ca != cb) return ca > cb ? a : b;
   if (ca == DTypeCategory::Floating) {
     auto rank = [](DType t) {

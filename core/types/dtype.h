@@ -8,10 +8,18 @@
 
 namespace stax {
 
-enum class DType : uint8_t { Float32, Float64, Float16, BFloat16, Int64, Int32, Int8, UInt8, Bool };
-inline constexpr int kNumDTypes = 9;
+// Complex64 / Complex128 hold (real, imaginary) pairs of float / double (std::complex's layout,
+// NumPy's <c8 / <c16). Only ops registered as accepting complex (OpDef::complex) take them; every
+// other op rejects a complex tensor when the graph is built (docs/complex.md).
+enum class DType : uint8_t {
+  Float32, Float64, Float16, BFloat16, Int64, Int32, Int8, UInt8, Bool, Complex64, Complex128
+};
+inline constexpr int kNumDTypes = 11;
+// The dtypes the plugin ABI carries (STAX_NUM_DTYPES, the real ones, numbered first): complex
+// tensors never reach a backend kernel, only the interpreter's (docs/complex.md).
+inline constexpr int kNumPluginDTypes = 9;
 
-enum class DTypeCategory : uint8_t { Bool = 0, Integral = 1, Floating = 2 };
+enum class DTypeCategory : uint8_t { Bool = 0, Integral = 1, Floating = 2, Complex = 3 };
 
 std::string_view dtype_name(DType t);            // "float32", "int64", "bool", ...
 std::optional<DType> parse_dtype(std::string_view name);  // accepts "float32", "tensorplay.float32",
@@ -21,9 +29,17 @@ DTypeCategory dtype_category(DType t);
 inline bool is_floating(DType t) { return dtype_category(t) == DTypeCategory::Floating; }
 inline bool is_integral(DType t) { return dtype_category(t) == DTypeCategory::Integral; }  // bool excluded
 inline bool is_bool(DType t) { return t == DType::Bool; }
+inline bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
+// complex64 -> float32, complex128 -> float64 (torch's toRealValueType); other dtypes unchanged.
+DType complex_to_real(DType t);
+// float32 (and float16 / bfloat16) -> complex64, float64 -> complex128 (toComplexType); complex
+// dtypes unchanged; throws std::invalid_argument for integral and bool dtypes.
+DType real_to_complex(DType t);
 
 // torch.promote_types: the smallest type both a and b convert to without losing category.
 // (float16, bfloat16) -> float32; (uint8, int8) -> int16 is not a Stax dtype, so -> int32.
+// A complex and a real dtype -> the complex dtype wide enough for both (float64 + complex64 ->
+// complex128), as torch.
 DType promote_types(DType a, DType b);
 
 // Default dtypes of Python scalars (torch.get_default_dtype() is float32).

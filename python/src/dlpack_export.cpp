@@ -32,6 +32,9 @@ dlpack::DataType dtype_to_dlpack(DType t) {
       return {dlpack::kUInt, bits, 1};
     case DType::Bool:
       return {dlpack::kBool, 8, 1};
+    case DType::Complex64:
+    case DType::Complex128:
+      return {dlpack::kComplex, bits, 1};
   }
   return {dlpack::kOpaqueHandle, 0, 1};
 }

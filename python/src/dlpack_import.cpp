@@ -45,6 +45,10 @@ std::optional<DType> dtype_from_dlpack(dlpack::DataType t) {
     case dlpack::kBool:
       if (t.bits == 8) return DType::Bool;
       break;
+    case dlpack::kComplex:
+      if (t.bits == 64) return DType::Complex64;
+      if (t.bits == 128) return DType::Complex128;
+      break;
     default:
       break;
   }

@@ -11,8 +11,8 @@ from ._errors import Error  # first: the extension raises it
 from . import _stax
 from ._stax import (CompiledFunction, CompiledGraph, Config, ForwardResult, Graph, Kernel, Node,
                     Tensor, dtype, interpret, tensor, undefined)
-from ._stax import (bfloat16, bool, float16, float32, float64, int8, int32, int64,  # noqa: A004
-                    uint8)
+from ._stax import (bfloat16, bool, complex64, complex128, float16, float32, float64,  # noqa: A004
+                    int8, int32, int64, uint8)
 from ._compiler import Compiler, grad
 from ._config import cmake_dir, configs_dir, plugin_dir, shipped_configs
 from ._runtime import cache, plugins
@@ -26,6 +26,7 @@ __all__ = [
     "Kernel", "Config", "Tensor", "tensor", "from_dlpack", "grad", "interpret", "plugins",
     "cache", "dtype", "undefined", "configs_dir", "plugin_dir", "cmake_dir", "shipped_configs",
     "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
+    "complex64", "complex128",
 ]
 
 

@@ -13,7 +13,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 # The dtypes Stax has (core/types/dtype.h) and how they travel as .npy: bfloat16 as raw 2-byte
 # words ('|V2', which Stax reads as bfloat16; Stax writes bfloat16 outputs as float32).
 NPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-              torch.int8, torch.uint8, torch.bool}
+              torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128}
 
 
 class Unmapped(Exception):
@@ -137,7 +137,7 @@ def compare(got, want, grad=False, ref64=None):
     `ref64` is torch's result of the same call in float64 (on the same, upcast, inputs): an
     element also passes when it is no farther from it than twice torch's own low-precision result
     is (plus the tolerance), since both round differently (a sum in another order)."""
-    want = want.detach()
+    want = want.detach().resolve_conj().resolve_neg()  # torch's lazy conjugate / negative views
     bf16 = want.dtype == torch.bfloat16
     w = want.to(torch.float32).numpy() if bf16 or want.dtype not in NPY_DTYPES else want.numpy()
     if tuple(got.shape) != tuple(w.shape):
@@ -147,6 +147,9 @@ def compare(got, want, grad=False, ref64=None):
     if bf16 and got.size and (np.ascontiguousarray(got).view(np.uint32) & 0xFFFF).any():
         # Stax writes a bfloat16 output as float32: every value must then be a bfloat16.
         return "dtype: values that are no bfloat16 (computed in float32?), torch bfloat16"
+    if want.is_complex():  # compare the real and imaginary parts as real numbers
+        return compare(np.stack([got.real, got.imag], -1),
+                       torch.view_as_real(want.resolve_conj()), grad)
     rtol, atol = tolerance(want.dtype, grad)
     if w.dtype == np.bool_ or rtol == 0:
         if not np.array_equal(got, w):

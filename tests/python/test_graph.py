@@ -130,7 +130,7 @@ def test_wrong_arguments_are_errors():
     with pytest.raises(stax.Error):
         g.call("add.Tensor", x, object())
     with pytest.raises(stax.Error):
-        g.placeholder("z", (2,), dtype="complex64")
+        g.placeholder("z", (2,), dtype="complex32")
     with pytest.raises(stax.Error):
         g.placeholder("w", (-1, 2))
 

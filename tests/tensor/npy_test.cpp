@@ -254,11 +254,18 @@ TEST_F(NpyTest, MalformedFilesNameTheFileAndTheProblem) {
   expect_error([&] { npy_from_bytes(v9, "v9.npy"); }, "unsupported .npy format version 9.0");
   expect_error(
       [] {
-        npy_from_bytes(
-            make_npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", "12345678"),
-            "c.npy");
+        npy_from_bytes(make_npy("{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }",
+                                std::string(32, '\0')),
+                       "c.npy");
       },
-      "c.npy: error: unsupported descr '<c8' (complex)");
+      "c.npy: error: unsupported descr '<c32' (extended precision)");
+  {  // big-endian complex64: each part byte-swapped on its own (1 + 2j)
+    const std::string be("\x3f\x80\x00\x00\x40\x00\x00\x00", 8);
+    Tensor c = npy_from_bytes(make_npy("{'descr': '>c8', 'fortran_order': False, 'shape': (1,), }",
+                                       be), "be.npy");
+    EXPECT_EQ(c.dtype(), DType::Complex64);
+    EXPECT_EQ(c.to_string(), "[1+2j]");
+  }
   expect_error(
       [] {
         npy_from_bytes(make_npy("{'descr': [('a', '<f4')], 'fortran_order': False, "

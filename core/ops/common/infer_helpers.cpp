@@ -76,7 +76,8 @@ bool overflows(const Arg& v, DType t) {
     case DType::Float16: lo = -65504.0, hi = 65504.0; break;
     case DType::BFloat16: lo = -0x1.fep127, hi = 0x1.fep127; break;
     case DType::Float32: lo = -0x1.fffffep127, hi = 0x1.fffffep127; break;
-    case DType::Float64: return false;
+    case DType::Float64: case DType::Complex128: return false;
+    case DType::Complex64: lo = -0x1.fffffep127, hi = 0x1.fffffep127; break;
     case DType::Bool: return false;
   }
   if (v.is_int()) {
@@ -86,7 +87,7 @@ bool overflows(const Arg& v, DType t) {
     return static_cast<double>(i) < lo || static_cast<double>(i) > hi;
   }
   double d = v.to_double();
-  if (is_floating(t)) return std::isfinite(d) && (d < lo || d > hi);
+  if (is_floating(t) || is_complex(t)) return std::isfinite(d) && (d < lo || d > hi);
   if (std::isnan(d)) return true;
   // A float converts to an integer type when its truncation fits (torch: 255.5 fits uint8,
   // -1.0 does not).

@@ -193,11 +193,15 @@ void add_factory_ops(OpRegistry& r) {
   const auto C = OpCategory::Creation;
   const auto R = OpCategory::Random;
   const std::string fk = kFactoryKw, lk = kLikeKw;
-  auto add = [&](const std::string& schema, OpCategory cat, InferFn fn) {
-    r.add(schema, cat, P::None, std::move(fn)).differentiable = false;
+  auto add = [&](const std::string& schema, OpCategory cat, InferFn fn) -> OpDef& {
+    OpDef& d = r.add(schema, cat, P::None, std::move(fn));
+    d.differentiable = false;
+    return d;
   };
   add("full(SymInt[] size, Scalar fill_value, *, " + fk + ") -> Tensor", C, full_rule);
-  add("zeros(SymInt[] size, *, " + fk + ") -> Tensor", C, factory_rule);
+  // The zero-filled factories take complex dtypes too (Tensor::zeros is any element size;
+  // autodiff's zero gradients of complex values, docs/complex.md).
+  add("zeros(SymInt[] size, *, " + fk + ") -> Tensor", C, factory_rule).complex = true;
   add("ones(SymInt[] size, *, " + fk + ") -> Tensor", C, factory_rule);
   add("scalar_tensor(Scalar s, *, " + fk + ") -> Tensor", C, [](const CallArgs& c) {
     DType t = dtype_or(c, kDefaultFloat);
@@ -208,16 +212,16 @@ void add_factory_ops(OpRegistry& r) {
   // has no defined result in torch). The strides of empty_strided are not kept: Stax's values are
   // row-major.
   add("empty.memory_format(SymInt[] size, *, " + fk + ", MemoryFormat? memory_format=None) -> Tensor",
-      C, factory_rule);
+      C, factory_rule).complex = true;
   add("empty_strided(SymInt[] size, SymInt[] stride, *, " + fk + ") -> Tensor", C,
       [](const CallArgs& c) {
         if (c.get("stride").to_int_list().size() != c.get("size").to_int_list().size())
           c.fail("mismatch in length of strides and shape");
         return factory_rule(c);
       });
-  add("empty_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
+  add("empty_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule).complex = true;
   add("full_like(Tensor self, Scalar fill_value, *, " + lk + ") -> Tensor", C, full_like_rule);
-  add("zeros_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
+  add("zeros_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule).complex = true;
   add("ones_like(Tensor self, *, " + lk + ") -> Tensor", C, like_rule);
   add("arange(Scalar end, *, " + fk + ") -> Tensor", C, arange_rule);
   add("arange.start(Scalar start, Scalar end, *, " + fk + ") -> Tensor", C, arange_rule);

@@ -196,6 +196,10 @@ bool narrow_int_target(DType t) {
 Tensor to_dtype_kernel(const KernelContext& ctx) {
   const Tensor& in = ctx.tensor("self");
   Tensor out = empty_output(ctx.out_meta());
+  if (is_complex(in.dtype()) || is_complex(out.dtype())) {  // torch's rules, in Tensor::copy_from
+    out.copy_from(in);
+    return out;
+  }
   if (is_floating(in.dtype()) && narrow_int_target(out.dtype())) {
     dispatch_compute(computation_dtype(in.dtype()), [&](auto in_tag) {
       using Ci = typename decltype(in_tag)::type;

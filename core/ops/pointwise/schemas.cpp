@@ -292,7 +292,7 @@ void add_selection_and_cast_ops(OpRegistry& r) {
           const TensorMeta& in = c.tensor("self");
           DType t = c.get("dtype").is_dtype() ? c.get("dtype").dtype() : in.dtype;
           return TensorMeta::contiguous(in.sizes, t, in.device);
-        });
+        }).complex = true;  // real <-> complex conversions (torch.fft.fftn of a real input)
   // Type conversion (torch's _to_copy / convert_element_type).
   r.add("to.dtype(Tensor self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
         "MemoryFormat? memory_format=None) -> Tensor",
@@ -301,7 +301,7 @@ void add_selection_and_cast_ops(OpRegistry& r) {
           TensorMeta m = TensorMeta::contiguous(c.tensor("self").sizes, c.get("dtype").dtype(),
                                                 c.tensor("self").device);
           return m;
-        });
+        }).complex = true;
 }
 
 // Composite formulas of torch's Python-level ops: max / min.other, addcmul, lerp, div with a

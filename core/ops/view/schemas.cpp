@@ -2,6 +2,8 @@
 // own strides (computed by view_layout(), shared with the interpreter's view kernels).
 // reshape is a view when the new shape fits the input's strides and a contiguous copy otherwise.
 // clone / contiguous are copies (registered here because they sit next to the views they undo).
+// All of them move elements without reading them, so they take complex tensors too (OpDef::complex;
+// docs/complex.md): torch traces slice spectra and clone conjugates.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -401,10 +403,12 @@ void register_view_ops(OpRegistry& r) {
            "alias(Tensor(a) self) -> Tensor(a)",
            "_reshape_alias(Tensor self, SymInt[] size, SymInt[] stride) -> Tensor",
        })
-    r.add(schema, OpCategory::View, P::None, view_rule);
+    r.add(schema, OpCategory::View, P::None, view_rule).complex = true;
 
   // detach: the same values, cut from the gradient (make_fx records it for autograd's saved values).
-  r.add("detach(Tensor self) -> Tensor", OpCategory::View, P::None, view_rule).differentiable = false;
+  OpDef& detach = r.add("detach(Tensor self) -> Tensor", OpCategory::View, P::None, view_rule);
+  detach.differentiable = false;
+  detach.complex = true;
 
   // Copies into a fresh row-major tensor (memory_format is accepted and ignored).
   auto copy_rule = [](const CallArgs& c) {
@@ -412,11 +416,12 @@ void register_view_ops(OpRegistry& r) {
     return TensorMeta::contiguous(in.sizes, in.dtype, in.device);
   };
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", OpCategory::Pointwise,
-        P::None, copy_rule);
+        P::None, copy_rule).complex = true;
   r.add("contiguous(Tensor self, *, MemoryFormat memory_format=contiguous_format) -> Tensor",
-        OpCategory::Pointwise, P::None, copy_rule);
+        OpCategory::Pointwise, P::None, copy_rule).complex = true;
   // make_fx records a tensor constant as get_attr + lift_fresh_copy (a copy).
-  r.add("lift_fresh_copy(Tensor self) -> Tensor", OpCategory::Pointwise, P::None, copy_rule);
+  r.add("lift_fresh_copy(Tensor self) -> Tensor", OpCategory::Pointwise, P::None, copy_rule)
+      .complex = true;
 }
 
 }  // namespace stax
