@@ -18,55 +18,14 @@
 #include "core/interpreter/interpreter.h"
 #include "core/ops/nn/attention_fusion.h"
 #include "stax/sdk/flash_attention.hpp"
+#include "tests/attention/attention_reference.h"
 #include "tests/support/compiled_check.h"
 
 namespace stax {
 namespace {
 
 using test::contains;
-
-enum class MaskKind { None, Bool, Additive };
-
-struct Case {
-  std::string name;
-  int64_t b, h, l, s, e, ev;
-  bool causal;
-  MaskKind mask = MaskKind::None;
-  double scale = 0;  // 0: 1/sqrt(e)
-};
-
-std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
-
-// The graph sdpa(q, k, v, mask?, causal, scale) with the given dtype.
-std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
-  auto g = std::make_unique<Graph>();
-  Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
-  Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
-  Node* v = g->placeholder("v", {c.b, c.h, c.s, c.ev}, t);
-  Arg mask;
-  if (c.mask == MaskKind::Bool) mask = g->placeholder("m", {c.l, c.s}, DType::Bool);
-  if (c.mask == MaskKind::Additive) mask = g->placeholder("m", {c.h, c.l, c.s}, t);
-  Kwargs kw;
-  if (c.scale != 0) kw.push_back({"scale", Arg(c.scale)});
-  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, 0.0, c.causal}, kw);
-  g->output({out});
-  return g;
-}
-
-std::vector<Tensor> inputs_for(const Case& c, DType t, uint64_t seed) {
-  std::vector<Tensor> in{Tensor::randn({c.b, c.h, c.l, c.e}, t, seed),
-                         Tensor::randn({c.b, c.h, c.s, c.e}, t, seed + 1),
-                         Tensor::randn({c.b, c.h, c.s, c.ev}, t, seed + 2)};
-  if (c.mask == MaskKind::Bool) {
-    Tensor m = Tensor::empty({c.l, c.s}, DType::Bool);
-    // Every row keeps its first key (no fully masked row); others drop about a third.
-    for (int64_t i = 0; i < c.l; ++i)
-      for (int64_t j = 0; j < c.s; ++j) m.set_int(i * c.s + j, j == 0 || (i * 7 + j * 3) % 3 != 0);
-    in.push_back(m);
-  }
-  if (c.mask == MaskKind::Additive) in.push_back(Tensor::randn({c.h, c.l, c.s}, t, seed + 3));
-  return in;
-}
+using namespace test::attention;
 
 Compiler& compiler(bool fuse_attention) {
   static Compiler fused(test::cpu_config());
@@ -76,87 +35,6 @@ Compiler& compiler(bool fuse_attention) {
     return o;
   }());
   return fuse_attention ? fused : plain;
-}
-
-double unit_roundoff_of(DType t) { return t == DType::Float64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24); }
-
-// The bound of two computations of attention whose sums run in different orders (computed in
-// double from the inputs). For row i: the scores s_ij = scale·(q_i·k_j) (+ mask) carry an error
-// of at most δ_i = u·((E + 2)·A_i + 2·max_j |m_ij|), A_i = scale·max_j Σ_e |q_ie k_je| (§6.5's
-// (n-1)·u·Σ|a| for the dot, one rounding for the scale and one for the mask); a change δ of
-// the scores moves p_ij by at most 2·p_ij·δ, and the softmax's normalisation (S terms), the exps
-// (a few u each) and P·V (S terms) add (S + 8)·u relative to W_id = Σ_j p_ij |v_jd|. Both
-// computations err by that much at most, so they differ by twice: 2·W_id·(2·δ_i + (S + 8)·u).
-std::vector<double> attention_bound(const Case& c, const std::vector<Tensor>& in, DType t) {
-  const double u = unit_roundoff_of(t);
-  const double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.e));
-  std::vector<double> bound(static_cast<size_t>(c.b * c.h * c.l * c.ev));
-  std::vector<double> s(static_cast<size_t>(c.s)), p(static_cast<size_t>(c.s));
-  const double ninf = -std::numeric_limits<double>::infinity();
-  for (int64_t n = 0; n < c.b * c.h; ++n)
-    for (int64_t i = 0; i < c.l; ++i) {
-      double a = 0, mmax = 0, smax = ninf;
-      for (int64_t j = 0; j < c.s; ++j) {
-        double dot = 0, abs_dot = 0;
-        for (int64_t x = 0; x < c.e; ++x) {
-          double qv = in[0].get_double((n * c.l + i) * c.e + x), kv = in[1].get_double((n * c.s + j) * c.e + x);
-          dot += qv * kv;
-          abs_dot += std::fabs(qv * kv);
-        }
-        a = std::max(a, scale * abs_dot);
-        double sj = scale * dot;
-        if (c.causal && j > i) sj = ninf;
-        if (c.mask == MaskKind::Bool && !in[3].get_double(i * c.s + j)) sj = ninf;
-        if (c.mask == MaskKind::Additive) {
-          double m = in[3].get_double(((n % c.h) * c.l + i) * c.s + j);
-          sj += m;
-          mmax = std::max(mmax, std::fabs(m));
-        }
-        s[static_cast<size_t>(j)] = sj;
-        smax = std::max(smax, sj);
-      }
-      double l = 0;
-      for (int64_t j = 0; j < c.s; ++j) l += p[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - smax);
-      const double delta = u * ((static_cast<double>(c.e) + 2) * a + 2 * mmax);
-      for (int64_t d = 0; d < c.ev; ++d) {
-        double w = 0;
-        for (int64_t j = 0; j < c.s; ++j)
-          w += p[static_cast<size_t>(j)] / l * std::fabs(in[2].get_double((n * c.s + j) * c.ev + d));
-        bound[static_cast<size_t>((n * c.l + i) * c.ev + d)] =
-            2 * w * (2 * delta + (static_cast<double>(c.s) + 8) * u);
-      }
-    }
-  return bound;
-}
-
-::testing::AssertionResult within(const Tensor& got, const Tensor& want, const std::vector<double>& bound) {
-  if (got.sizes() != want.sizes()) return ::testing::AssertionFailure() << "shapes differ";
-  int64_t worst = -1;
-  double worst_ratio = 0;
-  for (int64_t x = 0; x < want.numel(); ++x) {
-    double d = std::fabs(got.get_double(x) - want.get_double(x));
-    if (!(d <= bound[static_cast<size_t>(x)])) {
-      double r = d / bound[static_cast<size_t>(x)];
-      if (worst < 0 || !(r <= worst_ratio)) worst = x, worst_ratio = r;
-    }
-  }
-  if (worst < 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "element " << worst << ": got " << got.get_double(worst)
-                                       << ", want " << want.get_double(worst) << ", bound "
-                                       << bound[static_cast<size_t>(worst)];
-}
-
-// |got - want| <= rel · max|want| elementwise (gradients: a plain relative check).
-::testing::AssertionResult close(const Tensor& got, const Tensor& want, double rel) {
-  if (got.sizes() != want.sizes()) return ::testing::AssertionFailure() << "shapes differ";
-  double scale = 0;
-  for (int64_t x = 0; x < want.numel(); ++x) scale = std::max(scale, std::fabs(want.get_double(x)));
-  for (int64_t x = 0; x < want.numel(); ++x)
-    if (!(std::fabs(got.get_double(x) - want.get_double(x)) <= rel * (scale + 1e-30)))
-      return ::testing::AssertionFailure() << "element " << x << ": got " << got.get_double(x)
-                                           << ", want " << want.get_double(x) << " (max |want| "
-                                           << scale << ")";
-  return ::testing::AssertionSuccess();
 }
 
 // ---- forward ------------------------------------------------------------------------------------
