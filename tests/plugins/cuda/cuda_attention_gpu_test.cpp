@@ -46,9 +46,9 @@ TEST_P(AttentionOnGpu, ForwardAndBackwardMatchTheInterpreter) {
   Compiler compiler(config_for(GetParam()));
   std::string reason = no_device_reason(compiler);
   if (!reason.empty()) GTEST_SKIP() << "no GPU to run on: " << reason;
+  // Two cases (cuda_triton compiles a cubin per kernel, dtype and case).
   for (const Case& c : {Case{"causal_odd_t", 2, 3, 130, 130, 64, 64, true},
-                        Case{"cross_bool_mask", 1, 2, 50, 70, 32, 32, false, MaskKind::Bool},
-                        Case{"additive_mask", 1, 2, 65, 65, 32, 32, false, MaskKind::Additive, 0.3}}) {
+                        Case{"cross_bool_mask", 1, 2, 50, 70, 32, 32, false, MaskKind::Bool}}) {
     for (DType t : {DType::Float32, DType::Float64}) {
       SCOPED_TRACE(c.name + " " + std::string(dtype_name(t)));
       auto g = sdpa_graph(c, t);
