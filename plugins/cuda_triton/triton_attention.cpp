@@ -50,6 +50,59 @@ const char* signature_of(DType d) {
   return d == DType::Float32 ? "*fp32" : d == DType::Float64 ? "*fp64" : "*u8";
 }
 
+// The shapes of an extern call, checked.
+struct Shapes {
+  bool fwd = true;
+  size_t first = 0;  // index of q
+  const TensorView* mask = nullptr;
+  std::vector<int64_t> batch;
+  int64_t l = 0, e = 0, s = 0, ev = 0, nbatch = 1;
+  int mask_kind = 0;  // 0 none, 1 bool, 2 additive
+};
+
+Shapes check_operands(const std::string& name, const std::vector<TensorView>& t,
+                      size_t num_inputs, const std::vector<double>& scalars) {
+  Shapes sh;
+  sh.fwd = name == "flash_attention";
+  if (!sh.fwd && name != "flash_attention_backward") bad(name, "unknown extern");
+  const size_t lo = sh.fwd ? 3 : 5;
+  if (num_inputs < lo || num_inputs > lo + 1 || t.size() != num_inputs + 1)
+    bad(name, "takes " + std::to_string(lo) + " or " + std::to_string(lo + 1) +
+                  " inputs and 1 output, got " + std::to_string(num_inputs) + " inputs");
+  for (const TensorView& v : t)
+    if (v.strides.size() != v.sizes.size()) bad(name, "sizes and strides differ in rank");
+  sh.first = sh.fwd ? 0 : 1;
+  const TensorView &q = t[sh.first], &k = t[sh.first + 1], &v = t[sh.first + 2];
+  sh.mask = num_inputs == lo + 1 ? &t[sh.first + 3] : nullptr;
+  const size_t r = q.sizes.size();
+  if (r < 2 || k.sizes.size() != r || v.sizes.size() != r || (sh.mask && sh.mask->sizes.size() != r))
+    bad(name, "query, key, value (and mask) must have one rank >= 2");
+  if (r - 2 > kBatchDims)
+    bad(name, "at most " + std::to_string(kBatchDims) + " batch dims, got " + std::to_string(r - 2));
+  if (q.dtype != DType::Float32 && q.dtype != DType::Float64) bad(name, "takes float32 or float64 tensors");
+  if (k.dtype != q.dtype || v.dtype != q.dtype) bad(name, "query, key and value must share one dtype");
+  sh.batch.assign(q.sizes.begin(), q.sizes.end() - 2);
+  for (const TensorView* x : {&k, &v, sh.mask})
+    if (x && std::vector<int64_t>(x->sizes.begin(), x->sizes.end() - 2) != sh.batch)
+      bad(name, "operands must share the batch dims");
+  sh.l = q.sizes[r - 2], sh.e = q.sizes[r - 1], sh.s = k.sizes[r - 2], sh.ev = v.sizes[r - 1];
+  if (k.sizes[r - 1] != sh.e || v.sizes[r - 2] != sh.s) bad(name, "query, key and value disagree");
+  if (sh.mask) {
+    if (sh.mask->sizes[r - 2] != sh.l || sh.mask->sizes[r - 1] != sh.s) bad(name, "mask shape");
+    if (sh.mask->dtype == DType::Bool) sh.mask_kind = 1;
+    else if (sh.mask->dtype == q.dtype) sh.mask_kind = 2;
+    else bad(name, "the mask must be bool or have the query's dtype");
+  }
+  if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
+  for (int64_t d : sh.batch) sh.nbatch *= d;
+  const int64_t rows = sh.nbatch * sh.l;
+  const int64_t want = sh.fwd ? rows * sh.ev + rows : rows * sh.e + sh.nbatch * sh.s * (sh.e + sh.ev);
+  const TensorView& out = t.back();
+  if (out.sizes.size() != 1 || out.sizes[0] != want || (want > 1 && out.strides[0] != 1))
+    bad(name, "the output must be a contiguous 1-D tensor of " + std::to_string(want) + " elements");
+  return sh;
+}
+
 }  // namespace
 
 const std::vector<std::string>& attention_externs() {
@@ -76,49 +129,18 @@ std::string AttentionLaunch::cache_key() const {
 
 AttentionPlan plan_attention(const std::string& name, const std::vector<TensorView>& t,
                              size_t num_inputs, const std::vector<double>& scalars) {
-  const bool fwd = name == "flash_attention";
-  if (!fwd && name != "flash_attention_backward") bad(name, "unknown extern");
-  const size_t lo = fwd ? 3 : 5;
-  if (num_inputs < lo || num_inputs > lo + 1 || t.size() != num_inputs + 1)
-    bad(name, "takes " + std::to_string(lo) + " or " + std::to_string(lo + 1) +
-                  " inputs and 1 output, got " + std::to_string(num_inputs) + " inputs");
-  for (const TensorView& v : t)
-    if (v.strides.size() != v.sizes.size()) bad(name, "sizes and strides differ in rank");
-  const size_t first = fwd ? 0 : 1;
+  const Shapes sh = check_operands(name, t, num_inputs, scalars);
+  const bool fwd = sh.fwd;
+  const size_t first = sh.first;
   const TensorView &q = t[first], &k = t[first + 1], &v = t[first + 2];
-  const TensorView* mask = num_inputs == lo + 1 ? &t[first + 3] : nullptr;
+  const TensorView* mask = sh.mask;
   const size_t r = q.sizes.size();
-  if (r < 2 || k.sizes.size() != r || v.sizes.size() != r || (mask && mask->sizes.size() != r))
-    bad(name, "query, key, value (and mask) must have one rank >= 2");
-  if (r - 2 > kBatchDims)
-    bad(name, "at most " + std::to_string(kBatchDims) + " batch dims, got " + std::to_string(r - 2));
-  if (q.dtype != DType::Float32 && q.dtype != DType::Float64) bad(name, "takes float32 or float64 tensors");
-  if (k.dtype != q.dtype || v.dtype != q.dtype) bad(name, "query, key and value must share one dtype");
-  const std::vector<int64_t> batch(q.sizes.begin(), q.sizes.end() - 2);
-  for (const TensorView* x : {&k, &v, mask})
-    if (x && std::vector<int64_t>(x->sizes.begin(), x->sizes.end() - 2) != batch)
-      bad(name, "operands must share the batch dims");
-  const int64_t l = q.sizes[r - 2], e = q.sizes[r - 1], s = k.sizes[r - 2], ev = v.sizes[r - 1];
-  if (k.sizes[r - 1] != e || v.sizes[r - 2] != s) bad(name, "query, key and value disagree");
-  int mask_kind = 0;
-  if (mask) {
-    if (mask->sizes[r - 2] != l || mask->sizes[r - 1] != s) bad(name, "mask shape");
-    if (mask->dtype == DType::Bool) mask_kind = 1;
-    else if (mask->dtype == q.dtype) mask_kind = 2;
-    else bad(name, "the mask must be bool or have the query's dtype");
-  }
-  if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
-  int64_t nbatch = 1;
-  for (int64_t d : batch) nbatch *= d;
-  const int64_t rows = nbatch * l;
-
+  const std::vector<int64_t>& batch = sh.batch;
+  const int64_t l = sh.l, e = sh.e, s = sh.s, ev = sh.ev, nbatch = sh.nbatch;
+  const int mask_kind = sh.mask_kind;
   AttentionPlan plan;
   for (size_t i = 0; i + 1 < t.size(); ++i) plan.tensors.push_back(span(name, t[i], false));
   plan.tensors.push_back(span(name, t.back(), true));
-  const int64_t packed = rows * ev + rows;
-  const int64_t want_out = fwd ? packed : rows * e + nbatch * s * (e + ev);
-  if (t.back().sizes.size() != 1 || t.back().sizes[0] != want_out || (want_out > 1 && t.back().strides[0] != 1))
-    bad(name, "the output must be a contiguous 1-D tensor of " + std::to_string(want_out) + " elements");
 
   AttentionLaunch base;
   auto tensor_arg = [&](size_t i, DType d) {
