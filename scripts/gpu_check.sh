@@ -4,7 +4,8 @@
 # (the e2e set, device memory, a device-resident graph with one copy per input / output and
 # concurrent runs on their own streams), the NVRTC, emulation, device-residency and fuzz-slice
 # tests, and the GPU bench (streaming kernel vs device-to-device copy, row sums in the warp and
-# block forms vs the copy, launch overhead, NVRTC ms per kernel); print a summary. Under 10 minutes on
+# block forms vs the copy, launch overhead, NVRTC ms per kernel), fused attention on both GPU plugins
+# (cuda_attention_gpu_test; its emulated and interpreted twins too); print a summary. Under 10 minutes on
 # the 16-core device machine. Does not install packages (the device machine may be offline):
 # cmake, ninja, the CUDA toolkit, LLVM 19 and the other packages of scripts/setup.sh must be there.
 # cuda_triton (issue 10) also needs the `triton` Python package (scripts/setup.sh pins it): when it
@@ -31,7 +32,8 @@ if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$LOG" 2
        timeout 420 cmake --build build -j"$jobs" --target stax stax_plugin_cpu_cpp \
          stax_plugin_cuda_nvrtc cuda_gpu_test cuda_nvrtc_test cuda_emulated_test \
          cuda_driver_test cuda_resident_test cuda_cli_test compiled_fuzz_test \
-         stax_plugin_cuda_triton cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test >>"$LOG" 2>&1; }; then
+         stax_plugin_cuda_triton cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test \
+         cuda_attention_gpu_test cuda_attention_test cuda_triton_attention_test >>"$LOG" 2>&1; }; then
   echo "build failed (see $LOG)"; tail -20 "$LOG"; exit 1
 fi
 
@@ -45,9 +47,12 @@ python3 -c "import triton; print('triton', triton.__version__)" 2>&1 | tee -a "$
 # cuda_gpu_test and cuda_triton_gpu_test are the `gpu`-labelled ctest entries; run directly to keep
 # their bench lines.
 for t in cuda_gpu_test cuda_nvrtc_test cuda_emulated_test cuda_driver_test cuda_resident_test \
-         cuda_cli_test cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test; do
+         cuda_cli_test cuda_triton_gpu_test cuda_triton_test cuda_triton_launch_test \
+         cuda_attention_gpu_test cuda_attention_test cuda_triton_attention_test; do
   step "$t"
-  timeout 120 "build/bin/$t" >"build/$t.out" 2>&1 || status=1
+  limit=120
+  [ "$t" = cuda_attention_gpu_test ] && limit=300  # Triton compiles a cubin per (kernel, dtype, case)
+  timeout $limit "build/bin/$t" >"build/$t.out" 2>&1 || status=1
   cat "build/$t.out" >>"$LOG"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ cuda" "build/$t.out"
 done

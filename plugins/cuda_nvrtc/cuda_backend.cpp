@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "plugins/cpu_cpp/clang_jit.h"
+#include "plugins/cuda_nvrtc/attention_extern.h"
 #include "plugins/cuda_common/cuda_driver.h"
 #include "plugins/cuda_common/gpu_backend_support.h"
 #include "plugins/cuda_nvrtc/cuda_printer.h"
@@ -552,6 +553,36 @@ class CudaNvrtcBackend : public sdk::Backend {
                                         kernel_buffers(k));
   }
 
+  // The fused-attention externs (attention_extern.h, docs/attention.md): offering them is what
+  // makes the compiler rewrite sdpa into _stax_flash_attention for this backend.
+  std::vector<std::string> extern_kernels() const override { return attention_externs(); }
+
+  void run_extern(const std::string& name, const std::vector<sdk::TensorView>& tensors,
+                  size_t num_inputs, const std::vector<double>& scalars, void* stream) override {
+    std::vector<unsigned char> params;
+    std::vector<AttentionLaunch> launches =
+        attention_launches(name, tensors, num_inputs, scalars, params);
+    void* args[1] = {params.data()};
+    if (emulate_) {
+      memory_->require_stream(stream);
+      for (size_t i = 0; i < tensors.size(); ++i)
+        if (tensors[i].data)
+          memory_->require(tensors[i].data, 0, true,
+                           "tensor " + std::to_string(i) + " of extern '" + name + "'");
+      const EmulatedAttention& m = emulated_attention();
+      for (const AttentionLaunch& l : launches) {
+        memory_->trace("launch " + l.kernel);
+        emulator_->launch(m.entries.at(l.kernel), args, l.grid, l.block, l.kernel);
+      }
+      return;
+    }
+    const DeviceAttention& m = device_attention();
+    const CudaDevice& dev = device_->require();
+    for (const AttentionLaunch& l : launches)
+      dev.launch(m.functions.at(l.kernel), Dim3{l.grid, 1, 1}, Dim3{l.block, 1, 1}, args,
+                 static_cast<CUstream>(stream));
+  }
+
   // ABI 1.3, the kernel cache. Device kernels: the cubin and its launch metadata (checked against
   // the plan for the current description); emulated ones: the host object code. The source is
   // printed again from the current description (names included).
@@ -613,6 +644,43 @@ class CudaNvrtcBackend : public sdk::Backend {
                                             std::move(source), plan, k.num_buffers());
   }
 
+  // The attention kernels, compiled once per backend on the first extern call: the emulation's
+  // JIT module and its entry points, or NVRTC's cubin loaded into the device.
+  struct EmulatedAttention {
+    cpu::CompiledModule module;
+    std::map<std::string, EmuEntry*> entries;
+  };
+  struct DeviceAttention {
+    CudaModule module;
+    std::map<std::string, CUfunction> functions;
+  };
+  const EmulatedAttention& emulated_attention() {
+    std::call_once(attention_once_, [&] {
+      std::vector<std::string> entries;
+      for (const std::string& k : attention_kernel_names()) entries.push_back(emulation_entry_name(k));
+      std::string source = attention_source(Target::HostEmulation);
+      if (dump_source_) dump("// cuda_nvrtc (emulated) fused attention\n" + source + "\n");
+      auto a = std::make_unique<EmulatedAttention>(
+          EmulatedAttention{emulation_jit().compile(source, entries, "flash_attention"), {}});
+      for (const std::string& k : attention_kernel_names())
+        a->entries[k] = a->module.function<EmuEntry>(emulation_entry_name(k));
+      emulated_attention_ = std::move(a);
+    });
+    return *emulated_attention_;
+  }
+  const DeviceAttention& device_attention() {
+    std::call_once(attention_once_, [&] {
+      std::string source = attention_source(Target::Nvrtc);
+      if (dump_source_) dump("// cuda_nvrtc fused attention\n" + source + "\n");
+      NvrtcOutput out = nvrtc_compile(source, "flash_attention.cu", arch());
+      auto a = std::make_unique<DeviceAttention>();
+      a->module = device_->require().load_module(out.cubin);
+      for (const std::string& k : attention_kernel_names()) a->functions[k] = a->module.function(k);
+      device_attention_ = std::move(a);
+    });
+    return *device_attention_;
+  }
+
   // Created once, by the first emulated compile or cache hit (compiles may come from several
   // threads at once). Every emulated kernel starts with the host prelude: parsed once, into the
   // JIT's precompiled header.
@@ -663,6 +731,9 @@ class CudaNvrtcBackend : public sdk::Backend {
   std::unique_ptr<cpu::ClangJit> jit_;           // emulate: created by the first compile
   std::shared_ptr<GridEmulator> emulator_;       // emulate: shared with the kernels
   std::shared_ptr<EmulatedMemory> memory_;       // emulate: device memory and streams
+  std::once_flag attention_once_;                // the attention kernels: one of the two below
+  std::unique_ptr<EmulatedAttention> emulated_attention_;
+  std::unique_ptr<DeviceAttention> device_attention_;
 };
 
 }  // namespace

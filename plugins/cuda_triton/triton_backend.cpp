@@ -36,6 +36,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -45,6 +46,7 @@
 
 #include "plugins/cuda_common/cuda_driver.h"
 #include "plugins/cuda_common/gpu_backend_support.h"
+#include "plugins/cuda_triton/triton_attention.h"
 #include "plugins/cuda_triton/triton_printer.h"
 #include "plugins/cuda_triton/triton_worker.h"
 #include "stax/sdk/plugin.hpp"
@@ -557,6 +559,32 @@ class CudaTritonBackend : public sdk::Backend {
                                           std::move(copy_back), std::move(fut), pointer_hints_);
   }
 
+  // The fused-attention externs (triton_attention.h, docs/attention.md): offering them is what
+  // makes the compiler rewrite sdpa into _stax_flash_attention for this backend.
+  std::vector<std::string> extern_kernels() const override { return attention_externs(); }
+
+  void run_extern(const std::string& name, const std::vector<sdk::TensorView>& tensors,
+                  size_t num_inputs, const std::vector<double>& scalars, void* stream) override {
+    AttentionPlan plan = plan_attention(name, tensors, num_inputs, scalars);
+    std::shared_ptr<Runtime> rt = runtime();
+    if (interpret_) return run_attention_interpreted(*rt, plan, name);
+    const CudaDevice& dev = rt->device->require();
+    for (const AttentionLaunch& l : plan.launches) {
+      if (l.grid == 0) continue;
+      const AttentionKernel& k = attention_kernel(*rt, dev, l);
+      std::vector<uint64_t> values(k.num_params, 0);  // the scratch pointers stay null
+      for (size_t i = 0; i < l.args.size(); ++i)
+        values[i] = l.args[i].is_tensor
+                        ? reinterpret_cast<uint64_t>(plan.tensors[l.args[i].tensor].base)
+                        : static_cast<uint64_t>(l.args[i].value);
+      std::vector<void*> params(k.num_params);
+      for (size_t i = 0; i < k.num_params; ++i) params[i] = &values[i];
+      dev.launch(k.function, cuda::Dim3{static_cast<unsigned>(l.grid), 1, 1},
+                 cuda::Dim3{32 * k.num_warps, 1, 1}, params.data(), static_cast<CUstream>(stream),
+                 k.shared);
+    }
+  }
+
   // ABI 1.3, the kernel cache, for device kernels (cubins): the plugin, the Triton version (one
   // short Python start per backend: importlib.metadata, no `import triton`), the Python used,
   // the target and the compile options the worker passes. Interpreted kernels are not cached
@@ -665,6 +693,82 @@ class CudaTritonBackend : public sdk::Backend {
     return rt_;
   }
 
+  // The attention launches under the interpreter, in worker 0: the tensors' ranges copied into
+  // its shared region, each kernel run there, the output copied back.
+  void run_attention_interpreted(Runtime& rt, const AttentionPlan& plan, const std::string& name) {
+    Worker& w = rt.pool->at(0);
+    std::lock_guard<std::mutex> lock(w.lock());
+    const std::string what = "extern kernel '" + name + "'";
+    w.ensure_started(what);
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (const AttentionTensor& t : plan.tensors) {
+      offsets.push_back(total);
+      total += (t.bytes + 63) / 64 * 64;
+    }
+    SharedRegion& region = *rt.regions[0];
+    char* base = region.reserve(total);
+    for (size_t i = 0; i < plan.tensors.size(); ++i)
+      if (plan.tensors[i].bytes) std::memcpy(base + offsets[i], plan.tensors[i].base, plan.tensors[i].bytes);
+    for (const AttentionLaunch& l : plan.launches) {
+      if (l.grid == 0) continue;
+      const std::string key = "attn_" + l.kernel;
+      {
+        std::lock_guard<std::mutex> a(attention_mutex_);
+        if (attention_loaded_[key] != w.generation()) {
+          load_attention_kernel(w, key, l.kernel);
+          attention_loaded_[key] = w.generation();
+        }
+      }
+      Request r{"RUN", {}, ""};
+      r.add("key", key);
+      r.add("shm", region.path());
+      r.add("shm_size", std::to_string(region.size()));
+      r.add("grid", std::to_string(l.grid));
+      r.add("constexprs", l.constexpr_text());
+      for (const AttentionArg& a : l.args)
+        r.add("arg", a.is_tensor ? "p:" + std::to_string(offsets[a.tensor]) + ":" +
+                                       plan.tensors[a.tensor].dtype
+                                 : "i:" + std::to_string(a.value));
+      try {
+        w.call(r, what);
+      } catch (const sdk::PluginError& e) {
+        throw sdk::PluginError(STAX_ERROR_RUNTIME, e.what());
+      }
+    }
+    for (size_t i = 0; i < plan.tensors.size(); ++i)
+      if (plan.tensors[i].written && plan.tensors[i].bytes)
+        std::memcpy(plan.tensors[i].base, base + offsets[i], plan.tensors[i].bytes);
+  }
+
+  // A launch's cubin, compiled (worker 0) and loaded once per kernel, dtypes and constexprs.
+  struct AttentionKernel {
+    cuda::CudaModule module;
+    CUfunction function = nullptr;
+    unsigned num_warps = 4, shared = 0;
+    size_t num_params = 0;
+  };
+  const AttentionKernel& attention_kernel(Runtime& rt, const CudaDevice& dev,
+                                          const AttentionLaunch& l) {
+    std::lock_guard<std::mutex> a(attention_mutex_);
+    auto it = attention_kernels_.find(l.cache_key());
+    if (it != attention_kernels_.end()) return *it->second;
+    Worker& w = rt.pool->at(0);
+    std::lock_guard<std::mutex> lock(w.lock());
+    const std::string key = "attn_c" + std::to_string(attention_kernels_.size());
+    w.ensure_started("extern kernel '" + l.kernel + "'");
+    load_attention_kernel(w, key, l.kernel);
+    AttentionCubin c = compile_attention_kernel(w, key, l, std::stoi(arch().substr(3)));
+    auto k = std::make_unique<AttentionKernel>();
+    k->module = dev.load_module(c.cubin);
+    k->function = k->module.function(c.function);
+    dev.prepare_shared_memory(k->function, l.kernel, c.shared);
+    k->num_warps = c.num_warps;
+    k->shared = c.shared;
+    k->num_params = c.num_params;
+    return *(attention_kernels_[l.cache_key()] = std::move(k));
+  }
+
   const CudaDevice* device() const { return device_ ? device_->get() : nullptr; }
 
   std::string arch() const {
@@ -687,6 +791,9 @@ class CudaTritonBackend : public sdk::Backend {
   mutable std::string triton_version_;
   std::shared_ptr<Runtime> rt_;
   std::atomic<uint64_t> next_key_{0};
+  std::mutex attention_mutex_;                        // the two below
+  std::map<std::string, uint64_t> attention_loaded_;  // interpreter: key -> worker generation
+  std::map<std::string, std::unique_ptr<AttentionKernel>> attention_kernels_;  // device
 };
 
 }  // namespace

@@ -418,6 +418,17 @@ def run(f, multi):
     for b in multi.get("buf", []):
         off, dtype = b.split(":")
         args.append(Ptr(base + int(off), dtype))
+    # Typed arguments after the buffers (the fused-attention externs, triton_attention.h):
+    # "p:<offset>:<dtype>" a pointer into the shared region, "i:<value>" an integer.
+    for a in multi.get("arg", []):
+        kind, _, rest = a.partition(":")
+        if kind == "p":
+            off, dtype = rest.split(":")
+            args.append(Ptr(base + int(off), dtype))
+        elif kind == "i":
+            args.append(int(rest))
+        else:
+            raise ValueError("unknown argument " + a)
     fn[(int(f["grid"]), )](*args, **constexprs(f))
     return b""
 

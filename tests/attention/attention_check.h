@@ -1,5 +1,5 @@
-// Helpers of the fused-attention tests (tests/attention/): the cases, their inputs, a compiler
-// with and without fuse_attention, and the error bound of two attentions whose sums run in
+// Helpers of the fused-attention tests (tests/attention, tests/plugins/cuda): the cases, the sdpa
+// graph, their inputs, a compiler with and without fuse_attention, and the error bound of two attentions whose sums run in
 // different orders (docs/attention.md "Order and error bound").
 #pragma once
 
@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/driver/compiler.h"
+#include "core/graph/graph.h"
 #include "core/tensor/tensor.h"
 #include "tests/support/compiled_check.h"
 
@@ -29,6 +31,22 @@ struct Case {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+// The graph sdpa(q, k, v, mask?, causal, scale) with the given dtype.
+inline std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
+  auto g = std::make_unique<Graph>();
+  Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
+  Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
+  Node* v = g->placeholder("v", {c.b, c.h, c.s, c.ev}, t);
+  Arg mask;
+  if (c.mask == MaskKind::Bool) mask = g->placeholder("m", {c.l, c.s}, DType::Bool);
+  if (c.mask == MaskKind::Additive) mask = g->placeholder("m", {c.h, c.l, c.s}, t);
+  Kwargs kw;
+  if (c.scale != 0) kw.push_back({"scale", Arg(c.scale)});
+  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, 0.0, c.causal}, kw);
+  g->output({out});
+  return g;
+}
 
 inline std::vector<Tensor> inputs_for(const Case& c, DType t, uint64_t seed) {
   std::vector<Tensor> in{Tensor::randn({c.b, c.h, c.l, c.e}, t, seed),

@@ -27,22 +27,6 @@ namespace {
 using test::contains;
 using namespace attention_test;
 
-// The graph sdpa(q, k, v, mask?, causal, scale) with the given dtype.
-std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
-  auto g = std::make_unique<Graph>();
-  Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
-  Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
-  Node* v = g->placeholder("v", {c.b, c.h, c.s, c.ev}, t);
-  Arg mask;
-  if (c.mask == MaskKind::Bool) mask = g->placeholder("m", {c.l, c.s}, DType::Bool);
-  if (c.mask == MaskKind::Additive) mask = g->placeholder("m", {c.h, c.l, c.s}, t);
-  Kwargs kw;
-  if (c.scale != 0) kw.push_back({"scale", Arg(c.scale)});
-  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, 0.0, c.causal}, kw);
-  g->output({out});
-  return g;
-}
-
 // ---- forward ------------------------------------------------------------------------------------
 
 class FlashForward : public ::testing::TestWithParam<Case> {};

@@ -1,0 +1,167 @@
+// Fused attention on the GPU plugins (issue 27 item 3, docs/attention.md "The GPU plugins"),
+// checked without a GPU: cuda_nvrtc's CUDA C kernels (plugins/cuda_nvrtc/flash_attention.cu) in
+// the host grid emulation, and every one of them compiled by NVRTC to an sm_90 cubin.
+//   * forward: sdpa compiled for the backend runs as one `flash_attention` extern, within the
+//     bound of the reordered sums (tests/attention/attention_check.h) of the reference
+//     interpreter's decomposed attention (matmul, softmax, matmul), float32 and float64, causal
+//     and not, odd T, head dims 32 / 64, L != S, bool and additive masks;
+//   * backward: CompiledFunction's forward and backward graphs run flash_attention and
+//     flash_attention_backward; the gradients of q, k, v (and of an additive mask) against the
+//     interpreter's decomposed gradients.
+// Each case checks that the fused kernels ran on the backend (schedule, no fallback, one extern
+// call and no interpreter step per run), so a silent fallback to the decomposition fails it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/driver/compiled_function.h"
+#include "plugins/cuda_nvrtc/attention_extern.h"
+#include "plugins/cuda_nvrtc/nvrtc_compiler.h"
+#include "tests/attention/attention_check.h"
+#include "tests/support/cuda_e2e.h"
+
+namespace stax {
+namespace {
+
+using namespace attention_test;
+using test::contains;
+
+Compiler& emulated() {
+  static Compiler c([] {
+    OptionValue o = OptionValue::map();
+    o.set("emulate", OptionValue::make_scalar("true"));
+    return test::cuda_config(o);
+  }());
+  return c;
+}
+
+// The fused path ran on the backend: the extern is in the schedule, nothing falls back, and a
+// run calls the extern once with no interpreter step.
+void expect_fused(const CompiledGraph& cg, const std::string& ext, const std::vector<Tensor>& in) {
+  const std::string sched = cg.schedule().str();
+  EXPECT_TRUE(contains(sched, "extern " + ext + " ->")) << sched;
+  EXPECT_FALSE(contains(sched, "extern matmul")) << sched;
+  EXPECT_EQ(cg.num_fallbacks(), 0u) << cg.summary();
+  RunStats stats;
+  GraphRunOptions o;
+  o.stats = &stats;
+  cg.run(in, o);
+  EXPECT_TRUE(stats.on_device);
+  EXPECT_EQ(stats.extern_calls, 1u);
+  EXPECT_EQ(stats.interpreter_steps, 0u);
+}
+
+class EmulatedForward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EmulatedForward, MatchesTheDecomposedInterpreterWithinTheBound) {
+  const Case& c = GetParam();
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in = inputs_for(c, t, 7);
+    CompiledGraph cg = emulated().compile(*g);
+    EXPECT_TRUE(contains(cg.schedule().str(), "attention:\n  %scaled_dot_product_attention: fused"))
+        << cg.schedule().str();
+    expect_fused(cg, "flash_attention", in);
+    Tensor got = cg.run(in).at(0);
+    Tensor want = interpret(*g, in).at(0);
+    EXPECT_TRUE(within(got, want, attention_bound(c, in, t)));
+  }
+}
+
+const Case kForward[] = {
+    {"causal_odd_t", 1, 2, 67, 67, 32, 32, true},
+    {"plain_head64", 1, 2, 37, 37, 64, 64, false},
+    {"t1", 1, 2, 1, 1, 32, 32, true},
+    {"cross_l_ne_s", 1, 2, 20, 70, 32, 48, false},
+    {"causal_l_lt_s", 1, 1, 30, 75, 32, 32, true},
+    {"bool_mask", 1, 2, 25, 40, 32, 32, false, MaskKind::Bool},
+    {"additive_mask_scale", 1, 2, 33, 33, 32, 32, false, MaskKind::Additive, 0.3},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, EmulatedForward, ::testing::ValuesIn(kForward),
+                         [](const auto& info) { return info.param.name; });
+
+class EmulatedBackward : public ::testing::TestWithParam<Case> {};
+
+// float64 to 1e-10 of the largest gradient, float32 to 5e-5 (as tests/attention's cpu_cpp test).
+TEST_P(EmulatedBackward, MatchesTheDecomposedGradients) {
+  const Case& c = GetParam();
+  std::vector<std::string> wrt{"q", "k", "v"};
+  if (c.mask == MaskKind::Additive) wrt.push_back("m");
+  auto g64 = sdpa_graph(c, DType::Float64);
+  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
+  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
+  CompiledFunctionOptions interp;
+  interp.interpret = true;
+  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);
+  ForwardResult rr = ref.forward(in64);
+  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  for (DType t : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in;
+    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
+    CompiledFunction f(*g, wrt, emulated());
+    ForwardResult r = f.forward(in);
+    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    const CompiledGraph* fw = f.compiled_forward();
+    const CompiledGraph* bw = f.compiled_backward();
+    ASSERT_TRUE(fw && bw);
+    EXPECT_TRUE(contains(fw->schedule().str(), "extern flash_attention ->")) << fw->schedule().str();
+    EXPECT_TRUE(contains(bw->schedule().str(), "extern flash_attention_backward ->"))
+        << bw->schedule().str();
+    // The fused ops never fall back. An additive mask's gradient (dO·Vᵀ, an L x S product in
+    // plain graph ops) has two matmuls, which these plugins run on the interpreter as every matmul
+    // (they offer no GEMM extern); otherwise nothing falls back.
+    EXPECT_EQ(fw->num_fallbacks(), 0u) << fw->summary();
+    EXPECT_FALSE(contains(bw->summary(), "flash_attention_backward (extern")) << bw->summary();
+    EXPECT_EQ(bw->num_fallbacks(), c.mask == MaskKind::Additive ? 2u : 0u) << bw->summary();
+    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(wrt[i]);
+      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
+    }
+  }
+}
+
+const Case kBackward[] = {
+    {"causal_odd_t", 1, 2, 67, 67, 32, 32, true},
+    {"plain_head64", 1, 2, 33, 33, 64, 64, false},
+    {"cross", 1, 2, 20, 75, 32, 16, false},
+    {"causal_l_lt_s", 1, 1, 30, 70, 32, 32, true},
+    {"bool_mask", 1, 2, 30, 40, 32, 32, false, MaskKind::Bool},
+    {"additive_mask_grad", 1, 2, 24, 30, 32, 32, false, MaskKind::Additive},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, EmulatedBackward, ::testing::ValuesIn(kBackward),
+                         [](const auto& info) { return info.param.name; });
+
+// The same kernels for the GPU: NVRTC compiles them to an sm_90 cubin (no device needed), every
+// entry point named in it.
+TEST(CudaAttention, KernelsCompileToACubin) {
+  cuda::NvrtcOutput out =
+      cuda::nvrtc_compile(cuda::attention_source(cuda::Target::Nvrtc), "flash_attention.cu", "sm_90");
+  ASSERT_GT(out.cubin.size(), 1000u);
+  const std::string cubin(out.cubin.begin(), out.cubin.end());
+  for (const std::string& k : cuda::attention_kernel_names()) EXPECT_TRUE(contains(cubin, k)) << k;
+  // NVRTC's warnings (the prelude's unused constants) name none of the attention kernels' code.
+  EXPECT_FALSE(contains(out.log, "stax_attn") || contains(out.log, "stax_flash")) << out.log;
+}
+
+// A bad call names the extern and the cause.
+TEST(CudaAttention, BadOperandsAreClearErrors) {
+  std::vector<unsigned char> params;
+  float data[64] = {};
+  sdk::TensorView q{data, sdk::DType::Float16, {2, 4, 8}, {32, 8, 1}, 0};
+  try {
+    cuda::attention_launches("flash_attention", {q, q, q, q}, 3, {0, 1}, params);
+    FAIL() << "float16 accepted";
+  } catch (const sdk::PluginError& e) {
+    EXPECT_TRUE(contains(e.what(), "extern kernel 'flash_attention': takes float32 or float64"))
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stax

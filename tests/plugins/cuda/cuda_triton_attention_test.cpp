@@ -1,0 +1,181 @@
+// Fused attention on cuda_triton (issue 27 item 3, docs/attention.md "The GPU plugins"), checked
+// without a GPU: the Triton kernels of plugins/cuda_triton/flash_attention.py under Triton's
+// interpreter (`interpret: true`, TRITON_INTERPRET=1 in the plugin's workers) against the
+// reference interpreter's decomposed attention, forward (within the bound of the reordered sums,
+// tests/attention/attention_check.h) and backward (the decomposed gradients), float32 and
+// float64, causal and not, odd T, head dims 32 / 64, L != S, masks; and the same kernels compiled
+// by Triton to sm_90 cubins in a worker. Each case checks that the fused externs ran on the
+// backend, so a silent fallback to the decomposition fails it.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/driver/compiled_function.h"
+#include "plugins/cuda_triton/triton_attention.h"
+#include "tests/attention/attention_check.h"
+#include "tests/support/cuda_e2e.h"
+
+namespace stax {
+namespace {
+
+using namespace attention_test;
+using test::contains;
+
+std::string python() {
+  const char* py = std::getenv("STAX_PYTHON");
+  return py && *py ? py : "python3";
+}
+
+bool triton_available() {
+  static const bool ok = std::system((python() + " -c 'import triton' > /dev/null 2>&1").c_str()) == 0;
+  return ok;
+}
+
+#define REQUIRE_TRITON() \
+  if (!triton_available()) GTEST_SKIP() << "the triton Python package is not installed (scripts/setup.sh)"
+
+Compiler& interpreted() {
+  static Compiler c([] {
+    OptionValue o = OptionValue::map();
+    o.set("arch", OptionValue::make_scalar("sm_90"));
+    o.set("interpret", OptionValue::make_scalar("true"));
+    Config config = test::cuda_config(o);
+    config.devices["cuda"].backend = "cuda_triton";
+    return config;
+  }());
+  return c;
+}
+
+class TritonForward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TritonForward, MatchesTheDecomposedInterpreterWithinTheBound) {
+  REQUIRE_TRITON();
+  const Case& c = GetParam();
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in = inputs_for(c, t, 7);
+    CompiledGraph cg = interpreted().compile(*g);
+    const std::string sched = cg.schedule().str();
+    EXPECT_TRUE(contains(sched, "extern flash_attention ->")) << sched;
+    EXPECT_FALSE(contains(sched, "extern matmul")) << sched;
+    EXPECT_EQ(cg.num_fallbacks(), 0u) << cg.summary();
+    RunStats stats;
+    GraphRunOptions o;
+    o.stats = &stats;
+    Tensor got = cg.run(in, o).at(0);
+    EXPECT_EQ(stats.extern_calls, 1u);
+    EXPECT_EQ(stats.interpreter_steps, 0u);
+    Tensor want = interpret(*g, in).at(0);
+    EXPECT_TRUE(within(got, want, attention_bound(c, in, t)));
+  }
+}
+
+const Case kForward[] = {
+    {"causal_odd_t", 1, 2, 67, 67, 32, 32, true},
+    {"plain_head64", 1, 2, 37, 37, 64, 64, false},
+    {"cross_l_ne_s", 2, 1, 20, 70, 32, 48, false},
+    {"causal_l_lt_s", 1, 1, 30, 75, 32, 32, true},
+    {"bool_mask", 1, 2, 25, 40, 32, 32, false, MaskKind::Bool},
+    {"additive_mask_scale", 1, 2, 33, 33, 32, 32, false, MaskKind::Additive, 0.3},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, TritonForward, ::testing::ValuesIn(kForward),
+                         [](const auto& info) { return info.param.name; });
+
+class TritonBackward : public ::testing::TestWithParam<Case> {};
+
+// float64 to 1e-10 of the largest gradient, float32 to 5e-5 (as tests/attention's cpu_cpp test).
+TEST_P(TritonBackward, MatchesTheDecomposedGradients) {
+  REQUIRE_TRITON();
+  const Case& c = GetParam();
+  std::vector<std::string> wrt{"q", "k", "v"};
+  if (c.mask == MaskKind::Additive) wrt.push_back("m");
+  auto g64 = sdpa_graph(c, DType::Float64);
+  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
+  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
+  CompiledFunctionOptions interp;
+  interp.interpret = true;
+  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);
+  ForwardResult rr = ref.forward(in64);
+  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  for (DType t : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t);
+    std::vector<Tensor> in;
+    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
+    CompiledFunction f(*g, wrt, interpreted());
+    ForwardResult r = f.forward(in);
+    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    const CompiledGraph* fw = f.compiled_forward();
+    const CompiledGraph* bw = f.compiled_backward();
+    ASSERT_TRUE(fw && bw);
+    EXPECT_TRUE(contains(fw->schedule().str(), "extern flash_attention ->")) << fw->schedule().str();
+    EXPECT_TRUE(contains(bw->schedule().str(), "extern flash_attention_backward ->"))
+        << bw->schedule().str();
+    // As on cuda_nvrtc: only an additive mask's gradient has (matmul) fallbacks.
+    EXPECT_EQ(fw->num_fallbacks(), 0u) << fw->summary();
+    EXPECT_EQ(bw->num_fallbacks(), c.mask == MaskKind::Additive ? 2u : 0u) << bw->summary();
+    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(wrt[i]);
+      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
+    }
+  }
+}
+
+const Case kBackward[] = {
+    {"causal_odd_t", 1, 2, 67, 67, 32, 32, true},
+    {"plain_head64", 1, 1, 33, 33, 64, 64, false},
+    {"cross", 2, 1, 20, 75, 32, 16, false},
+    {"bool_mask", 1, 2, 30, 40, 32, 32, false, MaskKind::Bool},
+    {"additive_mask_grad", 1, 2, 24, 30, 32, 32, false, MaskKind::Additive},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, TritonBackward, ::testing::ValuesIn(kBackward),
+                         [](const auto& info) { return info.param.name; });
+
+// The kernels as the device path compiles them: a worker without the interpreter compiles the
+// forward (float32, causal, additive mask) and the dK / dV kernel (float64: the most shared
+// memory) to sm_90 cubins, with a parameter per argument.
+TEST(TritonAttention, KernelsCompileToCubins) {
+  REQUIRE_TRITON();
+  std::string dir = (std::filesystem::temp_directory_path() / "stax_attn_test_XXXXXX").string();
+  ASSERT_TRUE(::mkdtemp(dir.data()));
+  {
+    triton::Worker w(triton::WorkerOptions{python(), false, dir});
+    std::lock_guard<std::mutex> lock(w.lock());
+    for (auto [name, dt] : {std::pair{"flash_attention", sdk::DType::Float32},
+                            std::pair{"flash_attention_backward", sdk::DType::Float64}}) {
+      SCOPED_TRACE(name);
+      const bool fwd = std::string(name) == "flash_attention";
+      const size_t es = dt == sdk::DType::Float32 ? 4 : 8;
+      const int64_t b = 2, l = 40, s = 40, e = 32;
+      std::vector<char> qkv(static_cast<size_t>(b * l * e) * es), mask(static_cast<size_t>(l * s) * es),
+          out(static_cast<size_t>(b * l * (e + 1) + 2 * b * s * e) * es);
+      sdk::TensorView x{qkv.data(), dt, {b, l, e}, {l * e, e, 1}, 0};
+      sdk::TensorView m{mask.data(), dt, {b, l, s}, {0, s, 1}, 0};
+      sdk::TensorView packed{out.data(), dt, {b * l * (e + 1)}, {1}, 0};
+      std::vector<sdk::TensorView> t = fwd ? std::vector<sdk::TensorView>{x, x, x, m, packed}
+                                           : std::vector<sdk::TensorView>{packed, x, x, x, packed};
+      if (!fwd) t.push_back({out.data(), dt, {b * l * e + 2 * b * s * e}, {1}, 0});
+      triton::AttentionPlan plan = triton::plan_attention(name, t, t.size() - 1, {1, 0.125});
+      const triton::AttentionLaunch& launch = plan.launches.front();
+      w.ensure_started("test");
+      triton::load_attention_kernel(w, "attn_test" + launch.kernel, launch.kernel);
+      triton::AttentionCubin c =
+          triton::compile_attention_kernel(w, "attn_test" + launch.kernel, launch, 90);
+      EXPECT_GT(c.cubin.size(), 1000u);
+      EXPECT_TRUE(contains(c.function, launch.kernel)) << c.function;
+      EXPECT_GE(c.num_params, launch.args.size());
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stax
