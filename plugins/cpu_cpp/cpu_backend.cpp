@@ -43,6 +43,11 @@
 //   pool_spin_us: 100        how long the pool's idle threads spin for the next kernel before
 //                            they sleep (a sleeping thread costs a futex wake-up; spinning costs
 //                            its core while nothing runs)
+//   openmp_runtime: ""       run the parallel loops on the team of this OpenMP runtime (a path
+//                            or soname the process has already loaded, e.g. torch's libgomp;
+//                            thread_pool.h) instead of the pool's own threads: one pool, not
+//                            two spinning against each other; at most `threads` wide, and as
+//                            wide as the runtime's omp_get_max_threads() at each launch
 //   dump_source: false       print every kernel's source to stderr when it is compiled
 //   test_inject_source: ""   TESTING ONLY: text appended to every kernel's source (to provoke a
 //                            compile error in tests)
@@ -329,7 +334,7 @@ class CpuCppBackend : public sdk::Backend {
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "blas", "blas_library", "epilogues",
-                   "pool_spin_us", "dump_source", "test_inject_source"});
+                   "pool_spin_us", "openmp_runtime", "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
@@ -344,7 +349,14 @@ class CpuCppBackend : public sdk::Backend {
     inject_ = o.get_string("test_inject_source", "");
     const int64_t spin_us = o.get_int("pool_spin_us", ThreadPool::kDefaultSpinMicros);
     if (spin_us < 0 || spin_us > 1000000) o.at("pool_spin_us").fail("must be 0..1000000");
-    if (threads_ > 1) {
+    const std::string openmp = o.get_string("openmp_runtime", "");
+    if (!openmp.empty() && threads_ > 1) {
+      try {
+        pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_), OpenMpTeam::find(openmp));
+      } catch (const std::runtime_error& e) {
+        o.at("openmp_runtime").fail(e.what());
+      }
+    } else if (threads_ > 1) {
       try {
         pool_ = std::make_shared<ThreadPool>(static_cast<int>(threads_), spin_us);
       } catch (const std::system_error& e) {

@@ -1,5 +1,8 @@
 #include "plugins/cpu_cpp/thread_pool.h"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -59,7 +62,65 @@ ThreadPool::ThreadPool(int threads, int64_t spin_us) : spin_(std::max<int64_t>(0
   }
 }
 
+OpenMpTeam OpenMpTeam::find(const std::string& library) {
+  // RTLD_NOLOAD: only a runtime the process already runs (torch's); loading a second OpenMP
+  // runtime next to it is what this option exists to avoid. The handle is not closed: the
+  // runtime stays loaded as long as its host does.
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    throw std::runtime_error("OpenMP runtime '" + library +
+                             "' is not loaded in this process (the option names a runtime the "
+                             "host program already runs, e.g. torch's libgomp)");
+  OpenMpTeam team;
+  team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(handle, "GOMP_parallel"));
+  team.max_threads = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_max_threads"));
+  if (!team.parallel || !team.max_threads)
+    throw std::runtime_error("OpenMP runtime '" + library +
+                             "' lacks GOMP_parallel or omp_get_max_threads (not a GNU libgomp "
+                             "or an LLVM / Intel libomp)");
+  const link_map* map = nullptr;
+  team.path = (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
+                  ? map->l_name
+                  : library;
+  return team;
+}
+
+ThreadPool::ThreadPool(int threads, OpenMpTeam team)
+    : team_(std::move(team)), team_width_(std::max(1, threads)) {
+  if (!team_.parallel || !team_.max_threads)
+    throw std::invalid_argument("ThreadPool: an OpenMP team without its entry points");
+}
+
 ThreadPool::~ThreadPool() { stop(); }
+
+int ThreadPool::threads() const {
+  if (team_.parallel) return std::clamp(team_.max_threads(), 1, team_width_);
+  return static_cast<int>(workers_.size()) + 1;
+}
+
+namespace {
+
+struct TeamBatch {
+  const std::function<void(int64_t)>* task;
+  int64_t tasks;
+  alignas(64) std::atomic<int64_t> next{0};
+};
+
+// Runs on every thread of the OpenMP team (the caller is its thread 0): claims tasks until none
+// is left. The region's end is the team's barrier, so every task has returned when
+// GOMP_parallel returns.
+void team_region(void* data) {
+  auto* batch = static_cast<TeamBatch*>(data);
+  for (int64_t t; (t = batch->next.fetch_add(1, std::memory_order_relaxed)) < batch->tasks;)
+    (*batch->task)(t);
+}
+
+}  // namespace
+
+void ThreadPool::run_on_team(int64_t tasks, int width, const std::function<void(int64_t)>& task) {
+  TeamBatch batch{&task, tasks};
+  team_.parallel(&team_region, &batch, static_cast<unsigned>(std::min<int64_t>(width, tasks)), 0);
+}
 
 void ThreadPool::stop() {
   stop_.store(true, std::memory_order_seq_cst);
@@ -118,11 +179,16 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
   if (tasks > kMaxTasks)
     throw std::invalid_argument("ThreadPool::parallel_for: " + std::to_string(tasks) +
                                 " tasks, at most " + std::to_string(kMaxTasks));
-  if (workers_.empty() || tasks == 1) {
+  const int width = team_.parallel ? threads() : 1;
+  if ((team_.parallel ? width <= 1 : workers_.empty()) || tasks == 1) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
     return;
   }
   std::lock_guard<std::mutex> serial(run_mutex_);
+  if (team_.parallel) {
+    run_on_team(tasks, width, task);
+    return;
+  }
   task_ = &task;
   finished_.store(0, std::memory_order_relaxed);
   caller_sleeping_.store(0, std::memory_order_relaxed);

@@ -13,6 +13,15 @@
 // back-to-back kernels of a run do not pay a wake-up each (a sleeping worker costs a futex wake,
 // tens of microseconds, before it runs), and a waker makes the futex call only when a thread is
 // really asleep.
+//
+// Or the pool is a host program's OpenMP team (`openmp_runtime`, cpu_cpp's option; the torch
+// backend sets it to torch's libgomp): a program that already runs one pool (torch's intra-op
+// OpenMP team, whose threads spin after each eager op) must not get a second one spinning against
+// it on the same cores. parallel_for then opens a parallel region of that runtime (GOMP_parallel,
+// which GNU libgomp and LLVM / Intel libomp all export) whose threads claim the same tasks from an
+// atomic counter; its width follows the runtime's omp_get_max_threads() (torch.set_num_threads),
+// capped by `threads`. No OpenMP header or link: the runtime is found with dlopen(RTLD_NOLOAD),
+// so it must already be loaded and nothing new is loaded.
 #pragma once
 
 #include <atomic>
@@ -20,10 +29,23 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace stax::cpu {
+
+// The entry points of an OpenMP runtime the process has already loaded.
+struct OpenMpTeam {
+  using Region = void (*)(void*);
+  void (*parallel)(Region fn, void* data, unsigned num_threads, unsigned flags) = nullptr;
+  int (*max_threads)() = nullptr;
+  std::string path;  // as resolved by the loader (dlinfo), for messages and `stax plugins`
+
+  // `library`: a path or soname of a runtime already mapped into the process. Throws
+  // std::runtime_error naming the library and the cause (not loaded, a symbol missing).
+  static OpenMpTeam find(const std::string& library);
+};
 
 class ThreadPool {
  public:
@@ -32,11 +54,16 @@ class ThreadPool {
   // it sleeps (kDefaultSpinMicros).
   static constexpr int64_t kDefaultSpinMicros = 100;
   explicit ThreadPool(int threads, int64_t spin_us = kDefaultSpinMicros);
+  // The tasks run on `team`'s threads (at most `threads` of them); no thread of Stax's own.
+  ThreadPool(int threads, OpenMpTeam team);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // The threads a parallel_for may use now (an OpenMP team: min(threads, its max threads)).
+  int threads() const;
+  // The OpenMP runtime whose team runs the tasks, or "" (Stax's own threads).
+  const std::string& team_path() const { return team_.path; }
 
   // The most tasks one parallel_for takes (the width of the task fields of the batch word).
   static constexpr int64_t kMaxTasks = (int64_t{1} << 20) - 1;
@@ -52,6 +79,7 @@ class ThreadPool {
   void stop();
   // Claims and runs tasks of the batch in `state_` until none is left.
   void drain();
+  void run_on_team(int64_t tasks, int width, const std::function<void(int64_t)>& task);
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // serialises parallel_for
@@ -63,7 +91,9 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> wake_{0};  // bumped per batch (and at stop): futex word
   std::atomic<uint32_t> sleepers_{0};          // workers asleep on wake_
   std::atomic<bool> stop_{false};
-  std::chrono::microseconds spin_;
+  std::chrono::microseconds spin_{0};
+  OpenMpTeam team_;  // team_.parallel == nullptr: Stax's own workers
+  int team_width_ = 1;
 };
 
 }  // namespace stax::cpu

@@ -132,6 +132,22 @@ void bind_config(nb::module_& m) {
             c.plugin_path.insert(c.plugin_path.begin(), std::filesystem::path(dir));
           },
           nb::arg("dir"), "Searches `dir` for plugins first (the package's own plugins/).")
+      .def(
+          "set_backend_option",
+          [](Config& c, const std::string& backend, const std::string& key,
+             const std::string& value, bool overwrite) {
+            int changed = 0;
+            for (auto& [kind, dc] : c.devices) {
+              if (dc.backend != backend || (!overwrite && dc.options.find(key))) continue;
+              dc.options.set(key, OptionValue::make_scalar(value, "<stax python: " + key + ">"));
+              ++changed;
+            }
+            return changed;
+          },
+          nb::arg("backend"), nb::arg("key"), nb::arg("value"), nb::arg("overwrite") = false,
+          "Sets option `key` of every device on plugin `backend` (unless it is set and not "
+          "`overwrite`); returns how many devices changed. The plugin checks the value when "
+          "it loads.")
       .def_prop_ro(
           "devices",
           [](const Config& c) {

@@ -9,11 +9,12 @@ updates of inputs) come back as extra outputs of the functionalized graph and ar
 with ``copy_`` after the call, as eager does.
 """
 import logging
+import os
 import threading
 
 import torch
 
-from .. import _compiler
+from .. import _compiler, _config
 from .._errors import Error
 from . import aten_trace, explain, partition, runtime
 
@@ -28,14 +29,21 @@ class Options:
     budget: the partitioner's memory budget in bytes for saved values (seed §5.8), or None.
     fallback: "eager" (a graph or partition Stax cannot compile runs in torch eager, with a log
         line and a count in stax.explain) or "error" (raise the stax.Error instead).
+    pool: "torch" (cpu_cpp's parallel loops run on torch's own OpenMP team, as wide as
+        torch.get_num_threads(): one pool in the process, not Stax's next to torch's spinning
+        one) or "stax" (Stax's own threads, the config's `threads`). A config that sets cpu_cpp's
+        `openmp_runtime` itself keeps it.
     """
 
-    KEYS = ("config", "device", "budget", "fallback")
+    KEYS = ("config", "device", "budget", "fallback", "pool")
 
-    def __init__(self, config="cpu", device=None, budget=None, fallback="eager"):
+    def __init__(self, config="cpu", device=None, budget=None, fallback="eager", pool="torch"):
         if fallback not in ("eager", "error"):
             raise ValueError(f"stax backend: fallback={fallback!r} (expected 'eager' or 'error')")
+        if pool not in ("torch", "stax"):
+            raise ValueError(f"stax backend: pool={pool!r} (expected 'torch' or 'stax')")
         self.config, self.device, self.budget, self.fallback = config, device, budget, fallback
+        self.pool = pool
         self._compiler = None
         self._lock = threading.Lock()
 
@@ -50,11 +58,56 @@ class Options:
     def compiler(self):
         with self._lock:
             if self._compiler is None:
+                team = torch_openmp_runtime() if self.pool == "torch" else None
                 if self.device is None and isinstance(self.config, str):
-                    self._compiler = _compiler._compiler_for(self.config)
+                    self._compiler = _shared_compiler(self.config, team)
                 else:
-                    self._compiler = _compiler.Compiler(self.config, device=self.device)
+                    self._compiler = _compiler.Compiler(_with_team(self.config, team),
+                                                        device=self.device)
             return self._compiler
+
+
+def torch_openmp_runtime():
+    """The file of the OpenMP runtime torch's intra-op pool runs on (its bundled libgomp), or
+    None when torch's parallel backend is not OpenMP or no runtime is mapped."""
+    global _torch_team
+    if _torch_team is None:
+        _torch_team = ""
+        if "parallel backend: OpenMP" in torch.__config__.parallel_info():
+            try:
+                with open("/proc/self/maps") as maps:
+                    for line in maps:
+                        path = line.split()[-1] if len(line.split()) >= 6 else ""
+                        if os.path.basename(path).startswith(("libgomp", "libomp", "libiomp")):
+                            _torch_team = path
+                            break
+            except OSError:
+                pass
+    return _torch_team or None
+
+
+_torch_team = None
+_shared = {}
+_shared_lock = threading.Lock()
+
+
+def _with_team(config, team):
+    """`config` resolved, with cpu_cpp's openmp_runtime set to `team` (unless it sets one)."""
+    cfg = _config.resolve(config)
+    if team:
+        cfg.set_backend_option("cpu_cpp", "openmp_runtime", team)
+    return cfg
+
+
+def _shared_compiler(name, team):
+    """One Compiler per shipped config name or path and pool (plugins load once)."""
+    if not team:
+        return _compiler._compiler_for(name)
+    with _shared_lock:
+        c = _shared.get(name)
+        if c is None:
+            c = _shared[name] = _compiler.Compiler(_with_team(name, team))
+        return c
 
 
 class _Runner:

@@ -4,9 +4,13 @@
 // timing is asserted.
 #include "plugins/cpu_cpp/thread_pool.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <set>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -83,6 +87,81 @@ TEST(ThreadPool, BadTaskCountsAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("at most 1048575"), std::string::npos) << e.what();
   }
   expect_each_once(pool, 5, "after the error");  // still usable
+}
+
+// ---- a host program's OpenMP team (openmp_runtime) ----------------------------------------------
+
+// The system's GNU libgomp, loaded here as a host program (torch) would have loaded it; the test
+// skips where the machine has none.
+// Under TSan it skips too: libgomp is not instrumented, so the hand-over of a region's data
+// through its barriers is invisible to TSan and would read as a race.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STAX_TEST_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define STAX_TEST_UNDER_TSAN 1
+#endif
+void* load_libgomp() {
+#ifdef STAX_TEST_UNDER_TSAN
+  return nullptr;
+#else
+  return dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL);
+#endif
+}
+
+TEST(ThreadPoolOpenMp, TasksRunOnceOnTheTeamsThreadsAndNoThreadOfItsOwn) {
+  void* gomp = load_libgomp();
+  if (!gomp) GTEST_SKIP() << "no libgomp.so.1 on this machine, or a TSan build";
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(gomp, "omp_set_num_threads"));
+  auto thread_num = reinterpret_cast<int (*)()>(dlsym(gomp, "omp_get_thread_num"));
+  ASSERT_TRUE(set_threads && thread_num);
+  set_threads(3);
+  ThreadPool pool(4, OpenMpTeam::find("libgomp.so.1"));
+  EXPECT_NE(pool.team_path().find("libgomp"), std::string::npos) << pool.team_path();
+  EXPECT_EQ(pool.threads(), 3);  // the runtime's width, under the cap of 4
+  std::mutex m;
+  std::set<int> team_members;
+  std::set<std::thread::id> os_threads;
+  for (int batch = 0; batch < 500; ++batch)
+    expect_each_once(pool, 1 + (batch * 7919) % 37, "team batch " + std::to_string(batch));
+  pool.parallel_for(64, [&](int64_t) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // every member gets a task
+    std::lock_guard<std::mutex> lock(m);
+    team_members.insert(thread_num());
+    os_threads.insert(std::this_thread::get_id());
+  });
+  EXPECT_GT(team_members.size(), 1u) << "the tasks ran on one thread, not on the team";
+  EXPECT_EQ(team_members.size(), os_threads.size());
+  for (int member : team_members) EXPECT_LT(member, 3);
+  set_threads(1);  // torch.set_num_threads(1): the loops run on the caller alone
+  EXPECT_EQ(pool.threads(), 1);
+  std::set<std::thread::id> one;
+  pool.parallel_for(16, [&](int64_t) {
+    std::lock_guard<std::mutex> lock(m);
+    one.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(one, std::set<std::thread::id>{std::this_thread::get_id()});
+  set_threads(8);
+  EXPECT_EQ(pool.threads(), 4);  // capped by `threads`
+}
+
+TEST(ThreadPoolOpenMp, ARuntimeNotLoadedOrNotOpenMpIsAClearError) {
+  try {
+    OpenMpTeam::find("libstax_no_such_runtime.so.1");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not loaded in this process"), std::string::npos)
+        << e.what();
+  }
+  ASSERT_TRUE(dlopen("libm.so.6", RTLD_NOW)) << "libm";
+  try {
+    OpenMpTeam::find("libm.so.6");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("lacks GOMP_parallel"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

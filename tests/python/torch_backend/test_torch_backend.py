@@ -2,6 +2,7 @@
 registered backend, inference and training against eager, the seed's Example 5.1 (Table 5.1:
 saved {matmul}), stax.explain, the split where Stax lacks an op, and the bad-input list."""
 import logging
+import os
 
 import pytest
 
@@ -192,6 +193,40 @@ def test_options():
     f = torch.compile(torch.sin, backend="stax", options={"config": "cpu"})
     x = torch.randn(3)
     torch.testing.assert_close(f(x), torch.sin(x), rtol=RTOL, atol=1e-6)
+
+
+def _process_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_kernels_run_on_torchs_openmp_team_not_a_second_pool():
+    """pool="torch" (the default): cpu_cpp's parallel loops run on torch's own OpenMP team, so
+    compiling and running adds no thread to the process; pool="stax" starts Stax's own worker."""
+    import importlib
+    team = importlib.import_module("stax.dynamo.backend").torch_openmp_runtime()
+    if team is None:
+        pytest.skip("torch's parallel backend is not OpenMP here")
+    assert os.path.basename(team).startswith(("libgomp", "libomp", "libiomp")), team
+    with pytest.raises(ValueError, match="pool"):
+        stax.compile(torch.relu, pool="mine")
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x = torch.randn(512, 1024)
+        ref = torch.tanh(x) * 2 + x.sum(-1, keepdim=True)
+        torch.testing.assert_close(torch.tanh(x) * 2 + x.sum(-1, keepdim=True), ref)  # team up
+        cfg = {"devices": {"cpu": {"backend": "cpu_cpp", "options": {"threads": 2}}},
+               "cache": False}
+        added = {}
+        for pool in ("torch", "stax"):
+            before = _process_threads()
+            f = stax.compile(lambda a: torch.tanh(a) * 2 + a.sum(-1, keepdim=True), config=cfg,
+                             pool=pool)
+            torch.testing.assert_close(f(x), ref, rtol=RTOL, atol=1e-3)
+            added[pool] = _process_threads() - before
+        assert added == {"torch": 0, "stax": 1}, added
+    finally:
+        torch.set_num_threads(saved)
 
 
 def test_explain_requires_a_compiled_function():
