@@ -102,6 +102,10 @@ void plan_steps(ExecutionPlan& exec) {
       step.kernel = s.kernel;
       for (const std::string& name : exec.plans[s.kernel].desc.buffer_names())
         step.arg_slots.push_back(slot(name));
+      for (size_t out : step.outputs) {
+        const BufferPlacement* p = exec.placements[out];
+        if (p && !p->in_place_of.empty()) step.in_place.push_back({out, slot(p->in_place_of)});
+      }
     } else {
       bool ext = s.kind == ScheduleStep::Kind::Extern;
       step.kind = ext ? ExecutionPlan::StepKind::Extern : ExecutionPlan::StepKind::Fallback;
@@ -128,6 +132,7 @@ void plan_steps(ExecutionPlan& exec) {
     for (size_t s : exec.steps[i].outputs) last_step[s] = i;
     for (size_t s : exec.steps[i].arg_slots) last_step[s] = i;
     for (size_t s : exec.steps[i].epilogue_slots) last_step[s] = i;
+    for (const auto& [out, donor] : exec.steps[i].in_place) last_step[donor] = i;
   }
   for (const auto& [s, i] : last_step)
     if (!keep.count(s)) exec.steps[i].frees.push_back(s);

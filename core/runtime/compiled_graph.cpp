@@ -365,6 +365,17 @@ class DeviceRun {
     return Tensor::empty({std::max<int64_t>(lay.storage_numel(), 1)}, lay.dtype)
         .as_strided(lay.size, lay.stride, lay.offset);
   }
+  // Output `out` is written in place of `donor` (memory_plan.h): the kernel reads the donor's
+  // values through out's pointer, so they must be in those device bytes, which are the donor's
+  // (one arena offset per in-place chain). A donor only the host has (an interpreter result) is
+  // copied in here; one already on the device is there.
+  void take_over(size_t out, size_t donor) {
+    std::byte* bytes = on_device(donor);
+    if (bytes != device_storage(out))
+      throw Error("runtime", impl_.slots[out]->name(),
+                  "internal: written in place of " + impl_.slots[donor]->name() +
+                      " but not in its device bytes");
+  }
   // Slot s is (about to be) written on the device: its host copy is stale.
   void written_on_device(size_t s) {
     dev_[s] = device_storage(s);
@@ -389,6 +400,7 @@ class DeviceRun {
     const Buffer& produced = *impl_.slots[step.outputs.front()];
     switch (step.kind) {
       case Impl::StepKind::Kernel: {
+        for (const auto& [out, donor] : step.in_place) take_over(out, donor);
         for (size_t s : step.outputs) written_on_device(s);
         launch(step, step.kernel, step.arg_slots);
         break;

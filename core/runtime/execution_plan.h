@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/backend/plugin.h"
@@ -29,6 +30,10 @@ struct ExecutionPlan {
     std::vector<size_t> arg_slots;  // Kernel: one per description buffer; Extern / Fallback:
                                     // one per input
     std::vector<size_t> frees;      // slots whose last reader this step is
+    // Kernel: (output, donor) per output written in place of a dying buffer (memory_plan.h, in
+    // place). The kernel reads the donor through the output's pointer (apply_in_place), so the
+    // donor appears in no arg_slots; it is read at this step all the same.
+    std::vector<std::pair<size_t, size_t>> in_place;
     bool on_interpreter = false;    // Extern: the plugin does not offer the kernel, the
                                     // interpreter runs it (counted and listed as a fallback)
     // Extern: the epilogue kernel fused into the product (index into plans / compiled;

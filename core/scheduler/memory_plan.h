@@ -15,7 +15,10 @@
 //     and dtype and every read of I in the kernel is at the address where O is written, in O's
 //     body or an earlier one (so each element of I is read before O overwrites it, in the same
 //     iteration point). apply_in_place() (in_place.h) then points those reads at O, so the
-//     kernel sees one buffer (INOUT) and no two of its pointers alias.
+//     kernel sees one buffer (INOUT) and no two of its pointers alias. I then appears in none of
+//     the kernel's arguments: the run plan lists it as the step's in-place donor
+//     (ExecutionPlan::Step::in_place), which a device-resident run copies into O's device bytes
+//     first when only the host has it (an interpreter result).
 //   * kernel temporaries (issue 9: softmax's exp): an arena buffer T that only its own kernel
 //     writes and reads (no other step reads it, the graph does not return it) and that a later
 //     body of the same kernel overwrites element for element keeps no storage of its own: it

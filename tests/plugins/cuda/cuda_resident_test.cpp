@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/backend/plugin_registry.h"
+#include "core/scheduler/memory_plan.h"
 #include "tests/support/cuda_e2e.h"
 #include "tests/support/strings.h"
 
@@ -115,6 +116,30 @@ TEST(CudaResident, FallbacksCopyExplicitly) {
   EXPECT_EQ(st.host_to_device, 2u);  // x, the fallback's result
   EXPECT_EQ(st.device_to_host, 2u);  // r for the fallback, the output
   EXPECT_EQ(st.synchronizes, 2u);    // before the fallback reads r, before returning
+}
+
+// A kernel that writes its output in place of a buffer the interpreter produced (memory_plan.h,
+// in place): cuda_nvrtc offers no matmul, so the first product runs on the interpreter and its
+// result lives only in a host copy; gelu's kernel then takes over that buffer's arena bytes and
+// reads it through its own pointer, so the host copy must reach those device bytes first (it
+// was dropped unread, and gelu read whatever the arena held: off by up to 1e26).
+TEST(CudaResident, InPlaceKernelOverAnInterpreterResult) {
+  Graph g;
+  Node* x = g.placeholder("x", {16, 32});
+  Node* w1 = g.placeholder("w1", {64, 32});
+  Node* w2 = g.placeholder("w2", {32, 64});
+  Node* h = g.call("linear", {x, g.call("mul.Scalar", {w1, 0.125})});  // on the interpreter
+  Node* a = g.call("gelu", {h});                                       // in place of h
+  g.output({g.call("linear", {a, w2})});
+  CompiledGraph cg = compiler().compile(g);
+  ASSERT_TRUE(contains(cg.memory_plan().str(), " in place of ")) << cg.memory_plan().str();
+  ASSERT_GE(cg.num_fallbacks(), 1u) << cg.summary();
+  for (uint64_t seed : {21, 22}) {  // the second run finds the first run's values in the arena
+    std::vector<Tensor> in = test::random_inputs(g, seed);
+    Tensor got = cg.run(in)[0];
+    Tensor want = test::reference(g, in)[0];
+    EXPECT_TRUE(test::bitwise_equal(got, want)) << "seed " << seed;
+  }
 }
 
 // Concurrent runs (cuda_nvrtc reports concurrent_runs): each run context has its own stream and
