@@ -314,6 +314,28 @@ TEST(Fft, VjpsMatchCentralDifferences) {
                                        1, true});
          return g.call("imag", {z});
        }},
+      // The complex helper ops' rules (the autodiff case tables hold real tensors only, so
+      // their coverage tests name these ops as checked here: pending_gradient_checks.h).
+      {"real", {3, 4, 2},
+       [](Graph& g, Node* x) { return g.call("real", {g.call("view_as_complex", {x})}); }},
+      {"complex", {3, 4},
+       [](Graph& g, Node* x) {
+         Node* im = g.call("mul", {x, x});
+         return g.call("view_as_real", {g.call("complex", {x, im})});
+       }},
+      {"conj_physical", {3, 4, 2},
+       [](Graph& g, Node* x) {
+         return g.call("view_as_real",
+                       {g.call("conj_physical", {g.call("view_as_complex", {x})})});
+       }},
+      {"_conj", {3, 4, 2},
+       [](Graph& g, Node* x) {
+         return g.call("imag", {g.call("_conj", {g.call("view_as_complex", {x})})});
+       }},
+      {"_conj_physical", {3, 4, 2},
+       [](Graph& g, Node* x) {
+         return g.call("imag", {g.call("_conj_physical", {g.call("view_as_complex", {x})})});
+       }},
   };
   for (const Case& k : cases) {
     Graph g;
