@@ -320,7 +320,7 @@ TEST(Fft, VjpsMatchCentralDifferences) {
        [](Graph& g, Node* x) { return g.call("real", {g.call("view_as_complex", {x})}); }},
       {"complex", {3, 4},
        [](Graph& g, Node* x) {
-         Node* im = g.call("mul", {x, x});
+         Node* im = g.call("mul.Tensor", {x, x});
          return g.call("view_as_real", {g.call("complex", {x, im})});
        }},
       {"conj_physical", {3, 4, 2},
