@@ -21,6 +21,11 @@ enum class Norm : int64_t { None = 0, ByRootN = 1, ByN = 2 };
 inline std::vector<int64_t> dims_of(const Arg& dim, int64_t rank, const std::string& where,
                                     bool allow_empty) {
   std::vector<int64_t> dims = dim.to_int_list();
+  // torch's kernels fail on a 0-d input (a view to [-1, 0] of one element); wrap_dim would take
+  // dim 0 of it as a dim of size 1 that the tensor does not have.
+  if (rank == 0 && !dims.empty())
+    throw Error("shape", where, "expected a tensor of at least one dimension to transform, got a "
+                                "0-d tensor");
   if (dims.empty() && !allow_empty)
     throw Error("shape", where, "expected at least one dim to transform, got []");
   std::vector<bool> seen(static_cast<size_t>(rank), false);

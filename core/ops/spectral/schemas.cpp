@@ -117,6 +117,14 @@ TensorMeta same_rule(const CallArgs& c) {
   return TensorMeta::contiguous(x.sizes, x.dtype, x.device);
 }
 
+TensorMeta conj_rule(const CallArgs& c) {
+  const TensorMeta& x = c.tensor("self");
+  if (!is_complex(x.dtype))
+    c.fail("_conj expects a complex tensor, got " + std::string(dtype_name(x.dtype)) +
+           " (torch.conj of a real tensor returns the tensor itself)");
+  return same_rule(c);
+}
+
 TensorMeta complex_rule(const CallArgs& c) {
   const TensorMeta& re = c.tensor("real");
   const TensorMeta& im = c.tensor("imag");
@@ -151,8 +159,10 @@ void register_spectral_ops(OpRegistry& r) {
   add("real(Tensor(a) self) -> Tensor(a)", C::Pointwise, real_rule, true);
   add("imag(Tensor(a) self) -> Tensor(a)", C::Pointwise, imag_rule, true);
   add("conj_physical(Tensor self) -> Tensor", C::Pointwise, same_rule, true);
-  // torch's lazy conjugate (a view with the conjugate bit); here a copy, as conj_physical.
-  add("_conj(Tensor(a) self) -> Tensor(a)", C::Pointwise, same_rule, true);
+  // torch's lazy conjugate (a view with the conjugate bit); here a copy, as conj_physical. torch
+  // calls it for complex tensors only (torch.conj of a real tensor is the tensor), and its kernel
+  // fails on a real one: so does Stax's rule.
+  add("_conj(Tensor(a) self) -> Tensor(a)", C::Pointwise, conj_rule, true);
   add("_conj_physical(Tensor self) -> Tensor", C::Pointwise, same_rule, true);
   add("complex(Tensor real, Tensor imag) -> Tensor", C::Pointwise, complex_rule, true);
 }
