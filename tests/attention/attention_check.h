@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/driver/compiled_function.h"
 #include "core/driver/compiler.h"
 #include "core/graph/graph.h"
 #include "core/tensor/tensor.h"
@@ -152,6 +153,48 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& want, d
                                            << ", want " << want.get_double(x) << " (max |want| "
                                            << scale << ")";
   return ::testing::AssertionSuccess();
+}
+
+// The backward tests' reference: sdpa's decomposed gradients on the interpreter in float64, for
+// q, k, v (and an additive mask), with a random upstream gradient.
+struct GradientReference {
+  std::vector<std::string> wrt;
+  std::vector<Tensor> in64;
+  Tensor up64;
+  std::vector<Tensor> want;
+
+  // The inputs in dtype t (a bool mask stays bool).
+  std::vector<Tensor> inputs(DType t) const {
+    std::vector<Tensor> in;
+    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
+    return in;
+  }
+};
+
+inline GradientReference decomposed_gradients(const Case& c) {
+  GradientReference r;
+  r.wrt = {"q", "k", "v"};
+  if (c.mask == MaskKind::Additive) r.wrt.push_back("m");
+  auto g64 = sdpa_graph(c, DType::Float64);
+  r.in64 = inputs_for(c, DType::Float64, 11);
+  r.up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
+  CompiledFunctionOptions interp;
+  interp.interpret = true;
+  CompiledFunction ref(*g64, r.wrt, test::cpu_config(), interp);  // no compiler: no fusion
+  ForwardResult fr = ref.forward(r.in64);
+  r.want = ref.backward(*fr.ctx, {r.up64});
+  return r;
+}
+
+// Gradients of dtype t against the reference: float64 to 1e-10 of the largest, float32 to 5e-5.
+inline void expect_gradients_close(const std::vector<Tensor>& got, const GradientReference& ref,
+                                   DType t) {
+  const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+  ASSERT_EQ(got.size(), ref.want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(ref.wrt[i]);
+    EXPECT_TRUE(close(got[i].to(DType::Float64), ref.want[i], rel));
+  }
 }
 
 }  // namespace stax::attention_test

@@ -118,24 +118,13 @@ class FlashBackward : public ::testing::TestWithParam<Case> {};
 // 5e-5 of the largest of the float64 gradients.
 TEST_P(FlashBackward, MatchesTheDecomposedGradients) {
   const Case& c = GetParam();
-  std::vector<std::string> wrt{"q", "k", "v"};
-  if (c.mask == MaskKind::Additive) wrt.push_back("m");
-  auto g64 = sdpa_graph(c, DType::Float64);
-  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
-  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
-  CompiledFunctionOptions interp;
-  interp.interpret = true;
-  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);  // no compiler: no fusion
-  ForwardResult rr = ref.forward(in64);
-  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  const GradientReference ref = decomposed_gradients(c);
   for (DType t : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(t));
     auto g = sdpa_graph(c, t);
-    std::vector<Tensor> in;
-    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
-    CompiledFunction f(*g, wrt, compiler(true));
-    ForwardResult r = f.forward(in);
-    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    CompiledFunction f(*g, ref.wrt, compiler(true));
+    ForwardResult r = f.forward(ref.inputs(t));
+    std::vector<Tensor> got = f.backward(*r.ctx, {ref.up64.to(t)});
     // The fused forward and backward ran, and the saved values hold no L x S tensor.
     const CompiledGraph* fw = f.compiled_forward();
     const CompiledGraph* bw = f.compiled_backward();
@@ -150,12 +139,7 @@ TEST_P(FlashBackward, MatchesTheDecomposedGradients) {
     bool saved_packed = false;
     for (const std::string& s : f.partition().saved) saved_packed |= contains(s, "flash_attention");
     EXPECT_TRUE(saved_packed) << f.stats_str();
-    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      SCOPED_TRACE(wrt[i]);
-      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
-    }
+    expect_gradients_close(got, ref, t);
   }
 }
 

@@ -93,24 +93,13 @@ class TritonBackward : public ::testing::TestWithParam<Case> {};
 TEST_P(TritonBackward, MatchesTheDecomposedGradients) {
   REQUIRE_TRITON();
   const Case& c = GetParam();
-  std::vector<std::string> wrt{"q", "k", "v"};
-  if (c.mask == MaskKind::Additive) wrt.push_back("m");
-  auto g64 = sdpa_graph(c, DType::Float64);
-  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
-  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
-  CompiledFunctionOptions interp;
-  interp.interpret = true;
-  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);
-  ForwardResult rr = ref.forward(in64);
-  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  const GradientReference ref = decomposed_gradients(c);
   for (DType t : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(t));
     auto g = sdpa_graph(c, t);
-    std::vector<Tensor> in;
-    for (const Tensor& x : in64) in.push_back(x.dtype() == DType::Bool ? x : x.to(t));
-    CompiledFunction f(*g, wrt, interpreted());
-    ForwardResult r = f.forward(in);
-    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    CompiledFunction f(*g, ref.wrt, interpreted());
+    ForwardResult r = f.forward(ref.inputs(t));
+    std::vector<Tensor> got = f.backward(*r.ctx, {ref.up64.to(t)});
     const CompiledGraph* fw = f.compiled_forward();
     const CompiledGraph* bw = f.compiled_backward();
     ASSERT_TRUE(fw && bw);
@@ -120,12 +109,7 @@ TEST_P(TritonBackward, MatchesTheDecomposedGradients) {
     // As on cuda_nvrtc: only an additive mask's gradient has (matmul) fallbacks.
     EXPECT_EQ(fw->num_fallbacks(), 0u) << fw->summary();
     EXPECT_EQ(bw->num_fallbacks(), c.mask == MaskKind::Additive ? 2u : 0u) << bw->summary();
-    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      SCOPED_TRACE(wrt[i]);
-      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
-    }
+    expect_gradients_close(got, ref, t);
   }
 }
 
