@@ -171,19 +171,23 @@ struct GradientReference {
   }
 };
 
-inline GradientReference decomposed_gradients(const Case& c) {
+// `g64`: the float64 graph of case c (sdpa_graph, or a decomposed form written out).
+inline GradientReference decomposed_gradients(const Case& c, const Graph& g64) {
   GradientReference r;
   r.wrt = {"q", "k", "v"};
   if (c.mask == MaskKind::Additive) r.wrt.push_back("m");
-  auto g64 = sdpa_graph(c, DType::Float64);
   r.in64 = inputs_for(c, DType::Float64, 11);
   r.up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
   CompiledFunctionOptions interp;
   interp.interpret = true;
-  CompiledFunction ref(*g64, r.wrt, test::cpu_config(), interp);  // no compiler: no fusion
+  CompiledFunction ref(g64, r.wrt, test::cpu_config(), interp);  // no compiler: no fusion
   ForwardResult fr = ref.forward(r.in64);
   r.want = ref.backward(*fr.ctx, {r.up64});
   return r;
+}
+
+inline GradientReference decomposed_gradients(const Case& c) {
+  return decomposed_gradients(c, *sdpa_graph(c, DType::Float64));
 }
 
 // Gradients of dtype t against the reference: float64 to 1e-10 of the largest, float32 to 5e-5.

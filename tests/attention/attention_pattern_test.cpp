@@ -169,23 +169,13 @@ TEST(AttentionPattern, TrainedTraceFormSavesOutAndLse) {
   // S well above the saved values' widths (out + lse: Ev + 1; the scaled q and k: E each), so
   // that saving one L x S tensor would exceed the bound below.
   const Case c{"trained", 2, 2, 150, 150, 16, 16, true, MaskKind::None, 0.125};
-  const std::vector<std::string> wrt{"q", "k", "v"};
-  auto g64 = build(c, DType::Float64, trace_form);
-  std::vector<Tensor> in64 = inputs_for(c, DType::Float64, 11);
-  Tensor up64 = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float64, 99);
-  CompiledFunctionOptions interp;
-  interp.interpret = true;
-  CompiledFunction ref(*g64, wrt, test::cpu_config(), interp);  // no compiler: no fusion
-  ForwardResult rr = ref.forward(in64);
-  std::vector<Tensor> want = ref.backward(*rr.ctx, {up64});
+  const GradientReference ref = decomposed_gradients(c, *build(c, DType::Float64, trace_form));
   for (DType t : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(t));
     auto g = build(c, t, trace_form);
-    std::vector<Tensor> in;
-    for (const Tensor& x : in64) in.push_back(x.to(t));
-    CompiledFunction f(*g, wrt, compiler(true));
-    ForwardResult r = f.forward(in);
-    std::vector<Tensor> got = f.backward(*r.ctx, {up64.to(t)});
+    CompiledFunction f(*g, ref.wrt, compiler(true));
+    ForwardResult r = f.forward(ref.inputs(t));
+    std::vector<Tensor> got = f.backward(*r.ctx, {ref.up64.to(t)});
     ASSERT_TRUE(f.compiled_forward() && f.compiled_backward());
     EXPECT_TRUE(contains(f.compiled_forward()->schedule().str(), "extern flash_attention ->"));
     EXPECT_TRUE(contains(f.compiled_backward()->schedule().str(), "extern flash_attention_backward ->"))
@@ -199,11 +189,7 @@ TEST(AttentionPattern, TrainedTraceFormSavesOutAndLse) {
     EXPECT_FALSE(saved_softmax) << f.stats_str();
     EXPECT_LT(f.stats().saved_bytes, c.b * c.h * c.l * c.s * static_cast<int64_t>(dtype_size(t)))
         << f.stats_str();
-    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
-    for (size_t i = 0; i < got.size(); ++i) {
-      SCOPED_TRACE(wrt[i]);
-      EXPECT_TRUE(close(got[i].to(DType::Float64), want[i], rel));
-    }
+    expect_gradients_close(got, ref, t);
   }
 }
 
