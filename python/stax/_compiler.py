@@ -54,15 +54,27 @@ _compilers = {}
 _compilers_lock = threading.Lock()
 
 
-def _compiler_for(config):
-    """A Compiler per shipped name or path, made once (plugins load once per Compiler)."""
+def _with_backend_options(config, backend_options):
+    """`config` resolved, with each (backend, key, value) of `backend_options` set on the devices
+    of that plugin (unless the config sets the key itself)."""
+    if not backend_options:
+        return config
+    cfg = _config.resolve(config)
+    for backend, key, value in backend_options:
+        cfg.set_backend_option(backend, key, value)
+    return cfg
+
+
+def _compiler_for(config, backend_options=()):
+    """A Compiler per shipped name or path and backend options, made once (plugins load once
+    per Compiler)."""
     if not isinstance(config, (str, os.PathLike)):
-        return Compiler(config)
-    key = os.fspath(config)
+        return Compiler(_with_backend_options(config, backend_options))
+    key = (os.fspath(config), tuple(backend_options))
     with _compilers_lock:
         c = _compilers.get(key)
         if c is None:
-            c = _compilers[key] = Compiler(config)
+            c = _compilers[key] = Compiler(_with_backend_options(config, backend_options))
         return c
 
 

@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from .. import _compiler, _config
+from .. import _compiler
 from .._errors import Error
 from . import aten_trace, explain, partition, runtime
 
@@ -59,11 +59,12 @@ class Options:
         with self._lock:
             if self._compiler is None:
                 team = torch_openmp_runtime() if self.pool == "torch" else None
-                if self.device is None and isinstance(self.config, str):
-                    self._compiler = _shared_compiler(self.config, team)
+                options = (("cpu_cpp", "openmp_runtime", team),) if team else ()
+                if self.device is None:
+                    self._compiler = _compiler._compiler_for(self.config, options)
                 else:
-                    self._compiler = _compiler.Compiler(_with_team(self.config, team),
-                                                        device=self.device)
+                    self._compiler = _compiler.Compiler(
+                        _compiler._with_backend_options(self.config, options), device=self.device)
             return self._compiler
 
 
@@ -87,27 +88,6 @@ def torch_openmp_runtime():
 
 
 _torch_team = None
-_shared = {}
-_shared_lock = threading.Lock()
-
-
-def _with_team(config, team):
-    """`config` resolved, with cpu_cpp's openmp_runtime set to `team` (unless it sets one)."""
-    cfg = _config.resolve(config)
-    if team:
-        cfg.set_backend_option("cpu_cpp", "openmp_runtime", team)
-    return cfg
-
-
-def _shared_compiler(name, team):
-    """One Compiler per shipped config name or path and pool (plugins load once)."""
-    if not team:
-        return _compiler._compiler_for(name)
-    with _shared_lock:
-        c = _shared.get(name)
-        if c is None:
-            c = _shared[name] = _compiler.Compiler(_with_team(name, team))
-        return c
 
 
 class _Runner:
