@@ -28,35 +28,6 @@ bool same_layout(const Tensor& t, const Shape& sizes, const Shape& strides) {
   return true;
 }
 
-// Storage for the buffers of one run, from the CompiledGraph's pool when an entry is free
-// (referenced by the pool only): kernels, extern kernels and copies write every element of the
-// buffers they produce, so reused storage needs no clearing. New storage is zero-filled.
-class Allocator {
- public:
-  explicit Allocator(std::vector<Tensor>& pool) : pool_(pool) {
-    // Entries the caller still holds (returned outputs) are the caller's now.
-    std::vector<Tensor> keep;
-    for (Tensor& t : pool_)
-      if (t.storage().use_count() == 1) keep.push_back(std::move(t));
-    pool_ = std::move(keep);
-  }
-
-  // A tensor viewing storage with exactly `layout` (offset included).
-  Tensor allocate(const Layout& layout) {
-    int64_t need = std::max<int64_t>(layout.storage_numel(), 1);
-    for (const Tensor& t : pool_) {
-      if (t.dtype() != layout.dtype || t.storage().use_count() != 1) continue;
-      if (t.numel() >= need && t.numel() <= 2 * need + 64)
-        return t.as_strided(layout.size, layout.stride, layout.offset);
-    }
-    pool_.push_back(Tensor::empty({need}, layout.dtype));
-    return pool_.back().as_strided(layout.size, layout.stride, layout.offset);
-  }
-
- private:
-  std::vector<Tensor>& pool_;  // 1-D tensors, storage offset 0
-};
-
 // The graph nodes a step computes, "%a, %b" (the origins of the buffers it produces), for
 // run-time errors.
 std::string step_nodes(const Impl& impl, const Impl::Step& step) {
@@ -261,7 +232,7 @@ Tensor frame_view(const Tensor& t, const Layout& have, const Layout& view) {
 class DeviceRun {
  public:
   DeviceRun(const Impl& impl, const GraphRunOptions& options, Impl::RunContext& ctx,
-            Allocator& alloc)
+            OutputPool& alloc)
       : impl_(impl), plugin_(*impl.plugin), options_(options), ctx_(ctx), alloc_(alloc) {
     st_.on_device = true;
     if (!ctx_.stream_owner) {
@@ -500,7 +471,7 @@ class DeviceRun {
   const Plugin& plugin_;
   const GraphRunOptions& options_;
   Impl::RunContext& ctx_;
-  Allocator& alloc_;
+  OutputPool& alloc_;
   RunStats st_;
   void* stream_ = nullptr;
   // Per slot: its device storage (element 0 of the slot's frame), and its host copy when the
@@ -513,7 +484,7 @@ class DeviceRun {
 class HostRun {
  public:
   HostRun(const Impl& impl, const GraphRunOptions& options, Impl::RunContext& ctx,
-          Allocator& alloc)
+          OutputPool& alloc)
       : impl_(impl), options_(options), ctx_(ctx), alloc_(alloc), slots_(impl) {
     if (!ctx_.arena.defined() && impl_.memory.arena_bytes > 0)
       ctx_.arena = Tensor::empty({impl_.memory.arena_bytes}, DType::UInt8);
@@ -657,7 +628,7 @@ class HostRun {
   const Impl& impl_;
   const GraphRunOptions& options_;
   Impl::RunContext& ctx_;
-  Allocator& alloc_;
+  OutputPool& alloc_;
   RunStats st_;
   Slots slots_;
 };
@@ -678,9 +649,10 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   if (!impl.plugin->properties().concurrent_runs)
     serial = std::unique_lock<std::mutex>(impl.session->mutex);
   ContextLease context(impl);
-  Allocator alloc(context->pool);
-  if (device_resident(impl)) return DeviceRun(impl, options, *context, alloc).run(inputs);
-  return HostRun(impl, options, *context, alloc).run(inputs);
+  OutputPool& pool = context->pool;
+  pool.begin_run();
+  if (device_resident(impl)) return DeviceRun(impl, options, *context, pool).run(inputs);
+  return HostRun(impl, options, *context, pool).run(inputs);
 }
 
 const Graph& CompiledGraph::graph() const { return *impl_->graph; }

@@ -9,11 +9,12 @@
 //     draw the numbers `interpret` draws for the same run seed.
 // Storage follows the compile-time memory plan (core/scheduler/memory_plan.h): intermediates
 // live at fixed offsets of one arena the CompiledGraph allocates on its first run and reuses;
-// returned buffers come from a pool the CompiledGraph keeps between runs (a caching allocator):
-// an entry nobody else references (an output the caller has dropped) is reused, so a steady
-// stream of runs neither allocates nor page-faults; returned outputs the caller keeps are never
-// reused. Fresh storage is zero-filled; reused storage is not cleared (every producer writes all
-// elements of its buffer). Graph inputs whose strides differ
+// returned buffers come from a pool the CompiledGraph keeps between runs (a caching allocator,
+// core/runtime/output_pool.h): an entry nobody else references (an output the caller has
+// dropped, even runs later) is reused, so a steady stream of runs neither allocates nor
+// page-faults; returned outputs the caller keeps are never handed out again. Fresh storage is
+// zero-filled; reused storage is not cleared (every producer writes all elements of its buffer).
+// Graph inputs whose strides differ
 // from the placeholder's are copied into the placeholder's layout first. Outputs are returned in
 // return order as views of their buffers (a returned view of an input is a view of that input,
 // without a copy).

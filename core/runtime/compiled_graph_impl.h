@@ -9,6 +9,7 @@
 
 #include "core/runtime/compiled_graph.h"
 #include "core/runtime/execution_plan.h"
+#include "core/runtime/output_pool.h"
 
 namespace stax {
 
@@ -29,7 +30,7 @@ struct CompiledGraph::Impl : ExecutionPlan {
   }
 
   // What one run needs besides its inputs: the intermediates' arena (memory.arena_bytes bytes)
-  // and the storage of its outputs kept for the next run (1-D tensors; an entry no one else
+  // and the storage of its outputs kept for the next runs (output_pool.h: an entry no one else
   // references any more, an output the caller dropped or a copied input, is reused instead of
   // allocating and page-faulting fresh memory).
   // Device memory of the backend (plugin->device_alloc), freed when destroyed.
@@ -44,7 +45,7 @@ struct CompiledGraph::Impl : ExecutionPlan {
   };
   struct RunContext {
     Tensor arena;
-    std::vector<Tensor> pool;
+    OutputPool pool;
     // Device-resident runs (compiled_graph.cpp): the arena in device memory, device storage per
     // slot that is not in the arena (reused by the next run of this context: outputs are copied
     // out), and the context's stream (ABI 1.3; nullptr = the default stream).

@@ -152,7 +152,19 @@ void bind_forward_result(nb::module_& m) {
                               "saved for backward().")
       .def_prop_ro(
           "outputs", [](const PyForwardResult& r) { return r.outputs; },
-          "The forward outputs, a tuple in the inputs' framework.")
+          "The forward outputs, a tuple in the inputs' framework (empty after take_outputs()).")
+      .def(
+          "take_outputs",
+          [](PyForwardResult& r) {
+            nb::object out = r.outputs;
+            r.outputs = nb::tuple();
+            return out;
+          },
+          "The forward outputs, which the ForwardResult then no longer references: a "
+          "torch.autograd.Function that keeps the ForwardResult on its ctx must not keep its "
+          "outputs too (each output's grad_fn is that ctx: a reference cycle the garbage "
+          "collector cannot see through this object, so every step's outputs and saved values "
+          "would stay alive).")
       .def("backward", &backward, nb::arg("grad_outputs"), nb::arg("retain_graph") = false,
            "backward(*grad_outputs, retain_graph=False): the gradients, one per `wrt` name, in "
            "that order (a tuple in the inputs' framework). No grad_outputs: ones for every "

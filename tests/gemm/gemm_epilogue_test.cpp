@@ -6,6 +6,8 @@
 // epilogues).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 #include <vector>
 
@@ -58,6 +60,23 @@ const char* kAddmmReluResidual = R"(graph(
     %relu shape=(97, 130) = call_function[target=tp.relu.default](args = (%am,))
     %out shape=(97, 130) = call_function[target=tp.add.Tensor](args = (%relu, %r))
     return (out,)
+))";
+
+// nn.Linear's addmm (beta = alpha = 1: cpu_cpp's vectorised bias rows) with a row bias, a full
+// 2-D self and a float64 product: the interpreter's bits, NaN, infinities and signed zeros
+// among the operands.
+const char* kAddmmBias = R"(graph(
+    %x shape=(37, 24) = placeholder[target=x]
+    %w shape=(24, 70) = placeholder[target=w]
+    %b shape=(70,) = placeholder[target=b]
+    %c shape=(37, 70) = placeholder[target=c]
+    %xd shape=(37, 24) dtype=float64 = placeholder[target=xd]
+    %wd shape=(24, 70) dtype=float64 = placeholder[target=wd]
+    %bd shape=(1, 70) dtype=float64 = placeholder[target=bd]
+    %row shape=(37, 70) = call_function[target=tp.addmm.default](args = (%b, %x, %w))
+    %full shape=(37, 70) = call_function[target=tp.addmm.default](args = (%c, %x, %w))
+    %dbl shape=(37, 70) dtype=float64 = call_function[target=tp.addmm.default](args = (%bd, %xd, %wd))
+    return (row, full, dbl)
 ))";
 
 // silu over attention scores: bmm(q, k^T) through a transposed view, then scale and silu.
@@ -128,6 +147,22 @@ TEST(GemmEpilogue, AddmmReluResidualIsFusedAndBitExact) {
 
 TEST(GemmEpilogue, BatchedProductThroughTransposedViewIsFusedAndBitExact) {
   expect_fused_and_exact(kBmmSilu, "bmm(q, k^T) * scale, silu");
+}
+
+TEST(GemmEpilogue, LinearBiasAddmmIsBitExact) {
+  Graph g = parse_graph(kAddmmBias);
+  std::vector<Tensor> in = test::random_inputs(g, 13, -2, 2);
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(), -0.0,
+                             std::numeric_limits<double>::infinity(), 0.0, -1e30};
+  for (size_t i : {2u, 3u, 6u})  // the biases and the full self
+    for (int64_t e = 0; e < 5; ++e) in[i].set_double(e * 3, specials[e]);
+  std::vector<Tensor> want = test::reference(g, in);
+  for (int threads : {1, 2}) {
+    std::vector<Tensor> got = compiler(threads, true).compile(g).run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(bitwise_equal(got[k], want[k])) << "output " << k << ", threads " << threads;
+  }
 }
 
 TEST(GemmEpilogue, TheScheduleDumpSaysWhyAKernelIsNotFused) {

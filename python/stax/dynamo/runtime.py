@@ -46,9 +46,10 @@ class _StaxFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, entry, seed, *inputs):
         result = entry.fn.forward(*inputs, seed=seed)
+        # take_outputs: ctx keeps the saved values, not the outputs (whose grad_fn is ctx).
+        outs = tuple(result.take_outputs())
         ctx.result, ctx.entry = result, entry
         ctx.set_materialize_grads(False)
-        outs = tuple(result.outputs)
         ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
         return outs
 
