@@ -154,6 +154,12 @@ KernelInput GraphLowering::realize_input(const IRPtr& value) {
   if (auto fs = as_fixed_storage(value)) return *fs;
   if (auto v = std::dynamic_pointer_cast<View>(value)) {
     auto base = std::dynamic_pointer_cast<StorageBox>(v->base());
+    // A reshape / permute of a pointwise value (every element of it): the value itself is
+    // realized, so that its other users (a second product reading its transpose, a bias
+    // gradient's sum) read that one buffer instead of each computing a copy of their own.
+    if (base && !base->is_realized() && base->is_pointwise() &&
+        shape_numel(base->size()) == shape_numel(v->size()))
+      realize(base);
     if (base && base->is_realized()) {
       base->buffer()->mutable_layout().freeze();
       if (auto fs = as_fixed_storage(make_view(base, v->size(), v->reindex()))) return *fs;

@@ -6,7 +6,9 @@
 //                     fixed storage, which is returned as that view without a copy)
 // After each node: a value that a graph output is, or that an extern/fallback user needs in
 // memory, is realized at once; a pointwise value with several users is realized when the
-// backend's RealizationThresholds say so (§6.6); single-user values are always inlined.
+// backend's RealizationThresholds say so (§6.6); single-user values are always inlined, except a
+// pointwise value whose reshape / permute an extern reads: the value itself is realized then (once;
+// the extern reads a view of it), not a copy of the view per reader.
 // When lowering ends, flexible layouts are frozen (§6.4) and every ComputedBuffer's LoopBody is
 // recorded; buffers are listed in an order where producers come before consumers.
 //

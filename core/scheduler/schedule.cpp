@@ -237,6 +237,7 @@ class Scheduler {
     // compared are re-indexed alone, no body is copied.
     const BodyReindexer* mine = nullptr;
     int64_t shared = 0;
+    bool reads_group_writes = false;
     for (size_t k = 0; k < body.ops.size(); ++k) {
       const LoopOp& op = body.ops[k];
       const int64_t id = loads.of_op[k];
@@ -244,6 +245,7 @@ class Scheduler {
       if (g.reads.count(id)) shared = 1;
       if (!g.writes.count(id)) continue;
       shared = 1;
+      reads_group_writes = true;
       const Extents& r = joint->first;
       const Extents& rr = joint->second;
       if (!mine) mine = &reindexers_.get(body, placement_in(body, r, rr), r, rr);
@@ -261,9 +263,57 @@ class Scheduler {
                ")";
     }
     if (!shared) return "shares no buffer with the kernel";
+    if (!reads_group_writes && runs_in_reduction_loop(g, body, *joint) &&
+        !reads_an_element_the_kernel_reads(g, body, loads, *joint))
+      return !explain ? std::string()
+                      : "inside the kernel's reduction loop it would read the kernel's buffers "
+                        "at other elements (no reuse; it would cost the reduction its lanes)";
     (void)b;
     space = *joint;
     return std::nullopt;
+  }
+
+  // Whether adding `body` puts a pointwise body inside a reduction loop (`body` itself, or, when
+  // `body` is the reduction, the group's pointwise members), placed over the whole space: the
+  // elements it visits there follow the reduction's order, not its own.
+  static bool runs_in_reduction_loop(const Group& g, const LoopBody& body,
+                                     const std::pair<Extents, Extents>& joint) {
+    const Extents& r = joint.first;
+    const Extents& rr = joint.second;
+    if (rr.empty()) return false;
+    if (placement_in(body, r, rr) == BodyPlacement::Full) return true;
+    if (!body.is_reduction()) return false;
+    return std::any_of(g.members.begin(), g.members.end(), [&](const Member& m) {
+      return placement_in(m.body(), r, rr) == BodyPlacement::Full;
+    });
+  }
+
+  // Whether some load of `body` reads an element that a member of `g` loads at the same point of
+  // the joint space (the same buffer at the same re-indexed address).
+  bool reads_an_element_the_kernel_reads(const Group& g, const LoopBody& body,
+                                         const LoadIds& loads,
+                                         const std::pair<Extents, Extents>& joint) const {
+    const Extents& r = joint.first;
+    const Extents& rr = joint.second;
+    const BodyReindexer* mine = nullptr;
+    for (size_t k = 0; k < body.ops.size(); ++k) {
+      const int64_t id = loads.of_op[k];
+      if (id < 0 || !g.reads.count(id)) continue;
+      if (!mine) mine = &reindexers_.get(body, placement_in(body, r, rr), r, rr);
+      const Expr at = (*mine)(body.index_of(body.ops[k]));
+      for (const Member& m : g.members) {
+        const LoopBody& mb = m.body();
+        const BodyReindexer* theirs = nullptr;
+        for (const LoopOp& op : mb.ops) {
+          if ((op.opcode != Opcode::load && op.opcode != Opcode::masked_load) ||
+              graph_.id_of_op(op) != id)
+            continue;
+          if (!theirs) theirs = &reindexers_.get(mb, placement_in(mb, r, rr), r, rr);
+          if ((*theirs)(mb.index_of(op)) == at) return true;
+        }
+      }
+    }
+    return false;
   }
 
   int64_t shared_bytes(const Group& g, const LoadIds& loads) const {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/cpu_cpp/conv_direct.h"
 #include "stax/sdk/backend.hpp"
 
 namespace stax::cpu::conv {
@@ -294,7 +295,9 @@ void correlate(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t C
     std::fill(out, out + N * Cout * g.out_n(), T(0));
     return;
   }
-  if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n()))
+  if (direct_applies(g, Cin, Cout))
+    correlate_direct(x, w, out, N, Cin, Cout, g, ex);
+  else if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n()))
     columns_form(x, w, out, N, Cin, Cout, g, ex);
   else
     patches_form(x, w, out, N, Cin, Cout, g, ex);

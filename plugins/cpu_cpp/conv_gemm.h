@@ -15,6 +15,8 @@
 //     as a convolution whose kernel is the output gradient): C_g[(b, o), co] = P_g[(b, o), q] @
 //     W_gᵀ, P_g's rows the input patches, read in place by the GEMM (never packed), then C moved
 //     into out.
+//   * "direct" (conv_direct.h): one output channel per group (depthwise convolutions and both
+//     of their gradients): register tiles over zero-padded input planes, no GEMM.
 // The gathers run on the pool, the products on the library (itself on the pool); the scratch
 // (at most ~16 MB a chunk, more only for one sample or row that needs it) is kept by the calling
 // thread between calls.

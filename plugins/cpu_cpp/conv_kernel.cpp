@@ -2,7 +2,8 @@
 // in docs/convolution.md): the inputs as contiguous float / double values (the tensors' own
 // memory when they already are), then
 //   * non-transposed: conv::correlate (conv_gemm.h): gathers on the pool, matrix products on the
-//     `blas:` library, batched over samples and groups;
+//     `blas:` library, batched over samples and groups (one output channel per group: the direct
+//     form of conv_direct.h, no GEMM);
 //   * transposed with stride 1: the same, with the weight's channel dims swapped, its taps
 //     reversed and the padding d*(k-1) - p;
 //   * transposed with a stride: col (Cog*K x I) = W_gᵀ @ X_bg, one batched product per chunk of

@@ -5,7 +5,8 @@
 //     bias added: checked bit for bit against that definition computed here with std::fma, in
 //     float32 and float64, for the "columns" form (many output positions, panels of 64 and a
 //     rest), the "patches" form (few output positions: a weight gradient's shape), the 1x1 form,
-//     1-D / 2-D / 3-D, strides, padding, dilation, groups, output padding;
+//     1-D / 2-D / 3-D, strides, padding, dilation, groups, output padding, and the direct form
+//     (one output channel per group: depthwise convolutions and their gradients);
 //   * strided transposed convolutions (col2im) within the gemm bound of the exact value;
 //   * 1, 2 and 3 threads give the same bits; the interpreter's direct loop agrees within the
 //     bound;
@@ -65,6 +66,26 @@ std::vector<ConvCase> cases() {
       {"transposed_strided_bias", {2, 4, 5, 6}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, true,
        {1, 1}, 1, true},
       {"transposed_strided_groups_1d", {3, 4, 11}, {4, 2, 4}, {3}, {2}, {1}, true, {0}, 2},
+      // one output channel per group: the direct form (conv_direct.h). ConvNeXt's depthwise 7x7
+      // (rows in tiles of 8 and a rest of 3, columns in vectors and a rest), its input gradient
+      // (a stride-1 transposed depthwise convolution) and its weight gradient as the VJP writes
+      // it (x as (1, G*N, ...), the output gradient as a (G, N, 16, 13) kernel: 7x7 outputs)
+      {"direct_depthwise_7x7_bias", {2, 6, 19, 37}, {6, 1, 7, 7}, {1, 1}, {3, 3}, {1, 1}, false,
+       {0, 0}, 6, true},
+      {"direct_depthwise_strided_rows_dilated", {2, 4, 15, 20}, {4, 1, 3, 3}, {2, 1}, {1, 2},
+       {2, 3}, false, {0, 0}, 4},
+      {"direct_transposed_depthwise", {2, 5, 9, 8}, {5, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, true,
+       {0, 0}, 5},
+      {"direct_depthwise_weight_gradient", {1, 12, 16, 13}, {4, 3, 16, 13}, {1, 1}, {3, 3},
+       {1, 1}, false, {0, 0}, 4},
+      {"direct_depthwise_1d_dilated_bias", {3, 4, 50}, {4, 1, 5}, {1}, {2}, {3}, false, {0}, 4,
+       true},
+      // padding beyond d*(k-1): the correlation it runs has a negative padding (input cropped)
+      {"direct_transposed_negative_padding", {2, 3, 9, 10}, {3, 1, 3, 3}, {1, 1}, {3, 2},
+       {1, 1}, true, {0, 0}, 3},
+      // groups = 1 with one output channel: direct too (no group structure needed)
+      {"direct_one_output_channel", {2, 3, 10, 21}, {1, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, false,
+       {0, 0}},
   };
 }
 
@@ -331,7 +352,8 @@ TEST_P(ConvGradient, FiniteDifferencesAndTheInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Forms, ConvGradient,
                          ::testing::Values(cases()[0], cases()[1], cases()[7], cases()[9],
-                                           cases()[11], cases()[12]),
+                                           cases()[11], cases()[12], cases()[13], cases()[14],
+                                           cases()[15]),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -171,6 +171,44 @@ TEST(Scheduler, DifferentIterationSpacesAndExternKernelsSplit) {
   expect_matches_interpreter(cg, g);
 }
 
+TEST(Scheduler, APointwiseReadingOtherElementsStaysOutOfAColumnReduction) {
+  // A column sum of exp(x) reads x down the columns; 2 * exp(x) (a second output) would fit the
+  // sum's reduction loop ([32] x [128] refines [128, 32]) but visit x there row by row: no
+  // element in common, and the sum would lose its lanes over the columns. Two kernels, and why.
+  Graph g;
+  Node* x = g.placeholder("x", {128, 32});
+  Node* col = g.call("sum.dim_IntList", {g.call("exp", {x}), std::vector<int64_t>{0}});
+  Node* twice = g.call("mul.Scalar", {g.call("exp", {x}), 2});
+  g.output({col, twice});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  EXPECT_EQ(cg.num_kernels(), 2u) << cg.schedule().str();
+  EXPECT_TRUE(contains(cg.schedule().str(), "at other elements")) << cg.schedule().str();
+  expect_matches_interpreter(cg, g);
+  // A pointwise that reads the elements the reduction reads still joins it (softmax's exp).
+  Graph h = example("softmax.stax");
+  EXPECT_EQ(cpu_compiler().compile(h).num_kernels(), 1u);
+}
+
+TEST(Lowering, APointwiseThatTwoProductsReadThroughViewsIsRealizedOnce) {
+  // p = relu(x) * 3, reshaped to [32, 16]: one product reads it, another its transpose, a sum
+  // its columns. p itself is realized once (before: one copy per product).
+  Graph g;
+  Node* x = g.placeholder("x", {4, 8, 16});
+  Node* w1 = g.placeholder("w1", {16, 5});
+  Node* w2 = g.placeholder("w2", {32, 3});
+  Node* p = g.call("mul.Scalar", {g.call("relu", {x}), 3});
+  Node* r = g.call("reshape", {p, Arg(Shape{32, 16})});
+  g.output({g.call("mm", {r, w1}), g.call("mm", {g.call("t", {r}), w2}),
+            g.call("sum.dim_IntList", {r, std::vector<int64_t>{0}})});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  size_t computed = 0;
+  for (const BufferPtr& b : cg.lowered().buffers)
+    if (b->kind() == IRKind::ComputedBuffer && b->size() == Shape{4, 8, 16}) ++computed;
+  EXPECT_EQ(computed, 1u) << cg.loop_ir();
+  EXPECT_EQ(cg.num_externs(), 2u);
+  expect_matches_interpreter(cg, g);
+}
+
 TEST(Scheduler, FusionOffAndTheFusionLimit) {
   Graph g = example("softmax.stax");
   LoweredGraph l = lower_graph(cpu_compiler().compile(g).graph());

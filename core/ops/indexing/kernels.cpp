@@ -52,6 +52,38 @@ int64_t dot(const std::vector<int64_t>& idx, const Shape& strides) {
   return o;
 }
 
+// Calls f(o) for every multi-index i of `sizes` in row-major order, o[k] = sum_d i[d] *
+// strides[k][d] (each strides[k] of sizes' rank), moving the offsets along as the index moves:
+// no index vector per element (the gradients of index / gather run here, ~10^6 elements).
+template <size_t K, class F>
+void for_each_offset(const Shape& sizes, const std::array<Shape, K>& strides, F&& f) {
+  for (int64_t s : sizes)
+    if (s == 0) return;
+  std::array<int64_t, K> o{};
+  const size_t r = sizes.size();
+  if (r == 0) return f(o);
+  std::vector<int64_t> idx(r, 0);
+  const int64_t inner = sizes[r - 1];
+  std::array<int64_t, K> step{};
+  for (size_t k = 0; k < K; ++k) step[k] = strides[k][r - 1];
+  for (;;) {
+    std::array<int64_t, K> at = o;
+    for (int64_t j = 0; j < inner; ++j) {
+      f(static_cast<const std::array<int64_t, K>&>(at));
+      for (size_t k = 0; k < K; ++k) at[k] += step[k];
+    }
+    size_t d = r - 1;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      for (size_t k = 0; k < K; ++k) o[k] += strides[k][d];
+      if (++idx[d] < sizes[d]) break;
+      for (size_t k = 0; k < K; ++k) o[k] -= strides[k][d] * sizes[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 template <class T>
 T add_values(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -145,11 +177,17 @@ Tensor scatter_kernel(const KernelContext& ctx, bool accumulate) {
     } else {
       value = kernels::store_as<T>(kernels::scalar_as<kernels::compute_t<T>>(ctx.arg("value")));
     }
-    for_each_index(ix.sizes, [&](const std::vector<int64_t>& i) {
-      int64_t v = read_index(dot(i, ix.strides));
-      if (v < 0 || v >= o.sizes[dim]) out_of_bounds(ctx, v, dim, o.sizes[dim]);
-      T x = src ? src[dot(i, sd.strides)] : value;
-      T& d = dst[dot(i, o.strides) + (v - i[dim]) * o.strides[dim]];
+    // The output's offset without dim (the index's value replaces i[dim] there).
+    Shape out_strides = o.strides;
+    out_strides[static_cast<size_t>(dim)] = 0;
+    Shape src_strides = src ? sd.strides : Shape(ix.sizes.size(), 0);
+    const int64_t dim_stride = o.strides[static_cast<size_t>(dim)], dim_size = o.sizes[dim];
+    const std::array<Shape, 3> walk{ix.strides, src_strides, out_strides};
+    for_each_offset(ix.sizes, walk, [&](const std::array<int64_t, 3>& at) {
+      int64_t v = read_index(at[0]);
+      if (v < 0 || v >= dim_size) out_of_bounds(ctx, v, dim, dim_size);
+      T x = src ? src[at[1]] : value;
+      T& d = dst[at[2] + v * dim_stride];
       d = accumulate ? add_values(d, x) : x;
     });
   });
@@ -227,15 +265,39 @@ class IndexPlan {
 
   const Shape& result_shape() const { return result_; }
 
-  // Calls f(result multi-index, element offset in self) for every element of the result.
+  // Calls f(element offset in self, aux) for every element of the result in row-major order,
+  // aux = sum_p oi[p] * aux_strides[p] (e.g. the element's offset in index_put's values). The
+  // index tensors are read once per element of B (their offsets in self summed per B position),
+  // not once per element of the result.
   template <class F>
-  void visit(F&& f) const {
-    std::vector<int64_t> bidx(b_.size());
-    for_each_index(result_, [&](const std::vector<int64_t>& oi) {
+  void visit(const Shape& aux_strides, F&& f) const {
+    for (int64_t s : result_)
+      if (s == 0) return;
+    const std::vector<int64_t> b_off = b_offsets();
+    // Per result dim: its stride in self (or 0), in B's flat positions (or 0), in aux.
+    const size_t r = result_.size();
+    Shape self_st(r, 0), b_st(r, 0), aux_st = aux_strides.empty() ? Shape(r, 0) : aux_strides;
+    int64_t flat = 1;
+    for (size_t k = b_.size(); k-- > 0;) {
+      b_st[static_cast<size_t>(b_start_) + k] = flat;
+      flat *= b_[k];
+    }
+    for (size_t p = 0; p < r; ++p)
+      if (self_dim_of_[p] >= 0) self_st[p] = self_.strides()[self_dim_of_[p]];
+    const std::array<Shape, 3> walk{self_st, b_st, aux_st};
+    for_each_offset(result_, walk, [&](const std::array<int64_t, 3>& at) {
+      f(at[0] + b_off[static_cast<size_t>(at[1])], at[2]);
+    });
+  }
+
+ private:
+  // Per position of B (row-major): the sum over the index tensors of index * self's stride of
+  // its dim, each index checked against its dim (negative ones wrapped).
+  std::vector<int64_t> b_offsets() const {
+    std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(shape_numel(b_)));
+    for_each_index(b_, [&](const std::vector<int64_t>& bidx) {
       int64_t off = 0;
-      for (size_t p = 0; p < oi.size(); ++p)
-        if (self_dim_of_[p] >= 0) off += oi[p] * self_.strides()[self_dim_of_[p]];
-      for (size_t k = 0; k < b_.size(); ++k) bidx[k] = oi[b_start_ + k];
       for (const Entry& e : entries_) {
         int64_t v = e.read(dot(bidx, e.strides));
         int64_t size = self_.sizes()[e.dim];
@@ -243,11 +305,11 @@ class IndexPlan {
         if (v < 0) v += size;
         off += v * self_.strides()[e.dim];
       }
-      f(oi, off);
+      out.push_back(off);
     });
+    return out;
   }
 
- private:
   void append_b() {
     b_start_ = static_cast<int64_t>(result_.size());
     result_.insert(result_.end(), b_.begin(), b_.end());
@@ -278,7 +340,7 @@ Tensor index_kernel(const KernelContext& ctx) {
     const T* src = self.data<T>();
     T* dst = out.data<T>();
     int64_t k = 0;
-    plan.visit([&](const std::vector<int64_t>&, int64_t off) { dst[k++] = src[off]; });
+    plan.visit({}, [&](int64_t off, int64_t) { dst[k++] = src[off]; });
   });
   return out;
 }
@@ -324,8 +386,8 @@ Tensor index_put_kernel(const KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* src = values.data<T>();
     T* dst = out.data<T>();
-    plan.visit([&](const std::vector<int64_t>& oi, int64_t off) {
-      T x = src[dot(oi, vstrides)];
+    plan.visit(vstrides, [&](int64_t off, int64_t at) {
+      T x = src[at];
       dst[off] = accumulate ? add_values(dst[off], x) : x;
     });
   });

@@ -1,0 +1,184 @@
+// The direct convolution (conv_direct.h): padded planes, register tiles per instruction set.
+#include "plugins/cpu_cpp/conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "stax/sdk/backend.hpp"
+#include "stax/sdk/gemm.hpp"
+
+namespace stax::cpu::conv {
+
+namespace {
+
+// What a tile reads: the group's weights (Cig x k1 x k2 terms in chain order) and the padded
+// scratch's geometry (elements per channel plane, per padded row), the output row stride.
+template <class T>
+struct DirectArgs {
+  const T* w = nullptr;
+  int64_t cig = 1, plane = 0, wp = 0, out_rs = 0;
+  int64_t k1 = 1, k2 = 1, s1 = 1, d1 = 1, d2 = 1;
+};
+
+template <class T>
+using DirectTileFn = void (*)(const DirectArgs<T>&, const T*, T*, int64_t);
+
+template <class T>
+struct DirectTile {
+  DirectTileFn<T> fn = nullptr;
+  int64_t lanes = 1;
+};
+
+#if STAX_GEMM_X86
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+namespace avx512 {
+template <class T>
+using Isa = sdk::gemm::avx512::Isa<T>;
+#include "plugins/cpu_cpp/conv_direct_tile.inc"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace avx2 {
+template <class T>
+using Isa = sdk::gemm::avx2::Isa<T>;
+#include "plugins/cpu_cpp/conv_direct_tile.inc"
+}  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // STAX_GEMM_X86
+
+namespace portable {
+template <class T>
+using Isa = sdk::gemm::portable::Isa<T>;
+#include "plugins/cpu_cpp/conv_direct_tile.inc"
+}  // namespace portable
+
+template <class T>
+DirectTile<T> tile_for(int64_t rows) {
+#if STAX_GEMM_X86
+  switch (sdk::gemm::detect_instruction_set()) {
+    case sdk::gemm::InstructionSet::Avx512: return avx512::direct_tile_for<T>(rows);
+    case sdk::gemm::InstructionSet::Avx2: return avx2::direct_tile_for<T>(rows);
+    case sdk::gemm::InstructionSet::Portable: break;
+  }
+#endif
+  return portable::direct_tile_for<T>(rows);
+}
+
+constexpr int64_t kTileRows = 8;
+
+// The scratch of one plane task, kept by the pool thread between calls.
+template <class T>
+T* plane_scratch(int64_t n) {
+  thread_local std::vector<T> keep;
+  if (static_cast<int64_t>(keep.size()) < n) {
+    std::vector<T>().swap(keep);
+    try {
+      keep.resize(static_cast<size_t>(n), T(0));
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+  return keep.data();
+}
+
+// Row r of the padded planes holds input row r - p1 (zeros outside the input), column c input
+// column c - p2.
+template <class T>
+void pad_planes(const T* x, int64_t cig, const Geometry& g, int64_t hp, int64_t wp, T* xp) {
+  const int64_t H = g.in[1], W = g.in[2];
+  const int64_t c_lo = std::clamp<int64_t>(g.p[2], 0, wp);
+  const int64_t c_hi = std::clamp<int64_t>(W + g.p[2], c_lo, wp);
+  for (int64_t ci = 0; ci < cig; ++ci)
+    for (int64_t r = 0; r < hp; ++r) {
+      T* dst = xp + (ci * hp + r) * wp;
+      const int64_t i1 = r - g.p[1];
+      if (i1 < 0 || i1 >= H) {
+        std::fill(dst, dst + wp, T(0));
+        continue;
+      }
+      const T* src = x + (ci * H + i1) * W;
+      std::fill(dst, dst + c_lo, T(0));
+      std::memcpy(dst + c_lo, src + (c_lo - g.p[2]), static_cast<size_t>(c_hi - c_lo) * sizeof(T));
+      std::fill(dst + c_hi, dst + wp, T(0));
+    }
+}
+
+}  // namespace
+
+bool direct_applies(const Geometry& g, int64_t Cin, int64_t Cout) {
+  (void)Cin;
+  return g.groups > 0 && Cout == g.groups && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 &&
+         g.s[2] == 1;
+}
+
+template <class T>
+void correlate_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
+                      const Geometry& g, const Exec& ex) {
+  const int64_t G = g.groups, Cig = Cin / G, Ho = g.out[1], Wo = g.out[2];
+  const int64_t hp = (Ho - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1;
+  const int64_t wp = Wo + (g.k[2] - 1) * g.d[2];
+  const int64_t lanes = tile_for<T>(1).lanes;
+  const int64_t need = Cig * hp * wp + lanes;  // the slack: the last tile's dropped lanes
+  DirectArgs<T> base;
+  base.cig = Cig;
+  base.plane = hp * wp;
+  base.wp = wp;
+  base.out_rs = Wo;
+  base.k1 = g.k[1];
+  base.k2 = g.k[2];
+  base.s1 = g.s[1];
+  base.d1 = g.d[1];
+  base.d2 = g.d[2];
+  std::vector<char> failed(static_cast<size_t>(N * Cout), 0);
+  parallel(ex.pool, N * Cout, [&](int64_t t) {
+    const int64_t b = t / Cout, co = t % Cout;  // one output channel per group: co is the group
+    T* xp = plane_scratch<T>(need);
+    if (!xp) {
+      failed[static_cast<size_t>(t)] = 1;
+      return;
+    }
+    pad_planes(x + (b * Cin + co * Cig) * g.in_n(), Cig, g, hp, wp, xp);
+    DirectArgs<T> a = base;
+    a.w = w + co * Cig * g.k_n();
+    T* plane = out + t * Ho * Wo;
+    for (int64_t r0 = 0; r0 < Ho; r0 += kTileRows) {
+      const DirectTile<T> tile = tile_for<T>(std::min(kTileRows, Ho - r0));
+      for (int64_t c0 = 0; c0 < Wo; c0 += tile.lanes)
+        tile.fn(a, xp + r0 * g.s[1] * wp + c0, plane + r0 * Wo + c0, std::min(tile.lanes, Wo - c0));
+    }
+  });
+  if (std::find(failed.begin(), failed.end(), 1) != failed.end())
+    throw sdk::PluginError(STAX_ERROR_RUNTIME,
+                           "cpu_cpp extern kernel 'convolution': out of memory: " +
+                               std::to_string(static_cast<size_t>(need) * sizeof(T)) +
+                               " bytes for the padded input planes of the direct convolution");
+}
+
+template void correlate_direct<float>(const float*, const float*, float*, int64_t, int64_t,
+                                      int64_t, const Geometry&, const Exec&);
+template void correlate_direct<double>(const double*, const double*, double*, int64_t, int64_t,
+                                       int64_t, const Geometry&, const Exec&);
+
+}  // namespace stax::cpu::conv

@@ -1,0 +1,29 @@
+// The direct form of cpu_cpp's convolution (conv_direct.cpp; docs/convolution.md): a
+// convolution with one output channel per group (depthwise: ConvNeXt's 7x7, and both of its
+// gradients, which the VJP writes as convolutions with one output channel per group too) computed
+// without an im2col matrix and without a GEMM, whose tiles would waste all but one row (Cog = 1).
+//
+// Per output plane (sample, channel) the group's input channels are copied into a zero-padded
+// scratch, then register tiles of up to 8 output rows x one vector of output columns run the
+// chain of conv_gemm.h, term by term in (ci, k) order from +0, the padding's zeros included: every
+// output gets the bits of the GEMM forms (and of conv_extern_test's definition). Vectors are
+// AVX-512 or AVX2 + FMA where the CPU has them (picked at run time), else std::fma one column at
+// a time; the planes are the pool's tasks.
+#pragma once
+
+#include <cstdint>
+
+#include "plugins/cpu_cpp/conv_gemm.h"
+
+namespace stax::cpu::conv {
+
+// Whether the direct form takes the convolution: one output channel per group, spatial rank at
+// most 2 (the leading padded extent is 1) and output columns at stride 1 (vector loads).
+bool direct_applies(const Geometry& g, int64_t Cin, int64_t Cout);
+
+// As correlate() (conv_gemm.h), for a convolution direct_applies() takes; T = float or double.
+template <class T>
+void correlate_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
+                      const Geometry& g, const Exec& ex);
+
+}  // namespace stax::cpu::conv
