@@ -186,6 +186,11 @@ constexpr const char* kForward =
     "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, "
     "int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, "
     "int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
+// What F.embedding_bag records when no input requires a gradient: the same op and results.
+constexpr const char* kForwardOnly =
+    "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool "
+    "scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, "
+    "bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
 constexpr const char* kBackward =
     "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, "
     "Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int "
@@ -205,13 +210,15 @@ std::vector<BuiltOp> built_ops() {
 }  // namespace
 
 void register_embedding_bag_ops(OpRegistry& r) {
-  r.add_multi(kForward, OpCategory::Composite, infer_by_expansion(parse_schema(kForward).name));
+  for (const char* forward : {kForward, kForwardOnly})
+    r.add_multi(forward, OpCategory::Composite, infer_by_expansion(parse_schema(forward).name));
   for (auto& op : built_ops())
     r.add(op.schema, OpCategory::Composite, Promotion::None, infer_by_building(op.build));
 }
 
 void register_embedding_bag_expansions(ExpansionTable& t) {
   t.add(parse_schema(kForward).name, embedding_bag);
+  t.add(parse_schema(kForwardOnly).name, embedding_bag);
 }
 
 void register_embedding_bag_decompositions(DecompositionTable& t) {
