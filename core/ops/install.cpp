@@ -18,6 +18,9 @@ namespace stax {
 // Fused attention's JVP rule (core/ops/nn/flash_attention.cpp); belongs in registration.h with the
 // family's other entry points (kept here to spare every op family a rebuild late in the session).
 void register_flash_attention_jvps(JvpTable& t);
+// fractional_max_pool2d / 3d (core/ops/nn/fractional_pool.cpp); kept here for the same reason.
+void register_fractional_pool_ops(OpRegistry& r);
+void register_fractional_pool_expansions(ExpansionTable& t);
 
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -47,6 +50,7 @@ void register_all_ops(OpRegistry& r) {
   register_scatter_form_ops(r);
   register_regrouping_form_ops(r);
   register_resampling_ops(r);
+  register_fractional_pool_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -184,6 +188,7 @@ void install_ops() {
     register_nn_spatial_expansions(expansions_to_fill());
     register_lstm_layer_expansions(expansions_to_fill());
     register_view_copy_expansions(expansions_to_fill());
+    register_fractional_pool_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

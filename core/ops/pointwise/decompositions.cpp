@@ -218,8 +218,8 @@ Node* sinc(Graph& g, const Node& n) {
 // angle of a real x: NaN ? x : (x < 0 ? pi : 0), as torch's real kernel
 Node* angle(Graph& g, const Node& n) {
   Node* x = in(g, n, "self");
-  Node* v = g.call("where.ScalarOther", {g.call("lt.Scalar", {x, 0}), kPi, 0.0});
-  return g.call("where.self", {g.call("isnan", {x}), x, cast(g, v, n.dtype())});
+  Node* v = g.call("mul.Scalar", {cast(g, g.call("lt.Scalar", {x, 0}), n.dtype()), kPi});
+  return g.call("where.self", {g.call("isnan", {x}), x, v});
 }
 
 Node* ldexp(Graph& g, const Node& n) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
+#include "core/graph/op_registry.h"
 #include "core/support/error.h"
 #include "tests/support/op_check.h"
 

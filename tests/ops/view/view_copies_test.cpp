@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
+#include "core/graph/op_registry.h"
 #include "core/graph/multi_output.h"
 #include "core/support/error.h"
 #include "tests/support/op_check.h"
@@ -17,7 +18,7 @@ using namespace stax::test;
 
 namespace {
 
-Tensor iota(const Shape& s, DType t = DType::Float64) {
+Tensor seq(const Shape& s, DType t = DType::Float64) {
   std::vector<double> v(static_cast<size_t>(shape_numel(s)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
   return Tensor::from_vector(s, v, t);
@@ -39,7 +40,7 @@ struct Pair {
 }  // namespace
 
 TEST(ViewCopies, EqualTheirViewMadeContiguous) {
-  Tensor x = iota({2, 3, 4});
+  Tensor x = seq({2, 3, 4});
   const std::vector<Pair> pairs = {
       {"view_copy", "view", {std::vector<int64_t>{4, -1}}},
       {"permute_copy", "permute", {std::vector<int64_t>{2, 0, 1}}},
@@ -70,11 +71,11 @@ TEST(ViewCopies, EqualTheirViewMadeContiguous) {
     expect_values(copy.out, values_of(want), 0, p.copy);
   }
   // t_copy / squeeze_copy / squeeze_copy.dims on their own shapes
-  expect_values(run({iota({2, 3})}, op("t_copy")).out, {0, 3, 1, 4, 2, 5}, 0, "t_copy");
-  EXPECT_EQ(run({iota({1, 3, 1})}, op("squeeze_copy")).out.sizes(), (Shape{3}));
-  EXPECT_EQ(run({iota({1, 3, 1})}, op("squeeze_copy.dims", {std::vector<int64_t>{0, 2}})).out.sizes(),
+  expect_values(run({seq({2, 3})}, op("t_copy")).out, {0, 3, 1, 4, 2, 5}, 0, "t_copy");
+  EXPECT_EQ(run({seq({1, 3, 1})}, op("squeeze_copy")).out.sizes(), (Shape{3}));
+  EXPECT_EQ(run({seq({1, 3, 1})}, op("squeeze_copy.dims", {std::vector<int64_t>{0, 2}})).out.sizes(),
             (Shape{3}));
-  expect_values(run({iota({2, 3})}, op("_reshape_alias_copy", {std::vector<int64_t>{3, 2},
+  expect_values(run({seq({2, 3})}, op("_reshape_alias_copy", {std::vector<int64_t>{3, 2},
                                                                 std::vector<int64_t>{2, 1}}))
                     .out,
                 {0, 1, 2, 3, 4, 5}, 0, "_reshape_alias_copy");
@@ -106,7 +107,7 @@ TEST(ViewCopies, KeepTheViewsChecks) {
 }
 
 TEST(ViewCopies, ListFormsCopyEveryElement) {
-  Tensor x = iota({3, 4});
+  Tensor x = seq({3, 4});
   Graph g;
   Node* in = g.placeholder("x", x.meta());
   Node* u = g.call("unbind_copy.int", {in, 1});
