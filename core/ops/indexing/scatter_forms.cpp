@@ -93,12 +93,16 @@ Node* unsafe_masked_index(Graph& g, const ExpandCall& c) {
   Node* self = c.tensor("self");
   if (shape_numel(self->shape()) == 0) c.fail("_unsafe_masked_index: self has no elements");
   Node* v = g.call("index.Tensor", {self, clamped_indices(g, c, self)});
-  return g.call("where.ScalarOther", {c.tensor("mask"), v, c.get("fill")});
+  return as_dtype(g, g.call("where.ScalarOther", {c.tensor("mask"), v, c.get("fill")}), self->dtype());
 }
 
 Node* unsafe_masked_index_put_accumulate(Graph& g, const ExpandCall& c) {
   check_mask(c);
   Node* self = c.tensor("self");
+  if (c.tensor("values")->dtype() != self->dtype())
+    c.fail("Index put requires the source and destination dtypes match, got " +
+           std::string(dtype_name(self->dtype())) + " for the destination and " +
+           std::string(dtype_name(c.tensor("values")->dtype())) + " for the source.");
   Node* values = g.call("where.ScalarOther", {c.tensor("mask"), c.tensor("values"), 0});
   values = as_dtype(g, values, self->dtype());
   return g.call("index_put", {self, clamped_indices(g, c, self), values, true});

@@ -88,6 +88,10 @@ std::vector<Node*> embedding_bag(Graph& g, const ExpandCall& c) {
   bool psw = c.has("per_sample_weights");
   if (psw && mode != kSum) c.fail("per_sample_weights are only supported for mode sum");
   Node* indices = c.tensor("indices");
+  if (psw && shape_numel(c.tensor("per_sample_weights")->shape()) != shape_numel(indices->shape()))
+    c.fail("expected per_sample_weights.numel() (" +
+           std::to_string(shape_numel(c.tensor("per_sample_weights")->shape())) +
+           ") to be the same as indices.numel() (" + std::to_string(shape_numel(indices->shape())) + ")");
   DType it = indices->dtype();
   Bags b = bags_of(g, c, indices, c.get("include_last_offset").to_bool());
   int64_t D = weight->shape()[1], n = b.n, B = b.B;

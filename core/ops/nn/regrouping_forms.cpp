@@ -47,6 +47,7 @@ Node* chunk_cat(Graph& g, const ExpandCall& c) {
   std::vector<Node*> ts = c.get("tensors").to_node_list();
   if (ts.empty()) c.fail("_chunk_cat expects a non-empty input tensor list");
   int64_t rank = ts[0]->meta().dim();
+  if (rank == 0) c.fail("_chunk_cat expects non-scalar input tensors");
   int64_t dim = wrap_dim(c.get("dim").to_int(), rank, c.where());
   int64_t chunks = c.get("num_chunks").to_int();
   if (chunks < 1) c.fail("_chunk_cat expects a positive num_chunks");
