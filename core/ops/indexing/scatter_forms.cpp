@@ -11,6 +11,7 @@
 //                      values (0 where not mask) added at the clamped indices
 // All Composite (core/ops/common/built_ops.h): the interpreter runs the decomposition, gradients
 // go through it.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -91,7 +92,23 @@ void check_mask(const ExpandCall& c) {
 Node* unsafe_masked_index(Graph& g, const ExpandCall& c) {
   check_mask(c);
   Node* self = c.tensor("self");
-  if (shape_numel(self->shape()) == 0) c.fail("_unsafe_masked_index: self has no elements");
+  const Arg::List& indices = c.get("indices").list();
+  if (std::none_of(indices.begin(), indices.end(), [](const Arg& a) { return a.is_node(); })) {
+    // every index None: torch's kernel fails an internal assert unless there is nothing to read
+    if (shape_numel(self->shape()) == 0) return g.call("full_like", {self, c.get("fill")});
+    c.fail("_unsafe_masked_index: expected at least one index tensor that is not None");
+  }
+  if (shape_numel(self->shape()) == 0) {
+    // no element to read: fill, in the shape indexing gives (the indexed dims' sizes do not
+    // enter it, so a stand-in with size 1 there is indexed instead)
+    Shape one = self->shape();
+    const Arg::List& in = c.get("indices").list();
+    for (size_t d = 0; d < in.size() && d < one.size(); ++d)
+      if (in[d].is_node()) one[d] = 1;
+    Node* stand_in = g.call("zeros", {Arg(one)}, {{"dtype", Arg(self->dtype())}});
+    Node* shape = g.call("index.Tensor", {stand_in, clamped_indices(g, c, stand_in)});
+    return g.call("full_like", {shape, c.get("fill")});
+  }
   Node* v = g.call("index.Tensor", {self, clamped_indices(g, c, self)});
   return as_dtype(g, g.call("where.ScalarOther", {c.tensor("mask"), v, c.get("fill")}), self->dtype());
 }

@@ -49,13 +49,18 @@ Node* chunk_cat(Graph& g, const ExpandCall& c) {
   int64_t rank = ts[0]->meta().dim();
   if (rank == 0) c.fail("_chunk_cat expects non-scalar input tensors");
   int64_t dim = wrap_dim(c.get("dim").to_int(), rank, c.where());
+  for (Node* t : ts)
+    if (t->meta().dim() != rank && c.get("dim").to_int() < 0)
+      c.fail("_chunk_cat expects non-negative dim when input tensors have different ndims");
   int64_t chunks = c.get("num_chunks").to_int();
   if (chunks < 1) c.fail("_chunk_cat expects a positive num_chunks");
   std::vector<Node*> parts;
   for (Node* t : ts) {
     const Shape& s = t->shape();
-    if (static_cast<int64_t>(s.size()) != rank)
-      c.fail("_chunk_cat expects same number of dimensions for all input tensors");
+    if (shape_numel(s) == 0) c.fail("_chunk_cat expects non-empty tensor");
+    if (static_cast<int64_t>(s.size()) <= dim)
+      c.fail("_chunk_cat expects every input tensor to have more than dim (" + std::to_string(dim) +
+             ") dimensions, got " + shape_str(s));
     for (int64_t d = 0; d < dim; ++d)
       if (s[d] != ts[0]->shape()[d])
         c.fail("_chunk_cat expects same sizes of 0,...,dim-1 dimensions for all tensors");
@@ -63,7 +68,7 @@ Node* chunk_cat(Graph& g, const ExpandCall& c) {
     int64_t padded = (s[dim] + chunks - 1) / chunks * chunks;
     Node* p = t;
     if (padded != s[dim]) {
-      std::vector<int64_t> pad(static_cast<size_t>(2 * (rank - dim - 1)), 0);
+      std::vector<int64_t> pad(2 * (s.size() - static_cast<size_t>(dim) - 1), 0);
       pad.push_back(0);
       pad.push_back(padded - s[dim]);
       p = g.call("constant_pad_nd", {t, Arg(pad), 0});
@@ -110,6 +115,9 @@ Node* trilinear(Graph& g, const ExpandCall& c) {
   Node* product = nullptr;
   for (int k = 0; k < 3; ++k) {
     Node* x = c.tensor(names[k]);
+    if (x->dtype() != c.tensor("i1")->dtype())
+      c.fail("expected scalar type " + std::string(dtype_name(c.tensor("i1")->dtype())) +
+             " but found " + std::string(dtype_name(x->dtype())));
     std::vector<int64_t> dims = c.get(expands[k]).to_int_list();
     if (x->meta().dim() + static_cast<int64_t>(dims.size()) != total)
       c.fail(std::string("_trilinear: ") + names[k] + " of shape " + shape_str(x->shape()) +

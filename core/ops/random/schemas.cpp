@@ -98,6 +98,7 @@ void register_random_ops(OpRegistry& r) {
            }));
     random("geometric(Tensor self, float p, *, Generator? generator=None) -> Tensor",
            sampler("geometric", false, [](const CallArgs& c) {
+             if (c.tensor("self").dtype == DType::Bool) c.fail("geometric not implemented for torch.bool");
              double p = c.get("p").to_double();
              if (!(p > 0 && p < 1))
                c.fail("geometric_ expects p to be in (0, 1), but got p=" + double_repr(p));
