@@ -18,6 +18,9 @@ namespace stax {
 // Fused attention's JVP rule (core/ops/nn/flash_attention.cpp); belongs in registration.h with the
 // family's other entry points (kept here to spare every op family a rebuild late in the session).
 void register_flash_attention_jvps(JvpTable& t);
+// fractional_max_pool2d / 3d (core/ops/nn/fractional_pool.cpp); kept here for the same reason.
+void register_fractional_pool_ops(OpRegistry& r);
+void register_fractional_pool_expansions(ExpansionTable& t);
 
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -42,6 +45,12 @@ void register_all_ops(OpRegistry& r) {
   register_lstm_layer_ops(r);
   register_flash_attention_ops(r);
   register_spectral_ops(r);
+  register_view_copy_ops(r);
+  register_static_shape_ops(r);
+  register_scatter_form_ops(r);
+  register_regrouping_form_ops(r);
+  register_resampling_ops(r);
+  register_fractional_pool_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -63,6 +72,11 @@ void install_decompositions(DecompositionTable& t) {
   register_nn_backward_decompositions(t);
   register_nn_spatial_decompositions(t);
   register_embedding_bag_decompositions(t);
+  register_view_copy_decompositions(t);
+  register_static_shape_decompositions(t);
+  register_scatter_form_decompositions(t);
+  register_regrouping_form_decompositions(t);
+  register_resampling_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -84,6 +98,11 @@ void install_vjps(VjpTable& t) {
   register_nn_spatial_vjps(t);
   register_embedding_bag_vjps(t);
   register_flash_attention_vjps(t);
+  register_view_copy_vjps(t);
+  register_static_shape_vjps(t);
+  register_scatter_form_vjps(t);
+  register_regrouping_form_vjps(t);
+  register_resampling_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
@@ -104,6 +123,11 @@ void install_jvps(JvpTable& t) {
   register_nn_spatial_jvps(t);
   register_embedding_bag_jvps(t);
   register_flash_attention_jvps(t);
+  register_view_copy_jvps(t);
+  register_static_shape_jvps(t);
+  register_scatter_form_jvps(t);
+  register_regrouping_form_jvps(t);
+  register_resampling_jvps(t);
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -124,6 +148,11 @@ void install_kernels(InterpreterTable& t) {
   register_nn_spatial_kernels(t);
   register_embedding_bag_kernels(t);
   register_flash_attention_kernels(t);
+  register_view_copy_kernels(t);
+  register_static_shape_kernels(t);
+  register_scatter_form_kernels(t);
+  register_regrouping_form_kernels(t);
+  register_resampling_kernels(t);
 }
 
 void install_traits(OpTraitTable& t) {
@@ -158,6 +187,8 @@ void install_ops() {
     register_embedding_bag_expansions(expansions_to_fill());
     register_nn_spatial_expansions(expansions_to_fill());
     register_lstm_layer_expansions(expansions_to_fill());
+    register_view_copy_expansions(expansions_to_fill());
+    register_fractional_pool_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -38,6 +38,11 @@ void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backwa
 void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
 void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and its backward
 void register_spectral_ops(OpRegistry& r);      // _fft_r2c _fft_c2r _fft_c2c view_as_real ...
+void register_view_copy_ops(OpRegistry& r);     // view_copy permute_copy ... unbind_copy
+void register_static_shape_ops(OpRegistry& r);  // nonzero_static segment_reduce
+void register_scatter_form_ops(OpRegistry& r);  // diagonal_scatter as_strided_scatter ...
+void register_regrouping_form_ops(OpRegistry& r);  // channel_shuffle _chunk_cat ...
+void register_resampling_ops(OpRegistry& r);  // upsample_linear1d bicubic2d ...
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -60,6 +65,7 @@ void register_attention_form_expansions(ExpansionTable& t);
 void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
 void register_lstm_layer_expansions(ExpansionTable& t);
+void register_view_copy_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
@@ -77,6 +83,11 @@ void register_size_query_decompositions(DecompositionTable& t); // sym_size.int 
 void register_nn_backward_decompositions(DecompositionTable& t); // the *_backward ops
 void register_nn_spatial_decompositions(DecompositionTable& t);
 void register_embedding_bag_decompositions(DecompositionTable& t);
+void register_view_copy_decompositions(DecompositionTable& t);
+void register_static_shape_decompositions(DecompositionTable& t);
+void register_scatter_form_decompositions(DecompositionTable& t);
+void register_regrouping_form_decompositions(DecompositionTable& t);
+void register_resampling_decompositions(DecompositionTable& t);
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -96,6 +107,11 @@ void register_nn_backward_vjps(VjpTable& t);
 void register_nn_spatial_vjps(VjpTable& t);
 void register_embedding_bag_vjps(VjpTable& t);
 void register_flash_attention_vjps(VjpTable& t);
+void register_view_copy_vjps(VjpTable& t);
+void register_static_shape_vjps(VjpTable& t);
+void register_scatter_form_vjps(VjpTable& t);
+void register_regrouping_form_vjps(VjpTable& t);
+void register_resampling_vjps(VjpTable& t);
 
 // ---- forward-mode rules (core/autodiff/jvp.h)
 void register_pointwise_jvps(JvpTable& t);
@@ -115,6 +131,11 @@ void register_creation_jvps(JvpTable& t);  // copy fill.Tensor
 void register_nn_backward_jvps(JvpTable& t);
 void register_nn_spatial_jvps(JvpTable& t);
 void register_embedding_bag_jvps(JvpTable& t);
+void register_view_copy_jvps(JvpTable& t);
+void register_static_shape_jvps(JvpTable& t);
+void register_scatter_form_jvps(JvpTable& t);
+void register_regrouping_form_jvps(JvpTable& t);
+void register_resampling_jvps(JvpTable& t);
 
 // ---- interpreter kernels (core/interpreter/interpreter.h)
 void register_pointwise_kernels(InterpreterTable& t);  // incl. where, clamp, to.dtype, *_backward
@@ -134,6 +155,11 @@ void register_nn_kernels(InterpreterTable& t);         // convolution, pooling, 
 void register_special_kernels(InterpreterTable& t);    // special functions in double
 void register_activation_kernels(InterpreterTable& t);
 void register_flash_attention_kernels(InterpreterTable& t);  // the SDK's flash kernel
+void register_view_copy_kernels(InterpreterTable& t);
+void register_static_shape_kernels(InterpreterTable& t);
+void register_scatter_form_kernels(InterpreterTable& t);
+void register_regrouping_form_kernels(InterpreterTable& t);
+void register_resampling_kernels(InterpreterTable& t);
 
 // ---- lowering rules (core/lowering/lowering_rules.h)
 void register_pointwise_rules(LoweringTable& t);  // unary, binary, comparison, where, clamp, casts,

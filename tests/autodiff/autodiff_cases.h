@@ -383,6 +383,7 @@ inline std::vector<Case> composite_cases() {
 // domain and away from kinks (shrink thresholds, huber's delta, fmax ties, the median's ties).
 #include "tests/ops/creation/creation_cases.h"
 #include "tests/ops/extern/product_cases.h"
+#include "tests/ops/functional_form_cases.h"
 #include "tests/ops/indexing/indexing_composite_cases.h"
 #include "tests/ops/nn/backward_op_cases.h"
 #include "tests/ops/nn/functional_cases.h"
@@ -401,7 +402,7 @@ inline std::vector<Case> all_cases() {
                   pointwise_math_cases(), special_function_cases(), nn_functional_cases(),
                   matrix_product_cases(), reduction_composite_cases(),
                   indexing_composite_cases(), nn_backward_op_cases(), creation_cases(),
-                  pointwise_backward_op_cases()})
+                  pointwise_backward_op_cases(), functional_form_cases()})
     out.insert(out.end(), v.begin(), v.end());
   return out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/graph/op_registry.h"
 #include "core/ops/common/decomposition_helpers.h"
@@ -66,6 +67,32 @@ Node* logspace(Graph& g, const Node& n) {
   return cast(g, g.call("pow.Scalar", {n.arg("base"), e}), n.dtype());
 }
 
+// linspace / logspace with 0-d tensor bounds: the same arithmetic on the bounds' values, each
+// first converted to the result type (as torch's start.item() then scalar_t).
+Node* bound_of(Graph& g, const Arg& a, DType t) {
+  if (a.is_node()) return cast(g, a.node(), t);
+  return g.call("full", {Shape{}, a}, {{"dtype", t}});
+}
+
+Node* linspace_tensor_values(Graph& g, const Node& n) {
+  DType t = n.dtype();
+  int64_t steps = n.arg("steps").to_int();
+  Node* s = bound_of(g, n.arg("start"), t);
+  Node* e = bound_of(g, n.arg("end"), t);
+  if (steps == 0) return zeros_of(g, Shape{0}, t);
+  if (steps == 1) return g.call("reshape", {s, Shape{1}});
+  Node* step = g.call("div.Scalar", {g.call("sub.Tensor", {e, s}), steps - 1});
+  Node* i = g.call("arange", {steps});
+  Node* lo = g.call("add.Tensor", {g.call("mul.Tensor", {cast(g, i, t), step}), s});
+  Node* back = cast(g, g.call("add.Scalar", {g.call("neg", {i}), steps - 1}), t);
+  Node* hi = g.call("sub.Tensor", {e, g.call("mul.Tensor", {back, step})});
+  return g.call("where.self", {g.call("lt.Scalar", {i, steps / 2}), lo, hi});
+}
+
+Node* logspace_tensor(Graph& g, const Node& n) {
+  return cast(g, g.call("pow.Scalar", {n.arg("base"), linspace_tensor_values(g, n)}), n.dtype());
+}
+
 // tril_indices / triu_indices: per row r, rows r and the column range, concatenated.
 Node* tri_indices(Graph& g, const Node& n, bool lower) {
   int64_t row = n.arg("row").to_int(), col = n.arg("col").to_int(), off = n.arg("offset").to_int();
@@ -118,6 +145,11 @@ void register_creation_decompositions(DecompositionTable& t) {
   t.add("linspace.default", linspace);
 
   t.add("logspace.default", logspace);
+
+  for (const char* o : {"Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor"}) {
+    t.add(std::string("linspace.") + o, linspace_tensor_values);
+    t.add(std::string("logspace.") + o, logspace_tensor);
+  }
 
   t.add("tril_indices.default", [](Graph& g, const Node& n) { return tri_indices(g, n, true); });
 

@@ -193,7 +193,9 @@ void register_creation_kernels(InterpreterTable& t) {
          {"new_full.default", "new_zeros.default", "new_ones.default", "new_empty.default",
           "new_empty_strided.default", "fill.Scalar", "fill.Tensor", "copy.default",
           "eye.default", "eye.m",
-          "linspace.default", "logspace.default", "tril_indices.default", "triu_indices.default"})
+          "linspace.default", "logspace.default", "tril_indices.default", "triu_indices.default",
+          "linspace.Tensor_Tensor", "linspace.Tensor_Scalar", "linspace.Scalar_Tensor",
+          "logspace.Tensor_Tensor", "logspace.Tensor_Scalar", "logspace.Scalar_Tensor"})
     t.add(op, kernels::run_decomposition);
 }
 

@@ -358,6 +358,23 @@ void add_sequence_ops(OpRegistry& r) {
          linspace_rule)
         .differentiable = false;
 
+    // The overloads with 0-d tensor bounds (torch reads their values: start.item())
+    auto tensor_bounds = [](const CallArgs& c) {
+      for (const char* p : {"start", "end"})
+        if (c.get(p).is_node() && c.tensor(p).dim() != 0)
+          c.fail("linspace only supports 0-dimensional start and end tensors, but got " +
+                 std::string(p) + " with " + std::to_string(c.tensor(p).dim()) + " dimension(s).");
+      return linspace_rule(c);
+    };
+    for (const char* o : {"Tensor_Tensor(Tensor start, Tensor end", "Tensor_Scalar(Tensor start, Scalar end",
+                          "Scalar_Tensor(Scalar start, Tensor end"}) {
+      comp(std::string("linspace.") + o + ", int steps, " + fk + ") -> Tensor", tensor_bounds)
+          .differentiable = false;
+      comp(std::string("logspace.") + o + ", int steps, float base=10., " + fk + ") -> Tensor",
+           tensor_bounds)
+          .differentiable = false;
+    }
+
     for (const char* n : {"tril_indices", "triu_indices"})
       comp(std::string(n) + "(int row, int col, int offset=0, *, ScalarType? dtype=long, "
            "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",

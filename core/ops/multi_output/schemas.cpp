@@ -116,6 +116,24 @@ std::vector<Node*> median_dim(Graph& g, const ExpandCall& c) {
   return kth(g, x, dim, (n - 1) / 2, c.get("keepdim").to_bool());
 }
 
+// nanmedian.dim: the median of the non-NaN elements along dim (the lower of the two middle ones),
+// NaN (the first NaN's index) where every element is NaN: the stable argsort puts NaN last, and
+// the k non-NaN elements come first.
+std::vector<Node*> nanmedian_dim(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() == 0 || !is_floating(x->dtype())) return median_dim(g, c);
+  int64_t dim = wrapped(c, x, c.get("dim").to_int());
+  if (x->shape()[dim] == 0)
+    c.fail("nanmedian(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size");
+  Node* order = argsort(g, x, dim, false);
+  Node* valid = g.call("logical_not", {g.call("isnan", {x})});
+  Node* k = g.call("sum.dim_IntList", {valid, Ints{dim}, true});
+  Node* pos = g.call("clamp_min", {g.call("floor_divide.Scalar", {g.call("sub.Scalar", {k, 1}), 2}), 0});
+  Node* idx = g.call("gather.default", {order, dim, pos});
+  bool keepdim = c.get("keepdim").to_bool();
+  return {take(g, x, dim, idx, keepdim), drop(g, idx, dim, keepdim, x)};
+}
+
 // Slices of x along dim at the given boundaries (sizes summing to the dim's size).
 std::vector<Node*> split_sizes(Graph& g, const ExpandCall& c, Node* x, int64_t dim, const Ints& sizes) {
   if (x->meta().dim() == 0) c.fail("split expects at least a 1-dimensional tensor");
@@ -681,6 +699,8 @@ std::vector<MultiOp> multi_ops() {
        true, kthvalue},
       {"median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing, true,
        median_dim},
+      {"nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", C::Indexing,
+       true, nanmedian_dim},
       {"split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", C::View, true, split_tensor},
       {"split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", C::View, true, sizes("split_size")},
       {"split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", C::View, true,

@@ -88,6 +88,10 @@ std::vector<Node*> embedding_bag(Graph& g, const ExpandCall& c) {
   bool psw = c.has("per_sample_weights");
   if (psw && mode != kSum) c.fail("per_sample_weights are only supported for mode sum");
   Node* indices = c.tensor("indices");
+  if (psw && shape_numel(c.tensor("per_sample_weights")->shape()) != shape_numel(indices->shape()))
+    c.fail("expected per_sample_weights.numel() (" +
+           std::to_string(shape_numel(c.tensor("per_sample_weights")->shape())) +
+           ") to be the same as indices.numel() (" + std::to_string(shape_numel(indices->shape())) + ")");
   DType it = indices->dtype();
   Bags b = bags_of(g, c, indices, c.get("include_last_offset").to_bool());
   int64_t D = weight->shape()[1], n = b.n, B = b.B;
@@ -186,6 +190,11 @@ constexpr const char* kForward =
     "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, "
     "int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, "
     "int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
+// What F.embedding_bag records when no input requires a gradient: the same op and results.
+constexpr const char* kForwardOnly =
+    "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool "
+    "scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, "
+    "bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
 constexpr const char* kBackward =
     "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, "
     "Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int "
@@ -205,13 +214,15 @@ std::vector<BuiltOp> built_ops() {
 }  // namespace
 
 void register_embedding_bag_ops(OpRegistry& r) {
-  r.add_multi(kForward, OpCategory::Composite, infer_by_expansion(parse_schema(kForward).name));
+  for (const char* forward : {kForward, kForwardOnly})
+    r.add_multi(forward, OpCategory::Composite, infer_by_expansion(parse_schema(forward).name));
   for (auto& op : built_ops())
     r.add(op.schema, OpCategory::Composite, Promotion::None, infer_by_building(op.build));
 }
 
 void register_embedding_bag_expansions(ExpansionTable& t) {
   t.add(parse_schema(kForward).name, embedding_bag);
+  t.add(parse_schema(kForwardOnly).name, embedding_bag);
 }
 
 void register_embedding_bag_decompositions(DecompositionTable& t) {

@@ -1,5 +1,6 @@
 // Core ATen ops that place or sample values at computed spatial positions (issue 29 item 1), each
 // one builder (core/ops/common/infer_by_building.h) giving its inference and its decomposition:
+//   grid_sampler_3d    the same one dim up (trilinear over 8 corners, or nearest)
 //   col2im (nn.Fold)   the adjoint of im2col: block (i, j) of every column is added into a padded
 //                      canvas at rows i * dilation + stride * l (strided slice_scatter), then the
 //                      padding is cut off
@@ -167,6 +168,76 @@ Node* grid_sampler_2d(Graph& g, const ExpandCall& c) {
   return g.call("reshape", {r, Arg(Shape{N, C, gs[1], gs[2]})});
 }
 
+// grid_sampler_3d: grid_sampler_2d one dim up: input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3)
+// holding (x, y, z) for (W, H, D); trilinear over the 8 corners or nearest; the same padding
+// modes and unnormalization.
+Node* grid_sampler_3d(Graph& g, const ExpandCall& c) {
+  Node* in = c.tensor("input");
+  Node* grid = c.tensor("grid");
+  int64_t mode = c.get("interpolation_mode").to_int(), padding = c.get("padding_mode").to_int();
+  bool corners = c.get("align_corners").to_bool();
+  if (mode < 0 || mode > 1)
+    c.fail("grid_sampler_3d: interpolation_mode must be 0 (bilinear) or 1 (nearest), got " +
+           std::to_string(mode));
+  if (padding < 0 || padding > 2)
+    c.fail("padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got " + std::to_string(padding));
+  const Shape& is = in->shape();
+  const Shape& gs = grid->shape();
+  if (is.size() != 5 || gs.size() != 5 || gs[4] != 3 || gs[0] != is[0])
+    c.fail("expected input (N, C, D, H, W) and grid (N, D_out, H_out, W_out, 3), got " +
+           shape_str(is) + " and " + shape_str(gs));
+  if (!is_floating(in->dtype()) || grid->dtype() != in->dtype())
+    c.fail("input and grid must be floating point of one dtype");
+  int64_t N = is[0], C = is[1], P = gs[1] * gs[2] * gs[3];
+  const int64_t size[3] = {is[4], is[3], is[2]};  // x: W, y: H, z: D
+  Node* coord[3];
+  for (int k = 0; k < 3; ++k)
+    coord[k] = source_coordinate(g, g.call("select.int", {grid, 4, k}), size[k], padding, corners);
+  Node* flat = g.call("reshape", {in, Arg(Shape{N, C, is[2] * is[3] * is[4]})});
+  // The input at integer coordinates p[0..2] (N, Do, Ho, Wo) times `w`, zero out of range.
+  auto corner = [&](Node* const* p, Node* w) {
+    Node* ok = nullptr;
+    Node* idx = nullptr;
+    for (int k = 2; k >= 0; --k) {
+      Node* in_range = g.call("logical_and", {g.call("ge.Scalar", {p[k], 0}), g.call("le.Scalar", {p[k], size[k] - 1})});
+      ok = ok ? g.call("logical_and", {ok, in_range}) : in_range;
+      Node* i = g.call("to.dtype", {g.call("clamp", {p[k], 0.0, static_cast<double>(size[k] - 1)}), DType::Int64});
+      idx = idx ? g.call("add.Tensor", {g.call("mul.Scalar", {idx, size[k]}), i}) : i;
+    }
+    idx = g.call("expand", {g.call("reshape", {idx, Arg(Shape{N, 1, P})}), Arg(Shape{N, C, P})});
+    Node* v = g.call("gather", {flat, 2, idx});
+    Node* wz = g.call("where.ScalarOther", {ok, w, 0.0});
+    return g.call("mul.Tensor", {v, g.call("reshape", {wz, Arg(Shape{N, 1, P})})});
+  };
+  Node* r = nullptr;
+  if (mode == 1) {
+    Node* p[3] = {g.call("round", {coord[0]}), g.call("round", {coord[1]}), g.call("round", {coord[2]})};
+    r = corner(p, g.call("full_like", {coord[0], 1.0}));
+  } else {
+    Node* lo[3];
+    Node* w1[3];
+    Node* w0[3];
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = g.call("floor", {coord[k]});
+      w1[k] = g.call("sub.Tensor", {coord[k], lo[k]});
+      w0[k] = g.call("rsub.Scalar", {w1[k], 1});
+    }
+    for (int bits = 0; bits < 8; ++bits) {
+      Node* p[3];
+      Node* w = nullptr;
+      for (int k = 0; k < 3; ++k) {
+        bool up = (bits >> k) & 1;
+        p[k] = up ? g.call("add.Scalar", {lo[k], 1}) : lo[k];
+        Node* wk = up ? w1[k] : w0[k];
+        w = w ? g.call("mul.Tensor", {w, wk}) : wk;
+      }
+      Node* t = corner(p, w);
+      r = r ? g.call("add.Tensor", {r, t}) : t;
+    }
+  }
+  return g.call("reshape", {r, Arg(Shape{N, C, gs[1], gs[2], gs[3]})});
+}
+
 // im2col(x): the VJP of col2im with x as the gradient of its output.
 Node* im2col(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
@@ -225,6 +296,9 @@ std::vector<SpatialOp> spatial_ops() {
       {"grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool "
        "align_corners) -> Tensor",
        grid_sampler_2d},
+      {"grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool "
+       "align_corners) -> Tensor",
+       grid_sampler_3d},
       {"im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> "
        "Tensor",
        im2col},

@@ -215,6 +215,18 @@ Node* sinc(Graph& g, const Node& n) {
   return g.call("where.ScalarSelf", {zero, 1.0, v});
 }
 
+// angle of a real x: NaN ? x : (x < 0 ? pi : 0), as torch's real kernel
+Node* angle(Graph& g, const Node& n) {
+  Node* x = in(g, n, "self");
+  Node* v = g.call("mul.Scalar", {cast(g, g.call("lt.Scalar", {x, 0}), n.dtype()), kPi});
+  return g.call("where.self", {g.call("isnan", {x}), x, v});
+}
+
+Node* ldexp(Graph& g, const Node& n) {
+  Node* p = g.call("pow.Scalar", {2.0, n.arg("other").node()});
+  return cast(g, g.call("mul.Tensor", {n.arg("self").node(), p}), n.dtype());
+}
+
 Node* logit(Graph& g, const Node& n) {
   Node* z = in(g, n, "self");
   if (!n.arg("eps").is_absent()) {
@@ -323,6 +335,10 @@ void register_pointwise_decompositions(DecompositionTable& t) {
   t.add("sgn.default", sgn);
 
   t.add("sinc.default", sinc);
+
+  t.add("angle.default", angle);
+
+  t.add("ldexp.Tensor", ldexp);
 
   t.add("logit.default", logit);
 

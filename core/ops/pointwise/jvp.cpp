@@ -187,7 +187,7 @@ void register_pointwise_jvps(JvpTable& t) {
   t.add("fmod.Scalar", fmod_jvp);
   for (const char* op :
          {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
-          "sgn.default", "sinc.default", "logit.default", "logaddexp.default", "logaddexp2.default",
+          "sgn.default", "sinc.default", "angle.default", "ldexp.Tensor", "logit.default", "logaddexp.default", "logaddexp2.default",
           "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals", "atan2.out"})
     t.add(op, jvp_via_decomposition);
 }

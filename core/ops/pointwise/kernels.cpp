@@ -427,7 +427,7 @@ void register_library_math(InterpreterTable& t) {
   // ---- Composite ops: their decomposition
   for (const char* op :
          {"rsub.Tensor", "rsub.Scalar", "deg2rad.default", "rad2deg.default", "frac.default",
-          "sgn.default", "sinc.default", "logit.default", "heaviside.default", "logaddexp.default",
+          "sgn.default", "sinc.default", "angle.default", "ldexp.Tensor", "logit.default", "heaviside.default", "logaddexp.default",
           "logaddexp2.default", "xlogy.Tensor", "fmax.default", "fmin.default", "round.decimals",
           "atan2.out"})
     t.add(op, kernels::run_decomposition);

@@ -490,6 +490,13 @@ void add_extended_math_ops(OpRegistry& r) {
 
     comp("sinc(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
 
+    // angle of a real tensor: 0 or pi (NaN stays NaN); integers give the default float
+    comp("angle(Tensor self) -> Tensor", P::IntToFloat, floating({"self"}, P::IntToFloat));
+
+    // ldexp(self, other) = self * 2^other (torch's formula: a multiply by pow(2, other))
+    comp("ldexp.Tensor(Tensor self, Tensor other) -> Tensor", P::IntToFloat,
+         floating({"self", "other"}, P::IntToFloat));
+
     comp("logit(Tensor self, float? eps=None) -> Tensor", P::IntToFloat,
          floating({"self"}, P::IntToFloat));
 

@@ -56,3 +56,18 @@ TEST(CompositeFormulas, MatchTorchFormulas) {
   expect_values(run({a, b}, op("fmax", {}, {}, 2)).out, {2, kInf, -kInf, 0, 2, 3}, 0, "fmax");
   expect_values(run({a, b}, op("fmin", {}, {}, 2)).out, {1, kInf, -kInf, 0, -1, 3}, 0, "fmin");
 }
+
+// angle of real tensors (0 or pi, NaN kept; integers give float32) and ldexp (self * 2^other).
+TEST(CompositeFormulas, AngleAndLdexp) {
+  Tensor x = vec({-1.0, 0.0, 2.0, kNaN, -0.0, -kInf});
+  expect_values(run({x}, op("angle")).out, {kPi, 0, 0, kNaN, 0, kPi}, 0, "angle");
+  Tensor i = Tensor::from_vector({2}, std::vector<double>{-3, 4}, DType::Int64);
+  OpRun ai = run({i}, op("angle"));
+  EXPECT_EQ(ai.out.dtype(), DType::Float32);
+  expect_values(ai.out, {static_cast<float>(kPi), 0}, 0, "angle int64");
+  Tensor m = vec({1.5, -2.0, 3.0});
+  Tensor e = Tensor::from_vector({3}, std::vector<double>{2, -1, 0}, DType::Int32);
+  OpRun l = run({m, e}, op("ldexp.Tensor", {}, {}, 2));
+  EXPECT_EQ(l.out.dtype(), DType::Float64);
+  expect_values(l.out, {6, -1, 3}, 0, "ldexp");
+}
