@@ -89,12 +89,13 @@ PoolParams pool_params(const std::function<const Arg&(const char*)>& get, size_t
   p.dilation = has_dilation ? expand_list(get("dilation"), spatial, "dilation", where, 1)
                             : Ints(spatial, 1);
   p.ceil_mode = get("ceil_mode").to_bool();
-  // torch: at most half the dilated kernel (1-D, 2-D); half the kernel itself for 3-D pooling.
+  // torch (pool2d_shape_check / pool3d_shape_check / max_pool1d): at most half the kernel
+  // itself, whatever the dilation.
   for (size_t i = 0; i < spatial; ++i)
-    if (2 * p.padding[i] > (spatial == 3 ? p.kernel[i] : p.dilation[i] * (p.kernel[i] - 1) + 1))
+    if (2 * p.padding[i] > p.kernel[i])
       throw Error("shape", where,
                   "padding " + list_str(p.padding) + " must be at most half of the kernel size " +
-                      list_str(p.kernel) + (spatial == 3 ? "" : " (dilated)"));
+                      list_str(p.kernel) + " (the undilated kernel, as torch)");
   return p;
 }
 
