@@ -496,7 +496,13 @@ std::vector<Node*> adaptive_max_pool(Graph& g, const ExpandCall& c, size_t n) {
   if (size.is_list() && size.list().size() != n)
     c.fail("adaptive_max_pool" + std::to_string(n) + "d: output_size must have " +
            std::to_string(n) + " entries, got " + std::to_string(size.list().size()));
-  Ints os = nn::expand_list(size, n, "output_size", c.where(), 1);
+  Ints os = nn::expand_list(size, n, "output_size", c.where(), 0);
+  if (std::find(os.begin(), os.end(), 0) != os.end()) {  // as torch: an empty result
+    Shape out = x->shape();
+    std::copy(os.begin(), os.end(), out.end() - static_cast<std::ptrdiff_t>(n));
+    return {g.call("zeros", {Arg(out)}, {{"dtype", Arg(x->dtype())}}),
+            g.call("zeros", {Arg(out)}, {{"dtype", Arg(DType::Int64)}})};
+  }
   Node* values = x;
   Node* index = nullptr;
   int64_t inner = 1;
