@@ -279,7 +279,7 @@ InferFn adaptive_pool_rule(size_t sp) {
     if (size.is_list() && size.list().size() != sp)
       c.fail("adaptive_avg_pool" + std::to_string(sp) + "d: output_size must be " +
              std::to_string(sp) + ", got " + std::to_string(size.list().size()) + " entries");
-    Ints os = nn::expand_list(size, sp, "output_size", c.where(), 1);
+    Ints os = nn::expand_list(size, sp, "output_size", c.where(), 0);  // 0: an empty result
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) out[x.sizes.size() - sp + i] = os[i];
     return TensorMeta::contiguous(out, x.dtype, x.device);

@@ -295,6 +295,11 @@ TEST(NnPooling, AdaptiveAveragePoolOfEmptyChannels) {
   EXPECT_EQ(run1("adaptive_avg_pool2d", {ec}, {Ints{3, 3}}).sizes(), (Shape{2, 0, 3, 3}));
   Tensor e3 = Tensor::empty({0, 2, 4, 3}, DType::Float32);  // unbatched 3-D: C may be empty
   EXPECT_EQ(run1("adaptive_avg_pool3d", {e3}, {Ints{1, 3, 2}}).sizes(), (Shape{0, 1, 3, 2}));
+  // an output size of 0: an empty result, as torch
+  Tensor x = random_tensor({4, 3, 3, 2}, 7, DType::Float32);
+  Tensor y = run1("adaptive_avg_pool2d", {x}, {Ints{1, 0}});
+  EXPECT_EQ(y.sizes(), (Shape{4, 3, 1, 0}));
+  EXPECT_EQ(y.dtype(), DType::Float32);
 }
 
 TEST(NnEmbedding, ValuesAndPaddingIdxGradient) {
