@@ -312,6 +312,13 @@ TEST(ModelOps, MaskedFillIndexAddScatterReduce) {
                   return g.call("scatter_reduce.two", {in[0], 0, in[1], in[2], "sum"});
                 }).out,
                 {10, 20, 35});
+  // int32 indices too, as torch's scatter ops
+  Tensor i32 = Tensor::from_vector({4}, std::vector<int64_t>{0, 2, 0, 2}, DType::Int32);
+  expect_values(run({base, i32, ssrc}, [](Graph& g, const std::vector<Node*>& in) {
+                  return g.call("scatter_reduce.two", {in[0], 0, in[1], in[2], "amin"},
+                                {{"include_self", false}});
+                }).out,
+                {1, 20, kNaN});
   // out-of-range indices are an error naming the node, not a crash
   Tensor bad = Tensor::from_vector({1}, std::vector<int64_t>{7});
   EXPECT_TRUE(has(error_of([&] {

@@ -368,7 +368,7 @@ TensorMeta scatter_reduce_rule(const CallArgs& c) {
   // torch's scatter shape check, as scatter's: a 0-d tensor counts as 1-d; the index no larger
   // than self apart from dim, nor than src; an empty index writes nothing and is not checked.
   if (idx.numel() > 0) {
-    if (idx.dtype != DType::Int64) c.fail("scatter_reduce(): Expected dtype int64 for index");
+    check_index_dtype(c, idx, "index");  // int64 or int32, as torch's scatter ops
     check_no_larger(c, idx, self, "self", d);
     check_no_larger(c, idx, src, "src", -1);
   }
