@@ -367,12 +367,12 @@ std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
 std::vector<Node*> native_dropout(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("input");
   double p = c.get("p").to_double();
-  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   const Arg& train = c.get("train");
-  if (!train.is_absent() && !train.to_bool()) {  // any dtype, as torch: nothing is drawn
+  if (!train.is_absent() && !train.to_bool()) {  // any dtype and p, as torch: nothing is drawn
     Node* ones = g.call("ones_like.default", {x}, {{"dtype", Arg(DType::Bool)}});
     return {g.call("clone.default", {x}), ones};
   }
+  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (!is_floating(x->dtype()))
     c.fail("native_dropout in training expects a floating-point input, got " +
            std::string(dtype_name(x->dtype())));

@@ -108,7 +108,10 @@ TEST(NativeDropout, SchemaAndEvalMode) {
   Graph gi;
   Node* xi = gi.placeholder("xi", {2, 3}, DType::Int32);
   EXPECT_THROW(gi.call("native_dropout", {xi, 0.5, true}), Error);
-  Node* ndi = gi.call("native_dropout", {xi, 0.5, false});
+  Graph gf;
+  EXPECT_THROW(gf.call("native_dropout", {gf.placeholder("xf", {2}), 1.5, true}), Error);
+  // eval mode reads neither the dtype nor p (torch takes p = inf there)
+  Node* ndi = gi.call("native_dropout", {xi, HUGE_VAL, false});
   gi.output({gi.call("getitem", {ndi, int64_t{0}}), gi.call("getitem", {ndi, int64_t{1}})});
   Tensor xis = Tensor::zeros({2, 3}, DType::Int32);
   for (int64_t i = 0; i < xis.numel(); ++i) xis.set_double(i, static_cast<double>(7 * i - 20));
