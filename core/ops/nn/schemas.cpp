@@ -47,26 +47,6 @@ auto getter(const CallArgs& c) {
 
 // ---- convolution ---------------------------------------------------------------------------
 
-// torch's check_shape_forward and its backend choice for empty tensors: weight.size(0) is at
-// least groups; only the batch or the channel dim of the (batched) input may be empty; a
-// transposed convolution's weight is non-empty ("non-empty 2D or 4D weight tensor expected").
-void empty_conv_checks(const CallArgs& c, const TensorMeta& x, const TensorMeta& w) {
-  const auto& sc = c.op().schema;
-  int64_t g = sc.index_of("groups") >= 0 ? c.get("groups").to_int() : 1;
-  bool transposed = sc.index_of("output_padding") >= 0 &&
-                    (sc.index_of("transposed") < 0 || c.get("transposed").to_bool());
-  if (w.dim() > 0 && w.sizes[0] < g)
-    c.fail("Given groups=" + std::to_string(g) + ", expected weight to be at least " +
-           std::to_string(g) + " at dimension 0, but got weight of size " + shape_str(w.sizes));
-  Shape xs = x.sizes;
-  if (x.dim() + 1 == w.dim()) xs.insert(xs.begin(), 1);  // an unbatched input: a batch of 1
-  if (xs.size() >= 2 && shape_numel(xs) == 0 && xs[0] != 0 && xs[1] != 0)
-    c.fail("only zero batch or zero channel inputs are supported, but got input shape " +
-           shape_str(x.sizes) + " (an empty spatial dim)");
-  if (transposed && w.numel() == 0)
-    c.fail("weight " + shape_str(w.sizes) + " of a transposed convolution must be non-empty");
-}
-
 // The checks torch's convolutions make beyond the output shape (issue 28: conv2d accepted any
 // bias and failed only when run): the bias, when given, is one value per output channel of the
 // input's dtype; every kernel size is positive; a transposed convolution's output padding is
@@ -77,10 +57,12 @@ void conv_checks(const CallArgs& c, int64_t c_out) {
   for (int64_t i = 2; i < w.dim(); ++i)
     if (w.sizes[i] <= 0)
       c.fail("weight " + shape_str(w.sizes) + ": kernel size should be greater than zero");
-  empty_conv_checks(c, x, w);
-  if (c.op().schema.index_of("output_padding") >= 0) {
-    bool transposed = c.op().schema.index_of("transposed") < 0 || c.get("transposed").to_bool();
-    int64_t g = c.get("groups").to_int();
+  const OpSchema& sc = c.op().schema;
+  int64_t g = sc.index_of("groups") >= 0 ? c.get("groups").to_int() : 1;
+  bool transposed = sc.index_of("output_padding") >= 0 &&
+                    (sc.index_of("transposed") < 0 || c.get("transposed").to_bool());
+  nn::check_conv_empty_dims(x.sizes, w.sizes, g, transposed, c.where());
+  if (sc.index_of("output_padding") >= 0) {
     if (transposed && g > 0 && w.dim() > 0 && w.sizes[0] % g != 0)
       c.fail("weight " + shape_str(w.sizes) + " of a transposed convolution: its first dim (input "
              "channels) must be divisible by groups " + std::to_string(g));
@@ -227,29 +209,12 @@ TensorMeta embedding_dense_backward_rule(const CallArgs& c) {
 
 // ---- pooling -------------------------------------------------------------------------------
 
-// Pooled ops take (C, spatial...) or (N, C, spatial...).
-void pool_input(const CallArgs& c, const TensorMeta& x, size_t sp, bool adaptive = false) {
-  int64_t r = static_cast<int64_t>(sp);
-  if (x.dim() != r + 1 && x.dim() != r + 2)
-    c.fail("input must be " + std::to_string(r + 1) + "-D or " + std::to_string(r + 2) +
-           "-D, got " + shape_str(x.sizes));
-  // As torch: only the batch dim of the batched form may be empty (channels too must not be);
-  // its adaptive average pools check the spatial dims only (1-D, 2-D), or every dim after the
-  // first (3-D, batched or not).
-  int64_t first = x.dim() == r + 2 ? 1 : 0;
-  if (adaptive) first = sp == 3 ? 1 : x.dim() - r;
-  for (int64_t d = first; d < x.dim(); ++d)
-    if (x.sizes[d] == 0)
-      c.fail("expected input to have non-zero size for non-batch dimensions, but input " +
-             shape_str(x.sizes) + " has dimension " + std::to_string(d) + " empty");
-}
-
 InferFn pool_rule(size_t sp, bool has_dilation, bool max) {
   return [=](const CallArgs& c) {
     const TensorMeta& x = c.tensor("self");
     // avg_pool: torch's CPU kernels also take int64 (the window sum divided with truncation)
     if (!max && x.dtype != DType::Int64) need_floating(c, x, "self");
-    pool_input(c, x, sp);
+    nn::check_pool_input(x.sizes, sp, /*adaptive=*/false, c.where());
     nn::PoolParams p = nn::pool_params(getter(c), sp, has_dilation, c.where());
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) {
@@ -273,7 +238,7 @@ InferFn adaptive_pool_rule(size_t sp) {
   return [=](const CallArgs& c) {
     const TensorMeta& x = c.tensor("self");
     need_floating(c, x, "self");
-    pool_input(c, x, sp, /*adaptive=*/true);
+    nn::check_pool_input(x.sizes, sp, /*adaptive=*/true, c.where());
     // torch's kernels take exactly one size per spatial dim (its meta functions do not check).
     const Arg& size = c.get("output_size");
     if (size.is_list() && size.list().size() != sp)
