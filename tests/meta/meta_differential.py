@@ -222,9 +222,13 @@ def mask_count_error(schema, args, err):
 
 # Errors of a meta function's own Python code, not checks of the arguments: torch._check given an
 # int condition (upsample_nearest2d of an empty batch), a float division by zero (batch_norm's
-# running variance of one value per channel, a mean over no elements). The CPU kernel judges such
+# running variance of one value per channel, a mean over no elements), vector_norm's check of the
+# reduced dims of an empty tensor that takes a negative dim for an empty one (torch._refs.linalg:
+# `d >= 0 and shape[d] != 0`; the C++ kernel wraps the dim first). The CPU kernel judges such
 # cases instead.
-META_BUG = re.compile(r"^(TypeError: cond must be a bool|ZeroDivisionError)")
+META_BUG = re.compile(r"^(TypeError: cond must be a bool|ZeroDivisionError|"
+                      r"RuntimeError: linalg\.vector_norm cannot compute the \S+ norm on the "
+                      r"dimension -\d+ because)")
 
 
 # Ops whose torch CPU kernel kills the process on arguments its meta function accepts (oneDNN

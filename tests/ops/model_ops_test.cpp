@@ -305,6 +305,20 @@ TEST(ModelOps, MaskedFillIndexAddScatterReduce) {
   expect_values(sr("mean", false), {2, 20, kNaN});
   expect_values(sr("amax", true), {10, 20, kNaN});
   expect_values(sr("amin", false), {1, 20, kNaN});
+  // a 0-d index and src count as 1-d (torch's scatter shape check)
+  Tensor i0 = Tensor::from_vector({}, std::vector<int64_t>{2});
+  Tensor s0 = Tensor::scalar(5, DType::Float64);
+  expect_values(run({base, i0, s0}, [](Graph& g, const std::vector<Node*>& in) {
+                  return g.call("scatter_reduce.two", {in[0], 0, in[1], in[2], "sum"});
+                }).out,
+                {10, 20, 35});
+  // int32 indices too, as torch's scatter ops
+  Tensor i32 = Tensor::from_vector({4}, std::vector<int64_t>{0, 2, 0, 2}, DType::Int32);
+  expect_values(run({base, i32, ssrc}, [](Graph& g, const std::vector<Node*>& in) {
+                  return g.call("scatter_reduce.two", {in[0], 0, in[1], in[2], "amin"},
+                                {{"include_self", false}});
+                }).out,
+                {1, 20, kNaN});
   // out-of-range indices are an error naming the node, not a crash
   Tensor bad = Tensor::from_vector({1}, std::vector<int64_t>{7});
   EXPECT_TRUE(has(error_of([&] {

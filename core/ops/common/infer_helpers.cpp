@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <string_view>
 
 namespace stax::infer {
@@ -132,6 +133,29 @@ void check_clamp_max(const CallArgs& c, const char* param, DType t) {
   if (v.to_int() < lowest)
     c.fail("clamp max value " + std::to_string(v.to_int()) +
            " is outside the representable range of " + std::string(dtype_name(t)));
+}
+
+void check_clamp_bounds(const CallArgs& c, const char* min_param, const char* max_param, DType t,
+                        bool truncate) {
+  if (t == DType::Bool || is_floating(t) || is_complex(t)) return;
+  double lowest = t == DType::UInt8 ? 0.0 : t == DType::Int8 ? -128.0
+                : t == DType::Int32 ? -2147483648.0 : -0x1p63;
+  double highest = t == DType::UInt8 ? 255.0 : t == DType::Int8 ? 127.0
+                 : t == DType::Int32 ? 2147483647.0 : 0x1p63;
+  auto bound = [&](const char* p) -> std::optional<double> {
+    if (!p) return std::nullopt;
+    const Arg& v = c.get(p);
+    if (v.is_int()) return static_cast<double>(v.to_int());
+    if (truncate && v.is_double() && std::isfinite(v.to_double())) return std::trunc(v.to_double());
+    return std::nullopt;
+  };
+  auto say = [&](const char* what, const char* p) {
+    c.fail(std::string("clamp ") + what + " value " + arg_str(c.get(p)) +
+           (c.get(p).is_double() ? " (truncated for an integer tensor)" : "") +
+           " is outside the representable range of " + std::string(dtype_name(t)));
+  };
+  if (auto lo = bound(min_param); lo && *lo > highest) say("min", min_param);
+  if (auto hi = bound(max_param); hi && *hi < lowest) say("max", max_param);
 }
 
 InferFn floating(std::vector<std::string> params, Promotion mode) {

@@ -32,6 +32,13 @@ void check_scalar_fits(const CallArgs& c, std::string_view param, DType t);
 // result dtype `t` is an error (torch: "Clamp max value -1 is outside the representable range").
 void check_clamp_max(const CallArgs& c, const char* param, DType t);
 
+// clamp / hardtanh bounds `min_param` / `max_param` (either may be nullptr) of an integer result
+// dtype `t`, as torch's clamp: a lower bound above the dtype's range, or an upper bound below it,
+// is an error. `truncate`: float bounds count as their truncation (hardtanh's int(min_val));
+// otherwise only integer bounds are checked.
+void check_clamp_bounds(const CallArgs& c, const char* min_param, const char* max_param, DType t,
+                        bool truncate);
+
 // The affine parameters `params` (those given) of a layer / group norm over an input of dtype `x`:
 // torch's CPU kernels take them in the input's dtype, or all in float32 for a float16 / bfloat16
 // input ("mixed dtype").

@@ -452,10 +452,11 @@ Tensor scatter_reduce(const KernelContext& ctx) {
   int64_t rank = out.dim();
   if (idx.numel() == 0) return out;
   int64_t dim = rank == 0 ? 0 : wrap_dim(ctx.arg("dim").to_int(), rank, "%" + ctx.node().name());
+  // A 0-d self, index or src counts as 1-d (the rule checked the ranks that way).
   Shape osz = rank == 0 ? Shape{1} : out.sizes();
-  Shape isz = rank == 0 ? Shape{1} : idx.sizes();
+  Shape isz = idx.dim() == 0 ? Shape{1} : idx.sizes();
   Shape ost = row_major_strides(osz);
-  Shape sst = rank == 0 ? Shape{0} : src.strides();
+  Shape sst = src.dim() == 0 ? Shape{0} : src.strides();
   Shape ist = row_major_strides(isz);
   std::vector<int64_t> target(idx.numel()), source(idx.numel());
   Reader<i64> ri(idx);

@@ -223,6 +223,10 @@ TensorMeta index_select_rule(const CallArgs& c) {
     c.fail("index_select(): the index into a 0-d tensor can have only 1 value, got " +
            std::to_string(index.numel()));
   int64_t dim = wrap_dim(c.get("dim").to_int(), self.dim(), c.where());
+  if (self.dim() > 0 && self.sizes[dim] == 0 && index.numel() > 0)
+    c.fail("index_select(): " + std::to_string(index.numel()) + " indices into dim " +
+           std::to_string(dim) + " of self " + shape_str(self.sizes) + ", which is empty: every "
+           "index is out of range");
   Shape out = self.sizes;
   if (!out.empty()) out[dim] = index.numel();
   return TensorMeta::contiguous(out, self.dtype, self.device);
@@ -355,19 +359,19 @@ TensorMeta scatter_reduce_rule(const CallArgs& c) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& idx = c.tensor("index");
   const TensorMeta& src = c.tensor("src");
-  wrap_dim(c.get("dim").to_int(), std::max<int64_t>(self.dim(), 1), c.where());
+  int64_t d = wrap_dim(c.get("dim").to_int(), std::max<int64_t>(self.dim(), 1), c.where());
   const std::string& red = c.get("reduce").str();
   if (red != "sum" && red != "prod" && red != "mean" && red != "amax" && red != "amin")
     c.fail("reduce argument must be either sum, prod, mean, amax or amin, got " + red);
-  if (idx.dtype != DType::Int64) c.fail("scatter_reduce(): Expected dtype int64 for index");
   if (src.dtype != self.dtype)
     c.fail("scatter_reduce(): Expected self.dtype to be equal to src.dtype");
-  if (idx.dim() != self.dim() || idx.dim() != src.dim())
-    c.fail("Index tensor must have the same number of dimensions as self and src tensors");
-  for (int64_t i = 0; i < idx.dim(); ++i)
-    if (idx.sizes[i] > src.sizes[i])
-      c.fail("Expected index " + shape_str(idx.sizes) + " to be smaller than src " +
-             shape_str(src.sizes));
+  // torch's scatter shape check, as scatter's: a 0-d tensor counts as 1-d; the index no larger
+  // than self apart from dim, nor than src; an empty index writes nothing and is not checked.
+  if (idx.numel() > 0) {
+    check_index_dtype(c, idx, "index");  // int64 or int32, as torch's scatter ops
+    check_no_larger(c, idx, self, "self", d);
+    check_no_larger(c, idx, src, "src", -1);
+  }
   return same_as_self(c);
 }
 
@@ -533,6 +537,10 @@ TensorMeta index_copy_rule(const CallArgs& c) {
            ") should be equal to source.size(dim) (" + std::to_string(src_n) + ")");
   Shape want = self.sizes;
   if (self.dim() > 0) want[d] = shape_numel(idx.sizes);
+  if (self.dim() > 0 && self.sizes[d] == 0 && idx.numel() > 0)
+    c.fail("index_copy_(): " + std::to_string(idx.numel()) + " indices into dim " +
+           std::to_string(d) + " of self " + shape_str(self.sizes) + ", which is empty: every "
+           "index is out of range");
   if (self.dim() > 0 && src.sizes != want)
     c.fail("index_copy_(): source of shape " + shape_str(src.sizes) + " must have shape " +
            shape_str(want));
@@ -550,6 +558,9 @@ TensorMeta put_rule(const CallArgs& c) {
     c.fail("put_(): Expected source and index to have the same number of elements, but got source "
            "with " + std::to_string(shape_numel(src.sizes)) + " and index with " +
            std::to_string(shape_numel(idx.sizes)) + " elements");
+  if (self.numel() == 0 && idx.numel() > 0)
+    c.fail("put_(): tried to put " + std::to_string(idx.numel()) + " elements into an empty "
+           "tensor " + shape_str(self.sizes));
   return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
 }
 

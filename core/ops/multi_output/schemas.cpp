@@ -297,6 +297,9 @@ std::vector<Node*> native_batch_norm(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("input");
   bool training = c.get("training").to_bool();
   double eps = c.get("eps").to_double();
+  if (training && x->meta().numel() == 0)  // torch's CPU kernel (batch_norm.default takes it)
+    c.fail("input tensor must have at least one element in training, but got input sizes " +
+           shape_str(x->shape()));
   Node* out = g.call("batch_norm.default", {x, c.get("weight"), c.get("bias"), c.get("running_mean"),
                                             c.get("running_var"), training, c.get("momentum"), eps,
                                             false});
@@ -382,13 +385,15 @@ std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
 std::vector<Node*> native_dropout(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("input");
   double p = c.get("p").to_double();
-  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
-  if (!is_floating(x->dtype())) c.fail("native_dropout expects a floating-point input");
   const Arg& train = c.get("train");
-  if (!train.is_absent() && !train.to_bool()) {
+  if (!train.is_absent() && !train.to_bool()) {  // any dtype and p, as torch: nothing is drawn
     Node* ones = g.call("ones_like.default", {x}, {{"dtype", Arg(DType::Bool)}});
     return {g.call("clone.default", {x}), ones};
   }
+  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!is_floating(x->dtype()))
+    c.fail("native_dropout in training expects a floating-point input, got " +
+           std::string(dtype_name(x->dtype())));
   double p1m = 1.0 - p;
   double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
   Node* mask = g.call("lt.Scalar", {g.call("rand_like.default", {x}), p1m});
@@ -504,7 +509,18 @@ std::vector<Node*> adaptive_max_pool(Graph& g, const ExpandCall& c, size_t n) {
       c.fail("adaptive_max_pool" + std::to_string(n) + "d(): expected input to have non-zero size "
              "for non-batch dimensions, but input " + shape_str(x->shape()) + " has dimension " +
              std::to_string(d) + " empty");
-  Ints os = nn::expand_list(c.get("output_size"), n, "output_size", c.where(), 1);
+  // torch's kernels take exactly one size per spatial dim ("output_size.size() must be 2").
+  const Arg& size = c.get("output_size");
+  if (size.is_list() && size.list().size() != n)
+    c.fail("adaptive_max_pool" + std::to_string(n) + "d: output_size must have " +
+           std::to_string(n) + " entries, got " + std::to_string(size.list().size()));
+  Ints os = nn::expand_list(size, n, "output_size", c.where(), 0);
+  if (std::find(os.begin(), os.end(), 0) != os.end()) {  // as torch: an empty result
+    Shape out = x->shape();
+    std::copy(os.begin(), os.end(), out.end() - static_cast<std::ptrdiff_t>(n));
+    return {g.call("zeros", {Arg(out)}, {{"dtype", Arg(x->dtype())}}),
+            g.call("zeros", {Arg(out)}, {{"dtype", Arg(DType::Int64)}})};
+  }
   Node* values = x;
   Node* index = nullptr;
   int64_t inner = 1;

@@ -73,7 +73,8 @@ InferFn result_backward_rule(const char* is_result, const char* slope,
 
 TensorMeta hardtanh_rule(const CallArgs& c) {
   TensorMeta m = numeric({"self"})(c);
-  infer::check_clamp_max(c, "max_val", m.dtype);
+  // torch's hardtanh of an integer tensor: clamp with int(min_val), int(max_val).
+  infer::check_clamp_bounds(c, "min_val", "max_val", m.dtype, /*truncate=*/true);
   return m;
 }
 

@@ -183,6 +183,11 @@ std::vector<Node*> backward(Graph& g, const ExpandCall& c, const char* grad_para
 }
 
 std::vector<Node*> flash_for_cpu_backward(Graph& g, const ExpandCall& c) {
+  // torch's meta lays the gradients out (batch, length, heads, dim): 4-D tensors only.
+  for (const char* p : {"query", "key", "value"})
+    if (c.tensor(p)->meta().dim() != 4)
+      c.fail(std::string(p) + " must be 4-D (batch, heads, length, dim), got " +
+             shape_str(c.tensor(p)->shape()));
   return backward(g, c, "grad_out", "attn_mask", {true, true, true});
 }
 

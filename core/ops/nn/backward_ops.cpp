@@ -404,7 +404,14 @@ void add_activation_backward_ops(const AddFn& add) {
   add("log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor",
       log_sigmoid_backward);
   add("glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor",
-      [](Graph& g, const ExpandCall& c) { return through(g, c, "glu", {c.get("dim")}); });
+      [](Graph& g, const ExpandCall& c) {
+        // torch's kernel: one dtype ("Found dtype Half but expected Float")
+        DType gt = c.tensor("grad_output")->dtype(), st = c.tensor("self")->dtype();
+        if (gt != st)
+          c.fail("grad_output (" + std::string(dtype_name(gt)) + ") must have self's dtype (" +
+                 std::string(dtype_name(st)) + ")");
+        return through(g, c, "glu", {c.get("dim")});
+      });
   add("hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
       [](Graph& g, const ExpandCall& c) {
         Node* r = through_elementwise(g, c, "hardshrink", {c.get("lambd")}, "grad_out");

@@ -22,6 +22,7 @@
 //   scaled_dot_product_attention      -> matmul, mul, where (mask / causal), softmax, matmul
 // Every entry keeps torch's order of floating-point operations where torch's CPU kernel has one
 // (upsampling indices and weights); pooling windows are combined in row-major kernel order.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -230,8 +231,10 @@ Node* adaptive_avg_pool_decomp(Graph& g, const Node& n, size_t sp) {
   Node* x = n.input(0);
   DType in = x->dtype();
   if (half_like(in)) x = cast(g, x, DType::Float32);
-  Ints os = nn::expand_list(n.arg("output_size"), sp, "output_size", where_of(n), 1);
+  Ints os = nn::expand_list(n.arg("output_size"), sp, "output_size", where_of(n), 0);
   int64_t rank = x->meta().dim();
+  if (std::find(os.begin(), os.end(), 0) != os.end())  // an output size of 0: an empty result
+    return g.call("zeros", {Arg(n.shape())}, {{"dtype", Arg(in)}});
   for (size_t i = 0; i < sp; ++i) {
     int64_t d = rank - static_cast<int64_t>(sp) + static_cast<int64_t>(i);
     int64_t L = x->shape()[d], o = os[i];

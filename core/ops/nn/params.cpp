@@ -57,6 +57,34 @@ ConvParams conv_params(const std::function<const Arg&(const char*)>& get, size_t
   return p;
 }
 
+void check_conv_empty_dims(const Shape& x, const Shape& w, int64_t groups, bool transposed,
+                           const std::string& where) {
+  auto fail = [&](const std::string& m) { throw Error("shape", where, m); };
+  if (!w.empty() && w[0] < groups)
+    fail("Given groups=" + std::to_string(groups) + ", expected weight to be at least " +
+         std::to_string(groups) + " at dimension 0, but got weight of size " + shape_str(w));
+  Shape xs = x;
+  if (xs.size() + 1 == w.size()) xs.insert(xs.begin(), 1);  // an unbatched input: a batch of 1
+  if (xs.size() >= 2 && shape_numel(xs) == 0 && xs[0] != 0 && xs[1] != 0)
+    fail("only zero batch or zero channel inputs are supported, but got input shape " +
+         shape_str(x) + " (an empty spatial dim)");
+  if (transposed && shape_numel(w) == 0)
+    fail("weight " + shape_str(w) + " of a transposed convolution must be non-empty");
+}
+
+void check_pool_input(const Shape& x, size_t spatial, bool adaptive, const std::string& where) {
+  int64_t r = static_cast<int64_t>(spatial), n = static_cast<int64_t>(x.size());
+  if (n != r + 1 && n != r + 2)
+    throw Error("shape", where, "input must be " + std::to_string(r + 1) + "-D or " +
+                                    std::to_string(r + 2) + "-D, got " + shape_str(x));
+  int64_t first = adaptive ? (spatial == 3 ? 1 : n - r) : (n == r + 2 ? 1 : 0);
+  for (int64_t d = first; d < n; ++d)
+    if (x[d] == 0)
+      throw Error("shape", where,
+                  "expected input to have non-zero size for non-batch dimensions, but input " +
+                      shape_str(x) + " has dimension " + std::to_string(d) + " empty");
+}
+
 int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
                       bool transposed, int64_t output_padding) {
   if (transposed) return (in - 1) * stride - 2 * pad + dilation * (k - 1) + output_padding + 1;
@@ -89,12 +117,13 @@ PoolParams pool_params(const std::function<const Arg&(const char*)>& get, size_t
   p.dilation = has_dilation ? expand_list(get("dilation"), spatial, "dilation", where, 1)
                             : Ints(spatial, 1);
   p.ceil_mode = get("ceil_mode").to_bool();
-  // torch: at most half the dilated kernel (1-D, 2-D); half the kernel itself for 3-D pooling.
+  // torch (pool2d_shape_check / pool3d_shape_check / max_pool1d): at most half the kernel
+  // itself, whatever the dilation.
   for (size_t i = 0; i < spatial; ++i)
-    if (2 * p.padding[i] > (spatial == 3 ? p.kernel[i] : p.dilation[i] * (p.kernel[i] - 1) + 1))
+    if (2 * p.padding[i] > p.kernel[i])
       throw Error("shape", where,
                   "padding " + list_str(p.padding) + " must be at most half of the kernel size " +
-                      list_str(p.kernel) + (spatial == 3 ? "" : " (dilated)"));
+                      list_str(p.kernel) + " (the undilated kernel, as torch)");
   return p;
 }
 

@@ -34,6 +34,12 @@ struct ConvParams {
 ConvParams conv_params(const std::function<const Arg&(const char*)>& get, size_t spatial,
                        const std::string& where);
 
+// torch's checks of a convolution's empty tensors (check_shape_forward and its backend choice):
+// weight.size(0) is at least `groups`; only the batch or the channel dim of the (batched) input
+// may be empty; a transposed convolution's weight is non-empty. Throws Error("shape", where, ...).
+void check_conv_empty_dims(const Shape& x, const Shape& w, int64_t groups, bool transposed,
+                           const std::string& where);
+
 // Output extent of one spatial dim: (L + 2p - d(K-1) - 1) / s + 1, or for a transposed
 // convolution (L-1) s - 2p + d(K-1) + output_padding + 1.
 int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
@@ -45,8 +51,13 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_
 int64_t pool_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
                       bool ceil_mode);
 
+// A pooling input over `spatial` dims: (C, spatial...) or (N, C, spatial...), empty only in the
+// batch dim; torch's adaptive average pools check the spatial dims only (1-D, 2-D), or every dim
+// after the first (3-D, batched or not). Throws Error("shape", where, ...).
+void check_pool_input(const Shape& x, size_t spatial, bool adaptive, const std::string& where);
+
 // Pooling parameters over `spatial` dims: kernel_size, stride (empty: = kernel_size), padding,
-// dilation (1 when the op has none); validated (padding at most half the effective kernel).
+// dilation (1 when the op has none); validated (padding at most half the kernel, undilated).
 struct PoolParams {
   Ints kernel, stride, padding, dilation;
   bool ceil_mode = false;

@@ -57,9 +57,12 @@ void conv_checks(const CallArgs& c, int64_t c_out) {
   for (int64_t i = 2; i < w.dim(); ++i)
     if (w.sizes[i] <= 0)
       c.fail("weight " + shape_str(w.sizes) + ": kernel size should be greater than zero");
-  if (c.op().schema.index_of("output_padding") >= 0) {
-    bool transposed = c.op().schema.index_of("transposed") < 0 || c.get("transposed").to_bool();
-    int64_t g = c.get("groups").to_int();
+  const OpSchema& sc = c.op().schema;
+  int64_t g = sc.index_of("groups") >= 0 ? c.get("groups").to_int() : 1;
+  bool transposed = sc.index_of("output_padding") >= 0 &&
+                    (sc.index_of("transposed") < 0 || c.get("transposed").to_bool());
+  nn::check_conv_empty_dims(x.sizes, w.sizes, g, transposed, c.where());
+  if (sc.index_of("output_padding") >= 0) {
     if (transposed && g > 0 && w.dim() > 0 && w.sizes[0] % g != 0)
       c.fail("weight " + shape_str(w.sizes) + " of a transposed convolution: its first dim (input "
              "channels) must be divisible by groups " + std::to_string(g));
@@ -159,6 +162,11 @@ TensorMeta group_norm_rule(const CallArgs& c) {
   if (g < 1 || x.sizes[1] % g != 0)
     c.fail("num_groups " + std::to_string(g) + " must divide the " + std::to_string(x.sizes[1]) +
            " channels of input " + shape_str(x.sizes));
+  // torch's native_group_norm: at least one channel and one element per (sample, channel).
+  int64_t hxw = shape_numel(Shape(x.sizes.begin() + 2, x.sizes.end()));
+  if (x.sizes[1] == 0 || hxw == 0)
+    c.fail("input " + shape_str(x.sizes) + " must have channels (dim 1) and a non-empty spatial "
+           "size (HxW = " + std::to_string(hxw) + ")");
   for (const char* p : {"weight", "bias"}) channel_param(c, p, x.sizes[1], x);
   infer::check_norm_param_dtypes(c, x.dtype, {"weight", "bias"});
   return TensorMeta::contiguous(x.sizes, x.dtype, x.device);
@@ -177,6 +185,9 @@ TensorMeta embedding_rule(const CallArgs& c) {
   if (w.dim() != 2) c.fail("weight must be 2-D (num_embeddings, embedding_dim), got " + shape_str(w.sizes));
   need_index(c, idx, "indices");
   if (c.get("sparse").to_bool()) c.fail("sparse=True (a sparse gradient) is not supported");
+  if (w.sizes[0] == 0 && idx.numel() > 0)  // torch's index_select: no row to select
+    c.fail("indices " + shape_str(idx.sizes) + " select rows of an empty weight " +
+           shape_str(w.sizes) + ": every index is out of range");
   Shape out = idx.sizes;
   out.push_back(w.sizes[1]);
   return TensorMeta::contiguous(out, w.dtype, w.device);
@@ -198,25 +209,12 @@ TensorMeta embedding_dense_backward_rule(const CallArgs& c) {
 
 // ---- pooling -------------------------------------------------------------------------------
 
-// Pooled ops take (C, spatial...) or (N, C, spatial...).
-void pool_input(const CallArgs& c, const TensorMeta& x, size_t sp) {
-  int64_t r = static_cast<int64_t>(sp);
-  if (x.dim() != r + 1 && x.dim() != r + 2)
-    c.fail("input must be " + std::to_string(r + 1) + "-D or " + std::to_string(r + 2) +
-           "-D, got " + shape_str(x.sizes));
-  // As torch: only the batch dim of the batched form may be empty (channels too must not be).
-  for (int64_t d = x.dim() == r + 2 ? 1 : 0; d < x.dim(); ++d)
-    if (x.sizes[d] == 0)
-      c.fail("expected input to have non-zero size for non-batch dimensions, but input " +
-             shape_str(x.sizes) + " has dimension " + std::to_string(d) + " empty");
-}
-
 InferFn pool_rule(size_t sp, bool has_dilation, bool max) {
   return [=](const CallArgs& c) {
     const TensorMeta& x = c.tensor("self");
     // avg_pool: torch's CPU kernels also take int64 (the window sum divided with truncation)
     if (!max && x.dtype != DType::Int64) need_floating(c, x, "self");
-    pool_input(c, x, sp);
+    nn::check_pool_input(x.sizes, sp, /*adaptive=*/false, c.where());
     nn::PoolParams p = nn::pool_params(getter(c), sp, has_dilation, c.where());
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) {
@@ -240,13 +238,13 @@ InferFn adaptive_pool_rule(size_t sp) {
   return [=](const CallArgs& c) {
     const TensorMeta& x = c.tensor("self");
     need_floating(c, x, "self");
-    pool_input(c, x, sp);
+    nn::check_pool_input(x.sizes, sp, /*adaptive=*/true, c.where());
     // torch's kernels take exactly one size per spatial dim (its meta functions do not check).
     const Arg& size = c.get("output_size");
     if (size.is_list() && size.list().size() != sp)
       c.fail("adaptive_avg_pool" + std::to_string(sp) + "d: output_size must be " +
              std::to_string(sp) + ", got " + std::to_string(size.list().size()) + " entries");
-    Ints os = nn::expand_list(size, sp, "output_size", c.where(), 1);
+    Ints os = nn::expand_list(size, sp, "output_size", c.where(), 0);  // 0: an empty result
     Shape out = x.sizes;
     for (size_t i = 0; i < sp; ++i) out[x.sizes.size() - sp + i] = os[i];
     return TensorMeta::contiguous(out, x.dtype, x.device);
@@ -314,9 +312,11 @@ InferFn index_pad_rule(size_t sp, bool reflect) {
 
 // ---- upsampling ----------------------------------------------------------------------------
 
+// Nearest upsampling is a gather: like torch's CPU kernel, it also takes uint8 (images).
+template <bool kNearest>
 TensorMeta upsample2d_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("self");
-  need_floating(c, x, "self");
+  if (!kNearest || x.dtype != DType::UInt8) need_floating(c, x, "self");
   if (x.dim() != 4) c.fail("input must be 4-D (N, C, H, W), got " + shape_str(x.sizes));
   Ints os = nn::expand_list(c.get("output_size"), 2, "output_size", c.where(), 1);
   if (x.sizes[1] == 0 || x.sizes[2] == 0 || x.sizes[3] == 0)
@@ -447,7 +447,10 @@ TensorMeta sdpa_rule(const CallArgs& c) {
       vb(v.sizes.begin(), v.sizes.end() - 2);
   if (kb != vb) c.fail("key and value must have the same batch dims");
   bool gqa = c.get("enable_gqa").to_bool();
-  if (gqa && r >= 3) {
+  if (gqa && r < 3)  // torch reads the heads dim (-3)
+    c.fail("enable_gqa needs a heads dim: query, key and value of rank >= 3, got rank " +
+           std::to_string(r));
+  if (gqa) {
     int64_t hq = q.sizes[r - 3], hk = k.sizes[r - 3];
     if (hk == 0 || hq % hk != 0)
       c.fail("enable_gqa: query heads " + std::to_string(hq) + " must be a multiple of key heads " +
@@ -545,6 +548,11 @@ TensorMeta dist_rule(const CallArgs& c) {
     if (c.tensor(p).dtype == DType::Bool)
       c.fail(std::string(p) + " is bool: subtraction with a bool tensor is not supported");
   if (!is_floating(m.dtype)) c.fail("dist: expected floating-point inputs, got " + dt(m.dtype));
+  // The norm of every element: a negative or infinite order has no identity over none.
+  double p = c.get("p").to_double();
+  if (shape_numel(m.sizes) == 0 && (p < 0 || std::isinf(p)))
+    c.fail("dist: the " + double_repr(p) + " norm of an empty difference " + shape_str(m.sizes) +
+           " is undefined (the operation has no identity)");
   return TensorMeta::contiguous({}, m.dtype, m.device);
 }
 
@@ -595,9 +603,21 @@ TensorMeta unpool_rule(const CallArgs& c, size_t spatial) {
     c.fail("Input to max_unpooling" + std::to_string(spatial) + "d should be a " +
            std::to_string(spatial + 1) + "d or " + std::to_string(spatial + 2) + "d Tensor, got " +
            shape_str(x.sizes));
+  for (int64_t d = 1; d < x.dim(); ++d)
+    if (x.sizes[d] == 0)
+      c.fail("max_unpooling" + std::to_string(spatial) + "d(): expected input to have non-zero "
+             "size for non-batch dimensions, but got " + shape_str(x.sizes) + " with dimension " +
+             std::to_string(d) + " being empty");
   auto os = c.get("output_size").to_int_list();
   if (os.size() != spatial) c.fail("There should be exactly " + std::to_string(spatial) +
                                    " elements (depth, height, width) in output_size");
+  if (spatial == 3) {  // max_unpool3d's stride and padding: three entries, positive strides
+    Ints st = c.get("stride").to_int_list(), pad = c.get("padding").to_int_list();
+    if (st.size() != 3 || pad.size() != 3)
+      c.fail("stride and padding must have exactly three elements (depth, height, width)");
+    if (st[0] <= 0 || st[1] <= 0 || st[2] <= 0)
+      c.fail("strides should be greater than zero, but got stride: " + shape_list_str(st));
+  }
   return TensorMeta::contiguous(replace_tail(c, x.sizes, os), x.dtype, x.device);
 }
 
@@ -821,10 +841,10 @@ void add_pooling_and_padding_ops(OpRegistry& r) {
 
   r.add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
         "float? scales_w=None) -> Tensor",
-        K, P::None, upsample2d_rule);
+        K, P::None, upsample2d_rule<true>);
   r.add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, "
         "float? scales_h=None, float? scales_w=None) -> Tensor",
-        K, P::None, upsample2d_rule);
+        K, P::None, upsample2d_rule<false>);
 }
 
 // The losses with their own rules, and scaled_dot_product_attention.

@@ -246,6 +246,10 @@ Node* im2col(Graph& g, const ExpandCall& c) {
   int64_t r = x->meta().dim();
   if (r != 3 && r != 4) c.fail("expected a 3-D or 4-D input (N, C, H, W), got " + shape_str(x->shape()));
   const Shape& xs = x->shape();
+  for (int64_t i = r - 3; i < r; ++i)  // as torch: only the batch dim may be empty
+    if (xs[i] == 0)
+      c.fail("expected a 3-D or 4-D input with possibly 0 batch size and non-zero dimensions, "
+             "got " + shape_str(xs));
   Ints blocks(2);
   for (int i = 0; i < 2; ++i) {
     if (k[i] <= 0 || d[i] <= 0 || s[i] <= 0 || p[i] < 0)

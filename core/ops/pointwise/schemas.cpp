@@ -314,7 +314,13 @@ void add_composite_formulas(OpRegistry& r) {
         infer::elementwise_rule({"self", "other"}));
 
   r.add("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
-        C::Composite, P::Default, numeric({"self", "tensor1", "tensor2"}));
+        C::Composite, P::Default, [](const CallArgs& c) {
+          TensorMeta m = numeric({"self", "tensor1", "tensor2"})(c);
+          // torch's kernel converts value to an integer result dtype, checked (-1.5 into uint8
+          // fails; a float16 result takes 1e6).
+          if (!is_floating(m.dtype)) infer::check_scalar_fits(c, "value", m.dtype);
+          return m;
+        });
 
   r.add("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
         C::Composite, P::Default, [](const CallArgs& c) {

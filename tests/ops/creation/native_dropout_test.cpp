@@ -16,6 +16,7 @@
 #include "core/graph/op_registry.h"
 #include "core/interpreter/interpreter.h"
 #include "core/partition/partitioner.h"
+#include "core/support/error.h"
 #include "tests/support/compiled_check.h"
 
 using namespace stax;
@@ -101,6 +102,24 @@ TEST(NativeDropout, SchemaAndEvalMode) {
   for (int64_t i = 0; i < xs.numel(); ++i) {
     EXPECT_EQ(r[0].get_double(i), xs.get_double(i));
     EXPECT_EQ(r[1].get_double(i), 1.0);
+  }
+  // an integer input in eval mode, as torch: the input and a mask of ones (training draws from
+  // floating inputs only)
+  Graph gi;
+  Node* xi = gi.placeholder("xi", {2, 3}, DType::Int32);
+  EXPECT_THROW(gi.call("native_dropout", {xi, 0.5, true}), Error);
+  Graph gf;
+  EXPECT_THROW(gf.call("native_dropout", {gf.placeholder("xf", {2}), 1.5, true}), Error);
+  // eval mode reads neither the dtype nor p (torch takes p = inf there)
+  Node* ndi = gi.call("native_dropout", {xi, HUGE_VAL, false});
+  gi.output({gi.call("getitem", {ndi, int64_t{0}}), gi.call("getitem", {ndi, int64_t{1}})});
+  Tensor xis = Tensor::zeros({2, 3}, DType::Int32);
+  for (int64_t i = 0; i < xis.numel(); ++i) xis.set_double(i, static_cast<double>(7 * i - 20));
+  std::vector<Tensor> ri = interpret(gi, {xis});
+  EXPECT_EQ(ri[0].dtype(), DType::Int32);
+  for (int64_t i = 0; i < xis.numel(); ++i) {
+    EXPECT_EQ(ri[0].get_double(i), static_cast<double>(7 * i - 20));
+    EXPECT_EQ(ri[1].get_double(i), 1.0);
   }
 }
 

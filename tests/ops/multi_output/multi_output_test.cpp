@@ -405,6 +405,19 @@ TEST(MultiOutput, PoolingIndicesFrexpLossForward) {
   expect_eq(r[9], buf, "log_sigmoid buffer");
 }
 
+TEST(MultiOutput, AdaptiveMaxPoolOfAnEmptyOutputSize) {
+  // torch returns empty values and indices for an output size of 0 (compiled and interpreted)
+  Graph g;
+  Node* x = g.placeholder("x", {2, 3, 1, 3}, DType::Float16);
+  Node* amp = g.call("adaptive_max_pool2d", {x, std::vector<int64_t>{0, 3}});
+  g.output({g.call("getitem", {amp, int64_t{0}}), g.call("getitem", {amp, int64_t{1}})});
+  auto r = run_both(g, {Tensor::zeros({2, 3, 1, 3}, DType::Float16)});
+  EXPECT_EQ(r[0].sizes(), (Shape{2, 3, 0, 3}));
+  EXPECT_EQ(r[0].dtype(), DType::Float16);
+  EXPECT_EQ(r[1].sizes(), (Shape{2, 3, 0, 3}));
+  EXPECT_EQ(r[1].dtype(), DType::Int64);
+}
+
 TEST(MultiOutput, CummaxCumminTiesAndNaN) {
   // torch's loop: `isnan(x) || x >= max` (cummax) keeps the later of equal values and any NaN.
   Graph g;

@@ -273,6 +273,11 @@ TEST(NnUpsample, HandComputed) {
   Tensor x = tensor_of({1, 1, 1, 3}, {10, 20, 30});
   // nearest: index floor(i * 3/5)
   expect_values(run1("upsample_nearest2d", {x}, {Ints{1, 5}}), {10, 10, 20, 20, 30});
+  // uint8 images too, as torch's CPU kernel (a gather: the values and dtype kept)
+  Tensor xu = tensor_of({1, 1, 1, 3}, {10, 20, 255}, DType::UInt8);
+  Tensor yu = run1("upsample_nearest2d", {xu}, {Ints{1, 5}});
+  EXPECT_EQ(yu.dtype(), DType::UInt8);
+  expect_values(yu, {10, 10, 20, 20, 255});
   Tensor y = tensor_of({1, 1, 1, 2}, {0, 1});
   expect_values(run1("upsample_bilinear2d", {y}, {Ints{1, 4}, false}), {0, 0.25, 0.75, 1}, 1e-7);
   expect_values(run1("upsample_bilinear2d", {y}, {Ints{1, 4}, true}), {0, 1.0 / 3, 2.0 / 3, 1}, 1e-7);
@@ -280,6 +285,21 @@ TEST(NnUpsample, HandComputed) {
   Tensor z = tensor_of({1, 1, 2, 2}, {1, 2, 3, 4});
   Tensor u = run1("upsample_bilinear2d", {z}, {Ints{3, 3}, true});
   expect_values(u, {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4}, 1e-7);
+}
+
+TEST(NnPooling, AdaptiveAveragePoolOfEmptyChannels) {
+  // torch checks the spatial dims only: empty channels give an empty result (both the divisible
+  // and the sliced decomposition)
+  Tensor ec = Tensor::empty({2, 0, 4, 4}, DType::Float64);
+  EXPECT_EQ(run1("adaptive_avg_pool2d", {ec}, {Ints{2, 2}}).sizes(), (Shape{2, 0, 2, 2}));
+  EXPECT_EQ(run1("adaptive_avg_pool2d", {ec}, {Ints{3, 3}}).sizes(), (Shape{2, 0, 3, 3}));
+  Tensor e3 = Tensor::empty({0, 2, 4, 3}, DType::Float32);  // unbatched 3-D: C may be empty
+  EXPECT_EQ(run1("adaptive_avg_pool3d", {e3}, {Ints{1, 3, 2}}).sizes(), (Shape{0, 1, 3, 2}));
+  // an output size of 0: an empty result, as torch
+  Tensor x = random_tensor({4, 3, 3, 2}, 7, DType::Float32);
+  Tensor y = run1("adaptive_avg_pool2d", {x}, {Ints{1, 0}});
+  EXPECT_EQ(y.sizes(), (Shape{4, 3, 1, 0}));
+  EXPECT_EQ(y.dtype(), DType::Float32);
 }
 
 TEST(NnEmbedding, ValuesAndPaddingIdxGradient) {
