@@ -223,6 +223,10 @@ const CompiledGraph& CompiledFunction::ensure_backward() {
   return *backward_compiled_;
 }
 
+void CompiledFunction::compile_backward() {
+  if (!options_.interpret) ensure_backward();
+}
+
 std::vector<Tensor> CompiledFunction::backward(BackwardContext& ctx,
                                                const std::vector<Tensor>& grad_outputs,
                                                const BackwardOptions& options) {

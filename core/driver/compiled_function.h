@@ -178,6 +178,9 @@ class CompiledFunction {
   const CompiledGraph* compiled_forward() const;
   const CompiledGraph* compiled_backward() const;
   bool backward_compiled() const;
+  // Compiles the backward graph now, which the first backward() does otherwise (e.g. to pay
+  // every compile up front, or to time it); a no-op once compiled and on the interpreter path.
+  void compile_backward();
   CompiledFunctionStats stats() const;
   // "saved 8192 B/step (1 value) vs save-all 8192 B (1 value); fw compile 12.1 ms, bw compile
   // (not compiled)"

@@ -186,6 +186,18 @@ bool Compiler::fuses_attention(const Graph& graph) {
 }
 const Config& Compiler::config() const { return session_->registry.config(); }
 
+void Compiler::prepare(const std::string& device_kind) {
+  std::lock_guard<std::mutex> lock(session_->mutex);
+  std::string kind = device_kind;
+  if (kind.empty() || kind == "cpu") {
+    const std::string& default_device = session_->registry.config().default_device;
+    kind = default_device.empty() ? "cpu" : default_device;
+  }
+  Plugin& plugin = session_->registry.backend(kind);
+  const DeviceConfig* device = session_->registry.config().device(kind);
+  cache_->prepare(plugin, device ? device->options : OptionValue::map());
+}
+
 CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
   // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
   // ABI has the host serialise calls on a backend instance.

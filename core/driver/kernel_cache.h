@@ -61,6 +61,10 @@ class KernelCache {
       std::vector<double>* ms, size_t compile_threads = 1,
       const CancellationToken* cancel = nullptr);
 
+  // What the first get_all() for `plugin` sets up, done now: the disk key's prefix, which asks
+  // the plugin's cache identity (cpu_cpp creates its JIT for it). Compiler::prepare.
+  void prepare(const Plugin& plugin, const OptionValue& options) { entry(plugin, options); }
+
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
   // parallel in its workers) is waited for once all of a graph's kernels are under way. A

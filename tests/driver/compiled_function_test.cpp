@@ -150,6 +150,26 @@ TEST(CompiledFunction, BackwardCompiledOnFirstBackwardOnly) {
   EXPECT_EQ(f.stats().forward_compiles, 1);
 }
 
+// compile_backward(): the backward compiled up front, once; backward() then compiles nothing and
+// gives the bits of a function whose backward was compiled by its first backward().
+TEST(CompiledFunction, BackwardCompiledUpFrontOnRequest) {
+  Graph g = example_5_1();
+  Compiler compiler(test_config());
+  CompiledFunction lazy(g, {"primals_2"}, compiler), eager(g, {"primals_2"}, compiler);
+  eager.compile_backward();
+  EXPECT_TRUE(eager.backward_compiled());
+  EXPECT_NE(eager.compiled_backward(), nullptr);
+  eager.compile_backward();  // a no-op now
+  EXPECT_EQ(eager.stats().backward_compiles, 1);
+  std::vector<Tensor> in = random_inputs(g, 7);
+  ForwardResult a = lazy.forward(in), b = eager.forward(in);
+  std::vector<Tensor> ga = lazy.backward(*a.ctx), gb = eager.backward(*b.ctx);
+  EXPECT_EQ(eager.stats().backward_compiles, 1);
+  ASSERT_EQ(ga.size(), gb.size());
+  for (size_t i = 0; i < ga.size(); ++i) EXPECT_TRUE(ga[i].equal(gb[i])) << "gradient " << i;
+  EXPECT_TRUE(close(gb[0], eager.reference(in)[1]));
+}
+
 TEST(CompiledFunction, SavedValuesReleasedUnlessRetained) {
   Graph g = example_5_1();
   Compiler compiler(test_config());

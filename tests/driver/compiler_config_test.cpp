@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -218,4 +219,59 @@ TEST_F(CompilerConfig, APluginOfANewDeviceKindRunsGraphsOnIt) {
   } catch (const Error& err) {
     EXPECT_TRUE(contains(err.what(), "no backend configured for device 'cpu'")) << err.what();
   }
+}
+
+// Compiler::prepare sets up, before any compile, what the first compile would: the backend (its
+// options checked: an error now, naming the option) and the kernel cache's key for it (the disk
+// level opened). A prepared Compiler in a fresh cache state compiles from disk what another one
+// stored, to the same bits.
+TEST_F(CompilerConfig, PrepareSetsUpTheBackendAndTheCacheBeforeTheFirstCompile) {
+  {
+    Compiler bad(Config::parse(plugin_path() + "devices: {cpu: {backend: cpu_cpp, options: "
+                                                "{opt_level: 9}}}\n",
+                               "bad.yaml", dir_));  // the plugin is not loaded yet: no error
+    try {
+      bad.prepare();
+      FAIL() << "prepare() accepted opt_level 9";
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.what(), "opt_level")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "must be 0..3")) << e.what();
+    }
+    Compiler none(Config::parse(plugin_path() + "devices: {}\n", "none.yaml", dir_));
+    try {
+      none.prepare();
+      FAIL() << "prepare() found a cpu backend in a config without devices";
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.what(), "no backend configured for device 'cpu'")) << e.what();
+    }
+  }
+  const char* old = std::getenv("STAX_CACHE_DIR");  // ctest sets it to off
+  const std::string saved = old ? old : "";
+  const fs::path cache = dir_ / "cache";
+  ::setenv("STAX_CACHE_DIR", cache.c_str(), 1);
+  const std::string yaml = plugin_path() + "devices: {cpu: {backend: cpu_cpp}}\n";
+  const Graph g = example_1_1();
+  const std::vector<Tensor> in = {Tensor::randn({8, 16}, DType::Float32, 1),
+                                  Tensor::randn({8, 16}, DType::Float32, 2)};
+  Tensor cold, hit;
+  {
+    Compiler first(Config::parse(yaml, "cpu.yaml", dir_));
+    first.prepare();
+    EXPECT_TRUE(fs::is_directory(cache / "kernels"));  // the disk level, opened by prepare()
+    CompiledGraph cg = first.compile(g);
+    EXPECT_EQ(cg.stats().kernels_compiled, 1);
+    cold = cg.run(in).at(0);
+  }
+  {
+    Compiler second(Config::parse(yaml, "cpu.yaml", dir_));
+    second.prepare();
+    CompiledGraph cg = second.compile(g);
+    EXPECT_EQ(cg.stats().kernels_from_disk, 1);
+    EXPECT_EQ(cg.stats().kernels_compiled, 0);
+    hit = cg.run(in).at(0);
+  }
+  if (old) ::setenv("STAX_CACHE_DIR", saved.c_str(), 1);
+  else ::unsetenv("STAX_CACHE_DIR");
+  EXPECT_TRUE(hit.equal(cold));
+  EXPECT_TRUE(cold.allclose(interpret(g, in).at(0), 1e-5, 1e-6));
 }
