@@ -2,10 +2,12 @@
 // register tiles of gemm_tiles.hpp.
 //
 // For one product: B is packed once (K x N in blocks of KC terms, each block in panels of NR
-// columns, zero-padded), shared by every task; a task takes a block of MC rows (and, when there
-// are too few row blocks for the threads, a group of column panels), packs its rows of A per KC
-// block into panels of MR rows, and runs the tiles with the column panel outermost (the KC x NR
-// panel of B stays in L1 / L2 while the MC x KC block of A streams from L2). Every term block
+// columns, zero-padded), shared by every task; a task takes a block of at most MC rows (the row
+// blocks are of equal size, within a tile row, and a multiple of the thread count, so the threads
+// finish together; when there are too few row blocks for the threads, a group of column panels),
+// packs its rows of A per KC block into panels of MR rows (or reads them in place), and runs the
+// tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
+// block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
 // order. A batch of small products runs one entry per task instead.
 #ifndef STAX_SDK_GEMM_DRIVER_HPP
@@ -264,29 +266,37 @@ void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, 
 // C rows [r0, r1) x column panels [jp0, jp1) of one entry, every term block, from its packed B;
 // ap is scratch for mc x kc elements. Rows of a row-major A are read in place (six streams the
 // prefetchers follow; packing them cost ~10% at 1024^3); other layouts, and a last panel of
-// fewer than mr rows, are packed.
+// fewer than mr rows, are packed. With a single term block, a last panel of fewer than mr rows
+// read in place is instead the block's last mr rows: the rows it shares with the panel before
+// are computed again, to the same bits, and stored again before the block is reported (the
+// partial panel through the edge buffer and its packing took ~6% of attention's Q @ Kᵀ).
 template <class T>
 void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blocking<T>& bl,
                    int64_t r0, int64_t r1, int64_t jp0, int64_t jp1, T* ap) {
   const int64_t mr = bl.tile.mr, nr = bl.tile.nr;
   const bool in_place = p.a_cs == 1;
   const int64_t full_end = in_place ? r1 - (r1 - r0) % mr : r1;  // in place: rows below it
+  const bool overlap = in_place && full_end < r1 && r1 - r0 >= mr && bl.k_blocks == 1;
+  // The first row of the tile for rows from i0 (the last mr rows for a partial one, above).
+  auto first_row = [&](int64_t i0) { return overlap && i0 == full_end ? r1 - mr : i0; };
   for (int64_t kb = 0; kb < bl.k_blocks; ++kb) {
     const int64_t q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
     const bool accumulate = kb > 0;
     if (!in_place) pack_a(p, a, bl, kb, r0, r1, ap);
-    else if (full_end < r1) pack_a(p, a, bl, kb, full_end, r1, ap);
+    else if (full_end < r1 && !overlap) pack_a(p, a, bl, kb, full_end, r1, ap);
     const T* block = bp + kb * bl.kc * bl.panels * nr;
     // Whether the tile at (jp, i0) is whole, written to C directly.
     auto whole = [&](int64_t jp, int64_t i0) {
-      return i0 + mr <= r1 && (jp + 1) * nr <= p.n && p.c_cs == 1;
+      return first_row(i0) + mr <= r1 && (jp + 1) * nr <= p.n && p.c_cs == 1;
     };
     auto tile = [&](int64_t jp, int64_t i0, int64_t next_jp, int64_t next_i0) {
+      i0 = first_row(i0);
+      next_i0 = first_row(next_i0);
       const T* bpanel = block + jp * kcb * nr;
       const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
       const int64_t h = std::min(mr, r1 - i0);
       T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
-      const T* ar = in_place && i0 < full_end ? a + i0 * p.a_rs + q0 : nullptr;
+      const T* ar = in_place && i0 + mr <= r1 ? a + i0 * p.a_rs + q0 : nullptr;
       const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
       if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
       if (h == mr && w == nr && p.c_cs == 1) {

@@ -57,6 +57,7 @@ struct Isa<float> {
   static inline void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static inline V broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // prefetchw (PRFCHW: every CPU with AVX-512 has it).
   static inline void prefetch_write(const float* p) { __builtin_prefetch(p, 1, 3); }
 };
 template <>
@@ -134,6 +135,7 @@ struct Isa<float> {
   static inline void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static inline V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  // A read prefetch: Haswell has AVX2 but not PRFCHW.
   static inline void prefetch_write(const float* p) { __builtin_prefetch(p, 0, 3); }
 };
 template <>
