@@ -179,6 +179,41 @@ TEST(GemmKernel, LargeProductsSplitAcrossThreadsKeepTheBits) {
   }
 }
 
+TEST(GemmKernel, AttentionShapesAndBalancedRowBlocksKeepTheBits) {
+  // Attention's Q @ Kᵀ at its real entry size (K = 32: one term block, rows of tiles, each tile
+  // prefetching the next one's C; 256 rows leave a partial tile of 4) and P @ V; row counts that
+  // split into row blocks of equal size for 2 and 3 threads (1000 rows: 167 tile rows, the last
+  // partial), fewer tile rows than threads, and a product whose column panels are outermost (the
+  // prefetch wraps from a panel's last row to the next panel's first). A block's partial last
+  // panel of rows, with one term block and A read in place, is its last MR rows, overlapping the
+  // panel before (16 rows: in column groups on 2 and 3 threads; 11 rows, strided C).
+  stax::sdk::gemm::Workspace ws;
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      check_case<float>(3, 256, 256, 32, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 11);
+      check_case<float>(3, 256, 32, 256, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                        12);
+      check_case<float>(1, 1000, 70, 40, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                        13);
+      check_case<float>(1, 1000, 64, 600, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 14);
+      check_case<float>(1, 7, 300, 200, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                        15);
+      check_case<float>(1, 16, 900, 100, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                        18);
+      check_case<float>(2, 11, 40, 20, Layout::RowMajor, Layout::Transposed, Layout::Strided, ctx,
+                        19);
+      check_case<float>(1, 50, 200, 600, Layout::RowMajor, Layout::RowMajor, Layout::Strided, ctx,
+                        16);
+      check_case<double>(2, 250, 130, 33, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                         ctx, 17);
+    }
+}
+
 TEST(GemmKernel, ReferenceIsTheSequentialFusedChain) {
   // The semantics by hand: 1 + 2^-24 squared is not representable; the fused chain rounds once
   // per term, a non-fused one twice.

@@ -2,10 +2,12 @@
 // register tiles of gemm_tiles.hpp.
 //
 // For one product: B is packed once (K x N in blocks of KC terms, each block in panels of NR
-// columns, zero-padded), shared by every task; a task takes a block of MC rows (and, when there
-// are too few row blocks for the threads, a group of column panels), packs its rows of A per KC
-// block into panels of MR rows, and runs the tiles with the column panel outermost (the KC x NR
-// panel of B stays in L1 / L2 while the MC x KC block of A streams from L2). Every term block
+// columns, zero-padded), shared by every task; a task takes a block of at most MC rows (the row
+// blocks are of equal size, within a tile row, and a multiple of the thread count, so the threads
+// finish together; when there are too few row blocks for the threads, a group of column panels),
+// packs its rows of A per KC block into panels of MR rows (or reads them in place), and runs the
+// tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
+// block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
 // order. A batch of small products runs one entry per task instead.
 #ifndef STAX_SDK_GEMM_DRIVER_HPP
@@ -33,6 +35,10 @@ constexpr int kMaxTileElems = 512;
 constexpr int64_t kParallelMinTerms = int64_t{1} << 18;
 // Packed B panels of a term block up to this size are looped over inside each row of tiles.
 constexpr int64_t kSmallPanelsBytes = int64_t{64} << 10;
+// Tiles of at most this many terms prefetch the next tile's C: with attention's K = 32 a tile's
+// stores wait on C's misses (Q @ Kᵀ 1.07-1.4x faster, A/B-interleaved); with 256 terms and more
+// they are under 1% of the tile's time, and the prefetches only compete with A's stream (P @ V).
+constexpr int64_t kPrefetchCTerms = 128;
 // A batch whose entries are smaller than this is spread over its entries.
 constexpr int64_t kSmallEntryTerms = int64_t{1} << 24;
 
@@ -142,8 +148,11 @@ template <class T>
 struct Blocking {
   TileShape<T> tile;
   int64_t kc = 1;        // terms per block
-  int64_t mc = 1;        // rows per block (a multiple of tile.mr)
-  int64_t k_blocks = 0;  // ceil(k / kc)
+  int64_t mc = 1;          // rows per block at most (a multiple of tile.mr)
+  int64_t m = 0;           // rows of the product
+  int64_t tile_rows = 0;   // ceil(m / tile.mr)
+  int64_t row_blocks = 1;  // blocks of whole tile rows, as equal as they can be
+  int64_t k_blocks = 0;    // ceil(k / kc)
   int64_t panels = 0;    // ceil(n / tile.nr)
   // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
   void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
@@ -152,10 +161,14 @@ struct Blocking {
   // Elements of one entry's packed B (block kb starts at kb * kc * panels * nr).
   int64_t packed_b_elems(int64_t k) const { return k * panels * tile.nr; }
   int64_t packed_a_elems() const { return mc * kc; }
+  // The first row of row block rb (rb = row_blocks: m).
+  int64_t row_begin(int64_t rb) const {
+    return std::min(m, tile.mr * (tile_rows * rb / row_blocks));
+  }
 };
 
 template <class T>
-Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t tasks_wanted) {
+Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   Blocking<T> b;
   b.tile = pick_tile<T>(std::max(set, detect_instruction_set()), p.n);
   const int64_t mr = b.tile.mr;
@@ -163,11 +176,21 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t tasks_wanted) 
   // KC = 256, A/B-interleaved); the A block (MC x KC, 384 KB) still fits a 1 MB L2.
   b.kc = std::is_same_v<T, float> ? 512 : 256;
   b.kc = std::max<int64_t>(1, std::min(b.kc, p.k));
-  // An MC x KC block of A takes up to ~400 KB of the 1-2 MB L2.
-  int64_t mc_max = std::max<int64_t>(mr, (std::is_same_v<T, float> ? 192 : 96) / mr * mr);
-  int64_t want = (p.m + tasks_wanted - 1) / std::max<int64_t>(1, tasks_wanted);
-  int64_t mc = (want + mr - 1) / mr * mr;
-  b.mc = std::clamp<int64_t>(mc, std::min<int64_t>(mc_max, 4 * mr), mc_max);
+  // An MC x KC block of A takes up to ~400 KB of the 1-2 MB L2: at most `most` tile rows per
+  // block. On T threads, at least 2 blocks per thread while they keep 4 tile rows each, and a
+  // multiple of T blocks of equal size (within a tile row), so that the threads finish together
+  // (1024 rows on 2 threads: 6 blocks of 28-29 tile rows, not 5 x 192 + 64 rows, where one
+  // thread computed 576 rows and the other 448).
+  const int64_t most = std::max<int64_t>(1, (std::is_same_v<T, float> ? 192 : 96) / mr);
+  b.m = p.m;
+  b.tile_rows = (p.m + mr - 1) / mr;
+  int64_t blocks = (b.tile_rows + most - 1) / most;
+  if (threads > 1) {
+    blocks = std::max(blocks, std::min(2 * threads, b.tile_rows / std::min<int64_t>(most, 4)));
+    blocks = (blocks + threads - 1) / threads * threads;
+  }
+  b.row_blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, b.tile_rows));
+  b.mc = (b.tile_rows + b.row_blocks - 1) / b.row_blocks * mr;
   b.k_blocks = (p.k + b.kc - 1) / b.kc;
   b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
 #if STAX_GEMM_X86
@@ -247,46 +270,68 @@ void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, 
 // C rows [r0, r1) x column panels [jp0, jp1) of one entry, every term block, from its packed B;
 // ap is scratch for mc x kc elements. Rows of a row-major A are read in place (six streams the
 // prefetchers follow; packing them cost ~10% at 1024^3); other layouts, and a last panel of
-// fewer than mr rows, are packed.
+// fewer than mr rows, are packed. With a single term block, a last panel of fewer than mr rows
+// read in place is instead the block's last mr rows: the rows it shares with the panel before
+// are computed again, to the same bits, and stored again before the block is reported (the
+// partial panel through the edge buffer and its packing took ~6% of attention's Q @ Kᵀ).
 template <class T>
 void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blocking<T>& bl,
                    int64_t r0, int64_t r1, int64_t jp0, int64_t jp1, T* ap) {
   const int64_t mr = bl.tile.mr, nr = bl.tile.nr;
   const bool in_place = p.a_cs == 1;
   const int64_t full_end = in_place ? r1 - (r1 - r0) % mr : r1;  // in place: rows below it
+  const bool overlap = in_place && full_end < r1 && r1 - r0 >= mr && bl.k_blocks == 1;
+  // The first row of the tile for rows from i0 (the last mr rows for a partial one, above).
+  auto first_row = [&](int64_t i0) { return overlap && i0 == full_end ? r1 - mr : i0; };
   for (int64_t kb = 0; kb < bl.k_blocks; ++kb) {
     const int64_t q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
     const bool accumulate = kb > 0;
     if (!in_place) pack_a(p, a, bl, kb, r0, r1, ap);
-    else if (full_end < r1) pack_a(p, a, bl, kb, full_end, r1, ap);
+    else if (full_end < r1 && !overlap) pack_a(p, a, bl, kb, full_end, r1, ap);
     const T* block = bp + kb * bl.kc * bl.panels * nr;
-    auto tile = [&](int64_t jp, int64_t i0) {
+    // Whether the tile at (jp, i0) is whole, written to C directly.
+    auto whole = [&](int64_t jp, int64_t i0) {
+      return first_row(i0) + mr <= r1 && (jp + 1) * nr <= p.n && p.c_cs == 1;
+    };
+    auto tile = [&](int64_t jp, int64_t i0, int64_t next_jp, int64_t next_i0) {
+      i0 = first_row(i0);
+      next_i0 = first_row(next_i0);
       const T* bpanel = block + jp * kcb * nr;
       const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
       const int64_t h = std::min(mr, r1 - i0);
       T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
-      const T* ar = in_place && i0 < full_end ? a + i0 * p.a_rs + q0 : nullptr;
+      const T* ar = in_place && i0 + mr <= r1 ? a + i0 * p.a_rs + q0 : nullptr;
       const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
       if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
-      if (h == mr && w == nr && p.c_cs == 1)
-        return bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate);
+      if (h == mr && w == nr && p.c_cs == 1) {
+        const bool prefetch = kcb <= kPrefetchCTerms && next_jp >= 0 && whole(next_jp, next_i0);
+        const T* next = prefetch ? c + next_i0 * p.c_rs + next_jp * nr : nullptr;
+        return bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate, next);
+      }
       alignas(64) T edge[kMaxTileElems];  // the tile through a buffer: partial or strided C
       if (accumulate)
         for (int64_t i = 0; i < h; ++i)
           for (int64_t j = 0; j < w; ++j) edge[i * nr + j] = cp[i * p.c_rs + j * p.c_cs];
-      bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate);
+      bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate, nullptr);
       for (int64_t i = 0; i < h; ++i)
         for (int64_t j = 0; j < w; ++j) cp[i * p.c_rs + j * p.c_cs] = edge[i * nr + j];
     };
     // The term block's panels of B all in L1 / L2 (few terms: attention's head dim): rows
     // outermost, so each row of C is written whole, once, in order. Otherwise the column panel
-    // outermost, its B panel kept in cache while the rows of A stream past it.
+    // outermost, its B panel kept in cache while the rows of A stream past it. Each tile is
+    // told the next one (jp -1: none), whose C it prefetches.
     if (kcb * (jp1 - jp0) * nr * static_cast<int64_t>(sizeof(T)) <= kSmallPanelsBytes) {
       for (int64_t i0 = r0; i0 < r1; i0 += mr)
-        for (int64_t jp = jp0; jp < jp1; ++jp) tile(jp, i0);
+        for (int64_t jp = jp0; jp < jp1; ++jp) {
+          if (jp + 1 < jp1) tile(jp, i0, jp + 1, i0);
+          else tile(jp, i0, i0 + mr < r1 ? jp0 : -1, i0 + mr);
+        }
     } else {
       for (int64_t jp = jp0; jp < jp1; ++jp)
-        for (int64_t i0 = r0; i0 < r1; i0 += mr) tile(jp, i0);
+        for (int64_t i0 = r0; i0 < r1; i0 += mr) {
+          if (i0 + mr < r1) tile(jp, i0, jp, i0 + mr);
+          else tile(jp, i0, jp + 1 < jp1 ? jp + 1 : -1, r0);
+        }
     }
   }
 }
@@ -310,8 +355,8 @@ void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, 
     packed = b;
   else
     for (int64_t kb = 0; kb < bl.k_blocks; ++kb) pack_b(p, b, bl, kb, 0, bl.panels, bp);
-  for (int64_t r0 = 0; r0 < p.m; r0 += bl.mc) {
-    const int64_t r1 = std::min(p.m, r0 + bl.mc);
+  for (int64_t rb = 0; rb < bl.row_blocks; ++rb) {
+    const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
     compute_block(p, a, packed, c, bl, r0, r1, 0, bl.panels, ap);
     if (done) done(e, r0, r1);
   }
@@ -335,7 +380,7 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
       pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
     });
   }
-  const int64_t row_blocks = (p.m + bl.mc - 1) / bl.mc;
+  const int64_t row_blocks = bl.row_blocks;
   const int64_t groups =
       std::clamp<int64_t>((2 * threads + row_blocks - 1) / row_blocks, 1, bl.panels);
   std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[row_blocks]);
@@ -344,7 +389,7 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   ctx.parallel_for(row_blocks * groups, [&](int64_t t) {
     error.run([&] {
       const int64_t rb = t / groups, g = t % groups;
-      const int64_t r0 = rb * bl.mc, r1 = std::min(p.m, r0 + bl.mc);
+      const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
       Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
       compute_block(p, a, packed, c, bl, r0, r1, bl.panels * g / groups,
                     bl.panels * (g + 1) / groups, ap.get());
@@ -391,7 +436,7 @@ void multiply(const Problem<T>& p, const Context& ctx, const RowsDone& done) {
     });
     return error.rethrow();
   }
-  const Blocking<T> bl = plan(p, ctx.instruction_set, parallel ? 2 * threads : 1);
+  const Blocking<T> bl = plan(p, ctx.instruction_set, parallel ? threads : 1);
   Scratch<T> bp(ctx.workspace, bl.packed_b_elems(p.k), "gemm: packed columns of B");
   if (!parallel) {
     Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
