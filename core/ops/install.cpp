@@ -42,6 +42,8 @@ void register_all_ops(OpRegistry& r) {
   register_lstm_layer_ops(r);
   register_flash_attention_ops(r);
   register_spectral_ops(r);
+  register_linalg_ops(r);
+  register_linalg_multi_output_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -63,6 +65,7 @@ void install_decompositions(DecompositionTable& t) {
   register_nn_backward_decompositions(t);
   register_nn_spatial_decompositions(t);
   register_embedding_bag_decompositions(t);
+  register_linalg_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -73,6 +76,7 @@ void install_vjps(VjpTable& t) {
   register_indexing_vjps(t);
   register_extern_vjps(t);
   register_spectral_vjps(t);
+  register_linalg_vjps(t);
   register_composite_vjps(t);
   register_nn_vjps(t);
   register_special_vjps(t);
@@ -113,6 +117,7 @@ void install_kernels(InterpreterTable& t) {
   register_indexing_kernels(t);
   register_extern_kernels(t);
   register_spectral_kernels(t);
+  register_linalg_kernels(t);
   register_creation_kernels(t);
   register_random_kernels(t);
   register_composite_kernels(t);
@@ -158,6 +163,7 @@ void install_ops() {
     register_embedding_bag_expansions(expansions_to_fill());
     register_nn_spatial_expansions(expansions_to_fill());
     register_lstm_layer_expansions(expansions_to_fill());
+    register_linalg_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -38,6 +38,8 @@ void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backwa
 void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
 void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and its backward
 void register_spectral_ops(OpRegistry& r);      // _fft_r2c _fft_c2r _fft_c2c view_as_real ...
+void register_linalg_ops(OpRegistry& r);        // linalg_solve_triangular ... _stax_linalg_*
+void register_linalg_multi_output_ops(OpRegistry& r);  // _linalg_svd linalg_qr _linalg_det ...
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -60,6 +62,7 @@ void register_attention_form_expansions(ExpansionTable& t);
 void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
 void register_lstm_layer_expansions(ExpansionTable& t);
+void register_linalg_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
@@ -77,6 +80,7 @@ void register_size_query_decompositions(DecompositionTable& t); // sym_size.int 
 void register_nn_backward_decompositions(DecompositionTable& t); // the *_backward ops
 void register_nn_spatial_decompositions(DecompositionTable& t);
 void register_embedding_bag_decompositions(DecompositionTable& t);
+void register_linalg_decompositions(DecompositionTable& t);  // cholesky_solve cholesky_inverse
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -85,6 +89,7 @@ void register_view_vjps(VjpTable& t);
 void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_spectral_vjps(VjpTable& t);  // torch's fft_r2c_backward / fft_c2r_backward
+void register_linalg_vjps(VjpTable& t);    // torch's svd / qr / eigh / cholesky / solve / det rules
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);
 void register_special_vjps(VjpTable& t);
@@ -123,6 +128,7 @@ void register_view_kernels(InterpreterTable& t);
 void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_spectral_kernels(InterpreterTable& t);  // FFTW's transforms, complex parts
+void register_linalg_kernels(InterpreterTable& t);    // LAPACK's factorizations and solves
 void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
 void register_size_query_kernels(InterpreterTable& t); // sym_size.int ... (their decomposition)
 void register_nn_backward_kernels(InterpreterTable& t);
