@@ -44,6 +44,7 @@ void register_all_ops(OpRegistry& r) {
   register_spectral_ops(r);
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
+  register_linalg_composite_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -66,6 +67,7 @@ void install_decompositions(DecompositionTable& t) {
   register_nn_spatial_decompositions(t);
   register_embedding_bag_decompositions(t);
   register_linalg_decompositions(t);
+  register_linalg_composite_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -77,6 +79,7 @@ void install_vjps(VjpTable& t) {
   register_extern_vjps(t);
   register_spectral_vjps(t);
   register_linalg_vjps(t);
+  register_linalg_composite_vjps(t);
   register_composite_vjps(t);
   register_nn_vjps(t);
   register_special_vjps(t);
@@ -118,6 +121,7 @@ void install_kernels(InterpreterTable& t) {
   register_extern_kernels(t);
   register_spectral_kernels(t);
   register_linalg_kernels(t);
+  register_linalg_composite_kernels(t);
   register_creation_kernels(t);
   register_random_kernels(t);
   register_composite_kernels(t);
@@ -164,6 +168,7 @@ void install_ops() {
     register_nn_spatial_expansions(expansions_to_fill());
     register_lstm_layer_expansions(expansions_to_fill());
     register_linalg_expansions(expansions_to_fill());
+    register_linalg_composite_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -40,6 +40,7 @@ void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and 
 void register_spectral_ops(OpRegistry& r);      // _fft_r2c _fft_c2r _fft_c2c view_as_real ...
 void register_linalg_ops(OpRegistry& r);        // linalg_solve_triangular ... _stax_linalg_*
 void register_linalg_multi_output_ops(OpRegistry& r);  // _linalg_svd linalg_qr _linalg_det ...
+void register_linalg_composite_ops(OpRegistry& r);  // linalg_pinv linalg_matrix_sqrth linalg_polar
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -63,6 +64,7 @@ void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
 void register_lstm_layer_expansions(ExpansionTable& t);
 void register_linalg_expansions(ExpansionTable& t);
+void register_linalg_composite_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
@@ -81,6 +83,7 @@ void register_nn_backward_decompositions(DecompositionTable& t); // the *_backwa
 void register_nn_spatial_decompositions(DecompositionTable& t);
 void register_embedding_bag_decompositions(DecompositionTable& t);
 void register_linalg_decompositions(DecompositionTable& t);  // cholesky_solve cholesky_inverse
+void register_linalg_composite_decompositions(DecompositionTable& t);  // pinv matrix_sqrth
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -90,6 +93,7 @@ void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_spectral_vjps(VjpTable& t);  // torch's fft_r2c_backward / fft_c2r_backward
 void register_linalg_vjps(VjpTable& t);    // torch's svd / qr / eigh / cholesky / solve / det rules
+void register_linalg_composite_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);
 void register_special_vjps(VjpTable& t);
@@ -129,6 +133,7 @@ void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_spectral_kernels(InterpreterTable& t);  // FFTW's transforms, complex parts
 void register_linalg_kernels(InterpreterTable& t);    // LAPACK's factorizations and solves
+void register_linalg_composite_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
 void register_size_query_kernels(InterpreterTable& t); // sym_size.int ... (their decomposition)
 void register_nn_backward_kernels(InterpreterTable& t);

@@ -191,22 +191,88 @@ void solve_triangular_vjp(VjpContext& c) {
   }
 }
 
-void lu_solve_vjp(VjpContext& c) {
-  Node* b = c.in("B");
-  if (c.needs(c.in("LU")))
-    refuse(c, "the derivative of linalg_lu_solve with respect to LU is not implemented in Stax "
-              "(only with respect to B)");
-  if (c.needs(b)) {
-    Node* gb = c.call("linalg_lu_solve", {c.in("LU"), c.in("pivots"), c.grad()},
-                      {{"left", c.arg("left")}, {"adjoint", !c.arg("adjoint").to_bool()}});
-    c.give(b, c.sum_to_shape(gb, b->shape()));
-  }
+// The packed LU factors as P, L (unit lower, m x k) and U (k x n), in the backward graph.
+struct Plu {
+  Node *p, *l, *u;
+};
+Plu unpack(VjpContext& c, Node* lu, Node* piv) {
+  const Shape& s = lu->shape();
+  int64_t m = rows(s), n = cols(s), k = std::min(m, n);
+  Node* l = tri(c, "tril", c.call("slice.Tensor", {lu, int64_t{-1}, int64_t{0}, k}), -1);
+  l = c.add(l, c.call("eye.m", {m, k}, {{"dtype", lu->dtype()}}));
+  Node* u = tri(c, "triu", c.call("slice.Tensor", {lu, int64_t{-2}, int64_t{0}, k}), 0);
+  return {c.call("_stax_lu_permutation", {lu, piv}), l, u};
 }
 
+// X = A^-1 B with A = P L U, through the two triangular solves (left, not adjoint):
+// Y = U X, gY = U^-T gX, gU = -triu(gY X^T), gZ = L^-T gY, gL = -tril(gZ Y^T, -1), gB = P gZ.
+// Adjoint (A^T X = B): X = P V, V = L^-T W, W = U^-T B: gW = L^-1 P^T gX,
+// gL = -tril(V gW^T, -1), gB = U^-1 gW, gU = -triu(W gB^T). Right-sided solves are these on
+// the transposes (X A = B is A^T X^T = B^T).
+void lu_solve_vjp(VjpContext& c) {
+  Node* lu = c.in("LU");
+  Node* b = c.in("B");
+  bool left = c.arg("left").to_bool(), adjoint = c.arg("adjoint").to_bool();
+  bool need_lu = c.needs(lu), need_b = c.needs(b);
+  if (!need_lu && !need_b) return;
+  Plu f = unpack(c, lu, c.in("pivots"));
+  Node* x = left ? c.out() : c.mT(c.out());
+  Node* gx = left ? c.grad() : c.mT(c.grad());
+  bool adj = left ? adjoint : !adjoint;  // the left-sided problem solved
+  Node *gb, *gl, *gu;
+  if (!adj) {
+    Node* gy = solve_tri(c, c.mT(f.u), gx, false, true);
+    Node* gz = solve_tri(c, c.mT(f.l), gy, true, true, true);
+    gb = mm(c, f.p, gz);
+    gu = c.neg(tri(c, "triu", mm(c, gy, c.mT(x)), 0));
+    gl = c.neg(tri(c, "tril", mm(c, gz, c.mT(mm(c, f.u, x))), -1));
+  } else {
+    Node* v = mm(c, c.mT(f.p), x);
+    Node* w = mm(c, c.mT(f.l), v);
+    Node* gw = solve_tri(c, f.l, mm(c, c.mT(f.p), gx), false, true, true);
+    gb = solve_tri(c, f.u, gw, true, true);
+    gl = c.neg(tri(c, "tril", mm(c, v, c.mT(gw)), -1));
+    gu = c.neg(tri(c, "triu", mm(c, w, c.mT(gb)), 0));
+  }
+  if (need_b) c.give(b, c.sum_to_shape(left ? gb : c.mT(gb), b->shape()));
+  if (need_lu) c.give(lu, c.sum_to_shape(c.add(gl, gu), lu->shape()));
+}
+
+// torch's lu_factor_ex_backward / linalg_lu_backward (square, wide and tall), with the packed
+// cotangent as both L's (its first k columns) and U's (its first k rows).
 void lu_vjp(VjpContext& c) {
-  if (c.needs(c.in("A")) && c.arg("output").to_int() == kLU)
-    refuse(c, "the derivative of the LU factorization (linalg.lu_factor / linalg.lu / "
-              "lu_unpack of a differentiated LU) is not implemented in Stax");
+  Node* a = c.in("A");
+  if (!c.needs(a) || c.arg("output").to_int() != kLU) return;
+  Node* lu = c.out();
+  Plu f = unpack(c, lu, element(c, {a}, kPivots));
+  const Shape& s = lu->shape();
+  int64_t m = rows(s), n = cols(s), k = std::min(m, n);
+  Node* g = c.grad();
+  Node* gl = c.call("slice.Tensor", {g, int64_t{-1}, int64_t{0}, k});
+  Node* gu = c.call("slice.Tensor", {g, int64_t{-2}, int64_t{0}, k});
+  Node* ga;
+  if (m == n) {
+    ga = c.add(tri(c, "tril", mm(c, c.mT(f.l), gl), -1), tri(c, "triu", mm(c, gu, c.mT(f.u)), 0));
+    ga = solve_tri(c, c.mT(f.u), ga, false, false);
+    ga = solve_tri(c, c.mT(f.l), ga, true, true, true);
+  } else if (m < n) {
+    Node* u1 = c.call("slice.Tensor", {f.u, int64_t{-1}, int64_t{0}, k});
+    ga = c.sub(mm(c, c.mT(f.l), gl), mm(c, tri(c, "triu", gu, 0), c.mT(f.u)));
+    ga = solve_tri(c, c.mT(u1), tri(c, "tril", ga, -1), false, false);
+    Node* gu1 = tri(c, "triu", c.call("slice.Tensor", {gu, int64_t{-1}, int64_t{0}, k}), 0);
+    Node* gu2 = c.call("slice.Tensor", {gu, int64_t{-1}, k, n});
+    ga = c.call("cat", {std::vector<Node*>{c.add(ga, gu1), gu2}, int64_t{-1}});
+    ga = solve_tri(c, c.mT(f.l), ga, true, true, true);
+  } else {
+    Node* l1 = c.call("slice.Tensor", {f.l, int64_t{-2}, int64_t{0}, k});
+    ga = c.sub(mm(c, gu, c.mT(f.u)), mm(c, c.mT(f.l), tri(c, "tril", gl, -1)));
+    ga = solve_tri(c, c.mT(l1), tri(c, "triu", ga, 0), true, true, true);
+    Node* gl1 = tri(c, "tril", c.call("slice.Tensor", {gl, int64_t{-2}, int64_t{0}, k}), -1);
+    Node* gl2 = c.call("slice.Tensor", {gl, int64_t{-2}, k, m});
+    ga = c.call("cat", {std::vector<Node*>{c.add(ga, gl1), gl2}, int64_t{-2}});
+    ga = solve_tri(c, c.mT(f.u), ga, false, false);
+  }
+  c.give(a, mm(c, f.p, ga));
 }
 
 void not_differentiable(VjpContext& c, const char* what) {

@@ -12,6 +12,7 @@
 
 #include "core/functional/functional.h"
 #include "core/graph/graph.h"
+#include "core/graph/parser.h"
 #include "core/graph/verifier.h"
 #include "core/interpreter/interpreter.h"
 #include "tests/support/compiled_check.h"
@@ -363,13 +364,23 @@ TEST(Linalg, VjpsMatchCentralDifferences) {
          Node* u = g.call("triu", {g.call("add.Tensor", {in[0], g.call("mul.Scalar", {g.call("eye", {int64_t{3}}, {{"dtype", DType::Float64}}), 4.0})})});
          return g.call("cholesky_inverse", {u, true});
        }},
-      {"lu_solve B", {{3, 3}, {3, 2}},
-       [&](Graph& g, auto in) {
-         Node* f = g.call("linalg_lu_factor_ex", {in[0]});
-         Node* lu = g.call("detach", {item(g, f, 0)});
-         return g.call("linalg_lu_solve", {lu, item(g, f, 1), in[1]}, {{"adjoint", true}});
-       }},
+      {"lu_factor square", {{3, 3}},
+       [&](Graph& g, auto in) { return elem(g, g.call("linalg_lu_factor_ex", {in[0]}), 0); }},
+      {"lu_factor wide", {{3, 5}},
+       [&](Graph& g, auto in) { return elem(g, g.call("linalg_lu_factor_ex", {in[0]}), 0); }},
+      {"lu_factor tall", {{5, 3}},
+       [&](Graph& g, auto in) { return elem(g, g.call("linalg_lu_factor_ex", {in[0]}), 0); }},
   };
+  for (bool left : {true, false})
+    for (bool adjoint : {false, true})
+      cases.push_back({left ? (adjoint ? "lu_solve left adjoint" : "lu_solve left")
+                            : (adjoint ? "lu_solve right adjoint" : "lu_solve right"),
+                       {{3, 3}, left ? Shape{2, 3, 2} : Shape{2, 3}},
+                       [=](Graph& g, auto in) {
+                         Node* f = g.call("linalg_lu_factor_ex", {in[0]});
+                         return g.call("linalg_lu_solve", {elem(g, f, 0), elem(g, f, 1), in[1]},
+                                       {{"left", left}, {"adjoint", adjoint}});
+                       }});
   for (const Case& k : cases) {
     Graph g;
     std::vector<Node*> in;
@@ -389,7 +400,6 @@ TEST(Linalg, VjpsMatchCentralDifferences) {
     ASSERT_EQ(r.grads.size(), vals.size()) << k.name;
     const double h = 1e-6;
     for (size_t v = 0; v < vals.size(); ++v) {
-      if (std::string(k.name) == "lu_solve B" && v == 0) continue;  // LU is detached
       for (int64_t i = 0; i < vals[v].numel(); ++i) {
         std::vector<Tensor> p = vals, m = vals;
         p[v] = vals[v].clone();
@@ -411,13 +421,15 @@ TEST(Linalg, VjpsMatchCentralDifferences) {
 TEST(Linalg, UnsupportedDerivativesAreRefused) {
   Graph g;
   Node* a = g.placeholder("a", {3, 3}, DType::Float64);
-  g.output({elem(g, g.call("linalg_lu_factor_ex", {a}), 0)});
+  Node* tau = g.placeholder("tau", {2}, DType::Float64);
+  g.output({g.call("linalg_householder_product", {a, tau})});
   Tensor in = well_conditioned({3, 3}, DType::Float64, 1);
   try {
-    vjp(g, {in}, {in});
+    vjp(g, {in, randn({2}, DType::Float64, 2)}, {in});
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "derivative of the LU factorization")) << e.what();
+    EXPECT_TRUE(has(e.what(), "derivative of linalg_householder_product is not implemented"))
+        << e.what();
   }
   Graph h;
   Node* b = h.placeholder("b", {3, 3}, DType::Float64);
@@ -428,4 +440,28 @@ TEST(Linalg, UnsupportedDerivativesAreRefused) {
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "not computed when mode='r'")) << e.what();
   }
+}
+
+// torch.linalg.inv as make_fx prints it: the check's API name is an unquoted dotted string, and
+// _linalg_check_errors (which returns nothing) expands to no node.
+TEST(Linalg, TracedInverseWithItsErrorCheckParsesAndRuns) {
+  const char* text =
+      "graph():\n"
+      "    %a_1 : [num_users=1] = placeholder[target=a_1]\n"
+      "    %linalg_inv_ex : [num_users=2] = call_function[target=torch.ops.aten.linalg_inv_ex."
+      "default](args = (%a_1,), kwargs = {})\n"
+      "    %getitem : [num_users=1] = call_function[target=operator.getitem](args = "
+      "(%linalg_inv_ex, 0), kwargs = {})\n"
+      "    %getitem_1 : [num_users=1] = call_function[target=operator.getitem](args = "
+      "(%linalg_inv_ex, 1), kwargs = {})\n"
+      "    %_linalg_check_errors : [num_users=0] = call_function[target=torch.ops.aten."
+      "_linalg_check_errors.default](args = (%getitem_1, torch.linalg.inv), kwargs = {is_matrix: "
+      "True})\n"
+      "    return getitem\n";
+  ParseOptions opts;
+  opts.placeholder_meta = {{"a_1", TensorMeta::contiguous({3, 3}, DType::Float64)}};
+  Graph g = parse_graph(text, "inv.stax", opts);
+  Tensor a = well_conditioned({3, 3}, DType::Float64, 3);
+  std::vector<Tensor> out = run(g, {a});
+  expect_close(matmul(a, out[0]), eye(3), 1e-12, "A inv(A) = I");
 }
