@@ -160,6 +160,12 @@ std::vector<Node*> geqrf(Graph& g, const ExpandCall& c) {
   return {part(g, "_stax_linalg_geqrf", {a}, 0), part(g, "_stax_linalg_geqrf", {a}, 1)};
 }
 
+std::vector<Node*> ldl_factor_ex(Graph& g, const ExpandCall& c) {
+  Node* a = c.tensor("self");
+  return {part(g, "_stax_linalg_ldl", {a}, kLU), part(g, "_stax_linalg_ldl", {a}, kPivots),
+          part(g, "_stax_linalg_ldl", {a}, kInfo)};
+}
+
 // torch raises here when an info entry is not 0 (a singular matrix, one not positive definite).
 // Stax's graphs have no effects without a result: the check is dropped and the *_ex op's info
 // output carries the same facts (docs/linalg.md, "Errors").
@@ -194,6 +200,8 @@ std::vector<Multi> multi_ops() {
       {"lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool "
        "unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)", lu_unpack},
       {"geqrf(Tensor self) -> (Tensor a, Tensor tau)", geqrf},
+      {"linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> "
+       "(Tensor LD, Tensor pivots, Tensor info)", ldl_factor_ex},
       {"_linalg_check_errors(Tensor info, str api_name, *, bool is_matrix) -> ()", check_errors},
   };
 }

@@ -401,6 +401,62 @@ Tensor ormqr_kernel(const KernelContext& c) {
   return out;
 }
 
+// LDL^T (Bunch-Kaufman, lower triangle, as torch's linalg.ldl_factor): LD with the upper triangle
+// zeroed, LAPACK's pivots (negative for 2 x 2 blocks), info.
+Tensor ldl_kernel(const KernelContext& c) {
+  const Tensor a = c.tensor("A").contiguous();
+  Tensor out = output(c);
+  int64_t part = c.arg("output").to_int();
+  by_float_type(a.dtype(), where(c), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t n = a.size(-1);
+    for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
+      std::vector<T> buf = load<T>(a, b);
+      std::vector<int> piv(static_cast<size_t>(std::max<int64_t>(1, n)));
+      int info = n == 0 ? 0 : lapack::sytrf<T>('L', lapack_int(n, where(c)), buf.data(), ld(n),
+                                               piv.data());
+      if (part == kLU) {
+        T* dst = out.data<T>() + b * n * n;
+        from_colmajor(buf.data(), ld(n), n, n, dst);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = i + 1; j < n; ++j) dst[i * n + j] = 0;
+      } else if (part == kPivots) {
+        for (int64_t i = 0; i < n; ++i) out.data<int32_t>()[b * n + i] = piv[i];
+      } else {
+        out.data<int32_t>()[b] = info;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor ldl_solve_kernel(const KernelContext& c) {
+  Tensor out = output(c);
+  Shape batch = batch_of(out.sizes());
+  const Tensor& ld_in = c.tensor("LD");
+  int64_t n = ld_in.size(-1);
+  Tensor ldm = broadcast_contiguous(ld_in, with_matrix(batch, n, n));
+  Shape pb = batch;
+  pb.push_back(n);
+  Tensor piv = broadcast_contiguous(c.tensor("pivots"), pb);
+  out.copy_from(broadcast_contiguous(c.tensor("B"), out.sizes()));
+  by_float_type(ldm.dtype(), where(c), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t r = out.size(-2), s = out.size(-1);
+    if (n == 0 || s == 0) return;
+    for (int64_t b = 0; b < batch_count(out.sizes()); ++b) {
+      std::vector<T> bc(static_cast<size_t>(r * s));
+      T* x = out.data<T>() + b * r * s;
+      to_colmajor(x, r, s, bc.data(), r);
+      lapack::sytrs<T>('L', lapack_int(n, where(c)), lapack_int(s, where(c)),
+                       load<T>(ldm, b).data(), ld(n), piv.data<int32_t>() + b * n, bc.data(),
+                       ld(r));
+      from_colmajor(bc.data(), r, r, s, x);
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 void register_linalg_kernels(InterpreterTable& t) {
@@ -417,6 +473,8 @@ void register_linalg_kernels(InterpreterTable& t) {
   t.add("linalg_lu_solve.default", lu_solve_kernel);
   t.add("linalg_householder_product.default", householder_kernel);
   t.add("ormqr.default", ormqr_kernel);
+  t.add("_stax_linalg_ldl.default", ldl_kernel);
+  t.add("linalg_ldl_solve.default", ldl_solve_kernel);
   t.add("cholesky_solve.default", kernels::run_decomposition);
   t.add("cholesky_inverse.default", kernels::run_decomposition);
 }

@@ -29,6 +29,11 @@ template <class T> int syevd(char jobz, char uplo, int n, T* a, int lda, T* w);
 template <class T> int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt,
                              int ldvt);
 
+// Bunch-Kaufman LDL^T of a symmetric matrix (the `uplo` triangle), and solves from it.
+template <class T> int sytrf(char uplo, int n, T* a, int lda, int* ipiv);
+template <class T> int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv,
+                             T* b, int ldb);
+
 // The file the routines come from (loading it if needed); throws stax::Error naming the files
 // tried and the Debian package when none loads.
 std::string library_path();

@@ -229,6 +229,34 @@ int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, in
   return info;
 }
 
+template <class T>
+int sytrf(char uplo, int n, T* a, int lda, int* ipiv) {
+  using Fn = void (*)(const char*, const int*, T*, const int*, int*, T*, const int*, int*, Len);
+  static Fn fn = routine<T, Fn>("sytrf");
+  int info = 0, query = -1;
+  T size = 0;
+  std::lock_guard<std::mutex> lock(call_lock());
+  fn(&uplo, &n, a, &lda, ipiv, &size, &query, &info, 1);
+  check_args(info, "sytrf");
+  int lwork = std::max(1, static_cast<int>(size));
+  std::vector<T> work(static_cast<size_t>(lwork));
+  fn(&uplo, &n, a, &lda, ipiv, work.data(), &lwork, &info, 1);
+  check_args(info, "sytrf");
+  return info;
+}
+
+template <class T>
+int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b, int ldb) {
+  using Fn = void (*)(const char*, const int*, const int*, const T*, const int*, const int*, T*,
+                      const int*, int*, Len);
+  static Fn fn = routine<T, Fn>("sytrs");
+  int info = 0;
+  std::lock_guard<std::mutex> lock(call_lock());
+  fn(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);
+  check_args(info, "sytrs");
+  return info;
+}
+
 #define STAX_LAPACK_INSTANTIATE(T)                                                            \
   template int getrf<T>(int, int, T*, int, int*);                                             \
   template int getrs<T>(char, int, int, const T*, int, const int*, T*, int);                  \
@@ -238,7 +266,9 @@ int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, in
   template int orgqr<T>(int, int, int, T*, int, const T*);                                    \
   template int ormqr<T>(char, char, int, int, int, const T*, int, const T*, T*, int);         \
   template int syevd<T>(char, char, int, T*, int, T*);                                        \
-  template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int);
+  template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int);                      \
+  template int sytrf<T>(char, int, T*, int, int*);                                            \
+  template int sytrs<T>(char, int, int, const T*, int, const int*, T*, int);
 STAX_LAPACK_INSTANTIATE(float)
 STAX_LAPACK_INSTANTIATE(double)
 #undef STAX_LAPACK_INSTANTIATE

@@ -271,6 +271,33 @@ TensorMeta cholesky_inverse_rule(const CallArgs& c) {
   return of(l.sizes, l.dtype, l);
 }
 
+TensorMeta ldl_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("A");
+  need_float(c, a, "torch.linalg.ldl_factor_ex");
+  need_square(c, a, "torch.linalg.ldl_factor_ex");
+  Shape b = batch_of(a.sizes);
+  switch (c.get("output").to_int()) {
+    case kLU: return of(a.sizes, a.dtype, a);
+    case kPivots: b.push_back(rows(a.sizes)); return of(b, DType::Int32, a);
+    case kInfo: return of(b, DType::Int32, a);
+  }
+  c.fail("output must be 0 (LD), 1 (pivots) or 2 (info)");
+}
+
+TensorMeta ldl_solve_rule(const CallArgs& c) {
+  const TensorMeta& ldm = c.tensor("LD");
+  const TensorMeta& piv = c.tensor("pivots");
+  need_float(c, ldm, "torch.linalg.ldl_solve");
+  need_square(c, ldm, "torch.linalg.ldl_solve", "LD");
+  if (piv.dtype != DType::Int32)
+    c.fail("torch.linalg.ldl_solve: Expected pivots to be integers. Got " +
+           std::string(dtype_name(piv.dtype)));
+  if (piv.sizes != Shape(ldm.sizes.begin(), ldm.sizes.end() - 1))
+    c.fail("torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to be the same, got " +
+           shape_str(ldm.sizes) + " and " + shape_str(piv.sizes));
+  return solve_shape(c, ldm, c.tensor("B"), "torch.linalg.ldl_solve", true);
+}
+
 }  // namespace
 
 void register_linalg_ops(OpRegistry& r) {
@@ -286,6 +313,9 @@ void register_linalg_ops(OpRegistry& r) {
   ext("_stax_linalg_svd(Tensor A, bool full_matrices, int output) -> Tensor", svd_rule, true);
   ext("_stax_linalg_geqrf(Tensor A, int output) -> Tensor", geqrf_rule, false);
   ext("_stax_lu_permutation(Tensor LU, Tensor pivots) -> Tensor", permutation_rule, false);
+  ext("_stax_linalg_ldl(Tensor A, int output) -> Tensor", ldl_rule, false);
+  ext("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor",
+      ldl_solve_rule, false);
   ext("linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, "
       "bool unitriangular=False) -> Tensor", solve_triangular_rule, true);
   ext("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, "

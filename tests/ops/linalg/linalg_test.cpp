@@ -364,6 +364,20 @@ TEST(Linalg, VjpsMatchCentralDifferences) {
          Node* u = g.call("triu", {g.call("add.Tensor", {in[0], g.call("mul.Scalar", {g.call("eye", {int64_t{3}}, {{"dtype", DType::Float64}}), 4.0})})});
          return g.call("cholesky_inverse", {u, true});
        }},
+      {"pinv tall", {{4, 3}},
+       [&](Graph& g, auto in) { return g.call("linalg_pinv.atol_rtol_tensor", {in[0]}); }},
+      {"pinv wide hermitian", {{3, 3}},
+       [&](Graph& g, auto in) {
+         return g.call("linalg_pinv.atol_rtol_tensor", {sym(g, in[0], 0.0)}, {{"hermitian", true}});
+       }},
+      {"pinv wide", {{2, 5}},
+       [&](Graph& g, auto in) { return g.call("linalg_pinv.atol_rtol_tensor", {in[0]}); }},
+      {"matrix_sqrth", {{3, 3}},
+       [&](Graph& g, auto in) { return g.call("linalg_matrix_sqrth", {sym(g, in[0], 6.0)}); }},
+      {"polar U", {{4, 3}}, [&](Graph& g, auto in) { return item(g, g.call("linalg_polar", {in[0]}), 0); }},
+      {"polar H", {{4, 3}}, [&](Graph& g, auto in) { return item(g, g.call("linalg_polar", {in[0]}), 1); }},
+      {"lstsq", {{5, 3}, {5, 2}},
+       [&](Graph& g, auto in) { return item(g, g.call("linalg_lstsq", {in[0], in[1]}), 0); }},
       {"lu_factor square", {{3, 3}},
        [&](Graph& g, auto in) { return elem(g, g.call("linalg_lu_factor_ex", {in[0]}), 0); }},
       {"lu_factor wide", {{3, 5}},
@@ -464,4 +478,39 @@ TEST(Linalg, TracedInverseWithItsErrorCheckParsesAndRuns) {
   Tensor a = well_conditioned({3, 3}, DType::Float64, 3);
   std::vector<Tensor> out = run(g, {a});
   expect_close(matmul(a, out[0]), eye(3), 1e-12, "A inv(A) = I");
+}
+
+TEST(Linalg, LdlSolveAndLeastSquares) {
+  Graph g;
+  Node* a = g.placeholder("a", {4, 4}, DType::Float64);
+  Node* b = g.placeholder("b", {4, 2}, DType::Float64);
+  Node* t = g.placeholder("t", {6, 3}, DType::Float64);
+  Node* tb = g.placeholder("tb", {6, 2}, DType::Float64);
+  Node* f = g.call("linalg_ldl_factor_ex", {a});
+  Node* ls = g.call("linalg_lstsq", {t, tb}, {{"driver", std::string("gelsd")}});
+  g.output({g.call("linalg_ldl_solve", {elem(g, f, 0), elem(g, f, 1), b}), elem(g, f, 2),
+            elem(g, ls, 0), elem(g, ls, 1), elem(g, ls, 2), elem(g, ls, 3)});
+  // A symmetric indefinite matrix (Bunch-Kaufman pivots), a tall full-rank system.
+  Tensor x = randn({4, 4}, DType::Float64, 21);
+  Tensor sym = Tensor::zeros({4, 4}, DType::Float64);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j) sym.set_double(i * 4 + j, x.get_double(i * 4 + j) + x.get_double(j * 4 + i));
+  Tensor rb = randn({4, 2}, DType::Float64, 22), rt = randn({6, 3}, DType::Float64, 23);
+  Tensor rtb = randn({6, 2}, DType::Float64, 24);
+  std::vector<Tensor> o = run(g, {sym, rb, rt, rtb});
+  expect_close(matmul(sym, o[0]), rb, 1e-10, "A X = B through LDL^T");
+  EXPECT_EQ(o[1].get_int(0), 0);
+  // The least-squares solution satisfies the normal equations A^T (A X - B) = 0.
+  std::vector<double> ax = matmul(rt, o[2]);
+  Tensor r = Tensor::from_vector({6, 2}, ax);
+  for (int64_t i = 0; i < 12; ++i) r.set_double(i, r.get_double(i) - rtb.get_double(i));
+  expect_close(matmul(mT(rt), r), Tensor::zeros({3, 2}, DType::Float64), 1e-10, "normal equations");
+  for (int64_t j = 0; j < 2; ++j) {
+    double ss = 0;
+    for (int64_t i = 0; i < 6; ++i) ss += r.get_double(i * 2 + j) * r.get_double(i * 2 + j);
+    EXPECT_NEAR(o[3].get_double(j), ss, 1e-10);
+  }
+  EXPECT_EQ(o[4].dtype(), DType::Int64);
+  EXPECT_EQ(o[4].get_int(0), 3);
+  EXPECT_EQ(o[5].sizes(), (Shape{3}));
 }
