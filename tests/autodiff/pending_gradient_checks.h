@@ -44,6 +44,7 @@ inline const std::set<std::string>& linalg_rules_checked_in_linalg_test() {
       "cholesky_solve.default",        "linalg_householder_product.default",
       "linalg_lu_solve.default",       "linalg_solve_triangular.default",
       "linalg_pinv.atol_rtol_tensor",  "linalg_matrix_sqrth.default",
+      "linalg_matrix_exp.default",
       "ormqr.default"};
   return names;
 }

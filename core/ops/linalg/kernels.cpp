@@ -12,6 +12,7 @@
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/linalg/lapack.h"
 #include "core/ops/linalg/linalg_args.h"
+#include "core/ops/linalg/matrix_exp.h"
 #include "core/ops/linalg/matrices.h"
 #include "core/ops/registration.h"
 
@@ -474,6 +475,7 @@ void register_linalg_kernels(InterpreterTable& t) {
   t.add("linalg_householder_product.default", householder_kernel);
   t.add("ormqr.default", ormqr_kernel);
   t.add("_stax_linalg_ldl.default", ldl_kernel);
+  t.add("linalg_matrix_exp.default", matrix_exp_kernel);
   t.add("linalg_ldl_solve.default", ldl_solve_kernel);
   t.add("cholesky_solve.default", kernels::run_decomposition);
   t.add("cholesky_inverse.default", kernels::run_decomposition);

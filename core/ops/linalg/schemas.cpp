@@ -271,6 +271,13 @@ TensorMeta cholesky_inverse_rule(const CallArgs& c) {
   return of(l.sizes, l.dtype, l);
 }
 
+TensorMeta matrix_exp_rule(const CallArgs& c) {
+  const TensorMeta& a = c.tensor("self");
+  need_float(c, a, "linalg.matrix_exp");
+  need_square(c, a, "linalg.matrix_exp");
+  return of(a.sizes, a.dtype, a);
+}
+
 TensorMeta ldl_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "torch.linalg.ldl_factor_ex");
@@ -314,6 +321,7 @@ void register_linalg_ops(OpRegistry& r) {
   ext("_stax_linalg_geqrf(Tensor A, int output) -> Tensor", geqrf_rule, false);
   ext("_stax_lu_permutation(Tensor LU, Tensor pivots) -> Tensor", permutation_rule, false);
   ext("_stax_linalg_ldl(Tensor A, int output) -> Tensor", ldl_rule, false);
+  ext("linalg_matrix_exp(Tensor self) -> Tensor", matrix_exp_rule, true);
   ext("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor",
       ldl_solve_rule, false);
   ext("linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, "

@@ -14,6 +14,7 @@
 #include "core/graph/decompositions.h"
 #include "core/ops/common/via_decomposition.h"
 #include "core/ops/linalg/linalg_args.h"
+#include "core/ops/linalg/matrix_exp.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
 
@@ -320,6 +321,7 @@ void register_linalg_vjps(VjpTable& t) {
   t.add("_stax_linalg_lu.default", lu_vjp);
   t.add("linalg_solve_triangular.default", solve_triangular_vjp);
   t.add("linalg_lu_solve.default", lu_solve_vjp);
+  t.add("linalg_matrix_exp.default", matrix_exp_vjp);
   t.add("linalg_householder_product.default",
         [](VjpContext& c) { not_differentiable(c, "linalg_householder_product"); });
   t.add("ormqr.default", [](VjpContext& c) { not_differentiable(c, "ormqr"); });

@@ -378,6 +378,7 @@ TEST(Linalg, VjpsMatchCentralDifferences) {
       {"polar H", {{4, 3}}, [&](Graph& g, auto in) { return item(g, g.call("linalg_polar", {in[0]}), 1); }},
       {"lstsq", {{5, 3}, {5, 2}},
        [&](Graph& g, auto in) { return item(g, g.call("linalg_lstsq", {in[0], in[1]}), 0); }},
+      {"matrix_exp", {{2, 3, 3}}, [&](Graph& g, auto in) { return g.call("linalg_matrix_exp", {in[0]}); }},
       {"lu_factor square", {{3, 3}},
        [&](Graph& g, auto in) { return elem(g, g.call("linalg_lu_factor_ex", {in[0]}), 0); }},
       {"lu_factor wide", {{3, 5}},
@@ -513,4 +514,26 @@ TEST(Linalg, LdlSolveAndLeastSquares) {
   EXPECT_EQ(o[4].dtype(), DType::Int64);
   EXPECT_EQ(o[4].get_int(0), 3);
   EXPECT_EQ(o[5].sizes(), (Shape{3}));
+}
+
+// exp of a nilpotent, a diagonal and a rotation generator, against their closed forms; exp(A)
+// exp(-A) = I for a matrix whose norm needs squarings.
+TEST(Linalg, MatrixExponentialMatchesClosedForms) {
+  Graph g;
+  Node* a = g.placeholder("a", {4, 2, 2}, DType::Float64);
+  g.output({g.call("linalg_matrix_exp", {a})});
+  double t = 7.5;
+  Tensor in = Tensor::from_vector({4, 2, 2}, std::vector<double>{0, 1, 0, 0,  2, 0, 0, -1,
+                                                                 0, -t, t, 0,  3, 4, -5, 6});
+  std::vector<Tensor> o = run(g, {in});
+  std::vector<double> want{1, 1, 0, 1, std::exp(2.0), 0, 0, std::exp(-1.0),
+                           std::cos(t), -std::sin(t), std::sin(t), std::cos(t)};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(o[0].get_double(i), want[i], 1e-12) << i;
+  Graph h;
+  Node* b = h.placeholder("b", {3, 3}, DType::Float64);
+  h.output({h.call("matmul", {h.call("linalg_matrix_exp", {b}),
+                              h.call("linalg_matrix_exp", {h.call("neg", {b})})})});
+  Tensor big = randn({3, 3}, DType::Float64, 31);
+  for (int64_t i = 0; i < 9; ++i) big.set_double(i, 4.0 * big.get_double(i));
+  expect_close(run(h, {big})[0].to_vector<double>(), eye(3), 1e-9, "exp(A) exp(-A) = I");
 }
