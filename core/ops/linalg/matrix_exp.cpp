@@ -1,6 +1,6 @@
 // The matrix exponential: Higham's scaling and squaring with the [13/13] Padé approximant
 // (N. J. Higham, "The scaling and squaring method for the matrix exponential revisited", SIAM J.
-// Matrix Anal. Appl. 26 (2005)), computed in double for float32 and float64; its one linear
+// Matrix Anal. Appl. 26 (2005)), computed in double for every floating dtype (float16 / bfloat16 too, as torch's kernel takes them); its one linear
 // solve is LAPACK's getrf + getrs. torch's CPU kernel uses a Taylor-based variant: the values
 // agree to rounding. The VJP is torch's: exp of the block matrix [[A^T, G], [0, A^T]], whose
 // upper-right block is the adjoint of the differential.
