@@ -161,8 +161,15 @@ TensorMeta pinv_rule(const CallArgs& c) {
     if (c.has(p) && !is_floating(c.tensor(p).dtype))
       c.fail(std::string("linalg.pinv: ") + p + " tensor of type " +
              std::string(dtype_name(c.tensor(p).dtype)) + " is not supported");
-  return TensorMeta::contiguous(with_matrix(batch_of(a.sizes), cols(a.sizes), rows(a.sizes)),
-                                a.dtype, a.device);
+  if (c.get("hermitian").to_bool() && rows(a.sizes) != cols(a.sizes))
+    c.fail("linalg.eigh: A must be batches of square matrices, but they are " +
+           std::to_string(rows(a.sizes)) + " by " + std::to_string(cols(a.sizes)) + " matrices");
+  // The tolerances broadcast against the batch (torch's result takes their batch too).
+  Shape batch = batch_of(a.sizes);
+  for (const char* p : {"atol", "rtol"})
+    if (c.has(p)) batch = broadcast_shapes(batch, c.tensor(p).sizes, c.where());
+  return TensorMeta::contiguous(with_matrix(batch, cols(a.sizes), rows(a.sizes)), a.dtype,
+                                a.device);
 }
 
 TensorMeta sqrth_rule(const CallArgs& c) {

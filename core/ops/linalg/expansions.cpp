@@ -151,6 +151,14 @@ std::vector<Node*> linalg_lu(Graph& g, const ExpandCall& c) {
 }
 
 std::vector<Node*> lu_unpack(Graph& g, const ExpandCall& c) {
+  Node* lu = c.tensor("LU_data");
+  if (lu->shape().size() < 2)
+    c.fail("torch.lu_unpack: Expected LU_data to have at least 2 dimensions, but it has " +
+           std::to_string(lu->shape().size()) + " dimensions instead");
+  if (c.get("unpack_pivots").to_bool() && c.tensor("LU_pivots")->dtype() != DType::Int32)
+    c.fail("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
+           "dtype. Note: this function is intended to be used with the output produced by "
+           "torch.linalg.lu_factor");
   return unpack(g, c.tensor("LU_data"), c.tensor("LU_pivots"), c.get("unpack_data").to_bool(),
                 c.get("unpack_pivots").to_bool());
 }
