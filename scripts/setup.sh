@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev
       libboost-dev libboost-filesystem-dev libboost-context-dev libopenblas-dev libsleef-dev
-      libfftw3-dev
+      libfftw3-dev libopenblas0-serial
       llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libclang-rt-19-dev
       python3 python3-dev python3-pip python3-venv)
 missing=()

@@ -414,6 +414,17 @@ class Parser {
     }
   }
 
+  // An unquoted identifier FX may print as a string value: any, except one that reads as a
+  // misspelt dtype (`torch.flaot32`, `tensorplay.x`: two parts, the first torch or tensorplay).
+  // Dotted ones are API names: _linalg_check_errors(%info, linalg.inv) or torch.linalg.solve.
+  static bool bare_string(const std::string& text) {
+    size_t dot = text.find('.');
+    if (dot == std::string::npos) return true;
+    std::string head = text.substr(0, dot);
+    bool two_parts = text.find('.', dot + 1) == std::string::npos;
+    return !(two_parts && (head == "torch" || head == "tensorplay"));
+  }
+
   // `bare_strings`: an identifier that is no other literal is a string (FX prints string values
   // unquoted: kwargs = {approximate: tanh}, and in a `graph():` printout's args too:
   // scatter_reduce.two(%x, 0, %idx, %src, amax)).
@@ -450,7 +461,7 @@ class Parser {
         } else if (auto dt =
                        t.text.find('.') != std::string::npos ? parse_dtype(t.text) : std::nullopt) {
           v.literal = Arg(*dt);
-        } else if (bare_strings && t.text.find('.') == std::string::npos) {
+        } else if (bare_strings && bare_string(t.text)) {
           v.literal = Arg(t.text);
         } else {
           fail(t.loc, "expected a value " + context +

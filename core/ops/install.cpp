@@ -51,6 +51,9 @@ void register_all_ops(OpRegistry& r) {
   register_regrouping_form_ops(r);
   register_resampling_ops(r);
   register_fractional_pool_ops(r);
+  register_linalg_ops(r);
+  register_linalg_multi_output_ops(r);
+  register_linalg_composite_ops(r);
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -77,6 +80,8 @@ void install_decompositions(DecompositionTable& t) {
   register_scatter_form_decompositions(t);
   register_regrouping_form_decompositions(t);
   register_resampling_decompositions(t);
+  register_linalg_decompositions(t);
+  register_linalg_composite_decompositions(t);
 }
 
 void install_vjps(VjpTable& t) {
@@ -87,6 +92,8 @@ void install_vjps(VjpTable& t) {
   register_indexing_vjps(t);
   register_extern_vjps(t);
   register_spectral_vjps(t);
+  register_linalg_vjps(t);
+  register_linalg_composite_vjps(t);
   register_composite_vjps(t);
   register_nn_vjps(t);
   register_special_vjps(t);
@@ -137,6 +144,8 @@ void install_kernels(InterpreterTable& t) {
   register_indexing_kernels(t);
   register_extern_kernels(t);
   register_spectral_kernels(t);
+  register_linalg_kernels(t);
+  register_linalg_composite_kernels(t);
   register_creation_kernels(t);
   register_random_kernels(t);
   register_composite_kernels(t);
@@ -189,6 +198,8 @@ void install_ops() {
     register_lstm_layer_expansions(expansions_to_fill());
     register_view_copy_expansions(expansions_to_fill());
     register_fractional_pool_expansions(expansions_to_fill());
+    register_linalg_expansions(expansions_to_fill());
+    register_linalg_composite_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -43,6 +43,9 @@ void register_static_shape_ops(OpRegistry& r);  // nonzero_static segment_reduce
 void register_scatter_form_ops(OpRegistry& r);  // diagonal_scatter as_strided_scatter ...
 void register_regrouping_form_ops(OpRegistry& r);  // channel_shuffle _chunk_cat ...
 void register_resampling_ops(OpRegistry& r);  // upsample_linear1d bicubic2d ...
+void register_linalg_ops(OpRegistry& r);        // linalg_solve_triangular ... _stax_linalg_*
+void register_linalg_multi_output_ops(OpRegistry& r);  // _linalg_svd linalg_qr _linalg_det ...
+void register_linalg_composite_ops(OpRegistry& r);  // linalg_pinv linalg_matrix_sqrth linalg_polar
 
 // In-place and out= forms (add_, copy_, add.out ...) of the ops registered before: last.
 void register_mutating_forms(OpRegistry& r);
@@ -66,6 +69,8 @@ void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
 void register_lstm_layer_expansions(ExpansionTable& t);
 void register_view_copy_expansions(ExpansionTable& t);
+void register_linalg_expansions(ExpansionTable& t);
+void register_linalg_composite_expansions(ExpansionTable& t);
 
 // ---- decompositions (core/graph/decompositions.h)
 void register_pointwise_decompositions(DecompositionTable& t);  // silu gelu
@@ -88,6 +93,8 @@ void register_static_shape_decompositions(DecompositionTable& t);
 void register_scatter_form_decompositions(DecompositionTable& t);
 void register_regrouping_form_decompositions(DecompositionTable& t);
 void register_resampling_decompositions(DecompositionTable& t);
+void register_linalg_decompositions(DecompositionTable& t);  // cholesky_solve cholesky_inverse
+void register_linalg_composite_decompositions(DecompositionTable& t);  // pinv matrix_sqrth
 
 // ---- reverse-mode rules (core/autodiff/vjp.h)
 void register_pointwise_vjps(VjpTable& t);
@@ -96,6 +103,8 @@ void register_view_vjps(VjpTable& t);
 void register_indexing_vjps(VjpTable& t);
 void register_extern_vjps(VjpTable& t);
 void register_spectral_vjps(VjpTable& t);  // torch's fft_r2c_backward / fft_c2r_backward
+void register_linalg_vjps(VjpTable& t);    // torch's svd / qr / eigh / cholesky / solve / det rules
+void register_linalg_composite_vjps(VjpTable& t);
 void register_composite_vjps(VjpTable& t);
 void register_nn_vjps(VjpTable& t);
 void register_special_vjps(VjpTable& t);
@@ -144,6 +153,8 @@ void register_view_kernels(InterpreterTable& t);
 void register_indexing_kernels(InterpreterTable& t);
 void register_extern_kernels(InterpreterTable& t);
 void register_spectral_kernels(InterpreterTable& t);  // FFTW's transforms, complex parts
+void register_linalg_kernels(InterpreterTable& t);    // LAPACK's factorizations and solves
+void register_linalg_composite_kernels(InterpreterTable& t);
 void register_creation_kernels(InterpreterTable& t);   // incl. rand randn
 void register_size_query_kernels(InterpreterTable& t); // sym_size.int ... (their decomposition)
 void register_nn_backward_kernels(InterpreterTable& t);
