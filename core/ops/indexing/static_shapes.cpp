@@ -105,10 +105,12 @@ Node* segment_lengths(Graph& g, const ExpandCall& c, Node* data, int64_t axis) {
 
 Node* segment_reduce(Graph& g, const ExpandCall& c) {
   Node* data = c.tensor("data");
-  const std::string& reduce = c.get("reduce").str();
+  // torch's names: amax / amin are max / min (its get_reduction_enum).
+  const std::string& given = c.get("reduce").str();
+  const std::string reduce = given == "amax" ? "max" : given == "amin" ? "min" : given;
   if (reduce != "max" && reduce != "min" && reduce != "sum" && reduce != "mean" && reduce != "prod")
-    c.fail("segment_reduce(): unsupported reduction " + reduce +
-           " (expected max, min, sum, mean or prod)");
+    c.fail("segment_reduce(): unsupported reduction " + given +
+           " (expected max, min, sum, mean or prod; amax and amin as max and min)");
   DType t = data->dtype();
   if (!is_floating(t))
     c.fail("\"segment_reduce\" not implemented for '" + std::string(dtype_name(t)) +

@@ -68,6 +68,11 @@ std::vector<Node*> solve_ex(Graph& g, const ExpandCall& c) {
   bool left = c.get("left").to_bool();
   if (a->shape().size() < 2) c.fail("linalg.solve: The input tensor A must have at least 2 dimensions.");
   bool vector = is_vector_rhs(a->shape(), b->shape());
+  if (vector && !left) {  // torch reads a vector B as a column, which XA = B cannot take
+    std::string n = std::to_string(rows(a->shape()));
+    c.fail("linalg.solve: Incompatible shapes of A and B for the equation XA = B (" + n + "x" + n +
+           " and " + n + "x1)");
+  }
   int64_t vdim = left ? -1 : -2;
   Node* bm = vector ? g.call("unsqueeze", {b, vdim}) : b;
   Node* xm = g.call("_stax_linalg_solve", {a, bm, left});

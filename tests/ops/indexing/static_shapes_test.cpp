@@ -61,6 +61,10 @@ TEST(SegmentReduce, TorchsSegmentsAndStartValues) {
   expect_values(run({data, lengths}, segment("sum", {{"initial", 1.0}})).out, {0, 1, 13, 1}, 0, "sum");
   expect_values(run({data, lengths}, segment("max", {{"initial", 2.0}})).out, {2, 2, 5, 2}, 0, "max");
   expect_values(run({data, lengths}, segment("min", {})).out, {-2, kInf, 3, kInf}, 0, "min");
+  // torch's get_reduction_enum takes amax / amin as max / min
+  expect_values(run({data, lengths}, segment("amin", {})).out, {-2, kInf, 3, kInf}, 0, "amin");
+  expect_values(run({data, lengths}, segment("amax", {{"initial", 2.0}})).out, {2, 2, 5, 2}, 0,
+                "amax");
   expect_values(run({data, lengths}, segment("prod", {})).out, {-2, 1, 60, 1}, 0, "prod");
   expect_values(run({data, lengths}, segment("mean", {})).out, {-0.5, kNaN, 4, kNaN}, 0, "mean");
   expect_values(run({data, lengths}, segment("mean", {{"initial", 3.0}})).out, {1, 3, 5, 3}, 0,

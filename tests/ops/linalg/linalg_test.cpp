@@ -271,6 +271,12 @@ TEST(Linalg, BadInputsAreClearErrors) {
   fails([](Graph& g) {
     g.call("_linalg_solve_ex", {g.placeholder("a", {3, 3}), g.placeholder("b", {4, 2})});
   }, "Incompatible shapes of A and B");
+  // A vector B (A's shape without its last dim) is a column: XA = B cannot take it (torch).
+  fails([](Graph& g) {
+    g.call("_linalg_solve_ex", {g.placeholder("a", {2, 2, 2}, DType::Float64),
+                                g.placeholder("b", {2, 2}, DType::Float64)},
+           {{"left", false}});
+  }, "Incompatible shapes of A and B for the equation XA = B (2x2 and 2x1)");
   fails([](Graph& g) {
     g.call("linalg_qr", {g.placeholder("a", {3, 3}), std::string("thin")});
   }, "qr received unrecognized mode 'thin'");
