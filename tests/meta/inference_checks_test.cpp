@@ -12,26 +12,12 @@
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/support/error.h"
+#include "tests/meta/inference_checks.h"
 
 using namespace stax;
+using stax::test::call_error;
 
 namespace {
-
-// The message of the stax::Error the call throws ("" when it builds).
-std::string call_error(Graph& g, std::string_view op, std::vector<Arg> args, Kwargs kw = {}) {
-  try {
-    g.call(op, std::move(args), std::move(kw));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_REJECTS(msg_piece, ...)                                         \
-  do {                                                                         \
-    std::string m_ = call_error(__VA_ARGS__);                                  \
-    EXPECT_NE(m_.find(msg_piece), std::string::npos) << "message: '" << m_ << "'"; \
-  } while (0)
 
 }  // namespace
 
