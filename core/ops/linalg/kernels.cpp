@@ -135,17 +135,25 @@ Tensor solve_kernel(const KernelContext& c) {
   return out;
 }
 
+// A solve from a factorization: the factor (n x n) and its pivots broadcast over out's batch,
+// contiguous, and B copied into out (solved in place).
+std::pair<Tensor, Tensor> factor_operands(const KernelContext& c, const char* factor, Tensor& out) {
+  Shape batch = batch_of(out.sizes());
+  const Tensor& f = c.tensor(factor);
+  int64_t n = f.size(-1);
+  Shape pb = batch;
+  pb.push_back(n);
+  std::pair<Tensor, Tensor> r{broadcast_contiguous(f, with_matrix(batch, n, n)),
+                              broadcast_contiguous(c.tensor("pivots"), pb)};
+  out.copy_from(broadcast_contiguous(c.tensor("B"), out.sizes()));
+  return r;
+}
+
 Tensor lu_solve_kernel(const KernelContext& c) {
   Tensor out = output(c);
   bool left = c.arg("left").to_bool(), adjoint = c.arg("adjoint").to_bool();
-  Shape batch = batch_of(out.sizes());
-  const Tensor& lu_in = c.tensor("LU");
-  int64_t n = lu_in.size(-1);
-  Tensor lu = broadcast_contiguous(lu_in, with_matrix(batch, n, n));
-  Shape pb = batch;
-  pb.push_back(n);
-  Tensor piv = broadcast_contiguous(c.tensor("pivots"), pb);
-  out.copy_from(broadcast_contiguous(c.tensor("B"), out.sizes()));
+  auto [lu, piv] = factor_operands(c, "LU", out);
+  int64_t n = lu.size(-1);
   by_float_type(lu.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
     int64_t r = out.size(-2), s = out.size(-1);
@@ -433,14 +441,8 @@ Tensor ldl_kernel(const KernelContext& c) {
 
 Tensor ldl_solve_kernel(const KernelContext& c) {
   Tensor out = output(c);
-  Shape batch = batch_of(out.sizes());
-  const Tensor& ld_in = c.tensor("LD");
-  int64_t n = ld_in.size(-1);
-  Tensor ldm = broadcast_contiguous(ld_in, with_matrix(batch, n, n));
-  Shape pb = batch;
-  pb.push_back(n);
-  Tensor piv = broadcast_contiguous(c.tensor("pivots"), pb);
-  out.copy_from(broadcast_contiguous(c.tensor("B"), out.sizes()));
+  auto [ldm, piv] = factor_operands(c, "LD", out);
+  int64_t n = ldm.size(-1);
   by_float_type(ldm.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
     int64_t r = out.size(-2), s = out.size(-1);
