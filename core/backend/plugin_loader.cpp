@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 namespace stax {
 
-// The C enum and core's DType share their numbering (plugin_api.h promises it).
+// The C enum and core's DType share the numbering of the first nine dtypes; the later ones map
+// through plugin_dtype_code (plugin_api.h).
 static_assert(static_cast<int>(DType::Float32) == STAX_DTYPE_FLOAT32);
 static_assert(static_cast<int>(DType::Float64) == STAX_DTYPE_FLOAT64);
 static_assert(static_cast<int>(DType::Float16) == STAX_DTYPE_FLOAT16);
@@ -34,6 +35,8 @@ static_assert(static_cast<int>(DType::Int8) == STAX_DTYPE_INT8);
 static_assert(static_cast<int>(DType::UInt8) == STAX_DTYPE_UINT8);
 static_assert(static_cast<int>(DType::Bool) == STAX_DTYPE_BOOL);
 static_assert(kNumPluginDTypes == STAX_NUM_DTYPES);
+static_assert(STAX_DTYPE_INT16 == 9 && STAX_DTYPE_UINT16 == 10 && STAX_DTYPE_UINT32 == 11 &&
+              STAX_DTYPE_UINT64 == 12);  // plugin_dtype_code's numbers
 
 namespace {
 

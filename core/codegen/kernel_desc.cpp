@@ -156,7 +156,7 @@ StaxOpNode op_node(const LoopOp& op, const LoopBody& body, BufferTable& buffers,
                    ExprEmitter& emitter, int32_t& reduction_type) {
   StaxOpNode n{};
   n.opcode = static_cast<int32_t>(op.opcode);
-  n.dtype = static_cast<int32_t>(op.dtype);
+  n.dtype = plugin_dtype_code(op.dtype);
   for (size_t i = 0; i < 3; ++i) n.operands[i] = op.operands[i];
   n.buffer = -1;
   n.expr = -1;
@@ -203,7 +203,7 @@ void describe_buffers(KernelDesc::Storage& s, const BufferTable& buffers) {
     StaxBufferDesc d{};
     d.struct_size = sizeof(StaxBufferDesc);
     d.name = s.buffer_names[i].c_str();
-    d.dtype = static_cast<int32_t>(bufs[i]->layout().dtype);
+    d.dtype = plugin_dtype_code(bufs[i]->layout().dtype);
     d.role = buffers.roles[i];
     d.ndim = s.sizes[i].size();
     d.sizes = s.sizes[i].data();

@@ -4,11 +4,13 @@
 #include <cassert>
 #include <queue>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "core/graph/functionalize.h"
 #include "core/graph/op_registry.h"
 #include "core/graph/op_traits.h"
+#include "core/graph/unsigned_ops.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -357,11 +359,24 @@ Node* Graph::call(std::string_view target, std::vector<Arg> args, Kwargs kwargs,
   return n;
 }
 
+namespace {
+// op.infer(ca), with promote_types' std::invalid_argument (uint16 / uint32 / uint64 with an
+// integer dtype, as torch) reported as an Error naming the node and the op.
+TensorMeta infer_checked(const OpDef& op, const CallArgs& ca, const std::string& where) {
+  try {
+    return op.infer(ca);
+  } catch (const std::invalid_argument& e) {
+    throw Error("shape", where, op.name() + ": " + e.what());
+  }
+}
+}  // namespace
+
 Node* Graph::make_call(const OpDef& op, BoundCall b, std::string name) {
   std::string where = "%" + name;
   CallArgs ca(op, b.args, b.kwargs, where);
   if (op.multi_output()) {
     reject_unsupported_complex(op, ca.args(), ca.kwargs(), nullptr, where);
+    reject_unsupported_unsigned(op, ca.args(), ca.kwargs(), nullptr, where);
     std::vector<TensorMeta> metas = op.infer_multi(ca);
     for (auto& m : metas) {
       check_extent(m.sizes, m.dtype, where);
@@ -379,8 +394,10 @@ Node* Graph::make_call(const OpDef& op, BoundCall b, std::string name) {
     return n;
   }
   reject_unsupported_complex(op, ca.args(), ca.kwargs(), nullptr, where);
-  TensorMeta meta = op.infer(ca);
+  reject_unsupported_unsigned(op, ca.args(), ca.kwargs(), nullptr, where);
+  TensorMeta meta = infer_checked(op, ca, where);
   reject_unsupported_complex(op, ca.args(), ca.kwargs(), &meta, where);
+  reject_unsupported_unsigned(op, ca.args(), ca.kwargs(), &meta, where);
   check_extent(meta.sizes, meta.dtype, where);
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
   return add_node(NodeKind::CallFunction, std::move(name), &op, std::move(b.args),

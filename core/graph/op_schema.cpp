@@ -18,7 +18,8 @@ std::optional<DType> dtype_of_scalar_type_code(const std::string& text) {
   static const std::pair<const char*, DType> kCodes[] = {
       {"0", DType::UInt8},   {"1", DType::Int8},    {"3", DType::Int32}, {"4", DType::Int64},
       {"5", DType::Float16}, {"6", DType::Float32}, {"7", DType::Float64}, {"11", DType::Bool},
-      {"15", DType::BFloat16}};
+      {"15", DType::BFloat16}, {"2", DType::Int16}, {"27", DType::UInt16},
+      {"28", DType::UInt32}, {"29", DType::UInt64}};
   for (const auto& [code, t] : kCodes)
     if (text == code) return t;
   return std::nullopt;

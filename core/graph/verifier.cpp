@@ -8,6 +8,7 @@
 
 #include "core/graph/op_registry.h"
 #include "core/graph/op_traits.h"
+#include "core/graph/unsigned_ops.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -125,6 +126,7 @@ void check_call(const Graph& g, const Node& n) {
       fail(n, "reads the tuple %" + in->name() + " directly (only getitem may)");
   try {
     reject_unsupported_complex(op, b.args, b.kwargs, &n.meta(), where);
+    reject_unsupported_unsigned(op, b.args, b.kwargs, &n.meta(), where);
   } catch (const Error& e) {
     fail(n, e.message());
   }

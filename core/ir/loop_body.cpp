@@ -329,7 +329,10 @@ Interval dtype_range(DType t) {
     case DType::Int8: return {-128, 127};
     case DType::UInt8: return {0, 255};
     case DType::Int32: return {INT32_MIN, INT32_MAX};
-    default: return Interval::unbounded();
+    case DType::Int16: return {-32768, 32767};
+    case DType::UInt16: return {0, 65535};
+    case DType::UInt32: return {0, 4294967295LL};
+    default: return Interval::unbounded();  // uint64: its bits as an int64, any of them
   }
 }
 

@@ -102,7 +102,7 @@ StaxTensorDesc tensor_desc(void* base, const Layout& l) {
   StaxTensorDesc d{};
   d.struct_size = sizeof(StaxTensorDesc);
   d.data = base;
-  d.dtype = static_cast<int32_t>(l.dtype);
+  d.dtype = plugin_dtype_code(l.dtype);
   d.ndim = l.size.size();
   d.sizes = l.size.data();
   d.strides = l.stride.data();

@@ -208,13 +208,15 @@ Descr parse_descr(const std::string& descr, const std::string& name) {
       return unsupported(size > 8 ? "extended precision" : "");
     case 'i':
       if (size == 1) return make(DType::Int8);
-      if (size == 2 || size == 4) return make(DType::Int32);
+      if (size == 2) return make(DType::Int16);
+      if (size == 4) return make(DType::Int32);
       if (size == 8) return make(DType::Int64);
       return unsupported("");
     case 'u':
       if (size == 1) return make(DType::UInt8);
-      if (size == 2) return make(DType::Int32);
-      if (size == 4 || size == 8) return make(DType::Int64);
+      if (size == 2) return make(DType::UInt16);
+      if (size == 4) return make(DType::UInt32);
+      if (size == 8) return make(DType::UInt64);
       return unsupported("");
     case 'b':
       if (size == 1) return make(DType::Bool);
@@ -249,39 +251,6 @@ void decode_element(const Descr& d, const char* in, std::byte* out, const std::s
       std::memcpy(out, &v, 1);
       return;
     }
-    case 'i':
-      if (d.size == 2) {
-        int16_t v;
-        std::memcpy(&v, b, 2);
-        int32_t w = v;
-        std::memcpy(out, &w, 4);
-        return;
-      }
-      break;
-    case 'u':
-      if (d.size == 2) {
-        uint16_t v;
-        std::memcpy(&v, b, 2);
-        int32_t w = v;
-        std::memcpy(out, &w, 4);
-        return;
-      }
-      if (d.size == 4) {
-        uint32_t v;
-        std::memcpy(&v, b, 4);
-        int64_t w = v;
-        std::memcpy(out, &w, 8);
-        return;
-      }
-      if (d.size == 8) {
-        uint64_t v;
-        std::memcpy(&v, b, 8);
-        if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-          fail(name, "uint64 value " + std::to_string(v) + " does not fit in int64");
-        std::memcpy(out, &v, 8);
-        return;
-      }
-      break;
     default: break;
   }
   std::memcpy(out, b, static_cast<size_t>(d.size));  // same layout as the Stax dtype
@@ -382,6 +351,10 @@ std::string npy_descr(DType dtype) {
     case DType::Bool: return "|b1";
     case DType::Complex64: return "<c8";
     case DType::Complex128: return "<c16";
+    case DType::Int16: return "<i2";
+    case DType::UInt16: return "<u2";
+    case DType::UInt32: return "<u4";
+    case DType::UInt64: return "<u8";
   }
   throw Error(kStage, "npy_descr", "invalid dtype");
 }

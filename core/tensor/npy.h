@@ -2,10 +2,10 @@
 //
 // Reading accepts format versions 1.0, 2.0 and 3.0 and these descrs (byte order '<', '>', '|' or
 // '='; big-endian data is byte-swapped):
-//   f2 f4 f8 -> float16 / float32 / float64     i1 i4 i8 -> int8 / int32 / int64
-//   u1 -> uint8     b1 -> bool (any nonzero byte reads as true)     c8 c16 -> complex64 / complex128
-//   i2 u2 -> int32, u4 u8 -> int64 (widened: Stax has no such dtypes; a u8 value >= 2^63 is an
-//   error)     V2 -> bfloat16 (numpy has no bfloat16; ml_dtypes' bfloat16 saves as '<V2')
+//   f2 f4 f8 -> float16 / float32 / float64     i1 i2 i4 i8 -> int8 / int16 / int32 / int64
+//   u1 u2 u4 u8 -> uint8 / uint16 / uint32 / uint64     b1 -> bool (any nonzero byte reads as true)
+//   c8 c16 -> complex64 / complex128     V2 -> bfloat16 (numpy has no bfloat16; ml_dtypes'
+//   bfloat16 saves as '<V2')
 // fortran_order: True yields a column-major strided tensor over the file's data (no copy).
 // Shape () gives a 0-d tensor. Bytes after the data are ignored.
 //
@@ -13,7 +13,7 @@
 // link at the path is replaced, never written through, and a reader never sees half a file.
 // Writing always produces C order, format 1.0 (2.0 when the header exceeds 65535 bytes), with the
 // header padded so the data starts at a multiple of 64 bytes. Descrs: '<f4' '<f8' '<f2' '<i8' '<i4'
-// '|i1' '|u1' '|b1' '<c8' '<c16'. A bfloat16 tensor is written as '<f4' (upcast, exact), so numpy
+// '|i1' '|u1' '|b1' '<c8' '<c16' '<i2' '<u2' '<u4' '<u8'. A bfloat16 tensor is written as '<f4' (upcast, exact), so numpy
 // reads it without ml_dtypes; loading it back yields float32, and .to(DType::BFloat16) restores
 // the original values bit for bit (every bfloat16 is a float32).
 //

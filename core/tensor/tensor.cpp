@@ -564,6 +564,7 @@ namespace {
 std::string format_element(const Tensor& t, int64_t linear) {
   DType dt = t.dtype();
   if (dt == DType::Bool) return t.get_int(linear) ? "true" : "false";
+  if (dt == DType::UInt64) return std::to_string(static_cast<uint64_t>(t.get_int(linear)));
   if (is_integral(dt)) return std::to_string(t.get_int(linear));
   if (is_complex(dt)) {
     Tensor parts = t.as_real_view();

@@ -63,6 +63,10 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else if constexpr (std::is_same_v<T, std::complex<float>>) return DType::Complex64;
   else if constexpr (std::is_same_v<T, std::complex<double>>) return DType::Complex128;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
   else static_assert(sizeof(T) == 0, "not a Stax element type");
 }
 
@@ -85,6 +89,10 @@ decltype(auto) dispatch(DType t, F&& f) {
     case DType::Int8: return std::forward<F>(f)(TypeTag<int8_t>{});
     case DType::UInt8: return std::forward<F>(f)(TypeTag<uint8_t>{});
     case DType::Bool: return std::forward<F>(f)(TypeTag<bool>{});
+    case DType::Int16: return std::forward<F>(f)(TypeTag<int16_t>{});
+    case DType::UInt16: return std::forward<F>(f)(TypeTag<uint16_t>{});
+    case DType::UInt32: return std::forward<F>(f)(TypeTag<uint32_t>{});
+    case DType::UInt64: return std::forward<F>(f)(TypeTag<uint64_t>{});
     case DType::Complex64: case DType::Complex128:
       throw Error("runtime", "dispatch",
                   "a " + std::string(dtype_name(t)) + " tensor reached a kernel for real dtypes");
@@ -121,8 +129,11 @@ constexpr To convert_value(From v) {
   } else if constexpr (std::is_floating_point_v<To>) {
     return static_cast<To>(v);
   } else if constexpr (std::is_floating_point_v<From>) {
-    // Truncate toward zero into int64 (NaN / out of range -> INT64_MIN), then wrap into To.
+    // Truncate toward zero into int64 (NaN / out of range -> INT64_MIN), then wrap into To;
+    // uint64 takes [2^63, 2^64) directly.
     double d = static_cast<double>(v);
+    if constexpr (std::is_same_v<To, uint64_t>)
+      if (d >= 9223372036854775808.0 && d < 18446744073709551616.0) return static_cast<To>(d);
     int64_t i = std::numeric_limits<int64_t>::min();
     if (d > -9223372036854775808.0 && d < 9223372036854775808.0) i = static_cast<int64_t>(d);
     return static_cast<To>(i);

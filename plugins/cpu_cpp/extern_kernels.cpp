@@ -65,6 +65,10 @@ void dispatch(DType d, F&& f) {
     case DType::Int8: return f(int8_t{});
     case DType::UInt8: return f(uint8_t{});
     case DType::Bool: return f(bool{});
+    case DType::Int16: return f(int16_t{});
+    case DType::UInt16: return f(uint16_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::UInt64: return f(uint64_t{});
   }
 }
 

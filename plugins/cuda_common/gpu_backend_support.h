@@ -22,12 +22,16 @@ namespace stax::cuda {
 inline int64_t dtype_bytes(sdk::DType d) {
   switch (d) {
     case sdk::DType::Float64:
-    case sdk::DType::Int64: return 8;
+    case sdk::DType::Int64:
+    case sdk::DType::UInt64: return 8;
     case sdk::DType::Float32:
-    case sdk::DType::Int32: return 4;
+    case sdk::DType::Int32:
+    case sdk::DType::UInt32: return 4;
     case sdk::DType::Float16:
-    case sdk::DType::BFloat16: return 2;
-    default: return 1;
+    case sdk::DType::BFloat16:
+    case sdk::DType::Int16:
+    case sdk::DType::UInt16: return 2;
+    default: return 1;  // int8, uint8, bool
   }
 }
 

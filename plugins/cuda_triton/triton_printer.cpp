@@ -33,6 +33,10 @@ const char* tl_type(DType d) {
     case DType::Int8: return "tl.int8";
     case DType::UInt8: return "tl.uint8";
     case DType::Bool: return "tl.int1";
+    case DType::Int16: return "tl.int16";
+    case DType::UInt16: return "tl.uint16";
+    case DType::UInt32: return "tl.uint32";
+    case DType::UInt64: return "tl.uint64";
   }
   return "?";
 }
@@ -48,19 +52,27 @@ const char* signature_type(DType d) {
     case DType::Int8: return "*i8";
     case DType::UInt8: return "*u8";
     case DType::Bool: return "*i1";
+    case DType::Int16: return "*i16";
+    case DType::UInt16: return "*u16";
+    case DType::UInt32: return "*u32";
+    case DType::UInt64: return "*u64";
   }
   return "?";
 }
 
 // The type values of a dtype are held in (scalar_ops.hpp): half types in float32, narrow
-// integers in int64.
+// integers in int64; uint64 in uint64 (this printer tracks the held type only, so a uint64 value
+// converts to floats as unsigned).
 DType compute_dtype(DType d) {
   switch (d) {
     case DType::Float16:
     case DType::BFloat16: return DType::Float32;
     case DType::Int32:
     case DType::Int8:
-    case DType::UInt8: return DType::Int64;
+    case DType::UInt8:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::UInt32: return DType::Int64;
     default: return d;
   }
 }
@@ -321,7 +333,10 @@ class TritonOps : public sdk::OpsHandler<std::string> {
     }
     std::string v = x;
     DType held = from;
-    if (sdk::is_floating(from) && !sdk::is_floating(to)) {
+    if (sdk::is_floating(from) && to == DType::UInt64) {
+      v = "stax_float_to_uint64(" + v + ")";  // [2^63, 2^64) exactly, as scalar_ops' convert
+      held = DType::Int64;
+    } else if (sdk::is_floating(from) && !sdk::is_floating(to)) {
       v = "stax_float_to_int64(" + v + ")";  // NaN, inf, out of range -> INT64_MIN (scalar_ops' convert)
       held = DType::Int64;
     }
@@ -789,6 +804,14 @@ def stax_float_to_int64(x):
     v = safe.to(tl.int64)
     return tl.where(inside, v, -9223372036854775807 - 1)
 
+
+@triton.jit
+def stax_float_to_uint64(x):
+    # uint64's bits in an int64: [2^63, 2^64) converts exactly, the rest as stax_float_to_int64
+    high = (x >= 9.2233720368547758e18) & (x < 1.8446744073709552e19)
+    h = (tl.where(high, x, 9.2233720368547758e18) - 9.2233720368547758e18).to(tl.int64)
+    return tl.where(high, h + (-9223372036854775807 - 1), stax_float_to_int64(x))
+
 )PY";
 
 }  // namespace
@@ -828,7 +851,8 @@ TritonKernelSource print_triton_kernel(const sdk::Kernel& k) {
   for (size_t b = 0; b < k.num_bodies(); ++b) bodies.push_back(ops.print(k.body(b)));
 
   static const char* kDtypeNames[] = {"float32", "float64", "float16", "bfloat16", "int64",
-                                      "int32",   "int8",    "uint8",   "bool"};
+                                      "int32",   "int8",    "uint8",   "bool",     "int16",
+                                      "uint16",  "uint32",  "uint64"};
   std::string params;
   for (size_t i = 0; i < k.num_buffers(); ++i) {
     DType d = k.buffer(i).dtype();

@@ -27,8 +27,12 @@ dlpack::DataType dtype_to_dlpack(DType t) {
     case DType::Int64:
     case DType::Int32:
     case DType::Int8:
+    case DType::Int16:
       return {dlpack::kInt, bits, 1};
     case DType::UInt8:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
       return {dlpack::kUInt, bits, 1};
     case DType::Bool:
       return {dlpack::kBool, 8, 1};

@@ -38,9 +38,13 @@ std::optional<DType> dtype_from_dlpack(dlpack::DataType t) {
       if (t.bits == 64) return DType::Int64;
       if (t.bits == 32) return DType::Int32;
       if (t.bits == 8) return DType::Int8;
+      if (t.bits == 16) return DType::Int16;
       break;
     case dlpack::kUInt:
       if (t.bits == 8) return DType::UInt8;
+      if (t.bits == 16) return DType::UInt16;
+      if (t.bits == 32) return DType::UInt32;
+      if (t.bits == 64) return DType::UInt64;
       break;
     case dlpack::kBool:
       if (t.bits == 8) return DType::Bool;

@@ -225,6 +225,10 @@ void bind_dtypes(nb::module_& m) {
     dtype.value(name.c_str(), t);
     m.attr(name.c_str()) = t;
   }
+  m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); }, nb::arg("a"),
+        nb::arg("b"),
+        "torch.promote_types over Stax's dtypes; ValueError (torch: RuntimeError) for the pairs "
+        "torch refuses (uint16 / uint32 / uint64 with a non-floating dtype).");
   nb::class_<UndefinedValue>(m, "_Undefined", "tensorplay.undefined: an absent optional dtype.")
       .def("__repr__", [](const UndefinedValue&) { return "stax.undefined"; });
   m.attr("undefined") = UndefinedValue{};

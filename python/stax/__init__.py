@@ -10,9 +10,9 @@ See docs/python.md for the API, the DLPack rules, errors and threads.
 from ._errors import Error  # first: the extension raises it
 from . import _stax
 from ._stax import (CompiledFunction, CompiledGraph, Config, ForwardResult, Graph, Kernel, Node,
-                    Tensor, dtype, interpret, tensor, undefined)
+                    Tensor, dtype, interpret, promote_types, tensor, undefined)
 from ._stax import (bfloat16, bool, complex64, complex128, float16, float32, float64,  # noqa: A004
-                    int8, int32, int64, uint8)
+                    int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._compiler import Compiler, grad
 from ._config import cmake_dir, configs_dir, plugin_dir, shipped_configs
 from ._runtime import cache, plugins
@@ -26,7 +26,7 @@ __all__ = [
     "Kernel", "Config", "Tensor", "tensor", "from_dlpack", "grad", "interpret", "plugins",
     "cache", "dtype", "undefined", "configs_dir", "plugin_dir", "cmake_dir", "shipped_configs",
     "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
-    "complex64", "complex128",
+    "complex64", "complex128", "int16", "uint16", "uint32", "uint64", "promote_types",
 ]
 
 

@@ -8,7 +8,7 @@ import re
 SCALAR_TYPE_CODES = {
     "uint8": 0, "int8": 1, "int16": 2, "short": 2, "int32": 3, "int": 3, "int64": 4, "long": 4,
     "float16": 5, "half": 5, "float32": 6, "float": 6, "float64": 7, "double": 7, "bool": 11,
-    "bfloat16": 15,
+    "bfloat16": 15, "uint16": 27, "uint32": 28, "uint64": 29,
 }
 MEMORY_FORMAT_CODES = {"contiguous_format": 0, "preserve_format": 1, "channels_last": 2,
                        "channels_last_3d": 3}

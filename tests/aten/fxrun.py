@@ -13,7 +13,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 # The dtypes Stax has (core/types/dtype.h) and how they travel as .npy: bfloat16 as raw 2-byte
 # words ('|V2', which Stax reads as bfloat16; Stax writes bfloat16 outputs as float32).
 NPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-              torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128}
+              torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
+              torch.int16, torch.uint16, torch.uint32, torch.uint64}
 
 
 class Unmapped(Exception):

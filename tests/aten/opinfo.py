@@ -2,7 +2,8 @@
 common_methods_invocations.op_db, torch 2.x: 703 entries) run on Stax.
 
 For every OpInfo entry and every dtype it supports on the CPU that Stax has (float32, float64,
-float16, bfloat16, int64, int32, int8, uint8, bool; --dtypes narrows the list), the first
+float16, bfloat16, int64, int32, int8, uint8, bool, int16, uint16, uint32, uint64; --dtypes
+narrows the list), the first
 --samples sample inputs are traced with make_fx into aten graphs (opinfo_cases.py). A sample maps
 to Stax when every aten overload its graph calls is in Stax's registry (`stax ops`, so ops added
 to the registry are picked up without a list here). The mapped samples of an entry run together
@@ -17,7 +18,7 @@ dtype. Graphs with a random op are compared by shape and dtype only.
 An entry fails when a mapped sample fails in some mode. A failure is expected when
 expected_failures.txt lists 'opinfo KEY: reason' with KEY one of NAME, NAME/MODE, NAME@DTYPE,
 NAME@DTYPE/MODE (NAME an entry, name.variant; DTYPE a dtype or a class: integral = the integer
-types, lowp = float16 and bfloat16, floating). A crash is a stax process that died (a signal, or
+types, unsigned = uint16 / uint32 / uint64, lowp = float16 and bfloat16, floating). A crash is a stax process that died (a signal, or
 an exit code other than 0, 1, 2). Prints one line per entry with -v (and always for failures),
 then the summary:
   "N of M entries run; passed P, expected failures E; crashes C; unexplained failures U"

@@ -5,14 +5,16 @@ import torch
 
 import fxrun
 
-# The dtypes the harness runs, in this order; the others OpInfo lists (int16, the unsigned 16- to
-# 64-bit types, complex, float8) are not Stax dtypes (core/types/dtype.h) and are counted apart.
+# The dtypes the harness runs, in this order; the others OpInfo lists (complex, float8) are not
+# run here and are counted apart.
 STAX_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
-               torch.int32, torch.int8, torch.uint8, torch.bool]
+               torch.int32, torch.int8, torch.uint8, torch.bool, torch.int16, torch.uint16,
+               torch.uint32, torch.uint64]
 DTYPE_NAMES = {d: str(d)[len("torch."):] for d in STAX_DTYPES}
 # Classes of dtypes an expected failure may name (expected_failures.txt: NAME@CLASS).
 DTYPE_CLASSES = {
-    "integral": {"int64", "int32", "int8", "uint8"},
+    "integral": {"int64", "int32", "int8", "uint8", "int16", "uint16", "uint32", "uint64"},
+    "unsigned": {"uint16", "uint32", "uint64"},
     "lowp": {"float16", "bfloat16"},
     "floating": {"float32", "float64", "float16", "bfloat16"},
 }

@@ -91,7 +91,8 @@ TEST(CompiledPointwise, EveryUnaryOpInEveryFloatType) {
 }
 
 TEST(CompiledPointwise, UnaryOpsOnIntegersAndBool) {
-  for (DType dt : {DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool}) {
+  for (DType dt : {DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool,
+                   DType::Int16, DType::UInt16, DType::UInt32, DType::UInt64}) {
     Graph g;
     Node* x = g.placeholder("x", {5, 6}, dt);
     std::vector<Node*> outs;
@@ -159,7 +160,8 @@ TEST(CompiledPointwise, ComparisonsLogicalWhereClamp) {
 TEST(CompiledPointwise, ConversionsAndCopies) {
   const DType all[] = {DType::Float32,  DType::Float64, DType::Float16,
                        DType::BFloat16, DType::Int64,   DType::Int32,
-                       DType::Int8,     DType::UInt8,   DType::Bool};
+                       DType::Int8,     DType::UInt8,   DType::Bool,
+                       DType::Int16,    DType::UInt16,  DType::UInt32,  DType::UInt64};
   for (DType from : all) {
     Graph g;
     Node* x = g.placeholder("x", {3, 11}, from);

@@ -55,7 +55,9 @@ STAX_C99_ANY_COMPARE_OPS(C2)
 #define FROM(from, C)                                                                     \
   TO(from, C, f32, float) TO(from, C, f64, double) TO(from, C, f16, float)                 \
   TO(from, C, bf16, float) TO(from, C, i64, long long) TO(from, C, i32, long long)         \
-  TO(from, C, i8, long long) TO(from, C, u8, long long) TO(from, C, b8, bool)
+  TO(from, C, i8, long long) TO(from, C, u8, long long) TO(from, C, b8, bool)            \
+  TO(from, C, i16, long long) TO(from, C, u16, long long) TO(from, C, u32, long long)     \
+  TO(from, C, u64, long long)
 STAX_C99_DTYPES(FROM)
 #undef TO
 #undef FROM
@@ -217,7 +219,9 @@ TEST(ScalarOpsC99, ConversionsAgreeWithTheInterpreter) {
 #define FROM(from, F)                                                                       \
   TO(from, F, f32, float) TO(from, F, f64, double) TO(from, F, f16, Half)                    \
   TO(from, F, bf16, BFloat16) TO(from, F, i64, int64_t) TO(from, F, i32, int32_t)            \
-  TO(from, F, i8, int8_t) TO(from, F, u8, uint8_t) TO(from, F, b8, bool)
+  TO(from, F, i8, int8_t) TO(from, F, u8, uint8_t) TO(from, F, b8, bool)                    \
+  TO(from, F, i16, int16_t) TO(from, F, u16, uint16_t) TO(from, F, u32, uint32_t)            \
+  TO(from, F, u64, uint64_t)
   FROM(f32, float)
   FROM(f64, double)
   FROM(f16, Half)
@@ -227,6 +231,9 @@ TEST(ScalarOpsC99, ConversionsAgreeWithTheInterpreter) {
   FROM(i8, int8_t)
   FROM(u8, uint8_t)
   FROM(b8, bool)
+  FROM(i16, int16_t)
+  FROM(u16, uint16_t)
+  FROM(u32, uint32_t)  // (from u64 the C99 conversions read the bits unsigned: int_dtypes_test)
   EXPECT_GT(checked, 1000);
 }
 

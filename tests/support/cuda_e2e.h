@@ -63,7 +63,7 @@ inline std::vector<E2eCase> cuda_e2e_cases() {
   std::vector<E2eCase> cases;
   const DType all[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
                        DType::Int64,   DType::Int32,   DType::Int8,    DType::UInt8,
-                       DType::Bool};
+                       DType::Bool,    DType::Int16};
   for (DType dt : all) {  // pointwise, every dtype
     E2eCase c{std::string("pointwise ") + std::string(dtype_name(dt)), Graph(), {}, {}, false};
     Graph& g = c.graph;
@@ -85,7 +85,22 @@ inline std::vector<E2eCase> cuda_e2e_cases() {
     c.inputs = random_inputs(g, 11);
     cases.push_back(std::move(c));
   }
-  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Int32, DType::Bool}) {
+  // uint16 / uint32 / uint64: the ops torch takes them in; random inputs wrap negative draws, so
+  // uint64 values from 2^63 on convert to floats as unsigned.
+  for (DType dt : {DType::UInt16, DType::UInt32, DType::UInt64}) {
+    E2eCase c{std::string("pointwise ") + std::string(dtype_name(dt)), Graph(), {}, {}, false};
+    Graph& g = c.graph;
+    Node* x = g.placeholder("x", {7, 33}, dt);
+    Node* y = g.placeholder("y", {7, 33}, dt);
+    Node* eq = g.call("eq.Tensor", {x, y});
+    g.output({eq, g.call("to.dtype", {x, DType::Float16}), g.call("to.dtype", {x, DType::Float64}),
+              g.call("to.dtype", {x, DType::Int64}), g.call("mul.Tensor", {x, y}),
+              g.call("where.self", {eq, x, y}), g.call("to.dtype", {g.call("to.dtype", {y, DType::Float32}), dt})});
+    c.inputs = random_inputs(g, 15);
+    cases.push_back(std::move(c));
+  }
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Int32, DType::Bool,
+                   DType::Int16}) {
     E2eCase c{std::string("reductions ") + std::string(dtype_name(dt)), Graph(), {}, {}, false};
     Graph& g = c.graph;
     Node* x = g.placeholder("x", {6, 5, 300}, dt);

@@ -36,7 +36,9 @@ STAX_C99_ANY_COMPARE_OPS(C2)
 #define FROM(from, C)                                                                     \
   TO(from, C, f32, float) TO(from, C, f64, double) TO(from, C, f16, float)                 \
   TO(from, C, bf16, float) TO(from, C, i64, long long) TO(from, C, i32, long long)         \
-  TO(from, C, i8, long long) TO(from, C, u8, long long) TO(from, C, b8, bool)
+  TO(from, C, i8, long long) TO(from, C, u8, long long) TO(from, C, b8, bool)            \
+  TO(from, C, i16, long long) TO(from, C, u16, long long) TO(from, C, u32, long long)     \
+  TO(from, C, u64, long long)
 STAX_C99_DTYPES(FROM)
 
 float c99_f16_load(unsigned short x) { return stax_f16_load(x); }

@@ -80,11 +80,16 @@ bool overflows(const Arg& v, DType t) {
     case DType::Float64: case DType::Complex128: return false;
     case DType::Complex64: lo = -0x1.fffffep127, hi = 0x1.fffffep127; break;
     case DType::Bool: return false;
+    case DType::Int16: lo = -32768, hi = 32767; break;
+    case DType::UInt16: lo = 0, hi = 65535; break;
+    case DType::UInt32: lo = 0, hi = 4294967295.0; break;
+    case DType::UInt64: lo = 0, hi = 0x1p64; break;  // every int64 Arg fits (two's complement)
   }
   if (v.is_int()) {
     int64_t i = v.to_int();
-    if (t == DType::Int64) return false;
-    if (t == DType::UInt8 && i < 0) return -static_cast<double>(i) > hi;
+    if (t == DType::Int64 || t == DType::UInt64) return false;
+    bool is_unsigned = t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32;
+    if (is_unsigned && i < 0) return -static_cast<double>(i) > hi;
     return static_cast<double>(i) < lo || static_cast<double>(i) > hi;
   }
   double d = v.to_double();
@@ -92,6 +97,7 @@ bool overflows(const Arg& v, DType t) {
   if (std::isnan(d)) return true;
   // A float converts to an integer type when its truncation fits (torch: 255.5 fits uint8,
   // -1.0 does not).
+  if (t == DType::UInt64) return !(d > -0x1p64 && d < hi);  // as torch: negatives wrap
   return t == DType::Int64 ? !(d >= lo && d < hi) : (d <= lo - 1 || d >= hi + 1);
 }
 
@@ -128,7 +134,7 @@ void check_norm_param_dtypes(const CallArgs& c, DType x, const std::vector<std::
 void check_clamp_max(const CallArgs& c, const char* param, DType t) {
   const Arg& v = c.get(param);
   if (t == DType::Bool || is_floating(t) || !v.is_int()) return;
-  int64_t lowest = t == DType::UInt8 ? 0 : t == DType::Int8 ? -128
+  int64_t lowest = is_unsigned_int(t) ? 0 : t == DType::Int8 ? -128 : t == DType::Int16 ? -32768
                  : t == DType::Int32 ? int64_t{-2147483648LL} : INT64_MIN;
   if (v.to_int() < lowest)
     c.fail("clamp max value " + std::to_string(v.to_int()) +
@@ -138,10 +144,12 @@ void check_clamp_max(const CallArgs& c, const char* param, DType t) {
 void check_clamp_bounds(const CallArgs& c, const char* min_param, const char* max_param, DType t,
                         bool truncate) {
   if (t == DType::Bool || is_floating(t) || is_complex(t)) return;
-  double lowest = t == DType::UInt8 ? 0.0 : t == DType::Int8 ? -128.0
-                : t == DType::Int32 ? -2147483648.0 : -0x1p63;
+  double lowest = is_unsigned_int(t) ? 0.0 : t == DType::Int8 ? -128.0
+                : t == DType::Int16 ? -32768.0 : t == DType::Int32 ? -2147483648.0 : -0x1p63;
   double highest = t == DType::UInt8 ? 255.0 : t == DType::Int8 ? 127.0
-                 : t == DType::Int32 ? 2147483647.0 : 0x1p63;
+                 : t == DType::Int16 ? 32767.0 : t == DType::UInt16 ? 65535.0
+                 : t == DType::Int32 ? 2147483647.0 : t == DType::UInt32 ? 4294967295.0
+                 : t == DType::UInt64 ? 0x1p64 : 0x1p63;
   auto bound = [&](const char* p) -> std::optional<double> {
     if (!p) return std::nullopt;
     const Arg& v = c.get(p);

@@ -97,12 +97,19 @@ To convert(From v) {
 
 template <class C, class S>
 C load_as(S v) {
-  return convert<C>(widen(v));
+  if constexpr (std::is_same_v<S, uint64_t> && std::is_floating_point_v<C>)
+    return static_cast<C>(v);  // the unsigned value, as compiled code's uint64 -> float
+  else
+    return convert<C>(widen(v));
 }
 
 template <class S, class C>
 S store_as(C v) {
-  return narrow<S>(convert<compute_t<S>>(v));
+  if constexpr (std::is_same_v<S, uint64_t> && std::is_floating_point_v<C>)
+    return static_cast<S>(stax_scalar::convert<stax_scalar::u64, C>(v));  // [2^63, 2^64)
+                                                                            // exactly, as compiled
+  else
+    return narrow<S>(convert<compute_t<S>>(v));
 }
 
 // A scalar argument (int, double or bool Arg) as computation type C.

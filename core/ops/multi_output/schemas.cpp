@@ -606,6 +606,8 @@ std::vector<Node*> cum_extreme(Graph& g, Node* x, int64_t dim_in, bool is_max, c
     pad = Arg(int64_t{is_max ? 0 : 255});
   else if (x->dtype() == DType::Int8)
     pad = Arg(int64_t{is_max ? -128 : 127});
+  else if (x->dtype() == DType::Int16)
+    pad = Arg(int64_t{is_max ? -32768 : 32767});
   else if (x->dtype() == DType::Int32)
     pad = Arg(is_max ? int64_t{std::numeric_limits<int32_t>::min()}
                      : int64_t{std::numeric_limits<int32_t>::max()});

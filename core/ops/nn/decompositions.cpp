@@ -564,6 +564,7 @@ static Arg pad_fill(DType t, double v) {
     case DType::Bool: return Arg(!low);
     case DType::UInt8: return Arg(int64_t{low ? 0 : 255});
     case DType::Int8: return Arg(int64_t{low ? -128 : 127});
+    case DType::Int16: return Arg(int64_t{low ? -32768 : 32767});
     case DType::Int32:
       return Arg(int64_t{low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max()});
     default:

@@ -189,14 +189,19 @@ Tensor where_kernel(const KernelContext& ctx) {
 }
 
 bool narrow_int_target(DType t) {
-  return t == DType::Int32 || t == DType::Int8 || t == DType::UInt8;
+  return t == DType::Int32 || t == DType::Int8 || t == DType::UInt8 || t == DType::Int16 ||
+         t == DType::UInt16;
 }
 
 // to.dtype: load in the input's computation type, stax_scalar::convert to the result's, store.
 Tensor to_dtype_kernel(const KernelContext& ctx) {
   const Tensor& in = ctx.tensor("self");
   Tensor out = empty_output(ctx.out_meta());
-  if (is_complex(in.dtype()) || is_complex(out.dtype())) {  // torch's rules, in Tensor::copy_from
+  // uint64 is held as its bits in int64 by the computation dtypes: a conversion between it and a
+  // floating dtype reads / writes the unsigned value (Tensor's convert_value, as scalar_ops').
+  bool u64_float = (in.dtype() == DType::UInt64 && is_floating(out.dtype())) ||
+                   (out.dtype() == DType::UInt64 && is_floating(in.dtype()));
+  if (is_complex(in.dtype()) || is_complex(out.dtype()) || u64_float) {  // torch's rules
     out.copy_from(in);
     return out;
   }

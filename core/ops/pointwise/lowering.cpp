@@ -152,7 +152,10 @@ void add_selection_conversion_and_formula_rules(LoweringTable& t) {
       IRPtr x = g.input(n, "self");
       DType dt = computation_dtype(x->dtype());
       DType out = n.meta().dtype;
-      bool narrow = out == DType::Int32 || out == DType::Int8 || out == DType::UInt8;
+      bool narrow = out == DType::Int32 || out == DType::Int8 || out == DType::UInt8 ||
+                    out == DType::Int16 || out == DType::UInt16;
+      if (x->dtype() == DType::UInt64 && is_floating(out))  // the unsigned value, not int64's
+        dt = DType::UInt64;
       if (is_floating(dt) && narrow)  // torch on x86: through the 32-bit conversion
         return pointwise(g, {Operand(x, dt)}, dt, out,
                          [dt](OpsBuilder& o, const std::vector<Val>& a) {

@@ -251,25 +251,20 @@ void add_arithmetic_ops(OpRegistry& r) {
 
 // where (tensor and number branches), clamp and the dtype conversions _to_copy / to.dtype.
 void add_selection_and_cast_ops(OpRegistry& r) {
-  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
-        P::None, [](const CallArgs& c) {
-          if (c.tensor("condition").dtype != DType::Bool)
-            c.fail("condition must be a bool tensor, got " +
-                   std::string(dtype_name(c.tensor("condition").dtype)));
-          TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
-          m.dtype = result_type(c, {"self", "other"}, P::Default);
-          return m;
-        });
-  // where with Python-number branches (torch's where.ScalarSelf / ScalarOther / Scalar); the
-  // numbers take part in type promotion as Python scalars do.
+  // The branches' dtypes promote (Python numbers as Python scalars do); the condition only
+  // broadcasts (it takes no part in promotion: bool with uint16 branches is fine, as torch).
   auto where_rule = [](const CallArgs& c) {
-    if (c.tensor("condition").dtype != DType::Bool)
-      c.fail("condition must be a bool tensor, got " +
-             std::string(dtype_name(c.tensor("condition").dtype)));
-    TensorMeta m = infer::elementwise(c, {"condition", "self", "other"}, P::Default);
-    m.dtype = result_type(c, {"self", "other"}, P::Default);
-    return m;
+    const TensorMeta& cond = c.tensor("condition");
+    if (cond.dtype != DType::Bool)
+      c.fail("condition must be a bool tensor, got " + std::string(dtype_name(cond.dtype)));
+    TensorMeta m = infer::elementwise(c, {"self", "other"}, P::Default);
+    bool branch_tensor = c.get("self").is_node() || c.get("other").is_node();
+    Shape shape = branch_tensor ? broadcast_shapes(cond.sizes, m.sizes, c.where()) : cond.sizes;
+    return TensorMeta::contiguous(shape, m.dtype, cond.device);
   };
+  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", OpCategory::Pointwise,
+        P::None, where_rule);
+  // where with Python-number branches (torch's where.ScalarSelf / ScalarOther / Scalar).
   r.add("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
         OpCategory::Pointwise, P::None, where_rule);
   r.add("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",

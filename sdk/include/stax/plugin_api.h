@@ -41,6 +41,10 @@
  *   older plugin never sets it, and the host runs the epilogue itself): see EPILOGUES below.
  *   1.6 (issue 27) appended StaxDeviceProperties.concurrent_compiles (plugin-written: an older
  *   plugin leaves it 0 and its compiles stay serialised; see OWNERSHIP AND THREADS).
+ *   1.7 (issue 29) appended the dtypes STAX_DTYPE_INT16 / UINT16 / UINT32 / UINT64 (9..12;
+ *   STAX_NUM_DTYPES 9 -> 13). The codes 0..8 keep their meaning, so 1.6 plugins still load;
+ *   they reject a kernel that uses one of the new codes as an invalid dtype (the SDK's
+ *   valid_dtype), never misread it.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -90,7 +94,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 6
+#define STAX_PLUGIN_API_MINOR 7
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -104,7 +108,10 @@ extern "C" {
 
 /* ---- small enums (crossing as int32_t fields; values never change within a MAJOR) ---------- */
 
-/* Element types; the numbering equals core's stax::DType (checked by a static_assert in core). */
+/* Element types. Codes 0..8 equal core's stax::DType; core maps its later dtypes to 9..12
+ * (stax::plugin_dtype_code, checked by static_asserts in core). Integer values compute in 64 bits
+ * (scalar_ops.hpp) and are narrowed (wrapped) on store; uint64 values are held in the unsigned
+ * 64-bit type. */
 typedef enum StaxDType {
   STAX_DTYPE_FLOAT32 = 0,
   STAX_DTYPE_FLOAT64 = 1,
@@ -115,7 +122,11 @@ typedef enum StaxDType {
   STAX_DTYPE_INT8 = 6,
   STAX_DTYPE_UINT8 = 7,
   STAX_DTYPE_BOOL = 8,
-  STAX_NUM_DTYPES = 9
+  STAX_DTYPE_INT16 = 9,  /* 9..12: ABI 1.7 */
+  STAX_DTYPE_UINT16 = 10,
+  STAX_DTYPE_UINT32 = 11,
+  STAX_DTYPE_UINT64 = 12,
+  STAX_NUM_DTYPES = 13
 } StaxDType;
 
 typedef enum StaxErrorCode {

@@ -43,13 +43,15 @@ namespace sdk {
 
 struct CStyleTables {
   // Indexed by DType. Storage: the element type of buffers. Compute: the type values are held
-  // in (half types compute in float, narrow integers in 64 bits, as scalar_ops.hpp prescribes).
+  // in (half types compute in float, narrow integers in 64 bits, as scalar_ops.hpp prescribes;
+  // uint64 as its bits in the signed 64-bit type: only data-moving ops, equality and conversions
+  // take it, and convert() below reads it as unsigned).
   std::array<std::string, kNumDTypes> storage_types = {
       "float", "double", "_Float16", "__bf16", "long long", "int", "signed char", "unsigned char",
-      "bool"};
+      "bool", "short", "unsigned short", "unsigned int", "unsigned long long"};
   std::array<std::string, kNumDTypes> compute_types = {
       "float", "double", "float", "float", "long long", "long long", "long long", "long long",
-      "bool"};
+      "bool", "long long", "long long", "long long", "long long"};
   // Default spelling of op `foo`: op_prefix + "foo(" args ")".
   std::string op_prefix = "stax_scalar::";
   // Per-opcode spelling overrides with placeholders {0} {1} {2}, e.g. {STAX_OP_add, "{0} + {1}"}.
@@ -83,8 +85,8 @@ struct CStyleTables {
 
   // ---- dtype-aware spellings (C has no overloading, no templates) ----------------------------
   // Short dtype names, for {F} / {T} in dtype_convert_template and for op_suffixes.
-  std::array<std::string, kNumDTypes> dtype_names = {"f32", "f64", "f16", "bf16", "i64",
-                                                     "i32", "i8",  "u8",  "b8"};
+  std::array<std::string, kNumDTypes> dtype_names = {
+      "f32", "f64", "f16", "bf16", "i64", "i32", "i8", "u8", "b8", "i16", "u16", "u32", "u64"};
   // Op calls: op_dtype_templates[{opcode, operand dtype}] beats op_templates[opcode] beats
   // op_prefix + name + op_suffixes[operand dtype] + "(args)". The operand dtype is the dtype of
   // the first operand (of the second for where: the first is the condition).
@@ -236,8 +238,15 @@ class CStylePrinter : public OpsHandler<std::string> {
     }
     std::string v = x;
     std::string held = compute_type(from);
-    if (is_floating(from) && to != DType::Bool && !is_floating(to) &&
-        held != compute_type(DType::Int64)) {
+    if (from == DType::UInt64 && is_floating(to) && held != storage_type(from)) {
+      v = convert(convert(v, storage_type(from)), compute_type(to));  // the bits read unsigned
+      held = compute_type(to);
+    }
+    if (to == DType::UInt64 && is_floating(from)) {  // [2^63, 2^64) converts exactly, as torch
+      v = convert(v, storage_type(to));
+      held = storage_type(to);
+    } else if (is_floating(from) && to != DType::Bool && !is_floating(to) &&
+               held != compute_type(DType::Int64)) {
       // floating -> narrow integer: saturating via int64 first (scalar_ops' defined conversion)
       v = convert(v, compute_type(DType::Int64));
       held = compute_type(DType::Int64);
@@ -626,9 +635,11 @@ inline CStyleTables f16_struct_tables() {
 inline CStyleTables c99_tables() {
   CStyleTables t;
   t.storage_types = {"float", "double", "unsigned short", "unsigned short", "long long", "int",
-                     "signed char", "unsigned char", "bool"};
+                     "signed char", "unsigned char", "bool", "short", "unsigned short",
+                     "unsigned int", "unsigned long long"};
   t.op_prefix = "stax_";
-  t.op_suffixes = {"_f32", "_f64", "_f32", "_f32", "_i64", "_i64", "_i64", "_i64", "_b8"};
+  t.op_suffixes = {"_f32", "_f64", "_f32", "_f32", "_i64", "_i64", "_i64", "_i64", "_b8",
+                   "_i64", "_i64", "_i64", "_i64"};
   t.op_templates[STAX_OP_WHERE] = "({0} ? {1} : {2})";
   t.dtype_convert_template = "stax_convert_{F}_{T}({0})";
   t.convert_template = "(({T})({0}))";

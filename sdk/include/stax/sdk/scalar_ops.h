@@ -8,7 +8,8 @@
  * Names: stax_<op>_<t> with t the compute type of the operands: f32 (float; float16 and bfloat16
  * compute in float), f64 (double), i64 (long long; every integer dtype computes in int64) and b8
  * (bool). An op exists for the compute types the interpreter defines it for (the lists below).
- * Conversions: stax_convert_<from>_<to>(x) for the 9 dtypes (f32 f64 f16 bf16 i64 i32 i8 u8 b8):
+ * Conversions: stax_convert_<from>_<to>(x) for the 13 dtypes (f32 f64 f16 bf16 i64 i32 i8 u8 b8
+ * i16 u16 u32 u64; u64 is held as its bits in a long long and converts to floats as unsigned):
  * x in from's compute type, converted as to_dtype does (floating -> integer truncates and
  * goes through int64 (NaN, inf, out of range: INT64_MIN), integers wrap to the target width, 16-bit floats round to nearest
  * even), the result in to's compute type. Storage of float16 / bfloat16: unsigned short bits,
@@ -36,7 +37,8 @@
 /* dtype name, compute type */
 #define STAX_C99_DTYPES(X)                                                                    \
   X(f32, float) X(f64, double) X(f16, float) X(bf16, float) X(i64, long long) X(i32, long long) \
-  X(i8, long long) X(u8, long long) X(b8, bool)
+  X(i8, long long) X(u8, long long) X(b8, bool) X(i16, long long) X(u16, long long)               \
+  X(u32, long long)
 
 /* STAX_SCALAR_OPS_LISTS_ONLY: only the lists above (for tests in C++) */
 #ifndef STAX_SCALAR_OPS_LISTS_ONLY
@@ -294,6 +296,17 @@ static inline stax_i64 stax_to_i64_f32(float x) { return stax_saturate_f32(x); }
 static inline stax_i64 stax_to_i64_f64(double x) { return stax_saturate_f64(x); }
 static inline stax_i64 stax_to_i64_i64(stax_i64 x) { return x; }
 static inline stax_i64 stax_to_i64_b8(bool x) { return x; }
+/* to uint64 (its bits): floats in [2^63, 2^64) convert exactly, as torch's static_cast */
+static inline stax_i64 stax_to_u64_f32(float x) {
+  return x >= 9223372036854775808.0f && x < 18446744073709551616.0f
+             ? (stax_i64)(unsigned long long)x : stax_saturate_f32(x);
+}
+static inline stax_i64 stax_to_u64_f64(double x) {
+  return x >= 9223372036854775808.0 && x < 18446744073709551616.0
+             ? (stax_i64)(unsigned long long)x : stax_saturate_f64(x);
+}
+static inline stax_i64 stax_to_u64_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_to_u64_b8(bool x) { return x; }
 
 /* stax_convert_<from>_<to>: C is the compute type of `from`, c its name (f32 f64 i64 b8). */
 #define STAX_C99_CONVERSIONS(from, C, c)                                                          \
@@ -309,7 +322,13 @@ static inline stax_i64 stax_to_i64_b8(bool x) { return x; }
   static inline stax_i64 stax_convert_##from##_i32(C x) { return (int)stax_to_i64_##c(x); }       \
   static inline stax_i64 stax_convert_##from##_i8(C x) { return (signed char)stax_to_i64_##c(x); } \
   static inline stax_i64 stax_convert_##from##_u8(C x) { return (unsigned char)stax_to_i64_##c(x); } \
-  static inline bool stax_convert_##from##_b8(C x) { return x != (C)0; }
+  static inline bool stax_convert_##from##_b8(C x) { return x != (C)0; }                           \
+  static inline stax_i64 stax_convert_##from##_i16(C x) { return (short)stax_to_i64_##c(x); }      \
+  static inline stax_i64 stax_convert_##from##_u16(C x) {                                          \
+    return (unsigned short)stax_to_i64_##c(x);                                                     \
+  }                                                                                                \
+  static inline stax_i64 stax_convert_##from##_u32(C x) { return (unsigned int)stax_to_i64_##c(x); } \
+  static inline stax_i64 stax_convert_##from##_u64(C x) { return stax_to_u64_##c(x); }
 STAX_C99_CONVERSIONS(f32, float, f32)
 STAX_C99_CONVERSIONS(f64, double, f64)
 STAX_C99_CONVERSIONS(f16, float, f32)
@@ -319,7 +338,28 @@ STAX_C99_CONVERSIONS(i32, stax_i64, i64)
 STAX_C99_CONVERSIONS(i8, stax_i64, i64)
 STAX_C99_CONVERSIONS(u8, stax_i64, i64)
 STAX_C99_CONVERSIONS(b8, bool, b8)
+STAX_C99_CONVERSIONS(i16, stax_i64, i64)
+STAX_C99_CONVERSIONS(u16, stax_i64, i64)
+STAX_C99_CONVERSIONS(u32, stax_i64, i64)
 #undef STAX_C99_CONVERSIONS
+/* from uint64 (its bits in a long long): integers take the bits, floats the unsigned value */
+static inline float stax_convert_u64_f32(stax_i64 x) { return (float)(unsigned long long)x; }
+static inline double stax_convert_u64_f64(stax_i64 x) { return (double)(unsigned long long)x; }
+static inline float stax_convert_u64_f16(stax_i64 x) {
+  return stax_f16_half_to_float(stax_f16_float_to_half((float)(unsigned long long)x));
+}
+static inline float stax_convert_u64_bf16(stax_i64 x) {
+  return stax_f16_bf16_to_float(stax_f16_float_to_bf16((float)(unsigned long long)x));
+}
+static inline stax_i64 stax_convert_u64_i64(stax_i64 x) { return x; }
+static inline stax_i64 stax_convert_u64_i32(stax_i64 x) { return (int)x; }
+static inline stax_i64 stax_convert_u64_i8(stax_i64 x) { return (signed char)x; }
+static inline stax_i64 stax_convert_u64_u8(stax_i64 x) { return (unsigned char)x; }
+static inline bool stax_convert_u64_b8(stax_i64 x) { return x != 0; }
+static inline stax_i64 stax_convert_u64_i16(stax_i64 x) { return (short)x; }
+static inline stax_i64 stax_convert_u64_u16(stax_i64 x) { return (unsigned short)x; }
+static inline stax_i64 stax_convert_u64_u32(stax_i64 x) { return (unsigned int)x; }
+static inline stax_i64 stax_convert_u64_u64(stax_i64 x) { return x; }
 
 #endif /* STAX_SCALAR_OPS_LISTS_ONLY */
 #endif /* STAX_SDK_SCALAR_OPS_H */

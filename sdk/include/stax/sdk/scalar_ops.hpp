@@ -391,6 +391,16 @@ template <> inline i64 convert<i64, double>(double x) {
     return (i64)(-0x7fffffffffffffffLL - 1);
   return (i64)x;
 }
+// uint64 (held as its bits in int64 elsewhere): [2^63, 2^64) converts exactly, as torch's
+// static_cast; below that as int64.
+template <> inline u64 convert<u64, float>(float x) {
+  if (x >= 9223372036854775808.0f && x < 18446744073709551616.0f) return (u64)x;
+  return (u64)convert<i64>(x);
+}
+template <> inline u64 convert<u64, double>(double x) {
+  if (x >= 9223372036854775808.0 && x < 18446744073709551616.0) return (u64)x;
+  return (u64)convert<i64>(x);
+}
 template <> inline bool convert<bool, float>(float x) { return x != 0.0f; }
 template <> inline bool convert<bool, double>(double x) { return x != 0.0; }
 template <> inline bool convert<bool, i64>(i64 x) { return x != 0; }

@@ -26,6 +26,10 @@ enum class DType : int32_t {
   Int8 = STAX_DTYPE_INT8,
   UInt8 = STAX_DTYPE_UINT8,
   Bool = STAX_DTYPE_BOOL,
+  Int16 = STAX_DTYPE_INT16,
+  UInt16 = STAX_DTYPE_UINT16,
+  UInt32 = STAX_DTYPE_UINT32,
+  UInt64 = STAX_DTYPE_UINT64,
 };
 inline constexpr int kNumDTypes = STAX_NUM_DTYPES;
 
@@ -68,6 +72,10 @@ inline const char* dtype_name(DType t) {
     case DType::Int8: return "int8";
     case DType::UInt8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::Int16: return "int16";
+    case DType::UInt16: return "uint16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
   }
   return "?";
 }
