@@ -1,5 +1,6 @@
 #include "core/runtime/compiled_graph.h"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/runtime/compiled_graph_impl.h"
+#include "core/runtime/step_profile.h"
 #include "core/graph/source_location.h"
 #include "core/interpreter/interpreter.h"
 #include "core/support/error.h"
@@ -36,6 +38,26 @@ std::string step_nodes(const Impl& impl, const Impl::Step& step) {
     for (const Node* n : impl.slots[s]->origins())
       if (n->is_call()) out += (out.empty() ? "" : ", ") + node_where(*n);
   return out;
+}
+
+// What a step runs, for the step profile (step_profile.h): the kernel, or the extern with its
+// operands' sizes and strides (and its epilogue), or the fallback, then the nodes it computes.
+std::string step_label(const Impl& impl, const Impl::Step& step) {
+  std::string what;
+  const Buffer& produced = *impl.slots[step.outputs.front()];
+  switch (step.kind) {
+    case Impl::StepKind::Kernel: what = "kernel " + impl.compiled[step.kernel]->name(); break;
+    case Impl::StepKind::Extern: {
+      const auto& ek = static_cast<const ExternKernel&>(produced);
+      what = std::string(step.on_interpreter ? "extern (interpreted) " : "extern ") + ek.kernel();
+      for (const auto& in : ek.inputs())
+        what += " " + shape_str(in.layout.size) + "/" + shape_str(in.layout.stride);
+      if (step.epilogue != SIZE_MAX) what += " + epilogue " + impl.compiled[step.epilogue]->name();
+      break;
+    }
+    case Impl::StepKind::Fallback: what = "fallback"; break;
+  }
+  return what + " -> " + shape_str(produced.layout().size) + " " + step_nodes(impl, step);
 }
 
 // A RunContext taken from the CompiledGraph's free list for one run (a new one when every
@@ -492,9 +514,17 @@ class HostRun {
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     load_inputs(inputs);
-    for (const Impl::Step& step : impl_.steps) {
+    const bool profile = StepProfile::enabled();
+    for (size_t i = 0; i < impl_.steps.size(); ++i) {
+      const Impl::Step& step = impl_.steps[i];
       try {
+        const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
         run_step(step);
+        if (profile)
+          StepProfile::add(&impl_, i,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - t0).count(),
+                           step_label(impl_, step));
       } catch (const Error& e) {  // e.g. an allocation failure: name the graph nodes
         if (!e.location().empty()) throw;
         throw Error(e.stage(), step_nodes(impl_, step), e.message());

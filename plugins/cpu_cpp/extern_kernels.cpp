@@ -263,6 +263,20 @@ void matmul(const std::string& kernel, const TensorView& ta, const TensorView& t
   });
 }
 
+// o[j] = s[j] + o[j] for j < m (s_step 1) or s[0] + o[j] (s_step 0): nn.Linear's bias on one
+// row. The loop vectoriser at its full cost model: at -O2 GCC left this loop scalar (2.7% of a
+// GPT block's training step).
+#pragma GCC push_options
+#pragma GCC optimize("O3")
+template <class T>
+void add_bias_row(T* __restrict o, const T* __restrict s, int64_t s_step, int64_t m) {
+  if (s_step == 1)
+    for (int64_t j = 0; j < m; ++j) o[j] = s[j] + o[j];
+  else
+    for (int64_t j = 0; j < m; ++j) o[j] = s[0] + o[j];
+}
+#pragma GCC pop_options
+
 // Rows [r0, r1) of out = beta * self + alpha * out (out holds the product), self broadcast to
 // out's 2-D shape: addmm's epilogue, run on each block of rows as the product finishes it.
 void addmm_epilogue(const TensorView& self, const TensorView& out, double beta, double alpha,
@@ -282,14 +296,7 @@ void addmm_epilogue(const TensorView& self, const TensorView& out, double beta, 
       // form's value exactly (1 * x is x, NaNs and signed zeros included), in a loop the
       // compiler vectorises.
       if (beta == 1 && alpha == 1 && out.strides[1] == 1 && (scs == 1 || scs == 0)) {
-        for (int64_t i = r0; i < r1; ++i) {
-          T* o = po + i * out.strides[0];
-          const T* s = ps + i * srs;
-          if (scs == 1)
-            for (int64_t j = 0; j < m; ++j) o[j] = s[j] + o[j];
-          else
-            for (int64_t j = 0; j < m; ++j) o[j] = s[0] + o[j];
-        }
+        for (int64_t i = r0; i < r1; ++i) add_bias_row(po + i * out.strides[0], ps + i * srs, scs, m);
         return;
       }
     }

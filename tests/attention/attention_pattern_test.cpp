@@ -109,6 +109,33 @@ Node* input_mask_form(Parts& p) {
   return g.call("matmul", {g.call("_softmax", {x, int64_t{-1}, false}), p.v});
 }
 
+// A softmax written out, as hand-written attention gives it: the scores times the scale, the keys
+// after the query masked_fill'ed with -inf (when causal), amax, sub, exp, sum, div, matmul.
+Node* written_softmax(Graph& g, Node* x) {
+  Node* mx = g.call("amax", {x, Arg(Ints{-1}), true});
+  Node* e = g.call("exp", {g.call("sub.Tensor", {x, mx})});
+  return g.call("div.Tensor", {e, g.call("sum.dim_IntList", {e, Arg(Ints{-1}), true})});
+}
+
+Node* written_form(Parts& p) {
+  Graph& g = *p.g;
+  const Case& c = p.c;
+  Node* s = g.call("matmul", {p.q, g.call("transpose.int", {p.k, int64_t{-2}, int64_t{-1}})});
+  Node* x = g.call("mul.Scalar", {s, c.scale});
+  if (c.causal) x = g.call("masked_fill.Scalar", {x, g.call("logical_not", {causal_keep(g, c.l, c.s)}), -kInf});
+  return g.call("matmul", {written_softmax(g, x), p.v});
+}
+
+// The same with masked_fill as torch decomposes it: where(keys after the query, -inf, scores).
+Node* written_where_form(Parts& p) {
+  Graph& g = *p.g;
+  const Case& c = p.c;
+  Node* s = g.call("matmul", {p.q, g.call("transpose.int", {p.k, int64_t{-2}, int64_t{-1}})});
+  Node* after = g.call("logical_not", {causal_keep(g, c.l, c.s)});
+  Node* x = g.call("where.self", {after, scalar(g, -kInf, p.t), g.call("mul.Scalar", {s, c.scale})});
+  return g.call("matmul", {written_softmax(g, x), p.v});
+}
+
 using Form = std::function<Node*(Parts&)>;
 
 std::unique_ptr<Graph> build(const Case& c, DType t, const Form& form) {
@@ -158,6 +185,12 @@ const FormCase kForms[] = {
     {{"bool_mask_input", 1, 2, 50, 70, 32, 32, false, MaskKind::Bool, 0.17}, input_mask_form, "mask"},
     {{"additive_mask_input", 2, 3, 65, 65, 32, 32, false, MaskKind::Additive, 0.3}, input_mask_form,
      "mask"},
+    {{"written_softmax_causal", 2, 2, 70, 70, 32, 32, true, MaskKind::None, 0.18}, written_form,
+     "causal mask"},
+    {{"written_softmax_where_causal", 1, 2, 40, 90, 32, 24, true, MaskKind::None, 0.2},
+     written_where_form, "causal mask"},
+    {{"written_softmax_cross", 1, 3, 33, 50, 16, 24, false, MaskKind::None, 0.25}, written_form,
+     "no mask"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Forms, PatternForward, ::testing::ValuesIn(kForms),
@@ -187,6 +220,27 @@ TEST(AttentionPattern, TrainedTraceFormSavesOutAndLse) {
     }
     EXPECT_TRUE(saved_packed) << f.stats_str();
     EXPECT_FALSE(saved_softmax) << f.stats_str();
+    EXPECT_LT(f.stats().saved_bytes, c.b * c.h * c.l * c.s * static_cast<int64_t>(dtype_size(t)))
+        << f.stats_str();
+    expect_gradients_close(got, ref, t);
+  }
+}
+
+// The written-out softmax trained: the forward saves the packed (out, lse), and neither the exps
+// nor the probabilities; gradients agree with the interpreter's gradients of the graph as written.
+TEST(AttentionPattern, TrainedWrittenSoftmaxSavesOutAndLse) {
+  const Case c{"trained_written", 2, 2, 130, 130, 16, 16, true, MaskKind::None, 0.2};
+  const GradientReference ref = decomposed_gradients(c, *build(c, DType::Float64, written_form));
+  for (DType t : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = build(c, t, written_form);
+    CompiledFunction f(*g, ref.wrt, compiler(true));
+    ForwardResult r = f.forward(ref.inputs(t));
+    std::vector<Tensor> got = f.backward(*r.ctx, {ref.up64.to(t)});
+    ASSERT_TRUE(f.compiled_forward() && f.compiled_backward());
+    EXPECT_TRUE(contains(f.compiled_forward()->schedule().str(), "extern flash_attention ->"));
+    EXPECT_TRUE(contains(f.compiled_backward()->schedule().str(), "extern flash_attention_backward ->"))
+        << f.compiled_backward()->schedule().str();
     EXPECT_LT(f.stats().saved_bytes, c.b * c.h * c.l * c.s * static_cast<int64_t>(dtype_size(t)))
         << f.stats_str();
     expect_gradients_close(got, ref, t);
@@ -284,6 +338,21 @@ TEST(AttentionPatternRefusal, SoftmaxOverTheQueries) {
   Node* v = g.placeholder("v", {2, 8, 4}, f64);
   Node* s = g.call("bmm", {q, g.call("transpose.int", {k, int64_t{1}, int64_t{2}})});
   g.output({g.call("bmm", {g.call("_softmax", {s, int64_t{1}, false}), v})});
+  expect_refused(g, {Tensor::randn({2, 8, 16}, f64, 1), Tensor::randn({2, 8, 16}, f64, 2),
+                     Tensor::randn({2, 8, 4}, f64, 3)},
+                 "softmax over dim 1, not over the keys (dim 2)");
+}
+
+// A written-out softmax over the queries (amax and sum over dim 1) is no attention over the keys.
+TEST(AttentionPatternRefusal, WrittenSoftmaxOverTheQueries) {
+  Graph g;
+  Node* q = g.placeholder("q", {2, 8, 16}, f64);
+  Node* k = g.placeholder("k", {2, 8, 16}, f64);
+  Node* v = g.placeholder("v", {2, 8, 4}, f64);
+  Node* s = g.call("bmm", {q, g.call("transpose.int", {k, int64_t{1}, int64_t{2}})});
+  Node* e = g.call("exp", {g.call("sub.Tensor", {s, g.call("amax", {s, Arg(Ints{1}), true})})});
+  Node* p = g.call("div.Tensor", {e, g.call("sum.dim_IntList", {e, Arg(Ints{1}), true})});
+  g.output({g.call("bmm", {p, v})});
   expect_refused(g, {Tensor::randn({2, 8, 16}, f64, 1), Tensor::randn({2, 8, 16}, f64, 2),
                      Tensor::randn({2, 8, 4}, f64, 3)},
                  "softmax over dim 1, not over the keys (dim 2)");

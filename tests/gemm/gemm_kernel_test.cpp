@@ -45,10 +45,11 @@ Context with_threads(int threads) {
   return c;
 }
 
-enum class Layout { RowMajor, Transposed, Strided };
+enum class Layout { RowMajor, Transposed, Strided, Padded };
 
 // A matrix of rows x cols in its own storage with the given layout (Strided: every other
-// element of a row-major matrix twice as wide, rows padded).
+// element of a row-major matrix twice as wide, rows padded; Padded: row-major, rows 5 elements
+// longer than the matrix: a slice of a wider one).
 template <class T>
 struct Mat {
   std::vector<T> data;
@@ -60,6 +61,9 @@ struct Mat {
     } else if (l == Layout::Transposed) {
       rs = 1;
       cs = rows;
+    } else if (l == Layout::Padded) {
+      rs = cols + 5;
+      cs = 1;
     } else {
       rs = 2 * cols + 3;
       cs = 2;
@@ -161,6 +165,29 @@ TEST(GemmKernel, SameBitsAsReferenceOnEveryInstructionSetAndThreadCount) {
       ctx.instruction_set = set;
       sweep<float>(ctx);
       sweep<double>(ctx);
+    }
+}
+
+TEST(GemmKernel, GptBlockShapesKeepTheBits) {
+  // The GPT block's products (K = 128..512, N a multiple of the tile width): a row-major B, also
+  // with padded rows (a slice of a wider matrix), packed by the vector copies (avx512::copy_rows),
+  // and A transposed (dW = dYᵀ·X: its row panels copied the same way); a last panel of columns
+  // that is partial (N = 100: the copy's masked tail and zeroed lanes).
+  stax::sdk::gemm::Workspace ws;
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      int seed = 200;
+      for (Layout lb : {Layout::RowMajor, Layout::Padded}) {
+        check_case<float>(1, 45, 128, 128, Layout::RowMajor, lb, Layout::RowMajor, ctx, seed++);
+        check_case<float>(1, 40, 384, 128, Layout::Transposed, lb, Layout::RowMajor, ctx, seed++);
+        check_case<float>(1, 50, 512, 512, Layout::RowMajor, lb, Layout::RowMajor, ctx, seed++);
+        check_case<float>(1, 20, 640, 512, Layout::Transposed, lb, Layout::RowMajor, ctx, seed++);
+        check_case<float>(2, 30, 100, 130, Layout::RowMajor, lb, Layout::RowMajor, ctx, seed++);
+        check_case<double>(1, 30, 64, 200, Layout::RowMajor, lb, Layout::RowMajor, ctx, seed++);
+      }
     }
 }
 

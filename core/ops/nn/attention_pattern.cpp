@@ -198,6 +198,14 @@ bool read_scores(const Graph& g, Match& m) {
     m.mask_is_bool = true;
     return true;
   }
+  // where(m, -inf, scores): m marks the masked keys (masked_fill's decomposition), as below.
+  if (((is(x, "where.self") && is_neg_inf(g, x->input(1))) ||
+       (is(x, "where.ScalarSelf") && x->arg("self").is_number() && x->arg("self").to_double() == -kInf)) &&
+      try_scores(x->input(2))) {
+    m.mask = x->input(0);
+    m.mask_is_bool = m.mask_negated = true;
+    return true;
+  }
   if (is(x, "masked_fill.Scalar") && x->arg("value").to_double() == -kInf && try_scores(x->input(0))) {
     m.mask = x->input(1);
     m.mask_is_bool = m.mask_negated = true;
@@ -325,21 +333,65 @@ void rewrite(Graph& g, const Match& m) {
   g.replace_all_uses(m.pv, out);
 }
 
-// Matches the attention around softmax node `sm`: nullopt when its input is no matrix product
-// (not attention: no note); otherwise the match, or `why` says what stops the fusion.
+// The single dim of a reduction's `dim` list, or nullopt.
+std::optional<int64_t> single_dim(const Node* n) {
+  const Arg& a = n->arg("dim");
+  if (a.is_absent()) return std::nullopt;
+  std::vector<int64_t> dims = a.to_int_list();
+  if (dims.size() != 1) return std::nullopt;
+  return dims[0];
+}
+
+bool same_dim(int64_t a, int64_t b, int64_t rank) {
+  return (a < 0 ? a + rank : a) == (b < 0 ? b + rank : b);
+}
+
+// A softmax written out, as hand-written attention and torch's decomposition of _softmax give it:
+//   div.Tensor(e, sum.dim_IntList(e, [d], keepdim)),  e = exp(sub.Tensor(x, amax(x, [d], keepdim)))
+// (max.dim's values are amax by then: expand_multi_output; a detach of the maximum is allowed).
+// Returns x and sets `dim`, or null when `div` is not that or an inner node has another use.
+Node* written_softmax_input(Node* div, int64_t& dim) {
+  if (!is(div, "div.Tensor") || div->input_nodes().size() != 2) return nullptr;
+  Node *e = div->input(0), *sum = div->input(1);
+  if (!is(e, "exp.default") || !is(sum, "sum.dim_IntList") || sum->input(0) != e ||
+      !sum->arg("keepdim").to_bool() || !sum->arg("dtype").is_absent() || e->num_users() != 2 ||
+      sum->num_users() != 1)
+    return nullptr;
+  Node* sub = e->input(0);
+  if (!is(sub, "sub.Tensor") || sub->num_users() != 1 ||
+      !(sub->arg("alpha").is_absent() || sub->arg("alpha").to_double() == 1.0))
+    return nullptr;
+  Node *x = sub->input(0), *mx = sub->input(1);
+  if (is(mx, "detach.default") && mx->num_users() == 1) mx = mx->input(0);
+  if (!is(mx, "amax.default") || mx->input(0) != x || !mx->arg("keepdim").to_bool() ||
+      mx->num_users() != 1)
+    return nullptr;
+  const int64_t r = static_cast<int64_t>(x->shape().size());
+  std::optional<int64_t> d_max = single_dim(mx), d_sum = single_dim(sum);
+  if (!d_max || !d_sum || !same_dim(*d_max, *d_sum, r) || e->shape() != x->shape()) return nullptr;
+  dim = *d_max;
+  return x;
+}
+
+// Matches the attention around softmax node `sm` (`_softmax`, `softmax.int`, or the division
+// ending a written-out softmax): nullopt when its input is no matrix product (not attention: no
+// note); otherwise the match, or `why` says what stops the fusion.
 std::optional<Match> match(const Graph& g, Node* sm, std::string& why) {
   Match m;
   m.softmax = sm;
-  m.x = sm->input(0);
+  int64_t dim = 0;
+  Node* written = written_softmax_input(sm, dim);
+  m.x = written ? written : sm->input(0);
   const int64_t r = static_cast<int64_t>(m.x->shape().size());
   if (r < 2 || !read_scores(g, m)) return std::nullopt;
-  int64_t dim = sm->arg("dim").to_int();
+  if (!written) dim = sm->arg("dim").to_int();
   if (dim < 0) dim += r;
   if (dim != r - 1) {
     why = "softmax over dim " + std::to_string(dim) + ", not over the keys (dim " + std::to_string(r - 1) + ")";
     return m;
   }
-  if (is(sm, "_softmax.default") ? sm->arg("half_to_float").to_bool() : !sm->arg("dtype").is_absent()) {
+  if (written ? false
+              : is(sm, "_softmax.default") ? sm->arg("half_to_float").to_bool() : !sm->arg("dtype").is_absent()) {
     why = "the softmax converts its dtype";
     return m;
   }
@@ -350,7 +402,7 @@ std::optional<Match> match(const Graph& g, Node* sm, std::string& why) {
   }
   why = read_probabilities(g, m);
   if (why.empty()) why = check_shapes(m);
-  const size_t x_users = m.guard ? 2 : 1;
+  const size_t x_users = (written ? 2 : 1) + (m.guard ? 1 : 0);  // written out: amax and sub
   if (why.empty() && m.x->num_users() != x_users)
     why = "the scores %" + m.x->name() + " have another use";
   if (why.empty()) why = check_mask(g, m);
@@ -361,8 +413,11 @@ std::optional<Match> match(const Graph& g, Node* sm, std::string& why) {
 
 void fuse_decomposed_attention(Graph& g, AttentionFusion& report) {
   std::vector<Node*> softmaxes;
-  for (Node* n : g.nodes())
-    if (is(n, "_softmax.default") || is(n, "softmax.int")) softmaxes.push_back(n);
+  for (Node* n : g.nodes()) {
+    int64_t dim = 0;
+    if (is(n, "_softmax.default") || is(n, "softmax.int") || written_softmax_input(n, dim))
+      softmaxes.push_back(n);
+  }
   int fused = 0;
   for (Node* sm : softmaxes) {
     std::string why;

@@ -23,6 +23,27 @@ class GPTBlock(nn.Module):
         return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
 
 
+class HandAttention(nn.Module):
+    """Causal self-attention written out by hand (nanoGPT style): q @ k^T times 1/sqrt(d), the
+    future masked with -inf, the softmax as amax / sub / exp / sum / div, then @ v."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = att.masked_fill(future, float("-inf"))
+        att = (att - att.amax(dim=-1, keepdim=True)).exp()
+        att = att / att.sum(dim=-1, keepdim=True)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+
+
 class BasicBlock(nn.Module):
     """ResNet BasicBlock (identity shortcut)."""
 

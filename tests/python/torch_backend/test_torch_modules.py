@@ -6,6 +6,7 @@ and gradients are compared with rtol=1e-4, atol=1e-4 (1e-3 where a loss sums man
 Every test also checks stax.explain: the graph ran in Stax partitions, not in an eager fallback.
 """
 import copy
+import re
 
 import pytest
 
@@ -22,6 +23,7 @@ def _inputs(name):
     return {
         "mlp": (r(3, 8),),
         "gpt": (r(2, 4, 16),),
+        "hand_attention": (r(2, 5, 16),),
         "basic": (r(2, 4, 6, 6),),
         "encoder": (r(2, 4, 16),),
         "convnext": (r(2, 8, 8, 8),),
@@ -32,7 +34,7 @@ def _inputs(name):
 
 
 _MODULES = {
-    "mlp": modules.mlp, "gpt": modules.GPTBlock, "basic": modules.BasicBlock,
+    "mlp": modules.mlp, "gpt": modules.GPTBlock, "hand_attention": modules.HandAttention, "basic": modules.BasicBlock,
     "encoder": modules.transformer_encoder_layer, "convnext": modules.ConvNeXtBlock,
     "unet": modules.UNetResBlock, "mixer": modules.MixerBlock, "lm": modules.EmbeddingLM,
 }
@@ -155,3 +157,12 @@ def test_gpt_attention_runs_fused():
     ex = _compare("gpt", train_mode=True, grads=True)
     assert any("_stax_flash_attention" in s for s in ex.saved), str(ex)
     assert not any("softmax" in s for s in ex.saved + ex.recomputed), str(ex)
+
+
+def test_written_out_softmax_attention_runs_fused():
+    # Hand-written causal attention (masked_fill of triu with -inf, the softmax as amax / sub /
+    # exp / sum / div) reaches Stax as those ops; the matcher fuses it like _softmax, so the
+    # training partition saves the fused op's packed (out, lse) and no exp or division.
+    ex = _compare("hand_attention", train_mode=True, grads=True)
+    assert any("_stax_flash_attention" in s for s in ex.saved), str(ex)
+    assert not any(re.fullmatch(r"%?(exp|div)(_\d+)?", s) for s in ex.saved), str(ex)

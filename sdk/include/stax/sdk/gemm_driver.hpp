@@ -156,6 +156,8 @@ struct Blocking {
   int64_t panels = 0;    // ceil(n / tile.nr)
   // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
   void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
+  // Strided rows copied into zero-padded rows of a given width (avx512::copy_rows), or null.
+  void (*copy_rows)(const T*, int64_t, T*, int64_t, int64_t, int64_t, int64_t) = nullptr;
 
   int64_t block_terms(int64_t kb, int64_t k) const { return std::min(kc, k - kb * kc); }
   // Elements of one entry's packed B (block kb starts at kb * kc * panels * nr).
@@ -195,8 +197,10 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
 #if STAX_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
-    if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512)
+    if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512) {
       b.transpose16 = &avx512::transpose16;
+      b.copy_rows = &avx512::copy_rows;
+    }
 #endif
   return b;
 }
@@ -208,6 +212,14 @@ void pack_b(const Problem<T>& p, const T* b, const Blocking<T>& bl, int64_t kb, 
             int64_t jp1, T* bp) {
   const int64_t nr = bl.tile.nr, q0 = kb * bl.kc, kcb = bl.block_terms(kb, p.k);
   T* block = bp + kb * bl.kc * bl.panels * nr;
+  if (p.b_cs == 1 && bl.copy_rows) {  // each panel: kcb rows of its columns, vector copies
+    for (int64_t jp = jp0; jp < jp1; ++jp) {
+      const int64_t j0 = jp * nr;
+      bl.copy_rows(b + q0 * p.b_rs + j0, p.b_rs, block + jp * kcb * nr, nr, kcb,
+                   std::min(nr, p.n - j0), nr);
+    }
+    return;
+  }
   if (p.b_cs == 1) {
     for (int64_t q = 0; q < kcb; ++q) {
       const T* src = b + (q0 + q) * p.b_rs;
@@ -250,7 +262,9 @@ void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, 
   for (int64_t i0 = r0, ip = 0; i0 < r1; i0 += mr, ++ip) {
     T* dst = ap + ip * kcb * mr;
     const int64_t h = std::min(mr, r1 - i0);
-    if (p.a_rs == 1 && h > 1) {
+    if (p.a_rs == 1 && h > 1 && bl.copy_rows) {  // a transposed A: h contiguous rows per term
+      bl.copy_rows(a + i0 + q0 * p.a_cs, p.a_cs, dst, mr, kcb, h, mr);
+    } else if (p.a_rs == 1 && h > 1) {
       for (int64_t q = 0; q < kcb; ++q) {
         const T* src = a + i0 + (q0 + q) * p.a_cs;
         for (int64_t i = 0; i < h; ++i) dst[q * mr + i] = src[i];
