@@ -26,6 +26,7 @@ void register_fractional_pool_expansions(ExpansionTable& t);
 void register_linalg_jvps(JvpTable& t);
 void register_runtime_sized_ops(OpRegistry& r);
 void register_runtime_sized_expansions(ExpansionTable& t);
+void register_runtime_sized_vjps(VjpTable& t);
 void register_runtime_sized_kernels(InterpreterTable& t);
 
 void register_all_ops(OpRegistry& r) {
@@ -117,6 +118,7 @@ void install_vjps(VjpTable& t) {
   register_scatter_form_vjps(t);
   register_regrouping_form_vjps(t);
   register_resampling_vjps(t);
+  register_runtime_sized_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {

@@ -10,14 +10,16 @@
 //   unique_consecutive(self, return_inverse, return_counts, dim=None)   runs of equal elements
 // The tuple-valued ones expand to one element op per result,
 // _stax_unique(self, bool consecutive, int output). An inverse or counts not asked for is an
-// empty (0,) tensor, as torch's. Not differentiable here (torch differentiates masked_select:
-// a gradient of a run-time size cannot flow through a static graph).
+// empty (0,) tensor, as torch's. unique is not differentiable (as torch); torch differentiates
+// masked_select, Stax refuses to (a cotangent of a run-time size cannot enter a static graph):
+// its VJP rule is a clear error, never a zero gradient.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "core/autodiff/vjp.h"
 #include "core/graph/multi_output.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
@@ -180,8 +182,7 @@ std::vector<Multi> multi_ops() {
 
 void register_runtime_sized_ops(OpRegistry& r) {
   r.add("masked_select(Tensor self, Tensor mask) -> Tensor", OpCategory::Indexing, P::None,
-        masked_select_rule)
-      .differentiable = false;
+        masked_select_rule);
   r.add("_stax_unique(Tensor self, bool consecutive, int output) -> Tensor", OpCategory::Indexing,
         P::None, unique_rule)
       .differentiable = false;
@@ -192,6 +193,15 @@ void register_runtime_sized_ops(OpRegistry& r) {
 
 void register_runtime_sized_expansions(ExpansionTable& t) {
   for (const Multi& m : multi_ops()) t.add(parse_schema(m.schema).name, m.fn);
+}
+
+void register_runtime_sized_vjps(VjpTable& t) {
+  t.add("masked_select.default", [](VjpContext& c) {
+    if (c.needs("self"))
+      throw Error("autodiff", "%" + c.node()->name(),
+                  "the derivative of masked_select (a result whose size is known only at run "
+                  "time) is not implemented in Stax");
+  });
 }
 
 void register_runtime_sized_kernels(InterpreterTable& t) {

@@ -136,8 +136,9 @@ std::vector<Node*> solve_ex(Graph& g, const ExpandCall& c) {
   }
   int64_t vdim = left ? -1 : -2;
   Node* bm = vector ? g.call("unsqueeze", {b, vdim}) : b;
-  // LU, pivots and info are of A broadcast over the batch of B, as torch's.
-  Shape batch = broadcast_shapes(batch_of(a->shape()), batch_of(bm->shape()), c.where());
+  // LU, pivots and info are of A broadcast over the batch of B, as torch's. (The solve's own
+  // inference checks A and B first, with torch's messages; that node, unused, goes.)
+  Shape batch = batch_of(g.call("_stax_linalg_solve", {a, bm, left})->shape());
   Node* ab = expand_batch(g, a, batch);
   Factorization lu(g, "_stax_linalg_lu", {ab}, reads(g, {0, 1, 2, 3}, asked_to_check(c)));
   Node* xm = g.call("_stax_linalg_solve", {a, bm, left, lu.factors()});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/functional/functional.h"
 #include "core/graph/graph.h"
 #include "core/graph/verifier.h"
 #include "core/interpreter/interpreter.h"
@@ -126,4 +127,16 @@ TEST(RuntimeSized, ValuesOfARunTimeSizeCanOnlyBeReturned) {
   Node* m = g.placeholder("m", {4}, DType::Bool);
   Node* s = g.call("masked_select", {x, m});
   EXPECT_TRUE(has(error_of([&] { g.call("neg", {s}); }), "can only be returned by the graph"));
+}
+
+// torch differentiates masked_select; Stax refuses with a clear error rather than a zero gradient.
+TEST(RuntimeSized, MaskedSelectsDerivativeIsAClearError) {
+  Graph g;
+  Node* x = g.placeholder("x", {3}, DType::Float64);
+  Node* m = g.placeholder("m", {3}, DType::Bool);
+  g.output({g.call("masked_select", {x, m})});
+  Tensor xv = Tensor::from_vector({3}, std::vector<double>{1, 2, 3});
+  Tensor mv = Tensor::from_vector({3}, std::vector<double>{1, 0, 1}, DType::Bool);
+  EXPECT_TRUE(has(error_of([&] { vjp(g, {xv, mv}, {Tensor::from_vector({2}, std::vector<double>{1, 1})}); }),
+                  "derivative of masked_select"));
 }
