@@ -452,7 +452,8 @@ TEST(Linalg, UnsupportedDerivativesAreRefused) {
 }
 
 // torch.linalg.inv as make_fx prints it: the check's API name is an unquoted dotted string, and
-// _linalg_check_errors (which returns nothing) expands to no node.
+// _linalg_check_errors (which returns nothing) becomes a check on the output (it raises on a
+// singular input: tests/ops/linalg/linalg_errors_test.cpp).
 TEST(Linalg, TracedInverseWithItsErrorCheckParsesAndRuns) {
   const char* text =
       "graph():\n"
