@@ -117,8 +117,10 @@ size_t expand_multi_output(Graph& g, const ExpansionTable& table) {
     }
     g.set_insert_point(saved);
     std::vector<Node*> created;
+    // An expansion may also set the graph's outputs anew (a check that raises takes the place of
+    // an output, core/ops/linalg/error_checks.cpp): the new output node is not an element.
     for (Node* n : g.nodes())
-      if (!before.count(n)) created.push_back(n);
+      if (!before.count(n) && !n->is_output()) created.push_back(n);
     for (Node* n : created) {
       n->set_phase(t->phase());
       for (const auto& [k, v] : t->attrs) n->attrs.emplace(k, v);

@@ -21,6 +21,13 @@ void register_flash_attention_jvps(JvpTable& t);
 // fractional_max_pool2d / 3d (core/ops/nn/fractional_pool.cpp); kept here for the same reason.
 void register_fractional_pool_ops(OpRegistry& r);
 void register_fractional_pool_expansions(ExpansionTable& t);
+// The linalg ops' forward-mode rules (core/ops/linalg/jvp.cpp) and the ops whose result size is
+// known only when they run (core/ops/indexing/runtime_sized.cpp); kept here for the same reason.
+void register_linalg_jvps(JvpTable& t);
+void register_runtime_sized_ops(OpRegistry& r);
+void register_runtime_sized_expansions(ExpansionTable& t);
+void register_runtime_sized_vjps(VjpTable& t);
+void register_runtime_sized_kernels(InterpreterTable& t);
 
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -51,6 +58,7 @@ void register_all_ops(OpRegistry& r) {
   register_regrouping_form_ops(r);
   register_resampling_ops(r);
   register_fractional_pool_ops(r);
+  register_runtime_sized_ops(r);
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
@@ -110,11 +118,13 @@ void install_vjps(VjpTable& t) {
   register_scatter_form_vjps(t);
   register_regrouping_form_vjps(t);
   register_resampling_vjps(t);
+  register_runtime_sized_vjps(t);
 }
 
 void install_jvps(JvpTable& t) {
   register_pointwise_jvps(t);
   register_backward_jvps(t);
+  register_linalg_jvps(t);
   register_reduction_jvps(t);
   register_view_jvps(t);
   register_indexing_jvps(t);
@@ -162,6 +172,7 @@ void install_kernels(InterpreterTable& t) {
   register_scatter_form_kernels(t);
   register_regrouping_form_kernels(t);
   register_resampling_kernels(t);
+  register_runtime_sized_kernels(t);
 }
 
 void install_traits(OpTraitTable& t) {
@@ -198,6 +209,7 @@ void install_ops() {
     register_lstm_layer_expansions(expansions_to_fill());
     register_view_copy_expansions(expansions_to_fill());
     register_fractional_pool_expansions(expansions_to_fill());
+    register_runtime_sized_expansions(expansions_to_fill());
     register_linalg_expansions(expansions_to_fill());
     register_linalg_composite_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());

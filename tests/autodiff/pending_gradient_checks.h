@@ -33,8 +33,10 @@ inline const std::set<std::string>& complex_rules_checked_in_complex_fft_test() 
 // tests/ops/linalg/linalg_test.cpp (Linalg.VjpsMatchCentralDifferences: their inputs must be
 // invertible, positive definite or symmetric, which the case tables' random inputs are not), or,
 // for the derivatives Stax does not have (the LU factorization, householder_product, ormqr), the
-// refusal there (Linalg.UnsupportedDerivativesAreRefused). No JVP rules yet: forward mode fails
-// naming the op (docs/linalg.md).
+// refusal there (Linalg.UnsupportedDerivativesAreRefused); their JVP rules against directional
+// differences in tests/ops/linalg/linalg_jvp_test.cpp, the error check's in linalg_errors_test.
+// Also masked_select, whose VJP is a refusal (a result of a run-time size) tested in
+// tests/ops/indexing/runtime_sized_test.cpp.
 inline const std::set<std::string>& linalg_rules_checked_in_linalg_test() {
   static const std::set<std::string> names = {
       "_stax_linalg_cholesky.default", "_stax_linalg_det.default",
@@ -45,7 +47,8 @@ inline const std::set<std::string>& linalg_rules_checked_in_linalg_test() {
       "linalg_lu_solve.default",       "linalg_solve_triangular.default",
       "linalg_pinv.atol_rtol_tensor",  "linalg_matrix_sqrth.default",
       "linalg_matrix_exp.default",
-      "ormqr.default"};
+      "ormqr.default",                 "_stax_linalg_check.default",
+      "masked_select.default"};
   return names;
 }
 

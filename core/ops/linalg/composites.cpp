@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/autodiff/vjp.h"
@@ -15,6 +17,7 @@
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
 #include "core/ops/linalg/linalg_args.h"
+#include "core/ops/linalg/packed_factors.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -25,6 +28,19 @@ using namespace linalg;
 
 Node* mT(Graph& g, Node* x) { return g.call("transpose.int", {x, int64_t{-2}, int64_t{-1}}); }
 Node* unsq(Graph& g, Node* x, int64_t d) { return g.call("unsqueeze", {x, d}); }
+
+// U, S, Vh (reduced) and the eigenvalues and vectors (lower triangle) of A, from one LAPACK call
+// each (packed_factors.h).
+std::tuple<Node*, Node*, Node*> svd_once(Graph& g, Node* a) {
+  Node* f = g.call("_stax_linalg_svd", {a, false, kAllParts});
+  auto part = [&](int64_t p) { return g.call("_stax_linalg_svd", {a, false, p, f}); };
+  return {part(kU), part(kS), part(kVh)};
+}
+std::pair<Node*, Node*> eigh_once(Graph& g, Node* a) {
+  Node* f = g.call("_stax_linalg_eigh", {a, std::string("L"), kAllParts});
+  auto part = [&](int64_t p) { return g.call("_stax_linalg_eigh", {a, std::string("L"), p, f}); };
+  return {part(0), part(1)};
+}
 
 double epsilon(DType t) {
   return t == DType::Float32 ? double(std::numeric_limits<float>::epsilon())
@@ -57,15 +73,13 @@ Node* pinv(Graph& g, const Node& n) {
   Node* left;
   Node* right;
   if (!hermitian) {
-    Node* u = g.call("_stax_linalg_svd", {a, false, kU});
-    sv = g.call("_stax_linalg_svd", {a, false, kS});
-    Node* vh = g.call("_stax_linalg_svd", {a, false, kVh});
+    auto [u, values, vh] = svd_once(g, a);
+    sv = values;
     big = g.call("slice.Tensor", {sv, int64_t{-1}, int64_t{0}, int64_t{1}});
     left = mT(g, vh);
     right = mT(g, u);
   } else {
-    Node* l = g.call("_stax_linalg_eigh", {a, std::string("L"), int64_t{0}});
-    Node* v = g.call("_stax_linalg_eigh", {a, std::string("L"), int64_t{1}});
+    auto [l, v] = eigh_once(g, a);
     sv = l;
     big = g.call("amax", {g.call("abs", {l}), std::vector<int64_t>{-1}, true});
     left = v;
@@ -82,8 +96,7 @@ Node* pinv(Graph& g, const Node& n) {
 // The principal square root of a symmetric positive-definite A: V diag(sqrt(L)) V^T.
 Node* matrix_sqrth(Graph& g, const Node& n) {
   Node* a = n.arg("self").node();
-  Node* l = g.call("_stax_linalg_eigh", {a, std::string("L"), int64_t{0}});
-  Node* v = g.call("_stax_linalg_eigh", {a, std::string("L"), int64_t{1}});
+  auto [l, v] = eigh_once(g, a);
   return g.call("matmul", {g.call("mul.Tensor", {v, unsq(g, g.call("sqrt", {l}), -2)}), mT(g, v)});
 }
 
@@ -95,9 +108,7 @@ std::vector<Node*> polar(Graph& g, const ExpandCall& c) {
   if (rows(s) < cols(s))
     c.fail("linalg.polar: input must have at least as many rows as columns, but got " +
            std::to_string(rows(s)) + " by " + std::to_string(cols(s)) + " matrices");
-  Node* w = g.call("_stax_linalg_svd", {a, false, kU});
-  Node* sv = g.call("_stax_linalg_svd", {a, false, kS});
-  Node* vh = g.call("_stax_linalg_svd", {a, false, kVh});
+  auto [w, sv, vh] = svd_once(g, a);
   Node* h = g.call("matmul", {g.call("mul.Tensor", {mT(g, vh), unsq(g, sv, -2)}), vh});
   return {g.call("matmul", {w, vh}), h};
 }

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "core/graph/multi_output.h"
+#include "core/ops/linalg/error_checks.h"
 #include "core/ops/linalg/linalg_args.h"
+#include "core/ops/linalg/packed_factors.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -23,6 +25,57 @@ Node* part(Graph& g, const char* op, std::vector<Arg> args, int64_t output) {
   return g.call(op, std::move(args));
 }
 
+// One factorization op(args..., output) of a call: when the graph reads two or more of its
+// results (`reads`), one packed node computes it and every element reads it (packed_factors.h);
+// else each element computes its own result.
+class Factorization {
+ public:
+  Factorization(Graph& g, const char* op, std::vector<Arg> args, int reads)
+      : g_(g), op_(op), args_(std::move(args)), packed_(packed_if_shared(g, op, args_, reads)) {}
+  Node* part(int64_t output) const {
+    std::vector<Arg> a = args_;
+    a.emplace_back(output);
+    if (packed_) a.emplace_back(packed_);
+    return g_.call(op_, std::move(a));
+  }
+  // Arg for the `factors` parameter of an op reading this factorization (None when unshared).
+  Arg factors() const { return packed_ ? Arg(packed_) : Arg(); }
+
+ private:
+  Graph& g_;
+  const char* op_;
+  std::vector<Arg> args_;
+  Node* packed_;
+};
+
+// Whether the graph reads element `e` of the call being expanded: expand_multi_output puts the
+// graph's insert point on the tuple node, whose users are the getitems reading its elements. In
+// the scratch graph of shape inference there is none, and every element counts as read.
+bool used(const Graph& g, int64_t e) {
+  const Node* t = g.insert_point();
+  if (!t || !t->is_tuple()) return true;
+  for (const Node* u : t->users())
+    if (u->is_call() && u->args().size() > 1 && u->args()[1].is_int()) {
+      int64_t k = u->args()[1].to_int();
+      if (k == e || k + static_cast<int64_t>(t->tuple_metas().size()) == e) return true;
+    }
+  return false;
+}
+
+// How many of `elements` the graph reads, plus `more` (a check reading the info).
+int reads(const Graph& g, std::initializer_list<int64_t> elements, int more = 0) {
+  int n = more;
+  for (int64_t e : elements) n += used(g, e) ? 1 : 0;
+  return n;
+}
+
+// The *_ex forms with check_errors=True raise as torch's (error_checks.cpp).
+void check_if_asked(Graph& g, const ExpandCall& c, Node* info, const char* api, Node* a) {
+  if (c.get("check_errors").to_bool()) add_error_check(g, info, api, a->shape().size() == 2);
+}
+
+bool asked_to_check(const ExpandCall& c) { return c.get("check_errors").to_bool(); }
+
 Node* empty_result(Graph& g, DType t) { return g.call("zeros", {Arg(Shape{0})}, {{"dtype", t}}); }
 
 Node* expand_batch(Graph& g, Node* x, const Shape& batch) {
@@ -34,20 +87,25 @@ std::vector<Node*> lu_factor_ex(Graph& g, const ExpandCall& c) {
   if (!c.get("pivot").to_bool())
     c.fail("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   Node* a = c.tensor("A");
-  return {part(g, "_stax_linalg_lu", {a}, kLU), part(g, "_stax_linalg_lu", {a}, kPivots),
-          part(g, "_stax_linalg_lu", {a}, kInfo)};
+  Factorization lu(g, "_stax_linalg_lu", {a}, reads(g, {0, 1, 2}, asked_to_check(c)));
+  Node* info = lu.part(kInfo);
+  check_if_asked(g, c, info, "torch.linalg.lu_factor_ex", a);
+  return {lu.part(kLU), lu.part(kPivots), info};
 }
 
 std::vector<Node*> det(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("A");
-  return {part(g, "_stax_linalg_det", {a}, kDet), part(g, "_stax_linalg_lu", {a}, kLU),
-          part(g, "_stax_linalg_lu", {a}, kPivots)};
+  Factorization lu(g, "_stax_linalg_lu", {a}, reads(g, {0, 1, 2}));
+  return {g.call("_stax_linalg_det", {a, int64_t{kDet}, lu.factors()}), lu.part(kLU),
+          lu.part(kPivots)};
 }
 
 std::vector<Node*> slogdet(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("A");
-  return {part(g, "_stax_linalg_det", {a}, kSign), part(g, "_stax_linalg_det", {a}, kLogAbsDet),
-          part(g, "_stax_linalg_lu", {a}, kLU), part(g, "_stax_linalg_lu", {a}, kPivots)};
+  Factorization lu(g, "_stax_linalg_lu", {a}, reads(g, {0, 1, 2, 3}));
+  return {g.call("_stax_linalg_det", {a, int64_t{kSign}, lu.factors()}),
+          g.call("_stax_linalg_det", {a, int64_t{kLogAbsDet}, lu.factors()}), lu.part(kLU),
+          lu.part(kPivots)};
 }
 
 std::vector<Node*> inv_ex(Graph& g, const ExpandCall& c) {
@@ -59,7 +117,10 @@ std::vector<Node*> inv_ex(Graph& g, const ExpandCall& c) {
                                                      std::to_string(cols(s))) +
            " matrices");
   Node* eye = g.call("eye", {rows(s)}, {{"dtype", a->dtype()}});
-  return {g.call("_stax_linalg_solve", {a, eye, true}), part(g, "_stax_linalg_lu", {a}, kInfo)};
+  Factorization lu(g, "_stax_linalg_lu", {a}, reads(g, {0, 1}, asked_to_check(c)));
+  Node* info = lu.part(kInfo);
+  check_if_asked(g, c, info, "linalg.inv_ex", a);
+  return {g.call("_stax_linalg_solve", {a, eye, true, lu.factors()}), info};
 }
 
 std::vector<Node*> solve_ex(Graph& g, const ExpandCall& c) {
@@ -75,33 +136,41 @@ std::vector<Node*> solve_ex(Graph& g, const ExpandCall& c) {
   }
   int64_t vdim = left ? -1 : -2;
   Node* bm = vector ? g.call("unsqueeze", {b, vdim}) : b;
-  Node* xm = g.call("_stax_linalg_solve", {a, bm, left});
+  // LU, pivots and info are of A broadcast over the batch of B, as torch's. (The solve's own
+  // inference checks A and B first, with torch's messages; that node, unused, goes.)
+  Shape batch = batch_of(g.call("_stax_linalg_solve", {a, bm, left})->shape());
+  Node* ab = expand_batch(g, a, batch);
+  Factorization lu(g, "_stax_linalg_lu", {ab}, reads(g, {0, 1, 2, 3}, asked_to_check(c)));
+  Node* xm = g.call("_stax_linalg_solve", {a, bm, left, lu.factors()});
   Node* x = vector ? g.call("squeeze.dim", {xm, vdim}) : xm;
-  // LU, pivots and info are of A broadcast over the batch of B, as torch's.
-  Node* ab = expand_batch(g, a, batch_of(xm->shape()));
-  return {x, part(g, "_stax_linalg_lu", {ab}, kLU), part(g, "_stax_linalg_lu", {ab}, kPivots),
-          part(g, "_stax_linalg_lu", {ab}, kInfo)};
+  Node* info = lu.part(kInfo);
+  check_if_asked(g, c, info, "torch.linalg.solve_ex", a);
+  return {x, lu.part(kLU), lu.part(kPivots), info};
 }
 
 std::vector<Node*> cholesky_ex(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("self");
   bool upper = c.get("upper").to_bool();
-  return {part(g, "_stax_linalg_cholesky", {a, upper}, 0),
-          part(g, "_stax_linalg_cholesky", {a, upper}, 1)};
+  Factorization f(g, "_stax_linalg_cholesky", {a, upper}, reads(g, {0, 1}, asked_to_check(c)));
+  Node* info = f.part(1);
+  check_if_asked(g, c, info, "linalg.cholesky_ex", a);
+  return {f.part(0), info};
 }
 
 std::vector<Node*> qr(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("A");
   const std::string& mode = c.get("mode").str();
-  return {part(g, "_stax_linalg_qr", {a, mode}, 0), part(g, "_stax_linalg_qr", {a, mode}, 1)};
+  Factorization f(g, "_stax_linalg_qr", {a, mode}, mode == "r" ? 1 : reads(g, {0, 1}));
+  return {f.part(0), f.part(1)};
 }
 
 std::vector<Node*> eigh(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("A");
   const std::string& uplo = c.get("UPLO").str();
-  Node* values = part(g, "_stax_linalg_eigh", {a, uplo}, 0);
-  if (!c.get("compute_v").to_bool()) return {values, empty_result(g, a->dtype())};
-  return {values, part(g, "_stax_linalg_eigh", {a, uplo}, 1)};
+  if (!c.get("compute_v").to_bool())
+    return {part(g, "_stax_linalg_eigh", {a, uplo}, 0), empty_result(g, a->dtype())};
+  Factorization f(g, "_stax_linalg_eigh", {a, uplo}, reads(g, {0, 1}));
+  return {f.part(0), f.part(1)};
 }
 
 std::vector<Node*> svd(Graph& g, const ExpandCall& c) {
@@ -113,8 +182,8 @@ std::vector<Node*> svd(Graph& g, const ExpandCall& c) {
   if (!c.get("compute_uv").to_bool())
     return {empty_result(g, a->dtype()), part(g, "_stax_linalg_svd", {a, false}, kS),
             empty_result(g, a->dtype())};
-  return {part(g, "_stax_linalg_svd", {a, full}, kU), part(g, "_stax_linalg_svd", {a, full}, kS),
-          part(g, "_stax_linalg_svd", {a, full}, kVh)};
+  Factorization f(g, "_stax_linalg_svd", {a, full}, reads(g, {0, 1, 2}));
+  return {f.part(kU), f.part(kS), f.part(kVh)};
 }
 
 std::vector<Node*> triangular_solve(Graph& g, const ExpandCall& c) {
@@ -151,8 +220,9 @@ std::vector<Node*> linalg_lu(Graph& g, const ExpandCall& c) {
   if (!c.get("pivot").to_bool())
     c.fail("linalg.lu: LU without pivoting is not implemented on the CPU");
   Node* a = c.tensor("A");
-  return unpack(g, part(g, "_stax_linalg_lu", {a}, kLU), part(g, "_stax_linalg_lu", {a}, kPivots),
-                true, true);
+  // P reads LU and pivots, L and U read LU
+  Factorization lu(g, "_stax_linalg_lu", {a}, used(g, 0) ? 2 : 1);
+  return unpack(g, lu.part(kLU), lu.part(kPivots), true, true);
 }
 
 std::vector<Node*> lu_unpack(Graph& g, const ExpandCall& c) {
@@ -170,19 +240,24 @@ std::vector<Node*> lu_unpack(Graph& g, const ExpandCall& c) {
 
 std::vector<Node*> geqrf(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("self");
-  return {part(g, "_stax_linalg_geqrf", {a}, 0), part(g, "_stax_linalg_geqrf", {a}, 1)};
+  Factorization f(g, "_stax_linalg_geqrf", {a}, reads(g, {0, 1}));
+  return {f.part(0), f.part(1)};
 }
 
 std::vector<Node*> ldl_factor_ex(Graph& g, const ExpandCall& c) {
   Node* a = c.tensor("self");
-  return {part(g, "_stax_linalg_ldl", {a}, kLU), part(g, "_stax_linalg_ldl", {a}, kPivots),
-          part(g, "_stax_linalg_ldl", {a}, kInfo)};
+  Factorization f(g, "_stax_linalg_ldl", {a}, reads(g, {0, 1, 2}, asked_to_check(c)));
+  Node* info = f.part(kInfo);
+  check_if_asked(g, c, info, "torch.linalg.ldl_factor_ex", a);
+  return {f.part(kLU), f.part(kPivots), info};
 }
 
-// torch raises here when an info entry is not 0 (a singular matrix, one not positive definite).
-// Stax's graphs have no effects without a result: the check is dropped and the *_ex op's info
-// output carries the same facts (docs/linalg.md, "Errors").
-std::vector<Node*> check_errors(Graph&, const ExpandCall&) { return {}; }
+// torch raises here when an info entry is not 0 (a singular matrix, one not positive definite):
+// the check goes onto an output of the graph (error_checks.cpp, docs/linalg.md "Errors").
+std::vector<Node*> check_errors(Graph& g, const ExpandCall& c) {
+  add_error_check(g, c.tensor("info"), c.get("api_name").str(), c.get("is_matrix").to_bool());
+  return {};
+}
 
 struct Multi {
   const char* schema;

@@ -4,15 +4,18 @@
 // The compiled path runs these same kernels as counted interpreter fallbacks (no lowering rule).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/interpreter/interpreter.h"
 #include "core/ops/common/kernel_utils.h"
+#include "core/ops/linalg/error_checks.h"
 #include "core/ops/linalg/lapack.h"
 #include "core/ops/linalg/linalg_args.h"
 #include "core/ops/linalg/matrix_exp.h"
+#include "core/ops/linalg/packed_factors.h"
 #include "core/ops/linalg/matrices.h"
 #include "core/ops/registration.h"
 
@@ -53,22 +56,86 @@ LuBatch<T> factor_lu(const Tensor& a_in, const std::string& w) {
   return r;
 }
 
-Tensor lu_kernel(const KernelContext& c) {
+// The batch shape with the matrix dims replaced by `tail`.
+Shape batch_plus(const Shape& a, std::initializer_list<int64_t> tail) {
+  Shape s = batch_of(a);
+  s.insert(s.end(), tail);
+  return s;
+}
+
+// The packed results of the factorization of `c`'s node (packed_factors.h) for its A.
+std::vector<int64_t> numels_of(const KernelContext& c, const Tensor& a) {
+  const Node& n = c.node();
+  const OpSchema& s = n.op()->schema;
+  std::string mode = s.index_of("mode") >= 0 ? c.arg("mode").str() : std::string();
+  bool full = s.index_of("full_matrices") >= 0 && c.arg("full_matrices").to_bool();
+  return part_numels(s.base, a.sizes(), mode, full);
+}
+
+// An element op's kernel (_stax_linalg_lu ...): output = kAllParts packs every result of the
+// factorization (`all`); with a `factors` argument the result is read from it; else `one`
+// computes it.
+using PartsFn = std::function<std::vector<Tensor>(const KernelContext&)>;
+KernelFn element_kernel(KernelFn one, PartsFn all) {
+  return [one, all](const KernelContext& c) -> Tensor {
+    const Tensor& a = c.tensor("A");
+    int64_t part = c.arg("output").to_int();
+    if (part == kAllParts)
+      return pack_parts(all(c), batch_of(a.sizes()), a.dtype(), numels_of(c, a));
+    if (!c.arg("factors").is_absent())
+      return unpack_part(c.tensor("factors"), numels_of(c, a), static_cast<size_t>(part),
+                         c.out_meta());
+    return one(c);
+  };
+}
+
+// A kernel computing one result as `all` computes it with the others (one LAPACK call yields
+// them all).
+KernelFn element_kernel(PartsFn all) {
+  return element_kernel(
+      [all](const KernelContext& c) { return all(c).at(c.arg("output").to_int()); }, all);
+}
+
+std::vector<Tensor> lu_parts(const KernelContext& c) {
   const Tensor& a = c.tensor("A");
-  Tensor out = output(c);
-  int64_t part = c.arg("output").to_int();
+  int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  std::vector<Tensor> out{Tensor::empty(a.sizes(), a.dtype()),
+                          Tensor::empty(batch_plus(a.sizes(), {k}), DType::Int32),
+                          Tensor::empty(batch_of(a.sizes()), DType::Int32)};
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
     LuBatch<T> f = factor_lu<T>(a, where(c));
-    int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
     for (size_t b = 0; b < f.lu.size(); ++b) {
-      if (part == kLU) from_colmajor(f.lu[b].data(), ld(m), m, n, out.data<T>() + b * m * n);
-      if (part == kPivots)
-        for (int64_t i = 0; i < k; ++i) out.data<int32_t>()[b * k + i] = f.pivots[b][i];
-      if (part == kInfo) out.data<int32_t>()[b] = f.info[b];
+      from_colmajor(f.lu[b].data(), ld(m), m, n, out[kLU].data<T>() + b * m * n);
+      for (int64_t i = 0; i < k; ++i) out[kPivots].data<int32_t>()[b * k + i] = f.pivots[b][i];
+      out[kInfo].data<int32_t>()[b] = f.info[b];
     }
   });
   return out;
+}
+
+// The LU factors of `a` (contiguous, its batch that of `c`'s `factors` when given): read from
+// the packed factors when the node has them, else computed.
+template <class T>
+LuBatch<T> lu_of(const KernelContext& c, const Tensor& a) {
+  if (c.arg("factors").is_absent()) return factor_lu<T>(a, where(c));
+  const Tensor& f = c.tensor("factors");
+  Shape fb = batch_of(a.sizes());
+  fb.push_back(f.size(-1));
+  Tensor packed = broadcast_contiguous(f, fb);
+  std::vector<int64_t> numels = part_numels("_stax_linalg_lu", a.sizes());
+  int64_t k = std::min(a.size(-2), a.size(-1));
+  Tensor lu = unpack_part(packed, numels, kLU, TensorMeta::contiguous(a.sizes(), a.dtype()));
+  Tensor piv = unpack_part(packed, numels, kPivots,
+                           TensorMeta::contiguous(batch_plus(a.sizes(), {k}), DType::Int32));
+  LuBatch<T> r;
+  for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
+    r.lu.push_back(load<T>(lu, b));
+    const int32_t* p = piv.data<int32_t>() + b * k;
+    r.pivots.emplace_back(p, p + k);
+    r.info.push_back(0);
+  }
+  return r;
 }
 
 // det, sign or log|det| from the LU factors, as torch's: the product of U's diagonal (in order)
@@ -79,7 +146,7 @@ Tensor det_kernel(const KernelContext& c) {
   int64_t part = c.arg("output").to_int();
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
-    LuBatch<T> f = factor_lu<T>(a, where(c));
+    LuBatch<T> f = lu_of<T>(c, a.contiguous());
     int64_t n = a.size(-1);
     for (size_t b = 0; b < f.lu.size(); ++b) {
       T prod = 1, sign = 1, logabs = 0;
@@ -125,7 +192,7 @@ Tensor solve_kernel(const KernelContext& c) {
   out.copy_from(broadcast_contiguous(c.tensor("B"), out.sizes()));
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
-    LuBatch<T> f = factor_lu<T>(ab, where(c));
+    LuBatch<T> f = lu_of<T>(c, ab);
     int64_t r = out.size(-2), s = out.size(-1);
     int n = lapack_int(a.size(-1), where(c));
     for (size_t b = 0; b < f.lu.size(); ++b)
@@ -191,11 +258,11 @@ Tensor solve_triangular_kernel(const KernelContext& c) {
   return out;
 }
 
-Tensor cholesky_kernel(const KernelContext& c) {
+std::vector<Tensor> cholesky_parts(const KernelContext& c) {
   const Tensor a = c.tensor("A").contiguous();
-  Tensor out = output(c);
+  std::vector<Tensor> out{Tensor::empty(a.sizes(), a.dtype()),
+                          Tensor::empty(batch_of(a.sizes()), DType::Int32)};
   bool upper = c.arg("upper").to_bool();
-  bool want_l = c.arg("output").to_int() == 0;
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
     int64_t n = a.size(-1);
@@ -203,11 +270,8 @@ Tensor cholesky_kernel(const KernelContext& c) {
       std::vector<T> buf = load<T>(a, b);
       int info = n == 0 ? 0 : lapack::potrf<T>(upper ? 'U' : 'L', lapack_int(n, where(c)),
                                                buf.data(), ld(n));
-      if (!want_l) {
-        out.data<int32_t>()[b] = info;
-        continue;
-      }
-      T* l = out.data<T>() + b * n * n;
+      out[1].data<int32_t>()[b] = info;
+      T* l = out[0].data<T>() + b * n * n;
       from_colmajor(buf.data(), ld(n), n, n, l);
       for (int64_t i = 0; i < n; ++i)  // potrf leaves the other triangle as it was: zero it
         for (int64_t j = 0; j < n; ++j)
@@ -227,57 +291,75 @@ std::pair<std::vector<T>, std::vector<T>> qr_factor(const Tensor& a, int64_t b, 
   return {std::move(buf), std::move(tau)};
 }
 
-Tensor qr_kernel(const KernelContext& c) {
+std::vector<Tensor> geqrf_parts(const KernelContext& c) {
   const Tensor a = c.tensor("A").contiguous();
+  int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  std::vector<Tensor> out{Tensor::empty(a.sizes(), a.dtype()),
+                          Tensor::empty(batch_plus(a.sizes(), {k}), a.dtype())};
+  by_float_type(a.dtype(), where(c), [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
+      auto [f, tau] = qr_factor<T>(a, b, where(c));
+      from_colmajor(f.data(), ld(m), m, n, out[0].data<T>() + b * m * n);
+      for (int64_t i = 0; i < k; ++i) out[1].data<T>()[b * k + i] = tau[i];
+    }
+  });
+  return out;
+}
+
+// Q (*, m, qc) and R (*, rr, n) of every matrix, each only where its tensor is given (a Q of
+// mode 'r' has no elements).
+void qr_fill(const KernelContext& c, const Tensor& a, Tensor* q_out, Tensor* r_out) {
+  if (q_out && q_out->numel() == 0) q_out = nullptr;
+  by_float_type(a.dtype(), where(c), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+    for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
+      auto [f, tau] = qr_factor<T>(a, b, where(c));
+      if (r_out) {  // R: the upper triangle of the first rows (zeros below row k)
+        int64_t rr = r_out->size(-2);
+        T* dst = r_out->data<T>() + b * rr * n;
+        for (int64_t i = 0; i < rr; ++i)
+          for (int64_t j = 0; j < n; ++j) dst[i * n + j] = j >= i ? f[i + j * m] : T(0);
+      }
+      if (!q_out) continue;
+      int64_t qc = q_out->size(-1);
+      std::vector<T> q(static_cast<size_t>(std::max<int64_t>(1, m * qc)), T(0));
+      for (int64_t j = 0; j < std::min(n, qc); ++j)
+        for (int64_t i = 0; i < m; ++i) q[i + j * m] = f[i + j * m];
+      if (m > 0 && qc > 0)
+        lapack::orgqr<T>(lapack_int(m, where(c)), lapack_int(qc, where(c)),
+                         lapack_int(k, where(c)), q.data(), ld(m), tau.data());
+      from_colmajor(q.data(), ld(m), m, qc, q_out->data<T>() + b * m * qc);
+    }
+  });
+}
+
+// Q and R metadata of mode `mode` for a (*, m, n) input.
+std::pair<Shape, Shape> qr_shapes(const Shape& a, const std::string& mode) {
+  int64_t m = rows(a), n = cols(a), k = std::min(m, n);
+  bool complete = mode == "complete";
+  Shape q = mode == "r" ? Shape{0} : with_matrix(batch_of(a), m, complete ? m : k);
+  return {q, with_matrix(batch_of(a), complete ? m : k, n)};
+}
+
+std::vector<Tensor> qr_parts(const KernelContext& c) {
+  const Tensor a = c.tensor("A").contiguous();
+  auto [qs, rs] = qr_shapes(a.sizes(), c.arg("mode").str());
+  std::vector<Tensor> out{Tensor::empty(qs, a.dtype()), Tensor::empty(rs, a.dtype())};
+  qr_fill(c, a, &out[0], &out[1]);
+  return out;
+}
+
+Tensor qr_kernel(const KernelContext& c) {
   Tensor out = output(c);
   bool want_q = c.arg("output").to_int() == 0;
-  if (want_q && out.numel() == 0) return out;  // mode 'r' (or an empty Q)
-  by_float_type(a.dtype(), where(c), [&](auto tag) {
-    using T = decltype(tag);
-    int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
-    int64_t orows = out.size(-2), ocols = out.size(-1);
-    for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
-      auto [f, tau] = qr_factor<T>(a, b, where(c));
-      T* dst = out.data<T>() + b * orows * ocols;
-      if (!want_q) {  // R: the upper triangle of the first rows (zeros below row k)
-        for (int64_t i = 0; i < orows; ++i)
-          for (int64_t j = 0; j < ocols; ++j) dst[i * ocols + j] = j >= i ? f[i + j * m] : T(0);
-        continue;
-      }
-      std::vector<T> q(static_cast<size_t>(std::max<int64_t>(1, m * ocols)), T(0));
-      for (int64_t j = 0; j < std::min(n, ocols); ++j)
-        for (int64_t i = 0; i < m; ++i) q[i + j * m] = f[i + j * m];
-      if (m > 0 && ocols > 0)
-        lapack::orgqr<T>(lapack_int(m, where(c)), lapack_int(ocols, where(c)),
-                         lapack_int(k, where(c)), q.data(), ld(m), tau.data());
-      from_colmajor(q.data(), ld(m), m, ocols, dst);
-    }
-  });
+  qr_fill(c, c.tensor("A").contiguous(), want_q ? &out : nullptr, want_q ? nullptr : &out);
   return out;
 }
 
-Tensor geqrf_kernel(const KernelContext& c) {
-  const Tensor a = c.tensor("A").contiguous();
-  Tensor out = output(c);
-  bool want_a = c.arg("output").to_int() == 0;
-  by_float_type(a.dtype(), where(c), [&](auto tag) {
-    using T = decltype(tag);
-    int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
-    for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
-      auto [f, tau] = qr_factor<T>(a, b, where(c));
-      if (want_a)
-        from_colmajor(f.data(), ld(m), m, n, out.data<T>() + b * m * n);
-      else
-        for (int64_t i = 0; i < k; ++i) out.data<T>()[b * k + i] = tau[i];
-    }
-  });
-  return out;
-}
-
-Tensor eigh_kernel(const KernelContext& c) {
-  const Tensor a = c.tensor("A").contiguous();
-  Tensor out = output(c);
-  bool vectors = c.arg("output").to_int() == 1;
+// Eigenvalues (*, n) and, where `vectors` is given, eigenvectors (*, n, n) of every matrix.
+void eigh_fill(const KernelContext& c, const Tensor& a, Tensor* values, Tensor* vectors) {
   char uplo = c.arg("UPLO").str() == "U" ? 'U' : 'L';
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
@@ -292,20 +374,33 @@ Tensor eigh_kernel(const KernelContext& c) {
         c.fail("linalg.eigh: The algorithm failed to converge because the input matrix is "
                "ill-conditioned or has too many repeated eigenvalues (error code: " +
                std::to_string(info) + ").");
-      if (vectors)
-        from_colmajor(buf.data(), ld(n), n, n, out.data<T>() + b * n * n);
-      else
-        std::copy(w.begin(), w.end(), out.data<T>() + b * n);
+      if (vectors) from_colmajor(buf.data(), ld(n), n, n, vectors->data<T>() + b * n * n);
+      if (values) std::copy(w.begin(), w.end(), values->data<T>() + b * n);
     }
   });
+}
+
+std::vector<Tensor> eigh_parts(const KernelContext& c) {
+  const Tensor a = c.tensor("A").contiguous();
+  std::vector<Tensor> out{Tensor::empty(batch_plus(a.sizes(), {a.size(-1)}), a.dtype()),
+                          Tensor::empty(a.sizes(), a.dtype())};
+  eigh_fill(c, a, &out[0], &out[1]);
   return out;
 }
 
-Tensor svd_kernel(const KernelContext& c) {
-  const Tensor a = c.tensor("A").contiguous();
+Tensor eigh_kernel(const KernelContext& c) {
   Tensor out = output(c);
-  int64_t part = c.arg("output").to_int();
+  bool vectors = c.arg("output").to_int() == 1;
+  eigh_fill(c, c.tensor("A").contiguous(), vectors ? nullptr : &out, vectors ? &out : nullptr);
+  return out;
+}
+
+// U (*, m, ucols), S (*, k) and Vh (*, vrows, n) of every matrix (gesdd), each where given;
+// without U and Vh only the singular values are computed (jobz 'N').
+void svd_fill(const KernelContext& c, const Tensor& a, Tensor* u_out, Tensor* s_out,
+              Tensor* vh_out) {
   bool full = c.arg("full_matrices").to_bool();
+  bool vectors = u_out || vh_out;
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
     int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
@@ -319,7 +414,7 @@ Tensor svd_kernel(const KernelContext& c) {
         for (int64_t i = 0; i < ucols && i < m; ++i) u[i + i * m] = 1;
         for (int64_t i = 0; i < vrows && i < n; ++i) vt[i + i * vrows] = 1;
       } else {
-        char jobz = part == kS ? 'N' : full ? 'A' : 'S';
+        char jobz = !vectors ? 'N' : full ? 'A' : 'S';
         int info = lapack::gesdd<T>(jobz, lapack_int(m, where(c)), lapack_int(n, where(c)),
                                     buf.data(), ld(m), s.data(), u.data(), ld(m), vt.data(),
                                     ld(vrows));
@@ -328,12 +423,30 @@ Tensor svd_kernel(const KernelContext& c) {
                  "ill-conditioned or has too many repeated singular values (error code: " +
                  std::to_string(info) + ").");
       }
-      T* dst = out.data<T>() + b * out.numel() / std::max<int64_t>(1, batch_count(a.sizes()));
-      if (part == kU) from_colmajor(u.data(), ld(m), m, ucols, dst);
-      if (part == kS) std::copy(s.begin(), s.begin() + k, dst);
-      if (part == kVh) from_colmajor(vt.data(), ld(vrows), vrows, n, dst);
+      if (u_out) from_colmajor(u.data(), ld(m), m, ucols, u_out->data<T>() + b * m * ucols);
+      if (s_out) std::copy(s.begin(), s.begin() + k, s_out->data<T>() + b * k);
+      if (vh_out) from_colmajor(vt.data(), ld(vrows), vrows, n, vh_out->data<T>() + b * vrows * n);
     }
   });
+}
+
+std::vector<Tensor> svd_parts(const KernelContext& c) {
+  const Tensor a = c.tensor("A").contiguous();
+  int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  bool full = c.arg("full_matrices").to_bool();
+  Shape batch = batch_of(a.sizes());
+  std::vector<Tensor> out{Tensor::empty(with_matrix(batch, m, full ? m : k), a.dtype()),
+                          Tensor::empty(batch_plus(a.sizes(), {k}), a.dtype()),
+                          Tensor::empty(with_matrix(batch, full ? n : k, n), a.dtype())};
+  svd_fill(c, a, &out[kU], &out[kS], &out[kVh]);
+  return out;
+}
+
+Tensor svd_kernel(const KernelContext& c) {
+  Tensor out = output(c);
+  int64_t part = c.arg("output").to_int();
+  svd_fill(c, c.tensor("A").contiguous(), part == kU ? &out : nullptr,
+           part == kS ? &out : nullptr, part == kVh ? &out : nullptr);
   return out;
 }
 
@@ -412,28 +525,25 @@ Tensor ormqr_kernel(const KernelContext& c) {
 
 // LDL^T (Bunch-Kaufman, lower triangle, as torch's linalg.ldl_factor): LD with the upper triangle
 // zeroed, LAPACK's pivots (negative for 2 x 2 blocks), info.
-Tensor ldl_kernel(const KernelContext& c) {
+std::vector<Tensor> ldl_parts(const KernelContext& c) {
   const Tensor a = c.tensor("A").contiguous();
-  Tensor out = output(c);
-  int64_t part = c.arg("output").to_int();
+  int64_t n = a.size(-1);
+  std::vector<Tensor> out{Tensor::empty(a.sizes(), a.dtype()),
+                          Tensor::empty(batch_plus(a.sizes(), {n}), DType::Int32),
+                          Tensor::empty(batch_of(a.sizes()), DType::Int32)};
   by_float_type(a.dtype(), where(c), [&](auto tag) {
     using T = decltype(tag);
-    int64_t n = a.size(-1);
     for (int64_t b = 0; b < batch_count(a.sizes()); ++b) {
       std::vector<T> buf = load<T>(a, b);
       std::vector<int> piv(static_cast<size_t>(std::max<int64_t>(1, n)));
       int info = n == 0 ? 0 : lapack::sytrf<T>('L', lapack_int(n, where(c)), buf.data(), ld(n),
                                                piv.data());
-      if (part == kLU) {
-        T* dst = out.data<T>() + b * n * n;
-        from_colmajor(buf.data(), ld(n), n, n, dst);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = i + 1; j < n; ++j) dst[i * n + j] = 0;
-      } else if (part == kPivots) {
-        for (int64_t i = 0; i < n; ++i) out.data<int32_t>()[b * n + i] = piv[i];
-      } else {
-        out.data<int32_t>()[b] = info;
-      }
+      T* dst = out[kLU].data<T>() + b * n * n;
+      from_colmajor(buf.data(), ld(n), n, n, dst);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i + 1; j < n; ++j) dst[i * n + j] = 0;
+      for (int64_t i = 0; i < n; ++i) out[kPivots].data<int32_t>()[b * n + i] = piv[i];
+      out[kInfo].data<int32_t>()[b] = info;
     }
   });
   return out;
@@ -463,22 +573,23 @@ Tensor ldl_solve_kernel(const KernelContext& c) {
 }  // namespace
 
 void register_linalg_kernels(InterpreterTable& t) {
-  t.add("_stax_linalg_lu.default", lu_kernel);
+  t.add("_stax_linalg_lu.default", element_kernel(lu_parts));
   t.add("_stax_linalg_det.default", det_kernel);
   t.add("_stax_linalg_solve.default", solve_kernel);
-  t.add("_stax_linalg_cholesky.default", cholesky_kernel);
-  t.add("_stax_linalg_qr.default", qr_kernel);
-  t.add("_stax_linalg_eigh.default", eigh_kernel);
-  t.add("_stax_linalg_svd.default", svd_kernel);
-  t.add("_stax_linalg_geqrf.default", geqrf_kernel);
+  t.add("_stax_linalg_cholesky.default", element_kernel(cholesky_parts));
+  t.add("_stax_linalg_qr.default", element_kernel(qr_kernel, qr_parts));
+  t.add("_stax_linalg_eigh.default", element_kernel(eigh_kernel, eigh_parts));
+  t.add("_stax_linalg_svd.default", element_kernel(svd_kernel, svd_parts));
+  t.add("_stax_linalg_geqrf.default", element_kernel(geqrf_parts));
   t.add("_stax_lu_permutation.default", permutation_kernel);
   t.add("linalg_solve_triangular.default", solve_triangular_kernel);
   t.add("linalg_lu_solve.default", lu_solve_kernel);
   t.add("linalg_householder_product.default", householder_kernel);
   t.add("ormqr.default", ormqr_kernel);
-  t.add("_stax_linalg_ldl.default", ldl_kernel);
+  t.add("_stax_linalg_ldl.default", element_kernel(ldl_parts));
   t.add("linalg_matrix_exp.default", matrix_exp_kernel);
   t.add("linalg_ldl_solve.default", ldl_solve_kernel);
+  linalg::register_check_kernel(t);
   t.add("cholesky_solve.default", kernels::run_decomposition);
   t.add("cholesky_inverse.default", kernels::run_decomposition);
 }

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/graph/op_registry.h"
+#include "core/ops/linalg/error_checks.h"
 #include "core/ops/linalg/linalg_args.h"
+#include "core/ops/linalg/packed_factors.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -60,13 +62,36 @@ TensorMeta of(Shape s, DType t, const TensorMeta& like) {
   return TensorMeta::contiguous(std::move(s), t, like.device);
 }
 
+bool all_parts(const CallArgs& c) { return c.get("output").to_int() == kAllParts; }
+
+// The packed results of `op` on `a` (packed_factors.h), for output = kAllParts.
+TensorMeta packed(const TensorMeta& a, std::string_view op, const std::string& mode = "",
+                  bool full = false) {
+  return packed_meta(a, part_numels(op, a.sizes, mode, full));
+}
+
+// A `factors` argument must be the packed results of `op` on `a` (batch included).
+void need_factors(const CallArgs& c, const TensorMeta& a, std::string_view op,
+                  const std::string& mode = "", bool full = false) {
+  const Arg& f = c.get("factors");
+  if (f.is_absent()) return;
+  TensorMeta want = packed(a, op, mode, full);
+  const TensorMeta& have = c.tensor("factors");
+  if (have.sizes != want.sizes || have.dtype != want.dtype)
+    c.fail("factors: expected the packed results of " + std::string(op) + " (" +
+           shape_str(want.sizes) + " " + std::string(dtype_name(want.dtype)) + "), got " +
+           shape_str(have.sizes) + " " + std::string(dtype_name(have.dtype)));
+}
+
 TensorMeta lu_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "linalg.lu_factor");
   need_matrix(c, a, "linalg.lu_factor");
   Shape b = batch_of(a.sizes);
   int64_t k = std::min(rows(a.sizes), cols(a.sizes));
+  need_factors(c, a, "_stax_linalg_lu");
   switch (c.get("output").to_int()) {
+    case kAllParts: return packed(a, "_stax_linalg_lu");
     case kLU: return of(a.sizes, a.dtype, a);
     case kPivots: b.push_back(k); return of(b, DType::Int32, a);
     case kInfo: return of(b, DType::Int32, a);
@@ -80,6 +105,7 @@ TensorMeta det_rule(const CallArgs& c) {
   need_square(c, a, "linalg.det");
   if (c.get("output").to_int() < kDet || c.get("output").to_int() > kLogAbsDet)
     c.fail("output must be 0 (det), 1 (sign) or 2 (logabsdet)");
+  need_factors(c, a, "_stax_linalg_lu");
   return of(batch_of(a.sizes), a.dtype, a);
 }
 
@@ -107,7 +133,11 @@ TensorMeta solve_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "linalg.solve");
   need_square(c, a, "linalg.solve");
-  return solve_shape(c, a, c.tensor("B"), "linalg.solve", c.get("left").to_bool());
+  TensorMeta out = solve_shape(c, a, c.tensor("B"), "linalg.solve", c.get("left").to_bool());
+  // the factors are of A broadcast over the solution's batch
+  need_factors(c, of(with_matrix(batch_of(out.sizes), rows(a.sizes), cols(a.sizes)), a.dtype, a),
+               "_stax_linalg_lu");
+  return out;
 }
 
 TensorMeta solve_triangular_rule(const CallArgs& c) {
@@ -135,7 +165,9 @@ TensorMeta cholesky_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "linalg.cholesky");
   need_square(c, a, "linalg.cholesky");
+  need_factors(c, a, "_stax_linalg_cholesky");
   switch (c.get("output").to_int()) {
+    case kAllParts: return packed(a, "_stax_linalg_cholesky");
     case 0: return of(a.sizes, a.dtype, a);
     case 1: return of(batch_of(a.sizes), DType::Int32, a);
   }
@@ -148,6 +180,8 @@ TensorMeta qr_rule(const CallArgs& c) {
   need_matrix(c, a, "linalg.qr");
   std::string mode = c.get("mode").str();
   need_qr_mode(c, mode);
+  need_factors(c, a, "_stax_linalg_qr", mode);
+  if (all_parts(c)) return packed(a, "_stax_linalg_qr", mode);
   Shape b = batch_of(a.sizes);
   int64_t m = rows(a.sizes), n = cols(a.sizes), k = std::min(m, n);
   bool complete = mode == "complete";
@@ -164,6 +198,8 @@ TensorMeta eigh_rule(const CallArgs& c) {
   need_square(c, a, "linalg.eigh");
   std::string uplo = c.get("UPLO").str();
   if (uplo != "L" && uplo != "U") c.fail("Expected UPLO argument to be 'L' or 'U', but got " + uplo);
+  need_factors(c, a, "_stax_linalg_eigh");
+  if (all_parts(c)) return packed(a, "_stax_linalg_eigh");
   if (c.get("output").to_int() == 1) return of(a.sizes, a.dtype, a);
   Shape b = batch_of(a.sizes);
   b.push_back(rows(a.sizes));
@@ -177,7 +213,9 @@ TensorMeta svd_rule(const CallArgs& c) {
   Shape b = batch_of(a.sizes);
   int64_t m = rows(a.sizes), n = cols(a.sizes), k = std::min(m, n);
   bool full = c.get("full_matrices").to_bool();
+  need_factors(c, a, "_stax_linalg_svd", "", full);
   switch (c.get("output").to_int()) {
+    case kAllParts: return packed(a, "_stax_linalg_svd", "", full);
     case kU: return of(with_matrix(b, m, full ? m : k), a.dtype, a);
     case kS: b.push_back(k); return of(b, a.dtype, a);
     case kVh: return of(with_matrix(b, full ? n : k, n), a.dtype, a);
@@ -189,6 +227,8 @@ TensorMeta geqrf_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "geqrf");
   need_matrix(c, a, "geqrf");
+  need_factors(c, a, "_stax_linalg_geqrf");
+  if (all_parts(c)) return packed(a, "_stax_linalg_geqrf");
   if (c.get("output").to_int() == 0) return of(a.sizes, a.dtype, a);
   Shape b = batch_of(a.sizes);
   b.push_back(std::min(rows(a.sizes), cols(a.sizes)));
@@ -283,8 +323,10 @@ TensorMeta ldl_rule(const CallArgs& c) {
   const TensorMeta& a = c.tensor("A");
   need_float(c, a, "torch.linalg.ldl_factor_ex");
   need_square(c, a, "torch.linalg.ldl_factor_ex");
+  need_factors(c, a, "_stax_linalg_ldl");
   Shape b = batch_of(a.sizes);
   switch (c.get("output").to_int()) {
+    case kAllParts: return packed(a, "_stax_linalg_ldl");
     case kLU: return of(a.sizes, a.dtype, a);
     case kPivots: b.push_back(rows(a.sizes)); return of(b, DType::Int32, a);
     case kInfo: return of(b, DType::Int32, a);
@@ -312,16 +354,17 @@ void register_linalg_ops(OpRegistry& r) {
   auto ext = [&](const char* schema, InferFn rule, bool differentiable) {
     r.add(schema, C::Extern, P::None, std::move(rule)).differentiable = differentiable;
   };
-  ext("_stax_linalg_lu(Tensor A, int output) -> Tensor", lu_rule, true);
-  ext("_stax_linalg_det(Tensor A, int output) -> Tensor", det_rule, true);
-  ext("_stax_linalg_solve(Tensor A, Tensor B, bool left=True) -> Tensor", solve_rule, true);
-  ext("_stax_linalg_cholesky(Tensor A, bool upper, int output) -> Tensor", cholesky_rule, true);
-  ext("_stax_linalg_qr(Tensor A, str mode, int output) -> Tensor", qr_rule, true);
-  ext("_stax_linalg_eigh(Tensor A, str UPLO, int output) -> Tensor", eigh_rule, true);
-  ext("_stax_linalg_svd(Tensor A, bool full_matrices, int output) -> Tensor", svd_rule, true);
-  ext("_stax_linalg_geqrf(Tensor A, int output) -> Tensor", geqrf_rule, false);
+  ext("_stax_linalg_lu(Tensor A, int output, Tensor? factors=None) -> Tensor", lu_rule, true);
+  ext("_stax_linalg_det(Tensor A, int output, Tensor? factors=None) -> Tensor", det_rule, true);
+  ext("_stax_linalg_solve(Tensor A, Tensor B, bool left=True, Tensor? factors=None) -> "
+      "Tensor", solve_rule, true);
+  ext("_stax_linalg_cholesky(Tensor A, bool upper, int output, Tensor? factors=None) -> Tensor", cholesky_rule, true);
+  ext("_stax_linalg_qr(Tensor A, str mode, int output, Tensor? factors=None) -> Tensor", qr_rule, true);
+  ext("_stax_linalg_eigh(Tensor A, str UPLO, int output, Tensor? factors=None) -> Tensor", eigh_rule, true);
+  ext("_stax_linalg_svd(Tensor A, bool full_matrices, int output, Tensor? factors=None) -> Tensor", svd_rule, true);
+  ext("_stax_linalg_geqrf(Tensor A, int output, Tensor? factors=None) -> Tensor", geqrf_rule, false);
   ext("_stax_lu_permutation(Tensor LU, Tensor pivots) -> Tensor", permutation_rule, false);
-  ext("_stax_linalg_ldl(Tensor A, int output) -> Tensor", ldl_rule, false);
+  ext("_stax_linalg_ldl(Tensor A, int output, Tensor? factors=None) -> Tensor", ldl_rule, false);
   ext("linalg_matrix_exp(Tensor self) -> Tensor", matrix_exp_rule, true);
   ext("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor",
       ldl_solve_rule, false);
@@ -332,6 +375,7 @@ void register_linalg_ops(OpRegistry& r) {
   ext("linalg_householder_product(Tensor input, Tensor tau) -> Tensor", householder_rule, true);
   ext("ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) "
       "-> Tensor", ormqr_rule, true);
+  linalg::register_check_op(r);
   r.add("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor", C::Composite,
         P::None, cholesky_solve_rule);
   r.add("cholesky_inverse(Tensor self, bool upper=False) -> Tensor", C::Composite, P::None,

@@ -13,8 +13,10 @@
 #include "core/autodiff/vjp.h"
 #include "core/graph/decompositions.h"
 #include "core/ops/common/via_decomposition.h"
+#include "core/ops/linalg/error_checks.h"
 #include "core/ops/linalg/linalg_args.h"
 #include "core/ops/linalg/matrix_exp.h"
+#include "core/ops/linalg/packed_factors.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
 
@@ -32,10 +34,23 @@ Node* solve_tri(VjpContext& c, Node* a, Node* b, bool upper, bool left, bool uni
   return c.call("linalg_solve_triangular", {a, b},
                 {{"upper", upper}, {"left", left}, {"unitriangular", unit}});
 }
-Node* element(VjpContext& c, std::vector<Arg> args, int64_t output) {
-  args.emplace_back(output);
+// The packed factors of the node's call: the node's own `factors` argument (computed in the
+// forward), else one packed node made here, so that a rule reading several results of the
+// factorization runs it once (packed_factors.h).
+Node* factors_of(VjpContext& c, std::vector<Arg> args) {
+  const Arg& f = c.node()->arg("factors");
+  if (!f.is_absent()) return f.node();
+  args.emplace_back(kAllParts);
   return c.call(c.node()->op()->schema.base, std::move(args));
 }
+// Result `output` of the node's factorization, read from `factors`.
+Node* element(VjpContext& c, std::vector<Arg> args, int64_t output, Node* factors) {
+  args.emplace_back(output);
+  args.emplace_back(factors);
+  return c.call(c.node()->op()->schema.base, std::move(args));
+}
+// A packed node (output = kAllParts) has no cotangent of its own: the elements read it.
+bool is_packed(VjpContext& c) { return c.arg("output").to_int() == kAllParts; }
 [[noreturn]] void refuse(VjpContext& c, const std::string& why) {
   throw Error("autodiff", "%" + c.node()->name(), why);
 }
@@ -89,9 +104,11 @@ void qr_vjp(VjpContext& c) {
   int64_t m = rows(a->shape()), n = cols(a->shape());
   if (mode == "complete" && m > n)
     refuse(c, "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.");
+  if (is_packed(c)) return;
   bool is_q = c.arg("output").to_int() == 0;
-  Node* q = element(c, {a, mode}, 0);
-  Node* r = element(c, {a, mode}, 1);
+  Node* f = factors_of(c, {a, mode});
+  Node* q = element(c, {a, mode}, 0, f);
+  Node* r = element(c, {a, mode}, 1, f);
   Node* g = c.grad();
   Node* mat = is_q ? c.neg(mm(c, c.mT(q), g)) : mm(c, g, c.mT(r));
   if (m >= n) {
@@ -115,14 +132,15 @@ void qr_vjp(VjpContext& c) {
 // E_ij = L_j - L_i (1 on the diagonal).
 void eigh_vjp(VjpContext& c) {
   Node* a = c.in("A");
-  if (!c.needs(a)) return;
+  if (!c.needs(a) || is_packed(c)) return;
   const Arg uplo = c.arg("UPLO");
-  Node* v = element(c, {a, uplo}, 1);
+  Node* f = factors_of(c, {a, uplo});
+  Node* v = element(c, {a, uplo}, 1, f);
   if (c.arg("output").to_int() == 0) {
     c.give(a, mm(c, c.mul(v, last(c, c.grad(), -2)), c.mT(v)));
     return;
   }
-  Node* l = element(c, {a, uplo}, 0);
+  Node* l = element(c, {a, uplo}, 0, f);
   Node* vg = mm(c, c.mT(v), c.grad());
   vg = c.mul(c.sub(vg, c.mT(vg)), Arg(0.5));
   Node* e = c.sub(last(c, l, -2), last(c, l, -1));
@@ -134,16 +152,17 @@ void eigh_vjp(VjpContext& c) {
 // full_matrices as torch's derivatives.yaml does.
 void svd_vjp(VjpContext& c) {
   Node* a = c.in("A");
-  if (!c.needs(a)) return;
+  if (!c.needs(a) || is_packed(c)) return;
   bool full = c.arg("full_matrices").to_bool();
   int64_t part = c.arg("output").to_int();
   int64_t m = rows(a->shape()), n = cols(a->shape()), k = std::min(m, n);
   auto narrow = [&](Node* x, int64_t dim) {
     return full ? c.call("slice.Tensor", {x, dim, int64_t{0}, k}) : x;
   };
-  Node* u = narrow(element(c, {a, full}, kU), -1);
-  Node* s = element(c, {a, full}, kS);
-  Node* vh = narrow(element(c, {a, full}, kVh), -2);
+  Node* f = factors_of(c, {a, full});
+  Node* u = narrow(element(c, {a, full}, kU, f), -1);
+  Node* s = element(c, {a, full}, kS, f);
+  Node* vh = narrow(element(c, {a, full}, kVh, f), -2);
   Node* g = c.grad();
   if (part == kS) {
     c.give(a, m >= n ? mm(c, u, c.mul(last(c, g, -1), vh)) : mm(c, c.mul(u, last(c, g, -2)), vh));
@@ -245,7 +264,7 @@ void lu_vjp(VjpContext& c) {
   Node* a = c.in("A");
   if (!c.needs(a) || c.arg("output").to_int() != kLU) return;
   Node* lu = c.out();
-  Plu f = unpack(c, lu, element(c, {a}, kPivots));
+  Plu f = unpack(c, lu, element(c, {a}, kPivots, factors_of(c, {a})));
   const Shape& s = lu->shape();
   int64_t m = rows(s), n = cols(s), k = std::min(m, n);
   Node* g = c.grad();
@@ -312,6 +331,7 @@ void register_linalg_decompositions(DecompositionTable& t) {
 }
 
 void register_linalg_vjps(VjpTable& t) {
+  linalg::register_check_vjp(t);
   t.add("_stax_linalg_solve.default", solve_vjp);
   t.add("_stax_linalg_det.default", det_vjp);
   t.add("_stax_linalg_cholesky.default", cholesky_vjp);

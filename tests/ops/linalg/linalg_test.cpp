@@ -16,28 +16,16 @@
 #include "core/graph/verifier.h"
 #include "core/interpreter/interpreter.h"
 #include "tests/support/compiled_check.h"
+#include "tests/ops/linalg/linalg_test_support.h"
 #include "tests/support/interp_helpers.h"
 
 using namespace stax;
 using namespace stax::test;
+using namespace stax::test::linalg;
 
 namespace {
 
 using Ints = std::vector<int64_t>;
-
-// Element i of a tuple-valued node.
-Node* elem(Graph& g, Node* t, int64_t i) { return g.call("getitem", {t, i}); }
-
-Tensor randn(const Shape& s, DType t, uint64_t seed) { return Tensor::randn(s, t, seed); }
-
-// A well-conditioned random matrix batch: randn + n I.
-Tensor well_conditioned(const Shape& s, DType t, uint64_t seed) {
-  Tensor a = randn(s, DType::Float64, seed);
-  int64_t n = s.back();
-  for (int64_t i = 0; i < a.numel(); ++i)
-    if ((i % (n * n)) / n == i % n) a.set_double(i, a.get_double(i) + double(n));
-  return a.to(t);
-}
 
 // Row-major product of the last two dims, in double, batch-broadcast-free (same batch).
 std::vector<double> matmul(const Tensor& a, const Tensor& b) {
@@ -464,7 +452,8 @@ TEST(Linalg, UnsupportedDerivativesAreRefused) {
 }
 
 // torch.linalg.inv as make_fx prints it: the check's API name is an unquoted dotted string, and
-// _linalg_check_errors (which returns nothing) expands to no node.
+// _linalg_check_errors (which returns nothing) becomes a check on the output (it raises on a
+// singular input: tests/ops/linalg/linalg_errors_test.cpp).
 TEST(Linalg, TracedInverseWithItsErrorCheckParsesAndRuns) {
   const char* text =
       "graph():\n"
