@@ -117,16 +117,15 @@ Loaded load() {
   return out;
 }
 
-Loaded& loaded() {
-  // Once per process, thread-safe; never destroyed (a JIT torn down at exit frees its PCH here).
-  static Loaded* l = new Loaded(load());
-  return *l;
+const Loaded& loaded() {
+  static const Loaded l = load();  // once per loaded plugin, thread-safe
+  return l;
 }
 
 }  // namespace
 
 const ClangFrontendApi& clang_frontend() {
-  Loaded& l = loaded();
+  const Loaded& l = loaded();
   if (!l.api) throw JitError(STAX_ERROR_UNAVAILABLE, "", l.error);
   return *l.api;
 }

@@ -134,6 +134,14 @@ const std::string& JitError::stage() const {
 
 namespace detail {
 
+// Frees a PreludePch through the frontend library that made it (clang_frontend.h), which stays
+// loaded: the deleter keeps its table, so a JIT destroyed late (at exit, after the plugin's
+// statics) still frees it.
+struct PchDeleter {
+  const ClangFrontendApi* api = nullptr;
+  void operator()(PreludePch* p) const { api->free_pch(p); }
+};
+
 struct JitState {
   ClangJitOptions options;
   std::mutex mutex;  // guards the LLJIT (links, module removal) and the error strings below
@@ -167,10 +175,7 @@ struct JitState {
   std::vector<std::string> cc1_args;
   std::string target_cpu;
   bool pch_tried = false;
-  // Made and freed by the frontend library (clang_frontend.h).
-  struct PchDeleter {
-    void operator()(PreludePch* p) const { clang_frontend().free_pch(p); }
-  };
+  // Made and freed by the frontend library (PchDeleter).
   std::unique_ptr<PreludePch, PchDeleter> pch;
   std::string pch_error;  // why there is no PCH (empty: none asked for, or it was built)
 
@@ -196,7 +201,9 @@ struct JitState {
     if (prelude.empty() || source.substr(0, prelude.size()) != prelude) return nullptr;
     if (!pch_tried) {
       pch_tried = true;
-      pch.reset(clang_frontend().build_pch(cc1_args, prelude, &pch_error));
+      const ClangFrontendApi& frontend = clang_frontend();
+      pch = std::unique_ptr<PreludePch, PchDeleter>(
+          frontend.build_pch(cc1_args, prelude, &pch_error), PchDeleter{&frontend});
     }
     return pch.get();
   }
