@@ -12,8 +12,13 @@ build (interleaved, the builds' order alternating) on the cache its cold run fil
   compile  what the bench prints: the worker's COMPILE_MS (parse + joint graph + partition + the
            forward and backward compiles); with the compiling thread's CPU time over it (what
            the wall time would be on an idle machine: a compile from the cache runs on one thread)
-  process cpu  the process's whole CPU time (user + system, every thread), from exec to exit
-           (it includes the first run of the case and writing its outputs)
+  prepare  the worker's Compiler and Compiler::prepare() (loading the plugin and its libraries,
+           configuring it, creating its JIT): part of start, and what a user's first compile
+           pays when nothing prepared it
+  user     prepare + compile: the compile a user sees in a fresh process (issue 27's figure:
+           "a cached compile, under 10 ms"), wall and the compiling thread's CPU
+  process  the process's wall time from exec to exit, and its whole CPU time (user + system,
+           every thread; it includes the first run of the case and writing its outputs)
 Medians over the processes, with the load average before and after.
 
     .venv/bin/python bench/cached_compile.py --cases DIR[,DIR...] \
@@ -36,7 +41,8 @@ def loadavg():
 
 
 def one_process(worker, threads, case_dir, cache):
-    """-> (start ms, compile ms, compile thread cpu ms, process cpu ms) of one fresh worker."""
+    """-> (start ms, compile ms, compile thread cpu ms, process cpu ms, prepare ms, prepare cpu ms,
+    process wall ms) of one fresh worker."""
     env = dict(os.environ, STAX_CACHE_DIR=cache, OMP_NUM_THREADS=str(threads),
                STAX_BENCH_PHASES="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -52,7 +58,12 @@ def one_process(worker, threads, case_dir, cache):
     p.stdin.flush()
     answer = p.stdout.readline().split()
     _, err = p.communicate()
+    wall_ms = (time.perf_counter() - t0) * 1e3
     phases = [l for l in err.splitlines() if l.startswith("phases ")]
+    # "prepare W ms (cpu C)" (an older worker prints none: nan)
+    prep = [l.split() for l in err.splitlines() if l.startswith("prepare ")]
+    prepare_ms = float(prep[-1][1]) if prep else float("nan")
+    prepare_cpu = float(prep[-1][4].rstrip(")")) if prep else float("nan")
     # "phases W: compile MS ms (cpu MS) = ...": the compiling thread's CPU time (an older
     # worker prints no phases: nan)
     thread_cpu = float(phases[-1].split("(cpu ")[1].split(")")[0]) if phases else float("nan")
@@ -60,7 +71,7 @@ def one_process(worker, threads, case_dir, cache):
     if not answer or answer[0] != "ok":
         sys.exit("%s failed on %s: %s" % (worker, case_dir, " ".join(answer)))
     cpu_ms = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
-    return start_ms, float(answer[1]), thread_cpu, cpu_ms
+    return start_ms, float(answer[1]), thread_cpu, cpu_ms, prepare_ms, prepare_cpu, wall_ms
 
 
 def main():
@@ -90,11 +101,15 @@ def main():
                     runs[b].append(one_process(os.path.join(b, "bin", "bench_model_worker"),
                                                a.threads, case_dir, caches[b]))
             for b in builds:
-                med = [statistics.median(x[k] for x in runs[b]) for k in range(4)]
+                med = [statistics.median(x[k] for x in runs[b]) for k in range(7)]
                 lo = min(x[1] for x in runs[b])
-                print("%-12s %-28s cached: start %6.1f ms  compile %6.2f ms (min %5.2f, thread "
-                      "cpu %5.2f)  process cpu %6.1f ms  (medians of %d)"
-                      % (name, b, med[0], med[1], lo, med[2], med[3], len(runs[b])), flush=True)
+                user = statistics.median(x[4] + x[1] for x in runs[b])
+                user_cpu = statistics.median(x[5] + x[2] for x in runs[b])
+                print("%-12s %-28s cached: start %6.1f ms (prepare %5.2f, cpu %5.2f)  compile "
+                      "%6.2f ms (min %5.2f, thread cpu %5.2f)  user %6.2f ms (cpu %5.2f)  "
+                      "process %6.1f ms (cpu %6.1f)  (medians of %d)"
+                      % (name, b, med[0], med[4], med[5], med[1], lo, med[2], user, user_cpu,
+                         med[6], med[3], len(runs[b])), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("loadavg at end: %s" % loadavg())

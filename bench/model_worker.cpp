@@ -293,8 +293,17 @@ class Worker {
  public:
   // The plugin is loaded and its JIT set up here (Compiler::prepare), before `ready`: a case's
   // COMPILE_MS is its compiles, as the bench's compile table says, not the process's set-up.
+  // STAX_BENCH_PHASES=1 prints its parts on stderr: "prepare: plugin P ms, jit J ms" (P: the
+  // plugin library and the libraries it needs loaded, its backend configured; J: the rest of
+  // Compiler::prepare, the JIT and the kernel cache's key).
   explicit Worker(int threads) : threads_(threads), compiler_(stax_config(threads)) {
+    const auto t = Clock::now();
+    compiler_.registry().backend("cpu");
+    const double plugin_ms = ms_since(t);
     compiler_.prepare();
+    if (std::getenv("STAX_BENCH_PHASES"))
+      std::fprintf(stderr, "prepare: plugin %.3f ms, jit %.3f ms\n", plugin_ms,
+                   ms_since(t) - plugin_ms);
   }
 
   // One command line -> its answer (without "ok " / "error ").
@@ -373,12 +382,21 @@ int main(int argc, char** argv) {
   stax::install_ops();  // the engines' op tables (core/ops/install.h)
   int threads = std::max(1, std::atoi(argv[1]));
   std::unique_ptr<Worker> worker;
+  // The Compiler and its prepare(): loading the plugin, configuring it, creating its JIT. A
+  // user's first compile pays this when nothing prepared; STAX_BENCH_PHASES=1 prints it on stderr
+  // ("prepare W ms (cpu C)"), and bench/cached_compile.py adds it to the compile (the compile
+  // the user sees).
+  const auto t_prepare = Clock::now();
+  const double cpu_prepare = thread_cpu_ms();
   try {
     worker = std::make_unique<Worker>(threads);
   } catch (const std::exception& e) {
     std::printf("error %s\n", one_line(e.what()).c_str());
     return 1;
   }
+  if (std::getenv("STAX_BENCH_PHASES"))
+    std::fprintf(stderr, "prepare %.3f ms (cpu %.3f)\n", ms_since(t_prepare),
+                 thread_cpu_ms() - cpu_prepare);
   std::printf("ready stax %d\n", threads);
   std::fflush(stdout);
   for (std::string line; std::getline(std::cin, line);) {

@@ -208,7 +208,8 @@ std::vector<std::string> driver_command_line(const ClangJitOptions& options) {
   return args;
 }
 
-std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
+bool build_cc1_args(const ClangJitOptions& options, std::vector<std::string>* args,
+                    std::string* error) {
   std::string diag_text;
   llvm::raw_string_ostream diag_os(diag_text);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
@@ -227,26 +228,26 @@ std::vector<std::string> build_cc1_args(const ClangJitOptions& options) {
   std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
   diag_os.flush();
   if (!compilation || diags.hasErrorOccurred()) {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver rejected the command line `" + join(command) + "`:\n" +
-                       trim_trailing_newlines(diag_text));
+    *error = "the clang driver rejected the command line `" + join(command) + "`:\n" +
+             trim_trailing_newlines(diag_text);
+    return false;
   }
   const clang::driver::JobList& jobs = compilation->getJobs();
   if (jobs.size() != 1 || !llvm::isa<clang::driver::Command>(*jobs.begin())) {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
-                       join(command) + "`, expected one cc1 job");
+    *error = "the clang driver produced " + std::to_string(jobs.size()) + " jobs for `" +
+             join(command) + "`, expected one cc1 job";
+    return false;
   }
   const auto& job = llvm::cast<clang::driver::Command>(*jobs.begin());
   if (llvm::StringRef(job.getCreator().getName()) != "clang") {
-    throw JitError(STAX_ERROR_INVALID_OPTION, "",
-                   "the clang driver's job for `" + join(command) + "` is not cc1 but " +
-                       job.getCreator().getName());
+    *error = "the clang driver's job for `" + join(command) + "` is not cc1 but " +
+             job.getCreator().getName();
+    return false;
   }
-  std::vector<std::string> args;
-  for (const char* a : job.getArguments()) args.emplace_back(a);
-  if (!args.empty() && args.front() == "-cc1") args.erase(args.begin());
-  return args;
+  args->clear();
+  for (const char* a : job.getArguments()) args->emplace_back(a);
+  if (!args->empty() && args->front() == "-cc1") args->erase(args->begin());
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,4 +374,27 @@ std::unique_ptr<llvm::Module> compile_to_module(const std::vector<std::string>& 
   return module;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The library's entry point (clang_frontend.h, ClangFrontendApi)
+
+namespace {
+
+PreludePch* build_pch(const std::vector<std::string>& cc1_args, const std::string& prelude,
+                      std::string* error) {
+  return PreludePch::build(cc1_args, prelude, error).release();
+}
+
+void free_pch(PreludePch* pch) { delete pch; }
+
+const ClangFrontendApi kApi = {sizeof(ClangFrontendApi), &build_cc1_args, &build_pch, &free_pch,
+                               &compile_to_module};
+
+}  // namespace
+
 }  // namespace stax::cpu
+
+// The one symbol cpu_cpp_clang_frontend.so exports (the library is built with hidden visibility).
+extern "C" __attribute__((visibility("default"))) const stax::cpu::ClangFrontendApi*
+stax_cpu_clang_frontend_api() {
+  return &stax::cpu::kApi;
+}

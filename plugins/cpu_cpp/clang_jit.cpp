@@ -134,6 +134,14 @@ const std::string& JitError::stage() const {
 
 namespace detail {
 
+// Frees a PreludePch through the frontend library that made it (clang_frontend.h), which stays
+// loaded: the deleter keeps its table, so a JIT destroyed late (at exit, after the plugin's
+// statics) still frees it.
+struct PchDeleter {
+  const ClangFrontendApi* api = nullptr;
+  void operator()(PreludePch* p) const { api->free_pch(p); }
+};
+
 struct JitState {
   ClangJitOptions options;
   std::mutex mutex;  // guards the LLJIT (links, module removal) and the error strings below
@@ -167,13 +175,18 @@ struct JitState {
   std::vector<std::string> cc1_args;
   std::string target_cpu;
   bool pch_tried = false;
-  std::unique_ptr<PreludePch> pch;
+  // Made and freed by the frontend library (PchDeleter).
+  std::unique_ptr<PreludePch, PchDeleter> pch;
   std::string pch_error;  // why there is no PCH (empty: none asked for, or it was built)
 
   // Builds cc1_args and target_cpu on first use (under setup_mutex, or in the constructor).
   void ensure_cc1() {
     if (!cc1_args.empty()) return;
-    cc1_args = build_cc1_args(options);
+    std::string error;
+    if (!clang_frontend().build_cc1_args(options, &cc1_args, &error)) {
+      cc1_args.clear();
+      throw JitError(STAX_ERROR_INVALID_OPTION, "", error);
+    }
     for (size_t i = 0; i + 1 < cc1_args.size(); ++i)
       if (cc1_args[i] == "-target-cpu") target_cpu = cc1_args[i + 1];
   }
@@ -188,7 +201,9 @@ struct JitState {
     if (prelude.empty() || source.substr(0, prelude.size()) != prelude) return nullptr;
     if (!pch_tried) {
       pch_tried = true;
-      pch = PreludePch::build(cc1_args, prelude, &pch_error);
+      const ClangFrontendApi& frontend = clang_frontend();
+      pch = std::unique_ptr<PreludePch, PchDeleter>(
+          frontend.build_pch(cc1_args, prelude, &pch_error), PchDeleter{&frontend});
     }
     return pch.get();
   }
@@ -538,7 +553,8 @@ CompiledModule ClangJit::compile(std::string_view source,
   std::string diag_text;
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> module =
-      compile_to_module(s.cc1_args, source, file_name, pch, *context, &diag_text);
+      clang_frontend().compile_to_module(s.cc1_args, source, file_name, pch, *context,
+                                         &diag_text);
   if (!module) throw fail("clang failed to compile kernel '" + kernel_name + "'", diag_text);
   const double frontend_ms = ms_since(t_frontend);
 

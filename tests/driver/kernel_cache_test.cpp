@@ -8,11 +8,14 @@
 //     removed, rebuilt;
 //   * a process killed in the middle of writing an entry: the next run rebuilds it;
 //   * two processes compiling the same graphs into one cache at once;
-//   * LRU eviction under the size limit; an unwritable directory (one warning, no disk cache).
+//   * LRU eviction under the size limit; an unwritable directory (one warning, no disk cache);
+//   * a fresh process whose kernels all come from disk never loads libclang-cpp (cpu_cpp's
+//     Clang frontend is a library of its own, loaded by the first compile that misses).
 // Every test uses its own temporary cache directory (the suite's STAX_CACHE_DIR=off is unset
 // here). Child processes are this binary again (fork + exec, --gtest_filter=KernelCacheChild.*),
 // so no LLVM state is shared over a fork.
 #include <gtest/gtest.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -610,6 +613,46 @@ TEST(KernelCacheChild, DieWhileWriting) {
   compile_all(compiler);
 }
 
+// Whether a shared object whose file name contains `part` is loaded in this process.
+bool object_loaded(const std::string& part) {
+  struct Search {
+    const std::string* part;
+    bool found;
+  } search{&part, false};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name && std::string(info->dlpi_name).find(*s->part) != std::string::npos)
+          s->found = true;
+        return 0;
+      },
+      &search);
+  return search.found;
+}
+
+// Compiles the cases with the disk cache at STAX_CACHE_TEST_CHILD_DIR and writes to
+// STAX_CACHE_TEST_CHILD_OUT "<compiled> <from disk> <clang before> <clang after>" and the
+// outputs' bytes on the next line.
+TEST(KernelCacheChild, CompileAndReportClang) {
+  const char* dir = std::getenv("STAX_CACHE_TEST_CHILD_DIR");
+  if (!dir) GTEST_SKIP() << "run by KernelCacheTest only";
+  ::unsetenv("STAX_CACHE_DIR");
+  const bool before = object_loaded("libclang-cpp");
+  Compiler compiler(cached_config(dir));
+  compiler.prepare();
+  Compiled r = compile_all(compiler);
+  std::string bytes;
+  for (const auto& outs : r.outputs)
+    for (const Tensor& t : outs) {
+      Tensor c = t.contiguous();
+      bytes.append(reinterpret_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.nbytes()));
+    }
+  write_all(std::string(std::getenv("STAX_CACHE_TEST_CHILD_OUT")),
+            std::to_string(r.stats.kernels_compiled) + " " +
+                std::to_string(r.stats.kernels_from_disk) + " " + (before ? "1" : "0") + " " +
+                (object_loaded("libclang-cpp") ? "1" : "0") + "\n" + bytes);
+}
+
 std::string output_bytes(const Compiled& r) {
   std::string bytes;
   for (const auto& outs : r.outputs)
@@ -668,6 +711,33 @@ TEST_F(KernelCacheTest, TwoProcessesAtOnce) {
       EXPECT_EQ(read_all(dir / ("out" + std::to_string(i))), output_bytes(want)) << i;
     EXPECT_EQ(files_with(dir, ".entry").size(), want.sources.size());
   }
+}
+
+TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClang) {
+  fs::path dir = fresh_dir("lazy_clang");
+  Compiled want;
+  {
+    Compiler compiler(test::cpu_config());  // no disk cache: the reference bits
+    want = compile_all(compiler);
+  }
+  const int kernels = want.stats.kernels_compiled;
+  ASSERT_GT(kernels, 0);
+  auto run = [&](const std::string& out) {
+    pid_t pid = spawn_child("CompileAndReportClang", {"STAX_CACHE_TEST_CHILD_DIR=" + dir.string(),
+                                                      "STAX_CACHE_TEST_CHILD_OUT=" + out});
+    EXPECT_EQ(wait_child(pid), 0);
+    return read_all(out);
+  };
+  // Cold: every kernel compiled, so the frontend (and libclang-cpp) is loaded.
+  std::string cold = run((dir / "cold").string());
+  ASSERT_NE(cold.find('\n'), std::string::npos) << cold;
+  EXPECT_EQ(cold.substr(0, cold.find('\n')), std::to_string(kernels) + " 0 0 1");
+  EXPECT_EQ(cold.substr(cold.find('\n') + 1), output_bytes(want));
+  // Warm: every kernel from disk, and libclang-cpp never mapped; the same bits.
+  std::string warm = run((dir / "warm").string());
+  ASSERT_NE(warm.find('\n'), std::string::npos) << warm;
+  EXPECT_EQ(warm.substr(0, warm.find('\n')), "0 " + std::to_string(kernels) + " 0 0");
+  EXPECT_EQ(warm.substr(warm.find('\n') + 1), output_bytes(want));
 }
 
 }  // namespace
