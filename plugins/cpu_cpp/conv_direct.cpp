@@ -2,6 +2,7 @@
 #include "plugins/cpu_cpp/conv_direct.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -21,7 +22,11 @@ struct DirectArgs {
   const T* w = nullptr;
   int64_t cig = 1, plane = 0, wp = 0, out_rs = 0;
   int64_t k1 = 1, k2 = 1, s1 = 1, d1 = 1, d2 = 1;
+  int64_t w_cs = 0, out_cs = 0;  // a block's channel strides: weights, output planes
 };
+
+// Output channels per block of the blocked form.
+constexpr int kBlockChannels = 4;
 
 template <class T>
 using DirectTileFn = void (*)(const DirectArgs<T>&, const T*, T*, int64_t);
@@ -32,12 +37,16 @@ struct DirectTile {
   int64_t lanes = 1;
 };
 
+// The target strings are the SDK's own (stax/sdk/gemm_tiles.hpp): GCC inlines Isa<T>'s functions
+// only into a caller whose target has every feature of theirs; with "avx512f,fma" here (no
+// prfchw) every load and fma of the tiles was a call (the blocked form ran 3x slower than the
+// GEMM forms, the depthwise form too).
 #if STAX_GEMM_X86
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,fma,prfchw"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+#pragma GCC target("avx512f,fma,prfchw")
 #endif
 namespace avx512 {
 template <class T>
@@ -86,7 +95,54 @@ DirectTile<T> tile_for(int64_t rows) {
   return portable::direct_tile_for<T>(rows);
 }
 
+// The blocked form's block of `rows` rows and its most rows, for the CPU's set.
+template <class T>
+DirectTile<T> block_for(int64_t rows) {
+#if STAX_GEMM_X86
+  switch (sdk::gemm::detect_instruction_set()) {
+    case sdk::gemm::InstructionSet::Avx512: return avx512::direct_block_for<T>(rows);
+    case sdk::gemm::InstructionSet::Avx2: return avx2::direct_block_for<T>(rows);
+    case sdk::gemm::InstructionSet::Portable: break;
+  }
+#endif
+  return portable::direct_block_for<T>(rows);
+}
+
+template <class T>
+int64_t block_rows() {
+#if STAX_GEMM_X86
+  switch (sdk::gemm::detect_instruction_set()) {
+    case sdk::gemm::InstructionSet::Avx512: return avx512::block_rows<T>();
+    case sdk::gemm::InstructionSet::Avx2: return avx2::block_rows<T>();
+    case sdk::gemm::InstructionSet::Portable: break;
+  }
+#endif
+  return portable::block_rows<T>();
+}
+
 constexpr int64_t kTileRows = 8;
+
+[[noreturn]] void out_of_memory(size_t bytes, const char* what) {
+  throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp extern kernel 'convolution': out of memory: " +
+                                                 std::to_string(bytes) + " bytes for " + what);
+}
+
+// The blocked form's padded input (every sample and channel), kept by the calling thread between
+// calls (the pool's tasks read it; plane_scratch is the tasks' own).
+template <class T>
+T* padded_input(int64_t n) {
+  thread_local std::vector<T> keep;
+  if (static_cast<int64_t>(keep.size()) < n) {
+    std::vector<T>().swap(keep);
+    try {
+      keep.resize(static_cast<size_t>(n), T(0));
+    } catch (const std::bad_alloc&) {
+      out_of_memory(static_cast<size_t>(n) * sizeof(T),
+                    "the padded input planes of the blocked direct convolution");
+    }
+  }
+  return keep.data();
+}
 
 // The scratch of one plane task, kept by the pool thread between calls.
 template <class T>
@@ -132,6 +188,75 @@ bool direct_applies(const Geometry& g, int64_t Cin, int64_t Cout) {
   return g.groups > 0 && Cout == g.groups && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 &&
          g.s[2] == 1;
 }
+
+bool blocked_enabled() {
+  const char* v = std::getenv("STAX_CPU_CONV_BLOCKED");
+  return !(v && v[0] == '0');
+}
+
+bool blocked_applies(const Geometry& g, int64_t Cin, int64_t Cout) {
+  (void)Cin;
+  if (g.groups < 1 || Cout / g.groups < kBlockChannels) return false;
+  return g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.s[2] == 1 && g.k_n() > 1 &&
+         g.out_n() >= kBlockedMinOutputs && g.out[2] >= kBlockedMinColumns;
+}
+
+template <class T>
+void correlate_blocked(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
+                       const Geometry& g, const Exec& ex) {
+  const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, Ho = g.out[1], Wo = g.out[2];
+  const int64_t hp = (Ho - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1;
+  const int64_t wp = Wo + (g.k[2] - 1) * g.d[2];
+  const int64_t lanes = block_for<T>(1).lanes, most = block_rows<T>(), K = g.k_n();
+  T* xp = padded_input<T>(N * Cin * hp * wp + lanes);  // the slack: the last vector's lanes
+  parallel(ex.pool, N * Cin, [&](int64_t t) {
+    pad_planes(x + t * g.in_n(), 1, g, hp, wp, xp + t * hp * wp);
+  });
+  DirectArgs<T> base;
+  base.cig = Cig;
+  base.plane = hp * wp;
+  base.wp = wp;
+  base.out_rs = Wo;
+  base.k1 = g.k[1];
+  base.k2 = g.k[2];
+  base.s1 = g.s[1];
+  base.d1 = g.d[1];
+  base.d2 = g.d[2];
+  base.w_cs = Cig * K;
+  base.out_cs = Ho * Wo;
+  const int64_t blocks = (Cog + kBlockChannels - 1) / kBlockChannels;
+  parallel(ex.pool, N * G * blocks, [&](int64_t t) {
+    const int64_t b = t / (G * blocks), gr = t / blocks % G, c0 = t % blocks * kBlockChannels;
+    const int64_t co = gr * Cog + c0, nc = std::min<int64_t>(kBlockChannels, Cog - c0);
+    const T* xg = xp + (b * Cin + gr * Cig) * hp * wp;
+    T* ob = out + (b * Cout + co) * Ho * Wo;
+    for (int64_t r0 = 0; r0 < Ho; r0 += most) {
+      const int64_t rows = std::min(most, Ho - r0);
+      const T* xr = xg + r0 * g.s[1] * wp;
+      T* orow = ob + r0 * Wo;
+      if (nc == kBlockChannels) {
+        DirectArgs<T> a = base;
+        a.w = w + co * Cig * K;
+        const DirectTile<T> blk = block_for<T>(rows);
+        for (int64_t j = 0; j < Wo; j += lanes)
+          blk.fn(a, xr + j, orow + j, std::min(lanes, Wo - j));
+        continue;
+      }
+      const DirectTile<T> tile = tile_for<T>(rows);  // the last channels, one at a time
+      for (int64_t c = 0; c < nc; ++c) {
+        DirectArgs<T> a = base;
+        a.w = w + (co + c) * Cig * K;
+        for (int64_t j = 0; j < Wo; j += lanes)
+          tile.fn(a, xr + j, orow + c * Ho * Wo + j, std::min(lanes, Wo - j));
+      }
+    }
+  });
+}
+
+template void correlate_blocked<float>(const float*, const float*, float*, int64_t, int64_t,
+                                       int64_t, const Geometry&, const Exec&);
+template void correlate_blocked<double>(const double*, const double*, double*, int64_t, int64_t,
+                                        int64_t, const Geometry&, const Exec&);
 
 template <class T>
 void correlate_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
