@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stax/sdk/backend.hpp"
@@ -122,6 +123,15 @@ int64_t block_rows() {
 
 constexpr int64_t kTileRows = 8;
 
+// The patch tiles run on AVX-512 alone (6 x 4 accumulators need its 32 vector registers).
+bool avx512_available() {
+#if STAX_GEMM_X86
+  return sdk::gemm::detect_instruction_set() == sdk::gemm::InstructionSet::Avx512;
+#else
+  return false;
+#endif
+}
+
 [[noreturn]] void out_of_memory(size_t bytes, const char* what) {
   throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp extern kernel 'convolution': out of memory: " +
                                                  std::to_string(bytes) + " bytes for " + what);
@@ -142,6 +152,22 @@ T* padded_input(int64_t n) {
     }
   }
   return keep.data();
+}
+
+// The patches form's W_gᵀ and C, kept by the calling thread between calls.
+template <class T>
+T* patch_scratch(int slot, int64_t n) {
+  thread_local std::vector<T> keep[2];
+  std::vector<T>& v = keep[slot];
+  if (static_cast<int64_t>(v.size()) < n) {
+    std::vector<T>().swap(v);
+    try {
+      v.resize(static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {
+      out_of_memory(static_cast<size_t>(n) * sizeof(T), "the patches form's operands");
+    }
+  }
+  return v.data();
 }
 
 // The scratch of one plane task, kept by the pool thread between calls.
@@ -252,6 +278,113 @@ void correlate_blocked(const T* x, const T* w, T* out, int64_t N, int64_t Cin, i
     }
   });
 }
+
+template <class T>
+bool patches_direct_applies(const Geometry& g, int64_t Cin, int64_t Cout) {
+  (void)Cin;
+#if STAX_GEMM_X86
+  constexpr int64_t lanes = sdk::gemm::avx512::Isa<T>::kLanes;
+  if (!avx512_available() || g.groups < 1 || (Cout / g.groups) % lanes != 0) return false;
+  return g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1;
+#else
+  (void)g, (void)Cout;
+  return false;
+#endif
+}
+
+// W_gᵀ: wt[(gr, q), co] = w[(gr * Cog + co), q], 16 x 16 float blocks in registers.
+template <class T>
+void transpose_weights(const T* w, T* wt, int64_t G, int64_t Cog, int64_t Kc, const Exec& ex) {
+  const int64_t qb = (Kc + 15) / 16;
+  parallel(ex.pool, G * qb, [&](int64_t t) {
+    const int64_t gr = t / qb, q0 = t % qb * 16, nq = std::min<int64_t>(16, Kc - q0);
+    const T* src = w + gr * Cog * Kc + q0;
+    T* dst = wt + (gr * Kc + q0) * Cog;
+    for (int64_t c0 = 0; c0 < Cog; c0 += 16) {
+#if STAX_GEMM_X86
+      if constexpr (std::is_same_v<T, float>) {
+        if (nq == 16 && Cog - c0 >= 16) {
+          sdk::gemm::avx512::transpose16(src + c0 * Kc, Kc, dst + c0, Cog);
+          continue;
+        }
+      }
+#endif
+      for (int64_t co = c0; co < std::min<int64_t>(Cog, c0 + 16); ++co)
+        for (int64_t q = 0; q < nq; ++q) dst[q * Cog + co] = src[co * Kc + q];
+    }
+  });
+}
+
+template <class T>
+void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin,
+                              int64_t Cout, const Geometry& g, const Exec& ex) {
+#if STAX_GEMM_X86
+  constexpr int64_t L = sdk::gemm::avx512::Isa<T>::kLanes, kRows = 6, kVecs = 4;
+  const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, K = g.k_n(), O = g.out_n();
+  const int64_t Kc = Cig * K, rows = N * O, O2 = g.out[2];
+  const int64_t hp = (g.out[1] - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1;
+  const int64_t wp = (O2 - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1, plane = hp * wp;
+  T* xp = padded_input<T>(N * Cin * plane);
+  parallel(ex.pool, N * Cin, [&](int64_t t) {
+    pad_planes(x + t * g.in_n(), 1, g, hp, wp, xp + t * plane);
+  });
+  T* wt = patch_scratch<T>(0, G * Kc * Cog);
+  transpose_weights(w, wt, G, Cog, Kc, ex);
+  T* cm = patch_scratch<T>(1, G * rows * Cog);
+  DirectArgs<T> a;
+  a.plane = plane;
+  a.wp = wp;
+  a.k1 = g.k[1];
+  a.k2 = g.k[2];
+  a.d1 = g.d[1];
+  a.d2 = g.d[2];
+  a.w_cs = Cog;
+  a.out_rs = Cog;
+  const int64_t runs = Cig * g.k[1], per_block = std::max<int64_t>(1, 512 / g.k[2]);
+  const int64_t tiles = (rows + kRows - 1) / kRows;
+  const int64_t threads = ex.pool ? std::max(1, ex.pool->threads()) : 1;
+  const int64_t chunks = std::min<int64_t>(tiles, 2 * threads);
+  parallel(ex.pool, G * chunks, [&](int64_t t) {
+    const int64_t gr = t / chunks, ch = t % chunks;
+    const int64_t t0 = tiles * ch / chunks, t1 = tiles * (ch + 1) / chunks;
+    for (int64_t j0 = 0; j0 < runs; j0 += per_block) {  // blocks of terms: W_gᵀ's rows in cache
+      const int64_t j1 = std::min(runs, j0 + per_block);
+      for (int64_t tile = t0; tile < t1; ++tile) {
+        const int64_t r0 = tile * kRows, nr = std::min(kRows, rows - r0);
+        const T* xr[kRows];
+        for (int64_t r = 0; r < nr; ++r) {
+          const int64_t b = (r0 + r) / O, o = (r0 + r) % O;
+          xr[r] = xp + (b * Cin + gr * Cig) * plane + o / O2 * g.s[1] * wp + o % O2 * g.s[2];
+        }
+        T* c = cm + (gr * rows + r0) * Cog;
+        const T* wg = wt + gr * Kc * Cog;
+        int64_t co = 0;
+        for (; co + kVecs * L <= Cog; co += kVecs * L)
+          avx512::patch_tile_for<T>(nr, kVecs)(a, xr, wg + co, c + co, j0, j1, j0 == 0);
+        for (; co < Cog; co += L)
+          avx512::patch_tile_for<T>(nr, 1)(a, xr, wg + co, c + co, j0, j1, j0 == 0);
+      }
+    }
+  });
+  parallel(ex.pool, G * N, [&](int64_t t) {  // C (rows x Cog per group) into out
+    const int64_t gr = t / N, b = t % N;
+    for (int64_t co = 0; co < Cog; ++co) {
+      T* dst = out + (b * Cout + gr * Cog + co) * O;
+      const T* src = cm + (gr * rows + b * O) * Cog + co;
+      for (int64_t o = 0; o < O; ++o) dst[o] = src[o * Cog];
+    }
+  });
+#else
+  (void)x, (void)w, (void)out, (void)N, (void)Cin, (void)Cout, (void)g, (void)ex;
+#endif
+}
+
+template bool patches_direct_applies<float>(const Geometry&, int64_t, int64_t);
+template bool patches_direct_applies<double>(const Geometry&, int64_t, int64_t);
+template void correlate_patches_direct<float>(const float*, const float*, float*, int64_t,
+                                              int64_t, int64_t, const Geometry&, const Exec&);
+template void correlate_patches_direct<double>(const double*, const double*, double*, int64_t,
+                                               int64_t, int64_t, const Geometry&, const Exec&);
 
 template void correlate_blocked<float>(const float*, const float*, float*, int64_t, int64_t,
                                        int64_t, const Geometry&, const Exec&);

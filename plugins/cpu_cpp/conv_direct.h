@@ -44,4 +44,17 @@ template <class T>
 void correlate_blocked(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
                        const Geometry& g, const Exec& ex);
 
+// The patches form without its matrices (few output positions: weight gradients, which the VJP
+// writes as convolutions whose kernel is the output gradient; AVX-512, output channels per group
+// a multiple of a vector, spatial rank <= 2): the input padded once, W_gᵀ transposed once, then
+// tiles of 6 rows (sample, output position) x 4 vectors of output channels read each row's patch
+// straight from the padded planes, over the chain q = (ci, k) in blocks of ~512 terms (each
+// partial stored exactly and continued): the GEMM patches form's bits, without writing and
+// re-reading the patch matrix (N * O rows of Cig * K terms).
+template <class T>
+bool patches_direct_applies(const Geometry& g, int64_t Cin, int64_t Cout);
+template <class T>
+void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin,
+                              int64_t Cout, const Geometry& g, const Exec& ex);
+
 }  // namespace stax::cpu::conv

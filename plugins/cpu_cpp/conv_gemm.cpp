@@ -301,6 +301,8 @@ void correlate(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t C
     correlate_blocked(x, w, out, N, Cin, Cout, g, ex);
   else if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n()))
     columns_form(x, w, out, N, Cin, Cout, g, ex);
+  else if (blocked_enabled() && patches_direct_applies<T>(g, Cin, Cout))
+    correlate_patches_direct(x, w, out, N, Cin, Cout, g, ex);
   else
     patches_form(x, w, out, N, Cin, Cout, g, ex);
 }

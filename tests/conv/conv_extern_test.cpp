@@ -89,6 +89,13 @@ std::vector<ConvCase> cases() {
        {0, 0}, 1, true},
       {"blocked_transposed_unit_stride", {2, 16, 32, 32}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1},
        true, {0, 0}},
+      // few output positions, output channels a multiple of a vector: the patches form read
+      // straight from padded planes (conv_direct.h): groups, strides, dilation, a rest of rows
+      // (40 = 6 * 6 + 4), 80 channels (4 vectors + 1), two blocks of terms (88 runs of 10)
+      {"patches_direct_groups_strided", {5, 6, 13, 12}, {32, 3, 9, 8}, {2, 1}, {1, 2}, {1, 2},
+       false, {0, 0}, 2},
+      {"patches_direct_80_channels_two_blocks", {5, 8, 11, 10}, {80, 8, 11, 10}, {1, 1}, {1, 1},
+       {1, 1}, false, {0, 0}},
       {"direct_depthwise_weight_gradient", {1, 12, 16, 13}, {4, 3, 16, 13}, {1, 1}, {3, 3},
        {1, 1}, false, {0, 0}, 4},
       {"direct_depthwise_1d_dilated_bias", {3, 4, 50}, {4, 1, 5}, {1}, {2}, {3}, false, {0}, 4,
@@ -372,7 +379,8 @@ TEST_P(ConvGradient, FiniteDifferencesAndTheInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Forms, ConvGradient,
                          ::testing::Values(cases()[0], cases()[1], cases()[7], cases()[9],
                                            cases()[11], cases()[12], cases()[13], cases()[14],
-                                           cases()[15], cases()[16], cases()[17]),
+                                           cases()[15], cases()[16], cases()[17],
+                                           cases()[21]),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
