@@ -19,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -89,17 +90,39 @@ std::vector<int64_t> strides_of(const TensorView& t) {
   return t.sizes.empty() ? std::vector<int64_t>{1} : t.strides;
 }
 
+bool row_major(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t want = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != want) return false;
+    want *= sizes[d];
+  }
+  return true;
+}
+
+// out = self (one memcpy when both are row-major, else element by element).
+template <class T>
+void copy_self(const TensorView& self, const TensorView& out) {
+  const T* sp = static_cast<const T*>(self.data) + self.offset;
+  T* op = static_cast<T*>(out.data) + out.offset;
+  const std::vector<int64_t> osz = sizes_of(out), ost = strides_of(out), sst = strides_of(self);
+  if (row_major(osz, ost) && row_major(osz, sst)) {
+    int64_t n = 1;
+    for (int64_t s : osz) n *= s;
+    if (n > 0) std::memcpy(op, sp, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  walk(osz, {ost, sst, std::vector<int64_t>(osz.size(), 0)}, {0, 0, 0},
+       [&](const std::array<int64_t, 3>& at) { op[at[0]] = sp[at[1]]; });
+}
+
 template <class T>
 void scatter_add(const TensorView& self, const TensorView& index, const TensorView& src,
                  const TensorView& out, int64_t dim, ThreadPool* pool) {
-  const T* sp = static_cast<const T*>(self.data) + self.offset;
   const T* vp = static_cast<const T*>(src.data) + src.offset;
   const int64_t* ip = static_cast<const int64_t*>(index.data) + index.offset;
   T* op = static_cast<T*>(out.data) + out.offset;
-  const std::vector<int64_t> osz = sizes_of(out), ost = strides_of(out), sst = strides_of(self);
-  // out = self, element by element over out's shape (either may be strided).
-  walk(osz, {ost, sst, std::vector<int64_t>(osz.size(), 0)}, {0, 0, 0},
-       [&](const std::array<int64_t, 3>& at) { op[at[0]] = sp[at[1]]; });
+  const std::vector<int64_t> osz = sizes_of(out), ost = strides_of(out);
+  copy_self<T>(self, out);
   const std::vector<int64_t> isz = sizes_of(index);
   std::vector<int64_t> place = ost;
   place[static_cast<size_t>(dim)] = 0;  // the index's value replaces i[dim]
@@ -246,12 +269,9 @@ IndexPlan plan_index_put(const TensorView& out, const std::vector<const TensorVi
 template <class T>
 void index_put(const TensorView& self, const std::vector<const TensorView*>& index,
                const TensorView& values, const TensorView& out, bool accumulate, ThreadPool* pool) {
-  const T* sp = static_cast<const T*>(self.data) + self.offset;
   const T* vp = static_cast<const T*>(values.data) + values.offset;
   T* op = static_cast<T*>(out.data) + out.offset;
-  const std::vector<int64_t> osz = sizes_of(out), ost = strides_of(out), sst = strides_of(self);
-  walk(osz, {ost, sst, std::vector<int64_t>(osz.size(), 0)}, {0, 0, 0},
-       [&](const std::array<int64_t, 3>& at) { op[at[0]] = sp[at[1]]; });
+  copy_self<T>(self, out);
   const IndexPlan p = plan_index_put(out, index, values);
   int64_t positions = 1;
   for (int64_t s : p.result) positions *= s;
