@@ -176,6 +176,23 @@ TEST(IndexPutExtern, AnIndexOutOfBoundsIsAnError) {
   }
 }
 
+// A backend without these externs (tests/plugins' toy_cpu offers only mm) runs index_put on the
+// interpreter's kernel, its index tensors (a list argument) bound in order: a counted fallback
+// with the interpreter's bits.
+TEST(IndexPutExtern, ABackendWithoutTheExternRunsTheInterpreter) {
+  Config cfg = Config::parse("plugin_path: [" + std::string(STAX_BINARY_DIR) +
+                                 "/test_plugins]\ndevices: {cpu: {backend: toy_cpu}}\n",
+                             "toy.yaml", ::testing::TempDir());
+  Compiler compiler(std::move(cfg));
+  Graph g = index_put_graph({4, 5, 6}, {{}, {7, 1}, {3}}, {4, 7, 3}, true);
+  std::vector<Tensor> in = index_put_inputs(g, -5, {5, 6});
+  CompiledGraph cg = compiler.compile(g);
+  EXPECT_EQ(cg.num_externs(), 0u) << cg.summary();
+  EXPECT_EQ(cg.num_fallbacks(), 1u) << cg.summary();
+  EXPECT_TRUE(test::contains(cg.summary(), "not offered by the backend")) << cg.summary();
+  EXPECT_TRUE(test::bitwise_equal(cg.run(in)[0], interpret(g, in)[0]));
+}
+
 TEST(ScatterAddExtern, HalfValuesRunOnTheInterpreter) {
   Graph g;
   Node* self = g.placeholder("self", {5, 8}, DType::Float16);
