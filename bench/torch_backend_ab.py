@@ -7,7 +7,9 @@ figure that means something).
         [--models convnext,lm,mixer,unet] [--threads 1,2] [--reps 7] [--steps 20] [--fwd]
 
 Each build runs in a worker process of its own (PYTHONPATH=<build>/python: two builds of the
-extension cannot share a process), and Inductor in a third (torch.compile default). Every worker
+extension cannot share a process; `name=dir:VAR=VALUE` also sets VAR in that worker's
+environment, so one build can run against itself with a switch off, e.g.
+`--builds gemm=build/python:STAX_CPU_CONV_BLOCKED=0,blocked=build/python`), and Inductor in a third (torch.compile default). Every worker
 compiles every (model, threads) cell first; then each round asks every worker in turn for
 `steps` steps of one cell, so the variants alternate within a second of each other and share the
 machine's load. Reported per cell: the median over `reps` rounds of the mean step, wall and
@@ -58,6 +60,10 @@ def worker(backend):
 class Worker:
     def __init__(self, name, backend, pythonpath):
         env = dict(os.environ)
+        pythonpath, *settings = pythonpath.split(":") if backend == "stax" else (pythonpath,)
+        for kv in settings:  # name=dir:VAR=VALUE: the worker's own environment variables
+            k, _, v = kv.partition("=")
+            env[k] = v
         if pythonpath:
             env["PYTHONPATH"] = os.path.abspath(pythonpath)
         self.name = name
@@ -76,7 +82,9 @@ class Worker:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", default="")
-    ap.add_argument("--builds", default="", help="name=pythondir,name=pythondir (Stax builds)")
+    ap.add_argument("--builds", default="",
+                    help="name=pythondir[:VAR=VALUE...],... (Stax builds; VAR=VALUE set in the "
+                         "worker's environment, e.g. a switch of one build)")
     ap.add_argument("--models", default="convnext,lm,mixer,unet")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=7)

@@ -184,10 +184,16 @@ Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_node
 
 // The tensor arguments of an extern kernel's node, in argument order (duplicates kept): they
 // correspond one to one to ExternKernel::inputs().
+// An extern's tensor arguments in argument order, lists flattened (index_put's indices), as its
+// lowering rule lists its inputs.
 std::vector<const Node*> tensor_args(const Node& n) {
   std::vector<const Node*> out;
-  for (const Arg& a : n.args())
+  for (const Arg& a : n.args()) {
     if (a.is_node()) out.push_back(a.node());
+    if (a.is_list())
+      for (const Arg& e : a.list())
+        if (e.is_node()) out.push_back(e.node());
+  }
   return out;
 }
 

@@ -26,4 +26,35 @@ template <class T>
 void correlate_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
                       const Geometry& g, const Exec& ex);
 
+// The blocked form (Cog >= 4 output channels per group, e.g. ResNet's and a UNet's 3x3
+// convolutions and their input gradients): the input padded once per call, then blocks of 4
+// output channels x up to 6 rows x one vector of columns, each output the same chain over
+// (ci, k) in order from +0 as the GEMM forms compute: the same bits, without the im2col matrix.
+// Taken for spatial rank <= 2, output columns at stride 1, a kernel larger than 1x1, at least
+// kBlockedMinOutputs output positions and kBlockedMinColumns output columns (a narrower plane
+// wastes most of a vector's lanes: the GEMM forms run it).
+constexpr int64_t kBlockedMinOutputs = 64;
+constexpr int64_t kBlockedMinColumns = 8;
+bool blocked_applies(const Geometry& g, int64_t Cin, int64_t Cout);
+// False while STAX_CPU_CONV_BLOCKED=0 (read per call): the GEMM forms run instead (A/B
+// measurements, and the test that both forms give the same bits).
+bool blocked_enabled();
+
+template <class T>
+void correlate_blocked(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
+                       const Geometry& g, const Exec& ex);
+
+// The patches form without its matrices (few output positions: weight gradients, which the VJP
+// writes as convolutions whose kernel is the output gradient; AVX-512, output channels per group
+// a multiple of a vector, spatial rank <= 2): the input padded once, W_gᵀ transposed once, then
+// tiles of 6 rows (sample, output position) x 4 vectors of output channels read each row's patch
+// straight from the padded planes, over the chain q = (ci, k) in blocks of ~512 terms (each
+// partial stored exactly and continued): the GEMM patches form's bits, without writing and
+// re-reading the patch matrix (N * O rows of Cig * K terms).
+template <class T>
+bool patches_direct_applies(const Geometry& g, int64_t Cin, int64_t Cout);
+template <class T>
+void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin,
+                              int64_t Cout, const Geometry& g, const Exec& ex);
+
 }  // namespace stax::cpu::conv

@@ -297,8 +297,12 @@ void correlate(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t C
   }
   if (direct_applies(g, Cin, Cout))
     correlate_direct(x, w, out, N, Cin, Cout, g, ex);
+  else if (blocked_enabled() && blocked_applies(g, Cin, Cout))
+    correlate_blocked(x, w, out, N, Cin, Cout, g, ex);
   else if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n()))
     columns_form(x, w, out, N, Cin, Cout, g, ex);
+  else if (blocked_enabled() && patches_direct_applies<T>(g, Cin, Cout))
+    correlate_patches_direct(x, w, out, N, Cin, Cout, g, ex);
   else
     patches_form(x, w, out, N, Cin, Cout, g, ex);
 }

@@ -17,6 +17,9 @@
 //     into out.
 //   * "direct" (conv_direct.h): one output channel per group (depthwise convolutions and both
 //     of their gradients): register tiles over zero-padded input planes, no GEMM.
+//   * "blocked" (conv_direct.h: 4+ output channels per group, e.g. 3x3 convolutions and their
+//     input gradients): register blocks of 4 channels x rows x a vector over padded planes, the
+//     same chains, no im2col matrix (STAX_CPU_CONV_BLOCKED=0: the forms above instead).
 // The gathers run on the pool, the products on the library (itself on the pool); the scratch
 // (at most ~16 MB a chunk, more only for one sample or row that needs it) is kept by the calling
 // thread between calls.

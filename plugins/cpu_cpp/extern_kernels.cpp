@@ -356,7 +356,8 @@ const std::vector<std::string>& extern_kernel_names() {
   static const std::vector<std::string> names = {"mm",          "bmm",
                                                  "addmm",       "matmul",
                                                  "convolution", "flash_attention",
-                                                 "flash_attention_backward"};
+                                                 "flash_attention_backward", "scatter_add",
+                                                 "index_put"};
   return names;
 }
 
@@ -407,6 +408,10 @@ void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t
            });
   } else if (name == "convolution") {
     run_convolution(t, num_inputs, scalars, *ctx.gemm, ctx.pool);
+  } else if (name == "scatter_add") {
+    run_scatter_add(t, num_inputs, scalars, ctx.pool);
+  } else if (name == "index_put") {
+    run_index_put(t, num_inputs, scalars, ctx.pool);
   } else if (name == "flash_attention" || name == "flash_attention_backward") {
     run_flash_attention(name, t, num_inputs, scalars, ctx.pool);
   } else {

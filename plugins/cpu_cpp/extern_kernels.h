@@ -37,7 +37,8 @@ struct ExternContext {
   OutputDone done;              // optional: an epilogue (cpu_backend.cpp)
 };
 
-// "mm", "bmm", "addmm", "matmul", "convolution", "flash_attention", "flash_attention_backward".
+// "mm", "bmm", "addmm", "matmul", "convolution", "flash_attention", "flash_attention_backward",
+// "scatter_add", "index_put".
 const std::vector<std::string>& extern_kernel_names();
 
 // Throws sdk::PluginError (INVALID_ARGUMENT for a shape or dtype mismatch, UNSUPPORTED for an
@@ -56,5 +57,15 @@ void run_convolution(const std::vector<sdk::TensorView>& tensors, size_t num_inp
 // core/ops/nn/flash_attention.cpp lowers them.
 void run_flash_attention(const std::string& name, const std::vector<sdk::TensorView>& tensors,
                          size_t num_inputs, const std::vector<double>& scalars, ThreadPool* pool);
+
+// The extern "scatter_add" (scatter_kernel.cpp): self, index, src, the output; scalars {dim}; the
+// interpreter's additions in its order (bit for bit), split over a dim other than `dim` on `pool`.
+void run_scatter_add(const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
+                     const std::vector<double>& scalars, ThreadPool* pool);
+// The extern "index_put" (scatter_kernel.cpp): self, the defined index tensors (int64), values,
+// the output; scalars {accumulate, L, L flags: an index tensor at that position}; the
+// interpreter's writes (or additions) in its order, bit for bit.
+void run_index_put(const std::vector<sdk::TensorView>& tensors, size_t num_inputs,
+                   const std::vector<double>& scalars, ThreadPool* pool);
 
 }  // namespace stax::cpu

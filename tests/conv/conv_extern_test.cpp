@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,25 @@ std::vector<ConvCase> cases() {
        {2, 3}, false, {0, 0}, 4},
       {"direct_transposed_depthwise", {2, 5, 9, 8}, {5, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, true,
        {0, 0}, 5},
+      // four or more output channels per group: the blocked form (conv_direct.h); a rest of
+      // channels (6 = 4 + 2), of rows (13 = 6 + 6 + 1) and of columns (21 = 16 + 5)
+      {"blocked_3x3_rests_bias", {2, 5, 13, 21}, {6, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, false,
+       {0, 0}, 1, true},
+      {"blocked_strided_rows_dilated_groups", {2, 8, 20, 19}, {8, 4, 3, 3}, {2, 1}, {2, 1},
+       {2, 1}, false, {0, 0}, 2},
+      {"blocked_1d", {2, 3, 90}, {5, 3, 3}, {1}, {1}, {1}, false, {0}},
+      // the UNet block's 3x3 convolution (64 channels, 16 x 16; 2 samples) and an input gradient
+      {"blocked_unet_3x3_bias", {2, 64, 16, 16}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, false,
+       {0, 0}, 1, true},
+      {"blocked_transposed_unit_stride", {2, 16, 32, 32}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1},
+       true, {0, 0}},
+      // few output positions, output channels a multiple of a vector: the patches form read
+      // straight from padded planes (conv_direct.h): groups, strides, dilation, a rest of rows
+      // (40 = 6 * 6 + 4), 80 channels (4 vectors + 1), two blocks of terms (88 runs of 10)
+      {"patches_direct_groups_strided", {5, 6, 13, 12}, {32, 3, 9, 8}, {2, 1}, {1, 2}, {1, 2},
+       false, {0, 0}, 2},
+      {"patches_direct_80_channels_two_blocks", {5, 8, 11, 10}, {80, 8, 11, 10}, {1, 1}, {1, 1},
+       {1, 1}, false, {0, 0}},
       {"direct_depthwise_weight_gradient", {1, 12, 16, 13}, {4, 3, 16, 13}, {1, 1}, {3, 3},
        {1, 1}, false, {0, 0}, 4},
       {"direct_depthwise_1d_dilated_bias", {3, 4, 50}, {4, 1, 5}, {1}, {2}, {3}, false, {0}, 4,
@@ -304,6 +324,12 @@ TEST_P(ConvExtern, TheDefinitionOnOneTwoAndThreeThreads) {
         EXPECT_TRUE(test::bitwise_equal(got, first)) << threads << " threads";
       }
     }
+    // Every form computes the same chains: with the blocked form off (the GEMM forms run what it
+    // would have taken) the bits are the same.
+    ::setenv("STAX_CPU_CONV_BLOCKED", "0", 1);
+    Tensor gemm_forms = compiler_with(2).compile(g).run(in)[0];
+    ::unsetenv("STAX_CPU_CONV_BLOCKED");
+    EXPECT_TRUE(test::bitwise_equal(gemm_forms, first)) << "blocked form off";
   }
 }
 
@@ -353,7 +379,8 @@ TEST_P(ConvGradient, FiniteDifferencesAndTheInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Forms, ConvGradient,
                          ::testing::Values(cases()[0], cases()[1], cases()[7], cases()[9],
                                            cases()[11], cases()[12], cases()[13], cases()[14],
-                                           cases()[15]),
+                                           cases()[15], cases()[16], cases()[17],
+                                           cases()[21]),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

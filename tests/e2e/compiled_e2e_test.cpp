@@ -603,7 +603,7 @@ TEST(CompiledFallback, OpsWithoutALoweringRuleRunThroughTheInterpreter) {
   Node* idx = g.placeholder("idx", {6, 3}, DType::Int64);
   Node* src = g.placeholder("src", {6, 3});
   Node* v = g.call("var.correction", {x, std::vector<int64_t>{1}});  // compiled, beside them
-  Node* sa = g.call("scatter_add", {g.call("relu", {x}), 1, idx, src});
+  Node* sa = g.call("scatter.src", {g.call("relu", {x}), 1, idx, src});  // no rule
   Node* after = g.call("mul.Scalar", {sa, 3});              // a kernel reading a fallback's result
   Node* r = g.call("randn", {std::vector<int64_t>{4, 5}});  // random: the interpreter's seed
   g.output({v, after, g.call("add.Scalar", {r, 1})});

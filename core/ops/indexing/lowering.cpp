@@ -6,7 +6,15 @@
 //     instead (Example 6.3).
 //   cat: one pointwise node; for every input a read at the clamped local index, merged by
 //     conditional selection on the position along the concatenated dimension.
-// Boolean-mask indexing and scatter writes have no rule (FallbackKernel).
+//   scatter_add: the ExternKernel "scatter_add" (self, index, src realized; scalars {dim}) for
+//     float32 / float64 / int32 / int64 values and int64 indices (the embedding's gradient): the
+//     interpreter's additions in its order, bit for bit (cpu_cpp: plugins/cpu_cpp/
+//     scatter_kernel.cpp); on a backend without that extern the executor runs the interpreter's
+//     kernel (a counted fallback). Other dtypes decline (FallbackKernel).
+//   index_put: the ExternKernel "index_put" (self, the index tensors, values; scalars
+//     {accumulate, the indices' count, a flag per position}) for the same value dtypes and int64
+//     index tensors (nearest upsampling's gradient); bool masks decline.
+// Boolean-mask indexing and the other scatter writes have no rule (FallbackKernel).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -170,9 +178,64 @@ IRPtr cat(GraphLowering& g, const Node& n) {
   return g.box(std::make_shared<Pointwise>(m.device, out, m.sizes, inner), inputs);
 }
 
+// The value dtypes of the externs "scatter_add" and "index_put".
+bool extern_values(DType dt) {
+  return dt == DType::Float32 || dt == DType::Float64 || dt == DType::Int32 || dt == DType::Int64;
+}
+
+IRPtr scatter_add(GraphLowering& g, const Node& n) {
+  const TensorMeta& m = n.meta();
+  const DType dt = m.dtype;
+  if (!extern_values(dt)) return nullptr;
+  if (!n.arg("index").is_node() || n.arg("index").node()->dtype() != DType::Int64) return nullptr;
+  std::vector<IRPtr> values;
+  std::vector<KernelInput> inputs;
+  for (const char* p : {"self", "index", "src"}) {
+    values.push_back(g.input(n, p));
+    inputs.push_back(g.realize_input(values.back()));
+  }
+  std::vector<double> scalars{static_cast<double>(n.arg("dim").to_int())};
+  auto k = std::make_shared<ExternKernel>(g.new_buffer_name(),
+                                          Layout::fixed_contiguous(m.device, m.dtype, m.sizes),
+                                          "scatter_add", std::move(inputs), std::move(scalars), &n);
+  k->add_origins(g.origins_for(values));
+  g.register_buffer(k);
+  return std::make_shared<StorageBox>(k);
+}
+
+IRPtr index_put(GraphLowering& g, const Node& n) {
+  const TensorMeta& m = n.meta();
+  if (!extern_values(m.dtype) || m.dim() == 0) return nullptr;
+  std::vector<Node*> idx = n.arg("indices").to_node_list();
+  if (static_cast<int64_t>(idx.size()) > m.dim()) return nullptr;
+  std::vector<double> scalars{n.arg("accumulate").to_bool() ? 1.0 : 0.0,
+                              static_cast<double>(idx.size())};
+  // The inputs in argument order (self, the index tensors, values), as the runtime's interpreter
+  // path binds them on a backend without the extern.
+  std::vector<IRPtr> values{g.input(n, "self")};
+  for (Node* i : idx) {
+    scalars.push_back(i ? 1.0 : 0.0);
+    if (!i) continue;
+    if (i->dtype() != DType::Int64) return nullptr;  // bool / uint8 masks, int32 indices
+    values.push_back(g.value(i));
+  }
+  if (values.size() == 1) return nullptr;
+  values.push_back(g.input(n, "values"));
+  std::vector<KernelInput> inputs;
+  for (const IRPtr& v : values) inputs.push_back(g.realize_input(v));
+  auto k = std::make_shared<ExternKernel>(g.new_buffer_name(),
+                                          Layout::fixed_contiguous(m.device, m.dtype, m.sizes),
+                                          "index_put", std::move(inputs), std::move(scalars), &n);
+  k->add_origins(g.origins_for(values));
+  g.register_buffer(k);
+  return std::make_shared<StorageBox>(k);
+}
+
 }  // namespace
 
 void register_indexing_rules(LoweringTable& t) {
+  t.add("scatter_add.default", scatter_add, true);
+  t.add("index_put.default", index_put, true);
   t.add("gather.default", gather);
   t.add("index_select.default", index_select);
   t.add("index.Tensor", index_tensor);

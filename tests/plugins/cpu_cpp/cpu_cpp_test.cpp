@@ -353,7 +353,8 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
                 .split_reduction(1 << 20, 4, sdk::ReductionType::Sum),
             1);
   EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution",
-                                                          "flash_attention", "flash_attention_backward"}));
+                                                          "flash_attention", "flash_attention_backward",
+                                                          "scatter_add", "index_put"}));
 }
 
 TEST(CpuCpp, ConfigRealizationOverridesReachTheLowering) {
