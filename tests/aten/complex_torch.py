@@ -84,6 +84,9 @@ for dt in (F32, F64):
     case("rfft_irfft_backward" + s,
          grad_of(lambda x, w: (fft.irfft(fft.rfft(x) * w, n=9) ** 2).sum()), ((2, 9), dt),
          ((5,), dt), backward_graph=True)
+case("tanh_spectrum_backward", grad_of(
+    lambda x: torch.view_as_real(torch.tanh(fft.rfft(x))).sum()), ((2, 6), F64),
+    backward_graph=True)
 case("complex_einsum_backward", grad_of(
     lambda a, b: torch.view_as_real(torch.einsum("ij,jk->ik", a, b)).pow(2).sum()),
     ((3, 4), C64), ((4, 2), C64), backward_graph=True)
@@ -120,6 +123,40 @@ def run_case(name, fn, specs, grad, backward_graph):
     return None
 
 
+def eig_case(dt):
+    """linalg.eig / eigvals against torch's: eigenvalues as sets (LAPACKs may order them
+    differently), eigenvectors by magnitude (a real eigenvector's sign is the LAPACK's choice) and
+    by A·V = V·diag(λ)."""
+    import numpy as np
+    torch.manual_seed(3)
+    a = torch.randn(2, 5, 5, dtype=dt)
+    fn = lambda x: (*torch.linalg.eig(x), torch.linalg.eigvals(x))  # noqa: E731
+    gm, text, names = fxrun.trace(fn, [a])
+    want_l, want_v, _ = fn(a)
+    tol = 1e-4 if dt == F32 else 1e-10
+    with tempfile.TemporaryDirectory() as d:
+        args = fxrun.write_case(d, gm, text, names, [a])
+        for mode in ("interp", "compiled"):
+            r = fxrun.run_stax(stax, mode, d, args, config)
+            if r.code != 0:
+                return "%s: %s" % (mode, r.error())
+            l, v, l2 = (r.load("out%d.npy" % k) for k in range(3))
+            if not np.array_equal(l, l2):
+                return "%s: eigvals differ from eig's eigenvalues" % mode
+            for b in range(a.shape[0]):
+                order, want_order = np.lexsort((l[b].imag, l[b].real)), np.lexsort(
+                    (want_l[b].imag.numpy(), want_l[b].real.numpy()))
+                if not np.allclose(l[b][order], want_l[b].numpy()[want_order], atol=tol, rtol=tol):
+                    return "%s: eigenvalues %s, torch %s" % (mode, l[b], want_l[b].numpy())
+                mag, want_mag = np.abs(v[b][:, order]), np.abs(want_v[b].numpy()[:, want_order])
+                if not np.allclose(mag, want_mag, atol=10 * tol, rtol=10 * tol):
+                    return "%s: eigenvector magnitudes differ from torch's" % mode
+                res = a[b].numpy() @ v[b] - v[b] * l[b][None, :]
+                if np.abs(res).max() > 10 * tol:
+                    return "%s: A V != V diag(l) (residual %g)" % (mode, np.abs(res).max())
+    return None
+
+
 only = sys.argv[1:]
 failures = ran = 0
 for name, fn, specs, grad, backward_graph in CASES:
@@ -129,6 +166,14 @@ for name, fn, specs, grad, backward_graph in CASES:
         why = run_case(name, fn, specs, grad, backward_graph)
     except fxrun.Unmapped as e:
         why = "unmapped: %s" % e
+    print("%-32s %s" % (name, "ok" if why is None else "FAIL: " + why))
+    failures += why is not None
+    ran += 1
+for dt in (F32, F64):
+    name = "linalg_eig_eigvals_" + ("f32" if dt == F32 else "f64")
+    if only and name not in only:
+        continue
+    why = eig_case(dt)
     print("%-32s %s" % (name, "ok" if why is None else "FAIL: " + why))
     failures += why is not None
     ran += 1

@@ -10,7 +10,7 @@ namespace stax::complex_ops {
 inline constexpr const char* kHolomorphic[] = {
     "mul.Tensor", "div.Tensor", "exp.default", "log.default", "sqrt.default",
     "reciprocal.default", "pow.Tensor_Scalar", "mm.default", "bmm.default", "sin.default",
-    "cos.default", "tanh.default"};
+    "cos.default"};
 
 // Ops linear in their complex inputs with real coefficients: the real rules hold unchanged.
 inline constexpr const char* kLinear[] = {
@@ -20,8 +20,11 @@ inline constexpr const char* kLinear[] = {
     "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
     "slice_backward.default", "select_backward.default", "copy.default"};
 
-// Non-holomorphic ops with their own complex rules (vjp.cpp, jvp.cpp).
-inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn.default"};
+// Ops with their own complex rules (vjp.cpp, jvp.cpp): the non-holomorphic ones; tanh, whose rule
+// is tanh_backward, which conjugates for complex values as torch's does (g·conj(1 − y²));
+// tanh_backward itself (no complex double backward yet: a clear error).
+inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn.default",
+                                            "tanh.default", "tanh_backward.default"};
 
 // Ops without a derivative (predicates) or whose value does not depend on the input's values.
 inline constexpr const char* kNoDerivative[] = {
@@ -38,6 +41,6 @@ inline constexpr const char* kAll[] = {
     "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
     "slice_backward.default", "select_backward.default", "copy.default", "abs.default", "angle.default", "sgn.default",
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
-    "isnan.default", "sin.default", "cos.default", "tanh.default"};
+    "isnan.default", "sin.default", "cos.default", "tanh.default", "tanh_backward.default"};
 
 }  // namespace stax::complex_ops

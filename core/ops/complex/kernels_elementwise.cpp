@@ -114,6 +114,12 @@ void register_arithmetic(InterpreterTable& t) {
   extend_kernel(t, "sin.default", unary([](auto z) { return std::sin(z); }));
   extend_kernel(t, "cos.default", unary([](auto z) { return std::cos(z); }));
   extend_kernel(t, "tanh.default", unary([](auto z) { return std::tanh(z); }));
+  // torch's complex tanh_backward: g · conj(1 − y²).
+  extend_kernel(t, "tanh_backward.default",
+                elementwise<2>({"grad_output", "output"}, [](auto, auto g, auto y) {
+                  using C = decltype(g);
+                  return cmul(g, std::conj(C(1) - cmul(y, y)));
+                }));
   extend_kernel(t, "reciprocal.default",
                 unary([](auto z) { return cdiv(decltype(z)(1), z); }));
   extend_kernel(t, "sgn.default", unary([](auto z) { return sgn(z); }));

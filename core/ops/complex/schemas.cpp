@@ -43,6 +43,18 @@ void mean_of_complex(OpDef& op, const OpDef& sum) {
   };
 }
 
+// tanh_backward(grad_output, output) of complex values: their broadcast shape and common dtype
+// (the real rule takes floating-point inputs only).
+void complex_backward_result(OpDef& op) {
+  op.infer = [old = op.infer](const CallArgs& c) {
+    const TensorMeta& g = c.tensor("grad_output");
+    const TensorMeta& y = c.tensor("output");
+    if (!is_complex(g.dtype) && !is_complex(y.dtype)) return old(c);
+    return TensorMeta::contiguous(broadcast_shapes(g.sizes, y.sizes, c.where()),
+                                  promote_types(g.dtype, y.dtype), g.device);
+  };
+}
+
 }  // namespace
 
 void register_complex_ops(OpRegistry& r) {
@@ -51,6 +63,7 @@ void register_complex_ops(OpRegistry& r) {
   op_to_extend(r, "getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
     real_result_for_complex(op_to_extend(r, name));
+  complex_backward_result(op_to_extend(r, "tanh_backward.default"));
   for (const char* name : {"sum.dim_IntList", "sum.default"}) sum_of_complex(op_to_extend(r, name));
   mean_of_complex(op_to_extend(r, "mean.dim"), op_to_extend(r, "sum.dim_IntList"));
   mean_of_complex(op_to_extend(r, "mean.default"), op_to_extend(r, "sum.default"));

@@ -141,6 +141,12 @@ void register_complex_vjps(VjpTable& t) {
   extend(t, "select_scatter.default", for_complex(select_scatter_vjp));
   extend(t, "constant_pad_nd.default", for_complex(constant_pad_vjp));
   extend(t, "copy.default", for_complex(copy_vjp));
+  // tanh's real rule (tanh_backward, conjugating for complex values) holds unchanged.
+  extend(t, "tanh_backward.default", for_complex([](VjpContext& c) {
+           throw Error("autodiff", "%" + c.node()->name(),
+                       "no derivative rule for tanh_backward on complex values (a second "
+                       "derivative of complex tanh)");
+         }));
 }
 
 }  // namespace stax
