@@ -26,6 +26,7 @@ void register_fractional_pool_expansions(ExpansionTable& t);
 void register_linalg_eig_ops(OpRegistry& r);
 void register_linalg_eig_expansions(ExpansionTable& t);
 void register_linalg_eig_kernels(InterpreterTable& t);
+void register_linalg_eig_vjps(VjpTable& t);
 void register_complex_ops(OpRegistry& r);
 void register_complex_vjps(VjpTable& t);
 void register_complex_jvps(JvpTable& t);
@@ -123,6 +124,7 @@ void install_vjps(VjpTable& t) {
   register_scatter_form_vjps(t);
   register_regrouping_form_vjps(t);
   register_resampling_vjps(t);
+  register_linalg_eig_vjps(t);
   register_complex_vjps(t);  // extends rules registered above: last
 }
 

@@ -4,12 +4,13 @@
 // complex columns, each of unit norm with its largest component real, as LAPACK normalizes them.
 //   linalg_eig(self) -> (eigenvalues, eigenvectors)  expands to _stax_linalg_eig(A, output)
 //   linalg_eigvals(self)                             _stax_linalg_eig's eigenvalues
-// Real matrices only (complex inputs would need LAPACK's cgeev / zgeev); no derivative rules yet:
-// autodiff through them fails naming the op.
+// Real matrices only (complex inputs would need LAPACK's cgeev / zgeev); their VJP rules refuse
+// (torch's linalg_eig_backward is not implemented), naming the op.
 #include <complex>
 #include <string>
 #include <vector>
 
+#include "core/autodiff/vjp.h"
 #include "core/graph/multi_output.h"
 #include "core/interpreter/interpreter.h"
 #include "core/ops/linalg/lapack.h"
@@ -108,6 +109,15 @@ void register_linalg_eig_ops(OpRegistry& r) {
 
 void register_linalg_eig_expansions(ExpansionTable& t) {
   t.add(parse_schema(kEig).name, eig_expansion);
+}
+
+// torch's linalg_eig_backward is not implemented: a clear error rather than a zero gradient.
+void register_linalg_eig_vjps(VjpTable& t) {
+  for (const char* op : {"_stax_linalg_eig.default", "linalg_eigvals.default"})
+    t.add(op, [](VjpContext& c) {
+      throw Error("autodiff", "%" + c.node()->name(),
+                  "the derivative of linalg.eig / linalg.eigvals is not implemented in Stax");
+    });
 }
 
 void register_linalg_eig_kernels(InterpreterTable& t) {

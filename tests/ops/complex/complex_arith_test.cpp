@@ -349,6 +349,12 @@ TEST(ComplexArith, JvpsMatchCentralDifferences) {
       {"angle", {2, 3}, c, [](Graph& g, Node* z) { return g.call("angle", {z}); }},
       {"sgn", {2, 3}, c, [](Graph& g, Node* z) { return g.call("sgn", {z}); }},
       {"mul self", {2, 3}, c, [](Graph& g, Node* z) { return g.call("mul.Tensor", {z, z}); }},
+      {"the complex parts", {2, 3}, c,
+       [](Graph& g, Node* z) {
+         Node* re = g.call("real", {g.call("conj_physical", {z})});
+         Node* im = g.call("imag", {g.call("_conj", {g.call("_conj_physical", {z})})});
+         return g.call("view_as_complex", {g.call("view_as_real", {g.call("complex", {re, im})})});
+       }},
       {"sum of view_as_real", {2, 3}, c,
        [](Graph& g, Node* z) { return g.call("sum.dim_IntList", {g.call("view_as_real", {z}), V{0}}); }},
   };

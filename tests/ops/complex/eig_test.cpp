@@ -94,6 +94,12 @@ TEST(LinalgEig, KnownSpectraErrorsAndCompiledFallbacks) {
   e = error_of([&] { bad.call("linalg_eig", {i}); });
   EXPECT_TRUE(has(e, "Expected a floating point or complex tensor as input. Got int64")) << e;
 
+  Graph d;
+  Node* y = d.placeholder("y", {3, 3}, DType::Float64);
+  d.output({d.call("abs", {d.call("linalg_eigvals", {y})})});
+  e = error_of([&] { vjp(d, {Tensor::randn({3, 3}, DType::Float64, 1)}, {Tensor::ones({3}, DType::Float64)}); });
+  EXPECT_TRUE(has(e, "the derivative of linalg.eig / linalg.eigvals is not implemented")) << e;
+
   Graph g;
   Node* a = g.placeholder("a", {4, 4});
   Node* ev = g.call("linalg_eigvals", {g.call("relu", {a})});
