@@ -99,17 +99,6 @@ Node* decompose_node(Graph& g, Node* n, const DecompositionTable& table) {
   return r;
 }
 
-namespace {
-// Entries are written for real values: a node reading or producing a complex value keeps its op,
-// whose kernel computes it (docs/complex.md).
-bool touches_complex(const Node& n) {
-  if (is_complex(n.meta().dtype)) return true;
-  for (const Node* a : n.input_nodes())
-    if (is_complex(a->meta().dtype)) return true;
-  return false;
-}
-}  // namespace
-
 size_t decompose(Graph& g, const DecompositionOptions& options) {
   const DecompositionTable& table = options.table ? *options.table : default_decompositions();
   auto is_base = [&](const Node* n) {
@@ -127,7 +116,6 @@ size_t decompose(Graph& g, const DecompositionOptions& options) {
     std::vector<Node*> snapshot = g.nodes();
     for (Node* n : snapshot) {
       if (!n->is_call() || is_base(n) || !table.find(n->target())) continue;
-      if (touches_complex(*n)) continue;
       decompose_node(g, n, table);
       ++count;
       changed = true;

@@ -28,6 +28,7 @@ void register_linalg_eig_expansions(ExpansionTable& t);
 void register_linalg_eig_kernels(InterpreterTable& t);
 void register_linalg_eig_vjps(VjpTable& t);
 void register_complex_ops(OpRegistry& r);
+void register_complex_decompositions(DecompositionTable& t);
 void register_complex_vjps(VjpTable& t);
 void register_complex_jvps(JvpTable& t);
 void register_spectral_jvps(JvpTable& t);
@@ -96,6 +97,7 @@ void install_decompositions(DecompositionTable& t) {
   register_resampling_decompositions(t);
   register_linalg_decompositions(t);
   register_linalg_composite_decompositions(t);
+  register_complex_decompositions(t);  // extends entries registered above: last
 }
 
 void install_vjps(VjpTable& t) {

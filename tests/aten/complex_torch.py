@@ -47,6 +47,9 @@ for dt in (C64, C128):
     case("conj_mul" + s, lambda a, b: a.conj() * b, z, w)
     case("real_imag" + s, lambda a: a.real * a.imag + torch.view_as_real(a).sum(-1), z)
     case("mm" + s, lambda a, b: a @ b.t(), z, w)
+    case("view_copies" + s, lambda a: (torch.permute_copy(a, (1, 0)), torch.t_copy(a),
+                                       torch.view_copy(a, (12,)),
+                                       torch.expand_copy(a[:1], (3, 4))), z)
     case("einsum_bmm" + s, lambda a, b: torch.einsum("bij,bjk->bik", a, b),
          ((2, 3, 4), dt), ((2, 4, 5), dt))
     case("einsum_contract" + s, lambda a, b: torch.einsum("ij,j->i", a, b), z, v)

@@ -79,12 +79,6 @@ KernelFn add_kernel(const char* first, const char* second, double sign) {
   };
 }
 
-template <class R>
-Cx<R> sgn(Cx<R> z) {
-  R m = std::abs(z);
-  return m == R(0) ? Cx<R>(0) : Cx<R>(z.real() / m, z.imag() / m);
-}
-
 // torch's pow(z, e) for complex z: the exponents its CPU kernel special-cases, else std::pow.
 template <class R>
 Cx<R> power(Cx<R> z, double e) {
@@ -102,7 +96,6 @@ void register_arithmetic(InterpreterTable& t) {
   extend_kernel(t, "add.Scalar", add_kernel("self", "other", 1));
   extend_kernel(t, "sub.Tensor", add_kernel("self", "other", -1));
   extend_kernel(t, "sub.Scalar", add_kernel("self", "other", -1));
-  extend_kernel(t, "rsub.Scalar", add_kernel("other", "self", -1));
   auto mul = elementwise<2>({"self", "other"}, [](auto, auto a, auto b) { return cmul(a, b); });
   auto div = elementwise<2>({"self", "other"}, [](auto, auto a, auto b) { return cdiv(a, b); });
   for (const char* ov : {"mul.Tensor", "mul.Scalar"}) extend_kernel(t, ov, mul);
@@ -122,9 +115,7 @@ void register_arithmetic(InterpreterTable& t) {
                 }));
   extend_kernel(t, "reciprocal.default",
                 unary([](auto z) { return cdiv(decltype(z)(1), z); }));
-  extend_kernel(t, "sgn.default", unary([](auto z) { return sgn(z); }));
   extend_kernel(t, "abs.default", unary([](auto z) { return std::abs(z); }));
-  extend_kernel(t, "angle.default", unary([](auto z) { return std::arg(z); }));
   extend_kernel(t, "isnan.default",
                 unary([](auto z) { return std::isnan(z.real()) || std::isnan(z.imag()); }));
   extend_kernel(t, "pow.Tensor_Scalar", [](const KernelContext& c) {
