@@ -22,10 +22,10 @@ void check_wrt(const Graph& forward, const std::vector<std::string>& wrt) {
       throw Error("autodiff", name,
                   "gradients can only be requested for placeholders; '" + name + "' is " +
                       (n ? "a call_function node" : "not a value of the graph"));
-    if (!is_floating(n->dtype()))
+    if (!is_floating(n->dtype()) && !is_complex(n->dtype()))
       throw Error("autodiff", where(n),
                   "cannot differentiate with respect to a " + std::string(dtype_name(n->dtype())) +
-                      " placeholder (only floating-point inputs have gradients)");
+                      " placeholder (only floating-point and complex inputs have gradients)");
     if (!seen.insert(name).second)
       throw Error("autodiff", where(n), "placeholder '" + name + "' is named twice in wrt");
   }

@@ -98,7 +98,7 @@ JvpGraph build_jvp_graph(const Graph& g, const std::vector<std::string>& wrt,
       throw Error("autodiff", name,
                   "tangents can only be given for placeholders; '" + name +
                       "' is not a placeholder of the graph");
-    if (!is_floating(n->dtype()))
+    if (!is_floating(n->dtype()) && !is_complex(n->dtype()))
       throw Error(
           "autodiff", where(n),
           "a " + std::string(dtype_name(n->dtype())) + " placeholder cannot carry a tangent");

@@ -15,7 +15,7 @@ void check_count(size_t got, size_t want, const std::string& what, const std::st
                     std::to_string(got));
 }
 
-// The floating-point placeholders (the differentiable inputs) and their positions.
+// The floating-point and complex placeholders (the differentiable inputs) and their positions.
 struct Inputs {
   std::vector<Node*> all;
   std::vector<std::string> names;  // floating ones
@@ -25,7 +25,7 @@ Inputs differentiable_inputs(const Graph& f, const std::vector<Tensor>* selected
   Inputs in;
   in.all = f.placeholders();
   for (size_t i = 0; i < in.all.size(); ++i) {
-    if (!is_floating(in.all[i]->dtype())) continue;
+    if (!is_floating(in.all[i]->dtype()) && !is_complex(in.all[i]->dtype())) continue;
     if (selected && !(*selected)[i].defined()) continue;
     in.names.push_back(in.all[i]->name());
     in.pos.push_back(i);

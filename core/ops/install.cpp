@@ -28,6 +28,19 @@ void register_runtime_sized_ops(OpRegistry& r);
 void register_runtime_sized_expansions(ExpansionTable& t);
 void register_runtime_sized_vjps(VjpTable& t);
 void register_runtime_sized_kernels(InterpreterTable& t);
+// linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
+// extends ops of the families above, so it runs after them); kept here for the same reason.
+void register_linalg_eig_ops(OpRegistry& r);
+void register_linalg_eig_expansions(ExpansionTable& t);
+void register_linalg_eig_kernels(InterpreterTable& t);
+void register_linalg_eig_vjps(VjpTable& t);
+void register_complex_ops(OpRegistry& r);
+void register_complex_decompositions(DecompositionTable& t);
+void register_complex_vjps(VjpTable& t);
+void register_complex_jvps(JvpTable& t);
+void register_spectral_jvps(JvpTable& t);
+void register_complex_elementwise_kernels(InterpreterTable& t);
+void register_complex_movement_kernels(InterpreterTable& t);
 
 void register_all_ops(OpRegistry& r) {
   register_pointwise_ops(r);
@@ -62,6 +75,8 @@ void register_all_ops(OpRegistry& r) {
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
+  register_linalg_eig_ops(r);
+  register_complex_ops(r);     // extends ops registered above to complex values
   register_mutating_forms(r);  // derived from the functional ops above
 }
 
@@ -90,6 +105,7 @@ void install_decompositions(DecompositionTable& t) {
   register_resampling_decompositions(t);
   register_linalg_decompositions(t);
   register_linalg_composite_decompositions(t);
+  register_complex_decompositions(t);  // extends entries registered above: last
 }
 
 void install_vjps(VjpTable& t) {
@@ -119,6 +135,8 @@ void install_vjps(VjpTable& t) {
   register_regrouping_form_vjps(t);
   register_resampling_vjps(t);
   register_runtime_sized_vjps(t);
+  register_linalg_eig_vjps(t);
+  register_complex_vjps(t);  // extends rules registered above: last
 }
 
 void install_jvps(JvpTable& t) {
@@ -145,6 +163,8 @@ void install_jvps(JvpTable& t) {
   register_scatter_form_jvps(t);
   register_regrouping_form_jvps(t);
   register_resampling_jvps(t);
+  register_spectral_jvps(t);
+  register_complex_jvps(t);  // extends rules registered above: last
 }
 
 void install_kernels(InterpreterTable& t) {
@@ -173,6 +193,9 @@ void install_kernels(InterpreterTable& t) {
   register_regrouping_form_kernels(t);
   register_resampling_kernels(t);
   register_runtime_sized_kernels(t);
+  register_linalg_eig_kernels(t);
+  register_complex_elementwise_kernels(t);  // extend kernels registered above: last
+  register_complex_movement_kernels(t);
 }
 
 void install_traits(OpTraitTable& t) {
@@ -212,6 +235,7 @@ void install_ops() {
     register_runtime_sized_expansions(expansions_to_fill());
     register_linalg_expansions(expansions_to_fill());
     register_linalg_composite_expansions(expansions_to_fill());
+    register_linalg_eig_expansions(expansions_to_fill());
     install_decompositions(decompositions_to_fill());
     install_vjps(vjp_table_to_fill());
     install_jvps(jvp_table_to_fill());

@@ -44,6 +44,13 @@ def registry(stax):
     return ops
 
 
+def complex_ops(stax):
+    """The names of the ops that take complex tensors (`stax ops --complex --tsv`)."""
+    out = subprocess.run([stax, "ops", "--complex", "--tsv"], check=True, capture_output=True,
+                         text=True).stdout
+    return {line.split("\t")[0] for line in out.splitlines()}
+
+
 def expected_failures(kind):
     """{key: reason} of the lines 'KIND KEY: reason' of expected_failures.txt."""
     out = {}

@@ -51,7 +51,7 @@ def targets(gm):
 
 
 def save_npy(path, t):
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()  # OpInfo's samples carry lazy conjugates
     if t.dtype not in NPY_DTYPES:
         raise Unmapped("dtype %s has no .npy form" % t.dtype)
     if t.dtype == torch.bfloat16:

@@ -68,6 +68,7 @@ stax = common.stax_binary()
 source = os.environ.get("STAX_SOURCE_DIR", os.path.join(common.HERE, "..", ".."))
 config = os.path.join(source, "configs", "cpu.yaml")
 registry = common.registry(stax)
+opinfo_cases.COMPLEX_OPS = common.complex_ops(stax)
 expected = common.expected_failures("opinfo")
 modes = args.modes.split(",")
 dtypes = [d for d in STAX_DTYPES if not args.dtypes or DTYPE_NAMES[d] in args.dtypes.split(",")]

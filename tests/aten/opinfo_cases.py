@@ -5,11 +5,11 @@ import torch
 
 import fxrun
 
-# The dtypes the harness runs, in this order; the others OpInfo lists (complex, float8) are not
-# run here and are counted apart.
+# The dtypes the harness runs, in this order; the others OpInfo lists (float8) are not Stax dtypes
+# (core/types/dtype.h) and are counted apart.
 STAX_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                torch.int32, torch.int8, torch.uint8, torch.bool, torch.int16, torch.uint16,
-               torch.uint32, torch.uint64]
+               torch.uint32, torch.uint64, torch.complex64, torch.complex128]
 DTYPE_NAMES = {d: str(d)[len("torch."):] for d in STAX_DTYPES}
 # Classes of dtypes an expected failure may name (expected_failures.txt: NAME@CLASS).
 DTYPE_CLASSES = {
@@ -17,7 +17,15 @@ DTYPE_CLASSES = {
     "unsigned": {"uint16", "uint32", "uint64"},
     "lowp": {"float16", "bfloat16"},
     "floating": {"float32", "float64", "float16", "bfloat16"},
+    "complex": {"complex64", "complex128"},
 }
+# The ops taking complex tensors (`stax ops --complex`), set by the driver: a sample with complex
+# values maps only when every op of its graph is one of them (docs/complex.md).
+COMPLEX_OPS = set()
+
+
+def differentiable(t):
+    return t.dtype.is_floating_point or t.dtype.is_complex
 
 
 def supported_dtypes(op):
@@ -128,6 +136,10 @@ class Case:
         missing = sorted({o for o in ops if o not in registry})
         if missing:
             raise fxrun.Unmapped("needs " + ", ".join(missing))
+        if any(t.dtype.is_complex for t in self.leaves + self.want):
+            real_only = sorted({o for o in ops if o not in COMPLEX_OPS and o != "getitem.default"})
+            if real_only:
+                raise fxrun.Unmapped("needs complex forms of " + ", ".join(real_only))
         if len(self.names) != len(self.leaves):
             raise fxrun.Unmapped("make_fx dropped inputs")
         self.random = draws_random(self.gm, registry)
@@ -149,15 +161,15 @@ class Case:
         """The float inputs to differentiate and torch's gradients (upstream ones for the float
         outputs; integer outputs such as max.dim's indices have none: `stax grad` makes no
         tangent for them)."""
-        floats = [i for i, t in enumerate(self.leaves) if t.dtype.is_floating_point]
-        if not floats or not any(w.dtype.is_floating_point for w in self.want):
+        floats = [i for i, t in enumerate(self.leaves) if differentiable(t)]
+        if not floats or not any(differentiable(w) for w in self.want):
             return
         floats = differentiable_leaves(self.fn, self.leaves, floats)
         if not floats:
             return
         rg = [t.clone().requires_grad_(i in floats) for i, t in enumerate(self.leaves)]
         try:  # torch may refuse a gradient input (soft_margin_loss's target): no grad check
-            outs = [o for o in flat_outputs(self.fn(*rg)) if o.dtype.is_floating_point]
+            outs = [o for o in flat_outputs(self.fn(*rg)) if differentiable(o)]
             tg = torch.autograd.grad(outs, [rg[i] for i in floats],
                                      [torch.ones_like(o) for o in outs], allow_unused=True)
         except RuntimeError:  # an output without grad_fn (no path from the inputs)

@@ -18,8 +18,9 @@ inline const std::set<std::string>& rules_pending_a_gradient_check() {
 
 // The complex ops' rules: the autodiff case tables hold real tensors, so these rules are checked
 // against central differences in tests/ops/spectral/complex_fft_test.cpp
-// (Fft.VjpsMatchCentralDifferences: real losses through view_as_real / real / imag), and they have
-// no JVP rules: forward mode through a complex value is refused naming the op (docs/complex.md).
+// (Fft.VjpsMatchCentralDifferences: real losses through view_as_real / real / imag) and, their
+// JVP rules, in tests/ops/complex/complex_arith_test.cpp (ComplexArith.JvpsMatchCentralDifferences;
+// docs/complex.md).
 inline const std::set<std::string>& complex_rules_checked_in_complex_fft_test() {
   static const std::set<std::string> names = {
       "_conj.default",         "_conj_physical.default", "_fft_c2c.default",
@@ -48,7 +49,9 @@ inline const std::set<std::string>& linalg_rules_checked_in_linalg_test() {
       "linalg_pinv.atol_rtol_tensor",  "linalg_matrix_sqrth.default",
       "linalg_matrix_exp.default",
       "ormqr.default",                 "_stax_linalg_check.default",
-      "masked_select.default"};
+      "masked_select.default",
+      // linalg_eig / eigvals: their derivative is refused (tests/ops/complex/eig_test.cpp).
+      "_stax_linalg_eig.default",      "linalg_eigvals.default"};
   return names;
 }
 

@@ -15,7 +15,7 @@ namespace stax::linear_jvp {
 inline Arg substitute(const JvpContext& c, const Arg& a) {
   if (a.is_node()) {
     Node* n = a.node();
-    return is_floating(n->dtype()) ? Arg(c.tangent_or_zeros(n)) : a;
+    return is_floating(n->dtype()) || is_complex(n->dtype()) ? Arg(c.tangent_or_zeros(n)) : a;
   }
   if (a.is_list()) {
     Arg::List l;

@@ -10,9 +10,12 @@
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
+
+bool differentiable_dtype(DType t) { return is_floating(t) || is_complex(t); }
 
 // A one-call graph of `n` over one placeholder per distinct tensor input, decomposed.
 struct Mini {
@@ -40,6 +43,11 @@ std::unique_ptr<Mini> mini_graph(const Node& n) {
   call->attrs = n.attrs;
   m->g.output({call});
   decompose(m->g);
+  // decompose() keeps a complex node whose entry is written for real values (docs/complex.md).
+  for (const Node* x : m->g.nodes())
+    if (x->is_call() && x->target() == n.target())
+      throw Error("autodiff", "%" + n.name(),
+                  "no derivative rule for " + n.target() + " on complex values");
   return m;
 }
 
@@ -70,7 +78,7 @@ void vjp_via_decomposition(VjpContext& c) {
   std::vector<std::string> wrt;
   std::vector<Node*> wrt_outer;
   for (size_t i = 0; i < m->outer.size(); ++i)
-    if (c.needs(m->outer[i]) && is_floating(m->outer[i]->dtype())) {
+    if (c.needs(m->outer[i]) && differentiable_dtype(m->outer[i]->dtype())) {
       wrt.push_back(m->names[i]);
       wrt_outer.push_back(m->outer[i]);
     }
@@ -90,7 +98,7 @@ Node* jvp_via_decomposition(JvpContext& c) {
   std::vector<std::string> wrt;
   std::vector<Node*> wrt_outer;
   for (size_t i = 0; i < m->outer.size(); ++i)
-    if (c.tangent(m->outer[i]) && is_floating(m->outer[i]->dtype())) {
+    if (c.tangent(m->outer[i]) && differentiable_dtype(m->outer[i]->dtype())) {
       wrt.push_back(m->names[i]);
       wrt_outer.push_back(m->outer[i]);
     }

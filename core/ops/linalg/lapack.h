@@ -29,6 +29,10 @@ template <class T> int syevd(char jobz, char uplo, int n, T* a, int lda, T* w);
 template <class T> int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt,
                              int ldvt);
 
+// The eigenvalues (wr + i wi) of a general matrix and, with jobvr 'V', its right eigenvectors
+// (LAPACK's packing: a complex pair's vectors as vr[:, j] ± i vr[:, j+1]); a is overwritten.
+template <class T> int geev(char jobvr, int n, T* a, int lda, T* wr, T* wi, T* vr, int ldvr);
+
 // Bunch-Kaufman LDL^T of a symmetric matrix (the `uplo` triangle), and solves from it.
 template <class T> int sytrf(char uplo, int n, T* a, int lda, int* ipiv);
 template <class T> int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv,

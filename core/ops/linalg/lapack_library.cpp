@@ -230,6 +230,24 @@ int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, in
 }
 
 template <class T>
+int geev(char jobvr, int n, T* a, int lda, T* wr, T* wi, T* vr, int ldvr) {
+  using Fn = void (*)(const char*, const char*, const int*, T*, const int*, T*, T*, T*,
+                      const int*, T*, const int*, T*, const int*, int*, Len, Len);
+  static Fn fn = routine<T, Fn>("geev");
+  const char jobvl = 'N';
+  int info = 0, query = -1, ldvl = 1;
+  T size = 0, vl = 0;
+  std::lock_guard<std::mutex> lock(call_lock());
+  fn(&jobvl, &jobvr, &n, a, &lda, wr, wi, &vl, &ldvl, vr, &ldvr, &size, &query, &info, 1, 1);
+  check_args(info, "geev");
+  int lwork = std::max(1, static_cast<int>(size));
+  std::vector<T> work(static_cast<size_t>(lwork));
+  fn(&jobvl, &jobvr, &n, a, &lda, wr, wi, &vl, &ldvl, vr, &ldvr, work.data(), &lwork, &info, 1, 1);
+  check_args(info, "geev");
+  return info;
+}
+
+template <class T>
 int sytrf(char uplo, int n, T* a, int lda, int* ipiv) {
   using Fn = void (*)(const char*, const int*, T*, const int*, int*, T*, const int*, int*, Len);
   static Fn fn = routine<T, Fn>("sytrf");
@@ -267,6 +285,7 @@ int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b
   template int ormqr<T>(char, char, int, int, int, const T*, int, const T*, T*, int);         \
   template int syevd<T>(char, char, int, T*, int, T*);                                        \
   template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int);                      \
+  template int geev<T>(char, int, T*, int, T*, T*, T*, int);                                  \
   template int sytrf<T>(char, int, T*, int, int*);                                            \
   template int sytrs<T>(char, int, int, const T*, int, const int*, T*, int);
 STAX_LAPACK_INSTANTIATE(float)

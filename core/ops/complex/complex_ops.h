@@ -1,0 +1,46 @@
+// The ops of other families that complex arithmetic extends to complex64 / complex128
+// (docs/complex.md), grouped by how their derivative rules carry over.
+#pragma once
+
+namespace stax::complex_ops {
+
+// Holomorphic ops whose VJP rule, written for real values, is grad * f'(x) with f' built from the
+// op's inputs and output: for complex values torch's rule is grad * conj(f'(z)), which is the real
+// rule applied to conj(grad), conjugated (vjp.cpp).
+inline constexpr const char* kHolomorphic[] = {
+    "mul.Tensor", "div.Tensor", "exp.default", "log.default", "sqrt.default",
+    "reciprocal.default", "pow.Tensor_Scalar", "mm.default", "bmm.default", "sin.default",
+    "cos.default"};
+
+// Ops linear in their complex inputs with real coefficients: the real rules hold unchanged.
+inline constexpr const char* kLinear[] = {
+    "add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
+    "div.Scalar", "neg.default", "sum.default", "sum.dim_IntList", "mean.default", "mean.dim",
+    "cat.default", "constant_pad_nd.default", "where.self", "where.ScalarSelf",
+    "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
+    "slice_backward.default", "select_backward.default", "copy.default"};
+
+// Ops with their own complex rules (vjp.cpp, jvp.cpp): the non-holomorphic ones; tanh, whose rule
+// is tanh_backward, which conjugates for complex values as torch's does (g·conj(1 − y²));
+// tanh_backward itself (no complex double backward yet: a clear error).
+inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn.default",
+                                            "tanh.default", "tanh_backward.default"};
+
+// Ops without a derivative (predicates) or whose value does not depend on the input's values.
+inline constexpr const char* kNoDerivative[] = {
+    "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
+    "isnan.default"};
+
+// Every op above: marked OpDef::complex (schemas.cpp).
+inline constexpr const char* kAll[] = {
+    "mul.Tensor", "div.Tensor", "exp.default", "log.default", "sqrt.default",
+    "reciprocal.default", "pow.Tensor_Scalar", "mm.default", "bmm.default",
+    "add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
+    "div.Scalar", "neg.default", "sum.default", "sum.dim_IntList", "mean.default", "mean.dim",
+    "cat.default", "constant_pad_nd.default", "where.self", "where.ScalarSelf",
+    "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
+    "slice_backward.default", "select_backward.default", "copy.default", "abs.default", "angle.default", "sgn.default",
+    "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
+    "isnan.default", "sin.default", "cos.default", "tanh.default", "tanh_backward.default"};
+
+}  // namespace stax::complex_ops

@@ -1,0 +1,84 @@
+// Interpreter kernels of the complex forms of cat and of mm / bmm (docs/complex.md): cat copies
+// between strided views of any element size (Tensor::as_strided, copy_from); the products
+// accumulate c10::complex products in order over k. The Composite ops complex arithmetic extends
+// (constant_pad_nd, the scatters, copy, rsub, angle, sgn ...) run their complex decompositions.
+#include <algorithm>
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "core/ops/complex/complex_kernel.h"
+#include "core/ops/registration.h"
+
+namespace stax {
+namespace {
+
+using namespace complex_kernels;  // NOLINT: the complex kernels' vocabulary
+
+std::string where_of(const KernelContext& c) { return "%" + c.node().name(); }
+
+// Entries start, start + step, ... (len of them) of dim d of t, as a view.
+Tensor slice_view(const Tensor& t, int64_t d, int64_t start, int64_t len, int64_t step) {
+  Shape sz = t.sizes(), st = t.strides();
+  auto k = static_cast<size_t>(d);
+  int64_t offset = t.storage_offset() + start * st[k];
+  sz[k] = len;
+  st[k] *= step;
+  return t.as_strided(sz, st, offset);
+}
+
+Tensor cat_kernel(const KernelContext& c) {
+  const TensorMeta& m = c.out_meta();
+  Tensor out = kernels::empty_output(m);
+  int64_t d = wrap_dim(c.arg("dim").to_int(), out.dim(), where_of(c));
+  int64_t at = 0;
+  for (const Tensor& t : c.tensor_list("tensors")) {
+    if (t.dim() == 1 && t.numel() == 0 && out.dim() != 1) continue;  // torch's legacy empty
+    int64_t len = t.sizes()[static_cast<size_t>(d)];
+    slice_view(out, d, at, len, 1).copy_from(converted(t, m.dtype));
+    at += len;
+  }
+  return out;
+}
+
+// mm (2-D) and bmm (3-D): out[b, i, j] = sum over k of a[b, i, k] * b[b, k, j], in order of k.
+Tensor product_kernel(const KernelContext& c) {
+  DType cd = c.out_meta().dtype;
+  Tensor a = converted(c.tensor("self"), cd), b = converted(c.tensor("mat2"), cd);
+  Tensor out = Tensor::empty(c.out_meta().sizes, cd);  // contiguous, as mm_rule infers
+  bool batched = a.dim() == 3;
+  int64_t nb = batched ? a.size(0) : 1, n = a.size(-2), kk = a.size(-1), p = b.size(-1);
+  int64_t sa = batched ? a.stride(0) : 0, sb = batched ? b.stride(0) : 0;
+  dispatch_complex(cd, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    const C* pa = a.template data<C>();
+    const C* pb = b.template data<C>();
+    C* po = out.template data<C>();
+    for (int64_t q = 0; q < nb; ++q)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < p; ++j) {
+          C s(0);
+          for (int64_t k = 0; k < kk; ++k)
+            s += cmul(pa[q * sa + i * a.stride(-2) + k * a.stride(-1)],
+                      pb[q * sb + k * b.stride(-2) + j * b.stride(-1)]);
+          po[(q * n + i) * p + j] = s;
+        }
+  });
+  return out;
+}
+
+}  // namespace
+
+void register_complex_movement_kernels(InterpreterTable& t) {
+  extend_kernel(t, "cat.default", cat_kernel);
+  for (const char* op : {"mm.default", "bmm.default"}) extend_kernel(t, op, product_kernel);
+  // The Composite ones run their complex decompositions (decompositions.cpp), as compiled graphs
+  // do.
+  for (const char* op : {"constant_pad_nd.default", "slice_scatter.default",
+                         "select_scatter.default", "slice_backward.default",
+                         "select_backward.default", "copy.default", "new_zeros.default",
+                         "new_empty.default", "rsub.Scalar", "angle.default", "sgn.default"})
+    extend_kernel(t, op, [](const KernelContext& c) { return kernels::run_decomposition(c); });
+}
+
+}  // namespace stax

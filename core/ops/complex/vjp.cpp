@@ -1,0 +1,152 @@
+// VJP rules of complex arithmetic, by torch's convention (docs/complex.md): the gradient of a real
+// loss L with respect to z = a + ib is z̄ = ∂L/∂a + i ∂L/∂b, so for f(z) with upstream gradient g
+//   z̄ = g · conj(∂f/∂z) + conj(g) · ∂f/∂z̄
+// (autograd's "conjugate Wirtinger" rule). For holomorphic f (∂f/∂z̄ = 0) that is the real rule's
+// g · f'(z) with both g and the result conjugated, which `conjugated` builds from the op's own
+// rule; ops linear with real coefficients keep their rules; abs / angle / sgn have their own. A
+// real input of a complex op receives the real part (the joint-graph builder's dtype conversion).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autodiff/vjp.h"
+#include "core/graph/op_registry.h"
+#include "core/ops/complex/complex_ops.h"
+#include "core/ops/complex/extend.h"
+#include "core/ops/registration.h"
+#include "core/support/error.h"
+
+namespace stax {
+namespace {
+
+bool touches_complex(const Node* n) {
+  if (is_complex(n->dtype())) return true;
+  for (const Node* a : n->input_nodes())
+    if (is_complex(a->dtype())) return true;
+  return false;
+}
+
+Node* conj(VjpContext& c, Node* v) {
+  return is_complex(v->dtype()) ? c.call("conj_physical", {v}) : v;
+}
+
+// The op's real rule applied to conj(g), its contributions conjugated (holomorphic ops).
+VjpFn conjugated(VjpFn real) {
+  return [real = std::move(real)](VjpContext& c) {
+    if (!touches_complex(c.node())) return real(c);
+    VjpContext inner(c.graph(), c.node(), conj(c, c.grad()),
+                     [&c](const Node* n) { return c.needs(n); }, c.phase());
+    real(inner);
+    for (const auto& [n, g] : inner.contributions()) c.give(n, conj(c, g));
+  };
+}
+
+// `cx` for nodes touching complex values, the op's own rule otherwise.
+std::function<VjpFn(VjpFn)> for_complex(VjpFn cx) {
+  return [cx = std::move(cx)](VjpFn real) -> VjpFn {
+    return [real = std::move(real), cx](VjpContext& c) { touches_complex(c.node()) ? cx(c) : real(c); };
+  };
+}
+
+// i·z as complex(-imag z, real z).
+Node* times_i(VjpContext& c, Node* z) {
+  return c.call("complex", {c.neg(c.call("imag", {z})), c.call("real", {z})});
+}
+
+// `v` where z != 0, else 0 (torch masks abs / angle / sgn gradients at 0).
+Node* zero_at_origin(VjpContext& c, Node* z, Node* v) {
+  return c.call("where.self", {c.call("eq.Scalar", {z, 0}), c.zeros_like(v), v});
+}
+
+// |z|: ∂|z|/∂z̄ = z / (2|z|) = ∂|z|/∂z conjugated, g real: z̄ = g · sgn(z).
+void abs_vjp(VjpContext& c) {
+  Node* z = c.in("self");
+  if (c.needs(z)) c.give(z, c.mul(c.grad(), c.call("sgn", {z})));
+}
+
+// arg z = atan2(b, a): z̄ = g (-b + i a) / |z|² = g · i z / |z|² (0 at z = 0).
+void angle_vjp(VjpContext& c) {
+  Node* z = c.in("self");
+  if (!c.needs(z)) return;
+  Node* r = c.call("abs", {z});
+  Node* v = c.mul(times_i(c, z), c.div(c.grad(), c.mul(r, r)));
+  c.give(z, zero_at_origin(c, z, v));
+}
+
+// s = z/|z|: ∂s/∂z = 1/(2|z|), ∂s/∂z̄ = -s²/(2|z|), so z̄ = (g - s² conj(g)) / (2|z|).
+void sgn_vjp(VjpContext& c) {
+  Node* z = c.in("self");
+  if (!c.needs(z)) return;
+  Node* s = c.out();
+  Node* g = c.grad();
+  Node* num = c.sub(g, c.mul(c.mul(s, s), conj(c, g)));
+  Node* v = c.div(num, c.mul(c.call("abs", {z}), Arg(2.0)));
+  c.give(z, zero_at_origin(c, z, v));
+}
+
+// The Composite ops whose real rules go through their decompositions (written for real values):
+// their rules on complex values, all linear.
+void rsub_vjp(VjpContext& c) {
+  double alpha = c.arg("alpha").is_absent() ? 1.0 : c.arg("alpha").to_double();
+  if (c.needs("self")) c.give("self", c.mul(c.grad(), Arg(-alpha)));
+}
+
+void slice_scatter_vjp(VjpContext& c) {
+  Node* g = c.grad();
+  Node* src = c.in("src");
+  const Arg& dim = c.arg("dim");
+  if (c.needs("self"))
+    c.give("self", c.call("slice_scatter", {g, c.zeros_like(src), dim, c.arg("start"),
+                                            c.arg("end"), c.arg("step")}));
+  if (c.needs(src))
+    c.give(src, c.call("slice.Tensor", {g, dim, c.arg("start"), c.arg("end"), c.arg("step")}));
+}
+
+void select_scatter_vjp(VjpContext& c) {
+  Node* g = c.grad();
+  Node* src = c.in("src");
+  if (c.needs("self"))
+    c.give("self", c.call("select_scatter", {g, c.zeros_like(src), c.arg("dim"), c.arg("index")}));
+  if (c.needs(src)) c.give(src, c.call("select.int", {g, c.arg("dim"), c.arg("index")}));
+}
+
+void constant_pad_vjp(VjpContext& c) {
+  if (!c.needs("self")) return;
+  std::vector<int64_t> pad = c.arg("pad").to_int_list();
+  for (int64_t& p : pad) p = -p;
+  c.give("self", c.call("constant_pad_nd", {c.grad(), pad, 0.0}));
+}
+
+void copy_vjp(VjpContext& c) {
+  Node* src = c.in("src");
+  if (c.needs(src)) c.give(src, c.sum_to_shape(c.grad(), src->shape()));
+}
+
+// Extends op's rule with `wrap`; an op without one gets a rule for complex values only.
+void extend(VjpTable& t, const char* op, const std::function<VjpFn(VjpFn)>& wrap) {
+  complex_ops::extend_entry<VjpTable, VjpFn>(t, op, wrap, [op = std::string(op)](VjpContext& c) {
+    throw Error("autodiff", "%" + c.node()->name(), "no derivative (VJP) rule for op " + op);
+  });
+}
+
+}  // namespace
+
+void register_complex_vjps(VjpTable& t) {
+  for (const char* op : complex_ops::kHolomorphic) extend(t, op, conjugated);
+  extend(t, "abs.default", for_complex(abs_vjp));
+  extend(t, "angle.default", for_complex(angle_vjp));
+  extend(t, "sgn.default", for_complex(sgn_vjp));
+  extend(t, "rsub.Scalar", for_complex(rsub_vjp));
+  extend(t, "slice_scatter.default", for_complex(slice_scatter_vjp));
+  extend(t, "select_scatter.default", for_complex(select_scatter_vjp));
+  extend(t, "constant_pad_nd.default", for_complex(constant_pad_vjp));
+  extend(t, "copy.default", for_complex(copy_vjp));
+  // tanh's real rule (tanh_backward, conjugating for complex values) holds unchanged.
+  extend(t, "tanh_backward.default", for_complex([](VjpContext& c) {
+           throw Error("autodiff", "%" + c.node()->name(),
+                       "no derivative rule for tanh_backward on complex values (a second "
+                       "derivative of complex tanh)");
+         }));
+}
+
+}  // namespace stax

@@ -1,0 +1,388 @@
+// Complex arithmetic (core/ops/complex/, docs/complex.md): the interpreter's complex kernels
+// against std::complex<double> (within a few ULPs of the dtype), torch's promotion of float and
+// complex operands, the VJPs by torch's convention (z̄ = ∂L/∂a + i ∂L/∂b) against central
+// differences with the real and imaginary parts perturbed separately, the JVPs (the FFT ops and
+// complex arithmetic) against central differences, and the compiled path (cpu_cpp) running complex
+// nodes as counted interpreter fallbacks, bit for bit the interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/functional/functional.h"
+#include "core/graph/graph.h"
+#include "core/graph/verifier.h"
+#include "core/interpreter/interpreter.h"
+#include "tests/support/compiled_check.h"
+#include "tests/support/interp_helpers.h"
+
+using namespace stax;
+using namespace stax::test;
+using cd = std::complex<double>;
+
+namespace {
+
+using V = std::vector<int64_t>;
+
+Tensor randn(const Shape& s, DType t, uint64_t seed) { return Tensor::randn(s, t, seed); }
+
+std::vector<cd> values(const Tensor& t) {
+  std::vector<cd> out;
+  if (is_complex(t.dtype())) {
+    Tensor p = t.contiguous().as_real_view().to(DType::Float64);
+    for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(p.get_double(2 * i), p.get_double(2 * i + 1));
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(t.get_double(i), 0.0);
+  }
+  return out;
+}
+
+void expect_near(const std::vector<cd>& got, const std::vector<cd>& want, double tol,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double scale = std::max(1.0, std::abs(want[i]));
+    EXPECT_LE(std::abs(got[i] - want[i]), tol * scale)
+        << what << " at " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+// Element i (part 0 real, 1 imaginary) of a copy of t moved by h.
+Tensor moved(const Tensor& t, int64_t i, int part, double h) {
+  Tensor c = t.clone();
+  Tensor p = is_complex(c.dtype()) ? c.as_real_view() : c;
+  int64_t j = is_complex(c.dtype()) ? 2 * i + part : i;
+  p.set_double(j, p.get_double(j) + h);
+  return c;
+}
+
+// t + h·d elementwise (complex tensors through their real views).
+Tensor along(const Tensor& t, const Tensor& d, double h) {
+  Tensor c = t.clone();
+  Tensor p = is_complex(c.dtype()) ? c.as_real_view() : c;
+  Tensor q = is_complex(d.dtype()) ? d.contiguous().as_real_view() : d;
+  for (int64_t j = 0; j < p.numel(); ++j) p.set_double(j, p.get_double(j) + h * q.get_double(j));
+  return c;
+}
+
+double dot(const Tensor& u, const Tensor& y) {
+  double s = 0;
+  for (int64_t j = 0; j < u.numel(); ++j) s += u.get_double(j) * y.get_double(j);
+  return s;
+}
+
+// The gradient of L = Σ u·f(x) (f's one output real, float64) against central differences: for a
+// complex input, Re z̄ = ∂L/∂a and Im z̄ = ∂L/∂b.
+void check_vjp(const std::string& name, Graph& g, const std::vector<Tensor>& in) {
+  verify(g);
+  Tensor y = interpret(g, in)[0];
+  ASSERT_EQ(y.dtype(), DType::Float64) << name;
+  Tensor u = randn(y.sizes(), DType::Float64, 7);
+  VjpResult r = vjp(g, in, {u});
+  ASSERT_EQ(r.grads.size(), in.size()) << name;
+  const double h = 1e-6;
+  for (size_t k = 0; k < in.size(); ++k) {
+    ASSERT_EQ(r.grads[k].dtype(), in[k].dtype()) << name << " input " << k;
+    std::vector<cd> got = values(r.grads[k]);
+    for (int64_t i = 0; i < in[k].numel(); ++i)
+      for (int part = 0; part < (is_complex(in[k].dtype()) ? 2 : 1); ++part) {
+        std::vector<Tensor> p = in, m = in;
+        p[k] = moved(in[k], i, part, h);
+        m[k] = moved(in[k], i, part, -h);
+        double d = (dot(u, interpret(g, p)[0]) - dot(u, interpret(g, m)[0])) / (2 * h);
+        double gi = part == 0 ? got[static_cast<size_t>(i)].real() : got[static_cast<size_t>(i)].imag();
+        EXPECT_NEAR(gi, d, 1e-6 * std::max(1.0, std::fabs(d)))
+            << name << ": input " << k << " element " << i << (part ? " imag" : " real");
+      }
+  }
+}
+
+// J v of f (one output, any dtype) against central differences along v.
+void check_jvp(const std::string& name, Graph& g, const std::vector<Tensor>& in) {
+  verify(g);
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < in.size(); ++k) v.push_back(randn(in[k].sizes(), in[k].dtype(), 20 + k));
+  JvpResult r = jvp(g, in, v);
+  ASSERT_EQ(r.tangents.size(), 1u) << name;
+  const double h = 1e-6;
+  std::vector<Tensor> p, m;
+  for (size_t k = 0; k < in.size(); ++k) {
+    p.push_back(along(in[k], v[k], h));
+    m.push_back(along(in[k], v[k], -h));
+  }
+  std::vector<cd> fp = values(interpret(g, p)[0]), fm = values(interpret(g, m)[0]);
+  std::vector<cd> want;
+  for (size_t i = 0; i < fp.size(); ++i) want.push_back((fp[i] - fm[i]) / (2 * h));
+  expect_near(values(r.tangents[0]), want, 1e-6, name + " (jvp)");
+}
+
+Node* real_view(Graph& g, Node* z) {
+  return is_complex(z->dtype()) ? g.call("view_as_real", {z}) : z;
+}
+
+}  // namespace
+
+// Every elementwise op's complex kernel against std::complex<double>, complex64 and complex128,
+// with a broadcast operand.
+TEST(ComplexArith, ElementwiseMatchesStdComplex) {
+  using Ref1 = std::function<cd(cd)>;
+  using Ref2 = std::function<cd(cd, cd)>;
+  struct Case {
+    const char* name;
+    std::function<Node*(Graph&, Node*, Node*)> f;
+    Ref2 ref;
+  };
+  auto un = [](const char* op, Ref1 r) {
+    return Case{op, [op](Graph& g, Node* z, Node*) { return g.call(op, {z}); },
+                [r](cd a, cd) { return r(a); }};
+  };
+  std::vector<Case> cases{
+      {"add alpha", [](Graph& g, Node* z, Node* w) { return g.call("add.Tensor", {z, w}, {{"alpha", 2}}); },
+       [](cd a, cd b) { return a + 2.0 * b; }},
+      {"sub", [](Graph& g, Node* z, Node* w) { return g.call("sub.Tensor", {z, w}); },
+       [](cd a, cd b) { return a - b; }},
+      {"mul", [](Graph& g, Node* z, Node* w) { return g.call("mul.Tensor", {z, w}); },
+       [](cd a, cd b) { return a * b; }},
+      {"div", [](Graph& g, Node* z, Node* w) { return g.call("div.Tensor", {z, w}); },
+       [](cd a, cd b) { return a / b; }},
+      {"mul.Scalar", [](Graph& g, Node* z, Node*) { return g.call("mul.Scalar", {z, 3.0}); },
+       [](cd a, cd) { return 3.0 * a; }},
+      {"div.Scalar", [](Graph& g, Node* z, Node*) { return g.call("div.Scalar", {z, 4.0}); },
+       [](cd a, cd) { return a / 4.0; }},
+      {"add.Scalar", [](Graph& g, Node* z, Node*) { return g.call("add.Scalar", {z, 1.5}); },
+       [](cd a, cd) { return a + 1.5; }},
+      {"rsub.Scalar", [](Graph& g, Node* z, Node*) { return g.call("rsub.Scalar", {z, 1.0}); },
+       [](cd a, cd) { return 1.0 - a; }},
+      {"pow 2", [](Graph& g, Node* z, Node*) { return g.call("pow.Tensor_Scalar", {z, 2}); },
+       [](cd a, cd) { return a * a; }},
+      {"pow 1.5", [](Graph& g, Node* z, Node*) { return g.call("pow.Tensor_Scalar", {z, 1.5}); },
+       [](cd a, cd) { return std::pow(a, 1.5); }},
+      un("neg", [](cd a) { return -a; }),
+      un("exp", [](cd a) { return std::exp(a); }),
+      un("log", [](cd a) { return std::log(a); }),
+      un("sqrt", [](cd a) { return std::sqrt(a); }),
+      un("reciprocal", [](cd a) { return 1.0 / a; }),
+      un("sin", [](cd a) { return std::sin(a); }),
+      un("cos", [](cd a) { return std::cos(a); }),
+      un("tanh", [](cd a) { return std::tanh(a); }),
+      un("sgn", [](cd a) { return a / std::abs(a); }),
+      un("abs", [](cd a) { return cd(std::abs(a), 0); }),
+      un("angle", [](cd a) { return cd(std::arg(a), 0); }),
+  };
+  for (DType dt : {DType::Complex64, DType::Complex128}) {
+    double tol = dt == DType::Complex64 ? 4e-6 : 1e-14;
+    Tensor zt = randn({3, 4}, dt, 1), wt = randn({4}, dt, 2);
+    std::vector<cd> z = values(zt), w = values(wt);
+    for (const Case& k : cases) {
+      Graph g;
+      Node* zn = g.placeholder("z", {3, 4}, dt);
+      Node* y = k.f(g, zn, g.placeholder("w", {4}, dt));
+      g.output({y});
+      verify(g);
+      bool real_out = std::string(k.name) == "abs" || std::string(k.name) == "angle";
+      EXPECT_EQ(y->dtype(), real_out ? complex_to_real(dt) : dt) << k.name;
+      std::vector<cd> want;
+      for (size_t i = 0; i < z.size(); ++i) want.push_back(k.ref(z[i], w[i % 4]));
+      expect_near(values(interpret(g, {zt, wt})[0]), want, tol,
+                  std::string(k.name) + " " + std::string(dtype_name(dt)));
+    }
+  }
+}
+
+// torch's promotion: float ⊕ complex is the complex dtype wide enough for both; predicates are
+// bool; where picks complex values.
+TEST(ComplexArith, PromotionPredicatesAndWhere) {
+  Graph g;
+  Node* x32 = g.placeholder("x32", {4});
+  Node* x64 = g.placeholder("x64", {4}, DType::Float64);
+  Node* z = g.placeholder("z", {4}, DType::Complex64);
+  Node* i = g.placeholder("i", {4}, DType::Int64);
+  Node* a = g.call("add.Tensor", {x32, z});
+  Node* b = g.call("mul.Tensor", {x64, z});
+  Node* c = g.call("sub.Tensor", {z, i});
+  Node* e = g.call("eq.Tensor", {z, g.call("conj_physical", {z})});
+  Node* w = g.call("where.self", {e, z, x64});
+  g.output({a, b, c, e, w});
+  verify(g);
+  EXPECT_EQ(a->dtype(), DType::Complex64);
+  EXPECT_EQ(b->dtype(), DType::Complex128);
+  EXPECT_EQ(c->dtype(), DType::Complex64);
+  EXPECT_EQ(e->dtype(), DType::Bool);
+  EXPECT_EQ(w->dtype(), DType::Complex128);
+  const float zdata[] = {1, 2, 3, 0, -1, -1, 0, 0};
+  Tensor zt = Tensor::from_data({4}, DType::Complex64, zdata);
+  Tensor xt = Tensor::from_vector<float>({4}, {1, 2, 3, 4});
+  Tensor x64t = Tensor::from_vector<double>({4}, {1, 2, 3, 4});
+  Tensor it = Tensor::from_vector<int64_t>({4}, {1, 1, 1, 1});
+  auto out = interpret(g, {xt, x64t, zt, it});
+  expect_near(values(out[0]), {{2, 2}, {5, 0}, {2, -1}, {4, 0}}, 0, "add");
+  expect_near(values(out[1]), {{1, 2}, {6, 0}, {-3, -3}, {0, 0}}, 0, "mul");
+  expect_near(values(out[2]), {{0, 2}, {2, 0}, {-2, -1}, {-1, 0}}, 0, "sub int");
+  expect_near(values(out[3]), {{0, 0}, {1, 0}, {0, 0}, {1, 0}}, 0, "eq");
+  expect_near(values(out[4]), {{1, 0}, {3, 0}, {3, 0}, {0, 0}}, 0, "where");
+  // Ops that stay real-only still refuse complex with the op and argument named.
+  std::string err = error_of([&] { g.call("lt.Tensor", {z, z}); });
+  EXPECT_TRUE(has(err, "lt.Tensor does not support complex tensors")) << err;
+}
+
+// Sums, cat, pad, the scatters and the products against loops in std::complex<double>.
+TEST(ComplexArith, ReductionsMovementAndProducts) {
+  DType dt = DType::Complex128;
+  Tensor zt = randn({2, 3}, dt, 3), wt = randn({3, 2}, dt, 4);
+  std::vector<cd> z = values(zt), w = values(wt);
+  Graph g;
+  Node* zn = g.placeholder("z", {2, 3}, dt);
+  Node* wn = g.placeholder("w", {3, 2}, dt);
+  Node* xn = g.placeholder("x", {2, 1}, DType::Float64);
+  g.output({g.call("sum.dim_IntList", {zn, V{1}, true}), g.call("mean.dim", {zn, V{0}}),
+            g.call("cat", {std::vector<Node*>{zn, xn}, 1}),
+            g.call("constant_pad_nd", {zn, V{1, -1}, 0.5}), g.call("mm", {zn, wn}),
+            g.call("slice_scatter", {zn, g.call("_to_copy", {xn}, {{"dtype", dt}}), 1, 2, 3}),
+            g.call("bmm", {g.call("unsqueeze", {zn, 0}), g.call("unsqueeze", {wn, 0})}),
+            g.call("sum.default", {zn})});
+  verify(g);
+  Tensor xt = Tensor::from_vector<double>({2, 1}, {7, 8});
+  auto out = interpret(g, {zt, wt, xt});
+  auto Z = [&](int r, int c) { return z[static_cast<size_t>(r * 3 + c)]; };
+  auto W = [&](int r, int c) { return w[static_cast<size_t>(r * 2 + c)]; };
+  expect_near(values(out[0]), {Z(0, 0) + Z(0, 1) + Z(0, 2), Z(1, 0) + Z(1, 1) + Z(1, 2)}, 1e-15, "sum");
+  expect_near(values(out[1]), {(Z(0, 0) + Z(1, 0)) / 2.0, (Z(0, 1) + Z(1, 1)) / 2.0,
+                               (Z(0, 2) + Z(1, 2)) / 2.0}, 1e-15, "mean");
+  expect_near(values(out[2]), {Z(0, 0), Z(0, 1), Z(0, 2), 7, Z(1, 0), Z(1, 1), Z(1, 2), 8}, 0, "cat");
+  expect_near(values(out[3]), {0.5, Z(0, 0), Z(0, 1), 0.5, Z(1, 0), Z(1, 1)}, 0, "pad");
+  std::vector<cd> mm;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) mm.push_back(Z(i, 0) * W(0, j) + Z(i, 1) * W(1, j) + Z(i, 2) * W(2, j));
+  expect_near(values(out[4]), mm, 1e-15, "mm");
+  expect_near(values(out[5]), {Z(0, 0), Z(0, 1), 7, Z(1, 0), Z(1, 1), 8}, 0, "slice_scatter");
+  expect_near(values(out[6]), mm, 1e-15, "bmm");
+  cd all = 0;
+  for (const cd& v : z) all += v;
+  expect_near(values(out[7]), {all}, 1e-15, "sum all");
+}
+
+// Reverse mode by torch's convention against central differences (complex128 / float64).
+TEST(ComplexArith, VjpsMatchCentralDifferences) {
+  DType c = DType::Complex128;
+  using F1 = std::function<Node*(Graph&, Node*)>;
+  using F2 = std::function<Node*(Graph&, Node*, Node*)>;
+  std::vector<std::pair<const char*, F1>> unary{
+      {"exp", [](Graph& g, Node* z) { return g.call("exp", {z}); }},
+      {"log", [](Graph& g, Node* z) { return g.call("log", {z}); }},
+      {"sqrt", [](Graph& g, Node* z) { return g.call("sqrt", {z}); }},
+      {"reciprocal", [](Graph& g, Node* z) { return g.call("reciprocal", {z}); }},
+      {"sin", [](Graph& g, Node* z) { return g.call("sin", {z}); }},
+      {"cos", [](Graph& g, Node* z) { return g.call("cos", {z}); }},
+      {"pow 3", [](Graph& g, Node* z) { return g.call("pow.Tensor_Scalar", {z, 3}); }},
+      {"abs", [](Graph& g, Node* z) { return g.call("abs", {z}); }},
+      {"angle", [](Graph& g, Node* z) { return g.call("angle", {z}); }},
+      {"sgn", [](Graph& g, Node* z) { return g.call("sgn", {z}); }},
+      {"neg conj", [](Graph& g, Node* z) { return g.call("neg", {g.call("conj_physical", {z})}); }},
+      {"rsub", [](Graph& g, Node* z) { return g.call("rsub.Scalar", {z, 2.0}, {{"alpha", 3}}); }},
+      {"sum dim", [](Graph& g, Node* z) { return g.call("sum.dim_IntList", {z, V{0}}); }},
+      {"mean", [](Graph& g, Node* z) { return g.call("mean.default", {z}); }},
+      {"pad", [](Graph& g, Node* z) { return g.call("constant_pad_nd", {z, V{2, -1}, 0.0}); }},
+      {"abs of mul (a value used twice)",
+       [](Graph& g, Node* z) { return g.call("abs", {g.call("mul.Tensor", {z, z})}); }},
+      {"fft then abs", [](Graph& g, Node* z) {
+         return g.call("abs", {g.call("_fft_c2c", {z, V{1}, 0, true})});
+       }},
+  };
+  std::vector<std::pair<const char*, F2>> binary{
+      {"mul", [](Graph& g, Node* z, Node* w) { return g.call("mul.Tensor", {z, w}); }},
+      {"div", [](Graph& g, Node* z, Node* w) { return g.call("div.Tensor", {z, w}); }},
+      {"add alpha", [](Graph& g, Node* z, Node* w) { return g.call("add.Tensor", {z, w}, {{"alpha", -2}}); }},
+      {"cat", [](Graph& g, Node* z, Node* w) { return g.call("cat", {std::vector<Node*>{z, w}, 0}); }},
+      {"where", [](Graph& g, Node* z, Node* w) {
+         return g.call("where.self", {g.call("gt.Scalar", {g.call("abs", {z}), 1.0}), z, w});
+       }},
+      {"mm", [](Graph& g, Node* z, Node* w) { return g.call("mm", {z, g.call("t", {w})}); }},
+      {"slice_scatter", [](Graph& g, Node* z, Node* w) {
+         return g.call("slice_scatter", {z, g.call("slice.Tensor", {w, 1, 0, 2}), 1, 1, 3});
+       }},
+  };
+  for (auto& [name, f] : unary) {
+    Graph g;
+    Node* z = g.placeholder("z", {2, 3}, c);
+    g.output({real_view(g, f(g, z))});
+    check_vjp(name, g, {randn({2, 3}, c, 5)});
+  }
+  for (auto& [name, f] : binary) {
+    Graph g;
+    Node* z = g.placeholder("z", {2, 3}, c);
+    Node* w = g.placeholder("w", {2, 3}, c);
+    g.output({real_view(g, f(g, z, w))});
+    check_vjp(name, g, {randn({2, 3}, c, 5), randn({2, 3}, c, 6)});
+  }
+  // A real input of complex ops (broadcast too) receives the real part of its gradient.
+  Graph g;
+  Node* x = g.placeholder("x", {3}, DType::Float64);
+  Node* z = g.placeholder("z", {2, 3}, c);
+  Node* y = g.call("mul.Tensor", {g.call("add.Tensor", {z, x}), x});
+  g.output({g.call("view_as_real", {g.call("exp", {y})})});
+  check_vjp("real ⊕ complex", g, {randn({3}, DType::Float64, 8), randn({2, 3}, c, 9)});
+}
+
+// Forward mode: the FFT ops (linear) and complex arithmetic against central differences.
+TEST(ComplexArith, JvpsMatchCentralDifferences) {
+  DType c = DType::Complex128, r = DType::Float64;
+  struct Case {
+    const char* name;
+    Shape shape;
+    DType dt;
+    std::function<Node*(Graph&, Node*)> f;
+  };
+  std::vector<Case> cases{
+      {"r2c", {3, 6}, r, [](Graph& g, Node* x) { return g.call("_fft_r2c", {x, V{1}, 1, true}); }},
+      {"r2c 2-d twosided", {3, 5}, r,
+       [](Graph& g, Node* x) { return g.call("_fft_r2c", {x, V{0, 1}, 2, false}); }},
+      {"c2r", {3, 4}, c,
+       [](Graph& g, Node* z) { return g.call("_fft_c2r", {z, V{1}, 0, int64_t{6}}); }},
+      {"c2c", {3, 4}, c,
+       [](Graph& g, Node* z) { return g.call("_fft_c2c", {z, V{0}, 1, false}); }},
+      {"exp", {2, 3}, c, [](Graph& g, Node* z) { return g.call("exp", {z}); }},
+      {"sqrt", {2, 3}, c, [](Graph& g, Node* z) { return g.call("sqrt", {z}); }},
+      {"abs", {2, 3}, c, [](Graph& g, Node* z) { return g.call("abs", {z}); }},
+      {"angle", {2, 3}, c, [](Graph& g, Node* z) { return g.call("angle", {z}); }},
+      {"sgn", {2, 3}, c, [](Graph& g, Node* z) { return g.call("sgn", {z}); }},
+      {"mul self", {2, 3}, c, [](Graph& g, Node* z) { return g.call("mul.Tensor", {z, z}); }},
+      {"the complex parts", {2, 3}, c,
+       [](Graph& g, Node* z) {
+         Node* re = g.call("real", {g.call("conj_physical", {z})});
+         Node* im = g.call("imag", {g.call("_conj", {g.call("_conj_physical", {z})})});
+         return g.call("view_as_complex", {g.call("view_as_real", {g.call("complex", {re, im})})});
+       }},
+      {"sum of view_as_real", {2, 3}, c,
+       [](Graph& g, Node* z) { return g.call("sum.dim_IntList", {g.call("view_as_real", {z}), V{0}}); }},
+  };
+  for (const Case& k : cases) {
+    Graph g;
+    g.output({k.f(g, g.placeholder("x", k.shape, k.dt))});
+    check_jvp(k.name, g, {randn(k.shape, k.dt, 11)});
+  }
+}
+
+// Compiled on cpu_cpp: complex nodes run as counted interpreter fallbacks (complex tensors never
+// cross the plugin ABI), bit for bit the interpreter; the real ops around them become kernels.
+TEST(ComplexArith, CompiledRunsComplexNodesAsFallbacksBitForBit) {
+  Graph g;
+  Node* x = g.placeholder("x", {4, 6});
+  Node* z = g.placeholder("z", {6, 3}, DType::Complex64);
+  Node* s = g.call("_fft_r2c", {g.call("relu", {x}), V{1}, 0, false});
+  Node* p = g.call("mm", {g.call("mul.Tensor", {s, x}), z});
+  Node* m = g.call("abs", {g.call("sum.dim_IntList", {p, V{1}})});
+  g.output({g.call("add.Tensor", {m, m}), g.call("view_as_real", {p})});
+  verify(g);
+  std::vector<Tensor> in{randn({4, 6}, DType::Float32, 1), randn({6, 3}, DType::Complex64, 2)};
+  std::vector<Tensor> want = reference(g, in);
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(want[i])) << i;
+  EXPECT_GE(cg.num_fallbacks(), 5u) << cg.summary();
+  EXPECT_TRUE(has(cg.summary(), "mm")) << cg.summary();
+  EXPECT_GE(cg.num_kernels(), 1u) << cg.summary();  // relu, add: real kernels
+}
