@@ -301,6 +301,24 @@ def test_an_exception_inside_the_compiled_function_propagates():
     torch.testing.assert_close(cf(-torch.ones(3)), torch.zeros(3))
 
 
+def test_an_effectful_check_runs_in_stax_and_raises_torchs_message():
+    # torch 2.x exports _linalg_check_errors wrapped in with_effects (an effect token in and
+    # out); the backend unwraps it, and Stax's own check raises torch's message.
+    torch._dynamo.reset()
+    before = len(stax.explain().graphs)
+    inv = torch.compile(torch.linalg.inv, backend="stax")
+    x = torch.randn(4, 4, dtype=torch.float64) + 4 * torch.eye(4, dtype=torch.float64)
+    torch.testing.assert_close(inv(x), torch.linalg.inv(x), rtol=1e-12, atol=1e-12)
+    (g,) = stax.explain().graphs[before:]
+    assert g.fallback is None and not g.eager_ops and len(g.partitions) == 1
+    singular = torch.zeros(2, 3, 3, dtype=torch.float64)
+    singular[0] = torch.eye(3, dtype=torch.float64)
+    with pytest.raises(stax.Error, match=r"linalg\.inv: \(Batch element 1\): The diagonal "
+                                         r"element 1 is zero, the inversion could not be "
+                                         r"completed because the input matrix is singular"):
+        inv(singular)
+
+
 def test_one_compiled_module_from_several_threads():
     import threading
     lin = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
