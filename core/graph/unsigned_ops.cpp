@@ -1,10 +1,11 @@
 #include "core/graph/unsigned_ops.h"
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/graph/graph.h"
 #include "core/support/error.h"
@@ -13,31 +14,14 @@ namespace stax {
 
 namespace {
 
-// The ops whose torch CPU kernels take uint16 / uint32 / uint64, measured against torch 2.15
-// (each called on tensors of the three dtypes): a base name takes every overload, "base.overload"
-// that one only. They move, select or compare data (torch's AT_BAREBONES_UNSIGNED_TYPES
-// dispatch), or compute what int64 bits or a float conversion give exactly: wrapping products,
-// bitwise ops, sums, true division, the special functions (computed in float). Sorted.
-constexpr std::array<std::string_view, 88> kUnsignedOps = {
-    "_to_copy", "_unsafe_view", "alias", "alias_copy", "all", "any", "as_strided",
-    "as_strided_copy", "bitwise_and", "bitwise_or", "bitwise_xor", "cat", "clone",
-    "constant_pad_nd", "contiguous", "copy", "cumsum", "detach", "detach_copy", "diag_embed",
-    "diagonal", "diagonal_copy", "div.Scalar", "div.Tensor", "embedding", "empty", "empty_like",
-    "empty_strided", "eq", "expand", "expand_copy", "fill", "flip", "floor", "full", "full_like",
-    "gather", "index", "index_add", "index_select", "isnan", "lift_fresh_copy", "mul", "narrow",
-    "narrow_copy", "ne", "new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros",
-    "ones", "ones_like", "permute", "permute_copy", "prod", "repeat", "reshape", "roll",
-    "scalar_tensor", "scatter.src", "scatter.value", "scatter_add", "select", "select_copy",
-    "select_scatter", "slice", "slice_copy", "slice_scatter", "split", "split_with_sizes",
-    "squeeze", "squeeze_copy", "stack", "sum", "t", "to", "transpose", "transpose_copy", "trunc",
-    "unbind", "unfold", "unsqueeze", "unsqueeze_copy", "view", "where", "zeros", "zeros_like"};
-// Ops torch also takes them in that order values (max, sort ...): exact for uint16 / uint32 in
-// int64, but Stax holds uint64 as int64 bits, which order wrongly from 2^63 on, so uint64 is
-// refused there (a Stax limit, said in the message).
-constexpr std::array<std::string_view, 6> kOrderingOps = {
-    "clamp", "clamp_max", "clamp_min", "maximum", "minimum", "sort"};
-static_assert(std::is_sorted(kUnsignedOps.begin(), kUnsignedOps.end()));
-static_assert(std::is_sorted(kOrderingOps.begin(), kOrderingOps.end()));
+// The op names core/ops gave (set_barebones_unsigned_ops), sorted.
+struct NameLists {
+  std::vector<std::string> all, ordering;
+};
+NameLists& name_lists() {
+  static NameLists lists;
+  return lists;
+}
 
 std::string_view base_name(std::string_view op) {
   size_t dot = op.find('.');
@@ -61,19 +45,27 @@ const Node* first_unsigned(const Arg& a) {
   return nullptr;
 }
 
-template <size_t N>
-bool listed(const std::array<std::string_view, N>& list, std::string_view op) {
-  return std::binary_search(list.begin(), list.end(), base_name(op)) ||
-         std::binary_search(list.begin(), list.end(), op);
+bool listed(const std::vector<std::string>& list, std::string_view op) {
+  auto has = [&](std::string_view name) {
+    return std::binary_search(list.begin(), list.end(), name,
+                              [](std::string_view x, std::string_view y) { return x < y; });
+  };
+  return has(base_name(op)) || has(op);
 }
 
 }  // namespace
 
+void set_barebones_unsigned_ops(std::vector<std::string> all, std::vector<std::string> ordering) {
+  std::sort(all.begin(), all.end());
+  std::sort(ordering.begin(), ordering.end());
+  name_lists() = NameLists{std::move(all), std::move(ordering)};
+}
+
 bool accepts_barebones_unsigned(const OpDef& op, DType t) {
   std::string_view name = op.name();
   if (name.substr(0, 8) == "special_") return true;  // torch computes them in float
-  if (listed(kUnsignedOps, name)) return true;
-  return t != DType::UInt64 && listed(kOrderingOps, name);
+  if (listed(name_lists().all, name)) return true;
+  return t != DType::UInt64 && listed(name_lists().ordering, name);
 }
 
 void reject_unsupported_unsigned(const OpDef& op, const std::vector<Arg>& args,
@@ -90,7 +82,7 @@ void reject_unsupported_unsigned(const OpDef& op, const std::vector<Arg>& args,
   if (!t || accepts_barebones_unsigned(op, *t)) return;
   std::string what = u ? "argument %" + u->name() + " is " : "its result would be ";
   std::string base(base_name(op.name()));
-  if (*t == DType::UInt64 && listed(kOrderingOps, op.name()))
+  if (*t == DType::UInt64 && listed(name_lists().ordering, op.name()))
     throw Error("shape", where,
                 op.name() + " of uint64 is not supported by Stax (" + what + "uint64): Stax "
                 "holds uint64 values as int64 bits, which order wrongly from 2^63 on; torch "

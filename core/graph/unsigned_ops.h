@@ -9,6 +9,12 @@
 
 namespace stax {
 
+// The op names whose torch CPU kernels take uint16 / uint32 / uint64 (`all`: a base name takes
+// every overload, "base.overload" that one only) and those of them that order values
+// (`ordering`: uint64 is refused there). Set once by install_ops() from the lists in
+// core/ops/common/unsigned_ops.cpp (engines name no op: tests/layering/check_op_names.py).
+void set_barebones_unsigned_ops(std::vector<std::string> all, std::vector<std::string> ordering);
+
 // Whether `op` takes tensors of `t` (uint16, uint32 or uint64).
 bool accepts_barebones_unsigned(const OpDef& op, DType t);
 

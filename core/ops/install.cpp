@@ -31,6 +31,8 @@ void register_runtime_sized_kernels(InterpreterTable& t);
 // linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
 // extends ops of the families above, so it runs after them); kept here for the same reason.
 void register_linalg_eig_ops(OpRegistry& r);
+// The ops taking uint16 / uint32 / uint64 (core/ops/common/unsigned_ops.cpp), for the graph's check.
+void register_barebones_unsigned_ops();
 void register_linalg_eig_expansions(ExpansionTable& t);
 void register_linalg_eig_kernels(InterpreterTable& t);
 void register_linalg_eig_vjps(VjpTable& t);
@@ -223,6 +225,7 @@ void install_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_all_ops(registry_to_fill());
+    register_barebones_unsigned_ops();
     install_traits(op_traits_to_fill());
     register_multi_output_expansions(expansions_to_fill());
     register_nn_backward_multi_output_expansions(expansions_to_fill());

@@ -78,6 +78,11 @@ const ClangFrontendApi* open_frontend(const fs::path& candidate, std::string* er
   if (!handle) {
     const char* e = ::dlerror();
     *error = "cannot load " + real.string() + ": " + (e ? e : "dlopen failed");
+    // The dynamic loader's words for an mmap that failed with ENOMEM (`ulimit -v` smaller than
+    // libclang-cpp's ~100 MB): said as the plugin loader says it (core/backend/plugin_loader.cpp).
+    if (error->find("failed to map segment") != std::string::npos ||
+        error->find("Cannot allocate memory") != std::string::npos)
+      *error += " (out of memory: the address space left cannot map the library)";
     return nullptr;
   }
   using Entry = const ClangFrontendApi* (*)();
