@@ -2,7 +2,23 @@
 // (docs/complex.md), grouped by how their derivative rules carry over.
 #pragma once
 
+#include "core/graph/graph.h"
+
 namespace stax::complex_ops {
+
+// Whether node `n` reads or makes a complex value: such a node takes its op's complex form.
+inline bool touches_complex(const Node& n) {
+  if (is_complex(n.dtype())) return true;
+  for (const Node* a : n.input_nodes())
+    if (is_complex(a->dtype())) return true;
+  return false;
+}
+
+// conj(v) in a derivative rule's context (VjpContext, JvpContext); a real v is its own conjugate.
+template <class Context>
+Node* conj(Context& c, Node* v) {
+  return is_complex(v->dtype()) ? c.call("conj_physical", {v}) : v;
+}
 
 // Holomorphic ops whose VJP rule, written for real values, is grad * f'(x) with f' built from the
 // op's inputs and output: for complex values torch's rule is grad * conj(f'(z)), which is the real
@@ -30,17 +46,5 @@ inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn
 inline constexpr const char* kNoDerivative[] = {
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
     "isnan.default"};
-
-// Every op above: marked OpDef::complex (schemas.cpp).
-inline constexpr const char* kAll[] = {
-    "mul.Tensor", "div.Tensor", "exp.default", "log.default", "sqrt.default",
-    "reciprocal.default", "pow.Tensor_Scalar", "mm.default", "bmm.default",
-    "add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
-    "div.Scalar", "neg.default", "sum.default", "sum.dim_IntList", "mean.default", "mean.dim",
-    "cat.default", "constant_pad_nd.default", "where.self", "where.ScalarSelf",
-    "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
-    "slice_backward.default", "select_backward.default", "copy.default", "abs.default", "angle.default", "sgn.default",
-    "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
-    "isnan.default", "sin.default", "cos.default", "tanh.default", "tanh_backward.default"};
 
 }  // namespace stax::complex_ops

@@ -15,17 +15,13 @@
 
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/complex/complex_ops.h"
 #include "core/ops/complex/extend.h"
 
 namespace stax {
 namespace {
 
-bool touches_complex(const Node& n) {
-  if (is_complex(n.dtype())) return true;
-  for (const Node* a : n.input_nodes())
-    if (is_complex(a->dtype())) return true;
-  return false;
-}
+using complex_ops::touches_complex;
 
 Node* real_view(Graph& g, Node* z) { return g.call("view_as_real", {z}); }
 Node* complex_view(Graph& g, Node* r) { return g.call("view_as_complex", {r}); }

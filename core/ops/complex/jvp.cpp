@@ -7,6 +7,7 @@
 
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/complex/complex_ops.h"
 #include "core/ops/complex/extend.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -14,16 +15,8 @@
 namespace stax {
 namespace {
 
-bool touches_complex(const Node* n) {
-  if (is_complex(n->dtype())) return true;
-  for (const Node* a : n->input_nodes())
-    if (is_complex(a->dtype())) return true;
-  return false;
-}
-
-Node* conj(JvpContext& c, Node* v) {
-  return is_complex(v->dtype()) ? c.call("conj_physical", {v}) : v;
-}
+bool touches_complex(const Node* n) { return complex_ops::touches_complex(*n); }
+using complex_ops::conj;
 
 // A rule J ẋ = Jᵀ ẋ taken from a VJP rule gives conj(f'(z)) ż on complex values (the VJP
 // conjugates, vjp.cpp): applied to conj(ż) and conjugated it gives f'(z) ż.

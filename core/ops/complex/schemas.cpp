@@ -59,7 +59,13 @@ void complex_backward_result(OpDef& op) {
 
 void register_complex_ops(OpRegistry& r) {
   using complex_ops::op_to_extend;
-  for (const char* name : complex_ops::kAll) op_to_extend(r, name).complex = true;
+  auto mark = [&r](const auto& names) {
+    for (const char* name : names) op_to_extend(r, name).complex = true;
+  };
+  mark(complex_ops::kHolomorphic);
+  mark(complex_ops::kLinear);
+  mark(complex_ops::kOwnRules);
+  mark(complex_ops::kNoDerivative);
   op_to_extend(r, "getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
     real_result_for_complex(op_to_extend(r, name));

@@ -19,16 +19,8 @@
 namespace stax {
 namespace {
 
-bool touches_complex(const Node* n) {
-  if (is_complex(n->dtype())) return true;
-  for (const Node* a : n->input_nodes())
-    if (is_complex(a->dtype())) return true;
-  return false;
-}
-
-Node* conj(VjpContext& c, Node* v) {
-  return is_complex(v->dtype()) ? c.call("conj_physical", {v}) : v;
-}
+bool touches_complex(const Node* n) { return complex_ops::touches_complex(*n); }
+using complex_ops::conj;
 
 // The op's real rule applied to conj(g), its contributions conjugated (holomorphic ops).
 VjpFn conjugated(VjpFn real) {
