@@ -395,15 +395,19 @@ TEST_F(KernelCacheTest, KeyChangesWithOptionsVersionAbiIdentityAndDevice) {
   EXPECT_NE(KernelCache::key_prefix("a", "bc", "", "", "", "", ""),
             KernelCache::key_prefix("ab", "c", "", "", "", "", ""));
 
-  // cpu_cpp's identity names the compiler and the CPU features it compiles for.
+  // cpu_cpp's identity names the compiler, the CPU it compiles for (CPUID's vendor, model and
+  // feature words: computed without LLVM, DECISIONS item 54) and its JIT library's file.
   PluginRegistry reg(test::cpu_config());
   OptionValue baseline = OptionValue::map();
   baseline.set("native_cpu", OptionValue::make_scalar("false"));
   std::string native = reg.create("cpu_cpp", OptionValue::map())->cache_identity();
   std::string portable = reg.create("cpu_cpp", baseline)->cache_identity();
   EXPECT_NE(native.find("llvm 19"), std::string::npos) << native;
-  EXPECT_NE(native.find("host cpu "), std::string::npos) << native;
-  EXPECT_NE(native.find(" +sse2"), std::string::npos) << native;  // the CPU features
+#if defined(__x86_64__)
+  EXPECT_NE(native.find("; host vendor "), std::string::npos) << native;
+  EXPECT_NE(native.find(" 00000001.0: "), std::string::npos) << native;  // family, features
+#endif
+  EXPECT_NE(native.find("cpu_cpp_jit.so "), std::string::npos) << native;
   EXPECT_NE(native, portable);
 
   // Through the compile path: other options miss, then hit.
@@ -631,8 +635,8 @@ bool object_loaded(const std::string& part) {
 }
 
 // Compiles the cases with the disk cache at STAX_CACHE_TEST_CHILD_DIR and writes to
-// STAX_CACHE_TEST_CHILD_OUT "<compiled> <from disk> <clang before> <clang after>" and the
-// outputs' bytes on the next line.
+// STAX_CACHE_TEST_CHILD_OUT "<compiled> <from disk> <clang before> <clang after> <llvm after>"
+// (libclang-cpp, libLLVM mapped) and the outputs' bytes on the next line.
 TEST(KernelCacheChild, CompileAndReportClang) {
   const char* dir = std::getenv("STAX_CACHE_TEST_CHILD_DIR");
   if (!dir) GTEST_SKIP() << "run by KernelCacheTest only";
@@ -650,7 +654,8 @@ TEST(KernelCacheChild, CompileAndReportClang) {
   write_all(std::string(std::getenv("STAX_CACHE_TEST_CHILD_OUT")),
             std::to_string(r.stats.kernels_compiled) + " " +
                 std::to_string(r.stats.kernels_from_disk) + " " + (before ? "1" : "0") + " " +
-                (object_loaded("libclang-cpp") ? "1" : "0") + "\n" + bytes);
+                (object_loaded("libclang-cpp") ? "1" : "0") + " " +
+                (object_loaded("libLLVM") ? "1" : "0") + "\n" + bytes);
 }
 
 std::string output_bytes(const Compiled& r) {
@@ -713,7 +718,11 @@ TEST_F(KernelCacheTest, TwoProcessesAtOnce) {
   }
 }
 
-TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClang) {
+// Issue 27 (DECISIONS items 51 and 54): a process whose kernels all come from the disk cache maps
+// neither libclang-cpp nor libLLVM (the plugin's ObjectLoader links the stored objects, the key
+// is computed without LLVM), and its results are the miss path's bits. With STAX_CPU_LOADER=off
+// the JIT links them (libLLVM mapped, libclang-cpp still not): the same bits again.
+TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClangOrLlvm) {
   fs::path dir = fresh_dir("lazy_clang");
   Compiled want;
   {
@@ -722,22 +731,28 @@ TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClang) {
   }
   const int kernels = want.stats.kernels_compiled;
   ASSERT_GT(kernels, 0);
-  auto run = [&](const std::string& out) {
-    pid_t pid = spawn_child("CompileAndReportClang", {"STAX_CACHE_TEST_CHILD_DIR=" + dir.string(),
-                                                      "STAX_CACHE_TEST_CHILD_OUT=" + out});
+  auto run = [&](const std::string& out, std::vector<std::string> env = {}) {
+    env.push_back("STAX_CACHE_TEST_CHILD_DIR=" + dir.string());
+    env.push_back("STAX_CACHE_TEST_CHILD_OUT=" + out);
+    pid_t pid = spawn_child("CompileAndReportClang", env);
     EXPECT_EQ(wait_child(pid), 0);
     return read_all(out);
   };
-  // Cold: every kernel compiled, so the frontend (and libclang-cpp) is loaded.
+  // Cold: every kernel compiled, so the JIT and the frontend (libLLVM, libclang-cpp) are loaded.
   std::string cold = run((dir / "cold").string());
   ASSERT_NE(cold.find('\n'), std::string::npos) << cold;
-  EXPECT_EQ(cold.substr(0, cold.find('\n')), std::to_string(kernels) + " 0 0 1");
+  EXPECT_EQ(cold.substr(0, cold.find('\n')), std::to_string(kernels) + " 0 0 1 1");
   EXPECT_EQ(cold.substr(cold.find('\n') + 1), output_bytes(want));
-  // Warm: every kernel from disk, and libclang-cpp never mapped; the same bits.
+  // Warm: every kernel from disk, neither library ever mapped; the same bits.
   std::string warm = run((dir / "warm").string());
   ASSERT_NE(warm.find('\n'), std::string::npos) << warm;
-  EXPECT_EQ(warm.substr(0, warm.find('\n')), "0 " + std::to_string(kernels) + " 0 0");
+  EXPECT_EQ(warm.substr(0, warm.find('\n')), "0 " + std::to_string(kernels) + " 0 0 0");
   EXPECT_EQ(warm.substr(warm.find('\n') + 1), output_bytes(want));
+  // Warm without the loader: the JIT links the stored objects (libLLVM, no Clang); the same bits.
+  std::string jit = run((dir / "jit").string(), {"STAX_CPU_LOADER=off"});
+  ASSERT_NE(jit.find('\n'), std::string::npos) << jit;
+  EXPECT_EQ(jit.substr(0, jit.find('\n')), "0 " + std::to_string(kernels) + " 0 0 1");
+  EXPECT_EQ(jit.substr(jit.find('\n') + 1), output_bytes(want));
 }
 
 }  // namespace
