@@ -14,6 +14,7 @@
 // Every test uses its own temporary cache directory (the suite's STAX_CACHE_DIR=off is unset
 // here). Child processes are this binary again (fork + exec, --gtest_filter=KernelCacheChild.*),
 // so no LLVM state is shared over a fork.
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <link.h>
 #include <signal.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -590,6 +593,80 @@ int wait_child(pid_t pid) {
 }
 
 // The children: they do nothing unless the parent set STAX_CACHE_TEST_CHILD_DIR.
+// The object field of a cpu_cpp payload (STAXCPU2, three length-prefixed fields) with the first
+// undefined symbol of its symbol table renamed ("Q" for its first letter): a well-formed object
+// that neither cpu_cpp's own loader nor the JIT can link. False when it has no undefined symbol.
+bool rename_an_external(std::string& payload) {
+  size_t at = 8;
+  for (int field = 0; field < 2; ++field) {
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(payload[at + i])) << (8 * i);
+    at += 8 + n;
+  }
+  char* obj = payload.data() + at + 8;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, obj, sizeof eh);
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh, strtab;
+    std::memcpy(&sh, obj + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    std::memcpy(&strtab, obj + eh.e_shoff + sh.sh_link * sizeof sh, sizeof sh);
+    for (uint64_t k = 1; k < sh.sh_size / sizeof(Elf64_Sym); ++k) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, obj + sh.sh_offset + k * sizeof sym, sizeof sym);
+      if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0) continue;
+      obj[strtab.sh_offset + sym.st_name] = 'Q';
+      return true;
+    }
+  }
+  return false;
+}
+
+// DECISIONS item 54: a stored object cpu_cpp's loader refuses (an external the process lacks)
+// goes to the JIT, which refuses it too; the host then takes the batch one by one: that entry is
+// removed and compiled again, the others still come from disk, the bits are the cold compile's.
+TEST_F(KernelCacheTest, AnObjectNoLoaderCanLinkIsRebuiltAndTheOthersComeFromDisk) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 48});
+  Node* cols = g.call("sum.dim_IntList", {g.call("exp", {x}), std::vector<int64_t>{0}, true});
+  Node* y = g.call("mul.Tensor", {g.call("tanh", {x}), cols});
+  g.output({g.call("log", {g.call("abs", {y})}), g.call("sum.dim_IntList", {g.call("sin", {y}), std::vector<int64_t>{1}})});
+  std::vector<Tensor> in = test::random_inputs(g, 5);
+  fs::path dir = fresh_dir("loader_refuses");
+  auto compile_run = [&](CompileStats* stats) {
+    Compiler compiler(cached_config(dir));
+    CompiledGraph cg = compiler.compile(g);
+    *stats = cg.stats();
+    return cg.run(in);
+  };
+  auto same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::bitwise_equal(a[i], b[i])) << i;
+  };
+  CompileStats st;
+  std::vector<Tensor> cold = compile_run(&st);
+  const int n = st.kernels_compiled;
+  ASSERT_GE(n, 2);
+  bool renamed = false;
+  for (const fs::path& p : files_with(dir, ".entry")) {
+    std::string b = read_all(p);
+    std::optional<std::pair<std::string, std::string>> f = DiskCache::entry_fields(b);
+    ASSERT_TRUE(f.has_value());
+    std::string payload = f->second;
+    if (!rename_an_external(payload)) continue;
+    replace_payload(dir, b, [&](uint64_t) { return payload; });
+    write_all(p, b);
+    renamed = true;
+    break;
+  }
+  ASSERT_TRUE(renamed) << "no kernel of the graph calls an external function";
+  same_bits(cold, compile_run(&st));
+  EXPECT_EQ(st.kernels_from_disk, n - 1);
+  EXPECT_EQ(st.kernels_compiled, 1);
+  same_bits(cold, compile_run(&st));  // stored again: every kernel from disk
+  EXPECT_EQ(st.kernels_from_disk, n);
+}
+
 TEST(KernelCacheChild, CompileAndWrite) {
   const char* dir = std::getenv("STAX_CACHE_TEST_CHILD_DIR");
   if (!dir) GTEST_SKIP() << "run by KernelCacheTest only";
