@@ -54,7 +54,8 @@ assert os.path.isfile(os.path.join(stax.cmake_dir(), "StaxSDKConfig.cmake"))
 names = {p["name"]: p for p in stax.plugins()}
 assert names["cpu_cpp"]["error"] is None, names["cpu_cpp"]
 assert os.path.dirname(os.path.realpath(names["cpu_cpp"]["path"])) == os.path.join(pkg, "plugins")
-# cpu_cpp's Clang frontend, dlopened from the plugin's directory by the first compile below
+# cpu_cpp's JIT and Clang frontend, dlopened from the plugin's directory by the first compile below
+assert os.path.isfile(os.path.join(pkg, "plugins", "cpu_cpp_jit.so"))
 assert os.path.isfile(os.path.join(pkg, "plugins", "cpu_cpp_clang_frontend.so"))
 
 g = stax.Graph()

@@ -71,11 +71,12 @@ class Compiler {
 
   // Sets up, now, what the first compile for `device_kind` would otherwise set up on its way:
   // the backend (its plugin library loaded, configured) and the kernel cache's key material for
-  // it, which asks the plugin's cache identity (cpu_cpp: its JIT, created). "" is the device a
-  // graph without placeholders on another device compiles for (the config's default_device, else
-  // "cpu"). Optional: a process that compiles from a warm cache calls it at start-up, so that
-  // its compiles are only compiles (the bench's "cached compile", docs/kernel_cache.md). Errors
-  // are those the first compile would raise (no backend configured, the plugin's options).
+  // it, which asks the plugin's cache identity (cpu_cpp: CPUID and build-time constants, no JIT:
+  // DECISIONS item 54). "" is the device a graph without placeholders on another device compiles
+  // for (the config's default_device, else "cpu"). Optional: a process that compiles from a warm
+  // cache calls it at start-up, so that its compiles are only compiles (the bench's "cached
+  // compile", docs/kernel_cache.md). Errors are those the first compile would raise (no backend
+  // configured, the plugin's options).
   void prepare(const std::string& device_kind = "");
 
   PluginRegistry& registry();

@@ -62,7 +62,8 @@ class KernelCache {
       const CancellationToken* cancel = nullptr);
 
   // What the first get_all() for `plugin` sets up, done now: the disk key's prefix, which asks
-  // the plugin's cache identity (cpu_cpp creates its JIT for it). Compiler::prepare.
+  // the plugin's cache identity (cpu_cpp computes it without its JIT: DECISIONS item 54).
+  // Compiler::prepare.
   void prepare(const Plugin& plugin, const OptionValue& options) { entry(plugin, options); }
 
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from

@@ -1,5 +1,7 @@
 // The cpu_cpp backend (libstax_cpu_cpp.so): prints each kernel as scalar C++ (cpp_printer.h),
-// compiles it in-process with Clang + ORC (clang_jit.h) and runs it through its function pointer,
+// compiles it in-process with Clang + ORC (clang_jit.h, in cpu_cpp_jit.so, loaded by the first
+// compile: jit_library.h; a kernel-cache hit is linked by the plugin's own ObjectLoader, so a
+// process of hits never maps libLLVM) and runs it through its function pointer,
 // optionally over a host thread pool (thread_pool.h). Extern kernels: the matmul family and
 // convolution (extern_kernels.h) on the `blas:` GEMM library (gemm_library.h), on the same pool.
 //
@@ -60,6 +62,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -79,7 +82,10 @@
 #include "plugins/cpu_cpp/epilogue_blocks.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
 #include "plugins/cpu_cpp/gemm_library.h"
+#include "plugins/cpu_cpp/jit_identity.h"
+#include "plugins/cpu_cpp/jit_library.h"
 #include "plugins/cpu_cpp/object_check.h"
+#include "plugins/cpu_cpp/object_loader.h"
 #include "plugins/cpu_cpp/thread_pool.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/plugin.hpp"
@@ -206,13 +212,40 @@ int32_t simd_bytes() {
   return 16;
 }
 
+// A kernel's machine code, linked by the JIT (a compile, or a stored object the loader refused)
+// or by the plugin's ObjectLoader (a kernel-cache hit): its entry point and the relocatable
+// object (what the cache stores); `owner` keeps both alive and frees the code.
+struct LinkedCode {
+  KernelFn* fn = nullptr;
+  std::string_view object;
+  std::shared_ptr<void> owner;
+};
+
+// STAX_CPU_LOADER=off: every stored object is linked by the JIT, as before the loader (A/B runs,
+// and a way around a loader bug).
+bool object_loader_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("STAX_CPU_LOADER");
+    return !(env && std::string(env) == "off");
+  }();
+  return on;
+}
+
+bool cache_trace() {
+  static const bool on = [] {
+    const char* env = std::getenv("STAX_CACHE_TRACE");
+    return env && std::string(env) == "1";
+  }();
+  return on;
+}
+
 class CpuKernel : public sdk::CompiledKernel {
  public:
-  CpuKernel(CompiledModule module, KernelFn* fn, std::string source, std::string names,
+  CpuKernel(LinkedCode code, std::string source, std::string names,
             std::string name, size_t num_buffers, int64_t outer, int64_t points, int64_t align,
             std::shared_ptr<ThreadPool> pool)
-      : module_(std::move(module)),
-        fn_(fn),
+      : code_(std::move(code)),
+        fn_(code_.fn),
         source_(std::move(source)),
         names_(std::move(names)),
         name_(std::move(name)),
@@ -227,7 +260,7 @@ class CpuKernel : public sdk::CompiledKernel {
   // ABI 1.3: kBlobMagic's format; the object is clang_jit.h's CompiledModule::object().
   std::string serialize() const override {
     std::string out = kBlobMagic;
-    out.reserve(kBlobMagicSize + 24 + names_.size() + source_.size() + module_.object().size());
+    out.reserve(kBlobMagicSize + 24 + names_.size() + source_.size() + code_.object.size());
     std::string_view source = source_;
     if (source.substr(0, source_prefix().size()) == source_prefix())
       source.remove_prefix(source_prefix().size());
@@ -235,7 +268,7 @@ class CpuKernel : public sdk::CompiledKernel {
       return std::string();  // not printed by kernel_source() (cannot happen): not cached
     put_field(out, names_);
     put_field(out, source);
-    put_field(out, module_.object());
+    put_field(out, code_.object);
     return out;
   }
 
@@ -314,7 +347,7 @@ class CpuKernel : public sdk::CompiledKernel {
     throw sdk::PluginError(STAX_ERROR_RUNTIME, "cpu_cpp: kernel '" + name_ + "': " + what);
   }
 
-  CompiledModule module_;
+  LinkedCode code_;
   KernelFn* fn_;
   std::string source_;
   std::string names_;  // names_key() of the description it was printed from
@@ -417,7 +450,13 @@ class CpuCppBackend : public sdk::Backend {
     std::string jit_source = source + "\nextern \"C\" void " + kEntry +
                              "(void* const* b, long long s, long long e, stax_fault* err) { " +
                              k.name() + "(b, s, e, err); }\n";
-    return make_kernel(k, jit().compile(jit_source, {kEntry}, k.name()), std::move(source));
+    const JitLibraryApi& api = jit_api();
+    void* jit = this->jit();
+    StaxErrorCode code = STAX_ERROR_INTERNAL;
+    std::string error;
+    void* module = api.compile(jit, jit_source, kEntry, k.name(), &code, &error);
+    if (!module) throw sdk::PluginError(code, error);
+    return make_kernel(k, jit_module(api, module), std::move(source));
   }
 
   // A digest of the prelude texts (scalar_ops.hpp and the vector ops, embedded at build time):
@@ -436,15 +475,15 @@ class CpuCppBackend : public sdk::Backend {
            (print_.fuse_bodies ? "1" : "0") + "; row_tiles " +
            (print_.row_tiles ? "1" : "0") + "; printer " + std::to_string(kPrinterRevision) +
            "; preludes " + std::to_string(prelude_digest()) + "; inject " +
-           std::to_string(inject_.size()) +
-           "; " + const_cast<CpuCppBackend*>(this)->jit().identity();
+           std::to_string(inject_.size()) + "; " + const_cast<CpuCppBackend*>(this)->jit_key();
   }
 
   std::unique_ptr<sdk::CompiledKernel> deserialize(const sdk::Kernel& k, const void* data,
                                                    size_t size) override {
     require_address_space(kJitHeadroomBytes, "linking cached kernel '" + k.name() + "'");
     Stored st = parse(k, data, size);
-    return make_kernel(k, jit().load_object(st.object, {kEntry}, k.name()), std::move(st.source));
+    std::vector<LinkedCode> code = link_stored({st.object}, {k.name()});
+    return make_kernel(k, std::move(code.front()), std::move(st.source));
   }
 
   // ABI 1.4: a graph's cached kernels linked together (ClangJit::load_objects: one JITDylib, one
@@ -454,14 +493,17 @@ class CpuCppBackend : public sdk::Backend {
     require_address_space(kJitHeadroomBytes, "linking " + std::to_string(kernels.size()) +
                                                  " cached kernels");
     std::vector<Stored> stored;
-    std::vector<ClangJit::ObjectToLoad> objects;
+    std::vector<std::string_view> objects;
+    std::vector<std::string> names;
     for (size_t i = 0; i < kernels.size(); ++i) stored.push_back(parse(kernels[i], bytes[i].data, bytes[i].size));
-    for (size_t i = 0; i < kernels.size(); ++i)
-      objects.push_back({stored[i].object, {kEntry}, kernels[i].name()});
-    std::vector<CompiledModule> modules = jit().load_objects(objects);
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      objects.push_back(stored[i].object);
+      names.push_back(kernels[i].name());
+    }
+    std::vector<LinkedCode> code = link_stored(objects, names);
     std::vector<std::unique_ptr<sdk::CompiledKernel>> out;
     for (size_t i = 0; i < kernels.size(); ++i)
-      out.push_back(make_kernel(kernels[i], std::move(modules[i]), std::move(stored[i].source)));
+      out.push_back(make_kernel(kernels[i], std::move(code[i]), std::move(stored[i].source)));
     return out;
   }
 
@@ -561,31 +603,112 @@ class CpuCppBackend : public sdk::Backend {
     return source_prefix() + print_kernel_function(k, print_) + inject_;
   }
 
-  std::unique_ptr<sdk::CompiledKernel> make_kernel(const sdk::Kernel& k, CompiledModule module,
+  std::unique_ptr<sdk::CompiledKernel> make_kernel(const sdk::Kernel& k, LinkedCode code,
                                                    std::string source) {
-    KernelFn* fn = module.function<KernelFn>(kEntry);
     sdk::Span<int64_t> ranges = k.ranges();
     int64_t outer = ranges.empty() ? 1 : ranges[static_cast<size_t>(chunked_dim(k))];
     int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
-    return std::make_unique<CpuKernel>(std::move(module), fn, std::move(source), names_key(k),
+    return std::make_unique<CpuKernel>(std::move(code), std::move(source), names_key(k),
                                        k.name(), k.num_buffers(), outer, points,
                                        outer_chunk_alignment(k, print_), pool_);
   }
 
-  // Created once, by the first compile (compiles may come from several threads at once:
-  // ClangJit compiles concurrently and serialises only its links).
-  ClangJit& jit() {
+  ClangJitOptions jit_options() const {
+    ClangJitOptions o;
+    o.opt_level = static_cast<int>(opt_level_);
+    o.native_cpu = native_cpu_;
+    o.load_sleef = true;  // scalar_ops.hpp's transcendentals are SLEEF's (libsleef.so.3)
+    // Every kernel's source starts with the prelude: parsed once, into a precompiled header
+    // (the objects are the same bytes as without it).
+    o.prelude = source_prefix();
+    return o;
+  }
+
+  // The JIT library (cpu_cpp_jit.so: Clang, LLVM, ORC), loaded by the first call; an
+  // sdk::PluginError (STAX_ERROR_UNAVAILABLE) when it cannot be loaded.
+  static const JitLibraryApi& jit_api() {
+    std::string error;
+    const JitLibraryApi* api = jit_library(&error);
+    if (!api) throw sdk::PluginError(STAX_ERROR_UNAVAILABLE, "cpu_cpp: " + error);
+    return *api;
+  }
+
+  // The ClangJit, created once, by the first compile or JIT link (compiles may come from several
+  // threads at once: ClangJit compiles concurrently and serialises only its links).
+  void* jit() {
     std::call_once(jit_once_, [&] {
-      ClangJitOptions o;
-      o.opt_level = static_cast<int>(opt_level_);
-      o.native_cpu = native_cpu_;
-      o.load_sleef = true;  // scalar_ops.hpp's transcendentals are SLEEF's (libsleef.so.3)
-      // Every kernel's source starts with the prelude: parsed once, into a precompiled header
-      // (the objects are the same bytes as without it).
-      o.prelude = source_prefix();
-      jit_ = std::make_unique<ClangJit>(std::move(o));
+      const JitLibraryApi& api = jit_api();
+      StaxErrorCode code = STAX_ERROR_INTERNAL;
+      std::string error;
+      void* made = api.create(jit_options(), &code, &error);
+      if (!made) throw sdk::PluginError(code, error);
+      jit_ = std::unique_ptr<void, void (*)(void*)>(made, api.destroy);
     });
-    return *jit_;
+    return jit_.get();
+  }
+
+  // The JIT's part of the cache key: computed without LLVM (jit_identity.h) plus the files of
+  // the JIT and frontend libraries; on a host without CPUID, the JIT's own identity.
+  std::string jit_key() {
+    std::call_once(key_once_, [&] {
+      std::string id = jit_identity(jit_options());
+      if (id.empty()) id = jit_api().identity(jit());
+      key_ = id + "; " + jit_library_files_identity();
+    });
+    return key_;
+  }
+
+  // A JIT module as a kernel's code (the module frees its code with the last owner).
+  static LinkedCode jit_module(const JitLibraryApi& api, void* module) {
+    LinkedCode out;
+    out.owner = std::shared_ptr<void>(module, api.free_module);
+    out.fn = reinterpret_cast<KernelFn*>(api.module_symbol(module));
+    out.object = api.module_object(module);
+    return out;
+  }
+
+  // Stored objects (cache hits) linked: by the ObjectLoader when it takes every one of them
+  // (no LLVM), else all of them by the JIT (ClangJit::load_objects: all or nothing; its error,
+  // an sdk::PluginError, says which kernels). The objects' bytes are copied: they outlive the
+  // caller's buffer (serialize() hands them out again).
+  std::vector<LinkedCode> link_stored(const std::vector<std::string_view>& objects,
+                                      const std::vector<std::string>& names) {
+    std::vector<LinkedCode> out;
+    if (object_loader_enabled()) {
+      std::call_once(loader_once_, [&] { loader_.init(); });
+      for (size_t i = 0; i < objects.size(); ++i) {
+        struct Held {
+          std::string object;
+          LoadedObject loaded;
+        };
+        auto held = std::make_shared<Held>();
+        held->object.assign(objects[i].data(), objects[i].size());
+        std::string why = loader_.load(held->object, kEntry, &held->loaded);
+        if (!why.empty()) {
+          if (cache_trace())
+            std::cerr << "cpu_cpp: the object loader does not link kernel '" << names[i]
+                      << "' (" << why << "); the JIT links the batch\n";
+          out.clear();
+          break;
+        }
+        LinkedCode code;
+        code.fn = reinterpret_cast<KernelFn*>(held->loaded.entry);
+        code.object = held->object;
+        code.owner = std::move(held);
+        out.push_back(std::move(code));
+      }
+      if (out.size() == objects.size()) return out;
+    }
+    const JitLibraryApi& api = jit_api();
+    void* jit = this->jit();
+    std::vector<void*> modules;
+    StaxErrorCode code = STAX_ERROR_INTERNAL;
+    std::string error;
+    if (!api.load_objects(jit, objects, kEntry, names, &modules, &code, &error))
+      throw sdk::PluginError(code, error);
+    out.clear();
+    for (void* m : modules) out.push_back(jit_module(api, m));
+    return out;
   }
 
   int64_t opt_level_ = kDefaultOptLevel;
@@ -599,7 +722,11 @@ class CpuCppBackend : public sdk::Backend {
   bool epilogues_ = true;
   mutable std::mutex dump_mutex_;  // dump_source's lines of concurrent compiles stay whole
   std::once_flag jit_once_;
-  std::unique_ptr<ClangJit> jit_;  // created by the first compile
+  std::unique_ptr<void, void (*)(void*)> jit_{nullptr, nullptr};  // a ClangJit of cpu_cpp_jit.so
+  std::once_flag key_once_;
+  std::string key_;  // jit_key()
+  std::once_flag loader_once_;
+  ObjectLoader loader_;  // links stored objects without LLVM
 };
 
 }  // namespace

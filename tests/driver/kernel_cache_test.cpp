@@ -14,6 +14,7 @@
 // Every test uses its own temporary cache directory (the suite's STAX_CACHE_DIR=off is unset
 // here). Child processes are this binary again (fork + exec, --gtest_filter=KernelCacheChild.*),
 // so no LLVM state is shared over a fork.
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <link.h>
 #include <signal.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -395,15 +398,19 @@ TEST_F(KernelCacheTest, KeyChangesWithOptionsVersionAbiIdentityAndDevice) {
   EXPECT_NE(KernelCache::key_prefix("a", "bc", "", "", "", "", ""),
             KernelCache::key_prefix("ab", "c", "", "", "", "", ""));
 
-  // cpu_cpp's identity names the compiler and the CPU features it compiles for.
+  // cpu_cpp's identity names the compiler, the CPU it compiles for (CPUID's vendor, model and
+  // feature words: computed without LLVM, DECISIONS item 54) and its JIT library's file.
   PluginRegistry reg(test::cpu_config());
   OptionValue baseline = OptionValue::map();
   baseline.set("native_cpu", OptionValue::make_scalar("false"));
   std::string native = reg.create("cpu_cpp", OptionValue::map())->cache_identity();
   std::string portable = reg.create("cpu_cpp", baseline)->cache_identity();
   EXPECT_NE(native.find("llvm 19"), std::string::npos) << native;
-  EXPECT_NE(native.find("host cpu "), std::string::npos) << native;
-  EXPECT_NE(native.find(" +sse2"), std::string::npos) << native;  // the CPU features
+#if defined(__x86_64__)
+  EXPECT_NE(native.find("; host vendor "), std::string::npos) << native;
+  EXPECT_NE(native.find(" 00000001.0: "), std::string::npos) << native;  // family, features
+#endif
+  EXPECT_NE(native.find("cpu_cpp_jit.so "), std::string::npos) << native;
   EXPECT_NE(native, portable);
 
   // Through the compile path: other options miss, then hit.
@@ -586,6 +593,80 @@ int wait_child(pid_t pid) {
 }
 
 // The children: they do nothing unless the parent set STAX_CACHE_TEST_CHILD_DIR.
+// The object field of a cpu_cpp payload (STAXCPU2, three length-prefixed fields) with the first
+// undefined symbol of its symbol table renamed ("Q" for its first letter): a well-formed object
+// that neither cpu_cpp's own loader nor the JIT can link. False when it has no undefined symbol.
+bool rename_an_external(std::string& payload) {
+  size_t at = 8;
+  for (int field = 0; field < 2; ++field) {
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(payload[at + i])) << (8 * i);
+    at += 8 + n;
+  }
+  char* obj = payload.data() + at + 8;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, obj, sizeof eh);
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh, strtab;
+    std::memcpy(&sh, obj + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    std::memcpy(&strtab, obj + eh.e_shoff + sh.sh_link * sizeof sh, sizeof sh);
+    for (uint64_t k = 1; k < sh.sh_size / sizeof(Elf64_Sym); ++k) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, obj + sh.sh_offset + k * sizeof sym, sizeof sym);
+      if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0) continue;
+      obj[strtab.sh_offset + sym.st_name] = 'Q';
+      return true;
+    }
+  }
+  return false;
+}
+
+// DECISIONS item 54: a stored object cpu_cpp's loader refuses (an external the process lacks)
+// goes to the JIT, which refuses it too; the host then takes the batch one by one: that entry is
+// removed and compiled again, the others still come from disk, the bits are the cold compile's.
+TEST_F(KernelCacheTest, AnObjectNoLoaderCanLinkIsRebuiltAndTheOthersComeFromDisk) {
+  Graph g;
+  Node* x = g.placeholder("x", {64, 48});
+  Node* cols = g.call("sum.dim_IntList", {g.call("exp", {x}), std::vector<int64_t>{0}, true});
+  Node* y = g.call("mul.Tensor", {g.call("tanh", {x}), cols});
+  g.output({g.call("log", {g.call("abs", {y})}), g.call("sum.dim_IntList", {g.call("sin", {y}), std::vector<int64_t>{1}})});
+  std::vector<Tensor> in = test::random_inputs(g, 5);
+  fs::path dir = fresh_dir("loader_refuses");
+  auto compile_run = [&](CompileStats* stats) {
+    Compiler compiler(cached_config(dir));
+    CompiledGraph cg = compiler.compile(g);
+    *stats = cg.stats();
+    return cg.run(in);
+  };
+  auto same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::bitwise_equal(a[i], b[i])) << i;
+  };
+  CompileStats st;
+  std::vector<Tensor> cold = compile_run(&st);
+  const int n = st.kernels_compiled;
+  ASSERT_GE(n, 2);
+  bool renamed = false;
+  for (const fs::path& p : files_with(dir, ".entry")) {
+    std::string b = read_all(p);
+    std::optional<std::pair<std::string, std::string>> f = DiskCache::entry_fields(b);
+    ASSERT_TRUE(f.has_value());
+    std::string payload = f->second;
+    if (!rename_an_external(payload)) continue;
+    replace_payload(dir, b, [&](uint64_t) { return payload; });
+    write_all(p, b);
+    renamed = true;
+    break;
+  }
+  ASSERT_TRUE(renamed) << "no kernel of the graph calls an external function";
+  same_bits(cold, compile_run(&st));
+  EXPECT_EQ(st.kernels_from_disk, n - 1);
+  EXPECT_EQ(st.kernels_compiled, 1);
+  same_bits(cold, compile_run(&st));  // stored again: every kernel from disk
+  EXPECT_EQ(st.kernels_from_disk, n);
+}
+
 TEST(KernelCacheChild, CompileAndWrite) {
   const char* dir = std::getenv("STAX_CACHE_TEST_CHILD_DIR");
   if (!dir) GTEST_SKIP() << "run by KernelCacheTest only";
@@ -631,8 +712,8 @@ bool object_loaded(const std::string& part) {
 }
 
 // Compiles the cases with the disk cache at STAX_CACHE_TEST_CHILD_DIR and writes to
-// STAX_CACHE_TEST_CHILD_OUT "<compiled> <from disk> <clang before> <clang after>" and the
-// outputs' bytes on the next line.
+// STAX_CACHE_TEST_CHILD_OUT "<compiled> <from disk> <clang before> <clang after> <llvm after>"
+// (libclang-cpp, libLLVM mapped) and the outputs' bytes on the next line.
 TEST(KernelCacheChild, CompileAndReportClang) {
   const char* dir = std::getenv("STAX_CACHE_TEST_CHILD_DIR");
   if (!dir) GTEST_SKIP() << "run by KernelCacheTest only";
@@ -650,7 +731,8 @@ TEST(KernelCacheChild, CompileAndReportClang) {
   write_all(std::string(std::getenv("STAX_CACHE_TEST_CHILD_OUT")),
             std::to_string(r.stats.kernels_compiled) + " " +
                 std::to_string(r.stats.kernels_from_disk) + " " + (before ? "1" : "0") + " " +
-                (object_loaded("libclang-cpp") ? "1" : "0") + "\n" + bytes);
+                (object_loaded("libclang-cpp") ? "1" : "0") + " " +
+                (object_loaded("libLLVM") ? "1" : "0") + "\n" + bytes);
 }
 
 std::string output_bytes(const Compiled& r) {
@@ -713,7 +795,11 @@ TEST_F(KernelCacheTest, TwoProcessesAtOnce) {
   }
 }
 
-TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClang) {
+// Issue 27 (DECISIONS items 51 and 54): a process whose kernels all come from the disk cache maps
+// neither libclang-cpp nor libLLVM (the plugin's ObjectLoader links the stored objects, the key
+// is computed without LLVM), and its results are the miss path's bits. With STAX_CPU_LOADER=off
+// the JIT links them (libLLVM mapped, libclang-cpp still not): the same bits again.
+TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClangOrLlvm) {
   fs::path dir = fresh_dir("lazy_clang");
   Compiled want;
   {
@@ -722,22 +808,28 @@ TEST_F(KernelCacheTest, AProcessThatOnlyHitsNeverLoadsClang) {
   }
   const int kernels = want.stats.kernels_compiled;
   ASSERT_GT(kernels, 0);
-  auto run = [&](const std::string& out) {
-    pid_t pid = spawn_child("CompileAndReportClang", {"STAX_CACHE_TEST_CHILD_DIR=" + dir.string(),
-                                                      "STAX_CACHE_TEST_CHILD_OUT=" + out});
+  auto run = [&](const std::string& out, std::vector<std::string> env = {}) {
+    env.push_back("STAX_CACHE_TEST_CHILD_DIR=" + dir.string());
+    env.push_back("STAX_CACHE_TEST_CHILD_OUT=" + out);
+    pid_t pid = spawn_child("CompileAndReportClang", env);
     EXPECT_EQ(wait_child(pid), 0);
     return read_all(out);
   };
-  // Cold: every kernel compiled, so the frontend (and libclang-cpp) is loaded.
+  // Cold: every kernel compiled, so the JIT and the frontend (libLLVM, libclang-cpp) are loaded.
   std::string cold = run((dir / "cold").string());
   ASSERT_NE(cold.find('\n'), std::string::npos) << cold;
-  EXPECT_EQ(cold.substr(0, cold.find('\n')), std::to_string(kernels) + " 0 0 1");
+  EXPECT_EQ(cold.substr(0, cold.find('\n')), std::to_string(kernels) + " 0 0 1 1");
   EXPECT_EQ(cold.substr(cold.find('\n') + 1), output_bytes(want));
-  // Warm: every kernel from disk, and libclang-cpp never mapped; the same bits.
+  // Warm: every kernel from disk, neither library ever mapped; the same bits.
   std::string warm = run((dir / "warm").string());
   ASSERT_NE(warm.find('\n'), std::string::npos) << warm;
-  EXPECT_EQ(warm.substr(0, warm.find('\n')), "0 " + std::to_string(kernels) + " 0 0");
+  EXPECT_EQ(warm.substr(0, warm.find('\n')), "0 " + std::to_string(kernels) + " 0 0 0");
   EXPECT_EQ(warm.substr(warm.find('\n') + 1), output_bytes(want));
+  // Warm without the loader: the JIT links the stored objects (libLLVM, no Clang); the same bits.
+  std::string jit = run((dir / "jit").string(), {"STAX_CPU_LOADER=off"});
+  ASSERT_NE(jit.find('\n'), std::string::npos) << jit;
+  EXPECT_EQ(jit.substr(0, jit.find('\n')), "0 " + std::to_string(kernels) + " 0 0 1");
+  EXPECT_EQ(jit.substr(jit.find('\n') + 1), output_bytes(want));
 }
 
 }  // namespace
