@@ -31,6 +31,15 @@ const JvpFn* JvpTable::find(std::string_view op) const {
   return it == rules_.end() ? nullptr : &it->second;
 }
 
+void JvpTable::extend(const std::string& op, const std::function<JvpFn(JvpFn)>& wrap,
+                      JvpFn absent) {
+  auto it = rules_.find(op);
+  if (it == rules_.end())
+    rules_.emplace(op, wrap(std::move(absent)));
+  else
+    it->second = wrap(std::move(it->second));
+}
+
 std::vector<std::string> JvpTable::names() const {
   std::vector<std::string> out;
   for (const auto& [k, v] : rules_) out.push_back(k);

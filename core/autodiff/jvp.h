@@ -54,6 +54,9 @@ class JvpTable {
  public:
   void add(const std::string& op, JvpFn fn);  // throws stax::Error on a duplicate
   const JvpFn* find(std::string_view op) const;
+  // Replaces op's entry by wrap(entry), or adds wrap(absent) when op has none: how an op family
+  // installed later extends the ops of earlier ones (core/ops/complex/: their complex forms).
+  void extend(const std::string& op, const std::function<JvpFn(JvpFn)>& wrap, JvpFn absent);
   std::vector<std::string> names() const;
   bool empty() const { return rules_.empty(); }
 

@@ -24,6 +24,15 @@ const VjpFn* VjpTable::find(std::string_view op) const {
   return it == rules_.end() ? nullptr : &it->second;
 }
 
+void VjpTable::extend(const std::string& op, const std::function<VjpFn(VjpFn)>& wrap,
+                      VjpFn absent) {
+  auto it = rules_.find(op);
+  if (it == rules_.end())
+    rules_.emplace(op, wrap(std::move(absent)));
+  else
+    it->second = wrap(std::move(it->second));
+}
+
 std::vector<std::string> VjpTable::names() const {
   std::vector<std::string> out;
   for (const auto& [k, v] : rules_) out.push_back(k);

@@ -66,6 +66,9 @@ class VjpTable {
   // `op` is a canonical overload name ("add.Tensor"); throws stax::Error on a duplicate.
   void add(const std::string& op, VjpFn fn);
   const VjpFn* find(std::string_view op) const;  // null when the op has no rule
+  // Replaces op's entry by wrap(entry), or adds wrap(absent) when op has none: how an op family
+  // installed later extends the ops of earlier ones (core/ops/complex/: their complex forms).
+  void extend(const std::string& op, const std::function<VjpFn(VjpFn)>& wrap, VjpFn absent);
   std::vector<std::string> names() const;
   bool empty() const { return rules_.empty(); }
 

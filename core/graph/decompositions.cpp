@@ -22,6 +22,16 @@ const DecompositionFn* DecompositionTable::find(std::string_view op) const {
   return it == fns_.end() ? nullptr : &it->second;
 }
 
+void DecompositionTable::extend(const std::string& op,
+                                const std::function<DecompositionFn(DecompositionFn)>& wrap,
+                                DecompositionFn absent) {
+  auto it = fns_.find(op);
+  if (it == fns_.end())
+    fns_.emplace(op, wrap(std::move(absent)));
+  else
+    it->second = wrap(std::move(it->second));
+}
+
 std::vector<std::string> DecompositionTable::names() const {
   std::vector<std::string> out;
   for (const auto& [name, fn] : fns_) out.push_back(name);

@@ -41,6 +41,10 @@ class DecompositionTable {
   // `op` is a canonical overload name ("softmax.int"); throws stax::Error on a duplicate.
   void add(const std::string& op, DecompositionFn fn);
   const DecompositionFn* find(std::string_view op) const;  // null when there is no entry
+  // Replaces op's entry by wrap(entry), or adds wrap(absent) when op has none: how an op family
+  // installed later extends the ops of earlier ones (core/ops/complex/: their complex forms).
+  void extend(const std::string& op, const std::function<DecompositionFn(DecompositionFn)>& wrap,
+              DecompositionFn absent);
   std::vector<std::string> names() const;
   bool empty() const { return fns_.empty(); }
 

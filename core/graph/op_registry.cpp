@@ -91,6 +91,13 @@ const OpDef* OpRegistry::find(std::string_view target) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+OpDef& OpRegistry::extend(std::string_view target) {
+  auto it = ops_.find(canonical_target(target));
+  if (it == ops_.end())
+    throw Error("registry", std::string(target), "no op " + std::string(target) + " to extend");
+  return *it->second;
+}
+
 // Edit distance with adjacent transpositions counting 1 (optimal string alignment): "rleu" is one
 // edit from "relu" as from "elu".
 size_t edit_distance(std::string_view a, std::string_view b) {

@@ -97,6 +97,10 @@ class OpRegistry {
   // Looks up "add.Tensor", "tp.add.Tensor", "tensorplay.ops.tp.add.Tensor", or a bare "relu"
   // (meaning relu.default). Null when unknown.
   const OpDef* find(std::string_view target) const;
+  // The registered op `target` for changing while install_ops() fills the table: how an op family
+  // installed later extends the ops of earlier ones (core/ops/complex/ marks them complex and
+  // adapts their inference). Throws stax::Error (stage "registry") when there is no such op.
+  OpDef& extend(std::string_view target);
   // Like find, but throws stax::Error(stage, where, "unknown op 'X'; did you mean: a, b, c?").
   const OpDef& get(std::string_view target, const std::string& where = "") const;
   // Up to n known names closest to `target` by edit distance.

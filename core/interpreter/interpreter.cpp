@@ -50,6 +50,15 @@ const KernelFn* InterpreterTable::find(const std::string& op_name) const {
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
+void InterpreterTable::extend(const std::string& op,
+                              const std::function<KernelFn(KernelFn)>& wrap, KernelFn absent) {
+  auto it = kernels_.find(op);
+  if (it == kernels_.end())
+    kernels_.emplace(op, wrap(std::move(absent)));
+  else
+    it->second = wrap(std::move(it->second));
+}
+
 std::vector<std::string> InterpreterTable::names() const {
   std::vector<std::string> out;
   for (const auto& [name, fn] : kernels_) out.push_back(name);

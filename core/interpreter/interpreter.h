@@ -63,6 +63,10 @@ class InterpreterTable {
  public:
   void add(const std::string& op_name, KernelFn fn);  // "add.Tensor"
   const KernelFn* find(const std::string& op_name) const;
+  // Replaces op's entry by wrap(entry), or adds wrap(absent) when op has none: how an op family
+  // installed later extends the ops of earlier ones (core/ops/complex/: their complex forms).
+  void extend(const std::string& op, const std::function<KernelFn(KernelFn)>& wrap,
+              KernelFn absent);
   std::vector<std::string> names() const;
   bool empty() const { return kernels_.empty(); }
 

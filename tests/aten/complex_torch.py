@@ -53,6 +53,13 @@ for dt in (C64, C128):
     case("einsum_bmm" + s, lambda a, b: torch.einsum("bij,bjk->bik", a, b),
          ((2, 3, 4), dt), ((2, 4, 5), dt))
     case("einsum_contract" + s, lambda a, b: torch.einsum("ij,j->i", a, b), z, v)
+    # index / index_put (accumulating twice into row 0; in place, functionalized)
+    case("index_index_put" + s,
+         lambda a, b: (lambda i: (a[i] * 2, a.index_put((i,), b, accumulate=True),
+                                  a.index_put((torch.arange(3).flip(0),), b[:3]),
+                                  a.clone().index_put_((i,), b * b, accumulate=True)))(
+             torch.cat([torch.arange(3), torch.arange(1)])),
+         z, ((4, 4), dt))
 # float ⊕ complex: torch's promotion (float64 with complex64 is complex128); real inputs get the
 # real part of their gradient.
 case("promote_f32_c64", lambda x, a: x * a + x, ((3, 4), F32), ((3, 4), C64))
@@ -64,6 +71,22 @@ case("spectral_einsum_layer",
      lambda x, wr, wi: fft.irfft(torch.einsum("bim,iom->bom", fft.rfft(x),
                                               torch.complex(wr, wi)), n=x.shape[-1]),
      ((2, 3, 8), F32), ((3, 4, 5), F32), ((3, 4, 5), F32))
+
+# linalg.eig / eigvals and their gradients (torch's linalg_eig_backward), real and complex inputs:
+# functions symmetric in the eigenvalues' order and independent of the eigenvectors' phases (the
+# two LAPACKs may order and rotate them differently; torch refuses phase-dependent losses).
+for dt in (F64, C128):
+    s = "_f64" if dt == F64 else "_c128"
+    case("eigvals_power_sums" + s,
+         lambda a: ((torch.linalg.eigvals(a) ** 2).sum(-1), torch.linalg.eigvals(a).exp().sum(-1)),
+         ((2, 4, 4), dt))
+    case("eig_vector_magnitudes" + s,
+         lambda a: (lambda l, v: (v.abs() * l.abs().unsqueeze(-2)).sum(-1))(*torch.linalg.eig(a)),
+         ((2, 4, 4), dt))
+    case("eig_reconstruction" + s,
+         lambda a: (lambda l, v: (v * l.unsqueeze(-2)) @ v.conj().transpose(-2, -1))(
+             *torch.linalg.eig(a)),
+         ((4, 4), dt))
 
 
 def grad_of(loss):
@@ -127,16 +150,16 @@ def run_case(name, fn, specs, grad, backward_graph):
 
 
 def eig_case(dt):
-    """linalg.eig / eigvals against torch's: eigenvalues as sets (LAPACKs may order them
-    differently), eigenvectors by magnitude (a real eigenvector's sign is the LAPACK's choice) and
-    by A·V = V·diag(λ)."""
+    """linalg.eig / eigvals of real or complex matrices against torch's: eigenvalues as sets
+    (LAPACKs may order them differently), eigenvectors by magnitude (a vector's phase is the
+    LAPACK's choice) and by A·V = V·diag(λ)."""
     import numpy as np
     torch.manual_seed(3)
     a = torch.randn(2, 5, 5, dtype=dt)
     fn = lambda x: (*torch.linalg.eig(x), torch.linalg.eigvals(x))  # noqa: E731
     gm, text, names = fxrun.trace(fn, [a])
     want_l, want_v, _ = fn(a)
-    tol = 1e-4 if dt == F32 else 1e-10
+    tol = 1e-4 if dt in (F32, C64) else 1e-10
     with tempfile.TemporaryDirectory() as d:
         args = fxrun.write_case(d, gm, text, names, [a])
         for mode in ("interp", "compiled"):
@@ -172,8 +195,8 @@ for name, fn, specs, grad, backward_graph in CASES:
     print("%-32s %s" % (name, "ok" if why is None else "FAIL: " + why))
     failures += why is not None
     ran += 1
-for dt in (F32, F64):
-    name = "linalg_eig_eigvals_" + ("f32" if dt == F32 else "f64")
+for dt in (F32, F64, C64, C128):
+    name = "linalg_eig_eigvals_" + {F32: "f32", F64: "f64", C64: "c64", C128: "c128"}[dt]
     if only and name not in only:
         continue
     why = eig_case(dt)

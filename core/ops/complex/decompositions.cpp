@@ -16,7 +16,7 @@
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_ops.h"
-#include "core/ops/complex/extend.h"
+#include "core/support/error.h"
 
 namespace stax {
 namespace {
@@ -120,10 +120,9 @@ void register_complex_decompositions(DecompositionTable& t) {
         return touches_complex(n) ? cx(g, n) : real(g, n);
       });
     };
-    complex_ops::extend_entry<DecompositionTable, DecompositionFn>(
-        t, e.op, wrap, [op = std::string(e.op)](Graph&, const Node& n) -> Node* {
-          throw Error("decompose", "%" + n.name(), "no decomposition of " + op);
-        });
+    t.extend(e.op, wrap, [op = std::string(e.op)](Graph&, const Node& n) -> Node* {
+      throw Error("decompose", "%" + n.name(), "no decomposition of " + op);
+    });
   }
 }
 

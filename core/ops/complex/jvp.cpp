@@ -8,7 +8,6 @@
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_ops.h"
-#include "core/ops/complex/extend.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
 
@@ -73,8 +72,7 @@ Node* sgn_jvp(JvpContext& c) {
 }
 
 void extend(JvpTable& t, const char* op, const std::function<JvpFn(JvpFn)>& wrap) {
-  complex_ops::extend_entry<JvpTable, JvpFn>(t, op, wrap, [op = std::string(op)](JvpContext& c)
-                                                             -> Node* {
+  t.extend(op, wrap, [op = std::string(op)](JvpContext& c) -> Node* {
     throw Error("autodiff", "%" + c.node()->name(), "no forward-mode (JVP) rule for op " + op);
   });
 }

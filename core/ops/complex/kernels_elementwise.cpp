@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_kernel.h"
-#include "core/ops/complex/extend.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -21,8 +21,7 @@ void extend_kernel(InterpreterTable& t, const std::string& op, KernelFn cx) {
       return touches_complex(c) ? cx(c) : real(c);
     };
   };
-  complex_ops::extend_entry<InterpreterTable, KernelFn>(
-      t, op, pick, [](const KernelContext& c) { return kernels::run_decomposition(c); });
+  t.extend(op, pick, [](const KernelContext& c) { return kernels::run_decomposition(c); });
 }
 
 }  // namespace complex_kernels

@@ -1,12 +1,17 @@
-// Interpreter kernels of the complex forms of cat and of mm / bmm (docs/complex.md): cat copies
-// between strided views of any element size (Tensor::as_strided, copy_from); the products
-// accumulate c10::complex products in order over k. The Composite ops complex arithmetic extends
+// Interpreter kernels of the complex forms of cat, mm / bmm and index / index_put
+// (docs/complex.md): cat copies between strided views of any element size (Tensor::as_strided,
+// copy_from); the products accumulate c10::complex products in order over k; index, index_put
+// and index_select run their real kernels on the real views (the indices address the leading dims, the views'
+// trailing pair dim follows, accumulation adds the parts). The Composite ops complex arithmetic extends
 // (constant_pad_nd, the scatters, copy, rsub, angle, sgn ...) run their complex decompositions.
 #include <algorithm>
 #include <complex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "core/graph/graph.h"
+#include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_kernel.h"
 #include "core/ops/registration.h"
 
@@ -67,10 +72,46 @@ Tensor product_kernel(const KernelContext& c) {
   return out;
 }
 
+// The node's op on the real views of its complex tensor arguments (view_as_real: one more
+// trailing dim of 2), its result viewed as complex again: a one-node graph over ctx's inputs,
+// interpreted with the ops' real kernels.
+Tensor on_real_views(const KernelContext& ctx) {
+  const Node& n = ctx.node();
+  Graph g(default_registry());
+  std::unordered_map<const Node*, Node*> view_of;
+  std::vector<Tensor> inputs;
+  for (Node* in : n.input_nodes()) {
+    if (view_of.count(in)) continue;
+    const Tensor& t = ctx.value(in);
+    Node* p = g.placeholder(in->name(), t.meta());
+    // A 0-d tensor indexed along dim 0 (index_select allows it) as a 1-element vector, so that
+    // dim 0 never names the pair dim; the result takes the node's shape at the end.
+    if (is_complex(t.dtype()) && t.dim() == 0) p = g.call("reshape", {p, std::vector<int64_t>{1}});
+    view_of[in] = is_complex(t.dtype()) ? g.call("view_as_real", {p}) : p;
+    inputs.push_back(t);
+  }
+  auto remap = [&](const Arg& a) { return map_nodes(a, [&](Node* x) { return view_of.at(x); }); };
+  std::vector<Arg> args;
+  for (const Arg& a : n.args()) args.push_back(remap(a));
+  // A dim (index_select's) as a non-negative index: it then names the same dim of the real view.
+  const auto& params = n.op()->schema.params;
+  for (size_t i = 0; i < args.size() && i < params.size(); ++i)
+    if (params[i].name == "dim" && args[i].is_int())
+      args[i] = Arg(wrap_dim(args[i].to_int(), std::max<int64_t>(1, n.input(0)->meta().dim()),
+                             where_of(ctx)));
+  Kwargs kwargs;
+  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(v));
+  Node* r = g.call("view_as_complex", {g.call(n.target(), std::move(args), std::move(kwargs))});
+  g.output({g.call("reshape", {r, ctx.out_meta().sizes})});
+  return interpret(g, inputs).at(0);
+}
+
 }  // namespace
 
 void register_complex_movement_kernels(InterpreterTable& t) {
   extend_kernel(t, "cat.default", cat_kernel);
+  for (const char* op : {"index.Tensor", "index_put.default", "index_select.default"})
+    extend_kernel(t, op, on_real_views);
   for (const char* op : {"mm.default", "bmm.default"}) extend_kernel(t, op, product_kernel);
   // The Composite ones run their complex decompositions (decompositions.cpp), as compiled graphs
   // do.

@@ -7,7 +7,6 @@
 
 #include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_ops.h"
-#include "core/ops/complex/extend.h"
 #include "core/ops/registration.h"
 
 namespace stax {
@@ -58,21 +57,20 @@ void complex_backward_result(OpDef& op) {
 }  // namespace
 
 void register_complex_ops(OpRegistry& r) {
-  using complex_ops::op_to_extend;
   auto mark = [&r](const auto& names) {
-    for (const char* name : names) op_to_extend(r, name).complex = true;
+    for (const char* name : names) r.extend(name).complex = true;
   };
   mark(complex_ops::kHolomorphic);
   mark(complex_ops::kLinear);
   mark(complex_ops::kOwnRules);
   mark(complex_ops::kNoDerivative);
-  op_to_extend(r, "getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
+  r.extend("getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
-    real_result_for_complex(op_to_extend(r, name));
-  complex_backward_result(op_to_extend(r, "tanh_backward.default"));
-  for (const char* name : {"sum.dim_IntList", "sum.default"}) sum_of_complex(op_to_extend(r, name));
-  mean_of_complex(op_to_extend(r, "mean.dim"), op_to_extend(r, "sum.dim_IntList"));
-  mean_of_complex(op_to_extend(r, "mean.default"), op_to_extend(r, "sum.default"));
+    real_result_for_complex(r.extend(name));
+  complex_backward_result(r.extend("tanh_backward.default"));
+  for (const char* name : {"sum.dim_IntList", "sum.default"}) sum_of_complex(r.extend(name));
+  mean_of_complex(r.extend("mean.dim"), r.extend("sum.dim_IntList"));
+  mean_of_complex(r.extend("mean.default"), r.extend("sum.default"));
 }
 
 }  // namespace stax

@@ -12,7 +12,6 @@
 #include "core/autodiff/vjp.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_ops.h"
-#include "core/ops/complex/extend.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
 
@@ -116,7 +115,7 @@ void copy_vjp(VjpContext& c) {
 
 // Extends op's rule with `wrap`; an op without one gets a rule for complex values only.
 void extend(VjpTable& t, const char* op, const std::function<VjpFn(VjpFn)>& wrap) {
-  complex_ops::extend_entry<VjpTable, VjpFn>(t, op, wrap, [op = std::string(op)](VjpContext& c) {
+  t.extend(op, wrap, [op = std::string(op)](VjpContext& c) {
     throw Error("autodiff", "%" + c.node()->name(), "no derivative (VJP) rule for op " + op);
   });
 }

@@ -7,12 +7,15 @@
 // meaning: a singular U, a matrix that is not positive definite, no convergence).
 #pragma once
 
+#include <complex>
 #include <string>
 
 namespace stax::lapack {
 
+// getrf and getrs also take std::complex<float> / std::complex<double> (cgetrf / zgetrf ...).
 template <class T> int getrf(int m, int n, T* a, int lda, int* ipiv);
-// trans 'N' solves A X = B, 'T' A^T X = B, with A's LU factors from getrf.
+// trans 'N' solves A X = B, 'T' A^T X = B ('C' A^H X = B for complex T), with A's LU factors from
+// getrf.
 template <class T> int getrs(char trans, int n, int nrhs, const T* a, int lda, const int* ipiv,
                              T* b, int ldb);
 template <class T> int potrf(char uplo, int n, T* a, int lda);
@@ -32,6 +35,10 @@ template <class T> int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u,
 // The eigenvalues (wr + i wi) of a general matrix and, with jobvr 'V', its right eigenvectors
 // (LAPACK's packing: a complex pair's vectors as vr[:, j] ± i vr[:, j+1]); a is overwritten.
 template <class T> int geev(char jobvr, int n, T* a, int lda, T* wr, T* wi, T* vr, int ldvr);
+// The same of a complex matrix (cgeev / zgeev): eigenvalues w, right eigenvectors as the columns
+// of vr (each of unit norm with its largest component real); a is overwritten.
+template <class T> int geev(char jobvr, int n, std::complex<T>* a, int lda, std::complex<T>* w,
+                            std::complex<T>* vr, int ldvr);
 
 // Bunch-Kaufman LDL^T of a symmetric matrix (the `uplo` triangle), and solves from it.
 template <class T> int sytrf(char uplo, int n, T* a, int lda, int* ipiv);

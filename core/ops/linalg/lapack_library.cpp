@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <complex>
 #include <cstdlib>
 #include <type_traits>
 #include <mutex>
@@ -75,10 +76,21 @@ Fn symbol(const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
-// The routine `s` or `d` + base + "_" for T = float / double, looked up once.
+// LAPACK's prefix of T's routines: s, d, c, z for float, double, complex<float>, complex<double>.
+template <class T>
+const char* prefix() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>);
+  if constexpr (std::is_same_v<T, float>) return "s";
+  else if constexpr (std::is_same_v<T, double>) return "d";
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return "c";
+  else return "z";
+}
+
+// The routine prefix<T>() + base + "_", looked up once.
 template <class T, class Fn>
 Fn routine(const char* base) {
-  std::string name = std::string(std::is_same_v<T, float> ? "s" : "d") + base + "_";
+  std::string name = std::string(prefix<T>()) + base + "_";
   return symbol<Fn>(name.c_str());
 }
 
@@ -275,6 +287,29 @@ int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b
   return info;
 }
 
+template <class T>
+int geev(char jobvr, int n, std::complex<T>* a, int lda, std::complex<T>* w, std::complex<T>* vr,
+         int ldvr) {
+  using C = std::complex<T>;
+  using Fn = void (*)(const char*, const char*, const int*, C*, const int*, C*, C*, const int*,
+                      C*, const int*, C*, const int*, T*, int*, Len, Len);
+  static Fn fn = routine<C, Fn>("geev");
+  const char jobvl = 'N';
+  int info = 0, query = -1, ldvl = 1;
+  C size = 0, vl = 0;
+  std::vector<T> rwork(static_cast<size_t>(std::max(1, 2 * n)));
+  std::lock_guard<std::mutex> lock(call_lock());
+  fn(&jobvl, &jobvr, &n, a, &lda, w, &vl, &ldvl, vr, &ldvr, &size, &query, rwork.data(), &info, 1,
+     1);
+  check_args(info, "geev");
+  int lwork = std::max(1, static_cast<int>(size.real()));
+  std::vector<C> work(static_cast<size_t>(lwork));
+  fn(&jobvl, &jobvr, &n, a, &lda, w, &vl, &ldvl, vr, &ldvr, work.data(), &lwork, rwork.data(),
+     &info, 1, 1);
+  check_args(info, "geev");
+  return info;
+}
+
 #define STAX_LAPACK_INSTANTIATE(T)                                                            \
   template int getrf<T>(int, int, T*, int, int*);                                             \
   template int getrs<T>(char, int, int, const T*, int, const int*, T*, int);                  \
@@ -291,5 +326,16 @@ int sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b
 STAX_LAPACK_INSTANTIATE(float)
 STAX_LAPACK_INSTANTIATE(double)
 #undef STAX_LAPACK_INSTANTIATE
+
+template int getrf<std::complex<float>>(int, int, std::complex<float>*, int, int*);
+template int getrf<std::complex<double>>(int, int, std::complex<double>*, int, int*);
+template int getrs<std::complex<float>>(char, int, int, const std::complex<float>*, int,
+                                        const int*, std::complex<float>*, int);
+template int getrs<std::complex<double>>(char, int, int, const std::complex<double>*, int,
+                                         const int*, std::complex<double>*, int);
+template int geev<float>(char, int, std::complex<float>*, int, std::complex<float>*,
+                         std::complex<float>*, int);
+template int geev<double>(char, int, std::complex<double>*, int, std::complex<double>*,
+                          std::complex<double>*, int);
 
 }  // namespace stax::lapack
