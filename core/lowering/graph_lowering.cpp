@@ -163,6 +163,18 @@ KernelInput GraphLowering::realize_input(const IRPtr& value) {
     if (base && base->is_realized()) {
       base->buffer()->mutable_layout().freeze();
       if (auto fs = as_fixed_storage(make_view(base, v->size(), v->reindex()))) return *fs;
+      // Not a strided view of the buffer (a permute folded into a reshape): a copy, shared by
+      // every extern that reads this view of this buffer (the Mixer's backward read one
+      // transposed (1024, 64) gradient through two products: two identical copies).
+      const std::string key =
+          shape_str(v->size()) + " " +
+          base->buffer()->layout().index(v->reindex()(iter_index(v->size()))).str();
+      auto [it, fresh] = realized_views_.try_emplace({base->buffer().get(), key}, nullptr);
+      if (!fresh && it->second) return {it->second, it->second->layout()};
+      BufferPtr copy = realize(value);
+      if (!copy->layout().is_fixed()) copy->mutable_layout().freeze();
+      it->second = copy;
+      return {copy, copy->layout()};
     }
   }
   BufferPtr buf = realize(value);

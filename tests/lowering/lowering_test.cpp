@@ -512,6 +512,31 @@ TEST(Lowering, OutputThatIsAReshapeOfAPointwiseValueIsNotCopied) {
   EXPECT_EQ(load_indices(computed(l2, 0).body()), (std::vector<std::string>{"primals_1:i0 + 6*i1"}));
 }
 
+// Two products reading the same transposing reshape of a realized value (the Mixer's backward):
+// one copy of it, read by both.
+TEST(Lowering, TwoExternsReadingTheSameCopiedViewShareOneCopy) {
+  Graph g;
+  Node* x = g.placeholder("primals_1", {2, 4, 8});
+  Node* w1 = g.placeholder("primals_2", {4, 3});
+  Node* w2 = g.placeholder("primals_3", {4, 5});
+  Node* r = g.call("relu", {x});
+  Node* v = g.call("reshape", {g.call("permute", {r, Arg(Shape{0, 2, 1})}), Arg(Shape{16, 4})});
+  g.output({g.call("mm", {v, w1}), g.call("mm", {v, w2})});
+  LoweredGraph l = lower_graph(g);
+  std::vector<const ComputedBuffer*> copies;
+  for (const BufferPtr& b : l.buffers)
+    if (b->kind() == IRKind::ComputedBuffer) copies.push_back(&static_cast<const ComputedBuffer&>(*b));
+  ASSERT_EQ(copies.size(), 2u);  // relu(x), and one (16, 4) copy of its transposing view
+  EXPECT_EQ(copies[1]->layout().size, (Shape{16, 4}));
+  size_t externs = 0;
+  for (const BufferPtr& b : l.buffers) {
+    if (b->kind() != IRKind::ExternKernel) continue;
+    ++externs;
+    EXPECT_EQ(static_cast<const ExternKernel&>(*b).inputs().at(0).buffer->name(), copies[1]->name());
+  }
+  EXPECT_EQ(externs, 2u);
+}
+
 // ---- Reductions and dtypes ---------------------------------------------------------------------
 
 TEST(Lowering, ReductionOverAnOuterDim) {
