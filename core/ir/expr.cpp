@@ -292,6 +292,12 @@ void sort_and_merge(Terms& t) {
 }
 
 // s*(x//s) + x % s == x: finds one such pair (coefficients c*s and c) and replaces it by c*x.
+// Also the nested form m*(x//(d*m)) + (x//d) % m == x//d (coefficients c*m and c; nested floor
+// divisions combine, so (x//d)//m is built as x//(d*m)): a row-major flattening of several dims
+// read back through their sizes, e.g. the (2048, 64) view of an (8, 16, 16, 64) buffer,
+// 16384*(i0//256) + 1024*((i0//16) % 16) + 64*(i0 % 16) + i1, folds to 64*i0 + i1 (an affine
+// index: make_view gives a ReinterpretView instead of a copy). Both identities hold for every
+// integer x with Python's floor semantics and positive divisors.
 bool fold_divmod_pair(Terms& t) {
   for (size_t i = 0; i < t.terms.size(); ++i) {
     const Expr& f = t.terms[i].first;
@@ -299,15 +305,26 @@ bool fold_divmod_pair(Terms& t) {
     int64_t s = f.args()[1].value();
     for (size_t j = 0; j < t.terms.size(); ++j) {
       const Expr& m = t.terms[j].first;
-      if (m.kind() != ExprKind::Mod || m.args()[1] != f.args()[1] || m.args()[0] != f.args()[0])
-        continue;
-      int64_t cm = t.terms[j].second;
-      if (t.terms[i].second != cm * s) continue;
-      Expr x = f.args()[0];
+      if (m.kind() != ExprKind::Mod || !m.args()[1].is_const()) continue;
+      const int64_t ms = m.args()[1].value();
+      const int64_t cm = t.terms[j].second;
+      Expr folded;  // what the pair folds to, times cm
+      if (m.args()[1] == f.args()[1] && m.args()[0] == f.args()[0]) {
+        if (t.terms[i].second != cm * s) continue;
+        folded = f.args()[0];
+      } else {
+        const Expr& inner = m.args()[0];  // x//d, with d * ms == s
+        if (inner.kind() != ExprKind::FloorDiv || !inner.args()[1].is_const() ||
+            inner.args()[0] != f.args()[0] || ms <= 0)
+          continue;
+        const int64_t d = inner.args()[1].value();
+        if (d <= 0 || s <= 0 || s % ms != 0 || d != s / ms || t.terms[i].second != cm * ms) continue;
+        folded = inner;
+      }
       size_t hi = std::max(i, j), lo = std::min(i, j);
       t.terms.erase(t.terms.begin() + static_cast<std::ptrdiff_t>(hi));
       t.terms.erase(t.terms.begin() + static_cast<std::ptrdiff_t>(lo));
-      decompose(x, cm, t);
+      decompose(folded, cm, t);
       return true;
     }
   }

@@ -163,6 +163,18 @@ KernelInput GraphLowering::realize_input(const IRPtr& value) {
     if (base && base->is_realized()) {
       base->buffer()->mutable_layout().freeze();
       if (auto fs = as_fixed_storage(make_view(base, v->size(), v->reindex()))) return *fs;
+      // Not a strided view of the buffer (a permute folded into a reshape): a copy, shared by
+      // every extern that reads this view of this buffer (the Mixer's backward read one
+      // transposed (1024, 64) gradient through two products: two identical copies).
+      const std::string key =
+          shape_str(v->size()) + " " +
+          base->buffer()->layout().index(v->reindex()(iter_index(v->size()))).str();
+      auto [it, fresh] = realized_views_.try_emplace({base->buffer().get(), key}, nullptr);
+      if (!fresh && it->second) return {it->second, it->second->layout()};
+      BufferPtr copy = realize(value);
+      if (!copy->layout().is_fixed()) copy->mutable_layout().freeze();
+      it->second = copy;
+      return {copy, copy->layout()};
     }
   }
   BufferPtr buf = realize(value);
@@ -255,6 +267,30 @@ GraphOutput GraphLowering::realize_output(const Node& n) {
   if (done != outputs_done_.end()) return done->second;
   IRPtr v = value(&n);
   if (auto fs = as_fixed_storage(v)) return {fs->buffer, fs->layout};
+  // A reshape of a whole pointwise value that reads it in its own row-major order (the (2048, 64)
+  // view of an (8, 16, 16, 64) LayerNorm output that a training forward saves): the value's
+  // buffer is the output, seen as a contiguous tensor of the view's shape, instead of a copy of
+  // every element. Only when the base's storage order is row-major (fixed so, or flexible: it is
+  // frozen row-major here), so that the output stays contiguous.
+  if (auto view = std::dynamic_pointer_cast<View>(v)) {
+    auto base = std::dynamic_pointer_cast<StorageBox>(view->base());
+    if (base && (base->is_realized() || base->is_pointwise()) &&
+        shape_numel(base->size()) == shape_numel(view->size())) {
+      BufferPtr realized = base->buffer();
+      const Layout base_layout =
+          realized && realized->layout().is_fixed()
+              ? realized->layout()
+              : Layout::fixed_contiguous(v->device(), v->dtype(), base->size());
+      const Layout want = Layout::fixed_contiguous(v->device(), v->dtype(), view->size());
+      const Index vars = iter_index(view->size());
+      if (base_layout.dtype == want.dtype &&
+          base_layout.index(view->reindex()(vars)) == want.index(vars)) {
+        BufferPtr b = realize(base);
+        if (!b->layout().is_fixed()) b->mutable_layout().freeze();
+        return {b, want};
+      }
+    }
+  }
   BufferPtr buf = realize(v);
   if (!buf->layout().is_fixed()) buf->mutable_layout().freeze();
   return {buf, buf->layout()};

@@ -129,6 +129,9 @@ class GraphLowering {
   std::vector<IRPtr> env_;
   IRPtr* slot(const Node* n);
   std::map<const Node*, GraphOutput> outputs_done_;
+  // Copies realize_input made of views (a permute of a buffer an extern needs contiguous), by
+  // base and index: a second extern reading the same view of the same base reads the same copy.
+  std::map<std::pair<const IRNode*, std::string>, BufferPtr> realized_views_;
   std::vector<std::shared_ptr<InputBuffer>> inputs_;
   std::vector<BufferPtr> buffers_;
   int name_counter_ = 0;

@@ -63,6 +63,16 @@ TEST(Expr, FloorDivAndModSimplify) {
   EXPECT_EQ(mod(f, 4), b);
   EXPECT_EQ(12 * floordiv(f, 12) + 4 * mod(floordiv(f, 4), 3) + mod(f, 4), f);
   EXPECT_EQ(mod(6 * a, 4).str(), "2*((3*i0) % 2)");
+  // m*(x//(d*m)) + (x//d) % m == x//d, then with x % d: a flattened (2048, 64) index read back
+  // as an (8, 16, 16, 64) buffer's is affine again (ConvNeXt's LayerNorm output as the
+  // Linear's input: a view, not a copy).
+  Expr n = i(0, 2048), c = i(1, 64);
+  EXPECT_EQ(8 * floordiv(n, 32) + mod(floordiv(n, 4), 8), floordiv(n, 4));
+  EXPECT_EQ(3 * 8 * floordiv(n, 32) + 3 * mod(floordiv(n, 4), 8), 3 * floordiv(n, 4));
+  EXPECT_EQ(16384 * floordiv(n, 256) + 1024 * mod(floordiv(n, 16), 16) + 64 * mod(n, 16) + c,
+            64 * n + c);
+  // Coefficients that do not match stay as they are.
+  EXPECT_EQ((7 * floordiv(n, 32) + mod(floordiv(n, 4), 8)).str(), "7*(i0//32) + (i0//4) % 8");
   EXPECT_EQ(mod(3 * i(0, 128), 128).str(), "(3*i0) % 128");
 }
 
@@ -135,6 +145,8 @@ TEST(Expr, SimplificationPreservesValues) {
     Expr num = ca * a + cb * b + Expr(c0);
     Expr q = floordiv(num, d), m = mod(num, d);
     Expr nested = mod(floordiv(num, d), d2) * d + mod(num, d);
+    // folds to num // d (x//d % d2 + d2*(x//(d*d2))), for negative values of num too
+    Expr rebuilt = ca * (mod(floordiv(num, d), d2) + d2 * floordiv(num, d * d2));
     for (int64_t x = 0; x < e0; ++x)
       for (int64_t y = 0; y < e1; ++y) {
         auto env = [&](const Expr& v) { return v.var_index() == 0 ? x : y; };
@@ -143,6 +155,7 @@ TEST(Expr, SimplificationPreservesValues) {
         ASSERT_EQ(evaluate(m, env), mod_int(n, d)) << m.str();
         ASSERT_EQ(evaluate(nested, env), mod_int(floordiv_int(n, d), d2) * d + mod_int(n, d))
             << nested.str();
+        ASSERT_EQ(evaluate(rebuilt, env), ca * floordiv_int(n, d)) << rebuilt.str();
         Interval iq = bound(q);
         ASSERT_TRUE(evaluate(q, env) >= iq.lo && evaluate(q, env) <= iq.hi) << q.str();
       }

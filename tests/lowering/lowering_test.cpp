@@ -482,6 +482,61 @@ TEST(Lowering, OutputThatIsAViewOfAnInputIsNotCopied) {
   EXPECT_EQ(l.outputs[0].layout.stride, (Shape{1, 6}));
 }
 
+// A training forward that returns (saves) the flattened view of a pointwise value which an
+// extern also reads (ConvNeXt: the (8, 16, 16, 64) LayerNorm output as the Linear's (2048, 64)
+// input): one buffer, the output and the mm's input are views of it; before, each was a copy.
+TEST(Lowering, OutputThatIsAReshapeOfAPointwiseValueIsNotCopied) {
+  Graph g;
+  Node* x = g.placeholder("primals_1", {2, 4, 4, 8});
+  Node* w = g.placeholder("primals_2", {8, 3});
+  Node* r = g.call("relu", {x});
+  Node* v = g.call("view", {r, Arg(Shape{32, 8})});
+  Node* m = g.call("mm", {v, w});
+  g.output({v, m});
+  LoweredGraph l = lower_graph(g);
+  size_t computed_buffers = 0;
+  for (const BufferPtr& b : l.buffers) computed_buffers += b->kind() == IRKind::ComputedBuffer;
+  EXPECT_EQ(computed_buffers, 1u);
+  ASSERT_EQ(l.outputs.size(), 2u);
+  EXPECT_EQ(l.outputs[0].buffer->name(), computed(l, 0).name());
+  EXPECT_EQ(l.outputs[0].layout.size, (Shape{32, 8}));
+  EXPECT_EQ(l.outputs[0].layout.stride, (Shape{8, 1}));
+  // A transposing view of the value is not a reshape: the output is its own (contiguous) buffer.
+  Graph g2;
+  Node* x2 = g2.placeholder("primals_1", {4, 6});
+  Node* t2 = g2.call("t", {g2.call("relu", {x2})});
+  g2.output({t2});
+  LoweredGraph l2 = lower_graph(g2);
+  ASSERT_EQ(l2.buffers.size(), 1u);
+  EXPECT_EQ(l2.outputs[0].layout.stride, (Shape{4, 1}));
+  EXPECT_EQ(load_indices(computed(l2, 0).body()), (std::vector<std::string>{"primals_1:i0 + 6*i1"}));
+}
+
+// Two products reading the same transposing reshape of a realized value (the Mixer's backward):
+// one copy of it, read by both.
+TEST(Lowering, TwoExternsReadingTheSameCopiedViewShareOneCopy) {
+  Graph g;
+  Node* x = g.placeholder("primals_1", {2, 4, 8});
+  Node* w1 = g.placeholder("primals_2", {4, 3});
+  Node* w2 = g.placeholder("primals_3", {4, 5});
+  Node* r = g.call("relu", {x});
+  Node* v = g.call("reshape", {g.call("permute", {r, Arg(Shape{0, 2, 1})}), Arg(Shape{16, 4})});
+  g.output({g.call("mm", {v, w1}), g.call("mm", {v, w2})});
+  LoweredGraph l = lower_graph(g);
+  std::vector<const ComputedBuffer*> copies;
+  for (const BufferPtr& b : l.buffers)
+    if (b->kind() == IRKind::ComputedBuffer) copies.push_back(&static_cast<const ComputedBuffer&>(*b));
+  ASSERT_EQ(copies.size(), 2u);  // relu(x), and one (16, 4) copy of its transposing view
+  EXPECT_EQ(copies[1]->layout().size, (Shape{16, 4}));
+  size_t externs = 0;
+  for (const BufferPtr& b : l.buffers) {
+    if (b->kind() != IRKind::ExternKernel) continue;
+    ++externs;
+    EXPECT_EQ(static_cast<const ExternKernel&>(*b).inputs().at(0).buffer->name(), copies[1]->name());
+  }
+  EXPECT_EQ(externs, 2u);
+}
+
 // ---- Reductions and dtypes ---------------------------------------------------------------------
 
 TEST(Lowering, ReductionOverAnOuterDim) {
