@@ -335,15 +335,20 @@ TEST(IntSemantics, Uint64OrdersAsUnsignedAbove2To63) {
   Node* s = gs.placeholder("s", {6}, DType::UInt64);
   Node* up = gs.call("sort", {s});
   Node* down = gs.call("sort", {s, int64_t{0}, true});
+  Node* uq = gs.call("_unique2", {s}, {{"return_counts", true}});
   gs.output({gs.call("getitem", {up, int64_t{0}}), gs.call("getitem", {up, int64_t{1}}),
-             gs.call("getitem", {down, int64_t{0}})});
+             gs.call("getitem", {down, int64_t{0}}), gs.call("getitem", {uq, int64_t{0}}),
+             gs.call("getitem", {uq, int64_t{2}})});
   verify(gs);
   Tensor sv =
       Tensor::from_vector({6}, std::vector<double>{kTop, 5, k63, 0, k63p, 5}, DType::UInt64);
-  std::vector<Tensor> rs = compiled_equals_interpreter(gs, {sv}, 2);  // two argsorts
+  // two argsorts, unique's values and counts (run-time sized)
+  std::vector<Tensor> rs = compiled_equals_interpreter(gs, {sv}, 4);
   EXPECT_EQ(vals(rs[0]), (std::vector<double>{0, 5, 5, k63, k63p, kTop}));
   EXPECT_EQ(ints(rs[1]), (std::vector<int64_t>{3, 1, 5, 2, 4, 0}));
   EXPECT_EQ(vals(rs[2]), (std::vector<double>{kTop, k63p, k63, 5, 5, 0}));
+  EXPECT_EQ(vals(rs[3]), (std::vector<double>{0, 5, k63, k63p, kTop}));  // torch.unique
+  EXPECT_EQ(ints(rs[4]), (std::vector<int64_t>{1, 2, 1, 1, 1}));
 }
 
 }  // namespace

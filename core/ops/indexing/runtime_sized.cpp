@@ -16,7 +16,10 @@
 // masked_select, Stax refuses to (a cotangent of a run-time size cannot enter a static graph):
 // its VJP rule is a clear error, never a zero gradient.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -82,13 +85,17 @@ Tensor masked_select_kernel(const KernelContext& c) {
 
 // The order of elements of x (contiguous), compared as computation type C: ascending, ties in
 // index order; NaN last (torch sorts NaN above every number).
+// uint64 (held as int64 bits) compares as unsigned: the top bit flipped.
 template <class C>
 std::vector<int64_t> ascending(const Tensor& x) {
   kernels::Reader<C> read(x);
   std::vector<int64_t> order(static_cast<size_t>(x.numel()));
   std::iota(order.begin(), order.end(), 0);
+  const bool u64 = x.dtype() == DType::UInt64;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     C va = read(a), vb = read(b);
+    if constexpr (std::is_same_v<C, kernels::i64>)
+      if (u64) return static_cast<uint64_t>(va) < static_cast<uint64_t>(vb);
     if (va != va) return false;  // NaN: never before another
     if (vb != vb) return true;
     return va < vb;
@@ -170,9 +177,15 @@ Slices slices_of(const Shape& s, int64_t dim) {
 template <class C>
 Groups group_slices(const Tensor& x, const Slices& sl, bool consecutive) {
   kernels::Reader<C> read(x);
+  const bool u64 = x.dtype() == DType::UInt64;  // unsigned order: the top bit flipped
   auto less = [&](int64_t a, int64_t b) {  // lexicographic, elements compared with <
     for (int64_t k = 0; k < sl.length(); ++k) {
       C va = read(sl.at(a, k)), vb = read(sl.at(b, k));
+      if constexpr (std::is_same_v<C, kernels::i64>)
+        if (u64) {
+          va ^= std::numeric_limits<kernels::i64>::min();
+          vb ^= std::numeric_limits<kernels::i64>::min();
+        }
       if (va < vb) return true;
       if (vb < va) return false;
     }
