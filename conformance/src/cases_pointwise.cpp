@@ -50,10 +50,15 @@ void binary(Target& t, DType dt) {
   Node* x = t.input(g, "x", {6, 8}, dt);
   Node* y = t.input(g, "y", {6, 8}, dt);
   std::vector<Node*> outs;
+  // An integer division by zero raises (torch's ZeroDivisionError): integer divisors are made
+  // non-zero. (By a tensor it runs as a fallback; by a number it is lowered: .Scalar below.)
+  Node* nz = is_floating(dt) ? y
+                             : g.call("where.ScalarSelf", {g.call("eq.Scalar", {y, 0}), 1, y});
   for (const char* op : {"add", "sub", "mul", "div", "pow", "remainder", "floor_divide"}) {
     std::string o = op;  // aten: pow.Tensor_Tensor / pow.Tensor_Scalar, floor_divide(.default)
+    bool division = o == "remainder" || o == "floor_divide";
     outs.push_back(g.call(o == "pow" ? "pow.Tensor_Tensor" : o == "floor_divide" ? o : o + ".Tensor",
-                          {x, y}));
+                          {x, division ? nz : y}));
     outs.push_back(g.call(o == "pow" ? "pow.Tensor_Scalar" : o + ".Scalar", {x, 3}));
   }
   outs.push_back(g.call("add.Tensor", {x, y}, {{"alpha", Arg(2)}}));

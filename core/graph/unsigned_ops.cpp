@@ -85,8 +85,9 @@ void reject_unsupported_unsigned(const OpDef& op, const std::vector<Arg>& args,
   if (*t == DType::UInt64 && listed(name_lists().ordering, op.name()))
     throw Error("shape", where,
                 op.name() + " of uint64 is not supported by Stax (" + what + "uint64): Stax "
-                "holds uint64 values as int64 bits, which order wrongly from 2^63 on; torch "
-                "takes it (docs/dtypes.md)");
+                "holds uint64 values as int64 bits and reads a number bound as int64 or double, "
+                "which order wrongly from 2^63 on; torch takes it (tensor bounds work: "
+                "clamp.Tensor, maximum, minimum; docs/dtypes.md)");
   throw Error("shape", where,
               "\"" + base + "\" not implemented for '" + c10_name(*t) + "' (" + what +
                   std::string(dtype_name(*t)) +

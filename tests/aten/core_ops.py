@@ -236,6 +236,59 @@ case("lstm_state", ["mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"], grads(lstm
      rnd(4, 2, 3), rnd(2, 2, 4), rnd(2, 2, 4), *lstm_params)
 
 
+# ---- the remaining unmapped ops (issue 29, phase 8): torch 2.3+'s batch-norm forms (the running
+# statistics written into clones, returned), rrelu in eval, antialiased bilinear resampling,
+# Python's bitwise operators on integers
+def bn_update(x, w, b, rm, rv):
+    rm, rv = rm.clone(), rv.clone()
+    out = torch.ops.aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)
+    return out[0], out[1], out[2], rm, rv
+
+
+def bn_no_update(x, w, b, rm, rv):
+    return torch.ops.aten._batch_norm_no_update(x, w, b, rm, rv, 0.1, 1e-5)[0]
+
+
+stats = (torch.randn(3) * 0.1, torch.rand(3) + 0.5)
+case("batch_norm_with_update", ["_batch_norm_with_update", "batch_norm_backward"],
+     grads(bn_update), rnd(2, 3, 4, 4), rnd(3), rnd(3), *stats)
+case("batch_norm_no_update", ["_batch_norm_no_update", "batch_norm_backward"],
+     grads(bn_no_update), rnd(2, 3, 4), rnd(3), rnd(3), *stats)
+case("rrelu_eval", ["rrelu_with_noise", "rrelu_with_noise_backward"],
+     grads(lambda x: F.rrelu(x, 0.1, 0.3, training=False)), rnd(4, 6))
+case("upsample_bilinear_aa", ["_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward"],
+     grads(lambda x: F.interpolate(x, size=(3, 5), mode="bilinear", antialias=True)),
+     rnd(2, 2, 7, 4))
+case("upsample_bilinear_aa_corners", ["_upsample_bilinear2d_aa"],
+     grads(lambda x: F.interpolate(x, size=(4, 2), mode="bilinear", antialias=True,
+                                   align_corners=True)), rnd(1, 3, 9, 7))
+case("upsample_bilinear_aa_f64_scale", ["_upsample_bilinear2d_aa"],
+     lambda x: F.interpolate(x, scale_factor=(0.4, 1.7), mode="bilinear", antialias=True),
+     rnd(1, 2, 11, 6, grad=False, dtype=torch.float64))
+case("bitwise_operators", ["__lshift__.Scalar", "__rshift__.Tensor", "bitwise_and.Tensor",
+                           "bitwise_or.Scalar", "bitwise_xor.Tensor", "bitwise_not"],
+     lambda a, s: (a << 3, a >> s, a & s, a | 5, a ^ s, ~a),
+     torch.tensor([1, -8, -1, 5, 12, -7, 2**62, -(2**63)]),
+     torch.tensor([63, 1, 63, 0, 64, -1, 2, 1]))
+
+mlm_target = torch.tensor([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 1, 0, 2]])
+case("multilabel_margin_loss", ["multilabel_margin_loss_forward", "multilabel_margin_loss_backward"],
+     grads(lambda x: F.multilabel_margin_loss(x, mlm_target)), rnd(3, 4))
+case("multilabel_margin_loss_none", ["multilabel_margin_loss_forward",
+                                     "multilabel_margin_loss_backward"],
+     grads(lambda x: F.multilabel_margin_loss(x, mlm_target, reduction="none")), rnd(3, 4))
+case("multilabel_margin_loss_1d_sum", ["multilabel_margin_loss_forward"],
+     grads(lambda x: F.multilabel_margin_loss(x, mlm_target[1], reduction="sum")), rnd(4))
+case("unique_dim", ["unique_dim"],
+     lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+     torch.tensor([[1, 2, 0], [0, 5, 1], [1, 2, 0], [0, 4, 9], [0, 5, 1]]))
+case("unique_dim_float", ["unique_dim"], lambda x: torch.unique(x, dim=1, return_inverse=True),
+     torch.tensor([[1.5, -2.0, 1.5, 0.0], [3.0, 7.0, 3.0, 7.0]]))
+case("unique_consecutive_dim", ["unique_consecutive"],
+     lambda x: torch.unique_consecutive(x, dim=1, return_inverse=True, return_counts=True),
+     torch.tensor([[1, 1, 2, 2, 1], [3, 3, 4, 4, 3]]))
+
+
 def run_case(name, ops, fn, inputs, mode, ref):
     try:
         if mode == "real":

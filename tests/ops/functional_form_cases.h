@@ -107,11 +107,42 @@ inline void add_form_cases(std::vector<Case>& out) {
       op1("upsample_bicubic2d", {L({4, 5}), true}));
 }
 
+// The forms of issue 29 phase 8: antialiased bilinear resampling (and its backward), rrelu in
+// eval (training draws its slopes; its backward is checked in both modes) and
+// multilabel_margin_loss (inputs away from the margin's kinks with probability ~1).
+inline void add_more_form_cases(std::vector<Case>& out) {
+  auto add = case_adder(out);
+  add("upsample_bilinear2d_aa", {U({1, 2, 5, 4})},
+      op1("_upsample_bilinear2d_aa", {L({3, 6}), false}));
+  add("upsample_bilinear2d_aa_corners", {U({1, 1, 7, 3})},
+      op1("_upsample_bilinear2d_aa", {L({2, 5}), true}));
+  add("upsample_bilinear2d_aa_vec", {U({1, 1, 6, 3})},
+      op1("_upsample_bilinear2d_aa.vec", {L({2, 4}), false, Arg()}));
+  add("upsample_bilinear2d_aa_backward", {U({1, 2, 3, 6})},
+      op1("_upsample_bilinear2d_aa_backward", {L({3, 6}), L({1, 2, 5, 4}), false}));
+  add("rrelu_eval", {U({3, 4})}, op1("rrelu", {0.1, 0.3, false}));
+  add("rrelu_with_noise_eval", {U({3, 4}), Const(U({3, 4}))},
+      op2("rrelu_with_noise", {0.1, 0.3, false}));
+  add("rrelu_with_noise_backward_training", {U({3, 4}), U({3, 4}), U({3, 4}, 0.1, 0.3)},
+      op3("rrelu_with_noise_backward", {0.1, 0.3, true, false}));
+  add("rrelu_with_noise_backward_eval", {U({3, 4}), U({3, 4}), Const(U({3, 4}))},
+      op3("rrelu_with_noise_backward", {0.1, 0.3, false, false}));
+  In target = IntFixed({3, 4}, {3, 0, -1, 1, 1, 2, 3, -1, -1, 1, 0, 2});
+  add("multilabel_margin_loss", {U({3, 4}), target}, op2("multilabel_margin_loss", {1}));
+  add("multilabel_margin_loss_none", {U({3, 4}), target}, op2("multilabel_margin_loss", {0}));
+  add("multilabel_margin_loss_backward",
+      {U({}), U({3, 4}), target, Const(Fixed({3, 4}, {1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0}))},
+      [](Graph& g, const std::vector<Node*>& x) {
+        return g.call("multilabel_margin_loss_backward", {x[0], x[1], x[2], int64_t{1}, x[3]});
+      });
+}
+
 inline std::vector<Case> functional_form_cases() {
   std::vector<Case> out;
   add_view_copy_cases(out);
   add_segment_cases(out);
   add_form_cases(out);
+  add_more_form_cases(out);
   return out;
 }
 

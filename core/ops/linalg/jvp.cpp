@@ -1,7 +1,8 @@
 // Forward-mode rules of the linear-algebra ops: torch's formulas (FunctionsManual.cpp:
-// linalg_det_jvp, slogdet_jvp, linalg_solve_jvp, cholesky_jvp, linalg_eig_jvp (Hermitian),
-// linalg_svd_jvp, linalg_qr_jvp, linalg_solve_triangular_forward_AD, the matrix exponential's
-// block formula), real case. Each element op's rule gives its own result's tangent; the factors
+// linalg_det_jvp, slogdet_jvp, linalg_solve_jvp, linalg_lu_jvp (square, tall, wide),
+// linalg_lu_solve_jvp, cholesky_jvp, linalg_eig_jvp (Hermitian), linalg_svd_jvp, linalg_qr_jvp,
+// linalg_solve_triangular_forward_AD, the matrix exponential's block formula; householder_product
+// and ormqr by the product rule over the reflectors), real case. Each element op's rule gives its own result's tangent; the factors
 // it needs are the other elements of the same call, read from the call's packed factors
 // (packed_factors.h) so the factorization is not run again. A packed node (output = kAllParts)
 // and the integer results (pivots, info) have no tangent. Like torch, the rules assume invertible
@@ -78,25 +79,149 @@ Node* det_jvp(JvpContext& c) {
   return output(c) == kDet ? c.mul(c.out(), tr) : tr;
 }
 
-// torch's linalg_lu_jvp, square A = P L U: X = L^-1 P^T dA U^-1, dL = L tril(X, -1),
-// dU = triu(X) U; the packed LU's tangent is dL + dU. Pivots and info have none.
+// torch's linalg_lu_jvp, A = P L U (m x n, k = min(m, n)); B = P^T dA:
+//   square  X = L^-1 B U^-1, dL = L tril(X, -1), dU = triu(X) U
+//   tall    (m > n) the same on the top n rows (L1, B1); dL2 = (B2 - L2 dU) U^-1 below
+//   wide    (m < n) the same on the first m columns (U1, B1); dU2 = L^-1 (B2 - dL U2) right
+// The packed LU's tangent is dL (strictly lower) + dU (upper). Pivots and info have none.
 Node* lu_jvp(JvpContext& c) {
   Node* da = c.tangent("A");
   if (!da || output(c) != kLU) return nullptr;
   Node* a = c.in("A");
-  if (rows(a->shape()) != cols(a->shape()))
-    throw Error("autodiff", "%" + c.node()->name(),
-                "forward mode through the LU factors of a non-square matrix is not implemented "
-                "in Stax");
+  int64_t m = rows(a->shape()), n = cols(a->shape()), k = std::min(m, n);
+  DType t = a->dtype();
   Node* lu = c.out();
-  int64_t n = rows(a->shape());
-  Node* l = c.add(tri(c, "tril", lu, -1), eye(c, n, a->dtype()));
-  Node* u = tri(c, "triu", lu, 0);
-  Node* p = c.call("_stax_lu_permutation",
-                   {lu, element(c, {a}, kPivots, factors_of(c, {a}))});
-  Node* x = solve_tri(c, l, mm(c, c.mT(p), da), false, true, true);
-  x = solve_tri(c, u, x, true, false);
-  return c.add(mm(c, l, tri(c, "tril", x, -1)), mm(c, tri(c, "triu", x, 0), u));
+  auto part = [&](Node* x, int64_t dim, int64_t start, int64_t end) {
+    return c.call("slice.Tensor", {x, dim, start, end});
+  };
+  // L (m x k, unit lower), U (k x n, upper)
+  Node* l = c.add(tri(c, "tril", part(lu, -1, 0, k), -1), c.call("eye.m", {m, k}, {{"dtype", t}}));
+  Node* u = tri(c, "triu", part(lu, -2, 0, k), 0);
+  Node* p = c.call("_stax_lu_permutation", {lu, element(c, {a}, kPivots, factors_of(c, {a}))});
+  Node* b = mm(c, c.mT(p), da);
+  Node* l1 = m > k ? part(l, -2, 0, k) : l;  // k x k
+  Node* u1 = n > k ? part(u, -1, 0, k) : u;  // k x k
+  Node* b1 = part(part(b, -2, 0, k), -1, 0, k);
+  Node* x = solve_tri(c, l1, b1, false, true, true);
+  x = solve_tri(c, u1, x, true, false);
+  Node* dl1 = mm(c, l1, tri(c, "tril", x, -1));
+  Node* du1 = mm(c, tri(c, "triu", x, 0), u1);
+  Node* top = c.add(dl1, du1);  // k x k
+  if (m > k) {  // tall: dL2 = (B2 - L2 dU) U^-1
+    Node* rhs = c.sub(part(b, -2, k, m), mm(c, part(l, -2, k, m), du1));
+    Node* dl2 = solve_tri(c, u1, rhs, true, false);
+    return c.call("cat", {std::vector<Node*>{top, dl2}, int64_t{-2}});
+  }
+  if (n > k) {  // wide: dU2 = L^-1 (B2 - dL U2)
+    Node* rhs = c.sub(part(b, -1, k, n), mm(c, dl1, part(u, -1, k, n)));
+    Node* du2 = solve_tri(c, l1, rhs, false, true, true);
+    return c.call("cat", {std::vector<Node*>{top, du2}, int64_t{-1}});
+  }
+  return top;
+}
+
+// linalg_lu_solve: X = A^-1 B (left), A^-T B (adjoint), B A^-1 (right), B A^-T (right,
+// adjoint), A = P L U from the packed LU. dA = P (dL U + L dU), dL = tril(dLU, -1),
+// dU = triu(dLU); the tangent is the same solve of dB - dA' X (left) or dB - X dA' (right),
+// dA' = dA, or dA^T when adjoint (torch's linalg_lu_solve_jvp, through A itself).
+Node* lu_solve_jvp(JvpContext& c) {
+  Node* dlu = c.tangent("LU");
+  Node* db = c.tangent("B");
+  if (!dlu && !db) return nullptr;
+  bool left = c.arg("left").to_bool(), adjoint = c.arg("adjoint").to_bool();
+  Node* lu = c.in("LU");
+  Node* x = c.out();
+  Node* rhs = db ? c.expand_to(db, x->shape()) : nullptr;
+  if (dlu) {
+    int64_t n = rows(lu->shape());
+    Node* l = c.add(tri(c, "tril", lu, -1), eye(c, n, lu->dtype()));
+    Node* u = tri(c, "triu", lu, 0);
+    Node* p = c.call("_stax_lu_permutation", {lu, c.in("pivots")});
+    Node* da = mm(c, p, c.add(mm(c, tri(c, "tril", dlu, -1), u), mm(c, l, tri(c, "triu", dlu, 0))));
+    if (adjoint) da = c.mT(da);
+    Node* prod = left ? mm(c, da, x) : mm(c, x, da);
+    if (prod->shape() != x->shape()) prod = c.expand_to(prod, x->shape());
+    rhs = rhs ? c.sub(rhs, prod) : c.neg(prod);
+  }
+  return c.call("linalg_lu_solve", {lu, c.in("pivots"), rhs}, {{"left", left}, {"adjoint", adjoint}});
+}
+
+// The tangent of Q = H_0 ... H_{k-1} (m x m), the product of the Householder reflectors
+// H_i = I - tau_i v_i v_i^T of v (..., m, *) and tau (..., k): v_i is column i of v below the
+// diagonal, 1 on it and 0 above (as LAPACK's orgqr / ormqr read it).
+//   dQ = sum_i H_0 .. H_{i-1} dH_i H_{i+1} .. H_{k-1},
+//   dH_i = -(dtau_i v_i v_i^T + tau_i (dv_i v_i^T + v_i dv_i^T))
+// (dv_i: dv's column i below the diagonal). Null when k is 0 or neither has a tangent.
+Node* householder_tangent(JvpContext& c, Node* v, Node* tau, Node* dv, Node* dtau) {
+  if (!dv && !dtau) return nullptr;
+  int64_t m = rows(v->shape());
+  int64_t k = tau->shape().empty() ? 0 : tau->shape().back();
+  DType t = v->dtype();
+  Node* row = c.call("arange", {m}, {{"dtype", DType::Int64}});
+  Node* id = eye(c, m, t);
+  auto column = [&](Node* x, int64_t i) { return c.call("select.int", {x, int64_t{-1}, i}); };
+  auto scalar = [&](Node* x, int64_t i) { return last(c, last(c, column(x, i), -1), -1); };
+  std::vector<Node*> h, dh;
+  for (int64_t i = 0; i < k; ++i) {
+    Node* below = c.call("gt.Scalar", {row, i});
+    Node* unit = c.call("to.dtype", {c.call("eq.Scalar", {row, i}), t});
+    Node* vi = c.add(c.call("where.ScalarOther", {below, column(v, i), 0.0}), unit);
+    Node* vc = last(c, vi, -1);
+    Node* vr = last(c, vi, -2);
+    Node* vvt = mm(c, vc, vr);
+    Node* ti = scalar(tau, i);
+    h.push_back(c.sub(id, c.mul(ti, vvt)));
+    Node* d = dtau ? c.mul(scalar(dtau, i), vvt) : nullptr;
+    if (dv) {
+      Node* dvi = c.call("where.ScalarOther", {below, column(dv, i), 0.0});
+      Node* sym = c.add(mm(c, last(c, dvi, -1), vr), mm(c, vc, last(c, dvi, -2)));
+      Node* term = c.mul(ti, sym);
+      d = d ? c.add(d, term) : term;
+    }
+    dh.push_back(c.neg(d));
+  }
+  std::vector<Node*> suffix(static_cast<size_t>(k) + 1, nullptr);  // H_i .. H_{k-1}
+  for (int64_t i = k - 1; i >= 0; --i)
+    suffix[i] = suffix[i + 1] ? mm(c, h[i], suffix[i + 1]) : h[i];
+  Node *prefix = nullptr, *dq = nullptr;
+  for (int64_t i = 0; i < k; ++i) {
+    Node* term = dh[i];
+    if (prefix) term = mm(c, prefix, term);
+    if (suffix[i + 1]) term = mm(c, term, suffix[i + 1]);
+    dq = dq ? c.add(dq, term) : term;
+    prefix = prefix ? mm(c, prefix, h[i]) : h[i];
+  }
+  return dq;
+}
+
+// householder_product(V, tau) is the first n columns of Q: their tangent.
+Node* householder_product_jvp(JvpContext& c) {
+  Node* v = c.in("input");
+  Node* dq = householder_tangent(c, v, c.in("tau"), c.tangent("input"), c.tangent("tau"));
+  if (!dq) return nullptr;
+  return c.call("slice.Tensor", {dq, int64_t{-1}, int64_t{0}, cols(v->shape())});
+}
+
+// ormqr(A, tau, C, left, transpose) = op(Q) C (left) or C op(Q), op(Q) = Q or Q^T, Q the
+// reflectors' product: the tangent is op(dQ) C (or C op(dQ)) plus ormqr of dC.
+Node* ormqr_jvp(JvpContext& c) {
+  bool left = c.arg("left").to_bool(), transpose = c.arg("transpose").to_bool();
+  Node* a = c.in("self");
+  Node* tau = c.in("input2");
+  Node* other = c.in("input3");
+  Node* dother = c.tangent("input3");
+  Node* dq = householder_tangent(c, a, tau, c.tangent("self"), c.tangent("input2"));
+  Node* r = nullptr;
+  if (dq) {
+    if (transpose) dq = c.mT(dq);
+    r = left ? mm(c, dq, other) : mm(c, other, dq);
+    if (r->shape() != c.out()->shape()) r = c.expand_to(r, c.out()->shape());
+  }
+  if (dother) {
+    Node* t = c.call("ormqr", {a, tau, c.expand_to(dother, c.out()->shape()), left, transpose});
+    r = r ? c.add(r, t) : t;
+  }
+  return r;
 }
 
 // torch's cholesky_jvp: dL = L Φ(L^-1 dA L^-T), Φ(X) = tril(X) with the diagonal halved.
@@ -259,7 +384,9 @@ void register_linalg_jvps(JvpTable& t) {
   t.add("_stax_linalg_qr.default", qr_jvp);
   t.add("linalg_solve_triangular.default", solve_triangular_jvp);
   t.add("linalg_matrix_exp.default", matrix_exp_jvp);
-  // Not written yet: lu_solve, householder_product and ormqr (forward mode fails naming the op).
+  t.add("linalg_lu_solve.default", lu_solve_jvp);
+  t.add("linalg_householder_product.default", householder_product_jvp);
+  t.add("ormqr.default", ormqr_jvp);
 }
 
 }  // namespace stax

@@ -29,6 +29,7 @@
 #include <limits>
 
 #include "core/graph/multi_output.h"
+#include "core/ops/nn/multilabel_margin.h"
 #include "core/ops/nn/params.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/registration.h"
@@ -344,14 +345,17 @@ std::vector<Node*> native_group_norm(Graph& g, const ExpandCall& c) {
 //                                       unbiased batch variance (eval: the running ones, copied)
 std::vector<Node*> batch_norm_form(Graph& g, const ExpandCall& c, bool stats, bool training) {
   const OpDef* bn = default_registry().find("native_batch_norm");
+  // Training normalizes by the batch statistics: the running ones are not passed on, so that
+  // native_batch_norm's own rule does not write them a second time (the forms that update them
+  // return or write the update themselves).
+  stats = stats && !training;
   std::vector<Arg> args{c.get("input"), c.get("weight"), c.get("bias"),
                         stats ? c.get("running_mean") : Arg(), stats ? c.get("running_var") : Arg(),
                         training, c.get("momentum"), c.get("eps")};
   return native_batch_norm(g, ExpandCall(*bn, std::move(args), {}, c.where()));
 }
 
-std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
-  bool training = c.get("training").to_bool();
+std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c, bool training) {
   std::vector<Node*> out = batch_norm_form(g, c, true, training);
   Node* rm = c.tensor("running_mean");
   Node* rv = c.tensor("running_var");
@@ -377,6 +381,32 @@ std::vector<Node*> batch_norm_functional(Graph& g, const ExpandCall& c) {
   return out;
 }
 
+// torch 2.x's forms (what torch.export's IR and Inductor's decompositions carry since torch
+// 2.3), native_batch_norm's three results and an empty uint8 `reserve` (cuDNN's workspace,
+// empty on the CPU as torch's):
+//   _batch_norm_with_update             training with the running statistics (their in-place
+//                                       update is the mutation rule's, core/ops/mutation/rules.cpp)
+//   _batch_norm_with_update_functional  also the updated running statistics (as _legit_functional)
+//   _batch_norm_no_update               eval: the running statistics (torch requires them)
+Node* empty_reserve(Graph& g) {
+  return g.call("zeros.default", {Arg(Ints{0})}, {{"dtype", Arg(DType::UInt8)}});
+}
+
+std::vector<Node*> batch_norm_with_update(Graph& g, const ExpandCall& c, bool functional) {
+  std::vector<Node*> out =
+      functional ? batch_norm_functional(g, c, true) : batch_norm_form(g, c, true, true);
+  out.insert(out.begin() + 3, empty_reserve(g));
+  return out;
+}
+
+std::vector<Node*> batch_norm_no_update(Graph& g, const ExpandCall& c) {
+  if (!c.has("running_mean") || !c.has("running_var"))
+    c.fail("running_mean must be defined in evaluation mode");
+  std::vector<Node*> out = batch_norm_form(g, c, true, false);
+  out.push_back(empty_reserve(g));
+  return out;
+}
+
 // native_dropout(input, p, train) -> (output, mask), as torch's CPU kernel: train (or None):
 // mask = bernoulli(1 - p) drawn as rand_like(input) < 1 - p from the node's seed (the same uniform
 // numbers dropout uses), output = input * mask * scale with scale = 1 / (1 - p) (0 when p = 1);
@@ -399,6 +429,63 @@ std::vector<Node*> native_dropout(Graph& g, const ExpandCall& c) {
   Node* mask = g.call("lt.Scalar", {g.call("rand_like.default", {x}), p1m});
   Node* out = g.call("mul.Scalar", {g.call("mul.Tensor", {x, mask}), scale});
   return {out, mask};
+}
+
+// rrelu_with_noise_functional(self, noise, lower, upper, training) -> (output, noise_out), as
+// torch's CPU kernel: training: each element <= 0 draws a slope r uniform in [lower, upper)
+// (lower + (upper - lower) u, u = rand_like from the node's seed, Stax's Philox: values differ
+// from torch's generator) and gives x r with noise r; the others give x with noise 1 (noise_out
+// has self's shape). Eval: leaky_relu with the slope (lower + upper) / 2, noise unchanged.
+std::vector<Node*> rrelu_with_noise_functional(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* noise = c.tensor("noise");
+  double lo = c.get("lower").to_double(), hi = c.get("upper").to_double();
+  if (!is_floating(x->dtype()))
+    c.fail("rrelu expects a floating-point input, got " + std::string(dtype_name(x->dtype())));
+  if (!c.get("training").to_bool())
+    return {g.call("leaky_relu", {x, (lo + hi) / 2}), g.call("clone.default", {noise})};
+  if (!(lo <= hi))
+    c.fail("Lower bound should be less than or equal to the upper bound, got lower " +
+           std::to_string(lo) + " and upper " + std::to_string(hi));
+  Node* r = g.call("add.Scalar", {g.call("mul.Scalar", {g.call("rand_like.default", {x}), hi - lo}), lo});
+  Node* neg = g.call("le.Scalar", {x, 0});
+  Node* out = g.call("where.self", {neg, g.call("mul.Tensor", {x, r}), x});
+  Node* slopes = g.call("where.ScalarOther", {neg, r, 1.0});
+  if (slopes->dtype() != noise->dtype()) slopes = g.call("to.dtype", {slopes, noise->dtype()});
+  return {out, slopes};
+}
+
+// multilabel_margin_loss_forward(self, target, reduction) -> (output, is_target): torch's CPU
+// kernel (core/ops/nn/multilabel_margin.h); is_target in self's dtype and shape.
+std::vector<Node*> multilabel_margin_loss_forward(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  Node* y = c.tensor("target");
+  int64_t reduction = c.get("reduction").to_int();
+  int64_t rank = x->meta().dim();
+  if (!is_floating(x->dtype()))
+    c.fail("multilabel_margin_loss expects a floating-point input, got " +
+           std::string(dtype_name(x->dtype())));
+  if (y->dtype() != DType::Int64)
+    c.fail("multilabel_margin_loss expects an int64 target, got " + std::string(dtype_name(y->dtype())));
+  if (rank > 2 || x->meta().numel() == 0)
+    c.fail("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+           shape_str(x->shape()));
+  if (y->shape() != x->shape())
+    c.fail("inconsistent target size: " + shape_str(y->shape()) + " for input of size: " +
+           shape_str(x->shape()));
+  if (reduction < 0 || reduction > 2) c.fail("reduction must be 0 (none), 1 (mean) or 2 (sum)");
+  int64_t classes = rank == 2 ? x->shape()[1] : (rank == 1 ? x->shape()[0] : 1);
+  Node* x2 = rank == 2 ? x : g.call("reshape", {x, Arg(Ints{1, classes})});
+  Node* y2 = rank == 2 ? y : g.call("reshape", {y, Arg(Ints{1, classes})});
+  nn::MultilabelMargin m = nn::multilabel_margin(g, x2, y2, nullptr);
+  Node* per = g.call("div.Scalar", {g.call("sum.dim_IntList", {m.margin, Arg(Ints{1, 2})}),
+                                    static_cast<double>(classes)});
+  Node* out = reduction == 1 ? g.call("mean.default", {per})
+              : reduction == 2 ? g.call("sum.default", {per})
+              : rank == 2 ? per : g.call("reshape", {per, Arg(Ints{})});
+  Node* is_target = g.call("to.dtype", {m.is_target, x->dtype()});
+  if (rank != 2) is_target = g.call("reshape", {is_target, Arg(x->shape())});
+  return {out, is_target};
 }
 
 // (output, total_weight): total_weight is the summed weight of the targets not ignored (0 for
@@ -754,6 +841,10 @@ std::vector<MultiOp> multi_ops() {
        C::Composite, true, nll_loss_forward},
       {"native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", C::Random, true,
        native_dropout},
+      {"multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)",
+       C::Composite, true, multilabel_margin_loss_forward},
+      {"rrelu_with_noise_functional(Tensor self, Tensor noise, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> (Tensor, Tensor noise_out)",
+       C::Random, true, rrelu_with_noise_functional},
       {"nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
        C::Composite, true, nll_loss_forward},
       {"_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
@@ -765,7 +856,14 @@ std::vector<MultiOp> multi_ops() {
       {"_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
        C::Composite, true, [](Graph& g, const ExpandCall& c) { return batch_norm_form(g, c, true, false); }},
       {"_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)",
-       C::Composite, true, batch_norm_functional},
+       C::Composite, true,
+       [](Graph& g, const ExpandCall& c) { return batch_norm_functional(g, c, c.get("training").to_bool()); }},
+      {"_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return batch_norm_with_update(g, c, false); }},
+      {"_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)",
+       C::Composite, true, [](Graph& g, const ExpandCall& c) { return batch_norm_with_update(g, c, true); }},
+      {"_batch_norm_no_update(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)",
+       C::Composite, true, batch_norm_no_update},
       {"log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)", C::Composite, true,
        log_sigmoid_forward},
       {"max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",

@@ -117,6 +117,39 @@ MutationFn batch_norm_rule(const std::string& functional) {
   };
 }
 
+// _batch_norm_with_update (torch 2.x) writes its running statistics always (it is the training
+// form): its value is _batch_norm_with_update_functional's tuple, whose first four elements are
+// the form's (output, save_mean, save_invstd, reserve) and whose last two are the updated
+// statistics written back.
+Effect batch_norm_with_update_rule(Graph& g, const CallArgs& c, const std::string& name) {
+  Node* x = c.get("input").node();
+  if (x->meta().dim() < 2) c.fail("batch norm needs an input of 2 or more dims");
+  for (const char* p : {"running_mean", "running_var"})
+    if (c.get(p).node()->shape() != Shape{x->shape()[1]})
+      c.fail(std::string(p) + " " + shape_str(c.get(p).node()->shape()) + " must have shape (" +
+             std::to_string(x->shape()[1]) + ",): one value per channel");
+  Node* result = g.call("_batch_norm_with_update_functional.default", c.args(), c.kwargs(), name);
+  MutationEffect e{{}, "", result};
+  e.writes.emplace_back("running_mean", g.call("getitem", {result, int64_t{4}}));
+  e.writes.emplace_back("running_var", g.call("getitem", {result, int64_t{5}}));
+  return e;
+}
+
+// rrelu_with_noise writes the slopes it drew into noise in training: its value and the written
+// noise are the two elements of rrelu_with_noise_functional. Eval writes nothing.
+Effect rrelu_with_noise_rule(Graph& g, const CallArgs& c, const std::string& name) {
+  if (!c.get("training").to_bool()) return std::nullopt;
+  Node* x = c.get("self").node();
+  Node* noise = c.get("noise").node();
+  if (noise->shape() != x->shape())
+    c.fail("noise " + shape_str(noise->shape()) + " must have self's shape " +
+           shape_str(x->shape()) + " in training (torch resizes it; Stax's tensors keep their shape)");
+  Node* result = g.call("rrelu_with_noise_functional.default", c.args(), c.kwargs());
+  MutationEffect e{{}, "", g.call("getitem", {result, int64_t{0}}, {}, name)};
+  e.writes.emplace_back("noise", g.call("getitem", {result, int64_t{1}}));
+  return e;
+}
+
 }  // namespace
 
 void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r) {
@@ -153,6 +186,11 @@ void register_mutation_rules(FunctionalizationTable& t, const OpRegistry& r) {
   // functional call is native_batch_norm's, which returns the same three tensors.
   if (r.find("_native_batch_norm_legit.default") && r.find("native_batch_norm.default"))
     t.add_mutation("_native_batch_norm_legit.default", batch_norm_rule("native_batch_norm.default"));
+  if (r.find("rrelu_with_noise.default") && r.find("rrelu_with_noise_functional.default"))
+    t.add_mutation("rrelu_with_noise.default", rrelu_with_noise_rule);
+  if (r.find("_batch_norm_with_update.default") &&
+      r.find("_batch_norm_with_update_functional.default"))
+    t.add_mutation("_batch_norm_with_update.default", batch_norm_with_update_rule);
 }
 
 }  // namespace stax

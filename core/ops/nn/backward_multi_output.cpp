@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/graph/multi_output.h"
+#include "core/graph/op_registry.h"
 #include "core/ops/common/forward_vjp.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -237,6 +238,19 @@ std::vector<Node*> prelu_kernel_backward(Graph& g, const ExpandCall& c) {
   return {dx, dw};
 }
 
+// batch_norm_backward (torch 2.x's backward of _batch_norm_with_update / _no_update): torch's
+// kernel calls native_batch_norm_backward with update as train and save_var as the saved invstd
+// (the same first ten arguments); reserve is cuDNN's and unused on the CPU.
+std::vector<Node*> batch_norm_backward_update(Graph& g, const ExpandCall& c) {
+  const OpDef* op = default_registry().find("native_batch_norm_backward");
+  if (!op) c.fail("native_batch_norm_backward is not registered");
+  std::vector<Arg> args;
+  for (const char* p : {"grad_out", "input", "weight", "running_mean", "running_var", "save_mean",
+                        "save_var", "update", "eps", "output_mask"})
+    args.push_back(c.get(p));
+  return batch_norm_backward(g, ExpandCall(*op, std::move(args), {}, c.where()));
+}
+
 struct MultiBackward {
   const char* schema;
   ExpandFn expand;
@@ -260,6 +274,10 @@ std::vector<MultiBackward> multi_backward_ops() {
        "running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, "
        "float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
        batch_norm_backward},
+      {"batch_norm_backward(Tensor grad_out, Tensor input, Tensor weight, Tensor? running_mean, "
+       "Tensor? running_var, Tensor? save_mean, Tensor? save_var, bool update, float eps, bool[3] "
+       "output_mask, Tensor reserve) -> (Tensor, Tensor, Tensor)",
+       batch_norm_backward_update},
       {"_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)",
        prelu_kernel_backward},
   };

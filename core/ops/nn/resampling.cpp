@@ -17,6 +17,7 @@
 // as torch's opmath). Composite, one builder each (core/ops/common/built_ops.h): VJP / JVP go
 // through the decomposition (index_select's adjoint, index_add), as torch's *_backward kernels.
 // nearest takes uint8 too (torch has its kernel); linear and cubic floating inputs only.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,141 @@ BuildFn resample(Resample r) {
   };
 }
 
+// ---- _upsample_bilinear2d_aa (F.interpolate(..., mode='bilinear', antialias=True)) ----------
+// torch's CPU kernel (UpSampleKernel.cpp, _compute_weights_aa with the triangle filter) per
+// spatial dim, in the computation type T (float32, float64; half types in float32):
+//   scale     align_corners: (in - 1) / (out - 1) (0 when out == 1); else 1 / scales[d] when
+//             given and positive, else in / out
+//   support   scale >= 1 ? scale : 1;  invscale = scale >= 1 ? 1 / scale : 1
+//   center_i  scale (i + 0.5);  xmin = max(trunc(center - support + 0.5), 0);
+//             xsize = min(trunc(center + support + 0.5), in) - xmin, clamped to [0, 2 ceil(support) + 1]
+//   w_ik      filter((k - center + 0.5) invscale) for xmin <= k < xmin + xsize (filter(x) =
+//             1 - |x| for |x| < 1, else 0), divided by the row's sum when it is not 0
+// As a dense (out, in) weight matrix W built from aranges, applied by matmul (the last dim first,
+// then the one before, as torch; a dim whose size does not change is skipped, as torch), so the
+// compiled path runs the mm extern and the VJP / JVP go through the decomposition (W^T).
+// _upsample_bilinear2d_aa_backward is that VJP: W_h^T grad W_w. uint8 (torch's fixed-point AVX
+// path) is refused.
+Node* aa_weights(Graph& g, int64_t in, int64_t out, bool align, const Arg& scales, DType acc) {
+  bool dbl = acc == DType::Float64;
+  auto round_t = [dbl](double v) { return dbl ? v : static_cast<double>(static_cast<float>(v)); };
+  double sc;
+  if (align)
+    sc = out > 1 ? round_t(round_t(static_cast<double>(in - 1)) / round_t(static_cast<double>(out - 1)))
+                 : 0.0;
+  else if (!scales.is_absent() && scales.to_double() > 0)
+    sc = round_t(1.0 / scales.to_double());
+  else
+    sc = round_t(round_t(static_cast<double>(in)) / round_t(static_cast<double>(out)));
+  double support = sc >= 1.0 ? sc : 1.0;
+  double invscale = sc >= 1.0 ? round_t(1.0 / sc) : 1.0;
+  int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  Node* i = g.call("reshape", {arange_of(g, out, acc), Arg(Shape{out, 1})});
+  Node* k = g.call("reshape", {arange_of(g, in, acc), Arg(Shape{1, in})});
+  Node* center = g.call("mul.Scalar", {g.call("add.Scalar", {i, 0.5}), sc});
+  Node* xmin = g.call("clamp_min",
+                      {g.call("trunc", {g.call("add.Scalar", {g.call("sub.Scalar", {center, support}), 0.5})}),
+                       0.0});
+  Node* xmax = g.call("clamp_max",
+                      {g.call("trunc", {g.call("add.Scalar", {g.call("add.Scalar", {center, support}), 0.5})}),
+                       static_cast<double>(in)});
+  Node* xsize = g.call("clamp", {g.call("sub.Tensor", {xmax, xmin}), 0.0, static_cast<double>(max_size)});
+  Node* upper = g.call("add.Tensor", {xmin, xsize});
+  Node* inside = g.call("logical_and", {g.call("ge.Tensor", {k, xmin}), g.call("lt.Tensor", {k, upper})});
+  Node* arg = g.call("mul.Scalar", {g.call("add.Scalar", {g.call("sub.Tensor", {k, center}), 0.5}), invscale});
+  Node* a = g.call("abs", {arg});
+  Node* zero = g.call("zeros", {Arg(Shape{})}, {{"dtype", Arg(acc)}});
+  Node* tri = g.call("where.self", {g.call("lt.Scalar", {a, 1.0}), g.call("rsub.Scalar", {a, 1.0}), zero});
+  Node* w = g.call("where.self", {inside, tri, zero});
+  Node* total = g.call("sum.dim_IntList", {w, Arg(std::vector<int64_t>{1}), true});
+  return g.call("where.self", {g.call("ne.Scalar", {total, 0.0}), g.call("div.Tensor", {w, total}), w});
+}
+
+struct AaDims {
+  int64_t in_h, in_w, out_h, out_w;
+};
+
+// x (N, C, H, W) in the computation type; backward: x is the gradient (N, C, out_h, out_w).
+Node* aa_apply(Graph& g, const ExpandCall& c, Node* x, const AaDims& d, DType acc, bool backward) {
+  bool align = c.get("align_corners").to_bool();
+  auto t = [&](Node* m) { return g.call("permute", {m, Arg(std::vector<int64_t>{1, 0})}); };
+  if (d.in_w != d.out_w) {
+    Node* ww = aa_weights(g, d.in_w, d.out_w, align, c.get("scales_w"), acc);  // (out_w, in_w)
+    x = g.call("matmul", {x, backward ? ww : t(ww)});
+  }
+  if (d.in_h != d.out_h) {
+    Node* wh = aa_weights(g, d.in_h, d.out_h, align, c.get("scales_h"), acc);  // (out_h, in_h)
+    x = g.call("matmul", {backward ? t(wh) : wh, x});
+  }
+  return x;
+}
+
+DType aa_compute_type(const ExpandCall& c, DType t) {
+  if (!is_floating(t))
+    c.fail("_upsample_bilinear2d_aa: expected a floating-point input, got " +
+           std::string(dtype_name(t)) + " (torch's uint8 path, fixed-point weights, is not supported)");
+  return t == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+Node* upsample_bilinear2d_aa(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  if (x->meta().dim() != 4)
+    c.fail("expected a 4-D input (N, C, H, W), got " + shape_str(x->shape()));
+  std::vector<int64_t> os = c.get("output_size").to_int_list();
+  if (os.size() != 2) c.fail("output_size must have 2 elements, got " + shape_list_str(os));
+  for (int64_t d = 1; d < 4; ++d)
+    if (x->shape()[d] == 0 || (d >= 2 && os[d - 2] <= 0))
+      c.fail("input and output sizes should be greater than 0 (input " + shape_str(x->shape()) +
+             ", output_size " + shape_list_str(os) + ")");
+  DType in_t = x->dtype(), acc = aa_compute_type(c, in_t);
+  if (acc != in_t) x = g.call("to.dtype", {x, acc});
+  Node* y = aa_apply(g, c, x, {x->shape()[2], x->shape()[3], os[0], os[1]}, acc, false);
+  if (y == x) y = g.call("clone", {y});
+  return acc != in_t ? g.call("to.dtype", {y, in_t}) : y;
+}
+
+Node* upsample_bilinear2d_aa_vec(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  if (x->meta().dim() != 4)
+    c.fail("expected a 4-D input (N, C, H, W), got " + shape_str(x->shape()));
+  const Arg& osize = c.get("output_size");
+  const Arg& sf = c.get("scale_factors");
+  if (osize.is_absent() == sf.is_absent())
+    c.fail("must specify exactly one of output_size and scale_factors");
+  std::vector<int64_t> os;
+  Kwargs kw;
+  if (!osize.is_absent()) {
+    os = osize.to_int_list();
+  } else {
+    if (sf.list().size() != 2) c.fail("scale_factors must have 2 elements");
+    const char* names[] = {"scales_h", "scales_w"};
+    for (size_t i = 0; i < 2; ++i) {
+      double f = sf.list()[i].to_double();
+      os.push_back(static_cast<int64_t>(static_cast<double>(x->shape()[2 + i]) * f));
+      kw.emplace_back(names[i], Arg(f));
+    }
+  }
+  return g.call("_upsample_bilinear2d_aa", {x, Arg(os), c.get("align_corners")}, std::move(kw));
+}
+
+Node* upsample_bilinear2d_aa_backward(Graph& g, const ExpandCall& c) {
+  Node* grad = c.tensor("grad_output");
+  std::vector<int64_t> os = c.get("output_size").to_int_list();
+  std::vector<int64_t> is = c.get("input_size").to_int_list();
+  if (os.size() != 2 || is.size() != 4)
+    c.fail("output_size must have 2 elements and input_size 4, got " + shape_list_str(os) +
+           " and " + shape_list_str(is));
+  if (grad->shape() != Shape{is[0], is[1], os[0], os[1]})
+    c.fail("grad_output " + shape_str(grad->shape()) + " must have shape (" +
+           std::to_string(is[0]) + ", " + std::to_string(is[1]) + ", " + std::to_string(os[0]) +
+           ", " + std::to_string(os[1]) + ")");
+  DType in_t = grad->dtype(), acc = aa_compute_type(c, in_t);
+  if (acc != in_t) grad = g.call("to.dtype", {grad, acc});
+  Node* y = aa_apply(g, c, grad, {is[2], is[3], os[0], os[1]}, acc, true);
+  if (y == grad) y = g.call("clone", {y});
+  return acc != in_t ? g.call("to.dtype", {y, in_t}) : y;
+}
+
 const std::vector<BuiltOp>& resampling_ops() {
   static const std::vector<BuiltOp> table = {
       {"upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor",
@@ -164,6 +300,15 @@ const std::vector<BuiltOp>& resampling_ops() {
       {"upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, "
        "float? scales_h=None, float? scales_w=None) -> Tensor",
        resample({Mode::Cubic, 2, true})},
+      {"_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, "
+       "float? scales_h=None, float? scales_w=None) -> Tensor",
+       upsample_bilinear2d_aa},
+      {"_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+       "float[]? scale_factors) -> Tensor",
+       upsample_bilinear2d_aa_vec},
+      {"_upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] "
+       "input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+       upsample_bilinear2d_aa_backward},
   };
   return table;
 }

@@ -275,7 +275,37 @@ Node* round_decimals(Graph& g, const Node& n) {
 
 }  // namespace
 
+// bitwise_*.Scalar_Tensor(number, tensor): the .Tensor op on a full tensor of the result dtype.
+Node* bitwise_scalar_tensor(Graph& g, const Node& n, const std::string& base) {
+  Node* other = n.arg("other").node();
+  Node* self = g.call("full_like", {other, n.arg("self")}, {{"dtype", Arg(n.dtype())}});
+  return g.call(base + ".Tensor", {self, other});
+}
+
+// Python's operators __and__ / __or__ / __xor__ / __lshift__ / __rshift__: the bitwise op.
+Node* bitwise_operator(Graph& g, const Node& n, const std::string& op) {
+  bool scalar = !n.arg("other").is_node();
+  bool shift = op.find("shift") != std::string::npos;
+  return g.call(op + (scalar ? (shift ? ".Tensor_Scalar" : ".Scalar") : ".Tensor"),
+                {n.input(0), n.arg("other")});
+}
+
 void register_pointwise_decompositions(DecompositionTable& t) {
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                        "bitwise_right_shift"}) {
+    std::string base = b;
+    t.add(base + ".Scalar_Tensor",
+          [base](Graph& g, const Node& n) { return bitwise_scalar_tensor(g, n, base); });
+  }
+  const std::pair<const char*, const char*> operators[] = {
+      {"__and__", "bitwise_and"}, {"__or__", "bitwise_or"}, {"__xor__", "bitwise_xor"},
+      {"__lshift__", "bitwise_left_shift"}, {"__rshift__", "bitwise_right_shift"}};
+  for (const auto& [dunder, op] : operators)
+    for (const char* ov : {".Tensor", ".Scalar"}) {
+      std::string target = op;
+      t.add(std::string(dunder) + ov,
+            [target](Graph& g, const Node& n) { return bitwise_operator(g, n, target); });
+    }
   t.add("silu.default", silu_decomp);
   t.add("atan2.out", [](Graph& g, const Node& n) {
     return cast(g, g.call("atan2", {n.input(0), n.arg("other").node()}), n.dtype());

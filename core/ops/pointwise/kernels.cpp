@@ -12,9 +12,11 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/graph/op_registry.h"
@@ -127,6 +129,48 @@ void register_unary(InterpreterTable& t) {
   }));
 }
 
+// The error torch raises for an integer division or remainder by zero (its CPU kernels'
+// ZeroDivisionError, a RuntimeError in Python), naming the node. Stax's scalar functions give 0
+// there (scalar_ops.hpp: no trap); the kernels check first. docs/dtypes.md.
+[[noreturn]] void zero_division(const KernelContext& ctx) {
+  ctx.fail("ZeroDivisionError: integer division or remainder by zero (as torch, which raises "
+           "'ZeroDivisionError')");
+}
+
+// floor_divide / remainder (self, other): f(o, a, b) elementwise; integers check the divisor.
+template <class F>
+KernelFn integer_division(F f) {
+  return pointwise<2>({"self", "other"}, From::Result, [f](const KernelContext& ctx, DType) {
+    return [f, &ctx](auto& o, auto a, auto b) {
+      if constexpr (std::is_same_v<decltype(a), stax_scalar::i64>)
+        if (b == 0) zero_division(ctx);
+      return f(o, a, b);
+    };
+  });
+}
+
+// maximum / minimum. uint64 is held as its bits in int64 (docs/dtypes.md): flipping the top bit
+// (adding 2^63, wrapping) maps unsigned order onto signed order, so the int64 op on flipped
+// values, flipped back, is the unsigned maximum / minimum (torch takes uint64 here).
+template <bool Max>
+Tensor unsigned_ordering(const KernelContext& ctx) {
+  bool u64 = ctx.out_meta().dtype == DType::UInt64;
+  KernelFn k = pointwise<2>({"self", "other"}, From::Result, [u64](const KernelContext&, DType) {
+    return [u64](auto& o, auto a, auto b) {
+      using C = decltype(a);
+      if constexpr (std::is_same_v<C, stax_scalar::i64>) {
+        if (u64) {
+          constexpr C kTop = std::numeric_limits<C>::min();
+          C r = Max ? o.maximum(a ^ kTop, b ^ kTop) : o.minimum(a ^ kTop, b ^ kTop);
+          return static_cast<C>(r ^ kTop);
+        }
+      }
+      return Max ? o.maximum(a, b) : o.minimum(a, b);
+    };
+  });
+  return k(ctx);
+}
+
 void register_binary(InterpreterTable& t) {
   // add / sub: self +- alpha * other (formulas::add / sub).
   for (const char* overload : {".Tensor", ".Scalar"}) {
@@ -152,7 +196,8 @@ void register_binary(InterpreterTable& t) {
   for (const char* ov : {".Tensor", ".Scalar"}) {
     STAX_BINARY_KERNEL("mul", ov, mul, From::Result)
     STAX_BINARY_KERNEL("div", ov, truediv, From::Result)
-    STAX_BINARY_KERNEL("remainder", ov, mod, From::Result)
+    t.add(std::string("remainder") + ov, integer_division(
+                                             [](auto& o, auto a, auto b) { return o.mod(a, b); }));
     STAX_BINARY_KERNEL("eq", ov, eq, From::Inputs)
     STAX_BINARY_KERNEL("ne", ov, ne, From::Inputs)
     STAX_BINARY_KERNEL("lt", ov, lt, From::Inputs)
@@ -160,15 +205,15 @@ void register_binary(InterpreterTable& t) {
     STAX_BINARY_KERNEL("gt", ov, gt, From::Inputs)
     STAX_BINARY_KERNEL("ge", ov, ge, From::Inputs)
   }
-  STAX_BINARY_KERNEL("floor_divide", ".default", floordiv, From::Result)
-  STAX_BINARY_KERNEL("floor_divide", ".Scalar", floordiv, From::Result)
+  for (const char* op : {"floor_divide.default", "floor_divide.Scalar"})
+    t.add(op, integer_division([](auto& o, auto a, auto b) { return o.floordiv(a, b); }));
   // pow's second operand is aten's `exponent`; pow.Scalar's `self` is the Python number.
   for (const char* ov : {".Tensor_Tensor", ".Tensor_Scalar", ".Scalar"})
     t.add(std::string("pow") + ov,
           pointwise<2>({"self", "exponent"}, From::Result,
                        fixed([](auto& o, auto a, auto b) { return o.pow(a, b); })));
-  STAX_BINARY_KERNEL("maximum", ".default", maximum, From::Result)
-  STAX_BINARY_KERNEL("minimum", ".default", minimum, From::Result)
+  t.add("maximum.default", unsigned_ordering<true>);
+  t.add("minimum.default", unsigned_ordering<false>);
   STAX_BINARY_KERNEL("logical_and", ".default", logical_and, From::Inputs)
   STAX_BINARY_KERNEL("logical_or", ".default", logical_or, From::Inputs)
 #undef STAX_BINARY_KERNEL
@@ -337,6 +382,21 @@ void register_integer_and_composite(InterpreterTable& t) {
       if constexpr (std::is_same_v<decltype(a), bool>) throw Error("interpreter", "", "fmod on bool");
       else return stax_scalar::fmod(a, b);
     };
+    // Integers: a zero divisor is torch's ZeroDivisionError (checked before the element loop).
+    auto checked_fmod = [fmod](const KernelContext& ctx) -> Tensor {
+      DType dt = computation_dtype(ctx.out_meta().dtype);
+      const Arg& other = ctx.arg("other");
+      if (dt == DType::Int64 && ctx.out_meta().numel() > 0) {
+        if (other.is_node()) {
+          const Tensor& b = ctx.value(other.node());
+          for (int64_t i = 0; i < b.numel(); ++i)
+            if (b.get_int(i) == 0) zero_division(ctx);
+        } else if (other.to_double() == 0) {
+          zero_division(ctx);
+        }
+      }
+      return elementwise<2>(fmod)(ctx);
+    };
 
     auto integral = [](auto f) {
       return [f](auto... xs) {
@@ -370,10 +430,17 @@ void register_integer_and_composite(InterpreterTable& t) {
             "isposinf.default", "isneginf.default", "isfinite.default", "logical_xor.default",
             "nan_to_num.default"})
       t.add(op, kernels::run_decomposition);
+    // The bitwise ops' number-first overloads and Python's operators: their decomposition.
+    for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                          "bitwise_right_shift"})
+      t.add(std::string(b) + ".Scalar_Tensor", kernels::run_decomposition);
+    for (const char* b : {"__and__", "__or__", "__xor__", "__lshift__", "__rshift__"})
+      for (const char* ov : {".Tensor", ".Scalar"})
+        t.add(std::string(b) + ov, kernels::run_decomposition);
 
-    t.add("fmod.Tensor", elementwise<2>(fmod));
+    t.add("fmod.Tensor", checked_fmod);
 
-    t.add("fmod.Scalar", elementwise<2>(fmod));
+    t.add("fmod.Scalar", checked_fmod);
 
     for (const char* ov : {".Tensor", ".Scalar"}) {
       t.add(std::string("bitwise_and") + ov, elementwise<2>(band));

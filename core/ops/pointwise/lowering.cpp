@@ -5,6 +5,8 @@
 //
 // Dtypes: an op computes in computation_dtype(result dtype) (half types in float32, integers in
 // int64); comparisons and logical ops compute in the promoted input dtype and give bool.
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,87 @@ LoweringRule add_sub(bool sub) {
   });
 }
 
+// floor_divide / remainder. Integers: torch raises ZeroDivisionError for a zero divisor, which a
+// fused loop cannot report, so an integer division lowers only by a non-zero number; by a tensor
+// (or by 0) it declines and runs as the counted fallback, whose interpreter kernel checks the
+// divisor and raises (docs/dtypes.md). Floating values lower as before.
+LoweringRule integer_division(Opcode op) {
+  LoweringRule lowered = binary(op);
+  return [lowered](GraphLowering& g, const Node& n) -> IRPtr {
+    if (computation_dtype(n.meta().dtype) == DType::Int64) {
+      const Arg& other = n.arg("other");
+      if (other.is_node() || other.to_double() == 0) return nullptr;
+    }
+    return lowered(g, n);
+  };
+}
+
+// maximum / minimum. uint64 is held as its bits in int64: adding 2^63 (wrapping) flips the top
+// bit, which maps unsigned order onto signed order, so the int64 op between flipped values,
+// flipped back, is the unsigned one (as the interpreter's kernel).
+LoweringRule unsigned_ordering(Opcode op) {
+  return elementwise({"self", "other"}, [op](OpsBuilder& o, const std::vector<Val>& a,
+                                             const Node& n, DType dt) {
+    if (n.meta().dtype != DType::UInt64) return o.binary(op, a[0], a[1]);
+    Val top = o.constant(ScalarValue::integer(std::numeric_limits<int64_t>::min()), dt);
+    Val r = o.binary(op, o.add(a[0], top), o.add(a[1], top));
+    return o.add(r, top);
+  });
+}
+
+// Shifts on integers (computed in int64, wrapped to the result's width by the store), from
+// ops.def's arithmetic, as stax_scalar::bitwise_left_shift / right_shift define them:
+//   a << b = a * 2^b (wrapping) for 0 <= b < 64, else 0;
+//   a >> b = floor(a / 2^b) for 0 <= b < 63, else the sign fill (a < 0 ? -1 : 0).
+// Bool has no shifts (the rule declines; the schema refuses it first).
+LoweringRule shift(bool left) {
+  return [left](GraphLowering& g, const Node& n) -> IRPtr {
+    DType out = n.meta().dtype, dt = computation_dtype(out);
+    if (dt != DType::Int64) return nullptr;
+    return pointwise(g, operands(g, n, {"self", "other"}), dt, out,
+                     [left, dt](OpsBuilder& o, const std::vector<Val>& v) {
+                       auto k = [&](int64_t c) { return o.constant(ScalarValue::integer(c), dt); };
+                       Val a = v[0], b = v[1];
+                       Val negative = o.lt(b, k(0));
+                       if (left) {
+                         Val in_range = o.logical_and(o.logical_not(negative), o.lt(b, k(64)));
+                         Val p = o.pow(k(2), o.minimum(o.maximum(b, k(0)), k(63)));
+                         return o.where(in_range, o.mul(a, p), k(0));
+                       }
+                       Val bb = o.where(negative, k(63), o.minimum(b, k(63)));
+                       Val fill = o.where(o.lt(a, k(0)), k(-1), k(0));
+                       return o.where(o.eq(bb, k(63)), fill, o.floordiv(a, o.pow(k(2), bb)));
+                     });
+  };
+}
+
+// bitwise_and / or / xor / not. Bool: the logical ops (xor: ne). Integers: bitwise_not is
+// -x - 1 (two's complement, wrapping); and / or / xor have no loop-level op (ops.def has no
+// bitwise opcode: adding one changes the plugin ABI's op list and every printer), so they
+// decline and run as counted fallbacks.
+LoweringRule bitwise(const char* which) {
+  std::string w = which;
+  return [w](GraphLowering& g, const Node& n) -> IRPtr {
+    DType out = n.meta().dtype, dt = computation_dtype(out);
+    bool unary = w == "not";
+    if (dt == DType::Bool) {
+      Opcode op = unary ? Opcode::logical_not
+                        : (w == "and" ? Opcode::logical_and
+                                      : (w == "or" ? Opcode::logical_or : Opcode::ne));
+      return pointwise(g, operands(g, n, unary ? std::vector<std::string>{"self"}
+                                               : std::vector<std::string>{"self", "other"}),
+                       dt, out, [op, unary](OpsBuilder& o, const std::vector<Val>& v) {
+                         return unary ? o.unary(op, v[0]) : o.binary(op, v[0], v[1]);
+                       });
+    }
+    if (!unary || dt != DType::Int64) return nullptr;
+    return pointwise(g, operands(g, n, {"self"}), dt, out,
+                     [dt](OpsBuilder& o, const std::vector<Val>& v) {
+                       return o.sub(o.neg(v[0]), o.constant(ScalarValue::integer(1), dt));
+                     });
+  };
+}
+
 bool tanh_approximation(const Node& n) { return n.arg("approximate").str() == "tanh"; }
 
 // The identity copy (clone, contiguous): no conversion at all.
@@ -96,9 +179,10 @@ void add_arithmetic_rules(LoweringTable& t) {
                                                   {"div", Opcode::truediv},
                                                   {"remainder", Opcode::mod}};
   for (const auto& [name, op] : arith)
-    for (const char* ov : {".Tensor", ".Scalar"}) t.add(std::string(name) + ov, binary(op));
-  t.add("floor_divide.default", binary(Opcode::floordiv));
-  t.add("floor_divide.Scalar", binary(Opcode::floordiv));
+    for (const char* ov : {".Tensor", ".Scalar"})
+      t.add(std::string(name) + ov, op == Opcode::mod ? integer_division(op) : binary(op));
+  t.add("floor_divide.default", integer_division(Opcode::floordiv));
+  t.add("floor_divide.Scalar", integer_division(Opcode::floordiv));
   for (const char* ov : {"pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"})
     t.add(ov, elementwise({"self", "exponent"},
                           [](OpsBuilder& o, const std::vector<Val>& a, const Node&, DType) {
@@ -108,8 +192,8 @@ void add_arithmetic_rules(LoweringTable& t) {
     t.add(std::string("add") + ov, add_sub(false));
     t.add(std::string("sub") + ov, add_sub(true));
   }
-  t.add("maximum.default", binary(Opcode::maximum));
-  t.add("minimum.default", binary(Opcode::minimum));
+  t.add("maximum.default", unsigned_ordering(Opcode::maximum));
+  t.add("minimum.default", unsigned_ordering(Opcode::minimum));
 
   // Comparisons and logical ops: bool results.
   const std::pair<const char*, Opcode> cmp[] = {{"eq", Opcode::eq}, {"ne", Opcode::ne},
@@ -120,6 +204,18 @@ void add_arithmetic_rules(LoweringTable& t) {
       t.add(std::string(name) + ov, to_bool({"self", "other"}, op));
   t.add("logical_and.default", to_bool({"self", "other"}, Opcode::logical_and));
   t.add("logical_or.default", to_bool({"self", "other"}, Opcode::logical_or));
+
+  // Bitwise ops and shifts (integers and bool).
+  for (const char* ov : {".Tensor", ".Scalar"}) {
+    t.add(std::string("bitwise_and") + ov, bitwise("and"));
+    t.add(std::string("bitwise_or") + ov, bitwise("or"));
+    t.add(std::string("bitwise_xor") + ov, bitwise("xor"));
+  }
+  t.add("bitwise_not.default", bitwise("not"));
+  for (const char* ov : {".Tensor", ".Tensor_Scalar"}) {
+    t.add(std::string("bitwise_left_shift") + ov, shift(true));
+    t.add(std::string("bitwise_right_shift") + ov, shift(false));
+  }
 }
 
 // where, clamp, the conversions and copies, and the formulas shared with the interpreter (gelu,

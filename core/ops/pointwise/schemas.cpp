@@ -394,6 +394,30 @@ void add_integer_ops(OpRegistry& r) {
     r.add(std::string(b) + ".Tensor_Scalar(Tensor self, Scalar other) -> Tensor", C::Pointwise,
           P::Default, no_bool)
         .differentiable = false;
+    // A number shifted by a tensor: the .Tensor op on a full tensor of the result dtype.
+    r.add(std::string(b) + ".Scalar_Tensor(Scalar self, Tensor other) -> Tensor", C::Composite,
+          P::Default, no_bool)
+        .differentiable = false;
+  }
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"})
+    r.add(std::string(b) + ".Scalar_Tensor(Scalar self, Tensor other) -> Tensor", C::Composite,
+          P::Default, integral({"self", "other"}))
+        .differentiable = false;
+
+  // Python's operators on tensors (`x << 2`, `a & b` record __lshift__ / __and__ ...): the
+  // bitwise ops themselves (Composite).
+  for (const char* b : {"__and__", "__or__", "__xor__", "__lshift__", "__rshift__"}) {
+    std::string name = b;
+    bool shift = name == "__lshift__" || name == "__rshift__";
+    InferFn rule = [shift](const CallArgs& c) {
+      TensorMeta m = integral({"self", "other"})(c);
+      if (shift && m.dtype == DType::Bool) c.fail("shifts are not implemented for 'bool' tensors");
+      return m;
+    };
+    r.add(name + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default, rule)
+        .differentiable = false;
+    r.add(name + ".Scalar(Tensor self, Scalar other) -> Tensor", C::Composite, P::Default, rule)
+        .differentiable = false;
   }
 }
 

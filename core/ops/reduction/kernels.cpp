@@ -274,11 +274,15 @@ Tensor argsort(const KernelContext& ctx) {
     std::vector<C> v(li.inner.size());
     std::vector<int64_t> idx(li.inner.size());
     // NaN sorts above every number (ascending: last; descending: first), ties keep index order.
-    auto less = [](C a, C b) {
+    // uint64 is held as its bits in int64: compared as unsigned (above 2^63 too).
+    bool u64 = in.dtype() == DType::UInt64;
+    auto less = [u64](C a, C b) {
       if constexpr (std::is_floating_point_v<C>) {
         if (b != b) return a == a;
         if (a != a) return false;
       }
+      if constexpr (std::is_same_v<C, stax_scalar::i64>)
+        if (u64) return static_cast<uint64_t>(a) < static_cast<uint64_t>(b);
       return a < b;
     };
     for (size_t r = 0; r < li.outer.size(); ++r) {

@@ -144,3 +144,46 @@ TEST(LinalgJvp, SolvesMatchDirectionalDifferences) {
   };
   for (const Case& k : cases) check(k);
 }
+
+// The rules of issue 29 item 3: LU of non-square matrices (tall, wide, batched), lu_solve in its
+// four forms (through the LU of A and B), householder_product and ormqr (every input).
+TEST(LinalgJvp, LuSolveNonSquareLuAndHouseholderMatchDirectionalDifferences) {
+  auto lu_solve = [](bool left, bool adjoint) {
+    return [left, adjoint](Graph& g, std::vector<Node*> in) {
+      Node* f = g.call("linalg_lu_factor_ex", {in[0]});
+      return one(g.call("linalg_lu_solve", {item(g, f, 0), item(g, f, 1), in[1]},
+                        {{"left", left}, {"adjoint", adjoint}}));
+    };
+  };
+  auto ormqr = [](bool left, bool transpose) {
+    return [left, transpose](Graph& g, std::vector<Node*> in) {
+      return one(g.call("ormqr", {in[0], in[1], in[2], left, transpose}));
+    };
+  };
+  std::vector<Case> cases{
+      {"lu_factor tall", {{5, 3}}, [](Graph& g, auto in) {
+         return one(item(g, g.call("linalg_lu_factor_ex", {in[0]}), 0));
+       }},
+      {"lu_factor wide", {{3, 5}}, [](Graph& g, auto in) {
+         return one(item(g, g.call("linalg_lu_factor_ex", {in[0]}), 0));
+       }},
+      {"lu_factor batched tall", {{2, 4, 2}}, [](Graph& g, auto in) {
+         return one(item(g, g.call("linalg_lu_factor_ex", {in[0]}), 0));
+       }},
+      {"lu_solve left", {{3, 3}, {3, 2}}, lu_solve(true, false)},
+      {"lu_solve left adjoint", {{2, 3, 3}, {3, 2}}, lu_solve(true, true)},
+      {"lu_solve right", {{3, 3}, {2, 3}}, lu_solve(false, false)},
+      {"lu_solve right adjoint", {{3, 3}, {2, 2, 3}}, lu_solve(false, true)},
+      {"householder_product", {{4, 3}, {3}}, [](Graph& g, auto in) {
+         return one(g.call("linalg_householder_product", {in[0], in[1]}));
+       }},
+      {"householder_product fewer tau, batched", {{2, 5, 3}, {2, 2}}, [](Graph& g, auto in) {
+         return one(g.call("linalg_householder_product", {in[0], in[1]}));
+       }},
+      {"ormqr left", {{4, 3}, {3}, {4, 2}}, ormqr(true, false)},
+      {"ormqr left transpose", {{4, 3}, {2}, {4, 2}}, ormqr(true, true)},
+      {"ormqr right", {{4, 3}, {3}, {2, 4}}, ormqr(false, false)},
+      {"ormqr right transpose", {{2, 4, 2}, {2, 2}, {2, 3, 4}}, ormqr(false, true)},
+  };
+  for (const Case& k : cases) check(k);
+}

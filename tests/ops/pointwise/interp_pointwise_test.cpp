@@ -245,13 +245,23 @@ TEST(InterpPointwise, MulDivPow) {
 
 TEST(InterpPointwise, IntegerFloorDivideAndRemainderSigns) {
   Tensor a = i64({8}, {7, -7, 7, -7, 6, -6, 5, 0});
-  Tensor b = i64({8}, {2, 2, -2, -2, 3, 4, 0, -3});
-  // Python semantics: floor toward -inf; remainder takes the divisor's sign. x / 0 gives 0
-  // (stax_scalar's documented, non-trapping choice).
+  Tensor b = i64({8}, {2, 2, -2, -2, 3, 4, 5, -3});
+  // Python semantics: floor toward -inf; remainder takes the divisor's sign.
   EXPECT_EQ(binary("floor_divide", a, b).to_vector<int64_t>(),
-            (std::vector<int64_t>{3, -4, -4, 3, 2, -2, 0, 0}));
+            (std::vector<int64_t>{3, -4, -4, 3, 2, -2, 1, 0}));
   EXPECT_EQ(binary("remainder.Tensor", a, b).to_vector<int64_t>(),
             (std::vector<int64_t>{1, 1, -1, -1, 0, 2, 0, 0}));
+  // A zero divisor raises torch's ZeroDivisionError (docs/dtypes.md), not a made-up value.
+  Tensor z = i64({8}, {2, 2, -2, -2, 3, 4, 0, -3});
+  for (const char* op : {"floor_divide", "remainder.Tensor"}) {
+    std::string e;
+    try {
+      binary(op, a, z);
+    } catch (const std::exception& ex) {
+      e = ex.what();
+    }
+    EXPECT_NE(e.find("ZeroDivisionError"), std::string::npos) << op << ": " << e;
+  }
   EXPECT_EQ(binary_scalar("remainder.Scalar", i64({3}, {-1, -5, 4}), 3).to_vector<int64_t>(),
             (std::vector<int64_t>{2, 1, 1}));
 }
