@@ -7,6 +7,7 @@
 
 #include "core/graph/multi_output.h"
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 #include "core/support/error.h"
 
 namespace stax {
@@ -47,6 +48,81 @@ std::unordered_set<const Node*> requires_grad(const Graph& g, const std::vector<
       }
   }
   return out;
+}
+
+// A gradient that places values into zeros along one dim: a `cat` of zero blocks and value blocks
+// (a slice's VJP, core/ops/view/vjp.cpp's embed_slice; split, chunk and narrow slice). Its blocks
+// are [begin, end) along `dim`, `value` null for a zero block.
+struct CatBlock {
+  int64_t begin = 0, end = 0;
+  Node* value = nullptr;
+};
+
+bool plays(const Node* n, OpRole role) {
+  return n->is_call() && n->op()->name() == default_op_traits().op(role);
+}
+
+bool zero_padded_cat(const Node* n, int64_t& dim, std::vector<CatBlock>& blocks) {
+  if (!plays(n, OpRole::kCat)) return false;
+  const int64_t rank = n->meta().dim();
+  const Arg& list = n->arg("tensors");
+  const Arg& d = n->arg("dim");
+  if (rank == 0 || !list.is_list() || !d.is_int()) return false;
+  dim = d.to_int() < 0 ? d.to_int() + rank : d.to_int();
+  if (dim < 0 || dim >= rank) return false;
+  blocks.clear();
+  int64_t at = 0;
+  for (const Arg& a : list.list()) {
+    if (!a.is_node()) return false;
+    Node* part = a.node();
+    // Every part has the cat's rank and dtype (a 1-D empty part of a legacy cat is refused).
+    if (part->meta().dim() != rank || part->dtype() != n->dtype()) return false;
+    const int64_t size = part->shape()[static_cast<size_t>(dim)];
+    blocks.push_back({at, at + size, plays(part, OpRole::kZeros) ? nullptr : part});
+    at += size;
+  }
+  return true;
+}
+
+// The sum of two zero-padded cats whose value blocks do not overlap (the three slices of a fused
+// qkv projection: cat(dq, 0, 0) + cat(0, dk, 0) + cat(0, 0, dv)) is one cat of the value blocks:
+// without this, each element of the sum is gathered from three zero-padded operands and added
+// twice to zeros. The bits are the sum's except that a -0 gradient element stays -0 (x + 0 is +0
+// there), which is what torch's split backward (a cat) gives. nullptr when the rewrite does not
+// apply.
+Node* merge_zero_padded(const Emitter& e, Node* a, Node* b) {
+  int64_t da = 0, db = 0;
+  std::vector<CatBlock> ba, bb;
+  if (a->shape() != b->shape() || a->dtype() != b->dtype() || !zero_padded_cat(a, da, ba) ||
+      !zero_padded_cat(b, db, bb) || da != db)
+    return nullptr;
+  std::vector<CatBlock> values;
+  for (const auto* blocks : {&ba, &bb})
+    for (const CatBlock& c : *blocks)
+      if (c.value && c.end > c.begin) values.push_back(c);
+  std::sort(values.begin(), values.end(),
+            [](const CatBlock& x, const CatBlock& y) { return x.begin < y.begin; });
+  for (size_t i = 1; i < values.size(); ++i)
+    if (values[i].begin < values[i - 1].end) return nullptr;  // overlapping values: a real sum
+  const Shape& full = a->shape();
+  const int64_t extent = full[static_cast<size_t>(da)];
+  std::vector<Arg> parts;
+  int64_t at = 0;
+  auto zeros_to = [&](int64_t end) {
+    if (end <= at) return;
+    Shape s = full;
+    s[static_cast<size_t>(da)] = end - at;
+    parts.emplace_back(e.zeros(s, a->dtype(), a->meta().device));
+    at = end;
+  };
+  for (const CatBlock& c : values) {
+    zeros_to(c.begin);
+    parts.emplace_back(c.value);
+    at = c.end;
+  }
+  zeros_to(extent);
+  if (parts.size() == 1) return parts[0].node();
+  return e.call(default_op_traits().op(OpRole::kCat), {Arg(std::move(parts)), da});
 }
 
 // Removes backward call nodes nobody uses (a rule's intermediate that turned out unneeded).
@@ -96,7 +172,9 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<std::string
                       " for input " + where(x) + " of shape " + shape_str(x->shape()));
     contribution = e.cast(contribution, x->dtype());
     auto [it, fresh] = adjoint.emplace(x, contribution);
-    if (!fresh) it->second = e.add(it->second, contribution);
+    if (fresh) return;
+    Node* merged = merge_zero_padded(e, it->second, contribution);
+    it->second = merged ? merged : e.add(it->second, contribution);
   };
 
   // One tangents_i per differentiable output, after the primals (Listing 5.2's order).

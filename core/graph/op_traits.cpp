@@ -27,6 +27,7 @@ std::string_view op_role_name(OpRole role) {
     case OpRole::kCast: return "cast";
     case OpRole::kCopyCast: return "copy with dtype";
     case OpRole::kClone: return "clone";
+    case OpRole::kCat: return "cat";
   }
   return "?";
 }

@@ -47,8 +47,9 @@ enum class OpRole : uint8_t {
   kCast,          // (tensor, dtype) -> converted (the tensor itself when the dtype is its own)
   kCopyCast,      // (tensor, dtype=) -> a new tensor converted to dtype
   kClone,         // (tensor) -> a new tensor with the same values
+  kCat,           // (tensor[] tensors, int dim) -> the tensors concatenated along dim
 };
-inline constexpr size_t kNumOpRoles = static_cast<size_t>(OpRole::kClone) + 1;
+inline constexpr size_t kNumOpRoles = static_cast<size_t>(OpRole::kCat) + 1;
 std::string_view op_role_name(OpRole role);  // "tuple element", "add" ...
 
 // Properties of an op, as bits of a mask.

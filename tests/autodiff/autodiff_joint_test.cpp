@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/autodiff/joint_graph.h"
 #include "core/graph/op_registry.h"
@@ -154,6 +155,65 @@ TEST(JointGraph, AdjointsOfSeveralUsersAreSummedWithAdd) {
   EXPECT_EQ(gx->op()->name(), "add.Tensor");
   EXPECT_EQ(gx->phase(), Phase::Backward);
   EXPECT_EQ(gx->shape(), (Shape{4, 3}));
+}
+
+// The gradient of a split into disjoint slices (a fused qkv projection: q, k, v = x.split(c, -1))
+// is one cat of the slices' gradients, not a sum of zero-padded cats: each element is its slice's
+// gradient as it is (a -0 stays -0, as torch's split backward gives), no add of zeros.
+TEST(JointGraph, DisjointSliceGradientsAreOneCat) {
+  Graph f;
+  Node* x = f.placeholder("x", {3, 7});
+  Node* w = f.placeholder("w", {3, 7});
+  Node* a = f.call("slice.Tensor", {x, 1, 0, 2});
+  Node* b = f.call("slice.Tensor", {x, 1, 2, 5});
+  Node* c = f.call("slice.Tensor", {x, 1, 5, 7});
+  Node* wa = f.call("slice.Tensor", {w, 1, 0, 2});
+  Node* wb = f.call("slice.Tensor", {w, 1, 2, 5});
+  Node* wc = f.call("slice.Tensor", {w, 1, 5, 7});
+  Node* s = f.call("add.Tensor", {f.call("sum", {f.call("mul.Tensor", {a, wa})}),
+                                  f.call("sum", {f.call("mul.Tensor", {c, wc})})});
+  f.output({f.call("add.Tensor", {s, f.call("sum", {f.call("mul.Tensor", {b, wb})})})});
+  JointGraph j = build_joint_graph(f, {"x"});
+  Node* gx = j.graph.outputs().back();
+  ASSERT_TRUE(gx->is_call());
+  EXPECT_EQ(gx->op()->name(), "cat.default");
+  int adds = 0, zeros = 0;
+  for (const Node* n : j.graph.nodes())
+    if (n->is_call() && n->phase() == Phase::Backward) {
+      adds += n->op()->name() == "add.Tensor";
+      zeros += n->op()->name() == "zeros.default";
+    }
+  EXPECT_EQ(adds, 0);
+  EXPECT_EQ(zeros, 0);
+  // x̄ = w (a unit cotangent), bit for bit, -0 included.
+  std::vector<float> wv(21);
+  for (int i = 0; i < 21; ++i) wv[i] = 0.25f * float(i) - 2.0f;
+  wv[4] = -0.0f, wv[13] = -0.0f, wv[20] = -0.0f;
+  Tensor xt = Tensor::full({3, 7}, 1.5, DType::Float32);
+  Tensor wt = Tensor::from_data({3, 7}, DType::Float32, wv.data());
+  std::vector<Tensor> r = interpret(j.graph, {xt, wt, Tensor::full({}, 1.0, DType::Float32)});
+  ASSERT_EQ(r.size(), 2u);
+  for (int64_t i = 0; i < 21; ++i) {
+    EXPECT_EQ(r[1].get_double(i), wv[i]) << i;
+    EXPECT_EQ(std::signbit(r[1].get_double(i)), std::signbit(wv[i])) << i;
+  }
+}
+
+// Overlapping slices' gradients are a real sum (the add stays), with zeros where neither reads.
+TEST(JointGraph, OverlappingSliceGradientsAreSummed) {
+  Graph f;
+  Node* x = f.placeholder("x", {2, 8}, DType::Float64);
+  Node* a = f.call("slice.Tensor", {x, 1, 0, 5});
+  Node* b = f.call("slice.Tensor", {x, 1, 3, 7});
+  f.output({f.call("add.Tensor", {f.call("sum", {a}), f.call("sum", {f.call("mul.Scalar", {b, 2.0})})})});
+  JointGraph j = build_joint_graph(f, {"x"});
+  Node* gx = j.graph.outputs().back();
+  ASSERT_TRUE(gx->is_call());
+  EXPECT_EQ(gx->op()->name(), "add.Tensor");
+  std::vector<Tensor> r = interpret(
+      j.graph, {Tensor::full({2, 8}, 0.5, DType::Float64), Tensor::full({}, 1.0, DType::Float64)});
+  const double want[8] = {1, 1, 1, 3, 3, 2, 2, 0};
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(r[1].get_double(i), want[i % 8]) << i;
 }
 
 TEST(JointGraph, NonDifferentiableOutputsGetNoTangent) {

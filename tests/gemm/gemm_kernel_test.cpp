@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -89,9 +90,15 @@ void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, con
 
 template <class T>
 void check_case(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb, Layout lc,
-                const Context& ctx, uint32_t seed) {
+                const Context& ctx, uint32_t seed, const std::vector<int64_t>& b_entries = {}) {
+  // b_entries (one per entry): entry e reads B's matrix b_entries[e] (a B shared by entries, as
+  // a weight broadcast over a batch); empty: one B per entry.
   std::mt19937 rng(seed);
-  Mat<T> a(m, k, la, rng, batch), b(k, n, lb, rng, batch), c(m, n, lc, rng, batch);
+  int64_t b_count = batch;
+  if (!b_entries.empty()) b_count = *std::max_element(b_entries.begin(), b_entries.end()) + 1;
+  Mat<T> a(m, k, la, rng, batch), b(k, n, lb, rng, b_count), c(m, n, lc, rng, batch);
+  std::vector<int64_t> b_offsets;
+  for (int64_t x : b_entries) b_offsets.push_back(x * (b.entry() / b_count));
   Problem<T> p;
   p.batch = batch;
   p.m = m;
@@ -104,7 +111,8 @@ void check_case(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layou
   p.b = b.data.data();
   p.b_rs = b.rs;
   p.b_cs = b.cs;
-  p.b_bs = b.entry() / batch;
+  p.b_bs = b.entry() / b_count;
+  if (!b_offsets.empty()) p.b_offsets = b_offsets.data();
   std::vector<T> got = c.data, want = c.data;  // untouched elements must stay as they were
   p.c_rs = c.rs;
   p.c_cs = c.cs;
@@ -238,6 +246,31 @@ TEST(GemmKernel, AttentionShapesAndBalancedRowBlocksKeepTheBits) {
                         16);
       check_case<double>(2, 250, 130, 33, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
                          ctx, 17);
+    }
+}
+
+TEST(GemmKernel, EntriesSharingTheirBKeepTheBits) {
+  // A weight broadcast over a batch (bmm(x, W.expand(B, K, N)): every entry's B at one offset)
+  // is packed once for consecutive entries that share it; entries whose B changes and comes back
+  // (offsets 0 0 1 1 0 2 2 2) are packed again. Serial, batch-spread and row-block paths, with
+  // Bᵀ packed by transposes and a row-major B by copies.
+  stax::sdk::gemm::Workspace ws;
+  const std::vector<int64_t> shared(8, 0), mixed = {0, 0, 1, 1, 0, 2, 2, 2};
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      for (const auto* b_entries : {&shared, &mixed}) {
+        check_case<float>(8, 64, 128, 128, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor,
+                          ctx, 300, *b_entries);
+        check_case<float>(8, 64, 128, 128, Layout::Strided, Layout::Transposed, Layout::RowMajor,
+                          ctx, 301, *b_entries);
+        check_case<float>(8, 300, 70, 200, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor,
+                          ctx, 302, *b_entries);
+        check_case<double>(8, 20, 30, 40, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                           ctx, 303, *b_entries);
+      }
     }
 }
 

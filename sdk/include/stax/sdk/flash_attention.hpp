@@ -218,15 +218,15 @@ void backward(const Backward<T>& p, const Context& c = {}) {
   if (p.batch == 0) return;
   // D_i = Σ_e dO_ie O_ie - dlse_i, per row.
   std::vector<T> delta(static_cast<size_t>(p.batch * p.l));
-  for (int64_t r = 0; r < p.batch * p.l; ++r) {
-    T d = T(0);
-    const T* o = p.out + r * p.ev;
-    const T* g = p.dout + r * p.ev;
-    for (int64_t x = 0; x < p.ev; ++x) d = std::fma(g[x], o[x], d);
-    delta[static_cast<size_t>(r)] = p.dlse ? d - p.dlse[r] : d;
-  }
   const gemm::InstructionSet set = detail::isa();
   (void)set;
+  [&] {
+#if STAX_GEMM_X86
+    if (set == gemm::InstructionSet::Avx512) return avx512::row_deltas(p, delta.data(), 0, p.batch * p.l);
+    if (set == gemm::InstructionSet::Avx2) return avx2::row_deltas(p, delta.data(), 0, p.batch * p.l);
+#endif
+    portable::row_deltas(p, delta.data(), 0, p.batch * p.l);
+  }();
   if (p.batch >= kOnePassBatch) {  // one task per batch entry, each block's P and dS once
     detail::run_tasks(c, p.batch, [&](int64_t n) {
 #if STAX_GEMM_X86

@@ -357,18 +357,22 @@ bool b_is_packed(const Problem<T>& p, const Blocking<T>& bl) {
   return bl.panels == 1 && p.n == bl.tile.nr && p.b_cs == 1 && p.b_rs == bl.tile.nr;
 }
 
-// One entry on the calling thread.
+// One entry on the calling thread. packed_from: the B that bp holds packed already (entries of
+// a batch that share their B, a weight broadcast over the batch: bmm(x, W.expand(...)), pack it
+// once), updated here.
 template <class T>
 void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, T* ap,
-                  const RowsDone& done) {
+                  const RowsDone& done, const T*& packed_from) {
   const T* a = p.a + p.a_offset(e);
   const T* b = p.b + p.b_offset(e);
   T* c = p.c + p.c_offset(e);
   const T* packed = bp;
-  if (b_is_packed(p, bl))
+  if (b_is_packed(p, bl)) {
     packed = b;
-  else
+  } else if (b != packed_from) {
     for (int64_t kb = 0; kb < bl.k_blocks; ++kb) pack_b(p, b, bl, kb, 0, bl.panels, bp);
+    packed_from = b;
+  }
   for (int64_t rb = 0; rb < bl.row_blocks; ++rb) {
     const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
     compute_block(p, a, packed, c, bl, r0, r1, 0, bl.panels, ap);
@@ -379,7 +383,7 @@ void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, 
 // One entry spread over the threads: B packed in parallel, then (row block, column group) tasks.
 template <class T>
 void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp,
-                    const Context& ctx, const RowsDone& done) {
+                    const Context& ctx, const RowsDone& done, const T*& packed_from) {
   const T* a = p.a + p.a_offset(e);
   const T* b = p.b + p.b_offset(e);
   T* c = p.c + p.c_offset(e);
@@ -387,7 +391,8 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   const T* packed = bp;
   if (b_is_packed(p, bl)) {
     packed = b;
-  } else {
+  } else if (b != packed_from) {
+    packed_from = b;
     const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
     ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
       const int64_t kb = t / pack_groups, g = t % pack_groups;
@@ -444,20 +449,23 @@ void multiply(const Problem<T>& p, const Context& ctx, const RowsDone& done) {
       error.run([&] {
         Scratch<T> bp(ctx.workspace, bl.packed_b_elems(p.k), "gemm: packed columns of B");
         Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
+        const T* packed_from = nullptr;
         for (int64_t e = p.batch * t / tasks; e < p.batch * (t + 1) / tasks; ++e)
-          entry_serial(p, bl, e, bp.get(), ap.get(), done);
+          entry_serial(p, bl, e, bp.get(), ap.get(), done, packed_from);
       });
     });
     return error.rethrow();
   }
   const Blocking<T> bl = plan(p, ctx.instruction_set, parallel ? threads : 1);
   Scratch<T> bp(ctx.workspace, bl.packed_b_elems(p.k), "gemm: packed columns of B");
+  const T* packed_from = nullptr;
   if (!parallel) {
     Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
-    for (int64_t e = 0; e < p.batch; ++e) entry_serial(p, bl, e, bp.get(), ap.get(), done);
+    for (int64_t e = 0; e < p.batch; ++e)
+      entry_serial(p, bl, e, bp.get(), ap.get(), done, packed_from);
     return;
   }
-  for (int64_t e = 0; e < p.batch; ++e) entry_parallel(p, bl, e, bp.get(), ctx, done);
+  for (int64_t e = 0; e < p.batch; ++e) entry_parallel(p, bl, e, bp.get(), ctx, done, packed_from);
 }
 
 inline const char* instruction_set_name(InstructionSet set) {
