@@ -35,6 +35,14 @@ def supported_dtypes(op):
         return set(op.dtypes)
 
 
+def dense_zeros(leaf, g):
+    """A gradient as a plain tensor: zeros where torch gives none (an unused input) or one of its
+    ZeroTensors (sgn's derivative on real inputs), which have no storage to read."""
+    if g is None or g._is_zerotensor():
+        return torch.zeros_like(leaf)
+    return g
+
+
 def flatten_sample(op, sample):
     """-> (fn(*leaves), leaves): the call with every tensor argument a graph input."""
     leaves = []
@@ -175,8 +183,7 @@ class Case:
         except RuntimeError:  # an output without grad_fn (no path from the inputs)
             return
         self.wrt = floats
-        self.want_grads = [torch.zeros_like(self.leaves[i]) if g is None else g
-                           for i, g in zip(floats, tg)]
+        self.want_grads = [dense_zeros(self.leaves[i], g) for i, g in zip(floats, tg)]
         if self.lowp:
             self.want_grads64 = self._gradients64(floats)
 
@@ -188,7 +195,7 @@ class Case:
                                      [torch.ones_like(o) for o in outs], allow_unused=True)
         except Exception:
             return None
-        return [torch.zeros_like(rg[i]) if g is None else g for i, g in zip(floats, tg)]
+        return [dense_zeros(rg[i], g) for i, g in zip(floats, tg)]
 
     def ref64(self, i, grad=False):
         """torch's float64 result of output (or gradient) i, or None."""

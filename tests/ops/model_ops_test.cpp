@@ -358,6 +358,29 @@ TEST(ModelOps, ArithmeticMatchesTorchFormulas) {
   Tensor s1 = Tensor::ones({2, 1, 2}, DType::Float64);
   expect_values(run({s1, bi, bi}, op("baddbmm", {}, {{"beta", 2}, {"alpha", 0.5}}, 3)).out,
                 {5.5, 7, 9.5, 13, 35.5, 41, 47.5, 55});
+  // Integer products take alpha / beta converted to the integer type first, as torch's kernels
+  // (OpInfo's baddbmm / addmm samples with beta=0.2, alpha=0.6 give zeros; 2.7 counts as 2).
+  Tensor ib = Tensor::from_vector({2, 2, 2}, std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor is = Tensor::from_vector({2, 1, 2}, std::vector<int64_t>{100, 200, 300, 400});
+  expect_values(run({is, ib, ib}, op("baddbmm", {}, {{"beta", 0.2}, {"alpha", 0.6}}, 3)).out,
+                {0, 0, 0, 0, 0, 0, 0, 0}, 0, "integer baddbmm, fractional factors");
+  expect_values(run({is, ib, ib}, op("baddbmm", {}, {{"beta", 1.5}, {"alpha", 2.7}}, 3)).out,
+                {114, 220, 130, 244, 434, 556, 482, 612}, 0, "integer baddbmm, truncated factors");
+  Tensor im = Tensor::from_vector({2, 2}, std::vector<int64_t>{1, 2, 3, 4});
+  Tensor iself = Tensor::from_vector({2, 2}, std::vector<int64_t>{10, 20, 30, 40});
+  expect_values(run({iself, im, im}, op("addmm", {}, {{"beta", 0.2}, {"alpha", 0.6}}, 3)).out,
+                {0, 0, 0, 0}, 0, "integer addmm, fractional factors");
+  expect_values(run({iself, im, im}, op("addmm", {}, {{"beta", 1.5}, {"alpha", 2.7}}, 3)).out,
+                {24, 40, 60, 84}, 0, "integer addmm, truncated factors");
+  // softmax / log_softmax of a tensor without elements (OpInfo's (5, 0, 0) sample): empty,
+  // interpreted and compiled (no amax over a zero-size dimension)
+  Tensor empty = Tensor::zeros({5, 0, 0}, DType::Float32);
+  for (const char* sm : {"_softmax", "_log_softmax"}) {
+    OpRun r = run({empty}, op(sm, {2, false}));
+    EXPECT_EQ(r.out.sizes(), (Shape{5, 0, 0})) << sm;
+  }
+  OpRun r = run({Tensor::zeros({5, 0, 0}, DType::Int64)}, op("softmax.int", {1, DType::Float64}));
+  EXPECT_EQ(r.out.dtype(), DType::Float64);
 }
 
 TEST(ModelOps, DivisionModesFmodAndClamps) {

@@ -17,11 +17,19 @@ namespace {
 using Ints = std::vector<int64_t>;
 using decomp::cast;
 
+// A Scalar factor in the result's type: torch converts alpha / beta to an integer result type
+// first (addmv of int64 with beta=0.2, alpha=0.6 is 0 * self + 0 * mv).
+Arg factor_in(const Arg& a, DType t) {
+  if (a.is_double() && !is_floating(t) && t != DType::Bool)
+    return Arg(static_cast<int64_t>(a.to_double()));
+  return a;
+}
+
 Node* addmm_decomp(Graph& g, const Node& n) {
   Node* self = n.input(0);
   Node* p = g.call("mm", {n.input(1), n.input(2)});
-  const Arg& alpha = n.arg("alpha");
-  const Arg& beta = n.arg("beta");
+  const Arg alpha = factor_in(n.arg("alpha"), n.dtype());
+  const Arg beta = factor_in(n.arg("beta"), n.dtype());
   // addmm's kernel forms beta * self + alpha * p in the computation type: the same two roundings.
   bool alpha_one = alpha.is_int() && alpha.to_int() == 1;
   bool beta_one = beta.is_int() && beta.to_int() == 1;
@@ -37,8 +45,8 @@ Node* scale(Graph& g, Node* x, const Arg& s) { return is_one(s) ? x : g.call("mu
 Node* baddbmm(Graph& g, const Node& n) {
   Node* self = n.input(0);
   Node* p = g.call("bmm", {n.arg("batch1").node(), n.arg("batch2").node()});
-  const Arg& alpha = n.arg("alpha");
-  const Arg& beta = n.arg("beta");
+  const Arg alpha = factor_in(n.arg("alpha"), n.dtype());
+  const Arg beta = factor_in(n.arg("beta"), n.dtype());
   Node* ap = scale(g, p, alpha);
   if (beta.to_double() == 0) return ap;  // torch ignores self (NaN / inf included) when beta == 0
   Node* bs = scale(g, self, beta);
@@ -69,14 +77,6 @@ Node* mv_of(Graph& g, Node* m, Node* v) {
 }
 
 Node* mv(Graph& g, const Node& n) { return mv_of(g, n.input(0), n.input(1)); }
-
-// A Scalar factor in the result's type: torch converts alpha / beta to an integer result type
-// first (addmv of int64 with beta=0.2, alpha=0.6 is 0 * self + 0 * mv).
-Arg factor_in(const Arg& a, DType t) {
-  if (a.is_double() && !is_floating(t) && t != DType::Bool)
-    return Arg(static_cast<int64_t>(a.to_double()));
-  return a;
-}
 
 // beta * self + alpha * p (beta == 0: self ignored, as torch's BLAS calls do).
 Node* affine(Graph& g, const Node& n, Node* self, Node* p) {

@@ -229,6 +229,8 @@ Node* bucketize(Graph& g, const Node& n) {
 Node* searchsorted(Graph& g, const Node& n) {
   bool right = n.arg("right").to_bool() ||
                (!n.arg("side").is_absent() && n.arg("side").str() == "right");
+  // sorter (the permutation that sorts each row of the sequence; checked by the schema rule)
+  // needs no gather: the count of entries before a value does not depend on their order.
   return search(g, n, n.arg("sorted_sequence").node(), n.arg("self").node(), right);
 }
 

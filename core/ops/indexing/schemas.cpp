@@ -487,8 +487,17 @@ TensorMeta narrow_rule(const CallArgs& c) {
 TensorMeta search_rule(const CallArgs& c, const char* seq_param, const char* val_param) {
   const TensorMeta& seq = c.tensor(seq_param);
   const TensorMeta& v = c.tensor(val_param);
-  if (c.op().schema.index_of("sorter") >= 0 && c.has("sorter"))
-    c.fail("searchsorted with a sorter is not supported");
+  if (c.op().schema.index_of("sorter") >= 0 && c.has("sorter")) {
+    // torch's checks (Bucketization.cpp): the permutation that sorts the sequence, int64, of the
+    // sequence's shape (the decomposition counts, which needs no sorted order).
+    const TensorMeta& sorter = c.tensor("sorter");
+    if (sorter.dtype != DType::Int64)
+      c.fail("sorter must be a tensor of long dtype but got dtype " +
+             dt(sorter.dtype));
+    if (sorter.sizes != seq.sizes)
+      c.fail("boundary and sorter must have the same size, but got boundary tensor " +
+             shape_str(seq.sizes) + " and got sorter tensor " + shape_str(sorter.sizes));
+  }
   if (c.op().schema.index_of("side") >= 0 && c.has("side")) {
     const std::string& side = c.get("side").str();
     if (side != "left" && side != "right")

@@ -24,6 +24,9 @@ Node* softmax_decomp(Graph& g, const Node& n, bool log) {
   if (has_dtype && n.arg("dtype").is_dtype() && x->dtype() != n.arg("dtype").dtype())
     x = cast(g, x, n.arg("dtype").dtype());
   DType in = x->dtype();
+  // No elements (OpInfo's (5, 0, 0) sample): an empty result, without amax over a zero-size
+  // dimension (a reduction without identity, which Stax rejects).
+  if (shape_numel(x->shape()) == 0) return g.call("clone", {cast(g, x, n.dtype())});
   bool up = is_half_like(in);
   if (up) x = cast(g, x, DType::Float32);
   Node* m = g.call("amax", {x, dim, true});

@@ -55,6 +55,31 @@ TEST(ShapeComposites, MatchHandResults) {
                 "bucketize");
   expect_values(run({vals, bounds}, op("bucketize.Tensor", {}, {{"right", true}}, 2)).out,
                 {0, 1, 2, 3, 3, 3}, 0, "bucketize right");
+  // searchsorted with sorter: the sequence sorted through the permutation (torch's
+  // sorted_sequence[sorter]); rows of a 2-D sequence each with their own permutation; a sorter
+  // of another dtype or shape is rejected as torch does
+  Tensor unsorted = vec({5.0, 1.0, 3.0});
+  Tensor perm = Tensor::from_vector({3}, std::vector<double>{1, 2, 0}, DType::Int64);
+  auto sorted_by = [](Kwargs kw) {
+    return [kw](Graph& g, const std::vector<Node*>& x) {
+      Kwargs k = kw;
+      k.push_back({"sorter", x[2]});
+      return g.call("searchsorted.Tensor", {x[0], x[1]}, k);
+    };
+  };
+  expect_values(run({unsorted, vals, perm}, sorted_by({})).out, {0, 0, 2, 2, 3, 3}, 0,
+                "searchsorted sorter");
+  expect_values(run({unsorted, vals, perm}, sorted_by({{"side", std::string("right")}})).out,
+                {0, 1, 2, 3, 3, 3}, 0, "searchsorted sorter right");
+  Tensor rows = Tensor::from_vector({2, 3}, std::vector<double>{5, 1, 3, 2, 8, 4}, DType::Float64);
+  Tensor row_perm =
+      Tensor::from_vector({2, 3}, std::vector<double>{1, 2, 0, 0, 2, 1}, DType::Int64);
+  Tensor row_vals = Tensor::from_vector({2, 2}, std::vector<double>{4, 0, 4, 9}, DType::Float64);
+  expect_values(run({rows, row_vals, row_perm}, sorted_by({})).out, {2, 0, 1, 3}, 0,
+                "searchsorted sorter rows");
+  Tensor perm32 = Tensor::from_vector({3}, std::vector<double>{1, 2, 0}, DType::Int32);
+  EXPECT_THROW(run({unsorted, vals, perm32}, sorted_by({})), Error);
+  EXPECT_THROW(run({rows, row_vals, perm}, sorted_by({})), Error);
   // linspace: torch's two halves, in float32
   OpRun ls = run({}, [](Graph& g, const std::vector<Node*>&) {
     return g.call("linspace", {-1.0, 2.0, 7});
