@@ -39,18 +39,22 @@ TEST(Hardening, Int64MinByMinusOneIsDefinedAndAgrees) {
             g.call("add.Tensor", {a, a})});
   std::vector<Tensor> in = {
       Tensor::from_vector<int64_t>({6}, {kMin, kMin, 7, kMax, -7, kMin}),
-      Tensor::from_vector<int64_t>({6}, {-1, 1, -1, 2, 0, kMin}),
+      Tensor::from_vector<int64_t>({6}, {-1, 1, -1, 2, 3, kMin}),
   };
   std::vector<Tensor> want = test::reference(g, in);
-  EXPECT_EQ(want[0].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, kMax / 2, 0, 1}));
-  EXPECT_EQ(want[1].to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 1, 0, 0}));
-  EXPECT_EQ(want[2].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, -2, 0, 0}));
+  EXPECT_EQ(want[0].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, kMax / 2, -3, 1}));
+  EXPECT_EQ(want[1].to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 1, 2, 0}));
+  EXPECT_EQ(want[2].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, -2, -21, 0}));
   EXPECT_EQ(want[3].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, -7, -kMax, 7, kMin}));
   EXPECT_EQ(want[4].to_vector<int64_t>(), (std::vector<int64_t>{kMin, kMin, 7, kMax, 7, kMin}));
   EXPECT_EQ(want[5].to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 14, -2, -14, 0}));
   std::vector<Tensor> got = cpu_compiler().compile(g).run(in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << i;
+  // A zero divisor raises torch's ZeroDivisionError (DECISIONS item 55), interpreted and compiled.
+  in[1] = Tensor::from_vector<int64_t>({6}, {-1, 1, -1, 2, 0, kMin});
+  EXPECT_TRUE(contains(error_of([&] { test::reference(g, in); }), "ZeroDivisionError"));
+  EXPECT_TRUE(contains(error_of([&] { cpu_compiler().compile(g).run(in); }), "ZeroDivisionError"));
 }
 
 // Row 7: index_select of a 0-d tensor and cat of empty tensors crashed in the lowering rules'

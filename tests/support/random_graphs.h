@@ -161,9 +161,19 @@ inline Node* random_op(Gen& r, Graph& g, std::vector<Node*>& pool, bool& reducti
     case 3: {
       Node* b = r.pick(pool);
       std::string op = r.pick(kBinary);
-      if (r.chance(0.3)) return g.call(test::scalar_overload(op), {a, r.scalar()});
+      // An integer floor_divide / remainder by zero raises ZeroDivisionError (as torch): integer
+      // divisors are made non-zero (the random draws stay those of every seed before).
+      const bool division = op == "remainder" || op == "floor_divide";
+      const bool integer_a = !is_floating(a->dtype());
+      if (r.chance(0.3)) {
+        Arg s = r.scalar();
+        if (division && integer_a && s.is_int() && s.to_int() == 0) s = Arg(int64_t{1});
+        return g.call(test::scalar_overload(op), {a, s});
+      }
       if ((op == "add" || op == "sub") && r.chance(0.3))
         return g.call(op + ".Tensor", {a, b}, {{"alpha", r.scalar()}});
+      if (division && integer_a && !is_floating(b->dtype()))
+        b = g.call("where.ScalarSelf", {g.call("eq.Scalar", {b, 0}), 1, b});
       return g.call(test::tensor_overload(op), {a, b});
     }
     case 4: {

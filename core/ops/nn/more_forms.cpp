@@ -45,6 +45,10 @@ Node* rrelu_output(Graph& g, const ExpandCall& c, Node* noise) {
 
 Node* rrelu(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
+  // torch's rrelu checks the bounds in both modes; rrelu_with_noise only in training (its
+  // functional form's rule, core/ops/multi_output/schemas.cpp).
+  if (c.get("lower").to_double() > c.get("upper").to_double())
+    c.fail("rrelu: the lower bound must be less than or equal to the upper bound (as torch)");
   Node* noise = c.get("training").to_bool() ? g.call("zeros_like", {x}) : nullptr;
   return rrelu_output(g, c, noise);
 }

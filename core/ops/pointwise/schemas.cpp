@@ -411,7 +411,11 @@ void add_integer_ops(OpRegistry& r) {
     bool shift = name == "__lshift__" || name == "__rshift__";
     InferFn rule = [shift](const CallArgs& c) {
       TensorMeta m = integral({"self", "other"})(c);
-      if (shift && m.dtype == DType::Bool) c.fail("shifts are not implemented for 'bool' tensors");
+      // torch's shifts check each operand: a bool input or shift value is refused even where the
+      // promoted dtype is an integer (bool << int64).
+      if (shift && (c.tensor("self").dtype == DType::Bool ||
+                    (c.get("other").is_node() && c.tensor("other").dtype == DType::Bool)))
+        c.fail("shifts are not implemented for 'bool' tensors (torch: expected an integral dtype)");
       return m;
     };
     r.add(name + ".Tensor(Tensor self, Tensor other) -> Tensor", C::Composite, P::Default, rule)

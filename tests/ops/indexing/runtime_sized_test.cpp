@@ -111,14 +111,15 @@ TEST(RuntimeSized, UniqueConsecutiveCollapsesRuns) {
   expect_ints(out[0], {1, 2, 3, 1}, "values");
   expect_ints(out[1], {0, 0, 1, 1, 2, 3, 3}, "inverse");
   expect_ints(out[2], {2, 2, 1, 2}, "counts");
+  // dim=0: consecutive equal rows collapse (rows 0 and 1 equal, row 2 differs).
   Graph h;
-  Node* y = h.placeholder("y", {2, 3}, DType::Int32);
-  EXPECT_TRUE(has(error_of([&] {
-                    h.output({h.call("getitem", {h.call("unique_consecutive", {y}, {{"dim", int64_t{0}}}),
-                                                 int64_t{0}})});
-                    interpret(h, {Tensor::zeros({2, 3}, DType::Int32)});
-                  }),
-                  "not implemented"));
+  Node* y = h.placeholder("y", {3, 2}, DType::Int32);
+  h.output({h.call("getitem", {h.call("unique_consecutive", {y}, {{"dim", int64_t{0}}}),
+                               int64_t{0}})});
+  Tensor yv = Tensor::from_vector({3, 2}, std::vector<int32_t>{4, 5, 4, 5, 6, 7});
+  std::vector<Tensor> rows = run_both(h, {yv});
+  EXPECT_EQ(rows[0].sizes(), (Shape{2, 2}));
+  expect_ints(rows[0], {4, 5, 6, 7}, "rows");
 }
 
 TEST(RuntimeSized, ValuesOfARunTimeSizeCanOnlyBeReturned) {

@@ -74,12 +74,12 @@ def test_training_and_inference_of_one_function_and_retain_graph():
 
 
 def test_an_op_stax_lacks_splits_the_graph_with_a_log_line(caplog):
-    # aten._upsample_bilinear2d_aa (antialiased bilinear resampling) has no Stax schema: the
+    # aten._upsample_bicubic2d_aa (antialiased bicubic resampling) has no Stax schema: the
     # graph is split there; the Stax partitions before and after it train through stax.grad and
     # autograd flows through torch's own op between them.
     def f(x, w, a):
         h = torch.relu(x @ w) * a
-        s = torch.nn.functional.interpolate(h[None, None], size=(3, 2), mode="bilinear",
+        s = torch.nn.functional.interpolate(h[None, None], size=(3, 2), mode="bicubic",
                                             antialias=True)
         return torch.tanh(s).sum()
 
@@ -89,7 +89,7 @@ def test_an_op_stax_lacks_splits_the_graph_with_a_log_line(caplog):
     a = torch.randn(4, 3, requires_grad=True)
     with caplog.at_level(logging.WARNING, logger="stax.dynamo"):
         out = cf(x, w, a)
-    assert any("aten._upsample_bilinear2d_aa.default x1" in r.getMessage()
+    assert any("aten._upsample_bicubic2d_aa.default x1" in r.getMessage()
                and "split" in r.getMessage() for r in caplog.records)
     out.backward()
     w2, a2 = w.detach().clone().requires_grad_(), a.detach().clone().requires_grad_()
@@ -99,9 +99,9 @@ def test_an_op_stax_lacks_splits_the_graph_with_a_log_line(caplog):
     torch.testing.assert_close(w.grad, w2.grad, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(a.grad, a2.grad, rtol=RTOL, atol=ATOL)
     ex = stax.explain(cf)
-    assert ex.eager_ops == {"aten._upsample_bilinear2d_aa.default": 1}
+    assert ex.eager_ops == {"aten._upsample_bicubic2d_aa.default": 1}
     assert len(ex.partitions) == 2 and all(p.mode == "training" for p in ex.partitions)
-    assert "unknown op '_upsample_bilinear2d_aa.default'" in str(ex)
+    assert "unknown op '_upsample_bicubic2d_aa.default'" in str(ex)
     assert not ex.fallbacks
 
 
