@@ -31,13 +31,13 @@ void register_runtime_sized_kernels(InterpreterTable& t);
 // linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
 // extends ops of the families above, so it runs after them); kept here for the same reason.
 void register_linalg_eig_ops(OpRegistry& r);
-// rrelu and multilabel_margin_loss with their forms (core/ops/nn/more_forms.cpp); kept here for
-// the same reason.
-void register_more_nn_form_ops(OpRegistry& r);
-void register_more_nn_form_decompositions(DecompositionTable& t);
-void register_more_nn_form_vjps(VjpTable& t);
-void register_more_nn_form_jvps(JvpTable& t);
-void register_more_nn_form_kernels(InterpreterTable& t);
+// rrelu and multilabel_margin_loss with their forms (core/ops/nn/rrelu_multilabel_margin.cpp);
+// kept here for the same reason.
+void register_rrelu_multilabel_margin_ops(OpRegistry& r);
+void register_rrelu_multilabel_margin_decompositions(DecompositionTable& t);
+void register_rrelu_multilabel_margin_vjps(VjpTable& t);
+void register_rrelu_multilabel_margin_jvps(JvpTable& t);
+void register_rrelu_multilabel_margin_kernels(InterpreterTable& t);
 // The ops taking uint16 / uint32 / uint64 (core/ops/common/unsigned_ops.cpp), for the graph's check.
 void register_barebones_unsigned_ops();
 void register_linalg_eig_expansions(ExpansionTable& t);
@@ -79,7 +79,7 @@ void register_all_ops(OpRegistry& r) {
   register_scatter_form_ops(r);
   register_regrouping_form_ops(r);
   register_resampling_ops(r);
-  register_more_nn_form_ops(r);
+  register_rrelu_multilabel_margin_ops(r);
   register_fractional_pool_ops(r);
   register_runtime_sized_ops(r);
   register_linalg_ops(r);
@@ -113,7 +113,7 @@ void install_decompositions(DecompositionTable& t) {
   register_scatter_form_decompositions(t);
   register_regrouping_form_decompositions(t);
   register_resampling_decompositions(t);
-  register_more_nn_form_decompositions(t);
+  register_rrelu_multilabel_margin_decompositions(t);
   register_linalg_decompositions(t);
   register_linalg_composite_decompositions(t);
   register_complex_decompositions(t);  // extends entries registered above: last
@@ -145,7 +145,7 @@ void install_vjps(VjpTable& t) {
   register_scatter_form_vjps(t);
   register_regrouping_form_vjps(t);
   register_resampling_vjps(t);
-  register_more_nn_form_vjps(t);
+  register_rrelu_multilabel_margin_vjps(t);
   register_runtime_sized_vjps(t);
   register_linalg_eig_vjps(t);
   register_complex_vjps(t);  // extends rules registered above: last
@@ -175,7 +175,7 @@ void install_jvps(JvpTable& t) {
   register_scatter_form_jvps(t);
   register_regrouping_form_jvps(t);
   register_resampling_jvps(t);
-  register_more_nn_form_jvps(t);
+  register_rrelu_multilabel_margin_jvps(t);
   register_spectral_jvps(t);
   register_complex_jvps(t);  // extends rules registered above: last
 }
@@ -205,7 +205,7 @@ void install_kernels(InterpreterTable& t) {
   register_scatter_form_kernels(t);
   register_regrouping_form_kernels(t);
   register_resampling_kernels(t);
-  register_more_nn_form_kernels(t);
+  register_rrelu_multilabel_margin_kernels(t);
   register_runtime_sized_kernels(t);
   register_linalg_eig_kernels(t);
   register_complex_elementwise_kernels(t);  // extend kernels registered above: last

@@ -1,5 +1,5 @@
 // multilabel_margin_loss's pieces shared by its tuple form (multilabel_margin_loss_forward,
-// core/ops/multi_output/schemas.cpp) and its backward (core/ops/nn/more_forms.cpp), as torch's
+// core/ops/multi_output/schemas.cpp) and its backward (core/ops/nn/rrelu_multilabel_margin.cpp), as torch's
 // CPU kernel (LossMultiLabelMargin.cpp): for each sample x (C values) and target y (C class
 // indices, the valid ones those before the first negative), with is_target[c] = c is a valid
 // target,

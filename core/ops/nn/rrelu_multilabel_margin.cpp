@@ -1,5 +1,5 @@
-// Rarely emitted nn forms of torch's traces (issue 29, phase 8), Composite, one builder each
-// (core/ops/common/built_ops.h).
+// rrelu and multilabel_margin_loss, with their aten forms (torch traces emit them rarely),
+// Composite, one builder each (core/ops/common/built_ops.h).
 //
 // rrelu (nn.RReLU, F.rrelu), on rrelu_with_noise_functional (core/ops/multi_output/schemas.cpp:
 // the slopes drawn from the node's seed in training, leaky_relu with the mean slope in eval):
@@ -102,7 +102,7 @@ Node* multilabel_margin_loss_backward(Graph& g, const ExpandCall& c) {
   return rank == 2 ? gx : g.call("reshape", {gx, Arg(x->shape())});
 }
 
-const std::vector<BuiltOp>& more_forms() {
+const std::vector<BuiltOp>& rrelu_multilabel_margin_forms() {
   static const std::vector<BuiltOp> table = {
       {"rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool "
        "training=False, Generator? generator=None) -> Tensor",
@@ -125,20 +125,20 @@ const std::vector<BuiltOp>& more_forms() {
 }  // namespace
 
 // Declared in core/ops/install.cpp (kept out of registration.h, which every op file includes).
-void register_more_nn_form_ops(OpRegistry& r);
-void register_more_nn_form_decompositions(DecompositionTable& t);
-void register_more_nn_form_kernels(InterpreterTable& t);
-void register_more_nn_form_vjps(VjpTable& t);
-void register_more_nn_form_jvps(JvpTable& t);
+void register_rrelu_multilabel_margin_ops(OpRegistry& r);
+void register_rrelu_multilabel_margin_decompositions(DecompositionTable& t);
+void register_rrelu_multilabel_margin_kernels(InterpreterTable& t);
+void register_rrelu_multilabel_margin_vjps(VjpTable& t);
+void register_rrelu_multilabel_margin_jvps(JvpTable& t);
 
-void register_more_nn_form_ops(OpRegistry& r) { add_built_ops(r, more_forms()); }
+void register_rrelu_multilabel_margin_ops(OpRegistry& r) { add_built_ops(r, rrelu_multilabel_margin_forms()); }
 
-void register_more_nn_form_decompositions(DecompositionTable& t) { add_built_decompositions(t, more_forms()); }
+void register_rrelu_multilabel_margin_decompositions(DecompositionTable& t) { add_built_decompositions(t, rrelu_multilabel_margin_forms()); }
 
-void register_more_nn_form_kernels(InterpreterTable& t) { add_built_kernels(t, more_forms()); }
+void register_rrelu_multilabel_margin_kernels(InterpreterTable& t) { add_built_kernels(t, rrelu_multilabel_margin_forms()); }
 
-void register_more_nn_form_vjps(VjpTable& t) { add_built_vjps(t, more_forms()); }
+void register_rrelu_multilabel_margin_vjps(VjpTable& t) { add_built_vjps(t, rrelu_multilabel_margin_forms()); }
 
-void register_more_nn_form_jvps(JvpTable& t) { add_built_jvps(t, more_forms()); }
+void register_rrelu_multilabel_margin_jvps(JvpTable& t) { add_built_jvps(t, rrelu_multilabel_margin_forms()); }
 
 }  // namespace stax
