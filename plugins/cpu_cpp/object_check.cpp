@@ -1,4 +1,5 @@
 #include "plugins/cpu_cpp/object_check.h"
+#include "plugins/cpu_cpp/elf_bytes.h"
 
 #include <elf.h>
 
@@ -17,17 +18,8 @@ constexpr uint16_t kHostMachine = EM_AARCH64;
 #error "cpu_cpp's object check knows x86-64 and AArch64 hosts"
 #endif
 
-// offset + size fits in `total` (no overflow).
-bool inside(uint64_t offset, uint64_t size, uint64_t total) {
-  return offset <= total && size <= total - offset;
-}
-
-template <class T>
-T read_at(std::string_view bytes, uint64_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof v);
-  return v;
-}
+using elf::inside;
+using elf::read_at;
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // See object_loader.h.
 #include "plugins/cpu_cpp/object_loader.h"
+#include "plugins/cpu_cpp/elf_bytes.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -15,16 +16,8 @@ namespace stax::cpu {
 
 namespace {
 
-bool inside(uint64_t offset, uint64_t size, uint64_t total) {
-  return offset <= total && size <= total - offset;
-}
-
-template <class T>
-T read_at(std::string_view bytes, uint64_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof v);
-  return v;
-}
+using elf::inside;
+using elf::read_at;
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 

@@ -191,6 +191,18 @@ class KernelCacheTest : public ::testing::Test {
     ::unsetenv("STAX_CACHE_DIR");
     ::unsetenv("STAX_CACHE_MAX_BYTES");
   }
+  // Compiles `g` with a disk cache in `dir`, keeps the compile's stats and runs it on `in`.
+  static std::vector<Tensor> compile_run(const fs::path& dir, const Graph& g,
+                                         const std::vector<Tensor>& in, CompileStats* stats) {
+    Compiler compiler(cached_config(dir));
+    CompiledGraph cg = compiler.compile(g);
+    *stats = cg.stats();
+    return cg.run(in);
+  }
+  static void same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::bitwise_equal(a[i], b[i])) << i;
+  }
 };
 
 // ---- the store ------------------------------------------------------------------------------
@@ -498,22 +510,12 @@ TEST_F(KernelCacheTest, AGraphsKernelsLinkInOneBatchAndHitsMixWithMisses) {
   g.output({y, g.call("log", {g.call("abs", {z})}), g.call("sqrt", {w})});
   std::vector<Tensor> in = test::random_inputs(g, 11);
   fs::path dir = fresh_dir("batch");
-  auto compile_run = [&](CompileStats* stats) {
-    Compiler compiler(cached_config(dir));
-    CompiledGraph cg = compiler.compile(g);
-    *stats = cg.stats();
-    return cg.run(in);
-  };
-  auto same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::bitwise_equal(a[i], b[i])) << i;
-  };
   CompileStats st;
-  std::vector<Tensor> cold = compile_run(&st);
+  std::vector<Tensor> cold = compile_run(dir, g, in, &st);
   const int n = st.kernels_compiled;
   ASSERT_GE(n, 3) << "the graph should need several kernels";
   same_bits(cold, test::reference(g, in));
-  same_bits(cold, compile_run(&st));  // every kernel from disk, in one batch
+  same_bits(cold, compile_run(dir, g, in, &st));  // every kernel from disk, in one batch
   EXPECT_EQ(st.kernels_from_disk, n);
   EXPECT_EQ(st.kernels_compiled, 0);
 
@@ -527,11 +529,11 @@ TEST_F(KernelCacheTest, AGraphsKernelsLinkInOneBatchAndHitsMixWithMisses) {
   });
   write_all(entries[1], b);
 
-  same_bits(cold, compile_run(&st));
+  same_bits(cold, compile_run(dir, g, in, &st));
   EXPECT_EQ(st.kernels_from_disk, n - 2);
   EXPECT_EQ(st.kernels_compiled, 2);
   EXPECT_EQ(static_cast<int>(files_with(dir, ".entry").size()), n);  // both stored again
-  same_bits(cold, compile_run(&st));
+  same_bits(cold, compile_run(dir, g, in, &st));
   EXPECT_EQ(st.kernels_from_disk, n);
 }
 
@@ -633,18 +635,8 @@ TEST_F(KernelCacheTest, AnObjectNoLoaderCanLinkIsRebuiltAndTheOthersComeFromDisk
   g.output({g.call("log", {g.call("abs", {y})}), g.call("sum.dim_IntList", {g.call("sin", {y}), std::vector<int64_t>{1}})});
   std::vector<Tensor> in = test::random_inputs(g, 5);
   fs::path dir = fresh_dir("loader_refuses");
-  auto compile_run = [&](CompileStats* stats) {
-    Compiler compiler(cached_config(dir));
-    CompiledGraph cg = compiler.compile(g);
-    *stats = cg.stats();
-    return cg.run(in);
-  };
-  auto same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::bitwise_equal(a[i], b[i])) << i;
-  };
   CompileStats st;
-  std::vector<Tensor> cold = compile_run(&st);
+  std::vector<Tensor> cold = compile_run(dir, g, in, &st);
   const int n = st.kernels_compiled;
   ASSERT_GE(n, 2);
   bool renamed = false;
@@ -660,10 +652,10 @@ TEST_F(KernelCacheTest, AnObjectNoLoaderCanLinkIsRebuiltAndTheOthersComeFromDisk
     break;
   }
   ASSERT_TRUE(renamed) << "no kernel of the graph calls an external function";
-  same_bits(cold, compile_run(&st));
+  same_bits(cold, compile_run(dir, g, in, &st));
   EXPECT_EQ(st.kernels_from_disk, n - 1);
   EXPECT_EQ(st.kernels_compiled, 1);
-  same_bits(cold, compile_run(&st));  // stored again: every kernel from disk
+  same_bits(cold, compile_run(dir, g, in, &st));  // stored again: every kernel from disk
   EXPECT_EQ(st.kernels_from_disk, n);
 }
 

@@ -27,6 +27,7 @@ namespace {
 using test::cpu_compiler;
 using test::error_of;
 using test::has;
+using test::ints;
 using test::reference;
 
 constexpr DType kNew[] = {DType::Int16, DType::UInt16, DType::UInt32, DType::UInt64};
@@ -158,12 +159,6 @@ std::vector<Tensor> compiled_equals_interpreter(const Graph& g, const std::vecto
         << want[i].to_string();
   }
   return want;
-}
-
-std::vector<int64_t> ints(const Tensor& t) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_int(i));
-  return v;
 }
 
 // int16 arithmetic wraps at 16 bits after every op (a fused chain included), shifts and

@@ -29,16 +29,11 @@ namespace {
 using test::cpu_compiler;
 using test::error_of;
 using test::has;
+using test::ints;
 using test::reference;
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-std::vector<int64_t> ints(const Tensor& t) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_int(i));
-  return v;
-}
 
 // Compiles on cpu_cpp; every output equals the interpreter's bit for bit, with `fallbacks`
 // interpreter fallbacks; returns the interpreter's outputs.

@@ -66,4 +66,11 @@ inline std::optional<Tensor> numpy_eval(const std::vector<Tensor>& inputs,
   return out;
 }
 
+// The elements of an integer (or bool) tensor as int64, in order.
+inline std::vector<int64_t> ints(const Tensor& t) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_int(i));
+  return v;
+}
+
 }  // namespace stax::test

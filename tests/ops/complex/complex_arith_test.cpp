@@ -16,6 +16,7 @@
 #include "core/graph/graph.h"
 #include "core/graph/verifier.h"
 #include "core/interpreter/interpreter.h"
+#include "tests/ops/complex/complex_checks.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/interp_helpers.h"
 
@@ -29,16 +30,7 @@ using V = std::vector<int64_t>;
 
 Tensor randn(const Shape& s, DType t, uint64_t seed) { return Tensor::randn(s, t, seed); }
 
-std::vector<cd> values(const Tensor& t) {
-  std::vector<cd> out;
-  if (is_complex(t.dtype())) {
-    Tensor p = t.contiguous().as_real_view().to(DType::Float64);
-    for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(p.get_double(2 * i), p.get_double(2 * i + 1));
-  } else {
-    for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(t.get_double(i), 0.0);
-  }
-  return out;
-}
+std::vector<cd> values(const Tensor& t) { return complex_values(t); }
 
 void expect_near(const std::vector<cd>& got, const std::vector<cd>& want, double tol,
                  const std::string& what) {
@@ -50,15 +42,6 @@ void expect_near(const std::vector<cd>& got, const std::vector<cd>& want, double
   }
 }
 
-// Element i (part 0 real, 1 imaginary) of a copy of t moved by h.
-Tensor moved(const Tensor& t, int64_t i, int part, double h) {
-  Tensor c = t.clone();
-  Tensor p = is_complex(c.dtype()) ? c.as_real_view() : c;
-  int64_t j = is_complex(c.dtype()) ? 2 * i + part : i;
-  p.set_double(j, p.get_double(j) + h);
-  return c;
-}
-
 // t + h·d elementwise (complex tensors through their real views).
 Tensor along(const Tensor& t, const Tensor& d, double h) {
   Tensor c = t.clone();
@@ -66,38 +49,6 @@ Tensor along(const Tensor& t, const Tensor& d, double h) {
   Tensor q = is_complex(d.dtype()) ? d.contiguous().as_real_view() : d;
   for (int64_t j = 0; j < p.numel(); ++j) p.set_double(j, p.get_double(j) + h * q.get_double(j));
   return c;
-}
-
-double dot(const Tensor& u, const Tensor& y) {
-  double s = 0;
-  for (int64_t j = 0; j < u.numel(); ++j) s += u.get_double(j) * y.get_double(j);
-  return s;
-}
-
-// The gradient of L = Σ u·f(x) (f's one output real, float64) against central differences: for a
-// complex input, Re z̄ = ∂L/∂a and Im z̄ = ∂L/∂b.
-void check_vjp(const std::string& name, Graph& g, const std::vector<Tensor>& in) {
-  verify(g);
-  Tensor y = interpret(g, in)[0];
-  ASSERT_EQ(y.dtype(), DType::Float64) << name;
-  Tensor u = randn(y.sizes(), DType::Float64, 7);
-  VjpResult r = vjp(g, in, {u});
-  ASSERT_EQ(r.grads.size(), in.size()) << name;
-  const double h = 1e-6;
-  for (size_t k = 0; k < in.size(); ++k) {
-    ASSERT_EQ(r.grads[k].dtype(), in[k].dtype()) << name << " input " << k;
-    std::vector<cd> got = values(r.grads[k]);
-    for (int64_t i = 0; i < in[k].numel(); ++i)
-      for (int part = 0; part < (is_complex(in[k].dtype()) ? 2 : 1); ++part) {
-        std::vector<Tensor> p = in, m = in;
-        p[k] = moved(in[k], i, part, h);
-        m[k] = moved(in[k], i, part, -h);
-        double d = (dot(u, interpret(g, p)[0]) - dot(u, interpret(g, m)[0])) / (2 * h);
-        double gi = part == 0 ? got[static_cast<size_t>(i)].real() : got[static_cast<size_t>(i)].imag();
-        EXPECT_NEAR(gi, d, 1e-6 * std::max(1.0, std::fabs(d)))
-            << name << ": input " << k << " element " << i << (part ? " imag" : " real");
-      }
-  }
 }
 
 // J v of f (one output, any dtype) against central differences along v.
@@ -308,14 +259,14 @@ TEST(ComplexArith, VjpsMatchCentralDifferences) {
     Graph g;
     Node* z = g.placeholder("z", {2, 3}, c);
     g.output({real_view(g, f(g, z))});
-    check_vjp(name, g, {randn({2, 3}, c, 5)});
+    check_complex_vjp(name, g, {randn({2, 3}, c, 5)});
   }
   for (auto& [name, f] : binary) {
     Graph g;
     Node* z = g.placeholder("z", {2, 3}, c);
     Node* w = g.placeholder("w", {2, 3}, c);
     g.output({real_view(g, f(g, z, w))});
-    check_vjp(name, g, {randn({2, 3}, c, 5), randn({2, 3}, c, 6)});
+    check_complex_vjp(name, g, {randn({2, 3}, c, 5), randn({2, 3}, c, 6)});
   }
   // A real input of complex ops (broadcast too) receives the real part of its gradient.
   Graph g;
@@ -323,7 +274,7 @@ TEST(ComplexArith, VjpsMatchCentralDifferences) {
   Node* z = g.placeholder("z", {2, 3}, c);
   Node* y = g.call("mul.Tensor", {g.call("add.Tensor", {z, x}), x});
   g.output({g.call("view_as_real", {g.call("exp", {y})})});
-  check_vjp("real ⊕ complex", g, {randn({3}, DType::Float64, 8), randn({2, 3}, c, 9)});
+  check_complex_vjp("real ⊕ complex", g, {randn({3}, DType::Float64, 8), randn({2, 3}, c, 9)});
 }
 
 // Forward mode: the FFT ops (linear) and complex arithmetic against central differences.
@@ -459,7 +410,7 @@ TEST(ComplexArith, IndexAndIndexPut) {
     Node* sel = g.call("index.Tensor", {g.call("mul.Tensor", {put, z}), Arg(L{Arg(i)})});
     sel = g.call("roll", {g.call("flip", {g.call("index_select", {sel, -1, i}), V{0}}), V{1}, V{1}});
     g.output({real_view(g, sel)});
-    check_vjp(accumulate ? "index_put accumulate, index" : "index_put, index", g,
+    check_complex_vjp(accumulate ? "index_put accumulate, index" : "index_put, index", g,
               {randn({3, 4}, c, 5), randn({4, 4}, c, 6)});
   }
 }

@@ -17,6 +17,7 @@
 #include "core/graph/graph.h"
 #include "core/graph/verifier.h"
 #include "core/interpreter/interpreter.h"
+#include "tests/ops/complex/complex_checks.h"
 #include "tests/support/compiled_check.h"
 #include "tests/support/interp_helpers.h"
 
@@ -26,12 +27,7 @@ using cd = std::complex<double>;
 
 namespace {
 
-std::vector<cd> values(const Tensor& t) {
-  Tensor p = t.contiguous().as_real_view().to(DType::Float64);
-  std::vector<cd> out;
-  for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(p.get_double(2 * i), p.get_double(2 * i + 1));
-  return out;
-}
+std::vector<cd> values(const Tensor& t) { return complex_values(t); }
 
 // eig's two results (and eigvals) of a (*, n, n) input.
 std::vector<Tensor> eig_of(const Tensor& a) {
@@ -157,53 +153,6 @@ TEST(LinalgEig, ComplexInputs) {
 
 namespace {
 
-std::vector<cd> all_values(const Tensor& t) {
-  if (is_complex(t.dtype())) return values(t);
-  std::vector<cd> out;
-  for (int64_t i = 0; i < t.numel(); ++i) out.emplace_back(t.get_double(i), 0.0);
-  return out;
-}
-
-// Element i (part 0 real, 1 imaginary) of a copy of t moved by h.
-Tensor moved(const Tensor& t, int64_t i, int part, double h) {
-  Tensor c = t.clone();
-  Tensor p = is_complex(c.dtype()) ? c.as_real_view() : c;
-  int64_t j = is_complex(c.dtype()) ? 2 * i + part : i;
-  p.set_double(j, p.get_double(j) + h);
-  return c;
-}
-
-double dot(const Tensor& u, const Tensor& y) {
-  double s = 0;
-  for (int64_t j = 0; j < u.numel(); ++j) s += u.get_double(j) * y.get_double(j);
-  return s;
-}
-
-// The gradient of L = Σ u·f(A) (f real, float64) against central differences, by torch's
-// convention for a complex A (Re Ā = ∂L/∂a, Im Ā = ∂L/∂b).
-void check_vjp(const std::string& name, Graph& g, const std::vector<Tensor>& in, double tol) {
-  verify(g);
-  Tensor y = interpret(g, in)[0];
-  ASSERT_EQ(y.dtype(), DType::Float64) << name;
-  Tensor u = Tensor::randn(y.sizes(), DType::Float64, 7);
-  VjpResult r = vjp(g, in, {u});
-  const double h = 1e-6;
-  for (size_t k = 0; k < in.size(); ++k) {
-    ASSERT_EQ(r.grads[k].dtype(), in[k].dtype()) << name << " input " << k;
-    std::vector<cd> got = all_values(r.grads[k]);
-    for (int64_t i = 0; i < in[k].numel(); ++i)
-      for (int part = 0; part < (is_complex(in[k].dtype()) ? 2 : 1); ++part) {
-        std::vector<Tensor> p = in, m = in;
-        p[k] = moved(in[k], i, part, h);
-        m[k] = moved(in[k], i, part, -h);
-        double d = (dot(u, interpret(g, p)[0]) - dot(u, interpret(g, m)[0])) / (2 * h);
-        cd gi = got[static_cast<size_t>(i)];
-        EXPECT_NEAR(part == 0 ? gi.real() : gi.imag(), d, tol * std::max(1.0, std::fabs(d)))
-            << name << ": input " << k << " element " << i << (part ? " imag" : " real");
-      }
-  }
-}
-
 Node* real_view(Graph& g, Node* z) { return g.call("view_as_real", {z}); }
 Node* unsq(Graph& g, Node* x, int64_t d) { return g.call("unsqueeze", {x, d}); }
 
@@ -252,7 +201,7 @@ TEST(LinalgEig, VjpsMatchCentralDifferences) {
       Graph g;
       Node* a = g.placeholder("a", {2, 4, 4}, dt);
       g.output({f(g, a)});
-      check_vjp(std::string(name) + " " + std::string(dtype_name(dt)), g,
+      check_complex_vjp(std::string(name) + " " + std::string(dtype_name(dt)), g,
                 {Tensor::randn({2, 4, 4}, dt, 13)}, 1e-5);
     }
   for (bool adjoint : {false, true}) {
@@ -260,7 +209,7 @@ TEST(LinalgEig, VjpsMatchCentralDifferences) {
     Node* a = g.placeholder("a", {2, 3, 3}, DType::Complex128);
     Node* b = g.placeholder("b", {2, 3, 2}, DType::Complex128);
     g.output({real_view(g, g.call("_stax_complex_solve", {a, b, adjoint}))});
-    check_vjp(adjoint ? "solve A^H X = B" : "solve A X = B", g,
+    check_complex_vjp(adjoint ? "solve A^H X = B" : "solve A X = B", g,
               {Tensor::randn({2, 3, 3}, DType::Complex128, 3),
                Tensor::randn({2, 3, 2}, DType::Complex128, 4)},
               1e-6);
