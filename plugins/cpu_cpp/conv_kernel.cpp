@@ -13,7 +13,10 @@
 // every output is one GEMM chain over (ci, k).
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "plugins/cpu_cpp/conv_gemm.h"
 #include "plugins/cpu_cpp/extern_kernels.h"
@@ -56,54 +59,70 @@ void for_each(const TensorView& t, F&& f) {
   }
 }
 
-// Row-major element offsets of the runs of a strided view: f(e, off, len) for elements
-// [e, e + len) at [off, off + len) (the trailing dims that are contiguous make one run: a
-// permuted tensor is copied plane by plane, not element by element).
-template <class F>
-void for_each_run(const TensorView& t, F&& f) {
+// The runs of a strided view: the trailing dims that are contiguous make one run of `len`
+// elements (a permuted tensor is copied plane by plane, not element by element), numbered
+// row-major by the leading `dims` dims; run q starts at run_offset(t, dims, q).
+int64_t run_length(const TensorView& t, size_t* dims) {
   size_t d = t.sizes.size();
   int64_t len = 1;
   while (d > 0 && (t.sizes[d - 1] == 1 || t.strides[d - 1] == len)) len *= t.sizes[--d];
-  const int64_t n = numel(t);
-  if (n == 0) return;
-  std::vector<int64_t> idx(d, 0);
-  int64_t off = t.offset;
-  for (int64_t e = 0; e < n; e += len) {
-    f(e, off, len);
-    for (size_t k = d; k-- > 0;) {
-      off += t.strides[k];
-      if (++idx[k] < t.sizes[k]) break;
-      off -= t.strides[k] * t.sizes[k];
-      idx[k] = 0;
-    }
-  }
+  *dims = d;
+  return len;
 }
 
+int64_t run_offset(const TensorView& t, size_t dims, int64_t q) {
+  int64_t off = t.offset;
+  for (size_t k = dims; k-- > 0;) {
+    off += q % t.sizes[k] * t.strides[k];
+    q /= t.sizes[k];
+  }
+  return off;
+}
+
+// A strided (or other-dtype) input as contiguous C values, written into v (numel(t) of them):
+// the runs are copied on the pool, ~64K elements a task. The VJP's weight gradient reads both of
+// its operands as permuted views (a ResNet block: 2 x 2 MB per call); copied on the calling
+// thread alone, they were serial work in every 2-thread step.
 template <class C>
-std::vector<C> load(const TensorView& t) {
-  std::vector<C> v(static_cast<size_t>(numel(t)));
-  auto put = [&](auto tag) {
-    using S = decltype(tag);
-    const S* p = static_cast<const S*>(t.data);
-    for_each_run(t, [&](int64_t e, int64_t off, int64_t len) {
-      for (int64_t i = 0; i < len; ++i) v[e + i] = static_cast<C>(p[off + i]);
+void load_into(const TensorView& t, C* v, ThreadPool* pool) {
+  const int64_t n = numel(t);
+  if (n == 0) return;
+  size_t dims = 0;
+  const int64_t len = run_length(t, &dims), runs = n / len;
+  const int64_t per_task = std::max<int64_t>(1, (int64_t{1} << 16) / len);
+  const int64_t tasks = (runs + per_task - 1) / per_task;
+  auto copy = [&](auto convert) {
+    conv::parallel(pool, tasks, [&](int64_t k) {
+      const int64_t q1 = std::min(runs, (k + 1) * per_task);
+      for (int64_t q = k * per_task; q < q1; ++q) {
+        const int64_t off = run_offset(t, dims, q);
+        C* dst = v + q * len;
+        for (int64_t i = 0; i < len; ++i) dst[i] = convert(off + i);
+      }
     });
   };
   switch (t.dtype) {
-    case DType::Float32: put(float{}); break;
-    case DType::Float64: put(double{}); break;
+    case DType::Float32: {
+      const float* p = static_cast<const float*>(t.data);
+      copy([p](int64_t e) { return static_cast<C>(p[e]); });
+      break;
+    }
+    case DType::Float64: {
+      const double* p = static_cast<const double*>(t.data);
+      copy([p](int64_t e) { return static_cast<C>(p[e]); });
+      break;
+    }
     case DType::Float16:
     case DType::BFloat16: {
       const uint16_t* p = static_cast<const uint16_t*>(t.data);
-      bool h = t.dtype == DType::Float16;
-      for_each(t, [&](int64_t e, int64_t off) {
-        v[e] = static_cast<C>(h ? stax_f16::half_to_float(p[off]) : stax_f16::bf16_to_float(p[off]));
-      });
+      if (t.dtype == DType::Float16)
+        copy([p](int64_t e) { return static_cast<C>(stax_f16::half_to_float(p[e])); });
+      else
+        copy([p](int64_t e) { return static_cast<C>(stax_f16::bf16_to_float(p[e])); });
       break;
     }
     default: bad("only floating dtypes are supported");
   }
-  return v;
 }
 
 template <class C>
@@ -178,18 +197,32 @@ bool native(const TensorView& t) {
   return t.dtype == (std::is_same_v<C, double> ? DType::Float64 : DType::Float32) && contiguous(t);
 }
 
-// An input as contiguous C values: the tensor's own memory when it already is, else a copy.
+// An input as contiguous C values: the tensor's own memory when it already is, else a copy into
+// the calling thread's scratch `slot` (kept between calls, as conv_gemm.h's: no allocation and no
+// page faults per call).
 template <class C>
 struct Operand {
-  std::vector<C> copy;
   const C* p = nullptr;
-  explicit Operand(const TensorView& t) {
+  Operand(const TensorView& t, int slot, ThreadPool* pool) {
     if (native<C>(t)) {
       p = static_cast<const C*>(t.data) + t.offset;
-    } else {
-      copy = load<C>(t);
-      p = copy.data();
+      return;
     }
+    thread_local std::vector<C> keep[3];
+    std::vector<C>& v = keep[slot];
+    const size_t n = static_cast<size_t>(numel(t));
+    if (v.size() < n) {
+      std::vector<C>().swap(v);
+      try {
+        v.resize(n);
+      } catch (const std::bad_alloc&) {
+        throw PluginError(STAX_ERROR_RUNTIME,
+                          "cpu_cpp extern kernel 'convolution': out of memory: " +
+                              std::to_string(n * sizeof(C)) + " bytes for a strided operand's copy");
+      }
+    }
+    load_into<C>(t, v.data(), pool);
+    p = v.data();
   }
 };
 
@@ -280,7 +313,7 @@ template <class C>
 void convolve(const std::vector<TensorView>& t, size_t num_inputs, const conv::Geometry& g,
               bool transposed, const conv::Exec& ex) {
   const TensorView &x = t[0], &w = t[1];
-  Operand<C> xv(x), wv(w);
+  Operand<C> xv(x, 0, ex.pool), wv(w, 1, ex.pool);
   Result<C> ov(t[num_inputs]);
   const int64_t N = x.sizes[0], Cin = x.sizes[1], Cout = ov.t.sizes[1], O = g.out_n();
   if (!transposed)
@@ -290,7 +323,7 @@ void convolve(const std::vector<TensorView>& t, size_t num_inputs, const conv::G
   else
     transposed_strided(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
   if (num_inputs == 3) {
-    Operand<C> bv(t[2]);
+    Operand<C> bv(t[2], 2, ex.pool);
     conv::parallel(ex.pool, N * Cout, [&](int64_t r) {
       C* op = ov.p + r * O;
       const C bias = bv.p[r % Cout];
