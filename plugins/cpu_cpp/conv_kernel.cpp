@@ -13,6 +13,7 @@
 // every output is one GEMM chain over (ci, k).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -197,9 +198,37 @@ bool native(const TensorView& t) {
   return t.dtype == (std::is_same_v<C, double> ? DType::Float64 : DType::Float32) && contiguous(t);
 }
 
+// Room for n values: the calling thread's scratch `slot` (0-2: the operands' copies, 3: the
+// flipped weight), kept between calls as conv_gemm.h's is (no allocation, no page faults per
+// call), or, over kKeptBytes, `own`, freed with it.
+constexpr int64_t kKeptBytes = int64_t{16} << 20;
+
+template <class C>
+C* scratch(int slot, int64_t n, std::unique_ptr<C[]>& own, const char* what) {
+  auto oom = [&] {
+    throw PluginError(STAX_ERROR_RUNTIME, "cpu_cpp extern kernel 'convolution': out of memory: " +
+                                              std::to_string(n * sizeof(C)) + " bytes for " + what);
+  };
+  if (n * static_cast<int64_t>(sizeof(C)) > kKeptBytes) {
+    own.reset(new (std::nothrow) C[static_cast<size_t>(n)]);
+    if (!own) oom();
+    return own.get();
+  }
+  thread_local std::vector<C> keep[4];
+  std::vector<C>& v = keep[slot];
+  if (static_cast<int64_t>(v.size()) < n) {
+    std::vector<C>().swap(v);
+    try {
+      v.resize(static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {
+      oom();
+    }
+  }
+  return v.data();
+}
+
 // An input as contiguous C values: the tensor's own memory when it already is, else a copy into
-// the calling thread's scratch `slot` (kept between calls, as conv_gemm.h's: no allocation and no
-// page faults per call).
+// scratch `slot`.
 template <class C>
 struct Operand {
   const C* p = nullptr;
@@ -208,22 +237,11 @@ struct Operand {
       p = static_cast<const C*>(t.data) + t.offset;
       return;
     }
-    thread_local std::vector<C> keep[3];
-    std::vector<C>& v = keep[slot];
-    const size_t n = static_cast<size_t>(numel(t));
-    if (v.size() < n) {
-      std::vector<C>().swap(v);
-      try {
-        v.resize(n);
-      } catch (const std::bad_alloc&) {
-        throw PluginError(STAX_ERROR_RUNTIME,
-                          "cpu_cpp extern kernel 'convolution': out of memory: " +
-                              std::to_string(n * sizeof(C)) + " bytes for a strided operand's copy");
-      }
-    }
-    load_into<C>(t, v.data(), pool);
-    p = v.data();
+    C* v = scratch<C>(slot, numel(t), own, "a strided operand's copy");
+    load_into<C>(t, v, pool);
+    p = v;
   }
+  std::unique_ptr<C[]> own;
 };
 
 // The output as contiguous C values: written in place when it is, else stored at the end.
@@ -254,16 +272,18 @@ template <class C>
 void transposed_unit_stride(const C* x, const C* w, C* out, int64_t N, int64_t Cin, int64_t Cout,
                             conv::Geometry g, const conv::Exec& ex) {
   const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, K = g.k_n();
-  std::vector<C> flipped(static_cast<size_t>(Cout * Cig * K));
-  for (int64_t gr = 0; gr < G; ++gr)
-    for (int64_t co = 0; co < Cog; ++co)
-      for (int64_t ci = 0; ci < Cig; ++ci) {
-        const C* src = w + ((gr * Cig + ci) * Cog + co) * K;  // w: (Cin, Cog, k...)
-        C* dst = flipped.data() + ((gr * Cog + co) * Cig + ci) * K;
-        for (int64_t k = 0; k < K; ++k) dst[k] = src[K - 1 - k];
-      }
+  std::unique_ptr<C[]> own;
+  C* flipped = scratch<C>(3, Cout * Cig * K, own, "the flipped weight");
+  conv::parallel(ex.pool, G * Cog, [&](int64_t t) {  // an input gradient's weight, every step
+    const int64_t gr = t / Cog, co = t % Cog;
+    for (int64_t ci = 0; ci < Cig; ++ci) {
+      const C* src = w + ((gr * Cig + ci) * Cog + co) * K;  // w: (Cin, Cog, k...)
+      C* dst = flipped + ((gr * Cog + co) * Cig + ci) * K;
+      for (int64_t k = 0; k < K; ++k) dst[k] = src[K - 1 - k];
+    }
+  });
   for (int i = 0; i < 3; ++i) g.p[i] = g.d[i] * (g.k[i] - 1) - g.p[i];
-  conv::correlate(x, flipped.data(), out, N, Cin, Cout, g, ex);
+  conv::correlate(x, flipped, out, N, Cin, Cout, g, ex);
 }
 
 // Any other transposed convolution: per (sample, group) col (Cog*K x I) = W_gᵀ @ X_bg (one
