@@ -296,32 +296,35 @@ bool patches_direct_applies(const Geometry& g, int64_t Cin, int64_t Cout) {
 #endif
 }
 
-// W_gᵀ: wt[(gr, q), co] = w[(gr * Cog + co), q], 16 x 16 float blocks in registers.
+// W_gᵀ: wt[(gr, q), co] = w[(gr * Cog + co), q], 16 x 16 float blocks in registers; q = (ci, k)
+// at wp.s1 * ci + k of output channel co's wp.s0 * co (K: the taps of a plane).
 template <class T>
-void transpose_weights(const T* w, T* wt, int64_t G, int64_t Cog, int64_t Kc, const Exec& ex) {
+void transpose_weights(const T* w, const Planes& wp, T* wt, int64_t G, int64_t Cog, int64_t Kc,
+                       int64_t K, const Exec& ex) {
   const int64_t qb = (Kc + 15) / 16;
+  auto at = [&](int64_t co, int64_t q) { return w + co * wp.s0 + q / K * wp.s1 + q % K; };
   parallel(ex.pool, G * qb, [&](int64_t t) {
     const int64_t gr = t / qb, q0 = t % qb * 16, nq = std::min<int64_t>(16, Kc - q0);
-    const T* src = w + gr * Cog * Kc + q0;
     T* dst = wt + (gr * Kc + q0) * Cog;
     for (int64_t c0 = 0; c0 < Cog; c0 += 16) {
 #if STAX_GEMM_X86
-      if constexpr (std::is_same_v<T, float>) {
-        if (nq == 16 && Cog - c0 >= 16) {
-          sdk::gemm::avx512::transpose16(src + c0 * Kc, Kc, dst + c0, Cog);
+      if constexpr (std::is_same_v<T, float>) {  // 16 q in a row: rows at wp.s0
+        if (nq == 16 && Cog - c0 >= 16 && (wp.s1 == K || q0 / K == (q0 + 15) / K)) {
+          sdk::gemm::avx512::transpose16(at(gr * Cog + c0, q0), wp.s0, dst + c0, Cog);
           continue;
         }
       }
 #endif
       for (int64_t co = c0; co < std::min<int64_t>(Cog, c0 + 16); ++co)
-        for (int64_t q = 0; q < nq; ++q) dst[q * Cog + co] = src[co * Kc + q];
+        for (int64_t q = 0; q < nq; ++q) dst[q * Cog + co] = *at(gr * Cog + co, q0 + q);
     }
   });
 }
 
 template <class T>
-void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin,
-                              int64_t Cout, const Geometry& g, const Exec& ex) {
+void correlate_patches_direct(const T* x, const Planes& xpl, const T* w, const Planes& wpl, T* out,
+                              int64_t N, int64_t Cin, int64_t Cout, const Geometry& g,
+                              const Exec& ex) {
 #if STAX_GEMM_X86
   constexpr int64_t L = sdk::gemm::avx512::Isa<T>::kLanes, kRows = 6, kVecs = 4;
   const int64_t G = g.groups, Cig = Cin / G, Cog = Cout / G, K = g.k_n(), O = g.out_n();
@@ -330,10 +333,10 @@ void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t
   const int64_t wp = (O2 - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1, plane = hp * wp;
   T* xp = padded_input<T>(N * Cin * plane);
   parallel(ex.pool, N * Cin, [&](int64_t t) {
-    pad_planes(x + t * g.in_n(), 1, g, hp, wp, xp + t * plane);
+    pad_planes(x + t / Cin * xpl.s0 + t % Cin * xpl.s1, 1, g, hp, wp, xp + t * plane);
   });
   T* wt = patch_scratch<T>(0, G * Kc * Cog);
-  transpose_weights(w, wt, G, Cog, Kc, ex);
+  transpose_weights(w, wpl, wt, G, Cog, Kc, K, ex);
   T* cm = patch_scratch<T>(1, G * rows * Cog);
   DirectArgs<T> a;
   a.plane = plane;
@@ -379,16 +382,19 @@ void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t
     }
   });
 #else
-  (void)x, (void)w, (void)out, (void)N, (void)Cin, (void)Cout, (void)g, (void)ex;
+  (void)x, (void)xpl, (void)w, (void)wpl, (void)out, (void)N, (void)Cin, (void)Cout, (void)g,
+      (void)ex;
 #endif
 }
 
 template bool patches_direct_applies<float>(const Geometry&, int64_t, int64_t);
 template bool patches_direct_applies<double>(const Geometry&, int64_t, int64_t);
-template void correlate_patches_direct<float>(const float*, const float*, float*, int64_t,
-                                              int64_t, int64_t, const Geometry&, const Exec&);
-template void correlate_patches_direct<double>(const double*, const double*, double*, int64_t,
-                                               int64_t, int64_t, const Geometry&, const Exec&);
+template void correlate_patches_direct<float>(const float*, const Planes&, const float*,
+                                              const Planes&, float*, int64_t, int64_t, int64_t,
+                                              const Geometry&, const Exec&);
+template void correlate_patches_direct<double>(const double*, const Planes&, const double*,
+                                               const Planes&, double*, int64_t, int64_t, int64_t,
+                                               const Geometry&, const Exec&);
 
 template void correlate_blocked<float>(const float*, const float*, float*, int64_t, int64_t,
                                        int64_t, const Geometry&, const Exec&);

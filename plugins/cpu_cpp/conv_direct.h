@@ -53,8 +53,11 @@ void correlate_blocked(const T* x, const T* w, T* out, int64_t N, int64_t Cin, i
 // re-reading the patch matrix (N * O rows of Cig * K terms).
 template <class T>
 bool patches_direct_applies(const Geometry& g, int64_t Cin, int64_t Cout);
+// x's and w's planes where `xp` and `wp` say (conv_gemm.h's Planes; contiguous operands:
+// {Cin * in_n, in_n} and {Cig * k_n, k_n}).
 template <class T>
-void correlate_patches_direct(const T* x, const T* w, T* out, int64_t N, int64_t Cin,
-                              int64_t Cout, const Geometry& g, const Exec& ex);
+void correlate_patches_direct(const T* x, const Planes& xp, const T* w, const Planes& wp, T* out,
+                              int64_t N, int64_t Cin, int64_t Cout, const Geometry& g,
+                              const Exec& ex);
 
 }  // namespace stax::cpu::conv

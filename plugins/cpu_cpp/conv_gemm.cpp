@@ -302,14 +302,35 @@ void correlate(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t C
   else if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n()))
     columns_form(x, w, out, N, Cin, Cout, g, ex);
   else if (blocked_enabled() && patches_direct_applies<T>(g, Cin, Cout))
-    correlate_patches_direct(x, w, out, N, Cin, Cout, g, ex);
+    correlate_patches_direct(x, Planes{Cin * g.in_n(), g.in_n()}, w,
+                             Planes{Cin / g.groups * g.k_n(), g.k_n()}, out, N, Cin, Cout, g, ex);
   else
     patches_form(x, w, out, N, Cin, Cout, g, ex);
+}
+
+template <class T>
+bool correlate_planes(const T* x, const Planes& xp, const T* w, const Planes& wp, T* out,
+                      int64_t N, int64_t Cin, int64_t Cout, const Geometry& g, const Exec& ex) {
+  // correlate()'s choice, for the direct patches form alone
+  if (N <= 0 || Cout <= 0 || g.out_n() <= 0 || Cin <= 0 || g.k_n() <= 0) return false;
+  if (direct_applies(g, Cin, Cout) || !blocked_enabled() || blocked_applies(g, Cin, Cout))
+    return false;
+  if (g.out_n() >= kMinColumns || (g.k_n() == 1 && g.in_n() == g.out_n())) return false;
+  if (!patches_direct_applies<T>(g, Cin, Cout)) return false;
+  correlate_patches_direct(x, xp, w, wp, out, N, Cin, Cout, g, ex);
+  return true;
 }
 
 template void correlate<float>(const float*, const float*, float*, int64_t, int64_t, int64_t,
                                const Geometry&, const Exec&);
 template void correlate<double>(const double*, const double*, double*, int64_t, int64_t, int64_t,
                                 const Geometry&, const Exec&);
+
+template bool correlate_planes<float>(const float*, const Planes&, const float*, const Planes&,
+                                      float*, int64_t, int64_t, int64_t, const Geometry&,
+                                      const Exec&);
+template bool correlate_planes<double>(const double*, const Planes&, const double*,
+                                       const Planes&, double*, int64_t, int64_t, int64_t,
+                                       const Geometry&, const Exec&);
 
 }  // namespace stax::cpu::conv

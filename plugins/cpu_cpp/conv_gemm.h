@@ -46,6 +46,13 @@ struct Exec {
   ThreadPool* pool = nullptr;  // nullptr: everything on the calling thread
 };
 
+// Where the planes of an operand lie when it is a strided view whose spatial dims are contiguous
+// (the VJP's permuted operands of a weight gradient): plane (a, b) (sample and channel of an
+// input; output and input channel of a weight) starts at a * s0 + b * s1 elements.
+struct Planes {
+  int64_t s0 = 0, s1 = 0;
+};
+
 // Calls f(t) for t in [0, tasks) on the pool (or the calling thread); f must not throw.
 void parallel(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t)>& f);
 
@@ -53,5 +60,12 @@ void parallel(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t)
 template <class T>
 void correlate(const T* x, const T* w, T* out, int64_t N, int64_t Cin, int64_t Cout,
                const Geometry& g, const Exec& ex);
+
+// correlate() for x and w laid out as `xp` and `wp` say, when the form that correlate() picks
+// reads them plane by plane (the direct patches form: weight gradients), without copying them
+// contiguous first; false (nothing done) for any other form.
+template <class T>
+bool correlate_planes(const T* x, const Planes& xp, const T* w, const Planes& wp, T* out,
+                      int64_t N, int64_t Cin, int64_t Cout, const Geometry& g, const Exec& ex);
 
 }  // namespace stax::cpu::conv

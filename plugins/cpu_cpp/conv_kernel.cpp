@@ -329,19 +329,43 @@ void transposed_strided(const C* x, const C* w, C* out, int64_t N, int64_t Cin, 
   }
 }
 
+// t's planes (conv_gemm.h's Planes) when its spatial dims are contiguous in C's own dtype.
+template <class C>
+bool planes_of(const TensorView& t, conv::Planes* p) {
+  if (t.dtype != (std::is_same_v<C, double> ? DType::Float64 : DType::Float32)) return false;
+  int64_t want = 1;
+  for (size_t d = t.sizes.size(); d-- > 2;) {
+    if (t.sizes[d] != 1 && t.strides[d] != want) return false;
+    want *= t.sizes[d];
+  }
+  p->s0 = t.strides[0];
+  p->s1 = t.strides[1];
+  return true;
+}
+
 template <class C>
 void convolve(const std::vector<TensorView>& t, size_t num_inputs, const conv::Geometry& g,
               bool transposed, const conv::Exec& ex) {
   const TensorView &x = t[0], &w = t[1];
-  Operand<C> xv(x, 0, ex.pool), wv(w, 1, ex.pool);
   Result<C> ov(t[num_inputs]);
   const int64_t N = x.sizes[0], Cin = x.sizes[1], Cout = ov.t.sizes[1], O = g.out_n();
-  if (!transposed)
-    conv::correlate(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
-  else if (unit_strides(g))
-    transposed_unit_stride(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
-  else
-    transposed_strided(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+  // A weight gradient's permuted operands read plane by plane where they lie (no copies).
+  conv::Planes xp, wp;
+  bool done = false;
+  if (!transposed && !(native<C>(x) && native<C>(w)) && planes_of<C>(x, &xp) &&
+      planes_of<C>(w, &wp))
+    done = conv::correlate_planes(static_cast<const C*>(x.data) + x.offset, xp,
+                                  static_cast<const C*>(w.data) + w.offset, wp, ov.p, N, Cin,
+                                  Cout, g, ex);
+  if (!done) {
+    Operand<C> xv(x, 0, ex.pool), wv(w, 1, ex.pool);
+    if (!transposed)
+      conv::correlate(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+    else if (unit_strides(g))
+      transposed_unit_stride(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+    else
+      transposed_strided(xv.p, wv.p, ov.p, N, Cin, Cout, g, ex);
+  }
   if (num_inputs == 3) {
     Operand<C> bv(t[2], 2, ex.pool);
     conv::parallel(ex.pool, N * Cout, [&](int64_t r) {

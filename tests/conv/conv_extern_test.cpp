@@ -355,11 +355,11 @@ Tensor permuted_copy(const Tensor& t, const Ints& perm) {
   return out;
 }
 
-// The extern reads strided operands as they come from the graph (the VJP's weight gradient
-// convolves two permuted views; a channels-last input has no contiguous run at all): copied on
-// the pool into contiguous values, they give the bits of the same convolution of contiguous
-// placeholders holding the permuted values, on 1, 2 and 3 threads, in float32, float64 and
-// float16 (widened on the copy).
+// The extern reads strided operands as they come from the graph: a weight gradient's two
+// permuted views plane by plane where they lie (the direct patches form), others (a
+// channels-last input has no contiguous run at all) copied on the pool into contiguous values.
+// Either way they give the bits of the same convolution of contiguous placeholders holding the
+// permuted values, on 1, 2 and 3 threads, in float32, float64 and float16 (widened on a copy).
 TEST(ConvExternStrided, PermutedOperandsGiveTheContiguousBits) {
   struct Perm {
     std::string name;
@@ -371,6 +371,9 @@ TEST(ConvExternStrided, PermutedOperandsGiveTheContiguousBits) {
       // a ResNet weight gradient's operands: (N, C, H, W) seen as (C, N, H, W), padding 1;
       // runs of 576 elements, copied in 3 and 2 tasks
       {"weight_gradient", {8, 32, 24, 24}, {8, 16, 24, 24}, {1, 0, 2, 3}, {1, 0, 2, 3}},
+      // planes of 13 x 11 taps: W_gᵀ's 16 x 16 blocks cross the planes of the strided kernel
+      {"weight_gradient_odd_planes", {4, 8, 13, 11}, {4, 16, 13, 11}, {1, 0, 2, 3},
+       {1, 0, 2, 3}},
       // channels-last input and weight: runs of one element, the input in 3 tasks
       {"channels_last", {2, 40, 40, 48}, {32, 3, 3, 48}, {0, 3, 1, 2}, {0, 3, 1, 2}},
       // a copy over the 16 MB kept between calls (freed after the call instead)
