@@ -428,6 +428,30 @@ void zero_product(const Problem<T>& p, const RowsDone& done) {
   }
 }
 
+// A batch whose entries all read one B and whose A and C entries follow each other row after row
+// (bmm(x, W.expand(B, K, N)) of a contiguous x: torch's matmul of a 3-D input that it did not
+// fold, the GPT block's output projection) is one product of batch * m rows: every element keeps
+// its chain of terms, so the same bits, with one B packed once, the row blocks and threads of one
+// product, and one partial tile row instead of one per entry. Sets *folded and returns true then.
+template <class T>
+bool fold_batch(const Problem<T>& p, Problem<T>* folded) {
+  if (p.batch <= 1 || p.c_rs == 0) return false;
+  const int64_t a0 = p.a_offset(0), b0 = p.b_offset(0), c0 = p.c_offset(0);
+  for (int64_t e = 1; e < p.batch; ++e)
+    if (p.b_offset(e) != b0 || p.a_offset(e) != a0 + e * p.m * p.a_rs ||
+        p.c_offset(e) != c0 + e * p.m * p.c_rs)
+      return false;
+  *folded = p;
+  folded->batch = 1;
+  folded->m = p.batch * p.m;
+  folded->a = p.a + a0;
+  folded->b = p.b + b0;
+  folded->c = p.c + c0;
+  folded->a_bs = folded->b_bs = folded->c_bs = 0;
+  folded->a_offsets = folded->b_offsets = folded->c_offsets = nullptr;
+  return true;
+}
+
 }  // namespace detail
 
 template <class T>
@@ -436,6 +460,17 @@ void multiply(const Problem<T>& p, const Context& ctx, const RowsDone& done) {
                 "stax::sdk::gemm::multiply: float or double");
   using namespace detail;
   if (p.batch <= 0 || p.m <= 0 || p.n <= 0) return;
+  Problem<T> folded;
+  if (p.k > 0 && fold_batch(p, &folded)) {
+    if (!done) return multiply(folded, ctx, done);
+    // Rows of the folded product back to (entry, rows of the entry), a block that spans entries
+    // reported per entry (still disjoint, still covering C).
+    const int64_t m = p.m;
+    return multiply(folded, ctx, [&done, m](int64_t, int64_t r0, int64_t r1) {
+      for (int64_t e = r0 / m; e * m < r1; ++e)
+        done(e, std::max(r0, e * m) - e * m, std::min(r1, (e + 1) * m) - e * m);
+    });
+  }
   if (p.k <= 0) return zero_product(p, done);
   const int64_t threads = ctx.parallel_for ? std::max(1, ctx.threads) : 1;
   const int64_t entry_terms = p.m * p.n * p.k;
