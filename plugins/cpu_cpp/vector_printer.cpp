@@ -143,6 +143,23 @@ static inline stax_vf exp(stax_vf x) {
   y = (y * (stax_vf)((b1 + 127u) << 23)) * (stax_vf)((b - b1 + 127u) << 23);
   return select(x != x, (stax_vf)__builtin_nanf(""), y);
 }
+// exp_f32::formula_tail (erf's tail, w in [-16, 0]): exp above without the steps that do
+// nothing there (no clamp reached, no NaN, one exact scaling by 2^n): the same bits.
+static inline stax_vf exp_tail(stax_vf w) {
+  namespace E = stax_scalar::m::exp_f32;
+  stax_vf s = __builtin_elementwise_fma(w, (stax_vf)E::kLog2e, (stax_vf)E::kShift);
+  stax_vf n = s - E::kShift;
+  stax_vf r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Hi, w);
+  r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Lo, r);
+  stax_vf p = __builtin_elementwise_fma((stax_vf)E::kP4, r, (stax_vf)E::kP3);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP2);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP1);
+  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP0);
+  stax_vf u = 1.0f + r;
+  stax_vf e = (1.0f - u) + r;
+  stax_vf y = u + __builtin_elementwise_fma(r * r, p, e);
+  return y * (stax_vf)(((stax_vu)s + 127u) << 23);
+}
 static inline stax_vf log1p(stax_vf x) {
   stax_vf r = Sleef_cinz_log1pf16_u10avx512fnofma(x);
   stax_vf big = Sleef_cinz_logf16_u10avx512fnofma(x);
@@ -165,7 +182,7 @@ static inline stax_vf erf(stax_vf x) {
   g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG2);
   g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG1);
   g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG0);
-  stax_vf tail = 1.0f - exp(-(a * a)) * g;
+  stax_vf tail = 1.0f - exp_tail(-(a * a)) * g;
   tail = (stax_vf)(((stax_vm)tail & 0x7fffffff) | ((stax_vm)x & (int)0x80000000));
   return canonical_nan(select(ax >= stax_scalar::m::erf_f32::kSplit, tail, small));
 }
@@ -603,11 +620,16 @@ class VectorOps : public sdk::CStylePrinter {
   }
 
   std::string load(const sdk::Buffer& b, const Expr& index) override {
-    return emit(load_rhs(b, index, ""));
+    std::string rhs = load_rhs(b, index, "");
+    std::string v = emit(rhs);
+    remember_load(b, rhs);
+    return v;
   }
   std::string masked_load(const sdk::Buffer& b, const Expr& index, std::string mask,
                           sdk::Scalar other) override {
-    std::string v = emit(load_rhs(b, index, mask));
+    std::string rhs = load_rhs(b, index, mask);
+    std::string v = emit(rhs);
+    remember_load(b, rhs);
     return emit("stax_vec::select(" + mask + ", " + v + ", (stax_vf)(" +
                 literal(other, DType::Float32) + "))");
   }
@@ -657,10 +679,12 @@ class VectorOps : public sdk::CStylePrinter {
   }
 
   void store(const sdk::Buffer& b, const Expr& index, std::string value) override {
+    forget_loads(b);
     out().lines.push_back("stax_vec::store(" + address(b, index) + ", " + value +
                           (tail_ ? ", stax_m" : "") + ");");
   }
   void store_reduction(const sdk::Buffer& b, const Expr& index, std::string value) override {
+    forget_loads(b);
     if (rows_) {  // lane l is row l's result
       std::optional<int64_t> s = stride_along(index, var_);
       if (s && *s == 1) {
@@ -813,7 +837,10 @@ std::vector<std::string> VectorPrinter::pointwise_loop(const std::string& lo,
     for (size_t b = 0; b < m.kernel.num_bodies(); ++b) {
       sdk::LoopBody body = m.kernel.body(b);
       if (!body.name().empty()) lines.push_back("// " + body.name());
-      sdk::PrintedBody pb = m.ops.print(body);
+      // One scope for all bodies: a value that two compute is printed once (Clang did not merge
+      // gelu's and gelu_backward's erf of one input: the second reloads it after the first
+      // body's store, through pointers it could not tell apart once the body was inlined).
+      sdk::PrintedBody pb = m.ops.print(body, /*same_scope=*/b > 0);
       lines.insert(lines.end(), pb.lines.begin(), pb.lines.end());
     }
     m.ops.set_tail(false);

@@ -90,6 +90,20 @@ const char* kBmmSilu = R"(graph(
     return (silu,)
 ))";
 
+// gelu(bmm(x, w.expand(6, 24, 40)) + b): a weight shared by the batch, x's entries one after
+// the other: one product of 300 rows (gemm's fold_batch), whose row blocks span entries (50 rows
+// an entry, tiles of 6 rows), reported to the epilogue entry by entry.
+const char* kBmmSharedWeightGelu = R"(graph(
+    %x shape=(6, 50, 24) = placeholder[target=x]
+    %w shape=(24, 40) = placeholder[target=w]
+    %b shape=(40,) = placeholder[target=b]
+    %we shape=(6, 24, 40) = call_function[target=tp.expand.default](args = (%w, [6, 24, 40]))
+    %mm shape=(6, 50, 40) = call_function[target=tp.bmm.default](args = (%x, %we))
+    %add shape=(6, 50, 40) = call_function[target=tp.add.Tensor](args = (%mm, %b))
+    %gelu shape=(6, 50, 40) = call_function[target=tp.gelu.default](args = (%add,))
+    return (gelu,)
+))";
+
 // Not fusable: a row reduction reads the product; a kernel reads it transposed.
 const char* kReduction = R"(graph(
     %x shape=(64, 32) = placeholder[target=x]
@@ -147,6 +161,10 @@ TEST(GemmEpilogue, AddmmReluResidualIsFusedAndBitExact) {
 
 TEST(GemmEpilogue, BatchedProductThroughTransposedViewIsFusedAndBitExact) {
   expect_fused_and_exact(kBmmSilu, "bmm(q, k^T) * scale, silu");
+}
+
+TEST(GemmEpilogue, BatchSharingItsWeightIsOneProductFusedAndBitExact) {
+  expect_fused_and_exact(kBmmSharedWeightGelu, "bmm(x, w.expand) + bias, gelu");
 }
 
 TEST(GemmEpilogue, LinearBiasAddmmIsBitExact) {

@@ -274,6 +274,72 @@ TEST(GemmKernel, EntriesSharingTheirBKeepTheBits) {
     }
 }
 
+TEST(GemmKernel, ABatchSharingItsBWithRowsInSequenceIsOneProduct) {
+  // bmm(x, W.expand(B, K, N)) with x's entries one after the other: one product of B * M rows
+  // (detail::fold_batch), with the reference's bits and every entry's rows reported once, as
+  // (entry, rows of the entry) even where a row block spans two entries (M = 13, 250: partial
+  // tile rows inside the folded product). Not folded: a B per entry, entries of A or C with a
+  // gap between them (rows padded), B shared by some entries only.
+  using stax::sdk::gemm::detail::fold_batch;
+  std::vector<float> a(4 * 13 * 7), b(7 * 5), c(4 * 13 * 5);
+  Problem<float> p;
+  p.batch = 4;
+  p.m = 13;
+  p.n = 5;
+  p.k = 7;
+  p.a = a.data();
+  p.a_rs = 7;
+  p.a_cs = 1;
+  p.a_bs = 13 * 7;
+  p.b = b.data();
+  p.b_rs = 5;
+  p.b_cs = 1;
+  p.b_bs = 0;
+  p.c = c.data();
+  p.c_rs = 5;
+  p.c_cs = 1;
+  p.c_bs = 13 * 5;
+  Problem<float> f;
+  ASSERT_TRUE(fold_batch(p, &f));
+  EXPECT_EQ(f.batch, 1);
+  EXPECT_EQ(f.m, 52);
+  EXPECT_EQ(f.a, a.data());
+  EXPECT_EQ(f.c, c.data());
+  Problem<float> q = p;
+  q.b_bs = 35;  // a B per entry
+  EXPECT_FALSE(fold_batch(q, &f));
+  q = p;
+  q.a_bs = 13 * 7 + 1;  // a gap between A's entries
+  EXPECT_FALSE(fold_batch(q, &f));
+  q = p;
+  q.c_bs = 13 * 5 + 5;  // a gap between C's entries
+  EXPECT_FALSE(fold_batch(q, &f));
+  const std::vector<int64_t> some = {0, 0, 1, 0};
+  q = p;
+  q.b_offsets = some.data();
+  EXPECT_FALSE(fold_batch(q, &f));
+
+  stax::sdk::gemm::Workspace ws;
+  const std::vector<int64_t> shared(6, 0);
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      check_case<float>(6, 13, 70, 33, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                        310, shared);
+      check_case<float>(6, 250, 128, 128, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 311, shared);
+      check_case<float>(6, 250, 64, 600, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor,
+                        ctx, 312, shared);
+      check_case<double>(6, 13, 30, 40, Layout::RowMajor, Layout::RowMajor, Layout::RowMajor, ctx,
+                         313, shared);
+      // entries with a gap (padded rows): the batch paths
+      check_case<float>(6, 13, 70, 33, Layout::Padded, Layout::RowMajor, Layout::Padded, ctx, 314,
+                        shared);
+    }
+}
+
 TEST(GemmKernel, ReferenceIsTheSequentialFusedChain) {
   // The semantics by hand: 1 + 2^-24 squared is not representable; the fused chain rounds once
   // per term, a non-fused one twice.

@@ -311,6 +311,33 @@ TEST(VectorPrinter, FallsBackWhereItHasNoVectorForm) {
   EXPECT_FALSE(expect_same_bits(p, "pow"));
 }
 
+// The bodies of a pointwise kernel share one scope: a value two of them compute is printed once.
+// gelu(x) and gelu_backward(g, x) in one kernel: one erf per vector (main loop and masked tail),
+// where each body computed its own before (Clang did not merge them: the second body reloaded x
+// after the first one's store), and the bits of the scalar printer and the interpreter.
+TEST(VectorPrinter, BodiesOfOneLoopShareTheirValues) {
+  Graph g;
+  Node* x = g.placeholder("x", {5, 37});
+  Node* grad = g.placeholder("g", {5, 37});
+  g.output({g.call("gelu", {x}), g.call("gelu_backward", {grad, x})});
+  EXPECT_TRUE(expect_same_bits(g, "gelu and gelu_backward"));
+  CompiledGraph cg = compiler(Order::Segmented, true).compile(g);
+  ASSERT_EQ(cg.kernels().size(), 1u);
+  const std::string& src = cg.kernels().at(0).source;
+  size_t body = src.find("void kernel0_body(");
+  ASSERT_NE(body, std::string::npos) << src;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what, body); at != std::string::npos; at = src.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("stax_vec::erf("), 2u) << src.substr(body);  // the main loop and the tail
+  // x and g, once each, in the main loop and in the tail (x was loaded twice)
+  EXPECT_EQ(count("stax_vec::load("), 4u) << src.substr(body);
+  EXPECT_EQ(count("stax_vec::store("), 4u) << src.substr(body);  // both outputs, main and tail
+}
+
 // ---- goldens: the printed vector code (after the prelude) --------------------------------------
 
 // The kernel function of g's only kernel, without the vector prelude.

@@ -138,11 +138,17 @@ class CStylePrinter : public OpsHandler<std::string> {
   ~CStylePrinter() override = default;
 
   // Prints one body. Temporaries are numbered across the whole kernel (one printer per kernel).
-  PrintedBody print(const LoopBody& body) {
+  // same_scope: the body's lines go in the same scope, after those of the body printed before
+  // (bodies of one loop printed in order, nothing hoisted), so its values may reuse that body's:
+  // a value both compute (a load of the same element, gelu and gelu_backward's erf of the same
+  // input) is computed once. A store forgets the loads of its buffer, as within a body.
+  PrintedBody print(const LoopBody& body, bool same_scope = false) {
     out_ = PrintedBody();
-    cse_.clear();
-    hoisted_names_.clear();
-    loads_of_.clear();
+    if (!same_scope) {
+      cse_.clear();
+      hoisted_names_.clear();
+      loads_of_.clear();
+    }
     op_values_.assign(body.num_ops(), std::string());
     mark_invariant(body);
     replay(body, *this);
@@ -592,6 +598,11 @@ class CStylePrinter : public OpsHandler<std::string> {
       if (body.op(i).opcode() == STAX_OP_CONSTANT) inv[i] = inv[i] && needed[i];
   }
 
+ protected:
+  // A load's rhs (as emit() was given it), forgotten by CSE when its buffer is stored.
+  void remember_load(const Buffer& b, const std::string& rhs) {
+    loads_of_[b.index()].insert(declaration_type() + " = " + rhs);
+  }
   void forget_loads(const Buffer& b) {
     auto it = loads_of_.find(b.index());
     if (it == loads_of_.end()) return;
@@ -599,6 +610,7 @@ class CStylePrinter : public OpsHandler<std::string> {
     loads_of_.erase(it);
   }
 
+ private:
   Kernel kernel_;
   CStyleTables t_;
   std::vector<std::string> buffer_names_;

@@ -123,6 +123,22 @@ inline float formula(float x) {
   y = (y * bits_to_float((b1 + 127u) << 23)) * bits_to_float((b - b1 + 127u) << 23);
   return x != x ? __builtin_nanf("") : y;
 }
+// formula(w) for w in [-16, 0] (erf's tail: w = -a^2, a <= 3.95), with the steps that do
+// nothing there left out, so the same bits: no clamp is reached and w is never NaN; n is in
+// [-23, 0], so 2^n is a normal float and y * 2^n (y in [0.7, 1.5)) is exact and normal, as the
+// two scalings are ((b + 127) << 23 is 2^n: the low bits of b hold n, and the constant's bits
+// shift out).
+inline float formula_tail(float w) {
+  float s = fma(w, kLog2e, kShift);
+  float n = s - kShift;
+  float r = fma(n, -kLn2Hi, w);
+  r = fma(n, -kLn2Lo, r);
+  float p = fma(fma(fma(fma(kP4, r, kP3), r, kP2), r, kP1), r, kP0);
+  float u = 1.0f + r;
+  float e = (1.0f - u) + r;
+  float y = u + fma(r * r, p, e);
+  return y * bits_to_float((__builtin_bit_cast(unsigned, s) + 127u) << 23);
+}
 }  // namespace exp_f32
 inline float exp(float x) { return exp_f32::formula(x); }
 #else
@@ -200,7 +216,7 @@ inline float erf(float x) {
   float small = (float)(xd + xd * erf_f32::small_q(z));
   float a = ax < erf_f32::kClamp ? ax : erf_f32::kClamp;
   float tail = __builtin_copysignf(
-      1.0f - exp_f32::formula(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
+      1.0f - exp_f32::formula_tail(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
   return canonical_nan(ax >= erf_f32::kSplit ? tail : small);
 }
 #else
