@@ -44,6 +44,12 @@ void register_linalg_eig_expansions(ExpansionTable& t);
 void register_linalg_eig_kernels(InterpreterTable& t);
 void register_linalg_eig_vjps(VjpTable& t);
 void register_complex_ops(OpRegistry& r);
+// polar (core/ops/complex/polar.cpp, a Composite op of the complex family).
+void register_polar_ops(OpRegistry& r);
+void register_polar_decompositions(DecompositionTable& t);
+void register_polar_vjps(VjpTable& t);
+void register_polar_jvps(JvpTable& t);
+void register_polar_kernels(InterpreterTable& t);
 void register_complex_decompositions(DecompositionTable& t);
 void register_complex_vjps(VjpTable& t);
 void register_complex_jvps(JvpTable& t);
@@ -86,6 +92,7 @@ void register_all_ops(OpRegistry& r) {
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
   register_linalg_eig_ops(r);
+  register_polar_ops(r);
   register_complex_ops(r);     // extends ops registered above to complex values
   register_mutating_forms(r);  // derived from the functional ops above
 }
@@ -116,6 +123,7 @@ void install_decompositions(DecompositionTable& t) {
   register_rrelu_multilabel_margin_decompositions(t);
   register_linalg_decompositions(t);
   register_linalg_composite_decompositions(t);
+  register_polar_decompositions(t);
   register_complex_decompositions(t);  // extends entries registered above: last
 }
 
@@ -148,6 +156,7 @@ void install_vjps(VjpTable& t) {
   register_rrelu_multilabel_margin_vjps(t);
   register_runtime_sized_vjps(t);
   register_linalg_eig_vjps(t);
+  register_polar_vjps(t);
   register_complex_vjps(t);  // extends rules registered above: last
 }
 
@@ -177,6 +186,7 @@ void install_jvps(JvpTable& t) {
   register_resampling_jvps(t);
   register_rrelu_multilabel_margin_jvps(t);
   register_spectral_jvps(t);
+  register_polar_jvps(t);
   register_complex_jvps(t);  // extends rules registered above: last
 }
 
@@ -208,6 +218,7 @@ void install_kernels(InterpreterTable& t) {
   register_rrelu_multilabel_margin_kernels(t);
   register_runtime_sized_kernels(t);
   register_linalg_eig_kernels(t);
+  register_polar_kernels(t);
   register_complex_elementwise_kernels(t);  // extend kernels registered above: last
   register_complex_movement_kernels(t);
 }
