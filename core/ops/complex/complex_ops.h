@@ -43,6 +43,14 @@ inline constexpr const char* kLinear[] = {
 inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn.default",
                                             "tanh.default", "tanh_backward.default"};
 
+// Products whose decomposition is built from ops that take complex values (mm, reshape,
+// conj_physical, mul.Scalar, add.Tensor): on complex values their kernel, VJP and JVP go through
+// it (vdot's complex decomposition conjugates self, decompositions.cpp). dot / vdot / mv are
+// Composite already; addmm's real kernel and rules are its own, so complex nodes take the
+// decomposition's (kernels_movement.cpp, vjp.cpp, jvp.cpp).
+inline constexpr const char* kByDecomposition[] = {"dot.default", "vdot.default", "mv.default",
+                                                   "addmm.default"};
+
 // Ops without a derivative (predicates) or whose value does not depend on the input's values.
 inline constexpr const char* kNoDerivative[] = {
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",

@@ -86,6 +86,11 @@ Node* rsub(Graph& g, const Node& n) {
   return g.call("add.Scalar", {g.call("mul.Scalar", {n.input(0), -alpha}), n.arg("other")});
 }
 
+// vdot(a, b) = Σ conj(a_k) b_k (torch conjugates the first argument).
+Node* vdot(Graph& g, const Node& n) {
+  return g.call("dot", {g.call("conj_physical", {n.input(0)}), n.input(1)});
+}
+
 Node* angle(Graph& g, const Node& n) {
   Node* z = n.input(0);
   return g.call("atan2", {g.call("imag", {z}), g.call("real", {z})});
@@ -113,7 +118,8 @@ void register_complex_decompositions(DecompositionTable& t) {
                          Entry{"constant_pad_nd.default", constant_pad},
                          Entry{"copy.default", copy}, Entry{"new_zeros.default", zeros},
                          Entry{"new_empty.default", zeros}, Entry{"rsub.Scalar", rsub},
-                         Entry{"angle.default", angle}, Entry{"sgn.default", sgn}}) {
+                         Entry{"angle.default", angle}, Entry{"sgn.default", sgn},
+                         Entry{"vdot.default", vdot}}) {
     auto cx = e.fn;
     std::function<DecompositionFn(DecompositionFn)> wrap = [cx](DecompositionFn real) {
       return DecompositionFn([real = std::move(real), cx](Graph& g, const Node& n) {

@@ -64,6 +64,7 @@ void register_complex_ops(OpRegistry& r) {
   mark(complex_ops::kLinear);
   mark(complex_ops::kOwnRules);
   mark(complex_ops::kNoDerivative);
+  mark(complex_ops::kByDecomposition);
   r.extend("getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
     real_result_for_complex(r.extend(name));

@@ -132,6 +132,9 @@ void register_complex_vjps(VjpTable& t) {
   extend(t, "select_scatter.default", for_complex(select_scatter_vjp));
   extend(t, "constant_pad_nd.default", for_complex(constant_pad_vjp));
   extend(t, "copy.default", for_complex(copy_vjp));
+  // addmm is holomorphic in mat1 / mat2 and linear in self with real beta / alpha: its real rule
+  // on conj(g), conjugated (g·conj(mat2)ᵀ ...).
+  extend(t, "addmm.default", conjugated);
   // tanh's real rule (tanh_backward, conjugating for complex values) holds unchanged.
   extend(t, "tanh_backward.default", for_complex([](VjpContext& c) {
            throw Error("autodiff", "%" + c.node()->name(),

@@ -10,6 +10,7 @@
 #include <complex>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/functional/functional.h"
@@ -458,4 +459,79 @@ TEST(ComplexArith, PolarMatchesStdPolar) {
   Node* x = gj.placeholder("x", {2, 3}, DType::Float64);
   gj.output({gj.call("polar", {gj.call("exp", {x}), x})});
   check_jvp("polar", gj, {randn({2, 3}, DType::Float64, 11)});
+}
+
+// The complex forms of dot / vdot / mv / addmm (complex_ops::kByDecomposition): values against
+// loops in std::complex<double> (vdot conjugates its first argument, as torch), a fractional
+// alpha / beta kept complex-safe, the VJPs by torch's convention and the JVPs against central
+// differences, and compiled (counted fallbacks) equal to the interpreter bit for bit.
+TEST(ComplexArith, DotVdotMvAddmm) {
+  DType c = DType::Complex128;
+  Tensor a = randn({3}, c, 1), b = randn({3}, c, 2), m = randn({2, 3}, c, 3);
+  Tensor s = randn({2, 2}, c, 4), p = randn({2, 3}, c, 5), q = randn({3, 2}, c, 6);
+  Graph g;
+  Node* na = g.placeholder("a", {3}, c);
+  Node* nb = g.placeholder("b", {3}, c);
+  Node* nm = g.placeholder("m", {2, 3}, c);
+  Node* ns = g.placeholder("s", {2, 2}, c);
+  Node* np = g.placeholder("p", {2, 3}, c);
+  Node* nq = g.placeholder("q", {3, 2}, c);
+  g.output({g.call("dot", {na, nb}), g.call("vdot", {na, nb}), g.call("mv", {nm, nb}),
+            g.call("addmm", {ns, np, nq}, {{"beta", 0.5}, {"alpha", -1.5}})});
+  verify(g);
+  std::vector<Tensor> in{a, b, m, s, p, q};
+  std::vector<Tensor> out = interpret(g, in);
+  std::vector<cd> va = values(a), vb = values(b), vm = values(m), vs = values(s), vp = values(p),
+                  vq = values(q);
+  cd dot = 0, vdot = 0;
+  for (int k = 0; k < 3; ++k) {
+    dot += va[k] * vb[k];
+    vdot += std::conj(va[k]) * vb[k];
+  }
+  std::vector<cd> mv(2, 0.0), addmm(4, 0.0);
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 3; ++k) mv[i] += vm[i * 3 + k] * vb[k];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      cd acc = 0;
+      for (int k = 0; k < 3; ++k) acc += vp[i * 3 + k] * vq[k * 2 + j];
+      addmm[i * 2 + j] = 0.5 * vs[i * 2 + j] - 1.5 * acc;
+    }
+  EXPECT_EQ(out[0].dtype(), c);
+  EXPECT_EQ(out[0].sizes(), Shape{});
+  expect_near(values(out[0]), {dot}, 1e-14, "dot");
+  expect_near(values(out[1]), {vdot}, 1e-14, "vdot");
+  expect_near(values(out[2]), mv, 1e-14, "mv");
+  expect_near(values(out[3]), addmm, 1e-14, "addmm");
+  std::vector<Tensor> ref = reference(g, in);
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run(in);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << i << cg.summary();
+
+  using F = std::function<Node*(Graph&, Node*, Node*)>;
+  std::vector<std::tuple<const char*, Shape, Shape, F>> cases{
+      {"dot", {3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("dot", {x, y}); }},
+      {"vdot", {3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("vdot", {x, y}); }},
+      {"mv", {2, 3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("mv", {x, y}); }},
+      {"addmm", {2, 3}, {3, 2}, [](Graph& h, Node* x, Node* y) {
+         Node* self = h.call("mul.Tensor", {h.call("sum.dim_IntList", {x, V{1}, true}), x});
+         return h.call("addmm", {h.call("slice.Tensor", {self, 1, 0, 2}), x, y},
+                       {{"beta", 0.5}, {"alpha", -1.5}});
+       }}};
+  for (auto& [name, x_shape, y_shape, f] : cases) {
+    Graph gv;
+    Node* x = gv.placeholder("x", x_shape, c);
+    Node* y = gv.placeholder("y", y_shape, c);
+    gv.output({real_view(gv, f(gv, x, y))});
+    check_complex_vjp(name, gv, {randn(x_shape, c, 7), randn(y_shape, c, 8)});
+    Graph gj;
+    Node* z = gj.placeholder("z", x_shape, c);
+    gj.output({f(gj, z, gj.call("mul.Scalar", {
+                                   gj.call("reshape", {gj.call("slice.Tensor", {
+                                                          gj.call("reshape", {z, V{-1}}), 0, 0,
+                                                          shape_numel(y_shape)}),
+                                                      y_shape}),
+                                   0.5}))});
+    check_jvp(name, gj, {randn(x_shape, c, 9)});
+  }
 }
