@@ -2,6 +2,8 @@
 // (docs/complex.md), grouped by how their derivative rules carry over.
 #pragma once
 
+#include <functional>
+
 #include "core/graph/graph.h"
 
 namespace stax::complex_ops {
@@ -55,5 +57,10 @@ inline constexpr const char* kByDecomposition[] = {"dot.default", "vdot.default"
 inline constexpr const char* kNoDerivative[] = {
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "new_zeros.default", "new_empty.default",
     "isnan.default"};
+
+// linalg_vector_norm of a complex tensor: the norm of |z| (real), as torch (its result is the
+// real dtype; `dtype`, when given, must be complex and converts z first). `arg(param)` gives the
+// call's arguments (absent or None: the default). Inference and decomposition share it.
+Node* vector_norm_of_complex(Graph& g, Node* z, const std::function<Arg(const char*)>& arg);
 
 }  // namespace stax::complex_ops

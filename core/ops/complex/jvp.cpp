@@ -7,6 +7,7 @@
 
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/common/via_decomposition.h"
 #include "core/ops/complex/complex_ops.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -86,6 +87,7 @@ void register_complex_jvps(JvpTable& t) {
   extend(t, "abs.default", for_complex(abs_jvp));
   extend(t, "angle.default", for_complex(angle_jvp));
   extend(t, "sgn.default", for_complex(sgn_jvp));
+  extend(t, "linalg_vector_norm.default", for_complex(jvp_via_decomposition));
 }
 
 }  // namespace stax
