@@ -37,7 +37,8 @@ inline constexpr const char* kLinear[] = {
     "cat.default", "constant_pad_nd.default", "where.self", "where.ScalarSelf",
     "where.ScalarOther", "slice_scatter.default", "select_scatter.default",
     "slice_backward.default", "select_backward.default", "copy.default", "index.Tensor",
-    "index_put.default", "index_select.default", "flip.default", "roll.default"};
+    "index_put.default", "index_select.default", "flip.default", "roll.default",
+    "cumsum.default"};
 
 // Ops with their own complex rules (vjp.cpp, jvp.cpp): the non-holomorphic ones; tanh, whose rule
 // is tanh_backward, which conjugates for complex values as torch's does (g·conj(1 − y²));

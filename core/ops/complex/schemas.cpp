@@ -55,6 +55,16 @@ void complex_backward_result(OpDef& op) {
   };
 }
 
+// cumsum of a complex tensor: complex unless a dtype is given (the real rule accumulates every
+// non-floating dtype in int64).
+void cumsum_of_complex(OpDef& op) {
+  op.infer = [old = op.infer](const CallArgs& c) {
+    TensorMeta m = old(c);
+    if (input_is_complex(c) && !c.get("dtype").is_dtype()) m.dtype = c.tensor("self").dtype;
+    return m;
+  };
+}
+
 // linalg_vector_norm of a complex tensor: the inference of its decomposition (the norm of |z|,
 // real), torch's check that a given dtype is complex.
 void vector_norm_of_complex(OpDef& op) {
@@ -83,6 +93,7 @@ void register_complex_ops(OpRegistry& r) {
   mark(complex_ops::kNoDerivative);
   mark(complex_ops::kByDecomposition);
   r.extend("linalg_vector_norm.default").complex = true;
+  cumsum_of_complex(r.extend("cumsum.default"));
   vector_norm_of_complex(r.extend("linalg_vector_norm.default"));
   r.extend("getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
