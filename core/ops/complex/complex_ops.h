@@ -44,7 +44,8 @@ inline constexpr const char* kLinear[] = {
 // is tanh_backward, which conjugates for complex values as torch's does (g·conj(1 − y²));
 // tanh_backward itself (no complex double backward yet: a clear error).
 inline constexpr const char* kOwnRules[] = {"abs.default", "angle.default", "sgn.default",
-                                            "tanh.default", "tanh_backward.default"};
+                                            "tanh.default", "tanh_backward.default",
+                                            "pow.Tensor_Tensor"};
 
 // Products whose decomposition is built from ops that take complex values (mm, reshape,
 // conj_physical, mul.Scalar, add.Tensor): on complex values their kernel, VJP and JVP go through

@@ -143,6 +143,34 @@ VjpFn vector_norm_of_complex(VjpFn real) {
   };
 }
 
+// Where torch zeroes the exponent's derivative of pow: a == 0 and b real with b >= 0 (for a complex
+// b: imag b == 0 and real b >= 0).
+template <class Context>
+Node* pow_zero_mask(Context& c, Node* a, Node* b) {
+  Node* nonneg = is_complex(b->dtype())
+                     ? c.call("logical_and", {c.call("eq.Scalar", {c.call("imag", {b}), 0}),
+                                              c.call("ge.Scalar", {c.call("real", {b}), 0})})
+                     : c.call("ge.Scalar", {b, 0});
+  return c.call("logical_and", {c.call("eq.Scalar", {a, 0}), nonneg});
+}
+
+// pow(a, b) of complex values (holomorphic in both): ā = g · conj(b a^(b-1)),
+// b̄ = g · conj(y log a), 0 where pow_zero_mask (torch's pow_backward_self / _exponent).
+void pow_vjp(VjpContext& c) {
+  Node* g = c.grad();
+  Node* a = c.in("self");
+  Node* b = c.in("exponent");
+  if (c.needs(a)) {
+    Node* d = c.mul(b, c.call("pow.Tensor_Tensor", {a, c.call("sub.Scalar", {b, 1})}));
+    c.give(a, c.sum_to_shape(c.mul(g, conj(c, d)), a->shape()));
+  }
+  if (c.needs(b)) {
+    Node* v = c.mul(g, conj(c, c.mul(c.out(), c.call("log", {a}))));
+    v = c.call("where.ScalarSelf", {pow_zero_mask(c, a, b), 0.0, v});
+    c.give(b, c.sum_to_shape(v, b->shape()));
+  }
+}
+
 // Extends op's rule with `wrap`; an op without one gets a rule for complex values only.
 void extend(VjpTable& t, const char* op, const std::function<VjpFn(VjpFn)>& wrap) {
   t.extend(op, wrap, [op = std::string(op)](VjpContext& c) {
@@ -165,6 +193,7 @@ void register_complex_vjps(VjpTable& t) {
   // addmm is holomorphic in mat1 / mat2 and linear in self with real beta / alpha: its real rule
   // on conj(g), conjugated (g·conj(mat2)ᵀ ...).
   extend(t, "addmm.default", conjugated);
+  extend(t, "pow.Tensor_Tensor", for_complex(pow_vjp));
   extend(t, "linalg_vector_norm.default", vector_norm_of_complex);
   // tanh's real rule (tanh_backward, conjugating for complex values) holds unchanged.
   extend(t, "tanh_backward.default", for_complex([](VjpContext& c) {

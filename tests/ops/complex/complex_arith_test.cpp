@@ -652,3 +652,48 @@ TEST(ComplexArith, CumsumOfComplexValues) {
   gj.output({gj.call("cumsum", {u, 0})});
   check_jvp("cumsum", gj, {randn({2, 3}, c, 7)});
 }
+
+// pow.Tensor_Tensor of complex values: std::pow of the two (torch's kernel), a real exponent
+// tensor and a real base promoted, broadcasting; VJP (torch's conjugate convention) and JVP against
+// central differences; compiled equal to the interpreter.
+TEST(ComplexArith, PowOfComplexTensors) {
+  DType c = DType::Complex128;
+  Tensor a = randn({2, 3}, c, 1), b = randn({3}, c, 2), e = randn({2, 3}, DType::Float64, 3);
+  Graph g;
+  Node* na = g.placeholder("a", {2, 3}, c);
+  Node* nb = g.placeholder("b", {3}, c);
+  Node* ne = g.placeholder("e", {2, 3}, DType::Float64);
+  g.output({g.call("pow.Tensor_Tensor", {na, nb}), g.call("pow.Tensor_Tensor", {na, ne}),
+            g.call("pow.Tensor_Tensor", {ne, nb})});
+  verify(g);
+  std::vector<Tensor> out = interpret(g, {a, b, e});
+  std::vector<cd> va = values(a), vb = values(b), ve = values(e), w0, w1, w2;
+  for (int i = 0; i < 6; ++i) {
+    w0.push_back(std::pow(va[i], vb[i % 3]));
+    w1.push_back(std::pow(va[i], ve[i]));
+    w2.push_back(std::pow(ve[i], vb[i % 3]));
+  }
+  for (const Tensor& t : out) EXPECT_EQ(t.dtype(), c);
+  expect_near(values(out[0]), w0, 1e-14, "pow(z, w)");
+  expect_near(values(out[1]), w1, 1e-14, "pow(z, real)");
+  expect_near(values(out[2]), w2, 1e-14, "pow(real, w)");
+  std::vector<Tensor> ref = reference(g, {a, b, e});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run({a, b, e});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << i;
+
+  Graph gv;
+  Node* x = gv.placeholder("x", {2, 3}, c);
+  Node* y = gv.placeholder("y", {3}, c);
+  gv.output({gv.call("view_as_real", {gv.call("pow.Tensor_Tensor", {x, y})})});
+  check_complex_vjp("pow", gv, {randn({2, 3}, c, 4), randn({3}, c, 5)});
+  Graph gr;
+  Node* xr = gr.placeholder("x", {2, 3}, c);
+  Node* yr = gr.placeholder("y", {2, 3}, DType::Float64);
+  gr.output({gr.call("view_as_real", {gr.call("pow.Tensor_Tensor", {xr, yr})})});
+  check_complex_vjp("pow real exponent", gr, {randn({2, 3}, c, 6), randn({2, 3}, DType::Float64, 7)});
+  Graph gj;
+  Node* u = gj.placeholder("u", {2, 3}, c);
+  gj.output({gj.call("pow.Tensor_Tensor", {u, gj.call("mul.Scalar", {u, 0.5})})});
+  check_jvp("pow", gj, {randn({2, 3}, c, 8)});
+}
