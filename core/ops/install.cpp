@@ -28,6 +28,9 @@ void register_runtime_sized_ops(OpRegistry& r);
 void register_runtime_sized_expansions(ExpansionTable& t);
 void register_runtime_sized_vjps(VjpTable& t);
 void register_runtime_sized_kernels(InterpreterTable& t);
+// bincount, run-time sized with a bound (core/ops/indexing/bincount.cpp).
+void register_bincount_ops(OpRegistry& r);
+void register_bincount_kernels(InterpreterTable& t);
 // linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
 // extends ops of the families above, so it runs after them); kept here for the same reason.
 void register_linalg_eig_ops(OpRegistry& r);
@@ -88,6 +91,7 @@ void register_all_ops(OpRegistry& r) {
   register_rrelu_multilabel_margin_ops(r);
   register_fractional_pool_ops(r);
   register_runtime_sized_ops(r);
+  register_bincount_ops(r);
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
@@ -217,6 +221,7 @@ void install_kernels(InterpreterTable& t) {
   register_resampling_kernels(t);
   register_rrelu_multilabel_margin_kernels(t);
   register_runtime_sized_kernels(t);
+  register_bincount_kernels(t);
   register_linalg_eig_kernels(t);
   register_polar_kernels(t);
   register_complex_elementwise_kernels(t);  // extend kernels registered above: last
