@@ -31,6 +31,10 @@ void register_runtime_sized_kernels(InterpreterTable& t);
 // bincount, run-time sized with a bound (core/ops/indexing/bincount.cpp).
 void register_bincount_ops(OpRegistry& r);
 void register_bincount_kernels(InterpreterTable& t);
+// torch.histogram (core/ops/indexing/histogram.cpp).
+void register_histogram_ops(OpRegistry& r);
+void register_histogram_expansions(ExpansionTable& t);
+void register_histogram_kernels(InterpreterTable& t);
 // linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
 // extends ops of the families above, so it runs after them); kept here for the same reason.
 void register_linalg_eig_ops(OpRegistry& r);
@@ -92,6 +96,7 @@ void register_all_ops(OpRegistry& r) {
   register_fractional_pool_ops(r);
   register_runtime_sized_ops(r);
   register_bincount_ops(r);
+  register_histogram_ops(r);
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
@@ -222,6 +227,7 @@ void install_kernels(InterpreterTable& t) {
   register_rrelu_multilabel_margin_kernels(t);
   register_runtime_sized_kernels(t);
   register_bincount_kernels(t);
+  register_histogram_kernels(t);
   register_linalg_eig_kernels(t);
   register_polar_kernels(t);
   register_complex_elementwise_kernels(t);  // extend kernels registered above: last
@@ -264,6 +270,7 @@ void install_ops() {
     register_view_copy_expansions(expansions_to_fill());
     register_fractional_pool_expansions(expansions_to_fill());
     register_runtime_sized_expansions(expansions_to_fill());
+    register_histogram_expansions(expansions_to_fill());
     register_linalg_expansions(expansions_to_fill());
     register_linalg_composite_expansions(expansions_to_fill());
     register_linalg_eig_expansions(expansions_to_fill());
