@@ -41,6 +41,9 @@ std::vector<std::filesystem::path> discover_plugins(
 // the 1.2 device-memory functions are called only when the table holds them, Plugin::
 // has_device_memory).
 inline constexpr uint32_t kRequiredPluginMinor = 0;
+// The first minor whose opcodes include ops.def's bitwise_and / or / xor (ABI 1.8): the host
+// emits them only for plugins at least that new (BackendPolicy::bitwise_opcodes).
+inline constexpr uint32_t kBitwiseOpcodesMinor = 8;
 
 // One loaded plugin library with a checked function table. Unloaded when the last owner goes
 // (backends and compiled kernels keep it alive through shared_ptr).

@@ -83,6 +83,7 @@ BackendPolicy PluginRegistry::policy(const std::string& device_kind) {
   };
   p.device = device_info_from_sdk(plugin.properties(), plugin.device_kind_name());
   p.fusion.extern_epilogues = plugin.properties().extern_epilogues;
+  p.bitwise_opcodes = plugin.library().abi_minor() >= kBitwiseOpcodesMinor;
   return p;
 }
 

@@ -232,7 +232,7 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   checkpoint("lower");
   const BackendPolicy policy = session_->registry.policy(kind);
   t = Clock::now();
-  plan.lowered = lower_graph(g, {policy.thresholds, policy.split_reduction});
+  plan.lowered = lower_graph(g, {policy.thresholds, policy.split_reduction, policy.bitwise_opcodes});
   plan.stats.lower_ms = ms_since(t);
   dump("loop_ir", [&] { return plan.lowered.str(); });
 

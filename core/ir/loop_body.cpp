@@ -336,6 +336,23 @@ Interval dtype_range(DType t) {
   }
 }
 
+// Bitwise ops on integers: a & b lies in [0, h] when one operand lies in [0, h] (its bits are a
+// subset of that operand's); a | b and a ^ b of two nonnegative operands keep no bit above the
+// higher one's top bit. Anything else (a negative operand) is left unbounded.
+Interval interval_bitwise(Opcode op, Interval a, Interval b) {
+  const bool a_nonneg = a.lo >= 0 && a.hi_finite(), b_nonneg = b.lo >= 0 && b.hi_finite();
+  if (op == Opcode::bitwise_and) {
+    if (a_nonneg && b_nonneg) return {0, std::min(a.hi, b.hi)};
+    if (a_nonneg) return {0, a.hi};
+    if (b_nonneg) return {0, b.hi};
+    return Interval::unbounded();
+  }
+  if (!a_nonneg || !b_nonneg) return Interval::unbounded();
+  int64_t top = std::max(a.hi, b.hi), mask = 0;
+  while (mask < top) mask = (mask << 1) | 1;  // the all-ones value covering top's bits
+  return {0, mask};
+}
+
 }  // namespace
 
 std::vector<Interval> value_ranges(const LoopBody& body) {
@@ -399,6 +416,11 @@ std::vector<Interval> value_ranges(const LoopBody& body) {
         break;
       case Opcode::maximum:
         v = interval_max(arg(op, 0), arg(op, 1));
+        break;
+      case Opcode::bitwise_and:
+      case Opcode::bitwise_or:
+      case Opcode::bitwise_xor:
+        v = interval_bitwise(op.opcode, arg(op, 0), arg(op, 1));
         break;
       default:
         // Narrow integers are held in 64 bits between ops: only bool results are bounded.

@@ -37,6 +37,9 @@ namespace stax {
 struct LoweringOptions {
   RealizationThresholds thresholds = RealizationThresholds::cpu();  // the backend's §6.6 rules
   SplitReductionFn split_reduction;  // the backend's §6.5 policy; null: never split
+  // The backend takes ops.def's bitwise_and / or / xor (plugin ABI 1.8); false: integer and / or /
+  // xor decline to the counted fallback (BackendPolicy::bitwise_opcodes).
+  bool bitwise_opcodes = true;
 };
 
 // One returned value: the buffer holding it and the layout to read it with (the buffer's own

@@ -28,6 +28,13 @@ void register_runtime_sized_ops(OpRegistry& r);
 void register_runtime_sized_expansions(ExpansionTable& t);
 void register_runtime_sized_vjps(VjpTable& t);
 void register_runtime_sized_kernels(InterpreterTable& t);
+// bincount, run-time sized with a bound (core/ops/indexing/bincount.cpp).
+void register_bincount_ops(OpRegistry& r);
+void register_bincount_kernels(InterpreterTable& t);
+// torch.histogram (core/ops/indexing/histogram.cpp).
+void register_histogram_ops(OpRegistry& r);
+void register_histogram_expansions(ExpansionTable& t);
+void register_histogram_kernels(InterpreterTable& t);
 // linalg_eig / linalg_eigvals (core/ops/linalg/eig.cpp) and complex arithmetic (core/ops/complex/:
 // extends ops of the families above, so it runs after them); kept here for the same reason.
 void register_linalg_eig_ops(OpRegistry& r);
@@ -44,6 +51,12 @@ void register_linalg_eig_expansions(ExpansionTable& t);
 void register_linalg_eig_kernels(InterpreterTable& t);
 void register_linalg_eig_vjps(VjpTable& t);
 void register_complex_ops(OpRegistry& r);
+// polar (core/ops/complex/polar.cpp, a Composite op of the complex family).
+void register_polar_ops(OpRegistry& r);
+void register_polar_decompositions(DecompositionTable& t);
+void register_polar_vjps(VjpTable& t);
+void register_polar_jvps(JvpTable& t);
+void register_polar_kernels(InterpreterTable& t);
 void register_complex_decompositions(DecompositionTable& t);
 void register_complex_vjps(VjpTable& t);
 void register_complex_jvps(JvpTable& t);
@@ -82,10 +95,13 @@ void register_all_ops(OpRegistry& r) {
   register_rrelu_multilabel_margin_ops(r);
   register_fractional_pool_ops(r);
   register_runtime_sized_ops(r);
+  register_bincount_ops(r);
+  register_histogram_ops(r);
   register_linalg_ops(r);
   register_linalg_multi_output_ops(r);
   register_linalg_composite_ops(r);
   register_linalg_eig_ops(r);
+  register_polar_ops(r);
   register_complex_ops(r);     // extends ops registered above to complex values
   register_mutating_forms(r);  // derived from the functional ops above
 }
@@ -116,6 +132,7 @@ void install_decompositions(DecompositionTable& t) {
   register_rrelu_multilabel_margin_decompositions(t);
   register_linalg_decompositions(t);
   register_linalg_composite_decompositions(t);
+  register_polar_decompositions(t);
   register_complex_decompositions(t);  // extends entries registered above: last
 }
 
@@ -148,6 +165,7 @@ void install_vjps(VjpTable& t) {
   register_rrelu_multilabel_margin_vjps(t);
   register_runtime_sized_vjps(t);
   register_linalg_eig_vjps(t);
+  register_polar_vjps(t);
   register_complex_vjps(t);  // extends rules registered above: last
 }
 
@@ -177,6 +195,7 @@ void install_jvps(JvpTable& t) {
   register_resampling_jvps(t);
   register_rrelu_multilabel_margin_jvps(t);
   register_spectral_jvps(t);
+  register_polar_jvps(t);
   register_complex_jvps(t);  // extends rules registered above: last
 }
 
@@ -207,7 +226,10 @@ void install_kernels(InterpreterTable& t) {
   register_resampling_kernels(t);
   register_rrelu_multilabel_margin_kernels(t);
   register_runtime_sized_kernels(t);
+  register_bincount_kernels(t);
+  register_histogram_kernels(t);
   register_linalg_eig_kernels(t);
+  register_polar_kernels(t);
   register_complex_elementwise_kernels(t);  // extend kernels registered above: last
   register_complex_movement_kernels(t);
 }
@@ -248,6 +270,7 @@ void install_ops() {
     register_view_copy_expansions(expansions_to_fill());
     register_fractional_pool_expansions(expansions_to_fill());
     register_runtime_sized_expansions(expansions_to_fill());
+    register_histogram_expansions(expansions_to_fill());
     register_linalg_expansions(expansions_to_fill());
     register_linalg_composite_expansions(expansions_to_fill());
     register_linalg_eig_expansions(expansions_to_fill());

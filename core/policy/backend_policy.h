@@ -71,6 +71,10 @@ struct BackendPolicy {
   SplitReductionFn split_reduction;  // null: never split
   FusionLimits fusion;
   DeviceInfo device;
+  // The plugin knows ops.def's bitwise_and / or / xor opcodes (its ABI minor is at least 8): a
+  // 1.7 plugin would reject them as unknown opcodes, so the lowering keeps them out of its
+  // kernels and integer and / or / xor run as counted fallbacks there.
+  bool bitwise_opcodes = true;
 };
 
 }  // namespace stax

@@ -347,7 +347,9 @@ bool is_float_op(int32_t opcode) {
 #define STAX_BINARY_OP(name) case STAX_OP_##name:
 #define STAX_COMPARE_OP(name) case STAX_OP_##name:
 #include "stax/sdk/ops.def"
-      return opcode != STAX_OP_floordiv && opcode != STAX_OP_mod && opcode != STAX_OP_pow;
+      return opcode != STAX_OP_floordiv && opcode != STAX_OP_mod && opcode != STAX_OP_pow &&
+             opcode != STAX_OP_bitwise_and && opcode != STAX_OP_bitwise_or &&
+             opcode != STAX_OP_bitwise_xor;  // integer / bool only: the scalar printer
     default: return false;
   }
 }

@@ -291,6 +291,10 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string le(std::string a, std::string b) override { return cmp(a, "<=", b); }
   std::string gt(std::string a, std::string b) override { return cmp(a, ">", b); }
   std::string ge(std::string a, std::string b) override { return cmp(a, ">=", b); }
+  // ABI 1.8: integers on their int64 bits, bool blocks (int1) as the logical ops.
+  std::string bitwise_and(std::string a, std::string b) override { return bitwise(a, "&", b); }
+  std::string bitwise_or(std::string a, std::string b) override { return bitwise(a, "|", b); }
+  std::string bitwise_xor(std::string a, std::string b) override { return bitwise(a, "^", b); }
 
   // ---- special ops ----
   std::string constant(Scalar v, DType dtype) override {
@@ -519,6 +523,14 @@ class TritonOps : public sdk::OpsHandler<std::string> {
   std::string cmp(std::string a, const char* op, const std::string& b) {
     if (lit(a) && lit(b)) a = mat(a);
     return emit_bool("(" + a + " " + op + " " + b + ")");
+  }
+  std::string bitwise(std::string a, const char* op, std::string b) {
+    a = mat(a);
+    b = mat(b);
+    if (fl(a) || fl(b))
+      throw sdk::PluginError(STAX_ERROR_UNSUPPORTED,
+                             std::string("cuda_triton: bitwise ") + op + " of a floating value");
+    return emit("(" + a + " " + op + " " + b + ")");
   }
   std::string emit_bool(const std::string& rhs) {
     std::string n = emit(rhs);

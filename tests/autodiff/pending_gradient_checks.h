@@ -26,7 +26,8 @@ inline const std::set<std::string>& complex_rules_checked_in_complex_fft_test() 
       "_conj.default",         "_conj_physical.default", "_fft_c2c.default",
       "_fft_c2r.default",      "_fft_r2c.default",       "complex.default",
       "conj_physical.default", "imag.default",           "real.default",
-      "view_as_complex.default", "view_as_real.default"};
+      "view_as_complex.default", "view_as_real.default",
+      "polar.default"};  // ComplexArith.PolarMatchesStdPolar (tests/ops/complex)
   return names;
 }
 

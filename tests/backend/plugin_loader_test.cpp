@@ -391,6 +391,40 @@ TEST(PluginLoader, ConcurrentRunsOverlapInTime) {
   }
 }
 
+// ABI 1.8 appended the bitwise_and / or / xor opcodes: the host emits them only for a plugin of
+// minor 8 or later. An older plugin (abi_minor0, the toy backend stamped 1.0) gets the same graph
+// with integer and / or / xor as counted interpreter fallbacks, never an opcode it would reject;
+// the current toy_cpu compiles them (no fallback). Both give torch's values (torch 2.15:
+// tensor([12, -7, 5]) & tensor([10, 3, -1]) = [8, 1, 5], | = [14, -5, -1], ^ = [6, -6, -6]).
+TEST(PluginLoader, BitwiseOpcodesOnlyForPluginsOfMinorEight) {
+  EXPECT_EQ(stax::kBitwiseOpcodesMinor, 8u);
+  for (const char* backend : {"abi_minor0", "toy_cpu"}) {
+    stax::Config c;
+    c.source = "<test>";
+    c.plugin_path = {kTestPlugins};
+    c.cache = false;
+    stax::DeviceConfig d;
+    d.backend = backend;
+    d.location = "<test>";
+    c.devices["cpu"] = d;
+    stax::Compiler compiler(c);
+    stax::Graph g;
+    stax::Node* x = g.placeholder("x", {3}, stax::DType::Int64);
+    stax::Node* y = g.placeholder("y", {3}, stax::DType::Int64);
+    g.output({g.call("bitwise_and.Tensor", {x, y}), g.call("bitwise_or.Tensor", {x, y}),
+              g.call("bitwise_xor.Tensor", {x, y})});
+    stax::CompiledGraph cg = compiler.compile(g);
+    const bool old = std::string(backend) == "abi_minor0";
+    EXPECT_EQ(cg.num_fallbacks(), old ? 3u : 0u) << backend << ": " << cg.summary();
+    std::vector<stax::Tensor> out =
+        cg.run({stax::Tensor::from_vector({3}, std::vector<int64_t>{12, -7, 5}),
+                stax::Tensor::from_vector({3}, std::vector<int64_t>{10, 3, -1})});
+    EXPECT_EQ(out[0].to_vector<int64_t>(), (std::vector<int64_t>{8, 1, 5})) << backend;
+    EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{14, -5, -1})) << backend;
+    EXPECT_EQ(out[2].to_vector<int64_t>(), (std::vector<int64_t>{6, -6, -6})) << backend;
+  }
+}
+
 TEST(PluginLoader, LibraryNamedDifferentlyThanItsFile) {
   TempDir tmp;
   fs::copy_file(test_plugin("toy_cpu"), tmp.path() / "libstax_impostor.so");

@@ -406,6 +406,11 @@ TEST_F(KernelCacheTest, KeyChangesWithOptionsVersionAbiIdentityAndDevice) {
                                           "cpu avx512", "{opt_level=2}", "llvm 19; cpu znver4"));
   EXPECT_NE(base, KernelCache::key_prefix("cpu_cpp", "0.1", "/p/lib.so size 1", "1.3",
                                           "cpu avx512", "{}", "llvm 19; cpu haswell"));
+  // ABI 1.8 appended the bitwise opcodes: what a 1.7 build of the plugin stored is never a hit.
+  EXPECT_NE(KernelCache::key_prefix("cpu_cpp", "0.1", "/p/lib.so size 1", "1.7", "cpu avx512", "{}",
+                                    "llvm 19; cpu znver4"),
+            KernelCache::key_prefix("cpu_cpp", "0.1", "/p/lib.so size 1", "1.8", "cpu avx512", "{}",
+                                    "llvm 19; cpu znver4"));
   // No field can leak into the next: the fields are length-prefixed.
   EXPECT_NE(KernelCache::key_prefix("a", "bc", "", "", "", "", ""),
             KernelCache::key_prefix("ab", "c", "", "", "", "", ""));

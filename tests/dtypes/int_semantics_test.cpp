@@ -3,6 +3,8 @@
 //     and compiled (cpu_cpp), instead of a made-up value; by a non-zero number they still fuse;
 //   - shifts, bitwise_not and the bool forms of and / or / xor are lowered (no fallback), bit for
 //     bit with the interpreter, with torch's values at the edges (shift by >= 64, < 0, 63);
+//   - integer and / or / xor are lowered to ops.def's bitwise opcodes (ABI 1.8) on every integer
+//     width, promoted, broadcast, with numbers and 0-d tensors, compiled == interpreter == torch;
 //   - uint64 orders as unsigned above 2^63 in maximum, minimum, clamp by tensors and sort;
 //   - Python's operators (__and__, __lshift__ ...) and the number-first overloads
 //     (bitwise_*.Scalar_Tensor) as the bitwise ops.
@@ -227,8 +229,8 @@ TEST(IntSemantics, NarrowShiftsWrapAsTorch) {
   EXPECT_EQ(ints(r[6]), (std::vector<int64_t>{55, 252}));  // ~200, ~3 in uint8
 }
 
-// Bool and / or / xor / not are the logical ops (lowered); integer and / or / xor run as counted
-// fallbacks (no loop-level bitwise op). Python's operators and the number-first overloads give
+// Bool and / or / xor / not are the logical ops (lowered); integer and / or / xor are lowered too
+// (ops.def's bitwise opcodes, ABI 1.8; they were counted fallbacks before). Python's operators and the number-first overloads give
 // the bitwise ops' values (torch 2.15: bitwise_and(6, uint8 [3, 5]) = [2, 4];
 // bitwise_left_shift(3, int16 [1, 2]) = [6, 12]; __xor__(bool [T, F], True) = [F, T];
 // bitwise_left_shift.Scalar_Tensor(3, bool [T, F]) = int64 [6, 3]).
@@ -246,7 +248,7 @@ TEST(IntSemantics, BoolBitwiseLoweredOperatorsAndNumberFirstForms) {
       g.call("bitwise_left_shift.Scalar_Tensor", {int64_t{3}, h}),
       g.call("bitwise_left_shift.Scalar_Tensor", {int64_t{3}, b2}),
   };
-  Graph g2;  // integer and / or / xor: fallbacks
+  Graph g2;  // integer and / or / xor: lowered as well
   Node* x = g2.placeholder("x", {2}, DType::UInt8);
   Node* y = g2.placeholder("y", {2}, DType::Int64);
   std::vector<Node*> fallback = {
@@ -277,7 +279,7 @@ TEST(IntSemantics, BoolBitwiseLoweredOperatorsAndNumberFirstForms) {
   EXPECT_EQ(ints(r[7]), (std::vector<int64_t>{6, 3}));
 
   Tensor yv = Tensor::from_vector({2}, std::vector<int64_t>{12, -7});
-  std::vector<Tensor> r2 = compiled_equals_interpreter(g2, {uv, yv}, 3);
+  std::vector<Tensor> r2 = compiled_equals_interpreter(g2, {uv, yv}, 0);
   EXPECT_EQ(r2[0].dtype(), DType::UInt8);
   EXPECT_EQ(ints(r2[0]), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(ints(r2[1]), (std::vector<int64_t>{12, -7}));
@@ -290,6 +292,111 @@ TEST(IntSemantics, BoolBitwiseLoweredOperatorsAndNumberFirstForms) {
   EXPECT_TRUE(has(e, "shifts are not implemented for 'bool'")) << e;
   e = error_of([&] { g3.call("__and__.Tensor", {f, f}); });
   EXPECT_TRUE(has(e, "bitwise ops are only defined for integer and bool")) << e;
+}
+
+// ---- integer and / or / xor: ops.def's bitwise opcodes (ABI 1.8)
+
+// Every integer width, type promotion (int8 | uint8 -> int16, uint8 & bool -> uint8), broadcasting,
+// numbers (.Scalar, number-first, Python's operators), a 0-d tensor operand and a fused chain: all
+// lowered (no fallback), compiled == interpreter bit for bit, and torch 2.15's values (the calls
+// are torch.ops.aten.<op>.<overload> on the same tensors; the chain is
+// (i64 & i32) ^ (i64 | 0x0ff0)).
+TEST(IntSemantics, IntegerBitwiseOpsAreLoweredOnEveryWidth) {
+  Graph g;
+  Node* a8 = g.placeholder("a8", {4}, DType::Int8);
+  Node* b8 = g.placeholder("b8", {4}, DType::Int8);
+  Node* u8 = g.placeholder("u8", {4}, DType::UInt8);
+  Node* i16 = g.placeholder("i16", {2, 1}, DType::Int16);
+  Node* i32 = g.placeholder("i32", {4}, DType::Int32);
+  Node* i64 = g.placeholder("i64", {4}, DType::Int64);
+  Node* p = g.placeholder("p", {4}, DType::Bool);
+  Node* q = g.placeholder("q", {4}, DType::Bool);
+  Node* z = g.placeholder("z", {}, DType::Int64);
+  std::vector<Node*> outs = {
+      g.call("bitwise_and.Tensor", {a8, b8}),
+      g.call("bitwise_or.Tensor", {a8, u8}),
+      g.call("bitwise_xor.Tensor", {i16, a8}),
+      g.call("bitwise_and.Scalar", {i32, int64_t{0xff00ff}}),
+      g.call("bitwise_xor.Scalar", {i64, int64_t{-1}}),
+      g.call("bitwise_or.Tensor", {i64, i32}),
+      g.call("bitwise_xor.Tensor", {p, q}),
+      g.call("bitwise_and.Tensor", {u8, p}),
+      g.call("__or__.Scalar", {u8, int64_t{3}}),
+      g.call("bitwise_and.Scalar_Tensor", {int64_t{6}, u8}),
+      g.call("bitwise_xor.Tensor", {i32, z}),
+      g.call("bitwise_xor.Tensor", {g.call("bitwise_and.Tensor", {i64, i32}),
+                                    g.call("bitwise_or.Scalar", {i64, int64_t{0x0ff0}})}),
+  };
+  g.output(outs);
+  verify(g);
+  auto t = [](Shape s, std::vector<int64_t> v, DType d) { return Tensor::from_vector(s, v, d); };
+  std::vector<Tensor> in = {
+      t({4}, {-128, -1, 127, 85}, DType::Int8),
+      t({4}, {127, -128, -86, 15}, DType::Int8),
+      t({4}, {255, 0, 170, 15}, DType::UInt8),
+      t({2, 1}, {-32768, 12345}, DType::Int16),
+      t({4}, {INT32_MIN, -1, INT32_MAX, 0x0f0f0f0f}, DType::Int32),
+      t({4}, {kMin, -1, kMax, 0x123456789abcdef}, DType::Int64),
+      t({4}, {1, 1, 0, 0}, DType::Bool),
+      t({4}, {1, 0, 1, 0}, DType::Bool),
+      t({}, {-6}, DType::Int64),
+  };
+  std::vector<Tensor> r = compiled_equals_interpreter(g, in, 0);
+  const std::vector<std::pair<DType, std::vector<int64_t>>> want = {
+      {DType::Int8, {0, -128, 42, 5}},
+      {DType::Int16, {-1, -1, 255, 95}},
+      {DType::Int16, {32640, 32767, -32641, -32683, -12359, -12346, 12358, 12396}},
+      {DType::Int32, {0, 16711935, 16711935, 983055}},
+      {DType::Int64, {kMax, 0, kMin, -81985529216486896}},
+      {DType::Int64, {INT32_MIN, -1, kMax, 81985529317412847}},
+      {DType::Bool, {0, 1, 1, 0}},
+      {DType::UInt8, {1, 0, 0, 0}},
+      {DType::UInt8, {255, 3, 171, 15}},
+      {DType::UInt8, {6, 0, 2, 6}},
+      {DType::Int32, {2147483642, 5, -2147483643, -252645131}},
+      {DType::Int64, {4080, 0, 9223372034707292160, 81985529064768240}},
+  };
+  ASSERT_EQ(r.size(), want.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].dtype(), want[i].first) << "output " << i;
+    EXPECT_EQ(ints(r[i]), want[i].second) << "output " << i;
+  }
+  EXPECT_EQ(r[2].sizes(), (Shape{2, 4}));
+}
+
+// uint16 / uint64 (torch 2.15 takes and / or / xor on them, without promotion between them):
+// computed on the int64 bits, so uint64 above 2^63 is exact.
+TEST(IntSemantics, UnsignedBitwiseOpsOnTheirBits) {
+  const double k63 = 9223372036854775808.0, k63p = 9223372036854777856.0;  // 2^63, 2^63 + 2048
+  const double kTop = 18446744073709549568.0;                               // 2^64 - 2048
+  Graph g;
+  Node* x = g.placeholder("x", {2}, DType::UInt64);
+  Node* y = g.placeholder("y", {2}, DType::UInt64);
+  Node* a = g.placeholder("a", {2}, DType::UInt16);
+  Node* b = g.placeholder("b", {2}, DType::UInt16);
+  g.output({g.call("bitwise_and.Tensor", {x, y}), g.call("bitwise_or.Tensor", {x, y}),
+            g.call("bitwise_xor.Tensor", {x, y}), g.call("bitwise_xor.Tensor", {a, b}),
+            g.call("bitwise_and.Scalar", {a, int64_t{0x0ff0}})});
+  verify(g);
+  std::vector<Tensor> r = compiled_equals_interpreter(
+      g,
+      {Tensor::from_vector({2}, std::vector<double>{k63p, kTop}, DType::UInt64),
+       Tensor::from_vector({2}, std::vector<double>{kTop, k63}, DType::UInt64),
+       Tensor::from_vector({2}, std::vector<int64_t>{65535, 4660}, DType::UInt16),
+       Tensor::from_vector({2}, std::vector<int64_t>{255, 65535}, DType::UInt16)},
+      0);
+  auto vals = [](const Tensor& t) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_double(i));
+    return v;
+  };
+  EXPECT_EQ(r[0].dtype(), DType::UInt64);
+  EXPECT_EQ(vals(r[0]), (std::vector<double>{k63p, k63}));
+  EXPECT_EQ(vals(r[1]), (std::vector<double>{kTop, kTop}));
+  EXPECT_EQ(vals(r[2]), (std::vector<double>{9223372036854771712.0, 9223372036854773760.0}));
+  EXPECT_EQ(r[3].dtype(), DType::UInt16);
+  EXPECT_EQ(ints(r[3]), (std::vector<int64_t>{65280, 60875}));
+  EXPECT_EQ(ints(r[4]), (std::vector<int64_t>{4080, 560}));
 }
 
 // ---- uint64 ordering

@@ -143,6 +143,38 @@ TEST(ValueRanges, DtypesBoundConversionsAndOverflows) {
   EXPECT_EQ(at(f), Interval::unbounded());
 }
 
+// ABI 1.8's bitwise ops: x & m lies in [0, m] for a nonnegative m whatever x is (an index masked
+// to a power-of-two table needs no check); | and ^ of nonnegatives stay below the next power of
+// two; a negative operand leaves | and ^ unbounded.
+TEST(ValueRanges, BitwiseOpsOfNonnegativeOperands) {
+  OpsBuilder b({1000});
+  Expr i0 = Expr::iter(0, 1000);
+  Val x = b.load("x", DType::Int64, i0);                            // unbounded
+  Val m = b.constant(ScalarValue::integer(127), DType::Int64);
+  Val k = b.index_expr(i0, DType::Int64);                           // [0, 999]
+  Val masked = b.bitwise_and(x, m);                                 // [0, 127]
+  Val both = b.bitwise_and(k, b.constant(ScalarValue::integer(4096), DType::Int64));  // [0, 999]
+  Val ored = b.bitwise_or(k, m);                                    // [0, 1023]
+  Val xored = b.bitwise_xor(k, b.constant(ScalarValue::integer(1024), DType::Int64));  // [0, 2047]
+  Val neg = b.bitwise_or(k, x);                                     // unbounded
+  Val byte = b.bitwise_xor(b.to_dtype(b.load("u", DType::UInt8, i0), DType::Int64), m);  // [0, 255]
+  b.store("out", i0, b.add(b.add(masked, both), b.add(b.add(ored, xored), b.add(neg, byte))));
+  std::vector<Interval> r = value_ranges(b.body());
+  auto at = [&](Val v) { return r[static_cast<size_t>(v.id)]; };
+  EXPECT_EQ(at(masked), (Interval{0, 127}));
+  EXPECT_EQ(at(both), (Interval{0, 999}));
+  EXPECT_EQ(at(ored), (Interval{0, 1023}));
+  EXPECT_EQ(at(xored), (Interval{0, 2047}));
+  EXPECT_EQ(at(neg), Interval::unbounded());
+  EXPECT_EQ(at(byte), (Interval{0, 255}));
+  // the masked index needs no bounds check in a table of 128
+  LoopOp op = guarded_read(DType::Int64, 128, true, [](OpsBuilder& bb, Val v) {
+    return bb.bitwise_and(v, bb.constant(ScalarValue::integer(127), DType::Int64));
+  });
+  EXPECT_FALSE(op.check);
+  EXPECT_FALSE(op.wrap_negative);
+}
+
 // ---- index_bits --------------------------------------------------------------------------------
 
 int64_t no_offset(const std::string&) { return 0; }

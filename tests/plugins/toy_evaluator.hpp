@@ -20,6 +20,21 @@ using stax::sdk::PluginError;
 using stax::sdk::ReductionType;
 using stax::sdk::Scalar;
 
+// The ops of ops.def on doubles: stax_scalar's, and the integer-only bitwise ops (ABI 1.8) on
+// the values read as int64.
+namespace ops {
+using namespace stax_scalar;
+inline double bitwise_and(double a, double b) {
+  return static_cast<double>(stax_scalar::bitwise_and((long long)a, (long long)b));
+}
+inline double bitwise_or(double a, double b) {
+  return static_cast<double>(stax_scalar::bitwise_or((long long)a, (long long)b));
+}
+inline double bitwise_xor(double a, double b) {
+  return static_cast<double>(stax_scalar::bitwise_xor((long long)a, (long long)b));
+}
+}  // namespace ops
+
 inline double read(const void* base, DType t, int64_t i) {
   switch (t) {
     case DType::Float32: return static_cast<const float*>(base)[i];
@@ -80,7 +95,7 @@ class Evaluator : public stax::sdk::OpsHandler<double> {
 #define STAX_UNARY_OP(name) \
   double name(double x) override { return fit(stax_scalar::name(x)); }
 #define STAX_BINARY_OP(name) \
-  double name(double a, double b) override { return fit(stax_scalar::name(a, b)); }
+  double name(double a, double b) override { return fit(ops::name(a, b)); }
 #define STAX_COMPARE_OP(name) \
   double name(double a, double b) override { return stax_scalar::name(a, b) ? 1.0 : 0.0; }
 #include "stax/sdk/ops.def"

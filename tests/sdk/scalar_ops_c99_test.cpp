@@ -44,6 +44,9 @@ STAX_C99_ANY_PREDICATE_OPS(P1)
 STAX_C99_NUMERIC_BINARY_OPS(N2)
 STAX_C99_ANY_BINARY_OPS(A2)
 STAX_C99_ANY_COMPARE_OPS(C2)
+#define I2(op) long long c99_##op##_i64(long long, long long); bool c99_##op##_b8(bool, bool);
+STAX_C99_INTEGRAL_BINARY_OPS(I2)
+#undef I2
 #undef F1
 #undef N1
 #undef A1
@@ -176,6 +179,7 @@ TEST(ScalarOpsC99, EveryOpOfOpsDefIsListed) {
   STAX_C99_NUMERIC_BINARY_OPS(L)
   STAX_C99_ANY_BINARY_OPS(L)
   STAX_C99_ANY_COMPARE_OPS(L)
+  STAX_C99_INTEGRAL_BINARY_OPS(L)
 #undef L
 #define STAX_UNARY_OP(op) defined.insert(#op);
 #define STAX_BINARY_OP(op) defined.insert(#op);
@@ -204,6 +208,9 @@ TEST(ScalarOpsC99, OpsAgreeBitForBit) {
   STAX_C99_NUMERIC_BINARY_OPS(N2)
   STAX_C99_ANY_BINARY_OPS(A2)
   STAX_C99_ANY_COMPARE_OPS(A2)
+#define I2(op) B2(op, i64, i64) B2(op, bool, b8)
+  STAX_C99_INTEGRAL_BINARY_OPS(I2)
+#undef I2
   check_binary<i64>("index_min", c99_index_min,
                     [](i64 a, i64 b) { return stax_scalar::index_min(a, b); });
   check_binary<i64>("index_max", c99_index_max,

@@ -115,6 +115,24 @@ TEST(Opcodes, GeneratedFromOpsDef) {
   for (int op = 1; op < STAX_NUM_OPCODES; ++op) EXPECT_NE(stax_opcode_name(op), nullptr) << op;
 }
 
+// The opcode numbers are ABI: a new op is appended at the end of ops.def (ABI 1.8 appended the
+// bitwise ops after the comparisons), so every older opcode keeps its number.
+TEST(Opcodes, NumbersAreStableAcrossMinors) {
+  EXPECT_EQ(STAX_OP_neg, 11);
+  EXPECT_EQ(STAX_OP_isnan, 36);
+  EXPECT_EQ(STAX_OP_add, 37);
+  EXPECT_EQ(STAX_OP_logical_or, 47);
+  EXPECT_EQ(STAX_OP_eq, 48);
+  EXPECT_EQ(STAX_OP_ge, 53);
+  EXPECT_EQ(STAX_OP_bitwise_and, 54);  // ABI 1.8
+  EXPECT_EQ(STAX_OP_bitwise_or, 55);
+  EXPECT_EQ(STAX_OP_bitwise_xor, 56);
+  EXPECT_EQ(STAX_NUM_OPCODES, 57);
+  EXPECT_TRUE(is_binary_op(STAX_OP_bitwise_xor));
+  EXPECT_EQ(opcode_from_name("bitwise_or"), STAX_OP_bitwise_or);
+  EXPECT_GE(STAX_PLUGIN_API_MINOR, 8);
+}
+
 TEST(Expr, CanonicalPrinting) {
   KernelBuilder kb("k");
   BodyBuilder& b = kb.add_body("b", true);

@@ -80,6 +80,12 @@ inline std::vector<E2eCase> cuda_e2e_cases() {
       for (const char* op : {"exp", "log1p", "tanh", "sigmoid", "erf", "rsqrt", "round"})
         outs.push_back(g.call(op, {x}));
       outs.push_back(g.call("pow.Tensor_Scalar", {x, 3}));
+    } else {  // ABI 1.8's bitwise opcodes (bool: the logical ops)
+      outs.push_back(g.call("bitwise_and.Tensor", {x, y}));
+      outs.push_back(g.call("bitwise_or.Tensor", {x, y}));
+      outs.push_back(g.call("bitwise_xor.Tensor", {x, y}));
+      Arg k = dt == DType::Bool ? Arg(true) : Arg(int64_t{-3});
+      outs.push_back(g.call("bitwise_xor.Scalar", {x, k}));
     }
     g.output(outs);
     c.inputs = random_inputs(g, 11);
@@ -95,7 +101,8 @@ inline std::vector<E2eCase> cuda_e2e_cases() {
     Node* eq = g.call("eq.Tensor", {x, y});
     g.output({eq, g.call("to.dtype", {x, DType::Float16}), g.call("to.dtype", {x, DType::Float64}),
               g.call("to.dtype", {x, DType::Int64}), g.call("mul.Tensor", {x, y}),
-              g.call("where.self", {eq, x, y}), g.call("to.dtype", {g.call("to.dtype", {y, DType::Float32}), dt})});
+              g.call("where.self", {eq, x, y}), g.call("to.dtype", {g.call("to.dtype", {y, DType::Float32}), dt}),
+              g.call("bitwise_and.Tensor", {x, y}), g.call("bitwise_xor.Tensor", {x, y})});
     c.inputs = random_inputs(g, 15);
     cases.push_back(std::move(c));
   }

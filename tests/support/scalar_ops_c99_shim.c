@@ -29,6 +29,10 @@ STAX_C99_ANY_PREDICATE_OPS(P1)
 STAX_C99_NUMERIC_BINARY_OPS(N2)
 STAX_C99_ANY_BINARY_OPS(A2)
 STAX_C99_ANY_COMPARE_OPS(C2)
+#define I2(op)                                                                         \
+  long long c99_##op##_i64(long long a, long long b) { return stax_##op##_i64(a, b); } \
+  bool c99_##op##_b8(bool a, bool b) { return stax_##op##_b8(a, b); }
+STAX_C99_INTEGRAL_BINARY_OPS(I2)
 
 /* conversions: every (from, to) pair; the C++ half declares the same list */
 #define TO(from, C, to, R) \

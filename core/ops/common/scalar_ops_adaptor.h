@@ -53,6 +53,11 @@ struct ScalarOps {
   }
 #define STAX_ANY_BINARY(name, R) \
   R name(T a, T b) const { return stax_scalar::name(a, b); }
+#define STAX_INTEGRAL_BINARY(name)                         \
+  T name(T a, T b) const {                                 \
+    if constexpr (!kFloat) return stax_scalar::name(a, b); \
+    else unsupported(#name);                               \
+  }
 
   STAX_FLOAT_ONLY_UNARY(exp)
   STAX_FLOAT_ONLY_UNARY(exp2)
@@ -98,12 +103,16 @@ struct ScalarOps {
   STAX_ANY_BINARY(le, bool)
   STAX_ANY_BINARY(gt, bool)
   STAX_ANY_BINARY(ge, bool)
+  STAX_INTEGRAL_BINARY(bitwise_and)
+  STAX_INTEGRAL_BINARY(bitwise_or)
+  STAX_INTEGRAL_BINARY(bitwise_xor)
 
 #undef STAX_FLOAT_ONLY_UNARY
 #undef STAX_NUMERIC_UNARY
 #undef STAX_ANY_UNARY
 #undef STAX_NUMERIC_BINARY
 #undef STAX_ANY_BINARY
+#undef STAX_INTEGRAL_BINARY
 };
 
 }  // namespace stax::kernels

@@ -19,6 +19,20 @@
 #include "core/support/error.h"
 
 namespace stax {
+
+Node* complex_ops::vector_norm_of_complex(Graph& g, Node* z,
+                                          const std::function<Arg(const char*)>& arg) {
+  auto given = [&](const char* p) {
+    Arg a = arg(p);
+    return !a.is_absent() && !a.is_none();
+  };
+  if (given("dtype")) z = g.call("_to_copy", {z}, {{"dtype", arg("dtype")}});
+  Kwargs kwargs;
+  for (const char* p : {"ord", "dim", "keepdim"})
+    if (given(p)) kwargs.emplace_back(p, arg(p));
+  return g.call("linalg_vector_norm", {g.call("abs", {z})}, std::move(kwargs));
+}
+
 namespace {
 
 using complex_ops::touches_complex;
@@ -86,6 +100,16 @@ Node* rsub(Graph& g, const Node& n) {
   return g.call("add.Scalar", {g.call("mul.Scalar", {n.input(0), -alpha}), n.arg("other")});
 }
 
+// vdot(a, b) = Σ conj(a_k) b_k (torch conjugates the first argument).
+Node* vdot(Graph& g, const Node& n) {
+  return g.call("dot", {g.call("conj_physical", {n.input(0)}), n.input(1)});
+}
+
+Node* vector_norm(Graph& g, const Node& n) {
+  return complex_ops::vector_norm_of_complex(g, n.input(0),
+                                             [&n](const char* p) { return n.arg(p); });
+}
+
 Node* angle(Graph& g, const Node& n) {
   Node* z = n.input(0);
   return g.call("atan2", {g.call("imag", {z}), g.call("real", {z})});
@@ -113,7 +137,9 @@ void register_complex_decompositions(DecompositionTable& t) {
                          Entry{"constant_pad_nd.default", constant_pad},
                          Entry{"copy.default", copy}, Entry{"new_zeros.default", zeros},
                          Entry{"new_empty.default", zeros}, Entry{"rsub.Scalar", rsub},
-                         Entry{"angle.default", angle}, Entry{"sgn.default", sgn}}) {
+                         Entry{"angle.default", angle}, Entry{"sgn.default", sgn},
+                         Entry{"vdot.default", vdot},
+                         Entry{"linalg_vector_norm.default", vector_norm}}) {
     auto cx = e.fn;
     std::function<DecompositionFn(DecompositionFn)> wrap = [cx](DecompositionFn real) {
       return DecompositionFn([real = std::move(real), cx](Graph& g, const Node& n) {

@@ -7,6 +7,7 @@
 
 #include "core/autodiff/jvp.h"
 #include "core/graph/op_registry.h"
+#include "core/ops/common/via_decomposition.h"
 #include "core/ops/complex/complex_ops.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -71,6 +72,28 @@ Node* sgn_jvp(JvpContext& c) {
   return zero_at_origin(c, z, v);
 }
 
+// pow(a, b) of complex values: ȧ b a^(b-1) + ḃ y log a (the ḃ term 0 where a == 0 and b is real
+// and >= 0, as the VJP).
+Node* pow_jvp(JvpContext& c) {
+  Node* a = c.in("self");
+  Node* b = c.in("exponent");
+  Node* ad = c.tangent(a);
+  Node* bd = c.tangent(b);
+  Node* r = nullptr;
+  if (ad) r = c.mul(ad, c.mul(b, c.call("pow.Tensor_Tensor", {a, c.call("sub.Scalar", {b, 1})})));
+  if (bd) {
+    Node* v = c.mul(bd, c.mul(c.out(), c.call("log", {a})));
+    Node* nonneg = is_complex(b->dtype())
+                       ? c.call("logical_and", {c.call("eq.Scalar", {c.call("imag", {b}), 0}),
+                                                c.call("ge.Scalar", {c.call("real", {b}), 0})})
+                       : c.call("ge.Scalar", {b, 0});
+    Node* mask = c.call("logical_and", {c.call("eq.Scalar", {a, 0}), nonneg});
+    v = c.call("where.ScalarSelf", {mask, 0.0, v});
+    r = r ? c.add(r, v) : v;
+  }
+  return r;
+}
+
 void extend(JvpTable& t, const char* op, const std::function<JvpFn(JvpFn)>& wrap) {
   t.extend(op, wrap, [op = std::string(op)](JvpContext& c) -> Node* {
     throw Error("autodiff", "%" + c.node()->name(), "no forward-mode (JVP) rule for op " + op);
@@ -86,6 +109,8 @@ void register_complex_jvps(JvpTable& t) {
   extend(t, "abs.default", for_complex(abs_jvp));
   extend(t, "angle.default", for_complex(angle_jvp));
   extend(t, "sgn.default", for_complex(sgn_jvp));
+  extend(t, "linalg_vector_norm.default", for_complex(jvp_via_decomposition));
+  extend(t, "pow.Tensor_Tensor", for_complex(pow_jvp));
 }
 
 }  // namespace stax

@@ -121,6 +121,9 @@ void register_arithmetic(InterpreterTable& t) {
     double e = c.arg("exponent").to_double();
     return elementwise<1>({"self"}, [e](auto, auto z) { return power(z, e); })(c);
   });
+  // torch's complex pow with a tensor exponent: std::pow of the two (c10::complex's pow).
+  extend_kernel(t, "pow.Tensor_Tensor",
+                elementwise<2>({"self", "exponent"}, [](auto, auto a, auto b) { return std::pow(a, b); }));
   for (const char* ov : {"eq.Tensor", "eq.Scalar"})
     extend_kernel(t, ov, elementwise<2>({"self", "other"}, [](auto, auto a, auto b) { return a == b; }));
   for (const char* ov : {"ne.Tensor", "ne.Scalar"})

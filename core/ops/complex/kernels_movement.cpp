@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/graph/decompositions.h"
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/ops/complex/complex_kernel.h"
@@ -106,6 +107,52 @@ Tensor on_real_views(const KernelContext& ctx) {
   return interpret(g, inputs).at(0);
 }
 
+// cumsum of complex values: complex addition is componentwise, so it is the real cumsum along the
+// same dim of the real view (view_as_real's trailing pair untouched), in the result's dtype
+// (converted first, as torch's dtype=).
+Tensor cumsum_kernel(const KernelContext& c) {
+  const Node& n = c.node();
+  const Tensor& x = c.value(n.input(0));
+  const DType out = c.out_meta().dtype;
+  Graph g(default_registry());
+  Node* p = g.placeholder("self", x.meta());
+  if (x.dtype() != out) p = g.call("_to_copy", {p}, {{"dtype", out}});
+  if (x.dim() == 0) p = g.call("reshape", {p, std::vector<int64_t>{1}});
+  int64_t d = wrap_dim(n.arg("dim").to_int(), std::max<int64_t>(1, x.dim()), where_of(c));
+  Node* r = g.call("view_as_complex", {g.call("cumsum", {g.call("view_as_real", {p}), d})});
+  g.output({g.call("reshape", {r, c.out_meta().sizes})});
+  return interpret(g, {x}).at(0);
+}
+
+// addmm of complex values: its decomposition (mm and the scaled sum, extern/decompositions.cpp)
+// on a one-node graph, interpreted. addmm is an Extern op, which decompose() keeps (it is a base
+// op), so the node is decomposed explicitly first.
+Tensor addmm_kernel(const KernelContext& c) {
+  const Node& n = c.node();
+  Graph g(default_registry());
+  std::unordered_map<const Node*, Node*> placeholder_of;
+  std::vector<Tensor> inputs;
+  for (Node* in : n.input_nodes()) {
+    if (placeholder_of.count(in)) continue;
+    placeholder_of[in] = g.placeholder("in" + std::to_string(inputs.size()), c.value(in).meta());
+    inputs.push_back(c.value(in));
+  }
+  auto remap = [&](const Arg& a) {
+    return map_nodes(a, [&](Node* x) { return placeholder_of.at(x); });
+  };
+  std::vector<Arg> args;
+  for (const Arg& a : n.args()) args.push_back(remap(a));
+  Kwargs kwargs;
+  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(v));
+  Node* call = g.call(n.target(), std::move(args), std::move(kwargs), n.name());
+  g.output({call});
+  decompose_node(g, call);
+  decompose(g);
+  InterpreterOptions options;
+  options.reduction_order = c.reduction_order();
+  return interpret(g, inputs, options).at(0);
+}
+
 }  // namespace
 
 void register_complex_movement_kernels(InterpreterTable& t) {
@@ -120,6 +167,8 @@ void register_complex_movement_kernels(InterpreterTable& t) {
                          "select_backward.default", "copy.default", "new_zeros.default",
                          "new_empty.default", "rsub.Scalar", "angle.default", "sgn.default"})
     extend_kernel(t, op, [](const KernelContext& c) { return kernels::run_decomposition(c); });
+  extend_kernel(t, "addmm.default", addmm_kernel);
+  extend_kernel(t, "cumsum.default", cumsum_kernel);
 }
 
 }  // namespace stax

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/graph/op_registry.h"
+#include "core/ops/common/infer_by_building.h"
 #include "core/ops/complex/complex_ops.h"
 #include "core/ops/registration.h"
 
@@ -54,6 +55,32 @@ void complex_backward_result(OpDef& op) {
   };
 }
 
+// cumsum of a complex tensor: complex unless a dtype is given (the real rule accumulates every
+// non-floating dtype in int64).
+void cumsum_of_complex(OpDef& op) {
+  op.infer = [old = op.infer](const CallArgs& c) {
+    TensorMeta m = old(c);
+    if (input_is_complex(c) && !c.get("dtype").is_dtype()) m.dtype = c.tensor("self").dtype;
+    return m;
+  };
+}
+
+// linalg_vector_norm of a complex tensor: the inference of its decomposition (the norm of |z|,
+// real), torch's check that a given dtype is complex.
+void vector_norm_of_complex(OpDef& op) {
+  InferFn built = infer_by_building([](Graph& g, const ExpandCall& c) {
+    const Arg& d = c.get("dtype");
+    if (d.is_dtype() && !is_complex(d.dtype()))
+      c.fail("linalg.vector_norm: dtype should be complex for complex inputs, but got " +
+             std::string(dtype_name(d.dtype())));
+    return complex_ops::vector_norm_of_complex(g, c.tensor("self"),
+                                               [&c](const char* p) { return c.get(p); });
+  });
+  op.infer = [old = op.infer, built](const CallArgs& c) {
+    return input_is_complex(c) ? built(c) : old(c);
+  };
+}
+
 }  // namespace
 
 void register_complex_ops(OpRegistry& r) {
@@ -64,6 +91,10 @@ void register_complex_ops(OpRegistry& r) {
   mark(complex_ops::kLinear);
   mark(complex_ops::kOwnRules);
   mark(complex_ops::kNoDerivative);
+  mark(complex_ops::kByDecomposition);
+  r.extend("linalg_vector_norm.default").complex = true;
+  cumsum_of_complex(r.extend("cumsum.default"));
+  vector_norm_of_complex(r.extend("linalg_vector_norm.default"));
   r.extend("getitem.default").complex = true;  // an element of a tuple (linalg_eig's)
   for (const char* name : {"abs.default", "angle.default"})
     real_result_for_complex(r.extend(name));

@@ -113,6 +113,64 @@ void copy_vjp(VjpContext& c) {
   if (c.needs(src)) c.give(src, c.sum_to_shape(c.grad(), src->shape()));
 }
 
+// linalg_vector_norm of complex values, the norm of a = |z| (decompositions.cpp): the real rule
+// (with its subgradients: 0 at a zero norm, shared maxima for ord inf) gives ā on a real norm
+// node over a, and abs's complex rule z̄ = ā · sgn(z).
+VjpFn vector_norm_of_complex(VjpFn real) {
+  return [real](VjpContext& c) {
+    if (!touches_complex(c.node())) return real(c);
+    if (!c.needs("self")) return;
+    Node* z = c.in("self");
+    const Arg dtype = c.arg("dtype");
+    Node* zc = dtype.is_dtype() ? c.call("_to_copy", {z}, {{"dtype", dtype}}) : z;
+    Node* a = c.call("abs", {zc});
+    Kwargs kwargs;
+    for (const char* p : {"ord", "dim", "keepdim"}) {
+      Arg v = c.arg(p);
+      if (!v.is_absent() && !v.is_none()) kwargs.emplace_back(p, v);
+    }
+    Node* norm = c.call("linalg_vector_norm", {a}, std::move(kwargs));
+    VjpContext inner(c.graph(), norm, c.grad(), [a](const Node* n) { return n == a; },
+                     c.phase());
+    real(inner);
+    Node* ga = nullptr;
+    for (const auto& [n, g] : inner.contributions())
+      if (n == a) ga = ga ? c.add(ga, g) : g;
+    if (!ga) return;
+    Node* gz = c.mul(ga, c.call("sgn", {zc}));
+    if (gz->dtype() != z->dtype()) gz = c.call("_to_copy", {gz}, {{"dtype", z->dtype()}});
+    c.give("self", gz);
+  };
+}
+
+// Where torch zeroes the exponent's derivative of pow: a == 0 and b real with b >= 0 (for a complex
+// b: imag b == 0 and real b >= 0).
+template <class Context>
+Node* pow_zero_mask(Context& c, Node* a, Node* b) {
+  Node* nonneg = is_complex(b->dtype())
+                     ? c.call("logical_and", {c.call("eq.Scalar", {c.call("imag", {b}), 0}),
+                                              c.call("ge.Scalar", {c.call("real", {b}), 0})})
+                     : c.call("ge.Scalar", {b, 0});
+  return c.call("logical_and", {c.call("eq.Scalar", {a, 0}), nonneg});
+}
+
+// pow(a, b) of complex values (holomorphic in both): ā = g · conj(b a^(b-1)),
+// b̄ = g · conj(y log a), 0 where pow_zero_mask (torch's pow_backward_self / _exponent).
+void pow_vjp(VjpContext& c) {
+  Node* g = c.grad();
+  Node* a = c.in("self");
+  Node* b = c.in("exponent");
+  if (c.needs(a)) {
+    Node* d = c.mul(b, c.call("pow.Tensor_Tensor", {a, c.call("sub.Scalar", {b, 1})}));
+    c.give(a, c.sum_to_shape(c.mul(g, conj(c, d)), a->shape()));
+  }
+  if (c.needs(b)) {
+    Node* v = c.mul(g, conj(c, c.mul(c.out(), c.call("log", {a}))));
+    v = c.call("where.ScalarSelf", {pow_zero_mask(c, a, b), 0.0, v});
+    c.give(b, c.sum_to_shape(v, b->shape()));
+  }
+}
+
 // Extends op's rule with `wrap`; an op without one gets a rule for complex values only.
 void extend(VjpTable& t, const char* op, const std::function<VjpFn(VjpFn)>& wrap) {
   t.extend(op, wrap, [op = std::string(op)](VjpContext& c) {
@@ -132,6 +190,11 @@ void register_complex_vjps(VjpTable& t) {
   extend(t, "select_scatter.default", for_complex(select_scatter_vjp));
   extend(t, "constant_pad_nd.default", for_complex(constant_pad_vjp));
   extend(t, "copy.default", for_complex(copy_vjp));
+  // addmm is holomorphic in mat1 / mat2 and linear in self with real beta / alpha: its real rule
+  // on conj(g), conjugated (g·conj(mat2)ᵀ ...).
+  extend(t, "addmm.default", conjugated);
+  extend(t, "pow.Tensor_Tensor", for_complex(pow_vjp));
+  extend(t, "linalg_vector_norm.default", vector_norm_of_complex);
   // tanh's real rule (tanh_backward, conjugating for complex values) holds unchanged.
   extend(t, "tanh_backward.default", for_complex([](VjpContext& c) {
            throw Error("autodiff", "%" + c.node()->name(),

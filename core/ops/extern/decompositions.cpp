@@ -20,7 +20,7 @@ using decomp::cast;
 // A Scalar factor in the result's type: torch converts alpha / beta to an integer result type
 // first (addmv of int64 with beta=0.2, alpha=0.6 is 0 * self + 0 * mv).
 Arg factor_in(const Arg& a, DType t) {
-  if (a.is_double() && !is_floating(t) && t != DType::Bool)
+  if (a.is_double() && !is_floating(t) && !is_complex(t) && t != DType::Bool)
     return Arg(static_cast<int64_t>(a.to_double()));
   return a;
 }

@@ -129,9 +129,10 @@ LoweringRule shift(bool left) {
 }
 
 // bitwise_and / or / xor / not. Bool: the logical ops (xor: ne). Integers: bitwise_not is
-// -x - 1 (two's complement, wrapping); and / or / xor have no loop-level op (ops.def has no
-// bitwise opcode: adding one changes the plugin ABI's op list and every printer), so they
-// decline and run as counted fallbacks.
+// -x - 1 (two's complement, wrapping); and / or / xor are ops.def's bitwise opcodes (ABI 1.8) on
+// the int64 computation values, whose low bits the store narrows to the result's width (uint64:
+// its bits). A backend whose plugin predates them (LoweringOptions::bitwise_opcodes false)
+// declines, and the op runs as a counted fallback.
 LoweringRule bitwise(const char* which) {
   std::string w = which;
   return [w](GraphLowering& g, const Node& n) -> IRPtr {
@@ -147,10 +148,18 @@ LoweringRule bitwise(const char* which) {
                          return unary ? o.unary(op, v[0]) : o.binary(op, v[0], v[1]);
                        });
     }
-    if (!unary || dt != DType::Int64) return nullptr;
-    return pointwise(g, operands(g, n, {"self"}), dt, out,
-                     [dt](OpsBuilder& o, const std::vector<Val>& v) {
-                       return o.sub(o.neg(v[0]), o.constant(ScalarValue::integer(1), dt));
+    if (dt != DType::Int64) return nullptr;
+    if (unary)
+      return pointwise(g, operands(g, n, {"self"}), dt, out,
+                       [dt](OpsBuilder& o, const std::vector<Val>& v) {
+                         return o.sub(o.neg(v[0]), o.constant(ScalarValue::integer(1), dt));
+                       });
+    if (!g.options().bitwise_opcodes) return nullptr;
+    Opcode op = w == "and" ? Opcode::bitwise_and
+                           : (w == "or" ? Opcode::bitwise_or : Opcode::bitwise_xor);
+    return pointwise(g, operands(g, n, {"self", "other"}), dt, out,
+                     [op](OpsBuilder& o, const std::vector<Val>& v) {
+                       return o.binary(op, v[0], v[1]);
                      });
   };
 }

@@ -45,6 +45,10 @@
  *   STAX_NUM_DTYPES 9 -> 13). The codes 0..8 keep their meaning, so 1.6 plugins still load;
  *   they reject a kernel that uses one of the new codes as an invalid dtype (the SDK's
  *   valid_dtype), never misread it.
+ *   1.8 (issue 29) appended the opcodes bitwise_and / bitwise_or / bitwise_xor at the end of
+ *   ops.def (integer and bool operands). The host emits them only for a plugin whose minor is
+ *   at least 8 (BackendPolicy::bitwise_opcodes); for an older plugin integer and / or / xor stay
+ *   interpreter fallbacks, as before, so 1.7 plugins keep loading and compiling the same kernels.
  *   The first three fields of StaxPluginApi (struct_size, abi_major, abi_minor) never move.
  *
  * STRUCT SIZES
@@ -94,7 +98,7 @@ extern "C" {
 #endif
 
 #define STAX_PLUGIN_API_MAJOR 1
-#define STAX_PLUGIN_API_MINOR 7
+#define STAX_PLUGIN_API_MINOR 8
 
 /* The exported entry point's name (the symbol the loader looks up). */
 #define STAX_PLUGIN_ENTRY_POINT "stax_plugin_api"
@@ -190,7 +194,8 @@ typedef enum StaxBufferRole {
  *                     (value = this op's index). CHECK: fail if outside [0, size) (after wrapping);
  *                     WRAP_NEGATIVE: add size to negative values (Python semantics)
  *   unary / binary / compare ops from ops.def: operands[0] (, operands[1]); result dtype is the
- *                     operand dtype, bool for compare ops, logical_*, isnan
+ *                     operand dtype, bool for compare ops, logical_*, isnan; bitwise_and /
+ *                     bitwise_or / bitwise_xor (ABI 1.8) take integer or bool operands only
  */
 typedef enum StaxOpcode {
   STAX_OP_INVALID = 0,

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <complex>
 #include <functional>
+#include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/functional/functional.h"
@@ -413,4 +415,285 @@ TEST(ComplexArith, IndexAndIndexPut) {
     check_complex_vjp(accumulate ? "index_put accumulate, index" : "index_put, index", g,
               {randn({3, 4}, c, 5), randn({4, 4}, c, 6)});
   }
+}
+
+// polar(abs, angle) (core/ops/complex/polar.cpp): values against std::polar in double (float32:
+// within a few ULPs), broadcasting, torch's dtype checks, the VJP in both real inputs and the JVP
+// against central differences, and compiled (the cos / sin / mul kernels, complex() a counted
+// fallback) equal to the interpreter bit for bit.
+TEST(ComplexArith, PolarMatchesStdPolar) {
+  for (DType t : {DType::Float64, DType::Float32}) {
+    Graph g;
+    Node* r = g.placeholder("r", {2, 3}, t);
+    Node* a = g.placeholder("a", {3}, t);
+    g.output({g.call("polar", {r, a})});
+    verify(g);
+    Tensor rv = Tensor::from_vector({2, 3}, std::vector<double>{1, 0.5, 2, 0, 3, 1e-3}, t);
+    Tensor av = Tensor::from_vector({3}, std::vector<double>{0.25, -2.5, 3.14159}, t);
+    std::vector<Tensor> in{rv, av};
+    Tensor out = interpret(g, in)[0];
+    EXPECT_EQ(out.dtype(), t == DType::Float64 ? DType::Complex128 : DType::Complex64);
+    EXPECT_EQ(out.sizes(), (Shape{2, 3}));
+    std::vector<cd> want;
+    for (int64_t i = 0; i < 6; ++i) want.push_back(std::polar(rv.get_double(i), av.get_double(i % 3)));
+    expect_near(values(out), want, t == DType::Float64 ? 1e-15 : 4e-7, "polar");
+    std::vector<Tensor> ref = reference(g, in);
+    CompiledGraph cg = cpu_compiler().compile(g);
+    EXPECT_TRUE(cg.run(in)[0].equal(ref[0])) << cg.summary();
+    EXPECT_EQ(cg.num_fallbacks(), 1u) << cg.summary();  // complex(): complex values stay off the ABI
+  }
+  Graph bad;
+  Node* i = bad.placeholder("i", {2}, DType::Int64);
+  Node* f = bad.placeholder("f", {2}, DType::Float32);
+  Node* d = bad.placeholder("d", {2}, DType::Float64);
+  EXPECT_TRUE(has(error_of([&] { bad.call("polar", {i, i}); }),
+                  "Expected both inputs to be Half, Float or Double tensors but got int64 and int64"));
+  EXPECT_TRUE(has(error_of([&] { bad.call("polar", {f, d}); }),
+                  "Expected object of scalar type float32 but got scalar type float64"));
+
+  Graph gv;
+  Node* r = gv.placeholder("r", {2, 3}, DType::Float64);
+  Node* a = gv.placeholder("a", {2, 3}, DType::Float64);
+  gv.output({gv.call("view_as_real", {gv.call("polar", {r, a})})});
+  check_complex_vjp("polar", gv, {randn({2, 3}, DType::Float64, 3), randn({2, 3}, DType::Float64, 4)});
+  Graph gj;
+  Node* x = gj.placeholder("x", {2, 3}, DType::Float64);
+  gj.output({gj.call("polar", {gj.call("exp", {x}), x})});
+  check_jvp("polar", gj, {randn({2, 3}, DType::Float64, 11)});
+}
+
+// The complex forms of dot / vdot / mv / addmm (complex_ops::kByDecomposition): values against
+// loops in std::complex<double> (vdot conjugates its first argument, as torch), a fractional
+// alpha / beta kept complex-safe, the VJPs by torch's convention and the JVPs against central
+// differences, and compiled (counted fallbacks) equal to the interpreter bit for bit.
+TEST(ComplexArith, DotVdotMvAddmm) {
+  DType c = DType::Complex128;
+  Tensor a = randn({3}, c, 1), b = randn({3}, c, 2), m = randn({2, 3}, c, 3);
+  Tensor s = randn({2, 2}, c, 4), p = randn({2, 3}, c, 5), q = randn({3, 2}, c, 6);
+  Graph g;
+  Node* na = g.placeholder("a", {3}, c);
+  Node* nb = g.placeholder("b", {3}, c);
+  Node* nm = g.placeholder("m", {2, 3}, c);
+  Node* ns = g.placeholder("s", {2, 2}, c);
+  Node* np = g.placeholder("p", {2, 3}, c);
+  Node* nq = g.placeholder("q", {3, 2}, c);
+  g.output({g.call("dot", {na, nb}), g.call("vdot", {na, nb}), g.call("mv", {nm, nb}),
+            g.call("addmm", {ns, np, nq}, {{"beta", 0.5}, {"alpha", -1.5}})});
+  verify(g);
+  std::vector<Tensor> in{a, b, m, s, p, q};
+  std::vector<Tensor> out = interpret(g, in);
+  std::vector<cd> va = values(a), vb = values(b), vm = values(m), vs = values(s), vp = values(p),
+                  vq = values(q);
+  cd dot = 0, vdot = 0;
+  for (int k = 0; k < 3; ++k) {
+    dot += va[k] * vb[k];
+    vdot += std::conj(va[k]) * vb[k];
+  }
+  std::vector<cd> mv(2, 0.0), addmm(4, 0.0);
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 3; ++k) mv[i] += vm[i * 3 + k] * vb[k];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      cd acc = 0;
+      for (int k = 0; k < 3; ++k) acc += vp[i * 3 + k] * vq[k * 2 + j];
+      addmm[i * 2 + j] = 0.5 * vs[i * 2 + j] - 1.5 * acc;
+    }
+  EXPECT_EQ(out[0].dtype(), c);
+  EXPECT_EQ(out[0].sizes(), Shape{});
+  expect_near(values(out[0]), {dot}, 1e-14, "dot");
+  expect_near(values(out[1]), {vdot}, 1e-14, "vdot");
+  expect_near(values(out[2]), mv, 1e-14, "mv");
+  expect_near(values(out[3]), addmm, 1e-14, "addmm");
+  std::vector<Tensor> ref = reference(g, in);
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run(in);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << i << cg.summary();
+
+  using F = std::function<Node*(Graph&, Node*, Node*)>;
+  std::vector<std::tuple<const char*, Shape, Shape, F>> cases{
+      {"dot", {3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("dot", {x, y}); }},
+      {"vdot", {3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("vdot", {x, y}); }},
+      {"mv", {2, 3}, {3}, [](Graph& h, Node* x, Node* y) { return h.call("mv", {x, y}); }},
+      {"addmm", {2, 3}, {3, 2}, [](Graph& h, Node* x, Node* y) {
+         Node* self = h.call("mul.Tensor", {h.call("sum.dim_IntList", {x, V{1}, true}), x});
+         return h.call("addmm", {h.call("slice.Tensor", {self, 1, 0, 2}), x, y},
+                       {{"beta", 0.5}, {"alpha", -1.5}});
+       }}};
+  for (auto& [name, x_shape, y_shape, f] : cases) {
+    Graph gv;
+    Node* x = gv.placeholder("x", x_shape, c);
+    Node* y = gv.placeholder("y", y_shape, c);
+    gv.output({real_view(gv, f(gv, x, y))});
+    check_complex_vjp(name, gv, {randn(x_shape, c, 7), randn(y_shape, c, 8)});
+    Graph gj;
+    Node* z = gj.placeholder("z", x_shape, c);
+    gj.output({f(gj, z, gj.call("mul.Scalar", {
+                                   gj.call("reshape", {gj.call("slice.Tensor", {
+                                                          gj.call("reshape", {z, V{-1}}), 0, 0,
+                                                          shape_numel(y_shape)}),
+                                                      y_shape}),
+                                   0.5}))});
+    check_jvp(name, gj, {randn(x_shape, c, 9)});
+  }
+}
+
+// linalg_vector_norm of complex tensors: the norm of |z| in the real dtype (torch), for ord 2, 1,
+// inf, -inf, 0 and 3, over all elements or a dim (keepdim), with dtype=complex128; torch's error
+// for a real dtype; values against loops in double, VJP / JVP against central differences,
+// compiled equal to the interpreter.
+TEST(ComplexArith, VectorNormOfComplexValues) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor z = randn({2, 3}, DType::Complex64, 3);
+  std::vector<cd> v = values(z);
+  auto norm = [&](double p, int row) {  // row -1: every element
+    double s = p == inf ? 0 : (p == -inf ? inf : 0);
+    for (int i = 0; i < 6; ++i) {
+      if (row >= 0 && i / 3 != row) continue;
+      double a = std::abs(v[i]);
+      if (p == inf) s = std::max(s, a);
+      else if (p == -inf) s = std::min(s, a);
+      else if (p == 0) s += a != 0;
+      else s += std::pow(a, p);
+    }
+    return (p == inf || p == -inf || p == 0) ? s : std::pow(s, 1 / p);
+  };
+  for (double p : {2.0, 1.0, inf, -inf, 0.0, 3.0}) {
+    Graph g;
+    Node* x = g.placeholder("z", {2, 3}, DType::Complex64);
+    g.output({g.call("linalg_vector_norm", {x, p}),
+              g.call("linalg_vector_norm", {x, p, V{1}, true}),
+              g.call("linalg_vector_norm", {x, p}, {{"dtype", DType::Complex128}})});
+    verify(g);
+    std::vector<Tensor> out = interpret(g, {z});
+    EXPECT_EQ(out[0].dtype(), DType::Float32);
+    EXPECT_EQ(out[1].sizes(), (Shape{2, 1}));
+    EXPECT_EQ(out[2].dtype(), DType::Float64);
+    EXPECT_NEAR(out[0].get_double(0), norm(p, -1), 1e-5 * std::max(1.0, norm(p, -1))) << p;
+    EXPECT_NEAR(out[2].get_double(0), norm(p, -1), 1e-5 * std::max(1.0, norm(p, -1))) << p;
+    for (int r = 0; r < 2; ++r)
+      EXPECT_NEAR(out[1].get_double(r), norm(p, r), 1e-5 * std::max(1.0, norm(p, r))) << p;
+    std::vector<Tensor> ref = reference(g, {z});
+    CompiledGraph cg = cpu_compiler().compile(g);
+    std::vector<Tensor> got = cg.run({z});
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << p << " " << i;
+  }
+  Graph bad;
+  Node* x = bad.placeholder("z", {3}, DType::Complex64);
+  EXPECT_TRUE(has(error_of([&] {
+                    bad.call("linalg_vector_norm", {x, 2.0}, {{"dtype", DType::Float64}});
+                  }),
+                  "dtype should be complex for complex inputs"));
+  for (double p : {2.0, 3.0, 1.0}) {
+    Graph gv;
+    Node* w = gv.placeholder("z", {2, 3}, DType::Complex128);
+    gv.output({gv.call("linalg_vector_norm", {w, p, V{1}})});
+    check_complex_vjp("vector_norm " + std::to_string(p), gv, {randn({2, 3}, DType::Complex128, 5)});
+    Graph gj;
+    Node* u = gj.placeholder("z", {2, 3}, DType::Complex128);
+    gj.output({gj.call("linalg_vector_norm", {u, p, V{1}})});
+    check_jvp("vector_norm " + std::to_string(p), gj, {randn({2, 3}, DType::Complex128, 6)});
+  }
+  // torch's subgradient at a zero norm: 0, not the 0 / 0 of the decomposition's sqrt.
+  Graph gz;
+  Node* w = gz.placeholder("z", {2, 3}, DType::Complex128);
+  gz.output({gz.call("linalg_vector_norm", {w, 2.0, V{1}})});
+  Tensor zero_row = randn({2, 3}, DType::Complex128, 7);
+  for (int64_t j = 0; j < 6; ++j) zero_row.as_real_view().set_double(j, 0.0);
+  VjpResult r = vjp(gz, {zero_row}, {Tensor::ones({2}, DType::Float64)});
+  std::vector<cd> g0 = values(r.grads[0]);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(g0[i], cd(0.0, 0.0)) << i;
+  for (int i = 3; i < 6; ++i) EXPECT_TRUE(std::isfinite(std::abs(g0[i]))) << i;
+}
+
+// cumsum of complex values (a componentwise sum: the real cumsum of the real view), along a
+// negative dim, with dtype=complex128, of a real tensor with a complex dtype, and 0-d: values
+// against running sums in std::complex<double>; VJP (flip · cumsum · flip) and JVP against central
+// differences; compiled (a counted fallback) equal to the interpreter.
+TEST(ComplexArith, CumsumOfComplexValues) {
+  Tensor z = randn({2, 3}, DType::Complex64, 4);
+  Tensor x = randn({4}, DType::Float32, 5);
+  Graph g;
+  Node* nz = g.placeholder("z", {2, 3}, DType::Complex64);
+  Node* nx = g.placeholder("x", {4}, DType::Float32);
+  Node* n0 = g.call("select.int", {nz, 1, 2});  // (2,)
+  g.output({g.call("cumsum", {nz, -1}), g.call("cumsum", {nz, 0}, {{"dtype", DType::Complex128}}),
+            g.call("cumsum", {nx, 0}, {{"dtype", DType::Complex64}}),
+            g.call("cumsum", {g.call("select.int", {n0, 0, 1}), 0})});
+  verify(g);
+  std::vector<Tensor> out = interpret(g, {z, x});
+  std::vector<cd> v = values(z);
+  std::vector<cd> rows(6), cols(6), xs(4);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      rows[i * 3 + j] = v[i * 3 + j] + (j ? rows[i * 3 + j - 1] : 0.0);
+      cols[i * 3 + j] = v[i * 3 + j] + (i ? cols[j] : 0.0);
+    }
+  for (int k = 0; k < 4; ++k) xs[k] = x.get_double(k) + (k ? xs[k - 1] : 0.0);
+  EXPECT_EQ(out[0].dtype(), DType::Complex64);
+  EXPECT_EQ(out[1].dtype(), DType::Complex128);
+  EXPECT_EQ(out[2].dtype(), DType::Complex64);
+  EXPECT_EQ(out[3].sizes(), Shape{});
+  expect_near(values(out[0]), rows, 1e-6, "cumsum dim -1");
+  expect_near(values(out[1]), cols, 1e-6, "cumsum dim 0, complex128");
+  expect_near(values(out[2]), xs, 1e-6, "cumsum of a real tensor, complex64");
+  expect_near(values(out[3]), {v[5]}, 0, "cumsum of a 0-d tensor");
+  std::vector<Tensor> ref = reference(g, {z, x});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run({z, x});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << i;
+
+  DType c = DType::Complex128;
+  Graph gv;
+  Node* w = gv.placeholder("z", {2, 3}, c);
+  gv.output({gv.call("view_as_real", {gv.call("cumsum", {gv.call("mul.Tensor", {w, w}), 1})})});
+  check_complex_vjp("cumsum", gv, {randn({2, 3}, c, 6)});
+  Graph gj;
+  Node* u = gj.placeholder("z", {2, 3}, c);
+  gj.output({gj.call("cumsum", {u, 0})});
+  check_jvp("cumsum", gj, {randn({2, 3}, c, 7)});
+}
+
+// pow.Tensor_Tensor of complex values: std::pow of the two (torch's kernel), a real exponent
+// tensor and a real base promoted, broadcasting; VJP (torch's conjugate convention) and JVP against
+// central differences; compiled equal to the interpreter.
+TEST(ComplexArith, PowOfComplexTensors) {
+  DType c = DType::Complex128;
+  Tensor a = randn({2, 3}, c, 1), b = randn({3}, c, 2), e = randn({2, 3}, DType::Float64, 3);
+  Graph g;
+  Node* na = g.placeholder("a", {2, 3}, c);
+  Node* nb = g.placeholder("b", {3}, c);
+  Node* ne = g.placeholder("e", {2, 3}, DType::Float64);
+  g.output({g.call("pow.Tensor_Tensor", {na, nb}), g.call("pow.Tensor_Tensor", {na, ne}),
+            g.call("pow.Tensor_Tensor", {ne, nb})});
+  verify(g);
+  std::vector<Tensor> out = interpret(g, {a, b, e});
+  std::vector<cd> va = values(a), vb = values(b), ve = values(e), w0, w1, w2;
+  for (int i = 0; i < 6; ++i) {
+    w0.push_back(std::pow(va[i], vb[i % 3]));
+    w1.push_back(std::pow(va[i], ve[i]));
+    w2.push_back(std::pow(ve[i], vb[i % 3]));
+  }
+  for (const Tensor& t : out) EXPECT_EQ(t.dtype(), c);
+  expect_near(values(out[0]), w0, 1e-14, "pow(z, w)");
+  expect_near(values(out[1]), w1, 1e-14, "pow(z, real)");
+  expect_near(values(out[2]), w2, 1e-14, "pow(real, w)");
+  std::vector<Tensor> ref = reference(g, {a, b, e});
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Tensor> got = cg.run({a, b, e});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].equal(ref[i])) << i;
+
+  Graph gv;
+  Node* x = gv.placeholder("x", {2, 3}, c);
+  Node* y = gv.placeholder("y", {3}, c);
+  gv.output({gv.call("view_as_real", {gv.call("pow.Tensor_Tensor", {x, y})})});
+  check_complex_vjp("pow", gv, {randn({2, 3}, c, 4), randn({3}, c, 5)});
+  Graph gr;
+  Node* xr = gr.placeholder("x", {2, 3}, c);
+  Node* yr = gr.placeholder("y", {2, 3}, DType::Float64);
+  gr.output({gr.call("view_as_real", {gr.call("pow.Tensor_Tensor", {xr, yr})})});
+  check_complex_vjp("pow real exponent", gr, {randn({2, 3}, c, 6), randn({2, 3}, DType::Float64, 7)});
+  Graph gj;
+  Node* u = gj.placeholder("u", {2, 3}, c);
+  gj.output({gj.call("pow.Tensor_Tensor", {u, gj.call("mul.Scalar", {u, 0.5})})});
+  check_jvp("pow", gj, {randn({2, 3}, c, 8)});
 }

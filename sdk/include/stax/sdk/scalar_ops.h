@@ -34,6 +34,8 @@
 #define STAX_C99_ANY_BINARY_OPS(X) /* f32 f64 i64 b8 */ X(add) X(mul) X(maximum) X(minimum)
 #define STAX_C99_ANY_COMPARE_OPS(X) /* f32 f64 i64 b8, result bool */ \
   X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+#define STAX_C99_INTEGRAL_BINARY_OPS(X) /* i64 b8 (ABI 1.8) */ \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor)
 /* dtype name, compute type */
 #define STAX_C99_DTYPES(X)                                                                    \
   X(f32, float) X(f64, double) X(f16, float) X(bf16, float) X(i64, long long) X(i32, long long) \
@@ -248,6 +250,14 @@ static inline bool stax_sign_b8(bool x) { return x; }
 static inline bool stax_isnan_b8(bool x) { (void)x; return false; }
 static inline bool stax_add_b8(bool a, bool b) { return a || b; }
 static inline bool stax_mul_b8(bool a, bool b) { return a && b; }
+
+/* ---- bitwise ops (ABI 1.8): integers on their int64 bits, bool as the logical ops ------------- */
+static inline stax_i64 stax_bitwise_and_i64(stax_i64 a, stax_i64 b) { return a & b; }
+static inline stax_i64 stax_bitwise_or_i64(stax_i64 a, stax_i64 b) { return a | b; }
+static inline stax_i64 stax_bitwise_xor_i64(stax_i64 a, stax_i64 b) { return a ^ b; }
+static inline bool stax_bitwise_and_b8(bool a, bool b) { return a && b; }
+static inline bool stax_bitwise_or_b8(bool a, bool b) { return a || b; }
+static inline bool stax_bitwise_xor_b8(bool a, bool b) { return a != b; }
 
 /* ---- every compute type: NaN-propagating max / min, logic, comparisons ------------------------ */
 #define STAX_C99_COMMON_OPS(T, t)                                                                  \
