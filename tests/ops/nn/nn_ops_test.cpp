@@ -420,6 +420,41 @@ TEST(NnAttention, MatchesSoftmaxByHand) {
       }
 }
 
+// float16 / bfloat16 attention computes in float32 and rounds the output once (torch's CPU flash
+// kernel keeps float accumulators; its math path upcasts): the low-precision result is the float32
+// attention of the same values, rounded, bit for bit, with a float mask, a bool mask and causal;
+// compiled within one rounding of the interpreter (gemm vs the interpreter's loop in float32).
+TEST(NnAttention, LowPrecisionComputesInFloat32) {
+  for (DType t : {DType::BFloat16, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor q = random_tensor({2, 2, 5, 8}, 80, t), k = random_tensor({2, 2, 7, 8}, 81, t);
+    Tensor v = random_tensor({2, 2, 7, 4}, 82, t), fmask = random_tensor({5, 7}, 83, t);
+    Tensor bmask = Tensor::empty({5, 7}, DType::Bool);
+    for (int64_t i = 0; i < bmask.numel(); ++i) bmask.set_int(i, i % 7 != 2);
+    struct Variant {
+      const char* name;
+      std::vector<Tensor> in;
+      std::vector<Arg> extra;
+    };
+    for (const Variant& c : std::vector<Variant>{{"plain", {q, k, v}, {}},
+                                                 {"float_mask", {q, k, v, fmask}, {}},
+                                                 {"bool_mask", {q, k, v, bmask}, {}},
+                                                 {"causal", {q, k, v}, {Arg(), 0.0, true}}}) {
+      SCOPED_TRACE(c.name);
+      std::vector<Tensor> wide;
+      for (const Tensor& x : c.in) wide.push_back(x.dtype() == t ? x.to(DType::Float32) : x);
+      Tensor got = run1("scaled_dot_product_attention", c.in, c.extra);
+      ASSERT_EQ(got.dtype(), t);
+      Tensor want = run1("scaled_dot_product_attention", wide, c.extra).to(t);
+      EXPECT_TRUE(test::bitwise_equal(got, want));
+      OneOp o = one_op("scaled_dot_product_attention", c.in, c.extra);
+      CompiledGraph cg = test::cpu_compiler().compile(o.g);
+      double tol = t == DType::BFloat16 ? 8e-3 : 1e-3;  // one rounding, 2^-8 / 2^-11 relative
+      expect_close(cg.run(o.in).at(0), got, tol, tol, c.name);
+    }
+  }
+}
+
 // ---- compiled (cpu_cpp) vs interpreter ------------------------------------------------------
 
 struct CompiledCase {
