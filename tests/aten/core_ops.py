@@ -289,6 +289,16 @@ case("unique_consecutive_dim", ["unique_consecutive"],
      torch.tensor([[1, 1, 2, 2, 1], [3, 3, 4, 4, 3]]))
 
 
+# ---- issue 29 audit: integer convolution (wrapping in the element type, as torch's slow path)
+case("conv_integer", ["convolution"],
+     lambda x, w, b, x8, w8: (F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2),
+                              F.conv_transpose2d(x, w, stride=2),
+                              F.conv1d(x8, w8)),
+     torch.randint(-50, 50, (2, 4, 5, 6)), torch.randint(-9, 9, (4, 2, 3, 3)),
+     torch.randint(-100, 100, (4,)), torch.randint(-128, 127, (2, 3, 9), dtype=torch.int8),
+     torch.randint(-128, 127, (4, 3, 3), dtype=torch.int8))
+
+
 def run_case(name, ops, fn, inputs, mode, ref):
     try:
         if mode == "real":
