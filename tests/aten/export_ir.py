@@ -1,13 +1,15 @@
 """torch.export's graphs imported as printed (issue 29 items 2 and 4, and its Goals' "with and
 without Core ATen decompositions"): real modules (issue 25's ResNet BasicBlock in training and in
 eval, a GPT-2 block, nn.TransformerEncoderLayer, an embedding + tied head + cross-entropy LM,
-nn.LSTM, nn.GRU) exported by torch.export.export (torch 2.x's training IR: aten ops before
+nn.LSTM and nn.GRU (one and two bidirectional layers: lstm.input / gru.input)) exported by
+torch.export.export (torch 2.x's training IR: aten ops before
 functionalization, in-place `add_` on num_batches_tracked and `batch_norm(training=True)` writing
 the running statistics) and by .run_decompositions() (the Core ATen IR: functional, the updated
 buffers returned as outputs). Each printout runs through `stax run` on the interpreter and
 compiled; the user outputs, the buffers the training IR writes (saved by --save as updated
 inputs) and the buffer outputs of the Core ATen IR must equal torch eager's on a copy of the
-module. Skips cleanly (exit 77) without torch 2.x."""
+module; where the graph writes no buffer, `stax grad` too (every parameter and float input, of the
+sum of the outputs) against torch.autograd. Skips cleanly (exit 77) without torch 2.x."""
 import copy
 import os
 import sys
@@ -37,19 +39,18 @@ MODULES = [
     ("lm_tied_cross_entropy", TiedLM(),
      [torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))]),
     ("lstm", nn.LSTM(8, 16, batch_first=True), [torch.randn(2, 5, 8)]),
+    ("lstm_2layers_bidirectional_no_bias", nn.LSTM(6, 8, num_layers=2, bidirectional=True,
+                                                   bias=False), [torch.randn(4, 3, 6)]),
     ("gru", nn.GRU(8, 16, batch_first=True), [torch.randn(2, 5, 8)]),
+    ("gru_2layers_bidirectional", nn.GRU(6, 8, num_layers=2, bidirectional=True),
+     [torch.randn(4, 3, 6)]),
 ]
 
 
-# Training-IR graphs that call an op Stax lacks, with the reason: listed, so the test fails on any
-# other gap and on a listed one that runs now (the list cannot go stale).
-KNOWN_WAITING = {
-    # torch.export keeps nn.LSTM / nn.GRU as one aten op over every layer and direction in the
-    # training IR; Stax has mkldnn_rnn_layer (what make_fx records) and the GRU's unrolled cell
-    # (the Core ATen IR, below, runs), not these two ops
-    "lstm": "lstm.input",
-    "gru": "gru.input",
-}
+# Graphs that call an op Stax lacks, with the reason: listed, so the test fails on any other gap
+# and on a listed one that runs now (the list cannot go stale). Empty: torch.export's training IR
+# keeps nn.LSTM / nn.GRU as lstm.input / gru.input, which Stax expands into their cells.
+KNOWN_WAITING = {}
 
 
 def flatten(v):
@@ -88,8 +89,28 @@ def check(name, module, xs, core, tmp, failures, waiting):
     work = os.path.join(tmp, name)
     inputs = fxrun.write_case(work, gm, str(gm.graph), names, leaves)
     written = 0
-    for mode in ("interp", "compiled"):
-        r = fxrun.run_stax(stax, mode, work, inputs, config)
+    # gradients (graphs that write no buffer): of every float output's sum, with respect to the
+    # parameters and the float inputs, against torch.autograd on a copy of the module
+    kinds = [spec.kind for spec in ep.graph_signature.input_specs]
+    wrt = [k for k, kind in enumerate(kinds) if kind in (InputKind.PARAMETER, InputKind.USER_INPUT)
+           and leaves[k].is_floating_point()]
+    modes = ["interp", "compiled"]
+    if all(torch.equal(after[t], buffers[t]) for t in buffer_of.values()):
+        modes.append("grad")
+        gref = copy.deepcopy(module)
+        gparams = dict(gref.named_parameters())
+        gx = [x.clone().requires_grad_(x.is_floating_point()) for x in xs]
+        outs = [o for o in flatten(gref(*gx)) if o.requires_grad]
+        targets = []
+        user_in = iter(gx)
+        for spec in ep.graph_signature.input_specs:
+            t = gparams.get(spec.target) if spec.kind == InputKind.PARAMETER else (
+                next(user_in) if spec.kind == InputKind.USER_INPUT else None)
+            targets.append(t)
+        gwant = torch.autograd.grad(outs, [targets[k] for k in wrt],
+                                    [torch.ones_like(o) for o in outs], allow_unused=True)
+    for mode in modes:
+        r = fxrun.run_stax(stax, mode, work, inputs, config, wrt=[names[k] for k in wrt])
         if r.code != 0:
             failures.append("%s (%s): %s" % (name, mode, r.error()))
             continue
@@ -102,7 +123,7 @@ def check(name, module, xs, core, tmp, failures, waiting):
             else:
                 failures.append("%s: output kind %s not handled by this test" % (name, spec.kind))
                 return
-            diff = fxrun.compare(r.load("out%d.npy" % i), w)
+            diff = fxrun.compare(r.load("out%d.npy" % i), w, grad=mode == "grad")
             if diff:
                 failures.append("%s (%s): output %d (%s): %s" % (name, mode, i, spec.target or "user",
                                                                  diff))
@@ -120,8 +141,15 @@ def check(name, module, xs, core, tmp, failures, waiting):
                 diff = None
             if diff:
                 failures.append("%s (%s): buffer %s: %s" % (name, mode, target, diff))
-    print("ran %s: %d nodes, %d outputs, %d buffers written in place" % (
-        name, len(gm.graph.nodes), len(ep.graph_signature.output_specs), written))
+        if mode == "grad":
+            for k, gw in zip(wrt, gwant):
+                gw = torch.zeros_like(leaves[k]) if gw is None else gw
+                diff = fxrun.compare(r.load("grad_%s.npy" % names[k]), gw, grad=True)
+                if diff:
+                    failures.append("%s (grad): gradient of %s: %s" % (name, names[k], diff))
+    print("ran %s: %d nodes, %d outputs, %d buffers written in place, %s" % (
+        name, len(gm.graph.nodes), len(ep.graph_signature.output_specs), written,
+        "%d gradients" % len(wrt) if "grad" in modes else "no gradients (writes buffers)"))
 
 
 def main():
