@@ -112,6 +112,9 @@ std::string name_of(const ViewCopy& v) { return parse_schema(v.schema).name; }
 Node* unflatten(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("self");
   const Shape& s = x->shape();
+  if (s.empty())  // torch: "Dimension specified as 0 but tensor has no dimensions"
+    c.fail("unflatten: dimension " + std::to_string(c.get("dim").to_int()) +
+           " specified but the tensor has no dimensions");
   int64_t d = wrap_dim(c.get("dim").to_int(), static_cast<int64_t>(s.size()), c.where());
   std::vector<int64_t> sizes = c.get("sizes").to_int_list();
   if (sizes.empty()) c.fail("unflatten: sizes must be non-empty");

@@ -141,6 +141,12 @@ TEST(ViewCopies, UnflattenSplitsOneDim) {
   Graph g;
   Node* p = g.placeholder("p", {2, 12});
   EXPECT_EQ(g.call("unflatten.int", {p, 0, std::vector<int64_t>{1, 2}})->shape(), (Shape{1, 2, 12}));
+  try {  // a 0-d tensor has no dim to split (torch: "tensor has no dimensions")
+    g.call("unflatten.int", {g.placeholder("s", Shape{}), -1, std::vector<int64_t>{1}});
+    ADD_FAILURE() << "unflatten accepted a 0-d tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no dimensions"), std::string::npos) << e.what();
+  }
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{5, 2}, std::vector<int64_t>{-1, -1},
                                          std::vector<int64_t>{5, -1}, std::vector<int64_t>{}}) {
     try {
