@@ -35,6 +35,8 @@ std::vector<Node*> gru_input(Graph& g, const ExpandCall& c) {
     c.fail("expected " + std::to_string(layers * dirs * static_cast<int64_t>(per)) +
            " parameters (w_ih, w_hh" + std::string(bias ? ", b_ih, b_hh" : "") +
            " per layer and direction), got " + std::to_string(params.size()));
+  for (Node* w : params)
+    if (!w) c.fail("params must be tensors, got None");
   if (c.get("train").to_bool() && c.get("dropout").to_double() > 0 && layers > 1)
     c.fail("dropout between GRU layers in training is not supported");
   if (x->meta().dim() != 3) c.fail("input must be 3-D, got " + shape_str(x->shape()));

@@ -185,10 +185,13 @@ std::vector<Node*> lstm_input(Graph& g, const ExpandCall& c) {
            " parameters (w_ih, w_hh" + std::string(bias ? ", b_ih, b_hh" : "") +
            " per layer and direction), got " + std::to_string(params.size()) +
            " (LSTM projections, proj_size > 0, are not supported)");
+  for (Node* w : params)
+    if (!w) c.fail("params must be tensors, got None");
   if (c.get("train").to_bool() && c.get("dropout").to_double() > 0 && layers > 1)
     c.fail("dropout between LSTM layers in training is not supported");
   if (x->meta().dim() != 3) c.fail("input must be 3-D, got " + shape_str(x->shape()));
-  const int64_t H = params[1]->shape().size() == 2 ? params[1]->shape()[1] : 0;
+  if (params[1]->meta().dim() != 2) c.fail("w_hh must be 2-D (4 * hidden_size, hidden_size)");
+  const int64_t H = params[1]->shape()[1];
   Node* seq = batch_first ? g.call("transpose.int", {x, 0, 1}) : x;  // (T, B, I)
   std::vector<Node*> hn, cn;
   for (int64_t l = 0; l < layers; ++l) {
