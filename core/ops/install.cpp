@@ -85,6 +85,7 @@ void register_all_ops(OpRegistry& r) {
   register_nn_spatial_ops(r);
   register_embedding_bag_ops(r);
   register_lstm_layer_ops(r);
+  register_gru_input_ops(r);
   register_flash_attention_ops(r);
   register_spectral_ops(r);
   register_view_copy_ops(r);
@@ -267,6 +268,7 @@ void install_ops() {
     register_embedding_bag_expansions(expansions_to_fill());
     register_nn_spatial_expansions(expansions_to_fill());
     register_lstm_layer_expansions(expansions_to_fill());
+    register_gru_input_expansions(expansions_to_fill());
     register_view_copy_expansions(expansions_to_fill());
     register_fractional_pool_expansions(expansions_to_fill());
     register_runtime_sized_expansions(expansions_to_fill());

@@ -35,7 +35,8 @@ void register_nn_backward_multi_output_ops(OpRegistry& r);  // convolution_backw
 void register_attention_form_ops(OpRegistry& r);  // _scaled_dot_product_flash_attention_for_cpu ...
 void register_nn_spatial_ops(OpRegistry& r);    // col2im grid_sampler_2d
 void register_embedding_bag_ops(OpRegistry& r); // _embedding_bag and its backward
-void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward
+void register_lstm_layer_ops(OpRegistry& r);    // mkldnn_rnn_layer and its backward, lstm.input
+void register_gru_input_ops(OpRegistry& r);     // gru.input
 void register_flash_attention_ops(OpRegistry& r);  // _stax_flash_attention and its backward
 void register_spectral_ops(OpRegistry& r);      // _fft_r2c _fft_c2r _fft_c2c view_as_real ...
 void register_view_copy_ops(OpRegistry& r);     // view_copy permute_copy ... unbind_copy
@@ -68,6 +69,7 @@ void register_attention_form_expansions(ExpansionTable& t);
 void register_embedding_bag_expansions(ExpansionTable& t);
 void register_nn_spatial_expansions(ExpansionTable& t);
 void register_lstm_layer_expansions(ExpansionTable& t);
+void register_gru_input_expansions(ExpansionTable& t);
 void register_view_copy_expansions(ExpansionTable& t);
 void register_linalg_expansions(ExpansionTable& t);
 void register_linalg_composite_expansions(ExpansionTable& t);

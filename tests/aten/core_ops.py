@@ -289,6 +289,27 @@ case("unique_consecutive_dim", ["unique_consecutive"],
      torch.tensor([[1, 1, 2, 2, 1], [3, 3, 4, 4, 3]]))
 
 
+# ---- issue 29 audit: scatter's reduce forms (scatter_reduce.two with include_self) and integer
+# convolution (wrapping in the element type, as torch's slow path)
+sc_idx = torch.tensor([[0, 1, 0], [2, 0, 0]])
+case("scatter_reduce_forms", ["scatter.reduce", "scatter.value_reduce"],
+     lambda x, s, i: (x.scatter(0, i, s, reduce="add"), x.scatter(0, i, s, reduce="multiply"),
+                      x.scatter(1, i, 1.5, reduce="add"), x.scatter(1, i, -2.0, reduce="multiply")),
+     rnd(3, 4, grad=False), rnd(2, 3, grad=False), sc_idx)
+case("scatter_reduce_forms_int", ["scatter.reduce", "scatter.value_reduce"],
+     lambda x, s, i: (x.scatter(0, i, s, reduce="add"), x.scatter(0, i, s, reduce="multiply"),
+                      x.scatter(1, i, 7, reduce="add")),
+     torch.tensor([[3, -1, 2, 5], [4, 0, -6, 1], [2, 2, 2, 2]], dtype=torch.int32),
+     torch.tensor([[100, 7, -3], [5, 9, 11]], dtype=torch.int32), sc_idx)
+case("conv_integer", ["convolution"],
+     lambda x, w, b, x8, w8: (F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2),
+                              F.conv_transpose2d(x, w, stride=2),
+                              F.conv1d(x8, w8)),
+     torch.randint(-50, 50, (2, 4, 5, 6)), torch.randint(-9, 9, (4, 2, 3, 3)),
+     torch.randint(-100, 100, (4,)), torch.randint(-128, 127, (2, 3, 9), dtype=torch.int8),
+     torch.randint(-128, 127, (4, 3, 3), dtype=torch.int8))
+
+
 def run_case(name, ops, fn, inputs, mode, ref):
     try:
         if mode == "real":

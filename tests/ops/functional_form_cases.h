@@ -110,7 +110,7 @@ inline void add_form_cases(std::vector<Case>& out) {
 // The forms of issue 29 phase 8: antialiased bilinear resampling (and its backward), rrelu in
 // eval (training draws its slopes; its backward is checked in both modes) and
 // multilabel_margin_loss (inputs away from the margin's kinks with probability ~1).
-inline void add_more_form_cases(std::vector<Case>& out) {
+inline void add_aa_rrelu_margin_cases(std::vector<Case>& out) {
   auto add = case_adder(out);
   add("upsample_bilinear2d_aa", {U({1, 2, 5, 4})},
       op1("_upsample_bilinear2d_aa", {L({3, 6}), false}));
@@ -142,7 +142,7 @@ inline std::vector<Case> functional_form_cases() {
   add_view_copy_cases(out);
   add_segment_cases(out);
   add_form_cases(out);
-  add_more_form_cases(out);
+  add_aa_rrelu_margin_cases(out);
   return out;
 }
 

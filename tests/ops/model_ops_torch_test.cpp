@@ -1,5 +1,5 @@
-// The model ops of issue 14 part C against PyTorch itself, where torch is installed (Debian's
-// python3-torch; the test skips, saying so, without it): every case calls the same aten overload
+// The model ops of issue 14 part C against PyTorch itself, where torch is installed (torch 2.x in
+// the .venv, STAX_TORCH_PYTHON; the test skips, saying so, without it): every case calls the same aten overload
 // with the same arguments on both sides (`torch.ops.aten.<op>.<overload>(...)`: the schemas are
 // aten's, so one argument list serves both), float64 inputs with NaN / ±inf, and compares the
 // interpreter's result with torch's (NaN where torch has NaN, 1e-12 relative otherwise, integers

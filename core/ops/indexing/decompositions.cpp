@@ -355,6 +355,19 @@ Node* index_reduce(Graph& g, const Node& n) {
   return g.call("reshape", {r, n.shape()});
 }
 
+// scatter.reduce / scatter.value_reduce: scatter_reduce.two with include_self ("add" -> sum,
+// "multiply" -> prod); the value form's src is the value in self's dtype, in index's shape.
+Node* scatter_with_reduce(Graph& g, const Node& n) {
+  Node* self = n.input(0);
+  Node* idx = n.arg("index").node();
+  Node* src = n.op()->schema.index_of("src") >= 0
+                  ? n.arg("src").node()
+                  : g.call("full", {Arg(idx->shape()), n.arg("value")}, {{"dtype", self->dtype()}});
+  const char* red = n.arg("reduce").str() == "add" ? "sum" : "prod";
+  return g.call("scatter_reduce.two", {self, n.arg("dim"), idx, src, red},
+                {{"include_self", true}});
+}
+
 }  // namespace
 
 void register_indexing_decompositions(DecompositionTable& t) {
@@ -413,6 +426,10 @@ void register_indexing_decompositions(DecompositionTable& t) {
   t.add("select_scatter.default", select_scatter);
 
   t.add("index_reduce.default", index_reduce);
+
+  t.add("scatter.reduce", scatter_with_reduce);
+
+  t.add("scatter.value_reduce", scatter_with_reduce);
 }
 
 }  // namespace stax

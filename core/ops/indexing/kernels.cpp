@@ -586,7 +586,8 @@ void register_indexing_kernels(InterpreterTable& t) {
           "index_fill.int_Scalar", "index_fill.int_Tensor", "rot90.default", "narrow_copy.default",
           "isin.Tensor_Tensor", "bucketize.Tensor", "searchsorted.Tensor", "index_copy.default",
           "put.default", "masked_scatter.default", "unfold.default", "block_diag.default",
-          "slice_scatter.default", "select_scatter.default", "index_reduce.default"})
+          "slice_scatter.default", "select_scatter.default", "index_reduce.default",
+          "scatter.reduce", "scatter.value_reduce"})
     t.add(op, kernels::run_decomposition);
 }
 

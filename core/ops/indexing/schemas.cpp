@@ -829,6 +829,20 @@ void add_search_and_copy_composites(OpRegistry& r) {
                     shape_str(want));
            return TensorMeta::contiguous(self.sizes, self.dtype, self.device);
          });
+
+    // scatter's reduce forms (torch's older API): scatter_reduce.two with include_self and
+    // "add" -> sum, "multiply" -> prod; the value form scatters a tensor of value (self's dtype).
+    auto scatter_with_reduce = [](const CallArgs& c) {
+      const std::string& red = c.get("reduce").str();
+      if (red != "add" && red != "multiply")
+        c.fail("reduce argument must be either add or multiply, got " + red);
+      return scatter_rule(c);
+    };
+    comp("scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
+         scatter_with_reduce);
+    comp("scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) "
+         "-> Tensor",
+         scatter_with_reduce);
   }
 }
 

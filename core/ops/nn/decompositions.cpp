@@ -20,6 +20,7 @@
 //   cross_entropy_loss                -> log_softmax + nll_loss (class indices) or mul + sum
 //                                        (probabilities), label smoothing as torch
 //   scaled_dot_product_attention      -> matmul, mul, where (mask / causal), softmax, matmul
+//                                        (float16 / bfloat16: in float32, the output rounded once)
 // Every entry keeps torch's order of floating-point operations where torch's CPU kernel has one
 // (upsampling indices and weights); pooling windows are combined in row-major kernel order.
 #include <algorithm>
@@ -527,6 +528,16 @@ Node* sdpa_decomp(Graph& g, const Node& n) {
     k = repeat(k);
     v = repeat(v);
   }
+  // float16 / bfloat16 compute in float32 and round the output once, as torch's CPU kernels (the
+  // flash kernel's float accumulators, the math path's upcast): rounding the scores and the
+  // probabilities to the low type loses up to a few output ulps where torch's values do not.
+  const DType out_t = q->dtype();
+  const bool low = out_t == DType::Float16 || out_t == DType::BFloat16;
+  if (low) {
+    q = g.call("to.dtype", {q, DType::Float32});
+    k = g.call("to.dtype", {k, DType::Float32});
+    v = g.call("to.dtype", {v, DType::Float32});
+  }
   double scale = n.arg("scale").is_absent() ? 1.0 / std::sqrt(static_cast<double>(E)) : n.arg("scale").to_double();
   Node* scores = g.call("mul.Scalar", {g.call("matmul", {q, g.call("transpose.int", {k, -2, -1})}), scale});
   double ninf = -std::numeric_limits<double>::infinity();
@@ -535,11 +546,15 @@ Node* sdpa_decomp(Graph& g, const Node& n) {
     Node* j = g.call("arange", {S}, dtype_kw(DType::Int64));
     scores = g.call("where.ScalarOther", {g.call("le.Tensor", {j, i}), scores, ninf});
   }
-  if (Node* m = tensor_arg(n, "attn_mask"))
+  if (Node* m = tensor_arg(n, "attn_mask")) {
+    if (low && m->dtype() != DType::Bool && m->dtype() != DType::Float32)
+      m = g.call("to.dtype", {m, DType::Float32});
     scores = m->dtype() == DType::Bool ? g.call("where.ScalarOther", {m, scores, ninf})
                                        : g.call("add.Tensor", {scores, m});
+  }
   Node* attn = g.call("softmax.int", {scores, -1});
-  return g.call("matmul", {attn, v});
+  Node* out = g.call("matmul", {attn, v});
+  return low ? g.call("to.dtype", {out, out_t}) : out;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Interpreter kernels of the neural-network ops (core/ops/nn/schemas.cpp).
 //
 // convolution, max_poolNd, avg_poolNd and batch_norm are written directly as loops over the
-// definition (accumulating in double, one rounding to the result dtype): they are the oracle the
+// definition (accumulating in double, one rounding to the result dtype; integer convolution in
+// wrapping 64-bit integers): they are the oracle the
 // compiled paths (cpu_cpp's im2col + gemm extern, the pooling decompositions) are compared against,
 // and convolution's kernel is also what runs a convolution on a backend without that extern. The
 // other ops run their decomposition (kernels::run_decomposition), checked against hand-computed
@@ -12,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "core/ops/nn/params.h"
 #include "core/graph/op_registry.h"
@@ -61,7 +63,40 @@ Ints pad3(const Ints& v, int64_t fill) {
   return r;
 }
 
-Tensor convolution_kernel(const KernelContext& ctx) {
+// A tensor's elements in row-major order as T: double, or uint64_t for the integer dtypes (their
+// int64 bits, so sums and products wrap modulo 2^64 and a narrower result keeps its low bits, as
+// torch's integer convolution computes in the element type).
+template <typename T>
+std::vector<T> values_as(const Tensor& t) {
+  if constexpr (std::is_same_v<T, double>) {
+    return values(t);
+  } else {
+    kernels::Reader<int64_t> rd(t);
+    std::vector<T> v;
+    v.reserve(static_cast<size_t>(t.numel()));
+    for (int64_t o : kernels::element_offsets(t.sizes(), t.strides()))
+      v.push_back(static_cast<T>(rd(o)));
+    return v;
+  }
+}
+
+template <typename T>
+Tensor from_values_as(const TensorMeta& m, const std::vector<T>& v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return from_values(m, v);
+  } else {
+    Tensor out = Tensor::empty(m.sizes, m.dtype);
+    kernels::Writer<int64_t> wr(out);
+    auto offs = kernels::element_offsets(out.sizes(), out.strides());
+    for (size_t i = 0; i < offs.size(); ++i) wr(offs[i], static_cast<int64_t>(v[i]));
+    return out;
+  }
+}
+
+// convolution straight from its definition, accumulating in T (double for floating dtypes, one
+// rounding to the result; uint64_t wrapping for integers).
+template <typename T>
+Tensor convolution_as(const KernelContext& ctx) {
   const Tensor& x = ctx.tensor("input");
   const Tensor& w = ctx.tensor("weight");
   size_t sp = static_cast<size_t>(x.dim() - 2);
@@ -69,7 +104,7 @@ Tensor convolution_kernel(const KernelContext& ctx) {
   nn::ConvParams p = nn::conv_params([&n](const char* k) -> const Arg& { return n.arg(k); }, sp,
                                      "%" + n.name());
   const TensorMeta& om = ctx.out_meta();
-  std::vector<double> xv = values(x), wv = values(w), out(static_cast<size_t>(shape_numel(om.sizes)), 0.0);
+  std::vector<T> xv = values_as<T>(x), wv = values_as<T>(w), out(static_cast<size_t>(shape_numel(om.sizes)), T{0});
   int64_t N = x.sizes()[0], Cin = x.sizes()[1], Cout = om.sizes[1], G = p.groups;
   int64_t Cig = Cin / G, Cog = Cout / G;
   Spatial3 in = spatial3(x.sizes(), 2), ks = spatial3(w.sizes(), 2), os = spatial3(om.sizes, 2);
@@ -79,16 +114,16 @@ Tensor convolution_kernel(const KernelContext& ctx) {
     for (int64_t g = 0; g < G; ++g)
       for (int64_t ci = 0; ci < Cig; ++ci) {
         int64_t cin = g * Cig + ci;
-        const double* xp = xv.data() + (b * Cin + cin) * in_n;
+        const T* xp = xv.data() + (b * Cin + cin) * in_n;
         for (int64_t co = 0; co < Cog; ++co) {
           int64_t cout = g * Cog + co;
           // weight: (Cout, Cig, k...) or, transposed, (Cin, Cog, k...)
-          const double* wp = wv.data() + (p.transposed ? (cin * Cog + co) : (cout * Cig + ci)) * k_n;
-          double* op = out.data() + (b * Cout + cout) * o_n;
+          const T* wp = wv.data() + (p.transposed ? (cin * Cog + co) : (cout * Cig + ci)) * k_n;
+          T* op = out.data() + (b * Cout + cout) * o_n;
           for (int64_t k0 = 0; k0 < ks.d[0]; ++k0)
             for (int64_t k1 = 0; k1 < ks.d[1]; ++k1)
               for (int64_t k2 = 0; k2 < ks.d[2]; ++k2) {
-                double wk = wp[(k0 * ks.d[1] + k1) * ks.d[2] + k2];
+                T wk = wp[(k0 * ks.d[1] + k1) * ks.d[2] + k2];
                 int64_t kk[3] = {k0, k1, k2};
                 if (!p.transposed) {
                   // out[o] += x[o*s - p + k*d] * w[k]
@@ -127,12 +162,16 @@ Tensor convolution_kernel(const KernelContext& ctx) {
         }
       }
   if (ctx.arg("bias").is_node()) {
-    std::vector<double> bv = values(ctx.tensor("bias"));
+    std::vector<T> bv = values_as<T>(ctx.tensor("bias"));
     for (int64_t b = 0; b < N; ++b)
       for (int64_t c = 0; c < Cout; ++c)
         for (int64_t o = 0; o < o_n; ++o) out[(b * Cout + c) * o_n + o] += bv[c];
   }
-  return from_values(om, out);
+  return from_values_as<T>(om, out);
+}
+
+Tensor convolution_kernel(const KernelContext& ctx) {
+  return is_floating(ctx.out_meta().dtype) ? convolution_as<double>(ctx) : convolution_as<uint64_t>(ctx);
 }
 
 // max_poolNd / avg_poolNd over the last sp dims, straight from torch's definition.

@@ -3,7 +3,8 @@
 //   [spatial dims S, stride x S, padding x S, dilation x S, transposed (0/1), output_padding x S,
 //    groups]
 // A backend offering the extern "convolution" runs it (cpu_cpp: im2col + gemm); on any other the
-// executor runs the interpreter's kernel (a fallback, counted as such). The other nn ops are
+// executor runs the interpreter's kernel (a fallback, counted as such), as it does for integer
+// dtypes on every backend. The other nn ops are
 // Composite and reach lowering as base ops through their decompositions.
 #include "core/ops/nn/params.h"
 #include "core/ops/common/lowering_helpers.h"
@@ -14,6 +15,8 @@ namespace stax {
 namespace {
 
 IRPtr convolution_rule(GraphLowering& g, const Node& n) {
+  // integer convolution (wrapping, as torch's slow path): the interpreter's kernel, a fallback
+  if (!is_floating(n.meta().dtype)) return nullptr;
   std::vector<IRPtr> values;
   std::vector<KernelInput> inputs;
   for (const char* p : {"input", "weight", "bias"}) {

@@ -10,7 +10,8 @@
 // through time with the cell's derivatives (so it is differentiable again), giving the gradients
 // of the input, W_ih, W_hh, b_ih, b_hh, hx and cx. The workspace is an empty uint8 tensor, as
 // torch's meta function gives. Only mode 2 (LSTM) without packed sequences (batch_sizes empty);
-// anything else is a clear error.
+// anything else is a clear error. lstm.input (torch.export's training IR of nn.LSTM) runs every
+// layer and direction through the same cell.
 #include <string>
 #include <vector>
 
@@ -44,30 +45,33 @@ Node* gate(Graph& g, Node* a, int64_t k, int64_t H) {
   return g.call("slice.Tensor", {a, 1, k * H, (k + 1) * H, 1});
 }
 
-Layer run_layer(Graph& g, const ExpandCall& c, Node* x, Node* w_ih, Node* w_hh, Node* b_ih,
-                Node* b_hh, Node* hx, Node* cx) {
+// mkldnn_rnn_layer's own checks: LSTM (mode 2) without packed sequences.
+void check_mkldnn_layer(const ExpandCall& c) {
   if (c.get("mode").to_int() != kLstm)
     c.fail("mode " + std::to_string(c.get("mode").to_int()) + " is not supported (2: LSTM)");
   if (!c.get("batch_sizes").to_int_list().empty())
     c.fail("packed sequences (non-empty batch_sizes) are not supported");
+}
+
+Layer run_layer(Graph& g, const ExpandCall& c, Node* x, Node* w_ih, Node* w_hh, Node* b_ih,
+                Node* b_hh, Node* hx, Node* cx, int64_t hidden_size, bool has_biases,
+                bool reverse) {
   Layer L;
   if (x->meta().dim() != 3) c.fail("input must be 3-D (T, B, I), got " + shape_str(x->shape()));
   L.T = x->shape()[0];
   L.B = x->shape()[1];
   L.I = x->shape()[2];
-  L.H = c.get("hidden_size").to_int();
+  L.H = hidden_size;
   if (w_ih->shape() != Shape{4 * L.H, L.I} || w_hh->shape() != Shape{4 * L.H, L.H})
     c.fail("weights must be (4 * hidden_size, input) and (4 * hidden_size, hidden_size), got " +
            shape_str(w_ih->shape()) + " and " + shape_str(w_hh->shape()));
   if (hx->shape() != Shape{L.B, L.H} || cx->shape() != Shape{L.B, L.H})
     c.fail("hx and cx must be (batch, hidden_size) = " + shape_str(Shape{L.B, L.H}));
   Node* proj = g.call("matmul", {x, g.call("t", {w_ih})});  // (T, B, 4H)
-  if (c.get("has_biases").to_bool())
-    proj = g.call("add.Tensor", {proj, g.call("add.Tensor", {b_ih, b_hh})});
+  if (has_biases) proj = g.call("add.Tensor", {proj, g.call("add.Tensor", {b_ih, b_hh})});
   Node* w_hh_t = g.call("t", {w_hh});
   Node* h = hx;
   Node* cell = cx;
-  bool reverse = c.get("reverse").to_bool();
   for (int64_t s = 0; s < L.T; ++s) {
     int64_t t = reverse ? L.T - 1 - s : s;
     Step st;
@@ -102,8 +106,11 @@ Node* workspace(Graph& g) {
 }
 
 std::vector<Node*> lstm_layer(Graph& g, const ExpandCall& c) {
+  check_mkldnn_layer(c);
   Layer L = run_layer(g, c, c.tensor("input"), c.tensor("weight0"), c.tensor("weight1"),
-                      c.tensor("weight2"), c.tensor("weight3"), c.tensor("hx_"), c.tensor("cx_"));
+                      c.tensor("weight2"), c.tensor("weight3"), c.tensor("hx_"), c.tensor("cx_"),
+                      c.get("hidden_size").to_int(), c.get("has_biases").to_bool(),
+                      c.get("reverse").to_bool());
   if (L.T == 0) c.fail("input has no time steps");
   return {outputs_in_time_order(g, L), L.steps.back().h, L.steps.back().c, workspace(g)};
 }
@@ -114,8 +121,10 @@ std::vector<Node*> lstm_layer_backward(Graph& g, const ExpandCall& c) {
   Node* x = c.tensor("input");
   Node* w_ih = c.tensor("weight1");
   Node* w_hh = c.tensor("weight2");
+  check_mkldnn_layer(c);
   Layer L = run_layer(g, c, x, w_ih, w_hh, c.tensor("weight3"), c.tensor("weight4"),
-                      c.tensor("hx_"), c.tensor("cx_tmp"));
+                      c.tensor("hx_"), c.tensor("cx_tmp"), c.get("hidden_size").to_int(),
+                      c.get("has_biases").to_bool(), c.get("reverse").to_bool());
   if (L.T == 0) c.fail("input has no time steps");
   DType dt = x->dtype();
   auto zeros = [&](const Shape& s) { return g.call("zeros", {Arg(s)}, {{"dtype", Arg(dt)}}); };
@@ -157,6 +166,58 @@ std::vector<Node*> lstm_layer_backward(Graph& g, const ExpandCall& c) {
   return {d_x, d_w_ih, d_w_hh, d_b, d_b, dh, dc};
 }
 
+// lstm.input (what torch.export's training IR keeps of nn.LSTM): every layer and direction
+// through the same cell, the directions' outputs concatenated on the feature dim, the next layer
+// reading them; h_n and c_n stacked as (layers * directions, B, H). No projections (proj_size:
+// five or three parameters per layer) and no dropout between layers in training (a clear error).
+std::vector<Node*> lstm_input(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("input");
+  std::vector<Node*> hx = c.get("hx").to_node_list();
+  std::vector<Node*> params = c.get("params").to_node_list();
+  const bool bias = c.get("has_biases").to_bool(), bidir = c.get("bidirectional").to_bool();
+  const bool batch_first = c.get("batch_first").to_bool();
+  const int64_t layers = c.get("num_layers").to_int(), dirs = bidir ? 2 : 1;
+  const size_t per = bias ? 4 : 2;
+  if (layers < 1) c.fail("num_layers must be at least 1");
+  if (hx.size() != 2 || !hx[0] || !hx[1]) c.fail("hx must be [h_0, c_0]");
+  if (params.size() != static_cast<size_t>(layers * dirs) * per)
+    c.fail("expected " + std::to_string(layers * dirs * static_cast<int64_t>(per)) +
+           " parameters (w_ih, w_hh" + std::string(bias ? ", b_ih, b_hh" : "") +
+           " per layer and direction), got " + std::to_string(params.size()) +
+           " (LSTM projections, proj_size > 0, are not supported)");
+  for (Node* w : params)
+    if (!w) c.fail("params must be tensors, got None");
+  if (c.get("train").to_bool() && c.get("dropout").to_double() > 0 && layers > 1)
+    c.fail("dropout between LSTM layers in training is not supported");
+  if (x->meta().dim() != 3) c.fail("input must be 3-D, got " + shape_str(x->shape()));
+  if (params[1]->meta().dim() != 2) c.fail("w_hh must be 2-D (4 * hidden_size, hidden_size)");
+  const int64_t H = params[1]->shape()[1];
+  Node* seq = batch_first ? g.call("transpose.int", {x, 0, 1}) : x;  // (T, B, I)
+  std::vector<Node*> hn, cn;
+  for (int64_t l = 0; l < layers; ++l) {
+    std::vector<Node*> outs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const int64_t k = l * dirs + d;
+      const size_t p = static_cast<size_t>(k) * per;
+      Node* h0 = g.call("select.int", {hx[0], 0, k});
+      Node* c0 = g.call("select.int", {hx[1], 0, k});
+      Layer L = run_layer(g, c, seq, params[p], params[p + 1], bias ? params[p + 2] : nullptr,
+                          bias ? params[p + 3] : nullptr, h0, c0, H, bias, d == 1);
+      if (L.T == 0) c.fail("input has no time steps");
+      outs.push_back(outputs_in_time_order(g, L));
+      hn.push_back(L.steps.back().h);
+      cn.push_back(L.steps.back().c);
+    }
+    seq = dirs == 1 ? outs[0] : g.call("cat", {Arg(outs), 2});
+  }
+  Node* out = batch_first ? g.call("transpose.int", {seq, 0, 1}) : seq;
+  return {out, g.call("stack", {Arg(hn), 0}), g.call("stack", {Arg(cn), 0})};
+}
+
+constexpr const char* kInput =
+    "lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+    "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)";
+
 constexpr const char* kForward =
     "mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor "
     "weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, "
@@ -172,11 +233,12 @@ constexpr const char* kBackward =
 }  // namespace
 
 void register_lstm_layer_ops(OpRegistry& r) {
-  for (const char* s : {kForward, kBackward})
+  for (const char* s : {kForward, kBackward, kInput})
     r.add_multi(s, OpCategory::Composite, infer_by_expansion(parse_schema(s).name));
 }
 
 void register_lstm_layer_expansions(ExpansionTable& t) {
+  t.add(parse_schema(kInput).name, lstm_input);
   t.add(parse_schema(kForward).name, lstm_layer);
   t.add(parse_schema(kBackward).name, lstm_layer_backward);
 }

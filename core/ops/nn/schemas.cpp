@@ -34,6 +34,20 @@ void need_floating(const CallArgs& c, const TensorMeta& m, const char* what) {
     c.fail(std::string(what) + " must have a floating dtype, got " + dt(m.dtype));
 }
 
+// The input dtypes of torch's CPU convolutions: floating, or an integer type (not bool, not
+// uint16 / uint32 / uint64) through its slow path; a transposed one takes int64 only
+// ("slow_conv_transpose2d_out_cpu" not implemented for 'Int').
+void need_conv_dtype(const CallArgs& c, const TensorMeta& x, bool transposed) {
+  DType t = x.dtype;
+  if (is_floating(t)) return;
+  bool integer = t == DType::Int64 || t == DType::Int32 || t == DType::Int16 ||
+                 t == DType::Int8 || t == DType::UInt8;
+  if (!integer) c.fail("input must have a floating or integer dtype (int8 ... int64, uint8), got " + dt(t));
+  if (transposed && t != DType::Int64)
+    c.fail("a transposed convolution of integers takes int64 only (as torch's CPU kernel), got " +
+           dt(t));
+}
+
 void same_dtype(const CallArgs& c, const TensorMeta& a, const TensorMeta& b, const char* an,
                 const char* bn) {
   if (a.dtype != b.dtype)
@@ -87,7 +101,7 @@ void conv_checks(const CallArgs& c, int64_t c_out) {
 TensorMeta convolution_rule(const CallArgs& c) {
   const TensorMeta& x = c.tensor("input");
   const TensorMeta& w = c.tensor("weight");
-  need_floating(c, x, "input");
+  need_conv_dtype(c, x, c.get("transposed").to_bool());
   same_dtype(c, x, w, "input", "weight");
   if (x.dim() < 3 || x.dim() > 5)
     c.fail("input must be 3-D, 4-D or 5-D (batch, channels, spatial...), got " + shape_str(x.sizes));
@@ -724,7 +738,7 @@ void add_convolution_ops(OpRegistry& r) {
         out.push_back(o);
       }
       if (unbatched) out.erase(out.begin());
-      need_floating(c, x, "input");
+      need_conv_dtype(c, x, transposed);
       same_dtype(c, x, w, "input", "weight");
       conv_checks(c, c_out);
       return TensorMeta::contiguous(out, x.dtype, x.device);
@@ -760,7 +774,7 @@ void add_padded_convolution_ops(OpRegistry& r) {
               c.fail("input must be " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) +
                      "-D, got " + shape_str(x.sizes));
             if (w.dim() != sp + 2) c.fail("weight must be " + std::to_string(sp + 2) + "-D");
-            need_floating(c, x, "input");
+            need_conv_dtype(c, x, false);
             same_dtype(c, x, w, "input", "weight");
             int64_t g = c.get("groups").to_int();
             bool unbatched = x.dim() == sp + 1;

@@ -10,6 +10,7 @@
 //                    the view op's own expansion with every element cloned
 // The parameters of a *_copy op are its view op's, by name, so the call is forwarded as it is.
 // The copies of views that take complex tensors take them too (OpDef::complex; docs/complex.md).
+// Here too: unflatten.int, a reshape built the same way.
 #include <string>
 #include <vector>
 
@@ -106,11 +107,50 @@ ExpandFn list_copy_of(std::string view) {
 
 std::string name_of(const ViewCopy& v) { return parse_schema(v.schema).name; }
 
+// unflatten.int (torch.export's training IR keeps it: nn.MultiheadAttention's in-projection):
+// dim split into `sizes` (one of them may be -1), as a reshape.
+Node* unflatten(Graph& g, const ExpandCall& c) {
+  Node* x = c.tensor("self");
+  const Shape& s = x->shape();
+  if (s.empty())  // torch: "Dimension specified as 0 but tensor has no dimensions"
+    c.fail("unflatten: dimension " + std::to_string(c.get("dim").to_int()) +
+           " specified but the tensor has no dimensions");
+  int64_t d = wrap_dim(c.get("dim").to_int(), static_cast<int64_t>(s.size()), c.where());
+  std::vector<int64_t> sizes = c.get("sizes").to_int_list();
+  if (sizes.empty()) c.fail("unflatten: sizes must be non-empty");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      if (infer >= 0) c.fail("unflatten: only one dimension can be inferred");
+      infer = static_cast<int64_t>(i);
+    } else if (sizes[i] < 0) {
+      c.fail("unflatten: invalid size " + std::to_string(sizes[i]));
+    } else {
+      known *= sizes[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || s[d] % known != 0)
+      c.fail("unflatten: cannot infer the size -1 of " + shape_list_str(sizes) + " for dim " +
+             std::to_string(d) + " of size " + std::to_string(s[d]));
+    sizes[static_cast<size_t>(infer)] = s[d] / known;
+  } else if (known != s[d]) {
+    c.fail("unflatten: Provided sizes " + shape_list_str(sizes) + " don't multiply up to the size "
+           "of dim " + std::to_string(d) + " (" + std::to_string(s[d]) + ") in the input tensor");
+  }
+  Shape out(s.begin(), s.begin() + d);
+  out.insert(out.end(), sizes.begin(), sizes.end());
+  out.insert(out.end(), s.begin() + d + 1, s.end());
+  return g.call("reshape", {x, Arg(out)});
+}
+
 const std::vector<BuiltOp>& built_copies() {
   static const std::vector<BuiltOp> table = [] {
     std::vector<BuiltOp> ops;
     for (const ViewCopy& v : view_copies())
       ops.push_back({v.schema, copy_of(v.view), v.differentiable, v.complex});
+    ops.push_back({"unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", unflatten,
+                   true, true});
     return ops;
   }();
   return table;

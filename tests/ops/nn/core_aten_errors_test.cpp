@@ -1,5 +1,5 @@
 // Bad input to the Core ATen ops of issue 29 (col2im / im2col, grid_sampler_2d, _embedding_bag,
-// the internal attention forms, mkldnn_rnn_layer): a clear error naming the cause when the node is created, never
+// the internal attention forms, mkldnn_rnn_layer, lstm.input / gru.input): a clear error naming the cause when the node is created, never
 // a crash or a wrong shape. Their values against torch: tests/aten/core_ops.py.
 #include <gtest/gtest.h>
 
@@ -107,6 +107,40 @@ TEST(CoreAtenErrors, LstmLayer) {
   Node* ok = layer(2, {}, h);
   EXPECT_EQ(ok->tuple_metas()[0].sizes, (Shape{3, 2, 5}));
   EXPECT_EQ(ok->tuple_metas()[3].dtype, DType::UInt8);  // the workspace: empty, as torch's meta
+}
+
+// lstm.input / gru.input (torch.export's training IR): the parameter count per layer and
+// direction, no projections, no dropout between layers in training; shapes as torch's.
+TEST(CoreAtenErrors, LstmAndGruInput) {
+  Graph g;
+  Node* x = g.placeholder("x", {3, 2, 4});  // (T, B, I)
+  Node* w_ih = g.placeholder("w_ih", {20, 4});
+  Node* w_hh = g.placeholder("w_hh", {20, 5});
+  Node* b = g.placeholder("b", {20});
+  Node* h0 = g.placeholder("h0", {1, 2, 5});
+  Node* w_hr = g.placeholder("w_hr", {3, 5});
+  auto lstm = [&](std::vector<Node*> params, double dropout, int64_t layers) {
+    return g.call("lstm.input", {x, Arg(std::vector<Node*>{h0, h0}), Arg(params), true, layers,
+                                 dropout, true, false, false});
+  };
+  expect_error([&] { lstm({w_ih, w_hh, b, b, w_hr}, 0.0, 1); }, "proj_size");
+  expect_error([&] { lstm({w_ih, w_hh, b, b, w_ih, w_hh, b, b}, 0.5, 2); }, "dropout");
+  Node* ok = lstm({w_ih, w_hh, b, b}, 0.5, 1);  // one layer: dropout does not apply
+  EXPECT_EQ(ok->tuple_metas()[0].sizes, (Shape{3, 2, 5}));
+  EXPECT_EQ(ok->tuple_metas()[2].sizes, (Shape{1, 2, 5}));
+  Node* gw_ih = g.placeholder("gw_ih", {15, 4});
+  Node* gw_hh = g.placeholder("gw_hh", {15, 5});
+  Node* gb = g.placeholder("gb", {15});
+  auto gru = [&](Node* hx, std::vector<Node*> params, bool batch_first) {
+    return g.call("gru.input", {x, hx, Arg(params), true, 1, 0.0, true, false, batch_first});
+  };
+  expect_error([&] { gru(h0, {gw_ih, gw_hh, gb}, false); }, "expected 4 parameters");
+  expect_error([&] { gru(h0, {w_ih, w_hh, b, b}, false); }, "(3 * hidden_size, input)");
+  Node* h0b = g.placeholder("h0b", {1, 3, 5});
+  expect_error([&] { gru(h0b, {gw_ih, gw_hh, gb, gb}, false); }, "hx must be");
+  Node* bf = gru(h0b, {gw_ih, gw_hh, gb, gb}, true);  // batch_first: (B, T, I) = (3, 2, 4)
+  EXPECT_EQ(bf->tuple_metas()[0].sizes, (Shape{3, 2, 5}));
+  EXPECT_EQ(bf->tuple_metas()[1].sizes, (Shape{1, 3, 5}));
 }
 
 }  // namespace

@@ -161,6 +161,76 @@ TEST(NnConvolution, TransposedIsTheAdjoint) {
   }
 }
 
+// Integer convolution, as torch's slow path: exact, wrapping in the element type (torch 2.15:
+// conv1d of int8 100s by a kernel of 3s gives 600 mod 256 = 88, with a bias of 100: -68); the
+// small-value results equal float64's; compiled, a counted fallback with the interpreter's bits.
+TEST(NnConvolution, IntegerInputsWrapAsTorch) {
+  Tensor x8 = tensor_of({1, 1, 3}, {100, 100, 100}, DType::Int8);
+  Tensor w8 = tensor_of({1, 1, 2}, {3, 3}, DType::Int8);
+  Tensor b8 = tensor_of({1}, {100}, DType::Int8);
+  expect_values(run1("conv1d", {x8, w8}), {88, 88}, 0);
+  expect_values(run1("conv1d", {x8, w8, b8}), {-68, -68}, 0);
+  // int64 past 2^53 (exact, not through double) and past 2^63 (wraps)
+  Tensor xl = tensor_of({1, 1, 2}, {0, 0}, DType::Int64), wl = tensor_of({1, 1, 1}, {0}, DType::Int64);
+  xl.set_int(0, (int64_t{1} << 53) + 1);
+  xl.set_int(1, int64_t{1} << 40);
+  wl.set_int(0, 3);
+  Tensor yl = run1("conv1d", {xl, wl});
+  EXPECT_EQ(yl.get_int(0), 3 * ((int64_t{1} << 53) + 1));
+  wl.set_int(0, int64_t{1} << 30);
+  Tensor bl = tensor_of({1}, {0}, DType::Int64);
+  bl.set_int(0, int64_t{1} << 62);
+  Tensor yw = run1("conv1d", {xl, wl, bl});  // (2^53 + 1) 2^30 and 2^40 2^30 modulo 2^64, + 2^62
+  EXPECT_EQ(yw.get_int(0), (int64_t{1} << 62) + (int64_t{1} << 30));
+  EXPECT_EQ(yw.get_int(1), int64_t{1} << 62);
+  struct C {
+    const char* op;
+    Shape x, w;
+    std::vector<Arg> extra;
+    DType t;
+  };
+  for (const C& c : std::vector<C>{
+           {"conv2d", {2, 4, 5, 6}, {4, 2, 3, 2}, {Arg(), Ints{2, 1}, Ints{1, 0}, Ints{1, 2}, 2}, DType::Int64},
+           {"conv2d", {2, 4, 5, 6}, {3, 4, 3, 2}, {Arg(), Ints{1}, Ints{1}}, DType::Int32},
+           {"conv3d", {1, 2, 3, 4, 3}, {2, 2, 2, 2, 2}, {}, DType::UInt8},
+           {"conv1d", {2, 3, 7}, {4, 3, 3}, {Arg(), Ints{2}}, DType::Int16},
+           {"conv_transpose2d.input", {2, 4, 3, 3}, {4, 3, 3, 2}, {Arg(), Ints{2, 1}, Ints{1, 0}, Ints{1, 0}, 2},
+            DType::Int64},
+           {"conv_transpose1d", {1, 3, 5}, {3, 2, 3}, {Arg(), Ints{2}, Ints{1}, Ints{0}, 1, Ints{2}}, DType::Int64}}) {
+    SCOPED_TRACE(std::string(c.op) + " " + std::string(dtype_name(c.t)));
+    Tensor x = Tensor::empty(c.x, c.t), w = Tensor::empty(c.w, c.t);
+    bool u = c.t == DType::UInt8;
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_int(i, (i * 7 + 3) % 9 - (u ? 0 : 4));
+    for (int64_t i = 0; i < w.numel(); ++i) w.set_int(i, (i * 5 + 1) % 7 - (u ? 0 : 3));
+    Tensor got = run1(c.op, {x, w}, c.extra);
+    ASSERT_EQ(got.dtype(), c.t);
+    Tensor want = run1(c.op, {x.to(DType::Float64), w.to(DType::Float64)}, c.extra);
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      double v = want.get_double(i);
+      if (u) v = std::fmod(v, 256.0);  // uint8 wraps (the inputs are nonnegative)
+      ASSERT_EQ(static_cast<double>(got.get_int(i)), v) << "element " << i;
+    }
+    OneOp o = one_op(c.op, {x, w}, c.extra);
+    CompiledGraph cg = test::cpu_compiler().compile(o.g);
+    EXPECT_TRUE(test::bitwise_equal(cg.run(o.in).at(0), got));
+    EXPECT_EQ(cg.num_fallbacks(), 1u) << cg.summary();
+  }
+  Graph g;
+  auto rejects = [&g](const char* op, DType t, const char* why) {
+    Node* a = g.placeholder(std::string("a_") + std::string(dtype_name(t)) + op, {1, 2, 4}, t);
+    Node* b = g.placeholder(std::string("b_") + std::string(dtype_name(t)) + op, {2, 2, 2}, t);
+    try {
+      g.call(op, {a, b});
+      ADD_FAILURE() << op << " of " << dtype_name(t) << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_TRUE(test::contains(e.what(), why)) << e.what();
+    }
+  };
+  rejects("conv_transpose1d", DType::Int32, "takes int64 only");
+  rejects("conv1d", DType::Bool, "floating or integer dtype");
+  rejects("conv1d", DType::UInt16, "not implemented for 'UInt16'");
+}
+
 TEST(NnConvolution, BadShapesAreClearErrors) {
   Graph g;
   Node* x = g.placeholder("x", {1, 3, 8, 8});
@@ -418,6 +488,41 @@ TEST(NnAttention, MatchesSoftmaxByHand) {
           EXPECT_NEAR(got.get_double((b * 3 + i) * 2 + e), o, 1e-12);
         }
       }
+}
+
+// float16 / bfloat16 attention computes in float32 and rounds the output once (torch's CPU flash
+// kernel keeps float accumulators; its math path upcasts): the low-precision result is the float32
+// attention of the same values, rounded, bit for bit, with a float mask, a bool mask and causal;
+// compiled within one rounding of the interpreter (gemm vs the interpreter's loop in float32).
+TEST(NnAttention, LowPrecisionComputesInFloat32) {
+  for (DType t : {DType::BFloat16, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor q = random_tensor({2, 2, 5, 8}, 80, t), k = random_tensor({2, 2, 7, 8}, 81, t);
+    Tensor v = random_tensor({2, 2, 7, 4}, 82, t), fmask = random_tensor({5, 7}, 83, t);
+    Tensor bmask = Tensor::empty({5, 7}, DType::Bool);
+    for (int64_t i = 0; i < bmask.numel(); ++i) bmask.set_int(i, i % 7 != 2);
+    struct Variant {
+      const char* name;
+      std::vector<Tensor> in;
+      std::vector<Arg> extra;
+    };
+    for (const Variant& c : std::vector<Variant>{{"plain", {q, k, v}, {}},
+                                                 {"float_mask", {q, k, v, fmask}, {}},
+                                                 {"bool_mask", {q, k, v, bmask}, {}},
+                                                 {"causal", {q, k, v}, {Arg(), 0.0, true}}}) {
+      SCOPED_TRACE(c.name);
+      std::vector<Tensor> wide;
+      for (const Tensor& x : c.in) wide.push_back(x.dtype() == t ? x.to(DType::Float32) : x);
+      Tensor got = run1("scaled_dot_product_attention", c.in, c.extra);
+      ASSERT_EQ(got.dtype(), t);
+      Tensor want = run1("scaled_dot_product_attention", wide, c.extra).to(t);
+      EXPECT_TRUE(test::bitwise_equal(got, want));
+      OneOp o = one_op("scaled_dot_product_attention", c.in, c.extra);
+      CompiledGraph cg = test::cpu_compiler().compile(o.g);
+      double tol = t == DType::BFloat16 ? 8e-3 : 1e-3;  // one rounding, 2^-8 / 2^-11 relative
+      expect_close(cg.run(o.in).at(0), got, tol, tol, c.name);
+    }
+  }
 }
 
 // ---- compiled (cpu_cpp) vs interpreter ------------------------------------------------------

@@ -171,7 +171,8 @@ cases = [
      lambda x, y, w, pw: F.binary_cross_entropy_with_logits(x, y, w, pos_weight=pw)),
 ]
 
-# scaled_dot_product_attention is not an op of torch 1.13; compare with its math definition.
+# scaled_dot_product_attention against its math definition in float64 (independent of torch's
+# fused kernels; core_ops.py and OpInfo compare with torch's own sdpa).
 def sdpa_ref(q, k, v, causal):
     s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
     if causal:

@@ -130,3 +130,30 @@ TEST(ViewCopies, ListFormsCopyEveryElement) {
   std::vector<Tensor> c = cg.run({x});
   for (size_t i = 0; i < r.size(); ++i) EXPECT_TRUE(bitwise_equal(c[i], r[i])) << "output " << i;
 }
+
+// unflatten.int (kept by torch.export's training IR): dim split into sizes, one -1 inferred, the
+// values in row-major order (a reshape); torch's errors for sizes that do not multiply up.
+TEST(ViewCopies, UnflattenSplitsOneDim) {
+  Tensor x = seq({2, 12});
+  OpRun r = run({x}, op("unflatten.int", {-1, std::vector<int64_t>{2, -1, 3}}));
+  EXPECT_EQ(r.out.sizes(), (Shape{2, 2, 2, 3}));
+  expect_values(r.out, values_of(x), 0, "unflatten.int");
+  Graph g;
+  Node* p = g.placeholder("p", {2, 12});
+  EXPECT_EQ(g.call("unflatten.int", {p, 0, std::vector<int64_t>{1, 2}})->shape(), (Shape{1, 2, 12}));
+  try {  // a 0-d tensor has no dim to split (torch: "tensor has no dimensions")
+    g.call("unflatten.int", {g.placeholder("s", Shape{}), -1, std::vector<int64_t>{1}});
+    ADD_FAILURE() << "unflatten accepted a 0-d tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no dimensions"), std::string::npos) << e.what();
+  }
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{5, 2}, std::vector<int64_t>{-1, -1},
+                                         std::vector<int64_t>{5, -1}, std::vector<int64_t>{}}) {
+    try {
+      g.call("unflatten.int", {p, 1, bad});
+      ADD_FAILURE() << "unflatten accepted sizes of " << bad.size() << " elements";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("unflatten"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -58,7 +58,7 @@ Tensor seq(const Shape& s, double scale, double shift) {
 // _batch_norm_with_update: the output normalizes by the batch statistics, the running ones are
 // written as torch's kernel does: (1 - m) r + m s with the unbiased batch variance; the outputs
 // are (output, save_mean, save_invstd, reserve (0,) uint8) and the written placeholders follow.
-TEST(OpsMoreForms, BatchNormWithUpdateWritesRunningStatistics) {
+TEST(BatchNormUpdate, WithUpdateWritesRunningStatistics) {
   Graph g;
   Node* x = g.placeholder("x", {2, 3, 4}, DType::Float64);
   Node* w = g.placeholder("w", {3}, DType::Float64);
@@ -106,7 +106,7 @@ TEST(OpsMoreForms, BatchNormWithUpdateWritesRunningStatistics) {
 // rrelu_with_noise in training: x > 0 passes, x <= 0 is scaled by a slope in [lower, upper]
 // drawn per element, and the slopes (1 for x > 0) are written into noise; the compiled run draws
 // the same numbers (the node's seed). Eval: leaky_relu with the mean slope, noise unchanged.
-TEST(OpsMoreForms, RreluDrawsSlopesAndWritesNoise) {
+TEST(RreluTraining, DrawsSlopesAndWritesNoise) {
   for (bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "eval");
     Graph g;
@@ -145,7 +145,7 @@ TEST(OpsMoreForms, RreluDrawsSlopesAndWritesNoise) {
 // _upsample_bilinear2d_aa of a (1, 1, 1, 4) row to width 2 (scale 2, support 2): torch's weights
 // are [3, 3, 1] / 7 over inputs 0..2 and [1, 3, 3] / 7 over 1..3; the height (1 -> 1) is
 // untouched. Upscaling (4 -> 5, support 1) interpolates as plain bilinear.
-TEST(OpsMoreForms, AntialiasedBilinearWeightsAsTorch) {
+TEST(AntialiasedBilinear, WeightsAsTorch) {
   Graph g;
   Node* x = g.placeholder("x", {1, 1, 1, 4}, DType::Float64);
   Node* up = g.placeholder("u", {1, 1, 2, 4}, DType::Float64);
