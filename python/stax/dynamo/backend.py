@@ -16,7 +16,7 @@ import torch
 
 from .. import _compiler
 from .._errors import Error
-from . import aten_trace, explain, partition, runtime
+from . import aten_rewrite, aten_trace, explain, partition, runtime
 
 log = logging.getLogger("stax.dynamo")
 
@@ -166,6 +166,7 @@ class StaxGraph:
             return self._fallback(record, f"tracing to aten failed: {type(e).__name__}: {e}")
         gm = traced.gm
         partition.drop_asserts(gm)
+        aten_rewrite.linear_bmm_to_mm(gm)
         record.num_aten_nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
         record.mutations = [i for _, i in traced.mutations]
         split = partition.split(gm)
