@@ -9,6 +9,7 @@
 #include "core/driver/stage_dumper.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/multi_output.h"
+#include "core/graph/passes.h"
 #include "core/graph/printer.h"
 #include "core/ir/layout.h"
 #include "core/lowering/lowering_rules.h"
@@ -225,6 +226,9 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   AttentionFusion attention;
   if (options_.fuse_attention && offers_fused_attention(*plan.plugin)) attention = fuse_attention(g);
   if (options_.decompose) decompose(g);
+  // a cat of head-merging reshapes (the backward of a qkv split) as the cat of the heads, reshaped
+  // once: contiguous inner loops, the same bits (core/graph/passes.h)
+  cat_before_reshape(g);
   plan.stats.decompose_ms = ms_since(t);
   dump("graph", [&] { return print_graph(g); });
 

@@ -89,4 +89,71 @@ size_t common_subexpression_elimination(Graph& g) {
   return removed;
 }
 
+namespace {
+
+bool is_reshape(const Node* n) {
+  if (!n->is_call()) return false;
+  const std::string& t = n->target();
+  return t == "reshape.default" || t == "view.default" || t == "_unsafe_view.default";
+}
+
+// The source of reshape `t` when it merged trailing dims into the cat dim `d` (the last of
+// `lead` + 1 dims): source shape lead + [h] + trailing, trailing as *trailing (set by the first).
+Node* unmerged_source(const Node* t, const Shape& lead, DType dtype, Shape* trailing, bool first) {
+  if (!is_reshape(t) || t->dtype() != dtype) return nullptr;
+  Node* x = t->args().at(0).is_node() ? t->args()[0].node() : nullptr;
+  if (!x || x->dtype() != dtype) return nullptr;
+  const Shape& xs = x->shape();
+  const size_t r = lead.size();
+  if (xs.size() < r + 2 || !std::equal(lead.begin(), lead.end(), xs.begin())) return nullptr;
+  const Shape tail(xs.begin() + static_cast<std::ptrdiff_t>(r) + 1, xs.end());
+  if (first) *trailing = tail;
+  if (tail != *trailing) return nullptr;
+  int64_t inner = 1;
+  for (int64_t s : tail) inner *= s;
+  if (inner <= 1 || xs[r] * inner != t->shape().back()) return nullptr;
+  return x;
+}
+
+}  // namespace
+
+size_t cat_before_reshape(Graph& g) {
+  std::vector<Node*> cats;
+  for (Node* n : g.nodes())
+    if (n->is_call() && n->target() == "cat.default") cats.push_back(n);
+  size_t rewritten = 0;
+  for (Node* n : cats) {
+    const Shape out = n->shape();
+    const int64_t rank = static_cast<int64_t>(out.size());
+    if (rank < 1 || n->args().size() < 2 || !n->args()[0].is_list()) continue;
+    int64_t dim = n->args()[1].to_int();
+    if (dim < 0) dim += rank;
+    if (dim != rank - 1) continue;
+    const std::vector<Node*> parts = n->args()[0].to_node_list();
+    if (parts.size() < 2) continue;
+    const Shape lead(out.begin(), out.end() - 1);
+    Shape trailing;
+    std::vector<Node*> sources;
+    for (Node* t : parts) {
+      Node* x = t ? unmerged_source(t, lead, n->dtype(), &trailing, sources.empty()) : nullptr;
+      if (!x) break;
+      sources.push_back(x);
+    }
+    if (sources.size() != parts.size()) continue;
+    g.set_insert_point(n);
+    Node* joined = g.call("cat.default", {Arg(sources), Arg(rank - 1)});
+    Node* merged = g.call("reshape.default", {joined, Arg(std::vector<int64_t>(out))});
+    g.set_insert_point(nullptr);
+    joined->attrs = n->attrs;
+    merged->attrs = n->attrs;
+    g.replace_all_uses(n, merged);
+    g.erase(n);
+    std::unordered_set<Node*> erased;
+    for (Node* t : parts)
+      if (erased.insert(t).second && t->num_users() == 0) g.erase(t);
+    ++rewritten;
+  }
+  return rewritten;
+}
+
 }  // namespace stax

@@ -26,4 +26,16 @@ size_t dead_code_elimination(Graph& g);
 // (§6.9). Nodes of different phases ([FW]/[BW]) may merge: the earlier node is kept.
 size_t common_subexpression_elimination(Graph& g);
 
+// A concatenation along the last dim of reshapes that merged each input's trailing dims into it
+// (the backward of a qkv projection split into heads: cat([reshape(dq (b, t, h, d), (b, t, h*d)),
+// ...], -1)) becomes the concatenation of the unmerged inputs along their head dim, reshaped once:
+// reshape(cat([dq, dk, dv], -2), (b, t, 3*h*d)). Same elements in the same places (data movement
+// only: bitwise equal), but the kernel's innermost loop then runs over the shared trailing dims
+// (d), where each input is read contiguously, instead of over the merged dim, where every element
+// took a division, a modulo and a read of every input (measured: the GPT block's backward, the
+// largest of its pointwise kernels). Applies when every input is a reshape (view) whose source
+// has the cat's leading dims, then one dim, then trailing dims shared by all inputs (more than one
+// element), and the same dtype. Returns how many cats it rewrote.
+size_t cat_before_reshape(Graph& g);
+
 }  // namespace stax

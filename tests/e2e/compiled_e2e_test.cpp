@@ -353,6 +353,31 @@ TEST(CompiledIndexing, GatherIndexSelectIndexCat) {
   expect_bitwise(g, in, "indexing");
 }
 
+// The backward of a qkv split into heads: cat of (b, t, h*d) merges of permuted (b, h, t, d)
+// gradients. Compiled as the cat of the heads along their head dim, merged once
+// (cat_before_reshape, core/graph/passes.h): the interpreter's bits, with the scale of two of the
+// inputs fused into the kernel.
+TEST(CompiledIndexing, CatOfHeadMergingReshapes) {
+  Graph g;
+  std::vector<Node*> parts;
+  int i = 0;
+  for (const char* name : {"dq", "dk", "dv"}) {
+    Node* x = g.placeholder(name, {2, 4, 6, 8});
+    Node* s = i++ < 2 ? g.call("mul.Scalar", {x, 0.42}) : x;
+    Node* p = g.call("permute", {s, std::vector<int64_t>{0, 2, 1, 3}});
+    parts.push_back(g.call("reshape", {p, std::vector<int64_t>{2, 6, 32}}));
+  }
+  Node* cat = g.call("cat", {parts, -1});
+  g.output({g.call("reshape", {cat, std::vector<int64_t>{12, 96}})});
+  expect_bitwise(g, "cat of head-merging reshapes");
+  // What ran: one cat over (b, t, 3h, d), whose kernel loops over d innermost.
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Shape> cats;
+  for (const Node* n : cg.graph().nodes())
+    if (n->is_call() && n->target() == "cat.default") cats.push_back(n->shape());
+  EXPECT_EQ(cats, (std::vector<Shape>{{2, 6, 12, 8}}));
+}
+
 // ---- reductions --------------------------------------------------------------------------------
 
 TEST(CompiledReductions, EveryReductionBitForBit) {

@@ -186,3 +186,98 @@ TEST(Passes, ResultsAreBitwiseIdenticalOnTheInterpreter) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(got[0].equal(want[0]));
 }
+
+// ---- cat_before_reshape ---------------------------------------------------------------------
+
+namespace {
+
+// The backward of a qkv projection split into heads: three (b, h, t, d) gradients, each permuted
+// to (b, t, h, d) and merged to (b, t, h*d), concatenated along the last dim. Returns the cat.
+Node* head_cat(Graph& g, int64_t b, int64_t h, int64_t t, int64_t d) {
+  std::vector<Node*> parts;
+  for (const char* name : {"dq", "dk", "dv"}) {
+    Node* x = g.placeholder(name, {b, h, t, d});
+    Node* p = g.call("permute", {x, std::vector<int64_t>{0, 2, 1, 3}});
+    parts.push_back(g.call("reshape", {p, std::vector<int64_t>{b, t, h * d}}));
+  }
+  return g.call("cat", {parts, -1}, {}, "joined");
+}
+
+size_t count_target(const Graph& g, const std::string& target) {
+  size_t n = 0;
+  for (const Node* x : g.nodes()) n += x->is_call() && x->target() == target;
+  return n;
+}
+
+}  // namespace
+
+TEST(CatBeforeReshape, ConcatenatesTheHeadsThenMergesOnceWithTheSameBits) {
+  Graph before;
+  before.output({before.call("relu", {head_cat(before, 2, 3, 5, 4)})});
+  Graph after;
+  after.output({after.call("relu", {head_cat(after, 2, 3, 5, 4)})});
+  EXPECT_EQ(cat_before_reshape(after), 1u);
+  verify(after);
+  // The cat now joins the permuted heads along their head dim: (2, 5, 9, 4), then one reshape.
+  const Node* cat = nullptr;
+  for (const Node* n : after.nodes())
+    if (n->is_call() && n->target() == "cat.default") cat = n;
+  ASSERT_NE(cat, nullptr) << print_graph(after);
+  EXPECT_EQ(cat->shape(), (Shape{2, 5, 9, 4}));
+  for (const Node* in : cat->input_nodes()) EXPECT_EQ(in->target(), "permute.default");
+  EXPECT_EQ(after.output_node()->input(0)->input(0)->shape(), (Shape{2, 5, 36}));
+  EXPECT_EQ(count_target(after, "reshape.default"), 1u) << print_graph(after);  // the merges went
+  std::vector<Tensor> in;
+  for (int i = 0; i < 3; ++i) in.push_back(Tensor::randn({2, 3, 5, 4}, DType::Float32, 20 + i));
+  auto want = interpret(before, in);
+  auto got = interpret(after, in);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].equal(want[0]));
+}
+
+TEST(CatBeforeReshape, LeavesOtherConcatenationsAlone) {
+  Graph g;
+  Node* a = g.placeholder("a", {2, 5, 3, 4});
+  Node* b = g.placeholder("b", {2, 5, 2, 6});  // 12 per row too, other trailing dims
+  Node* c = g.placeholder("c", {2, 5, 12});    // not a reshape
+  Node* d = g.placeholder("d", {5, 2, 12});
+  Node* e = g.placeholder("e", {2, 5, 12}, DType::Float64);
+  Node* ra = g.call("reshape", {a, std::vector<int64_t>{2, 5, 12}});
+  Node* rb = g.call("reshape", {b, std::vector<int64_t>{2, 5, 12}});
+  Node* rd = g.call("reshape", {d, std::vector<int64_t>{2, 5, 12}});  // leading dims differ
+  Node* ra0 = g.call("reshape", {a, std::vector<int64_t>{2, 5, 12}});
+  std::vector<Node*> outs = {
+      g.call("cat", {std::vector<Node*>{ra, rb}, -1}),   // trailing dims differ
+      g.call("cat", {std::vector<Node*>{ra, c}, -1}),    // an input that is no reshape
+      g.call("cat", {std::vector<Node*>{ra, rd}, -1}),   // a source with other leading dims
+      g.call("cat", {std::vector<Node*>{ra, ra0}, 0}),   // not the last dim
+      g.call("cat", {std::vector<Node*>{ra, e}, -1}),    // promotes to float64
+  };
+  g.output(outs);
+  const size_t size = g.size();
+  EXPECT_EQ(cat_before_reshape(g), 0u);
+  EXPECT_EQ(g.size(), size);
+  verify(g);
+}
+
+TEST(CatBeforeReshape, KeepsAReshapeThatHasOtherUsers) {
+  Graph g;
+  Node* a = g.placeholder("a", {2, 3, 4});
+  Node* b = g.placeholder("b", {2, 3, 4});
+  Node* ra = g.call("reshape", {a, std::vector<int64_t>{2, 12}});
+  Node* rb = g.call("reshape", {b, std::vector<int64_t>{2, 12}});
+  Node* cat = g.call("cat", {std::vector<Node*>{ra, rb, ra}, 1});
+  g.output({cat, g.call("neg", {ra})});
+  Graph ref = g.clone();
+  EXPECT_EQ(cat_before_reshape(g), 1u);
+  verify(g);
+  EXPECT_EQ(count_target(g, "reshape.default"), 2u) << print_graph(g);  // ra (neg reads it), the merge
+  std::vector<Tensor> in = {Tensor::randn({2, 3, 4}, DType::Float32, 31),
+                            Tensor::randn({2, 3, 4}, DType::Float32, 32)};
+  auto want = interpret(ref, in);
+  auto got = interpret(g, in);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].sizes(), (Shape{2, 36}));
+  EXPECT_TRUE(got[0].equal(want[0]));
+  EXPECT_TRUE(got[1].equal(want[1]));
+}
