@@ -115,6 +115,60 @@ Node* unmerged_source(const Node* t, const Shape& lead, DType dtype, Shape* trai
   return x;
 }
 
+// A cat of flat (1-D) tensors, at least one of them the flattening of a tensor of rank >= 2 (the
+// flash backward's packed upstream gradient: [reshape(dO (b, h, t, d)), zeros (b*h*t)]): the
+// trailing dims T of that source, shortened from the left until every input's numel is a
+// multiple of their product and every flattened source ends with them; each input as (n_j, T),
+// joined along dim 0, flattened once. Returns the flattening, or null (nothing rewritten).
+Node* rewrite_flat_cat(Graph& g, Node* n, const std::vector<Node*>& parts) {
+  if (n->shape().size() != 1) return nullptr;
+  Shape cand;
+  for (Node* t : parts) {
+    if (!t || t->shape().size() != 1 || t->dtype() != n->dtype()) return nullptr;
+    if (cand.empty() && is_reshape(t) && t->args()[0].is_node() &&
+        t->args()[0].node()->shape().size() >= 2) {
+      const Shape& xs = t->args()[0].node()->shape();
+      cand.assign(xs.begin() + 1, xs.end());
+    }
+  }
+  auto source_of = [&](Node* t) -> Node* {
+    if (!is_reshape(t) || !t->args()[0].is_node()) return nullptr;
+    Node* x = t->args()[0].node();
+    return x->dtype() == n->dtype() && x->shape().size() >= 2 ? x : nullptr;
+  };
+  auto fits = [&](const Shape& tail) {
+    int64_t inner = 1;
+    for (int64_t s : tail) inner *= s;
+    if (tail.empty() || inner <= 1) return false;
+    for (Node* t : parts) {
+      if (t->shape()[0] % inner != 0) return false;
+      if (Node* x = source_of(t)) {
+        const Shape& xs = x->shape();
+        if (xs.size() < tail.size() || !std::equal(tail.begin(), tail.end(), xs.end() - static_cast<std::ptrdiff_t>(tail.size())))
+          return false;
+      }
+    }
+    return true;
+  };
+  while (!cand.empty() && !fits(cand)) cand.erase(cand.begin());
+  if (cand.empty()) return nullptr;
+  int64_t inner = 1;
+  for (int64_t s : cand) inner *= s;
+  g.set_insert_point(n);
+  std::vector<Node*> blocks;
+  for (Node* t : parts) {
+    Node* x = source_of(t);
+    Shape shape{t->shape()[0] / inner};
+    shape.insert(shape.end(), cand.begin(), cand.end());
+    blocks.push_back(g.call("reshape.default", {x ? x : t, Arg(std::vector<int64_t>(shape))}));
+  }
+  Node* joined = g.call("cat.default", {Arg(blocks), Arg(int64_t{0})});
+  Node* flat = g.call("reshape.default", {joined, Arg(std::vector<int64_t>(n->shape()))});
+  g.set_insert_point(nullptr);
+  joined->attrs = n->attrs;
+  return flat;
+}
+
 }  // namespace
 
 size_t cat_before_reshape(Graph& g) {
@@ -131,6 +185,17 @@ size_t cat_before_reshape(Graph& g) {
     if (dim != rank - 1) continue;
     const std::vector<Node*> parts = n->args()[0].to_node_list();
     if (parts.size() < 2) continue;
+    if (rank == 1) {
+      Node* flat = rewrite_flat_cat(g, n, parts);
+      if (!flat) continue;
+      g.replace_all_uses(n, flat);
+      g.erase(n);
+      std::unordered_set<Node*> erased;
+      for (Node* t : parts)
+        if (erased.insert(t).second && t->num_users() == 0) g.erase(t);
+      ++rewritten;
+      continue;
+    }
     const Shape lead(out.begin(), out.end() - 1);
     Shape trailing;
     std::vector<Node*> sources;

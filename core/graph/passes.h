@@ -35,7 +35,10 @@ size_t common_subexpression_elimination(Graph& g);
 // took a division, a modulo and a read of every input (measured: the GPT block's backward, the
 // largest of its pointwise kernels). Applies when every input is a reshape (view) whose source
 // has the cat's leading dims, then one dim, then trailing dims shared by all inputs (more than one
-// element), and the same dtype. Returns how many cats it rewrote.
+// element), and the same dtype. A cat of flat (1-D) tensors (the flash backward's packed upstream
+// gradient: [reshape(dO (b, h, t, d), (-1,)), zeros (b*h*t)]) is done likewise over trailing dims
+// T of the flattened sources that divide every input: each input as (n_j, T) (the flattened
+// sources unflattened), joined along dim 0, flattened once. Returns how many cats it rewrote.
 size_t cat_before_reshape(Graph& g);
 
 }  // namespace stax

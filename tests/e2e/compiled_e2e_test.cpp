@@ -378,6 +378,23 @@ TEST(CompiledIndexing, CatOfHeadMergingReshapes) {
   EXPECT_EQ(cats, (std::vector<Shape>{{2, 6, 12, 8}}));
 }
 
+// The flash backward's packed upstream gradient: a flat cat of a flattened permuted (b, h, t, d)
+// tensor and a vector of b*h*t zeros, compiled as blocks of (t, d) joined along dim 0.
+TEST(CompiledIndexing, FlatCatOfAFlattenedTensorAndZeros) {
+  Graph g;
+  Node* x = g.placeholder("x", {2, 8, 4, 8});  // (b, t, h, d)
+  Node* p = g.call("permute", {g.call("mul.Scalar", {x, 2.0}), std::vector<int64_t>{0, 2, 1, 3}});
+  Node* flat = g.call("reshape", {p, std::vector<int64_t>{512}});
+  Node* zeros = g.call("zeros", {std::vector<int64_t>{64}});
+  g.output({g.call("cat", {std::vector<Node*>{flat, zeros}, 0})});
+  expect_bitwise(g, "flat cat");
+  CompiledGraph cg = cpu_compiler().compile(g);
+  std::vector<Shape> cats;
+  for (const Node* n : cg.graph().nodes())
+    if (n->is_call() && n->target() == "cat.default") cats.push_back(n->shape());
+  EXPECT_EQ(cats, (std::vector<Shape>{{9, 8, 8}}));
+}
+
 // ---- reductions --------------------------------------------------------------------------------
 
 TEST(CompiledReductions, EveryReductionBitForBit) {

@@ -281,3 +281,40 @@ TEST(CatBeforeReshape, KeepsAReshapeThatHasOtherUsers) {
   EXPECT_TRUE(got[0].equal(want[0]));
   EXPECT_TRUE(got[1].equal(want[1]));
 }
+
+TEST(CatBeforeReshape, FlatCatOfAFlattenedTensorAndAVectorJoinsBlocksOfItsTrailingDims) {
+  // The flash backward's packed upstream gradient: the flattened (permuted) output gradient, then
+  // the log-sum-exp's (here a plain vector of b*h*t elements). b=2, t=4, h=2, d=8: the trailing
+  // dims (2, 4, 8) and (4, 8) do not divide the vector's 16 elements, (8) does.
+  auto build = [](Graph& g, int64_t extra) {
+    Node* x = g.placeholder("x", {2, 4, 2, 8});  // (b, t, h, d)
+    Node* z = g.placeholder("z", {extra});
+    Node* p = g.call("permute", {x, std::vector<int64_t>{0, 2, 1, 3}});  // (b, h, t, d)
+    Node* flat = g.call("reshape", {p, std::vector<int64_t>{128}});
+    g.output({g.call("cat", {std::vector<Node*>{flat, z}, 0})});
+  };
+  Graph before, after;
+  build(before, 16);
+  build(after, 16);
+  EXPECT_EQ(cat_before_reshape(after), 1u);
+  verify(after);
+  const Node* cat = nullptr;
+  for (const Node* n : after.nodes())
+    if (n->is_call() && n->target() == "cat.default") cat = n;
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->shape(), (Shape{18, 8})) << print_graph(after);
+  const Node* block = cat->args()[0].to_node_list().at(0);
+  EXPECT_EQ(block->shape(), (Shape{16, 8}));
+  EXPECT_EQ(block->input(0)->target(), "permute.default");  // the source, unflattened
+  EXPECT_EQ(after.output_node()->input(0)->shape(), (Shape{144}));
+  std::vector<Tensor> in = {Tensor::randn({2, 4, 2, 8}, DType::Float32, 41),
+                            Tensor::randn({16}, DType::Float32, 42)};
+  auto want = interpret(before, in);
+  auto got = interpret(after, in);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].equal(want[0]));
+
+  Graph odd;  // 30 elements: no trailing dims divide it
+  build(odd, 30);
+  EXPECT_EQ(cat_before_reshape(odd), 0u);
+}
