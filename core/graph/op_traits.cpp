@@ -28,6 +28,7 @@ std::string_view op_role_name(OpRole role) {
     case OpRole::kCopyCast: return "copy with dtype";
     case OpRole::kClone: return "clone";
     case OpRole::kCat: return "cat";
+    case OpRole::kUnsafeView: return "unsafe view";
   }
   return "?";
 }

@@ -48,8 +48,9 @@ enum class OpRole : uint8_t {
   kCopyCast,      // (tensor, dtype=) -> a new tensor converted to dtype
   kClone,         // (tensor) -> a new tensor with the same values
   kCat,           // (tensor[] tensors, int dim) -> the tensors concatenated along dim
+  kUnsafeView,    // (tensor, int[] size) -> a view of that size (what traced matmuls leave)
 };
-inline constexpr size_t kNumOpRoles = static_cast<size_t>(OpRole::kCat) + 1;
+inline constexpr size_t kNumOpRoles = static_cast<size_t>(OpRole::kUnsafeView) + 1;
 std::string_view op_role_name(OpRole role);  // "tuple element", "add" ...
 
 // Properties of an op, as bits of a mask.

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/graph/op_registry.h"
+#include "core/graph/op_traits.h"
 
 namespace stax {
 
@@ -91,11 +92,15 @@ size_t common_subexpression_elimination(Graph& g) {
 
 namespace {
 
-bool is_reshape(const Node* n) {
-  if (!n->is_call()) return false;
-  const std::string& t = n->target();
-  return t == "reshape.default" || t == "view.default" || t == "_unsafe_view.default";
+bool plays(const Node* n, OpRole role) {
+  return n->is_call() && n->op() && default_op_traits().plays(*n->op(), role);
 }
+
+bool is_reshape(const Node* n) {
+  return plays(n, OpRole::kReshape) || plays(n, OpRole::kView) || plays(n, OpRole::kUnsafeView);
+}
+
+const std::string& op_of(OpRole role) { return default_op_traits().op(role); }
 
 // The source of reshape `t` when it merged trailing dims into the cat dim `d` (the last of
 // `lead` + 1 dims): source shape lead + [h] + trailing, trailing as *trailing (set by the first).
@@ -160,10 +165,10 @@ Node* rewrite_flat_cat(Graph& g, Node* n, const std::vector<Node*>& parts) {
     Node* x = source_of(t);
     Shape shape{t->shape()[0] / inner};
     shape.insert(shape.end(), cand.begin(), cand.end());
-    blocks.push_back(g.call("reshape.default", {x ? x : t, Arg(std::vector<int64_t>(shape))}));
+    blocks.push_back(g.call(op_of(OpRole::kReshape), {x ? x : t, Arg(std::vector<int64_t>(shape))}));
   }
-  Node* joined = g.call("cat.default", {Arg(blocks), Arg(int64_t{0})});
-  Node* flat = g.call("reshape.default", {joined, Arg(std::vector<int64_t>(n->shape()))});
+  Node* joined = g.call(op_of(OpRole::kCat), {Arg(blocks), Arg(int64_t{0})});
+  Node* flat = g.call(op_of(OpRole::kReshape), {joined, Arg(std::vector<int64_t>(n->shape()))});
   g.set_insert_point(nullptr);
   joined->attrs = n->attrs;
   return flat;
@@ -174,7 +179,7 @@ Node* rewrite_flat_cat(Graph& g, Node* n, const std::vector<Node*>& parts) {
 size_t cat_before_reshape(Graph& g) {
   std::vector<Node*> cats;
   for (Node* n : g.nodes())
-    if (n->is_call() && n->target() == "cat.default") cats.push_back(n);
+    if (plays(n, OpRole::kCat)) cats.push_back(n);
   size_t rewritten = 0;
   for (Node* n : cats) {
     const Shape out = n->shape();
@@ -206,8 +211,8 @@ size_t cat_before_reshape(Graph& g) {
     }
     if (sources.size() != parts.size()) continue;
     g.set_insert_point(n);
-    Node* joined = g.call("cat.default", {Arg(sources), Arg(rank - 1)});
-    Node* merged = g.call("reshape.default", {joined, Arg(std::vector<int64_t>(out))});
+    Node* joined = g.call(op_of(OpRole::kCat), {Arg(sources), Arg(rank - 1)});
+    Node* merged = g.call(op_of(OpRole::kReshape), {joined, Arg(std::vector<int64_t>(out))});
     g.set_insert_point(nullptr);
     joined->attrs = n->attrs;
     merged->attrs = n->attrs;

@@ -29,6 +29,7 @@ void register_op_roles(OpTraitTable& table, const OpRegistry& r) {
   give(OpRole::kTranspose2d, "t");  // Listing 5.2 spells a 2-D transpose t
   give(OpRole::kTranspose, "transpose.int");
   give(OpRole::kZeros, "zeros");
+  give(OpRole::kUnsafeView, "_unsafe_view");  // cat_before_reshape (core/graph/passes.cpp)
   give(OpRole::kCat, "cat");  // gradient accumulation merges zero-padded cats (joint_graph.cpp)
   give(OpRole::kCast, "to.dtype");
   // Functionalization (core/graph/functionalize.h): a written value becomes a version of its own.

@@ -254,6 +254,7 @@ inline std::vector<Case> view_cases() {
   out.push_back({"_reshape_alias", {U({3, 2})},
                  op1("_reshape_alias", {std::vector<int64_t>{2, 3}, std::vector<int64_t>{3, 1}})});
   out.push_back({"_to_copy", {U({3, 2})}, op1("_to_copy")});
+  out.push_back({"unflatten", {U({2, 6})}, op1("unflatten.int", {1, L({3, -1})})});
   // as_strided reading positions more than once: their gradients accumulate.
   out.push_back({"as_strided_overlap", {U({6})},
                  op1("as_strided", {std::vector<int64_t>{3, 2}, std::vector<int64_t>{1, 2}, 1})});
@@ -322,6 +323,18 @@ inline std::vector<Case> indexing_cases() {
       {"scatter_value", {U({3, 4}), Idx({3, 2}, 4, 1)}, [](Graph& g, const std::vector<Node*>& x) {
          return g.call("scatter.value", {x[0], 1, x[1], 1.5});
        }});
+  // scatter's reduce forms (scatter_reduce.two with include_self): the rule through the expansion.
+  out.push_back({"scatter_reduce_form_add",
+                 {U({4, 3}), Idx({3, 3}, 4), U({3, 3})},
+                 [](Graph& g, const std::vector<Node*>& x) {
+                   return g.call("scatter.reduce", {x[0], 0, x[1], x[2]}, {{"reduce", "add"}});
+                 }});
+  // (reduce="multiply" is scatter_reduce prod: Stax has no derivative for it, a clear error.)
+  out.push_back({"scatter_value_reduce_form_add",
+                 {U({3, 4}), Idx({3, 2}, 4, 1)},
+                 [](Graph& g, const std::vector<Node*>& x) {
+                   return g.call("scatter.value_reduce", {x[0], 1, x[1], 1.5}, {{"reduce", "add"}});
+                 }});
   return out;
 }
 

@@ -216,7 +216,8 @@ void register_write_and_composite_vjps(VjpTable& t) {
           "index_fill.int_Scalar", "index_fill.int_Tensor", "rot90.default", "narrow_copy.default",
           "index_copy.default", "put.default", "masked_scatter.default", "unfold.default",
           "block_diag.default", "slice_scatter.default", "select_scatter.default",
-          "index_reduce.default"}) t.add(op, vjp_via_decomposition);
+          "index_reduce.default", "scatter.reduce", "scatter.value_reduce"})
+    t.add(op, vjp_via_decomposition);
 }
 
 }  // namespace
