@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <set>
 #include <string>
@@ -394,6 +396,40 @@ TEST(RandomTest, RandintCoversTheRange) {
   Tensor fl = Tensor::randint({50}, 0, 10, DType::Float32, 2);
   for (float v : fl.to_vector<float>()) EXPECT_EQ(v, std::floor(v));
   expect_error([] { Tensor::randint({2}, 5, 5); }, "empty range [5, 5)");
+}
+
+
+// A large owned Storage carries MADV_HUGEPAGE on its 2 MB-aligned part (smaps' VmFlags "hg"), so
+// kernels streaming it get transparent huge pages where the system allows them; a small one not.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST(Storage, LargeBuffersAskForHugePages) {
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes((std::istreambuf_iterator<char>(mode)), std::istreambuf_iterator<char>());
+  if (modes.empty() || modes.find("[never]") != std::string::npos)
+    GTEST_SKIP() << "transparent huge pages are off on this system";
+  Tensor big = Tensor::empty({int64_t{16} << 20}, DType::UInt8);
+  const std::byte* mid = big.storage()->data() + (int64_t{8} << 20);
+  const std::string flags = vm_flags_of(mid);
+  ASSERT_FALSE(flags.empty()) << "no smaps entry for the buffer";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  EXPECT_EQ(big.data<uint8_t>()[int64_t{8} << 20], 0);  // still zero-filled
 }
 
 }  // namespace
