@@ -277,5 +277,8 @@ ReductionLayout reduction_layout(const Tensor& in, const std::vector<bool>& mask
 // The kernel of a Composite op that runs its decomposition on the interpreter (a one-node graph,
 // decomposed and interpreted; composite_kernels.cpp). Deterministic ops only.
 Tensor run_decomposition(const KernelContext& ctx);
+// The same for a base op that decompose() keeps (an Extern op such as addmm running its
+// decomposition for dtypes its extern does not take): the call is expanded explicitly first.
+Tensor run_base_op_decomposition(const KernelContext& ctx);
 
 }  // namespace stax::kernels

@@ -124,35 +124,6 @@ Tensor cumsum_kernel(const KernelContext& c) {
   return interpret(g, {x}).at(0);
 }
 
-// addmm of complex values: its decomposition (mm and the scaled sum, extern/decompositions.cpp)
-// on a one-node graph, interpreted. addmm is an Extern op, which decompose() keeps (it is a base
-// op), so the node is decomposed explicitly first.
-Tensor addmm_kernel(const KernelContext& c) {
-  const Node& n = c.node();
-  Graph g(default_registry());
-  std::unordered_map<const Node*, Node*> placeholder_of;
-  std::vector<Tensor> inputs;
-  for (Node* in : n.input_nodes()) {
-    if (placeholder_of.count(in)) continue;
-    placeholder_of[in] = g.placeholder("in" + std::to_string(inputs.size()), c.value(in).meta());
-    inputs.push_back(c.value(in));
-  }
-  auto remap = [&](const Arg& a) {
-    return map_nodes(a, [&](Node* x) { return placeholder_of.at(x); });
-  };
-  std::vector<Arg> args;
-  for (const Arg& a : n.args()) args.push_back(remap(a));
-  Kwargs kwargs;
-  for (const auto& [k, v] : n.kwargs()) kwargs.emplace_back(k, remap(v));
-  Node* call = g.call(n.target(), std::move(args), std::move(kwargs), n.name());
-  g.output({call});
-  decompose_node(g, call);
-  decompose(g);
-  InterpreterOptions options;
-  options.reduction_order = c.reduction_order();
-  return interpret(g, inputs, options).at(0);
-}
-
 }  // namespace
 
 void register_complex_movement_kernels(InterpreterTable& t) {
@@ -167,7 +138,9 @@ void register_complex_movement_kernels(InterpreterTable& t) {
                          "select_backward.default", "copy.default", "new_zeros.default",
                          "new_empty.default", "rsub.Scalar", "angle.default", "sgn.default"})
     extend_kernel(t, op, [](const KernelContext& c) { return kernels::run_decomposition(c); });
-  extend_kernel(t, "addmm.default", addmm_kernel);
+  // addmm of complex values: its decomposition (mm and the scaled sum, extern/decompositions.cpp);
+  // addmm is an Extern op, which decompose() keeps, so the call is expanded explicitly.
+  extend_kernel(t, "addmm.default", kernels::run_base_op_decomposition);
   extend_kernel(t, "cumsum.default", cumsum_kernel);
 }
 

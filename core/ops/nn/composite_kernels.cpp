@@ -124,12 +124,15 @@ Tensor layer_norm_kernel(const KernelContext& ctx) {
 // Builds a one-node graph of ctx's call over its runtime inputs, decomposes it (composite ops
 // only) and interprets the result. For deterministic ops only: the nested run does not see the
 // outer run's seed.
-Tensor kernels::run_decomposition(const KernelContext& ctx) {
+namespace {
+
+Tensor decompose_and_interpret(const KernelContext& ctx, bool expand_call) {
   const Node& n = ctx.node();
   Graph g(default_registry());
   std::unordered_map<const Node*, Node*> placeholder_of;
   std::vector<Tensor> inputs;
   for (Node* in : n.input_nodes()) {
+    if (placeholder_of.count(in)) continue;  // one placeholder per distinct input (addmm(x, x, x))
     const Tensor& t = ctx.value(in);
     placeholder_of[in] = g.placeholder(in->name(), t.meta());
     inputs.push_back(t);
@@ -144,12 +147,23 @@ Tensor kernels::run_decomposition(const KernelContext& ctx) {
   Node* call = g.call(n.target(), std::move(args), std::move(kwargs), n.name());
   call->attrs = n.attrs;
   g.output({call});
+  if (expand_call) decompose_node(g, call);
   decompose(g);
   // The nested run reduces in the outer run's order, so a decomposition with reductions (std,
   // logsumexp, norm) matches the compiled decomposition in either order.
   InterpreterOptions options;
   options.reduction_order = ctx.reduction_order();
   return interpret(g, inputs, options).at(0);
+}
+
+}  // namespace
+
+Tensor kernels::run_decomposition(const KernelContext& ctx) {
+  return decompose_and_interpret(ctx, false);
+}
+
+Tensor kernels::run_base_op_decomposition(const KernelContext& ctx) {
+  return decompose_and_interpret(ctx, true);
 }
 
 void register_composite_kernels(InterpreterTable& t) {
