@@ -74,13 +74,20 @@ nb::object backward(PyForwardResult& self, nb::args grad_outputs, bool retain_gr
   std::vector<Tensor> g = upstream(s, grad_outputs);
   BackwardOptions options;
   options.retain_graph = retain_graph;
+  if (!s.fn->interpreted() && !s.fn->backward_compiled()) {
+    // The first backward compiles the backward graph: Ctrl-C cancels it. Only the compile runs
+    // on run_interruptible's helper thread; the kernels run below, on this thread. A kernel run
+    // on the helper would open a parallel region of torch's OpenMP runtime on a thread that has
+    // no team: the runtime starts a second team (new OS threads) for it, as wide as the runtime's
+    // default rather than torch.set_num_threads(), spinning against torch's team while it lives
+    // (docs/torch_backend.md "Threads").
+    s.cancel->reset();
+    run_interruptible(*s.cancel, [&] { s.fn->compile_backward(); });
+  }
   std::vector<Tensor> grads;
-  if (s.fn->interpreted() || s.fn->backward_compiled()) {
+  {
     nb::gil_scoped_release release;
     grads = s.fn->backward(*self.ctx, g, options);
-  } else {  // the first backward compiles the backward graph: Ctrl-C cancels it
-    s.cancel->reset();
-    run_interruptible(*s.cancel, [&] { grads = s.fn->backward(*self.ctx, g, options); });
   }
   return export_tensors(std::move(grads), self.kind, false);
 }

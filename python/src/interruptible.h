@@ -9,6 +9,9 @@
 // each kernel compile; core/support/cancellation.h) and the handler's exception is raised once
 // the helper has finished: no thread is left running, no result half-built. Off the main thread
 // the work runs in place with the GIL released (signals are never delivered there).
+// The work compiles; it must not run kernels: on the helper thread a parallel loop would open
+// a region of torch's OpenMP runtime on a thread without a team, which starts a second team
+// (docs/torch_backend.md "Threads"). Callers run the compiled graph afterwards, in place.
 #pragma once
 
 #include <nanobind/nanobind.h>
