@@ -44,6 +44,29 @@ class HandAttention(nn.Module):
         return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
 
 
+class GPTDropoutBlock(nn.Module):
+    """GPT-2 style block with nanoGPT's written-out causal attention and dropout of the attention
+    probabilities (softmax -> nn.Dropout -> @ v), for training with dropout."""
+
+    def __init__(self, d=16, heads=2, p=0.2):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.attn_dropout = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = self.attn_dropout(F.softmax(att.masked_fill(future, float("-inf")), dim=-1))
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
 class BasicBlock(nn.Module):
     """ResNet BasicBlock (identity shortcut)."""
 
