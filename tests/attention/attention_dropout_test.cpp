@@ -178,9 +178,14 @@ TEST(AttentionDropout, KernelKeepsWhatRandLikeKeeps) {
 // Trained: the forward saves the packed (out, lse) and the seed, not a mask or the probabilities;
 // the backward is flash_attention_dropout_backward; gradients agree with the interpreter's
 // gradients of the unfused graph (same dtype, same run seed: the same mask).
+// Two shapes: B·H = 4 (the backward's two-pass schedule: per block of keys, then of queries) and
+// B·H = 9 (its one-pass schedule: one task per batch entry).
 TEST(AttentionDropout, TrainedGradientsMatchTheUnfusedForm) {
-  const Case c{"trained_dropout", 2, 2, 150, 150, 16, 16, true, MaskKind::None, 0.125};
-  for (Drop form : {Drop::NativeExpansion, Drop::Dropout}) {
+  const Case few{"trained_dropout", 2, 2, 150, 150, 16, 16, true, MaskKind::None, 0.125};
+  const Case many{"trained_dropout_one_pass", 3, 3, 70, 70, 16, 16, true, MaskKind::None, 0.25};
+  for (auto [c, form] : {std::pair{few, Drop::NativeExpansion}, std::pair{few, Drop::Dropout},
+                         std::pair{many, Drop::TorchDecomposition}}) {
+    SCOPED_TRACE(c.name);
     for (DType t : {DType::Float64, DType::Float32}) {
       SCOPED_TRACE(dtype_name(t));
       auto g = build(c, t, form, 0.2);
@@ -221,6 +226,28 @@ TEST(AttentionDropout, TrainedGradientsMatchTheUnfusedForm) {
       }
     }
   }
+}
+
+// The mask and the sums do not depend on the thread count: the same bits on 1 and 3 threads,
+// forward and backward (B·H = 9: the one-pass backward's tasks per entry).
+TEST(AttentionDropout, SameBitsOnAnyThreadCount) {
+  const Case c{"threads", 3, 3, 150, 150, 32, 32, true, MaskKind::None, 0.2};
+  auto g = build(c, DType::Float32, Drop::NativeExpansion, 0.2);
+  std::vector<Tensor> in = inputs_for(c, DType::Float32, 3);
+  Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, DType::Float32, 4);
+  std::vector<std::vector<Tensor>> runs;
+  for (int threads : {1, 3}) {
+    OptionValue o = OptionValue::map();
+    o.set("threads", OptionValue::make_scalar(std::to_string(threads)));
+    Compiler comp(test::cpu_config(o));
+    CompiledFunction f(*g, {"q", "k", "v"}, comp);
+    ForwardResult r = f.forward(in, 3);
+    ASSERT_TRUE(contains(f.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
+    std::vector<Tensor> got = f.backward(*r.ctx, {up});
+    got.insert(got.begin(), r.outputs.at(0));
+    runs.push_back(got);
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_TRUE(test::bitwise_equal(runs[0][i], runs[1][i])) << i;
 }
 
 // float64: the fused gradients against central differences of the fused forward (fixed run
