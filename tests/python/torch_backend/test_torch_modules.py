@@ -159,15 +159,18 @@ def test_gpt_attention_runs_fused():
     assert not any("softmax" in s for s in ex.saved + ex.recomputed), str(ex)
 
 
-def test_gpt_attention_dropout_runs_fused():
-    # Training with dropout of the attention probabilities (nanoGPT's softmax -> nn.Dropout -> @ v):
-    # the matcher fuses softmax, dropout and P·V into flash_attention_dropout (the mask drawn from
-    # the unfused dropout's Philox stream, again per block in the backward), so the partition saves
+@pytest.mark.parametrize("sdpa", [False, True])
+def test_gpt_attention_dropout_runs_fused(sdpa):
+    # Training with dropout of the attention probabilities: nanoGPT's written-out softmax ->
+    # nn.Dropout -> @ v, or F.scaled_dot_product_attention(dropout_p=0.2), which Dynamo hands
+    # Stax decomposed (bmm, _softmax, the guard, native_dropout's rand_like < 1 - p, bmm). The
+    # matcher fuses softmax, dropout and P·V into flash_attention_dropout (the mask drawn from the
+    # unfused dropout's Philox stream, again per block in the backward), so the partition saves
     # the fused op's packed (out, lse) and no softmax, mask or random numbers. torch.manual_seed
     # fixes the run seed, hence the mask: the input gradient matches central differences of the
     # compiled forward (float64).
     torch.manual_seed(0)
-    mod = modules.GPTDropoutBlock().double().train()
+    mod = (modules.GPTBlock(dropout=0.2) if sdpa else modules.GPTDropoutBlock()).double().train()
     mod_eval = copy.deepcopy(mod).eval()
     cm = stax.compile(mod)
     g = torch.Generator().manual_seed(3)
