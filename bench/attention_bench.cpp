@@ -6,12 +6,17 @@
 // backward() (the joint graph, min-cut partition, both compiled). Interleaved rounds, medians,
 // the ratio decomposed / fused (> 1: the fused form is faster), the bytes the partition saves.
 // Usage: bench_attention [threads=1] [rounds=5] [reps=5] [T,T,...=256,1024] [--once]
-//                        [--only fused|decomposed]
+//                        [--only fused|decomposed] [--dropout P]
+// --dropout P: the decomposed causal attention with dropout of the probabilities instead of sdpa
+// (matmul, scale, masked_fill, _softmax, native_dropout's rand_like < 1 - P, mul, mul, matmul):
+// fused into flash_attention_dropout vs run as written.
 // --once: one call of each; --only: one form (with --once, for `valgrind --tool=callgrind
 // --toggle-collect='stax::CompiledGraph::run*'` instruction counts of the runs alone).
 // Run on an idle machine for the record (/proc/loadavg is printed before and after).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +70,25 @@ std::unique_ptr<Graph> sdpa_graph(int64_t b, int64_t h, int64_t t, int64_t d) {
   return g;
 }
 
+// softmax(q kᵀ / √d, causal) -> dropout(p) as native_dropout expands it -> @ v.
+std::unique_ptr<Graph> dropout_graph(int64_t b, int64_t h, int64_t t, int64_t d, double p) {
+  auto g = std::make_unique<Graph>();
+  Node* q = g->placeholder("q", {b, h, t, d});
+  Node* k = g->placeholder("k", {b, h, t, d});
+  Node* v = g->placeholder("v", {b, h, t, d});
+  Node* s = g->call("mul.Scalar", {g->call("matmul", {q, g->call("transpose.int", {k, int64_t{-2}, int64_t{-1}})}),
+                                   1.0 / std::sqrt(static_cast<double>(d))});
+  Node* j = g->call("unsqueeze", {g->call("arange.start_step", {int64_t{0}, t}), int64_t{-2}});
+  Node* i = g->call("unsqueeze", {g->call("arange.start_step", {int64_t{0}, t}), int64_t{-1}});
+  Node* after = g->call("gt.Scalar", {g->call("sub.Tensor", {j, i}), int64_t{0}});
+  s = g->call("masked_fill.Scalar", {s, after, -std::numeric_limits<double>::infinity()});
+  Node* pr = g->call("_softmax", {s, int64_t{-1}, false});
+  Node* keep = g->call("lt.Scalar", {g->call("rand_like", {pr}), 1.0 - p});
+  Node* dropped = g->call("mul.Scalar", {g->call("mul.Tensor", {pr, keep}), 1.0 / (1.0 - p)});
+  g->output({g->call("matmul", {dropped, v})});
+  return g;
+}
+
 template <class F>
 double ms(F&& f) {
   auto t0 = Clock::now();
@@ -78,12 +102,15 @@ int main(int argc, char** argv) {
   install_ops();
   bool once = false;
   std::string only;
+  double dropout = 0;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--once") == 0)
       once = true;
     else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
       only = argv[++i];
+    else if (std::strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
+      dropout = std::atof(argv[++i]);
     else
       pos.push_back(argv[i]);
   }
@@ -96,8 +123,11 @@ int main(int argc, char** argv) {
     std::stringstream ss(pos.size() > 3 ? pos[3] : "256,1024");
     for (std::string x; std::getline(ss, x, ',');) ts.push_back(std::atoll(x.c_str()));
   }
-  std::printf("bench_attention: causal sdpa, B=8 H=8 D=32 float32, cpu_cpp threads=%d, %d rounds x %d reps\n",
-              threads, rounds, reps);
+  if (dropout > 0)
+    std::printf("bench_attention: causal attention with dropout %.2f (native_dropout's form), ", dropout);
+  else
+    std::printf("bench_attention: causal sdpa, ");
+  std::printf("B=8 H=8 D=32 float32, cpu_cpp threads=%d, %d rounds x %d reps\n", threads, rounds, reps);
   std::printf("loadavg before: %s\n", loadavg().c_str());
   CompileOptions off;
   off.fuse_attention = false;
@@ -105,7 +135,7 @@ int main(int argc, char** argv) {
   std::printf("%6s | %-8s | %10s %10s %7s | %12s %12s\n", "T", "pass", "fused ms", "decomp ms", "ratio",
               "saved fused", "saved decomp");
   for (int64_t t : ts) {
-    auto g = sdpa_graph(8, 8, t, 32);
+    auto g = dropout > 0 ? dropout_graph(8, 8, t, 32, dropout) : sdpa_graph(8, 8, t, 32);
     std::vector<Tensor> in{Tensor::randn({8, 8, t, 32}, DType::Float32, 1),
                            Tensor::randn({8, 8, t, 32}, DType::Float32, 2),
                            Tensor::randn({8, 8, t, 32}, DType::Float32, 3)};

@@ -78,7 +78,7 @@ void CompiledFunction::init(const Graph& forward, std::vector<std::string> wrt) 
   if (!options_.interpret && compiler_ && compiler_->fuses_attention(forward)) {
     fused = forward.clone();
     expand_multi_output(fused);
-    if (fuse_attention(fused).fused > 0) source = &fused;
+    if (fuse_attention(fused, compiler_->fuses_attention_dropout(forward)).fused > 0) source = &fused;
   }
   joint_ = build_joint_graph(*source, wrt);
   stats_.joint_ms = ms_since(start);

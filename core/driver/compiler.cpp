@@ -147,6 +147,12 @@ static bool offers_fused_attention(const Plugin& plugin) {
   return true;
 }
 
+static bool offers_fused_attention_dropout(const Plugin& plugin) {
+  for (const std::string& name : fused_attention_dropout_externs())
+    if (!plugin.has_extern_kernel(name)) return false;
+  return true;
+}
+
 std::string graph_device_kind(const Graph& graph) {
   std::string kind;
   for (const Node* p : graph.placeholders()) {
@@ -184,6 +190,15 @@ bool Compiler::fuses_attention(const Graph& graph) {
   const std::string& default_device = session_->registry.config().default_device;
   if (kind == "cpu" && !default_device.empty()) kind = default_device;
   return offers_fused_attention(session_->registry.backend(kind));
+}
+
+bool Compiler::fuses_attention_dropout(const Graph& graph) {
+  if (!fuses_attention(graph)) return false;
+  std::lock_guard<std::mutex> lock(session_->mutex);
+  std::string kind = graph_device_kind(graph);
+  const std::string& default_device = session_->registry.config().default_device;
+  if (kind == "cpu" && !default_device.empty()) kind = default_device;
+  return offers_fused_attention_dropout(session_->registry.backend(kind));
 }
 const Config& Compiler::config() const { return session_->registry.config(); }
 
@@ -224,7 +239,8 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   plan.plugin = &session_->registry.backend(kind);
   // fused attention where the backend runs it, before sdpa would decompose
   AttentionFusion attention;
-  if (options_.fuse_attention && offers_fused_attention(*plan.plugin)) attention = fuse_attention(g);
+  if (options_.fuse_attention && offers_fused_attention(*plan.plugin))
+    attention = fuse_attention(g, offers_fused_attention_dropout(*plan.plugin));
   if (options_.decompose) decompose(g);
   // a cat of head-merging reshapes (the backward of a qkv split) as the cat of the heads, reshaped
   // once: contiguous inner loops, the same bits (core/graph/passes.h)

@@ -85,6 +85,9 @@ class Compiler {
   // and the backend serving the graph offers the flash-attention externs. CompiledFunction then
   // fuses before the joint graph, so the backward gets the flash backward.
   bool fuses_attention(const Graph& graph);
+  // And whether that backend also offers the dropout externs (fused_attention_dropout_externs):
+  // then a softmax followed by dropout before P·V fuses too.
+  bool fuses_attention_dropout(const Graph& graph);
   const CompileOptions& options() const { return options_; }
   // The kernel cache this Compiler compiles through.
   KernelCache& kernel_cache() { return *cache_; }

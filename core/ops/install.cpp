@@ -73,6 +73,7 @@ void register_all_ops(OpRegistry& r) {
   register_creation_ops(r);
   register_composite_ops(r);
   register_backward_ops(r);
+  register_nn_convolution_ops(r);
   register_nn_ops(r);
   register_multi_output_ops(r);
   register_special_ops(r);

@@ -24,7 +24,8 @@ void register_indexing_ops(OpRegistry& r);      // cat gather index index_put sc
 void register_extern_ops(OpRegistry& r);        // mm bmm matmul addmm
 void register_creation_ops(OpRegistry& r);      // full zeros ones arange rand randn
 void register_composite_ops(OpRegistry& r);     // softmax log_softmax silu layer_norm ...
-void register_nn_ops(OpRegistry& r);            // convolution pooling norms losses attention
+void register_nn_convolution_ops(OpRegistry& r);  // convolution conv1d/2d/3d conv_transpose*
+void register_nn_ops(OpRegistry& r);            // pooling norms losses attention
 void register_multi_output_ops(OpRegistry& r);  // getitem, max.dim, split, native_layer_norm ...
 void register_special_ops(OpRegistry& r);       // erfinv digamma polygamma Bessel zeta ...
 void register_random_ops(OpRegistry& r);        // normal bernoulli randint_like

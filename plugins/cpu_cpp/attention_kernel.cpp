@@ -4,6 +4,9 @@
 // _stax_flash_attention_backward (core/ops/nn/flash_attention.cpp):
 //   forward:  q, k, v, [mask] -> packed (out, then lse); scalars: is_causal, scale
 //   backward: grad, q, k, v, [mask], packed -> dq, dk, dv (one 1-D buffer); same scalars
+// and "flash_attention_dropout" / "flash_attention_dropout_backward": the same with the dropout
+// seed (a 0-d int64 tensor) as the last input and the scalars is_causal, scale, threshold,
+// keep_above, drop_scale (stax/sdk/flash_attention.hpp, DROPOUT).
 // The interpreter runs the same kernel on one thread: the same bits.
 #include <string>
 #include <vector>
@@ -72,9 +75,24 @@ void fill(const std::string& name, attn::Problem<T>& p, const TensorView& q, con
     else
       bad(name, "the mask must be bool or have the query's dtype");
   }
-  if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
+  if (scalars.size() != 2 && scalars.size() != 5)
+    bad(name, "expects the scalars is_causal and scale (and, with dropout, threshold, keep_above, scale)");
   p.causal = scalars[0] != 0;
   p.scale = static_cast<T>(scalars[1]);
+}
+
+// The dropout seed (input `seed`, 0-d int64) and scalars 2..4 into p.
+template <class T>
+void fill_dropout(const std::string& name, attn::Problem<T>& p, const TensorView& seed,
+                  const std::vector<double>& scalars) {
+  if (seed.dtype != DType::Int64 || !seed.sizes.empty() || !seed.data)
+    bad(name, "the dropout seed must be a 0-d int64 tensor");
+  if (scalars.size() != 5) bad(name, "expects the scalars is_causal, scale, threshold, keep_above, drop_scale");
+  p.dropout = true;
+  p.drop_seed = static_cast<uint64_t>(static_cast<const int64_t*>(seed.data)[seed.offset]);
+  p.drop_threshold = static_cast<T>(scalars[2]);
+  p.drop_keep_above = scalars[3] != 0;
+  p.drop_scale = static_cast<T>(scalars[4]);
 }
 
 template <class T>
@@ -86,12 +104,14 @@ T* flat_data(const std::string& name, const TensorView& t, int64_t want) {
 }
 
 template <class T>
-void forward(const std::vector<TensorView>& t, size_t num_inputs, const std::vector<double>& s,
-             const attn::Context& c) {
-  const std::string name = "flash_attention";
+void forward(const std::string& name, bool dropout, const std::vector<TensorView>& t, size_t num_inputs,
+             const std::vector<double>& s, const attn::Context& c) {
   attn::Forward<T> p;
   Offsets o;
-  fill<T>(name, p, t[0], t[1], t[2], num_inputs == 4 ? &t[3] : nullptr, s, o);
+  const size_t tensors = num_inputs - (dropout ? 1 : 0);
+  fill<T>(name, p, t[0], t[1], t[2], tensors == 4 ? &t[3] : nullptr, s, o);
+  if (dropout) fill_dropout<T>(name, p, t[num_inputs - 1], s);
+  else if (s.size() != 2) bad(name, "expects the scalars is_causal and scale");
   const int64_t rows = p.batch * p.l;
   p.out = flat_data<T>(name, t[num_inputs], rows * p.ev + rows);
   p.lse = p.out + rows * p.ev;
@@ -99,15 +119,17 @@ void forward(const std::vector<TensorView>& t, size_t num_inputs, const std::vec
 }
 
 template <class T>
-void backward(const std::vector<TensorView>& t, size_t num_inputs, const std::vector<double>& s,
-              const attn::Context& c) {
-  const std::string name = "flash_attention_backward";
+void backward(const std::string& name, bool dropout, const std::vector<TensorView>& t, size_t num_inputs,
+              const std::vector<double>& s, const attn::Context& c) {
   attn::Backward<T> p;
   Offsets o;
-  fill<T>(name, p, t[1], t[2], t[3], num_inputs == 6 ? &t[4] : nullptr, s, o);
+  const size_t tensors = num_inputs - (dropout ? 1 : 0);
+  fill<T>(name, p, t[1], t[2], t[3], tensors == 6 ? &t[4] : nullptr, s, o);
+  if (dropout) fill_dropout<T>(name, p, t[num_inputs - 1], s);
+  else if (s.size() != 2) bad(name, "expects the scalars is_causal and scale");
   const int64_t rows = p.batch * p.l;
   const int64_t packed = rows * p.ev + rows;
-  p.out = flat_data<T>(name, t[num_inputs - 1], packed);
+  p.out = flat_data<T>(name, t[tensors - 1], packed);
   p.lse = p.out + rows * p.ev;
   p.dout = flat_data<T>(name, t[0], packed);
   p.dlse = p.dout + rows * p.ev;
@@ -121,8 +143,9 @@ void backward(const std::vector<TensorView>& t, size_t num_inputs, const std::ve
 
 void run_flash_attention(const std::string& name, const std::vector<TensorView>& tensors,
                          size_t num_inputs, const std::vector<double>& scalars, ThreadPool* pool) {
-  const bool fwd = name == "flash_attention";
-  const size_t lo = fwd ? 3 : 5;
+  const bool fwd = name == "flash_attention" || name == "flash_attention_dropout";
+  const bool dropout = name == "flash_attention_dropout" || name == "flash_attention_dropout_backward";
+  const size_t lo = (fwd ? 3 : 5) + (dropout ? 1 : 0);
   if (num_inputs < lo || num_inputs > lo + 1 || tensors.size() != num_inputs + 1)
     bad(name, "takes " + std::to_string(lo) + " or " + std::to_string(lo + 1) +
                   " inputs and 1 output, got " + std::to_string(num_inputs) + " inputs and " +
@@ -139,9 +162,11 @@ void run_flash_attention(const std::string& name, const std::vector<TensorView>&
     };
   const DType dt = tensors[fwd ? 0 : 1].dtype;
   if (dt == DType::Float32)
-    fwd ? forward<float>(tensors, num_inputs, scalars, c) : backward<float>(tensors, num_inputs, scalars, c);
+    fwd ? forward<float>(name, dropout, tensors, num_inputs, scalars, c)
+        : backward<float>(name, dropout, tensors, num_inputs, scalars, c);
   else if (dt == DType::Float64)
-    fwd ? forward<double>(tensors, num_inputs, scalars, c) : backward<double>(tensors, num_inputs, scalars, c);
+    fwd ? forward<double>(name, dropout, tensors, num_inputs, scalars, c)
+        : backward<double>(name, dropout, tensors, num_inputs, scalars, c);
   else
     bad(name, "takes float32 or float64 tensors");
 }

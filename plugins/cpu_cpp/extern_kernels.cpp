@@ -356,7 +356,8 @@ const std::vector<std::string>& extern_kernel_names() {
   static const std::vector<std::string> names = {"mm",          "bmm",
                                                  "addmm",       "matmul",
                                                  "convolution", "flash_attention",
-                                                 "flash_attention_backward", "scatter_add",
+                                                 "flash_attention_backward", "flash_attention_dropout",
+                                                 "flash_attention_dropout_backward", "scatter_add",
                                                  "index_put"};
   return names;
 }
@@ -412,7 +413,8 @@ void run_extern_kernel(const std::string& name, const std::vector<TensorView>& t
     run_scatter_add(t, num_inputs, scalars, ctx.pool);
   } else if (name == "index_put") {
     run_index_put(t, num_inputs, scalars, ctx.pool);
-  } else if (name == "flash_attention" || name == "flash_attention_backward") {
+  } else if (name == "flash_attention" || name == "flash_attention_backward" ||
+             name == "flash_attention_dropout" || name == "flash_attention_dropout_backward") {
     run_flash_attention(name, t, num_inputs, scalars, ctx.pool);
   } else {
     throw PluginError(STAX_ERROR_UNSUPPORTED, "cpu_cpp has no extern kernel '" + name + "'");

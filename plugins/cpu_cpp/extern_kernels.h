@@ -38,7 +38,7 @@ struct ExternContext {
 };
 
 // "mm", "bmm", "addmm", "matmul", "convolution", "flash_attention", "flash_attention_backward",
-// "scatter_add", "index_put".
+// "flash_attention_dropout", "flash_attention_dropout_backward", "scatter_add", "index_put".
 const std::vector<std::string>& extern_kernel_names();
 
 // Throws sdk::PluginError (INVALID_ARGUMENT for a shape or dtype mismatch, UNSUPPORTED for an

@@ -79,7 +79,13 @@ const std::vector<std::string>& fused_attention_externs() {
   return names;
 }
 
-AttentionFusion fuse_attention(Graph& g) {
+const std::vector<std::string>& fused_attention_dropout_externs() {
+  static const std::vector<std::string> names = {"flash_attention_dropout",
+                                                 "flash_attention_dropout_backward"};
+  return names;
+}
+
+AttentionFusion fuse_attention(Graph& g, bool dropout) {
   AttentionFusion report;
   std::vector<Node*> found;
   for (Node* n : g.nodes()) {
@@ -102,7 +108,7 @@ AttentionFusion fuse_attention(Graph& g) {
     report.notes.push_back(name + ": fused: one flash_attention extern (online softmax, no L x S "
                                   "scores in memory); its gradient is flash_attention_backward");
   }
-  fuse_decomposed_attention(g, report);  // the matmul-softmax-matmul form of traces
+  fuse_decomposed_attention(g, report, dropout);  // the matmul-softmax-matmul form of traces
   return report;
 }
 

@@ -26,9 +26,15 @@ struct AttentionFusion {
 // Rewrites `g` in place: every sdpa call, then the decomposed form (attention_pattern.h). Kept
 // decomposed (with the reason in the notes): dtypes other than float32 / float64, grouped-query
 // attention with fewer key heads, and the refusals of the pattern matcher.
-AttentionFusion fuse_attention(Graph& g);
+// `dropout`: the backend also offers fused_attention_dropout_externs(), so the matcher fuses a
+// softmax followed by dropout (docs/attention.md); without it such a match is refused with a note.
+AttentionFusion fuse_attention(Graph& g, bool dropout = false);
 
 // The extern kernels a backend must offer for fuse_attention to be worth running.
 const std::vector<std::string>& fused_attention_externs();
+
+// The extern kernels of fused attention with dropout (the plugin decides: cpu_cpp offers them,
+// the GPU plugins not yet).
+const std::vector<std::string>& fused_attention_dropout_externs();
 
 }  // namespace stax

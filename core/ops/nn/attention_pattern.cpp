@@ -139,6 +139,13 @@ struct Match {
   bool mask_is_bool = false;
   bool mask_negated = false;  // masked_fill(scores, c, -inf): the kept keys are ~c
   bool causal = false;
+  // Dropout of the probabilities before P·V (read_dropout): the random node whose numbers it
+  // draws (its rng_seed key is the fused op's), keep when u > threshold (else u < threshold),
+  // kept probabilities times drop_scale.
+  Node* drop_random = nullptr;
+  double drop_threshold = 0.0;
+  bool drop_keep_above = true;
+  double drop_scale = 1.0;
 };
 
 // The matrix product behind `n` through batch views and mul / div by a number (the scale);
@@ -230,6 +237,73 @@ bool is_guard(const Graph& g, const Node* w, const Match& m) {
   return is(eq, "eq.Scalar") && eq->input(0) == m.x && eq->arg("other").to_double() == -kInf;
 }
 
+// The number argument `name` of n (an int, float or bool literal), or nullopt (a tensor).
+std::optional<double> number_arg(const Node* n, const char* name) {
+  const Arg& a = n->arg(name);
+  if (a.is_number()) return a.to_double();
+  return std::nullopt;
+}
+
+// A dropout of the probabilities `p` (p's users), as the graph may hold it:
+//   dropout.default(p, drop, train): keep when u > drop, kept values times 1 / (1 - drop) (its
+//       kernel, drawing rand_like's numbers from the dropout node's seed); train = False or
+//       drop = 0: the identity;
+//   mul(mul.Tensor(p, cmp(rand_like(p), c)), scale), cmp gt.Scalar / lt.Scalar, the mul.Tensor's
+//       operands in either order, the scale a mul.Scalar (or mul.Tensor by a number):
+//       native_dropout's expansion (rand_like < 1 - p), torch's decomposition
+//       (rand_like > p) and dropout.default's decomposition.
+// Returns the node carrying the dropped probabilities (nullptr: `p` is not dropped there) and
+// fills m's drop_* fields; `why` says why a dropout that is there cannot be fused.
+Node* read_dropout(Node* p, Match& m, std::string& why) {
+  if (p->num_users() == 1 && is(p->users()[0], "dropout.default") && p->users()[0]->input(0) == p) {
+    Node* d = p->users()[0];
+    const double drop = d->arg("p").to_double();
+    if (!d->arg("train").to_bool() || drop == 0.0) return d;  // the identity
+    if (!(drop > 0.0 && drop < 1.0)) {
+      why = "dropout with p = " + std::to_string(drop) + " (all probabilities dropped)";
+      return nullptr;
+    }
+    m.drop_random = d;
+    m.drop_threshold = drop;
+    m.drop_keep_above = true;
+    m.drop_scale = 1.0 / (1.0 - drop);
+    return d;
+  }
+  if (p->num_users() != 2) return nullptr;
+  Node* rand = nullptr;
+  Node* mul = nullptr;
+  for (Node* u : p->users()) {
+    if (is(u, "rand_like.default") && u->input(0) == p) rand = u;
+    else if (is(u, "mul.Tensor")) mul = u;
+  }
+  if (!rand || !mul || rand->num_users() != 1) return nullptr;
+  const Arg& rdt = rand->arg("dtype");
+  if (!rdt.is_absent() && (!rdt.is_dtype() || rdt.dtype() != p->dtype())) return nullptr;
+  Node* cmp = rand->users()[0];
+  const bool above = is(cmp, "gt.Scalar");
+  if ((!above && !is(cmp, "lt.Scalar")) || cmp->input(0) != rand || cmp->num_users() != 1 ||
+      cmp->users()[0] != mul)
+    return nullptr;
+  std::optional<double> thr = number_arg(cmp, "other");
+  if (!thr) return nullptr;
+  const bool p_left = mul->input_nodes().size() == 2 && mul->input(0) == p && mul->input(1) == cmp;
+  const bool p_right = mul->input_nodes().size() == 2 && mul->input(1) == p && mul->input(0) == cmp;
+  if ((!p_left && !p_right) || mul->num_users() != 1) return nullptr;
+  Node* sc = mul->users()[0];
+  std::optional<double> scale;
+  if ((is(sc, "mul.Scalar") || is(sc, "mul.Tensor")) && sc->input(0) == mul) scale = number_arg(sc, "other");
+  if (!scale || sc->dtype() != p->dtype()) return nullptr;
+  if (!(*scale > 0.0) || !std::isfinite(*scale)) {
+    why = "dropout with scale " + std::to_string(*scale);
+    return nullptr;
+  }
+  m.drop_random = rand;
+  m.drop_threshold = *thr;
+  m.drop_keep_above = above;
+  m.drop_scale = *scale;
+  return sc;
+}
+
 // Follows the probabilities to the P·V product; "" or why not.
 std::string read_probabilities(const Graph& g, Match& m) {
   Node* p = m.softmax;
@@ -242,6 +316,15 @@ std::string read_probabilities(const Graph& g, Match& m) {
     break;
   }
   for (;;) {
+    if (!m.drop_random) {
+      std::string why;
+      Node* dropped = read_dropout(p, m, why);
+      if (!why.empty()) return why;
+      if (dropped) {
+        p = dropped;
+        continue;
+      }
+    }
     if (p->num_users() != 1)
       return "the probabilities %" + p->name() + " have " + std::to_string(p->num_users()) +
              " uses, not only the product with V";
@@ -318,14 +401,34 @@ void rewrite(Graph& g, const Match& m) {
   g.set_insert_point(m.pv);
   Node* q = reshape_to(g, strip(m.scores->input(0)), with(batch, l, e));
   Node* kt = reshape_to(g, strip(m.scores->input(1)), with(batch, e, s));
-  Node* k = g.call("transpose.int", {kt, r - 2, r - 1});
+  // kᵀ written as transpose(k, -2, -1): k itself (a transpose of the transpose would be a view
+  // the partition saves as a tensor of its own, where k may be a primal).
+  Node* k = nullptr;
+  if (is(kt, "transpose.int") && kt->input(0)->shape() == with(batch, s, e)) {
+    const int64_t d0 = kt->arg("dim0").to_int(), d1 = kt->arg("dim1").to_int();
+    auto last2 = [r](int64_t d) { return d == -1 || d == -2 || d == r - 1 || d == r - 2; };
+    if (last2(d0) && last2(d1) && (d0 < 0 ? d0 + r : d0) != (d1 < 0 ? d1 + r : d1)) k = kt->input(0);
+  }
+  if (!k) k = g.call("transpose.int", {kt, r - 2, r - 1});
   Node* v = reshape_to(g, strip(m.pv->input(1)), with(batch, s, ev));
   Arg mask;
   if (m.mask && !m.causal) {
     Node* keep = m.mask_negated ? g.call("logical_not", {m.mask}) : m.mask;
     mask = keep->shape() == xs ? keep : g.call("expand", {keep, Arg(xs)});
   }
-  Node* packed = g.call("_stax_flash_attention", {q, k, v, mask, m.causal}, {{"scale", Arg(m.scale)}});
+  Arg seed;
+  Kwargs kw{{"scale", Arg(m.scale)}};
+  if (m.drop_random) {
+    // The seed the unfused random node would draw from in this run: the same rng_seed key.
+    Node* sd = g.call("_stax_rng_seed", {});
+    auto it = m.drop_random->attrs.find("rng_seed");
+    sd->attrs["rng_seed"] = it != m.drop_random->attrs.end() ? it->second : Arg(m.drop_random->name());
+    seed = Arg(sd);
+    kw.emplace_back("dropout_threshold", Arg(m.drop_threshold));
+    kw.emplace_back("dropout_keep_above", Arg(m.drop_keep_above));
+    kw.emplace_back("dropout_scale", Arg(m.drop_scale));
+  }
+  Node* packed = g.call("_stax_flash_attention", {q, k, v, mask, m.causal, seed}, kw);
   const Shape out_shape = with(batch, l, ev);
   Node* flat = g.call("slice.Tensor", {packed, int64_t{0}, int64_t{0}, numel_of(out_shape)});
   Node* out = reshape_to(g, g.call("reshape", {flat, Arg(out_shape)}), m.pv->shape());
@@ -411,7 +514,7 @@ std::optional<Match> match(const Graph& g, Node* sm, std::string& why) {
 
 }  // namespace
 
-void fuse_decomposed_attention(Graph& g, AttentionFusion& report) {
+void fuse_decomposed_attention(Graph& g, AttentionFusion& report, bool dropout) {
   std::vector<Node*> softmaxes;
   for (Node* n : g.nodes()) {
     int64_t dim = 0;
@@ -424,15 +527,19 @@ void fuse_decomposed_attention(Graph& g, AttentionFusion& report) {
     std::optional<Match> m = match(g, sm, why);
     if (!m) continue;
     const std::string name = "%" + sm->name();
+    if (why.empty() && m->drop_random && !dropout)
+      why = "dropout of the probabilities, and the backend offers no flash_attention_dropout extern";
     if (!why.empty()) {
       report.notes.push_back(name + ": not fused: " + why + " (decomposed: matmul, softmax, matmul)");
       continue;
     }
     rewrite(g, *m);
     ++fused;
+    const std::string ext = m->drop_random ? "flash_attention_dropout" : "flash_attention";
     report.notes.push_back(name + ": fused the decomposed attention (" +
                            std::string(m->causal ? "causal mask" : m->mask ? "mask" : "no mask") +
-                           "): one flash_attention extern; its gradient is flash_attention_backward");
+                           (m->drop_random ? ", dropout" : "") + "): one " + ext +
+                           " extern; its gradient is " + ext + "_backward");
   }
   report.fused += fused;
   if (fused > 0) dead_code_elimination(g);

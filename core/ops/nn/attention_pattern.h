@@ -16,6 +16,9 @@ struct AttentionFusion;
 
 // Rewrites the matches in `g` in place (then removes the dead nodes), adds one note per softmax
 // whose input is a matrix product to `report`, and counts the fused ones in report.fused.
-void fuse_decomposed_attention(Graph& g, AttentionFusion& report);
+// With `dropout`, a dropout of the probabilities before P·V (dropout.default, or native_dropout's
+// expansion rand_like < 1 - p, mul, mul) is fused too, drawing the same numbers; without it such a
+// match is refused with a note (the backend offers no dropout extern).
+void fuse_decomposed_attention(Graph& g, AttentionFusion& report, bool dropout = false);
 
 }  // namespace stax

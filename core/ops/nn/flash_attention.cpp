@@ -18,6 +18,19 @@
 // op (from the saved packed output: the probabilities are recomputed from the lse, never saved);
 // an additive mask that needs a gradient gets dS = P ∘ (dO·Vᵀ − D) from the saved lse in plain
 // ops (that gradient is an L × S tensor anyway). float32 and float64 only.
+//
+// Dropout of the probabilities (the matcher's softmax -> dropout -> P·V, docs/attention.md): both
+// ops take `dropout_seed`, a 0-d int64 tensor holding the Philox seed of the unfused form's
+// random op (_stax_rng_seed gives it at run time), and the scalars dropout_threshold,
+// dropout_keep_above (keep when u > threshold, else when u < threshold) and dropout_scale; the
+// kernel draws element (n, i, j)'s uniform number as rand_like of the [N, L, S] probabilities does
+// (stax/sdk/flash_attention.hpp, DROPOUT), in the forward and again, per block, in the backward.
+// They lower to the externs "flash_attention_dropout" and "flash_attention_dropout_backward".
+//
+//   _stax_rng_seed() -> int64 0-d: the seed a random op with this node's rng_seed key draws from in
+//       this run (KernelContext::seed()): a Random op, so every run (and every call of a torch
+//       partition) gets its own, and the backward reads the forward's (saved, or recomputed with
+//       the same key).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -84,14 +97,26 @@ Dims check_operands(const CallArgs& c) {
   return dims_of(q.sizes, k.sizes, v.sizes);
 }
 
+void check_dropout(const CallArgs& c) {
+  if (!c.has("dropout_seed")) return;
+  const TensorMeta& t = c.tensor("dropout_seed");
+  if (t.dtype != DType::Int64 || !t.sizes.empty())
+    c.fail("dropout_seed must be a 0-d int64 tensor, got " + std::string(dtype_name(t.dtype)) +
+           shape_str(t.sizes));
+  double sc = c.get("dropout_scale").to_double();
+  if (!(sc > 0) || !std::isfinite(sc)) c.fail("dropout_scale must be positive and finite");
+}
+
 TensorMeta forward_rule(const CallArgs& c) {
   Dims d = check_operands(c);
+  check_dropout(c);
   const TensorMeta& q = c.tensor("query");
   return TensorMeta::contiguous({d.n * d.l * d.ev + d.n * d.l}, q.dtype, q.device);
 }
 
 TensorMeta backward_rule(const CallArgs& c) {
   Dims d = check_operands(c);
+  check_dropout(c);
   const TensorMeta& q = c.tensor("query");
   int64_t packed = d.n * d.l * d.ev + d.n * d.l;
   for (const char* p : {"grad", "packed"}) {
@@ -140,6 +165,22 @@ const Tensor* mask_of(const KernelContext& ctx) {
   return ctx.arg("attn_mask").is_node() ? &ctx.tensor("attn_mask") : nullptr;
 }
 
+template <class T>
+void fill_dropout(attn::Problem<T>& p, const KernelContext& ctx) {
+  if (!ctx.arg("dropout_seed").is_node()) return;
+  p.dropout = true;
+  p.drop_seed = static_cast<uint64_t>(ctx.tensor("dropout_seed").get_int(0));
+  p.drop_threshold = static_cast<T>(ctx.arg("dropout_threshold").to_double());
+  p.drop_keep_above = ctx.arg("dropout_keep_above").to_bool();
+  p.drop_scale = static_cast<T>(ctx.arg("dropout_scale").to_double());
+}
+
+Tensor rng_seed_kernel(const KernelContext& ctx) {
+  Tensor t = Tensor::empty({}, DType::Int64);
+  t.set_int(0, static_cast<int64_t>(ctx.seed()));
+  return t;
+}
+
 Tensor forward_kernel(const KernelContext& ctx) {
   const Tensor &q = ctx.tensor("query"), &k = ctx.tensor("key"), &v = ctx.tensor("value");
   Tensor out = Tensor::empty(ctx.out_meta().sizes, ctx.out_meta().dtype);
@@ -149,6 +190,7 @@ Tensor forward_kernel(const KernelContext& ctx) {
     OffsetStore o;
     fill_problem<T>(p, q, k, v, mask_of(ctx), ctx.arg("is_causal").to_bool(),
                     ctx.arg("scale").to_double(), o);
+    fill_dropout<T>(p, ctx);
     p.out = reinterpret_cast<T*>(out.data_ptr());
     p.lse = p.out + p.batch * p.l * p.ev;
     attn::forward(p);
@@ -170,6 +212,7 @@ Tensor backward_kernel(const KernelContext& ctx) {
     OffsetStore o;
     fill_problem<T>(p, q, k, v, mask_of(ctx), ctx.arg("is_causal").to_bool(),
                     ctx.arg("scale").to_double(), o);
+    fill_dropout<T>(p, ctx);
     const int64_t rows = p.batch * p.l;
     p.out = reinterpret_cast<const T*>(packed.data_ptr());
     p.lse = p.out + rows * p.ev;
@@ -228,13 +271,22 @@ void forward_vjp(VjpContext& c) {
   Node* k = c.in("key");
   Node* v = c.in("value");
   Node* mask = c.in("attn_mask");
+  Node* seed = c.in("dropout_seed");
   const bool need_mask = mask && mask->dtype() != DType::Bool && c.needs(mask);
   if (!c.needs(q) && !c.needs(k) && !c.needs(v) && !need_mask) return;
+  if (need_mask && seed)
+    throw Error("autodiff", "%" + c.node()->name(),
+                "the gradient of an additive attention mask under fused dropout is not implemented");
   const Arg& causal = c.arg("is_causal");
   const Arg& scale = c.arg("scale");
   Arg mask_arg = mask ? Arg(mask) : Arg();
+  Kwargs kw{{"scale", scale}};
+  if (seed) {
+    for (const char* a : {"dropout_threshold", "dropout_keep_above", "dropout_scale"})
+      kw.emplace_back(a, c.arg(a));
+  }
   Node* grads = c.call("_stax_flash_attention_backward",
-                       {c.grad(), q, k, v, mask_arg, c.out(), causal}, {{"scale", scale}});
+                       {c.grad(), q, k, v, mask_arg, c.out(), causal, seed ? Arg(seed) : Arg()}, kw);
   Dims d = dims_of(q->shape(), k->shape(), v->shape());
   c.give(q, part(c, grads, 0, q->shape()));
   c.give(k, part(c, grads, d.n * d.l * d.e, k->shape()));
@@ -254,6 +306,9 @@ Node* forward_jvp(JvpContext& c) {
   Node *dq = c.tangent(q), *dk = c.tangent(k), *dv = c.tangent(v);
   Node* dm = mask && mask->dtype() != DType::Bool ? c.tangent(mask) : nullptr;
   if (!dq && !dk && !dv && !dm) return nullptr;
+  if (c.in("dropout_seed"))
+    throw Error("autodiff", "%" + c.node()->name(),
+                "forward-mode derivatives of fused attention with dropout are not implemented");
   Dims d = dims_of(q->shape(), k->shape(), v->shape());
   Shape rows(q->shape().begin(), q->shape().end() - 1), outs = q->shape();
   outs.back() = d.ev;
@@ -296,21 +351,34 @@ Node* forward_jvp(JvpContext& c) {
 
 // ---- lowering: ExternKernels ----------------------------------------------------------------
 
+// With a dropout_seed the extern is `kernel` with "_dropout" after "flash_attention": inputs
+// ..., dropout_seed last; scalars is_causal, scale, dropout_threshold, dropout_keep_above,
+// dropout_scale.
 LoweringRule extern_rule(std::string kernel, std::vector<std::string> params) {
   return [kernel, params](GraphLowering& g, const Node& n) -> IRPtr {
     std::vector<IRPtr> values;
     std::vector<KernelInput> inputs;
-    for (const std::string& p : params) {
+    const bool dropout = n.arg("dropout_seed").is_node();
+    std::vector<std::string> all = params;
+    if (dropout) all.push_back("dropout_seed");
+    for (const std::string& p : all) {
       if (!n.arg(p).is_node()) continue;  // an absent attn_mask
       values.push_back(g.input(n, p));
       inputs.push_back(g.realize_input(values.back()));
     }
     std::vector<double> scalars{n.arg("is_causal").to_bool() ? 1.0 : 0.0,
                                 n.arg("scale").to_double()};
+    std::string name = kernel;
+    if (dropout) {
+      name.insert(std::string("flash_attention").size(), "_dropout");
+      scalars.push_back(n.arg("dropout_threshold").to_double());
+      scalars.push_back(n.arg("dropout_keep_above").to_bool() ? 1.0 : 0.0);
+      scalars.push_back(n.arg("dropout_scale").to_double());
+    }
     const TensorMeta& m = n.meta();
     auto k = std::make_shared<ExternKernel>(g.new_buffer_name(),
                                             Layout::fixed_contiguous(m.device, m.dtype, m.sizes),
-                                            kernel, std::move(inputs), std::move(scalars), &n);
+                                            name, std::move(inputs), std::move(scalars), &n);
     k->add_origins(g.origins_for(values));
     g.register_buffer(k);
     return std::make_shared<StorageBox>(k);
@@ -322,18 +390,24 @@ LoweringRule extern_rule(std::string kernel, std::vector<std::string> params) {
 void register_flash_attention_ops(OpRegistry& r) {
   const auto E = OpCategory::Extern;
   r.add("_stax_flash_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
-        "bool is_causal=False, *, float scale=1.0) -> Tensor",
+        "bool is_causal=False, Tensor? dropout_seed=None, *, float scale=1.0, "
+        "float dropout_threshold=0.0, bool dropout_keep_above=True, float dropout_scale=1.0) -> Tensor",
         E, Promotion::None, forward_rule);
   OpDef& b = r.add("_stax_flash_attention_backward(Tensor grad, Tensor query, Tensor key, "
-                   "Tensor value, Tensor? attn_mask, Tensor packed, bool is_causal=False, *, "
-                   "float scale=1.0) -> Tensor",
+                   "Tensor value, Tensor? attn_mask, Tensor packed, bool is_causal=False, "
+                   "Tensor? dropout_seed=None, *, float scale=1.0, float dropout_threshold=0.0, "
+                   "bool dropout_keep_above=True, float dropout_scale=1.0) -> Tensor",
                    E, Promotion::None, backward_rule);
   b.differentiable = false;
+  OpDef& seed = r.add("_stax_rng_seed() -> Tensor", OpCategory::Random, Promotion::None,
+                      [](const CallArgs&) { return TensorMeta::contiguous({}, DType::Int64); });
+  seed.differentiable = false;
 }
 
 void register_flash_attention_kernels(InterpreterTable& t) {
   t.add("_stax_flash_attention.default", forward_kernel);
   t.add("_stax_flash_attention_backward.default", backward_kernel);
+  t.add("_stax_rng_seed.default", rng_seed_kernel);
 }
 
 void register_flash_attention_vjps(VjpTable& t) {

@@ -354,6 +354,8 @@ TEST(CpuCpp, ThresholdsSplitPolicyExternKernelsProperties) {
             1);
   EXPECT_EQ(p.extern_kernels(), (std::vector<std::string>{"mm", "bmm", "addmm", "matmul", "convolution",
                                                           "flash_attention", "flash_attention_backward",
+                                                          "flash_attention_dropout",
+                                                          "flash_attention_dropout_backward",
                                                           "scatter_add", "index_put"}));
 }
 

@@ -121,6 +121,37 @@ const Case kBackward[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedBackward, ::testing::ValuesIn(kBackward),
                          [](const auto& info) { return info.param.name; });
 
+// Dropout of the probabilities (softmax -> native_dropout's rand_like < 1 - p -> P·V): the GPU
+// plugins offer no flash_attention_dropout extern yet, so the plugin decides against the rewrite:
+// the schedule keeps the decomposition with the note saying why, and the values are the
+// interpreter's (same run seed, same mask).
+TEST(CudaAttention, DropoutIsNotFusedWithoutTheDropoutExterns) {
+  const DType t = DType::Float64;
+  const int64_t b = 1, h = 2, l = 20, e = 16;
+  Graph g;
+  Node* q = g.placeholder("q", {b, h, l, e}, t);
+  Node* k = g.placeholder("k", {b, h, l, e}, t);
+  Node* v = g.placeholder("v", {b, h, l, e}, t);
+  Node* s = g.call("mul.Scalar", {g.call("matmul", {q, g.call("transpose.int", {k, int64_t{-2}, int64_t{-1}})}), 0.25});
+  Node* p = g.call("_softmax", {s, int64_t{-1}, false});
+  Node* mask = g.call("lt.Scalar", {g.call("rand_like", {p}), 0.8});
+  Node* d = g.call("mul.Scalar", {g.call("mul.Tensor", {p, mask}), 1.25});
+  g.output({g.call("matmul", {d, v})});
+  std::vector<Tensor> in{Tensor::randn({b, h, l, e}, t, 1), Tensor::randn({b, h, l, e}, t, 2),
+                         Tensor::randn({b, h, l, e}, t, 3)};
+  CompiledGraph cg = emulated().compile(g);
+  const std::string sched = cg.schedule().str();
+  EXPECT_FALSE(contains(sched, "extern flash_attention")) << sched;
+  EXPECT_TRUE(contains(sched, "not fused: dropout of the probabilities, and the backend offers no "
+                              "flash_attention_dropout extern"))
+      << sched;
+  GraphRunOptions o;
+  o.seed = 4;
+  InterpreterOptions io;
+  io.seed = 4;
+  EXPECT_TRUE(close(cg.run(in, o).at(0), interpret(g, in, io).at(0), 1e-12));
+}
+
 // The same kernels for the GPU: NVRTC compiles them to an sm_90 cubin (no device needed), every
 // entry point named in it.
 TEST(CudaAttention, KernelsCompileToACubin) {

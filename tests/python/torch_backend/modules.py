@@ -5,11 +5,12 @@ import torch.nn.functional as F
 
 
 class GPTBlock(nn.Module):
-    """GPT-2 style pre-norm block with causal scaled_dot_product_attention."""
+    """GPT-2 style pre-norm block with causal scaled_dot_product_attention (dropout_p=dropout in
+    training, as nanoGPT's flash path)."""
 
-    def __init__(self, d=16, heads=2):
+    def __init__(self, d=16, heads=2, dropout=0.0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.dropout = heads, dropout
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
@@ -18,7 +19,8 @@ class GPTBlock(nn.Module):
         b, t, c = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
         return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
 
@@ -42,6 +44,29 @@ class HandAttention(nn.Module):
         att = (att - att.amax(dim=-1, keepdim=True)).exp()
         att = att / att.sum(dim=-1, keepdim=True)
         return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+
+
+class GPTDropoutBlock(nn.Module):
+    """GPT-2 style block with nanoGPT's written-out causal attention and dropout of the attention
+    probabilities (softmax -> nn.Dropout -> @ v), for training with dropout."""
+
+    def __init__(self, d=16, heads=2, p=0.2):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.attn_dropout = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = self.attn_dropout(F.softmax(att.masked_fill(future, float("-inf")), dim=-1))
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
 
 
 class BasicBlock(nn.Module):

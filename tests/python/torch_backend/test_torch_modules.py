@@ -159,6 +159,48 @@ def test_gpt_attention_runs_fused():
     assert not any("softmax" in s for s in ex.saved + ex.recomputed), str(ex)
 
 
+@pytest.mark.parametrize("sdpa", [False, True])
+def test_gpt_attention_dropout_runs_fused(sdpa):
+    # Training with dropout of the attention probabilities: nanoGPT's written-out softmax ->
+    # nn.Dropout -> @ v, or F.scaled_dot_product_attention(dropout_p=0.2), which Dynamo hands
+    # Stax decomposed (bmm, _softmax, the guard, native_dropout's rand_like < 1 - p, bmm). The
+    # matcher fuses softmax, dropout and P·V into flash_attention_dropout (the mask drawn from the
+    # unfused dropout's Philox stream, again per block in the backward), so the partition saves
+    # the fused op's packed (out, lse) and no softmax, mask or random numbers. torch.manual_seed
+    # fixes the run seed, hence the mask: the input gradient matches central differences of the
+    # compiled forward (float64).
+    torch.manual_seed(0)
+    mod = (modules.GPTBlock(dropout=0.2) if sdpa else modules.GPTDropoutBlock()).double().train()
+    mod_eval = copy.deepcopy(mod).eval()
+    cm = stax.compile(mod)
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 70, 16, dtype=torch.float64, generator=g)
+    up = torch.randn(2, 70, 16, dtype=torch.float64, generator=g)
+
+    def run(inp, seed=5):
+        torch.manual_seed(seed)
+        return cm(inp)
+
+    xg = x.clone().requires_grad_(True)
+    out = run(xg)
+    (out * up).sum().backward()
+    ex = _check_ran_in_stax(cm, True)
+    assert any("_stax_flash_attention" in s for s in ex.saved), str(ex)
+    assert not any(re.search(r"softmax|rand|dropout|^%?lt", s) for s in ex.saved + ex.recomputed), str(ex)
+    with torch.no_grad():
+        # dropout does drop: another seed gives another output, eval mode none
+        assert (run(x, 6) - out).abs().max() > 1e-3
+        assert (run(x, 5) - out).abs().max() == 0
+        assert (mod_eval(x) - out).abs().max() > 1e-3
+        h = 1e-6
+        for idx in [(0, 0, 0), (0, 35, 7), (1, 69, 15), (1, 10, 3)]:
+            xp, xm = x.clone(), x.clone()
+            xp[idx] += h
+            xm[idx] -= h
+            fd = ((run(xp) * up).sum() - (run(xm) * up).sum()) / (2 * h)
+            assert abs(xg.grad[idx].item() - fd.item()) <= 1e-6 * (1 + abs(fd.item())), (idx, xg.grad[idx], fd)
+
+
 def test_written_out_softmax_attention_runs_fused():
     # Hand-written causal attention (masked_fill of triu with -inf, the softmax as amax / sub /
     # exp / sum / div) reaches Stax as those ops; the matcher fuses it like _softmax, so the

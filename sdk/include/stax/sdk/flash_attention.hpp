@@ -20,6 +20,17 @@
 // queries), dQ per block of queries (one pass over the keys). No atomics: every element is summed
 // in one fixed order, so the result does not depend on the thread count.
 //
+// DROPOUT (dropout_p > 0, docs/attention.md): the probabilities are dropped after the softmax,
+// as the unfused softmax -> dropout -> matmul does: element (n, i, j) of the scores draws the
+// uniform number u of Philox index (n·l + i)·s + j under drop_seed (core/tensor/random.h's recipe
+// for T, the numbers rand_like of the [batch, l, s] probabilities gives), is kept when
+// u > threshold (dropout) or u < threshold (native_dropout's bernoulli), and a kept one is
+// multiplied by drop_scale. The forward sums the normaliser l over every probability and the
+// accumulator over the kept ones (out = acc / l · drop_scale; lse as without dropout); the
+// backward draws the same numbers again per block (no L × S mask is saved) and uses
+//     dV_j = Σ_i keep_ij p_ij drop_scale dO_i,  dS_ij = p_ij (keep_ij drop_scale dO_i · v_j - D_i) · scale
+// (D_i = Σ_e dO_ie O_ie - dlse_i still equals Σ_j p_ij dP_ij).
+//
 // ORDER. The softmax's sums run in another order than the decomposed softmax's (blocks of kKeys,
 // rescaled), so results agree with the decomposed form within the §6.5 bound of a reordered sum
 // (docs/attention.md gives the bound tests use); the same inputs give the same bits here on any
@@ -72,6 +83,12 @@ struct Problem {
   Operand<T> mask_add;         // data == nullptr: none
   bool causal = false;
   T scale = T(1);
+  // Dropout of the probabilities (see DROPOUT above); dropout == false: none.
+  bool dropout = false;
+  bool drop_keep_above = true;  // keep when u > threshold; false: when u < threshold
+  uint64_t drop_seed = 0;
+  T drop_threshold = T(0);
+  T drop_scale = T(1);
 };
 
 // out: [batch, l, ev] contiguous; lse: [batch, l] contiguous.
