@@ -177,14 +177,23 @@ class StaxGemm : public GemmLibrary {
   std::string describe() const override {
     return std::string("stax GEMM (") + sdk::gemm::instruction_set() + ")";
   }
-  void multiply(const Problem<float>& p, const RowsDone& done) override {
-    sdk::gemm::multiply(p, ctx_, done);
-  }
-  void multiply(const Problem<double>& p, const RowsDone& done) override {
-    sdk::gemm::multiply(p, ctx_, done);
-  }
+  void multiply(const Problem<float>& p, const RowsDone& done) override { run(p, done); }
+  void multiply(const Problem<double>& p, const RowsDone& done) override { run(p, done); }
 
  private:
+  // The plan follows the pool's width at this call, not the width at construction: on an OpenMP
+  // team (the torch backend's pool "torch") it is torch.set_num_threads()'s, which may change
+  // between calls; a 1-wide team gets the 1-thread plan (row blocks for one thread, no parallel
+  // region opened), not the blocks of the configured width run one after another (issue 25;
+  // docs/gemm.md "Threads"). The bits do not depend on it: K is blocked the same for any width.
+  template <class T>
+  void run(const Problem<T>& p, const RowsDone& done) {
+    if (!pool_) return sdk::gemm::multiply(p, ctx_, done);
+    sdk::gemm::Context ctx = ctx_;  // per call: concurrent callers may see different widths
+    ctx.threads = std::min(pool_->threads(), ctx_.threads);
+    sdk::gemm::multiply(p, ctx, done);
+  }
+
   std::shared_ptr<ThreadPool> pool_;
   sdk::gemm::Workspace workspace_;
   sdk::gemm::Context ctx_;

@@ -1,10 +1,16 @@
 // cpu_cpp's thread pool (plugins/cpu_cpp/thread_pool.h, compiled into this test): every task of
 // every batch runs exactly once, on batches of any size, back to back (workers spinning) and after
 // the workers went to sleep, from several calling threads at once; misuse is a clear error. No
-// timing is asserted.
+// timing is asserted. On an OpenMP team, Stax's GEMM (gemm_library.cpp, compiled in too) plans
+// for the team's width at each call.
 #include "plugins/cpu_cpp/thread_pool.h"
 
 #include <dlfcn.h>
+
+#include <cstring>
+
+#include "plugins/cpu_cpp/gemm_library.h"
+#include "stax/sdk/gemm.hpp"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,6 +151,78 @@ TEST(ThreadPoolOpenMp, TasksRunOnceOnTheTeamsThreadsAndNoThreadOfItsOwn) {
   EXPECT_EQ(one, std::set<std::thread::id>{std::this_thread::get_id()});
   set_threads(8);
   EXPECT_EQ(pool.threads(), 4);  // capped by `threads`
+}
+
+// Issue 25: on an OpenMP team whose width changes between calls (torch.set_num_threads), Stax's
+// GEMM plans each product for the width of that call: at width 1 the 1-thread plan (its row
+// blocks, on the calling thread, no parallel region opened), at width 2 the 2-thread plan; the
+// bits are the reference's at every width. (It planned for the configured width before: at width
+// 1, the 2-thread plan's 4 row blocks run one after another on the caller, which fails here.)
+TEST(ThreadPoolOpenMp, StaxGemmPlansForTheTeamsWidthAtEachCall) {
+  void* gomp = load_libgomp();
+  if (!gomp) GTEST_SKIP() << "no libgomp.so.1 on this machine, or a TSan build";
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(gomp, "omp_set_num_threads"));
+  auto level = reinterpret_cast<int (*)()>(dlsym(gomp, "omp_get_level"));
+  ASSERT_TRUE(set_threads && level);
+  set_threads(2);
+  auto pool = std::make_shared<ThreadPool>(2, OpenMpTeam::find("libgomp.so.1"));
+  std::string why;
+  auto gemm = load_gemm_library("stax", "", pool, 2, &why);
+  ASSERT_TRUE(gemm) << why;
+
+  // The GPT block's attention projection: 512 rows (B*T), d = 128.
+  const int64_t m = 512, n = 128, k = 128;
+  std::vector<float> a(m * k), b(k * n), want(m * n);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = float((i * 7919) % 201 - 100) / 37.0f;
+  for (int64_t i = 0; i < k * n; ++i) b[i] = float((i * 104729) % 173 - 86) / 29.0f;
+  sdk::gemm::Problem<float> p;
+  p.m = m, p.n = n, p.k = k;
+  p.a = a.data(), p.a_rs = k, p.a_cs = 1;
+  p.b = b.data(), p.b_rs = n, p.b_cs = 1;
+  p.c = want.data(), p.c_rs = n, p.c_cs = 1;
+  sdk::gemm::reference(p);
+  // The row blocks Stax's planner picks for 1 and 2 threads (the plugin's instruction set).
+  const int64_t blocks_1 =
+      sdk::gemm::detail::plan(p, sdk::gemm::InstructionSet::Avx512, 1).row_blocks;
+  const int64_t blocks_2 =
+      sdk::gemm::detail::plan(p, sdk::gemm::InstructionSet::Avx512, 2).row_blocks;
+  ASSERT_NE(blocks_1, blocks_2) << "this shape does not tell the plans apart";
+
+  for (int width : {1, 2, 1, 2}) {
+    set_threads(width);
+    ASSERT_EQ(pool->threads(), width);
+    std::vector<float> c(m * n, -1.0f);
+    p.c = c.data();
+    std::mutex mu;
+    std::set<std::pair<int64_t, int64_t>> rows;
+    std::set<std::thread::id> os_threads;
+    int deepest = 0;
+    gemm->multiply(p, [&](int64_t entry, int64_t r0, int64_t r1) {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(entry, 0);
+      rows.insert({r0, r1});
+      os_threads.insert(std::this_thread::get_id());
+      deepest = std::max(deepest, level());
+    });
+    const std::string at = "width " + std::to_string(width);
+    // One `done` per row block of the plan (groups of column panels: one per row block here).
+    EXPECT_EQ(int64_t(rows.size()), width == 1 ? blocks_1 : blocks_2) << at;
+    int64_t covered = 0;
+    for (auto [r0, r1] : rows) {
+      EXPECT_EQ(r0, covered) << at;
+      covered = r1;
+    }
+    EXPECT_EQ(covered, m) << at;
+    if (width == 1) {
+      EXPECT_EQ(deepest, 0) << "a parallel region was opened for a 1-wide team";
+      EXPECT_EQ(os_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+    } else {
+      EXPECT_EQ(deepest, 1) << at << ": the blocks ran outside the team's region";
+    }
+    EXPECT_EQ(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)), 0)
+        << at << ": not the reference's bits";
+  }
+  set_threads(2);
 }
 
 TEST(ThreadPoolOpenMp, ARuntimeNotLoadedOrNotOpenMpIsAClearError) {
