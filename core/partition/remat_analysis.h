@@ -36,8 +36,7 @@
 //     view of the value count as its users (Listing 5.2's t(x) feeding matmul_0). Not for a value
 //     that is a chain of views of a primal (a Linear's permuted weight): its elements are the
 //     primal's, already in memory and held for the backward, which re-views the primal and reads
-//     it in place; saved, the view reached the backward's row-major placeholder as a copy (the GPT
-//     block's backward copied every permuted weight, ~0.8 MB a step; DECISIONS 63).
+//     it in place (DECISIONS 63; saved, it was a forward output counted in the saved bytes).
 //   3 Reduction: a Reduction whose 4 x output bytes < the sum of its tensor inputs' bytes.
 //
 // d(v): the number of forward steps from v to its first backward reader, i.e. the fewest hops

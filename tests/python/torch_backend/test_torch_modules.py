@@ -152,8 +152,8 @@ def test_gru_forward_and_gradients_match_eager():
 def test_linear_weights_are_held_not_saved_as_views():
     # A Linear reads its weight through permute (W.t()), and the backward reads that view too
     # (dX = dY @ W). The partitioner saves no view of an input (DECISIONS 63): the backward holds
-    # the weight itself and re-views it, where a saved view reached it as a row-major copy. The
-    # MLP saves only its ReLU; the second Linear's permuted weight (saved before) is recomputed
+    # the weight itself and re-views it (saved, the view was a forward output counted in the
+    # saved bytes while holding no memory of its own). The MLP saves only its ReLU; the second Linear's permuted weight (saved before) is recomputed
     # from the weight, which joins the inputs held (beside x, for the first weight's gradient).
     ex = _compare("mlp", train_mode=True, grads=True)
     (part,) = ex.partitions
