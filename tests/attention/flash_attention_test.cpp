@@ -212,12 +212,13 @@ TEST(FlashAttention, OnePassAndTwoPassBackwardsAgreeBitForBit) {
 // pattern as a boolean mask (every block's products whole, masked lanes 0, blocks past the
 // diagonal visited too): forward (out, lse) and backward (dq, dk, dv), both backward schedules
 // (one task per entry from kOnePassBatch entries on, tasks per block below), float32 and
-// float64, T not a multiple of the block, L != S, the default kSubRows and other group sizes.
+// float64, T not a multiple of the block, L != S, the default kSubRows and other group sizes,
+// and with dropout (its keep mask is drawn per query and key, whatever the blocks).
 template <class T>
-void expect_causal_equals_masked(const Case& c, DType t, int64_t sub_rows) {
+void expect_causal_equals_masked(const Case& c, DType t, int64_t sub_rows, bool dropout) {
   namespace attn = sdk::attention;
   SCOPED_TRACE(c.name + (t == DType::Float64 ? " float64" : " float32") + " sub_rows " +
-               std::to_string(sub_rows));
+               std::to_string(sub_rows) + (dropout ? " dropout 0.3" : ""));
   const int64_t n = c.b * c.h, rows = n * c.l;
   std::vector<Tensor> in = inputs_for(c, t, 21);
   std::vector<uint8_t> mask(static_cast<size_t>(c.l * c.s));
@@ -232,6 +233,7 @@ void expect_causal_equals_masked(const Case& c, DType t, int64_t sub_rows) {
     p.v = {in[2].data<T>(), ov.data(), c.ev, 1};
     p.causal = causal;
     p.sub_rows = sub_rows;
+    if (dropout) p.dropout = true, p.drop_seed = 1234, p.drop_threshold = T(0.3), p.drop_scale = T(1 / 0.7);
     if (!causal) p.mask_bool = {mask.data(), om.data(), c.s, 1};
   };
   const int64_t packed = rows * c.ev + rows;
@@ -280,9 +282,11 @@ TEST(FlashAttention, CausalBlocksGiveTheBitsOfTheCausalMask) {
                         Case{"l100_s128", 1, 8, 100, 128, 16, 16, true},
                         Case{"l100_s70_two_pass", 1, 2, 100, 70, 8, 8, true}}) {
     for (int64_t sub : {sdk::attention::kSubRows, int64_t{16}, int64_t{7}}) {
-      expect_causal_equals_masked<float>(c, DType::Float32, sub);
-      expect_causal_equals_masked<double>(c, DType::Float64, sub);
+      expect_causal_equals_masked<float>(c, DType::Float32, sub, false);
+      expect_causal_equals_masked<double>(c, DType::Float64, sub, false);
     }
+    expect_causal_equals_masked<float>(c, DType::Float32, sdk::attention::kSubRows, true);
+    expect_causal_equals_masked<double>(c, DType::Float64, sdk::attention::kSubRows, true);
   }
 }
 
