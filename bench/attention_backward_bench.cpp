@@ -7,7 +7,11 @@
 // Both give the same bits (tests/attention/flash_attention_test.cpp). Interleaved rounds,
 // medians in ms, the ratio two-pass / one-pass; threads by a std::thread pool per call.
 // Usage: bench_attention_backward [threads=1] [rounds=5] [reps=5] [T=256] [--once --only one|two]
+//                                 [--sub-rows A,B,...]
 // --once --only X: one call of one schedule, for `valgrind --tool=callgrind` instruction counts.
+// --sub-rows A,B: instead, the forward and the one-pass backward with Problem::sub_rows = A, B ...
+// (rows per product where the causal diagonal crosses a block; 64: whole blocks, the kernel
+// before 2026-12-06), interleaved, medians in ms.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,8 +46,10 @@ struct Data {
 };
 
 // Entries [first, first + count) of the data's backward.
-void run(Data& x, int64_t first, int64_t count, const attn::Context& c) {
+void run(Data& x, int64_t first, int64_t count, const attn::Context& c,
+         int64_t sub_rows = attn::kSubRows) {
   attn::Backward<float> p;
+  p.sub_rows = sub_rows;
   p.batch = count, p.l = x.t, p.s = x.t, p.e = x.d, p.ev = x.d, p.causal = true;
   p.scale = 1.0f / std::sqrt(static_cast<float>(x.d));
   const int64_t* off = x.offsets.data() + first;
@@ -88,8 +94,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> pos;
   bool once = false;
   std::string only;
+  std::vector<int64_t> subs;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--once") == 0)
+    if (std::strcmp(argv[i], "--sub-rows") == 0 && i + 1 < argc) {
+      for (const char* t = argv[++i]; *t;) {
+        char* end = nullptr;
+        subs.push_back(std::strtoll(t, &end, 10));
+        if (end == t || subs.back() < 1) {
+          std::fprintf(stderr, "bench_attention_backward: --sub-rows takes numbers >= 1, as 32,64\n");
+          return 2;
+        }
+        t = *end == ',' ? end + 1 : end;
+      }
+    } else if (std::strcmp(argv[i], "--once") == 0)
       once = true;
     else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
       only = argv[++i];
@@ -115,8 +132,9 @@ int main(int argc, char** argv) {
   if (threads > 1) c.parallel_for = [threads](int64_t tasks, const std::function<void(int64_t)>& task) {
     parallel_for(threads, tasks, task);
   };
-  {  // the forward's out and lse, so the backward's probabilities are real ones
+  auto forward = [&](int64_t sub_rows) {  // out and lse, so the backward's probabilities are real ones
     attn::Forward<float> f;
+    f.sub_rows = sub_rows;
     f.batch = x.n, f.l = x.t, f.s = x.t, f.e = x.d, f.ev = x.d, f.causal = true;
     f.scale = 1.0f / std::sqrt(static_cast<float>(x.d));
     f.q = {x.q.data(), x.offsets.data(), x.d, 1};
@@ -124,6 +142,30 @@ int main(int argc, char** argv) {
     f.v = {x.v.data(), x.offsets.data(), x.d, 1};
     f.out = x.out.data(), f.lse = x.out.data() + rows * x.d;
     attn::forward(f, c);
+  };
+  forward(attn::kSubRows);
+  if (!subs.empty()) {
+    std::printf("bench_attention_backward --sub-rows: causal, %lld entries, T=%lld, D=%lld, float32, %d thread(s)\n",
+                static_cast<long long>(x.n), static_cast<long long>(x.t), static_cast<long long>(x.d), threads);
+    std::printf("loadavg before: %s\n", loadavg().c_str());
+    auto ms = [](auto&& f) {
+      auto start = std::chrono::steady_clock::now();
+      f();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::vector<std::vector<double>> fw(subs.size()), bw(subs.size());
+    for (int r = 0; r < rounds + 1; ++r)  // round 0 warms up
+      for (int i = 0; i < reps; ++i)
+        for (size_t v = 0; v < subs.size(); ++v) {
+          const double f = ms([&] { forward(subs[v]); });
+          const double b = ms([&] { run(x, 0, x.n, c, subs[v]); });
+          if (r > 0) fw[v].push_back(f), bw[v].push_back(b);
+        }
+    for (size_t v = 0; v < subs.size(); ++v)
+      std::printf("sub_rows %3lld: forward %.3f ms, backward %.3f ms, sum %.3f ms\n",
+                  static_cast<long long>(subs[v]), median(fw[v]), median(bw[v]), median(fw[v]) + median(bw[v]));
+    std::printf("loadavg after: %s\n", loadavg().c_str());
+    return 0;
   }
   if (once) {
     call_ms(x, only != "two", c);

@@ -8,6 +8,7 @@
 #include "core/driver/double_backward.h"
 #include "core/graph/multi_output.h"
 #include "core/interpreter/interpreter.h"
+#include "core/lowering/graph_lowering.h"
 #include "core/ops/nn/attention_fusion.h"
 #include "core/support/error.h"
 
@@ -37,6 +38,31 @@ void check_tensor(const Tensor& t, const TensorMeta& expected, const std::string
   check(t.sizes() == expected.sizes && t.dtype() == expected.dtype, "runtime", where,
         "expected " + std::string(dtype_name(expected.dtype)) + shape_str(expected.sizes) +
             ", got " + std::string(dtype_name(t.dtype())) + shape_str(t.sizes()));
+}
+
+// The backward graph with each saved value's placeholder in the layout the compiled forward
+// returns it in. A saved value that is a view of a forward buffer (the GPT block's v: a permute
+// of the qkv product's columns) comes out strided; a row-major placeholder made the backward's
+// input loading copy it every step, where this one reads it in place. A tensor of another layout
+// is still copied into the placeholder's (the runtime's input loading), so this only saves work.
+Graph backward_in_forward_layouts(const partition::PartitionResult& part, const CompiledGraph& fw) {
+  Graph g = part.backward.clone();
+  const LoweredGraph& fl = fw.lowered();
+  std::map<std::string, size_t> output_of;
+  for (size_t i = 0; i < part.saved.size(); ++i) output_of[part.saved[i]] = part.num_forward_outputs + i;
+  for (Node* p : g.placeholders()) {
+    auto it = output_of.find(p->name());
+    if (it == output_of.end() || it->second >= fl.outputs.size()) continue;
+    const Layout& lay = fl.outputs[it->second].layout;
+    const TensorMeta& m = p->meta();
+    if (lay.size != m.sizes || lay.dtype != m.dtype || lay.stride.size() != m.sizes.size() ||
+        lay.stride == m.strides)
+      continue;
+    TensorMeta strided = m;
+    strided.strides = lay.stride;
+    p->set_meta(std::move(strided));
+  }
+  return g;
 }
 
 }  // namespace
@@ -216,7 +242,10 @@ const CompiledGraph& CompiledFunction::ensure_backward() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!backward_compiled_) {
     auto start = Clock::now();
-    backward_compiled_.emplace(compiler_->compile(partition_.backward, options_.cancel.get()));
+    Graph strided;
+    if (forward_compiled_) strided = backward_in_forward_layouts(partition_, *forward_compiled_);
+    backward_compiled_.emplace(compiler_->compile(forward_compiled_ ? strided : partition_.backward,
+                                                  options_.cancel.get()));
     stats_.backward_compile_ms = ms_since(start);
     ++stats_.backward_compiles;
   }

@@ -231,16 +231,35 @@ void compute_distances(RematAnalysis& a, const Sets& sets) {
   }
 }
 
+// Whether value i is a chain of view ops (permute, t, view, expand ...) of one primal. Its inputs
+// come before it in a.values, so one pass in order suffices.
+std::vector<bool> views_of_primals(const RematAnalysis& a, const RematPolicy& policy) {
+  std::vector<bool> out(a.values.size(), false);
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const ValueInfo& v = a.values[i];
+    if (v.is_primal || v.inputs.size() != 1 || v.node->input_nodes().size() != 1 ||
+        v.node->op()->category != OpCategory::View || !lowered(*v.node, policy))
+      continue;
+    const size_t in = static_cast<size_t>(v.inputs[0]);
+    out[i] = a.values[in].is_primal || out[in];
+  }
+  return out;
+}
+
 // Bytes, U's three cases, beta and the capacity of every forward value.
 void classify_values(RematAnalysis& a, const Sets& sets, const RematPolicy& policy) {
-  for (ValueInfo& v : a.values) {
+  const std::vector<bool> primal_view = views_of_primals(a, policy);
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    ValueInfo& v = a.values[i];
     const Node* n = v.node;
     v.bytes = n->meta().nbytes();
     if (v.is_primal) {
       v.written_anyway = true;
     } else {
       if (is_not_cheap(*n, policy)) v.u_rules |= kUNotCheap;
-      if (v.in_b && read_opaquely(n, Phase::Backward, sets, policy))
+      // A view of a primal is in memory already (the primal's bytes, which the backward holds):
+      // an opaque backward reader reads it in place, so case 2 does not apply.
+      if (v.in_b && !primal_view[i] && read_opaquely(n, Phase::Backward, sets, policy))
         v.u_rules |= kUMaterializedInBackward;
       if (policy.ban_recompute_reductions && n->op()->category == OpCategory::Reduction) {
         int64_t in_bytes = 0;

@@ -33,7 +33,10 @@
 //     to memory anyway and recomputing it saves no traffic. A user cannot fuse when it is an
 //     "opaque" consumer (Extern, Random, linear, scatter-like Indexing, no lowering) or the graph's
 //     return (a gradient that is the value itself); views are transparent: the users of a [BW]
-//     view of the value count as its users (Listing 5.2's t(x) feeding matmul_0).
+//     view of the value count as its users (Listing 5.2's t(x) feeding matmul_0). Not for a value
+//     that is a chain of views of a primal (a Linear's permuted weight): its elements are the
+//     primal's, already in memory and held for the backward, which re-views the primal and reads
+//     it in place (DECISIONS 63; saved, it was a forward output counted in the saved bytes).
 //   3 Reduction: a Reduction whose 4 x output bytes < the sum of its tensor inputs' bytes.
 //
 // d(v): the number of forward steps from v to its first backward reader, i.e. the fewest hops

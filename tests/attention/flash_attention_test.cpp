@@ -206,6 +206,90 @@ TEST(FlashAttention, OnePassAndTwoPassBackwardsAgreeBitForBit) {
   }
 }
 
+// Causal attention computes the blocks its diagonal crosses in groups of sub_rows rows against
+// only the keys they see (3/4 of a 64 x 64 block's products), skipping terms whose probabilities
+// and score gradients are exactly 0. So it gives the bits of the same attention with the causal
+// pattern as a boolean mask (every block's products whole, masked lanes 0, blocks past the
+// diagonal visited too): forward (out, lse) and backward (dq, dk, dv), both backward schedules
+// (one task per entry from kOnePassBatch entries on, tasks per block below), float32 and
+// float64, T not a multiple of the block, L != S, the default kSubRows and other group sizes,
+// and with dropout (its keep mask is drawn per query and key, whatever the blocks).
+template <class T>
+void expect_causal_equals_masked(const Case& c, DType t, int64_t sub_rows, bool dropout) {
+  namespace attn = sdk::attention;
+  SCOPED_TRACE(c.name + (t == DType::Float64 ? " float64" : " float32") + " sub_rows " +
+               std::to_string(sub_rows) + (dropout ? " dropout 0.3" : ""));
+  const int64_t n = c.b * c.h, rows = n * c.l;
+  std::vector<Tensor> in = inputs_for(c, t, 21);
+  std::vector<uint8_t> mask(static_cast<size_t>(c.l * c.s));
+  for (int64_t i = 0; i < c.l; ++i)
+    for (int64_t j = 0; j < c.s; ++j) mask[static_cast<size_t>(i * c.s + j)] = j <= i;
+  std::vector<int64_t> oq(n), ok(n), ov(n), om(n, 0);
+  for (int64_t x = 0; x < n; ++x) oq[x] = x * c.l * c.e, ok[x] = x * c.s * c.e, ov[x] = x * c.s * c.ev;
+  auto fill = [&](attn::Problem<T>& p, bool causal) {
+    p.batch = n, p.l = c.l, p.s = c.s, p.e = c.e, p.ev = c.ev, p.scale = T(0.3);
+    p.q = {in[0].data<T>(), oq.data(), c.e, 1};
+    p.k = {in[1].data<T>(), ok.data(), c.e, 1};
+    p.v = {in[2].data<T>(), ov.data(), c.ev, 1};
+    p.causal = causal;
+    p.sub_rows = sub_rows;
+    if (dropout) p.dropout = true, p.drop_seed = 1234, p.drop_threshold = T(0.3), p.drop_scale = T(1 / 0.7);
+    if (!causal) p.mask_bool = {mask.data(), om.data(), c.s, 1};
+  };
+  const int64_t packed = rows * c.ev + rows;
+  std::vector<T> out_c(packed), out_m(packed);
+  for (bool causal : {true, false}) {
+    attn::Forward<T> p;
+    fill(p, causal);
+    p.out = causal ? out_c.data() : out_m.data();
+    p.lse = p.out + rows * c.ev;
+    attn::forward(p);
+  }
+  EXPECT_EQ(out_c, out_m) << "forward";
+  Tensor dout = Tensor::randn({packed}, t, 23);
+  const int64_t grads = rows * c.e + n * c.s * (c.e + c.ev);
+  std::vector<T> g_c(grads), g_m(grads);
+  for (bool causal : {true, false}) {
+    attn::Backward<T> p;
+    fill(p, causal);
+    p.out = out_c.data(), p.lse = out_c.data() + rows * c.ev;
+    p.dout = dout.data<T>(), p.dlse = dout.data<T>() + rows * c.ev;
+    p.dq = causal ? g_c.data() : g_m.data();
+    p.dk = p.dq + rows * c.e, p.dv = p.dk + n * c.s * c.e;
+    attn::backward(p);
+  }
+  EXPECT_EQ(std::vector<T>(g_c.begin(), g_c.begin() + rows * c.e),
+            std::vector<T>(g_m.begin(), g_m.begin() + rows * c.e)) << "dq";
+  EXPECT_EQ(std::vector<T>(g_c.begin() + rows * c.e, g_c.end()),
+            std::vector<T>(g_m.begin() + rows * c.e, g_m.end())) << "dk, dv";
+  // And the causal result is not the unmasked one (the diagonal was applied).
+  std::vector<T> out_u(packed);
+  attn::Forward<T> u;
+  fill(u, false);
+  u.mask_bool = {};
+  u.out = out_u.data(), u.lse = out_u.data() + rows * c.ev;
+  attn::forward(u);
+  EXPECT_NE(out_c, out_u);
+}
+
+TEST(FlashAttention, CausalBlocksGiveTheBitsOfTheCausalMask) {
+  ASSERT_EQ(sdk::attention::kRows % sdk::attention::kSubRows, 0);
+  for (const Case& c : {Case{"gpt_t64_one_pass", 2, 4, 64, 64, 32, 32, true},
+                        Case{"t64_two_pass", 1, 2, 64, 64, 32, 32, true},
+                        Case{"t67_one_pass", 1, 9, 67, 67, 16, 24, true},
+                        Case{"t130_two_pass", 1, 3, 130, 130, 32, 32, true},
+                        Case{"t256_one_pass", 1, 8, 256, 256, 32, 32, true},
+                        Case{"l100_s128", 1, 8, 100, 128, 16, 16, true},
+                        Case{"l100_s70_two_pass", 1, 2, 100, 70, 8, 8, true}}) {
+    for (int64_t sub : {sdk::attention::kSubRows, int64_t{16}, int64_t{7}}) {
+      expect_causal_equals_masked<float>(c, DType::Float32, sub, false);
+      expect_causal_equals_masked<double>(c, DType::Float64, sub, false);
+    }
+    expect_causal_equals_masked<float>(c, DType::Float32, sdk::attention::kSubRows, true);
+    expect_causal_equals_masked<double>(c, DType::Float64, sdk::attention::kSubRows, true);
+  }
+}
+
 // Gradients against central finite differences of Σ out · w (float64, small shapes).
 TEST(FlashAttention, GradientsMatchFiniteDifferences) {
   for (const Case& c : {Case{"fd_causal", 1, 2, 5, 5, 4, 3, true},

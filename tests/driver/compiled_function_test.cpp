@@ -13,6 +13,7 @@
 #include "core/driver/double_backward.h"
 #include "core/config/config.h"
 #include "core/interpreter/interpreter.h"
+#include "core/lowering/graph_lowering.h"
 #include "core/support/error.h"
 
 using namespace stax;
@@ -102,6 +103,36 @@ TEST(CompiledFunction, Example51MatchesInterpreter) {
   EXPECT_GT(s.forward_compile_ms, 0);
   EXPECT_GT(s.backward_compile_ms, 0);
   EXPECT_NE(f.stats_str().find("saved 8192 B/step"), std::string::npos) << f.stats_str();
+}
+
+// A saved value reaches the backward in the layout the compiled forward returns it in. v is the
+// transpose of a pointwise value (the GPT block's k·scale, transposed for the scores): its meta
+// has the view's strides, but the forward realizes it as a buffer of its own, row-major. The
+// backward's placeholder takes the forward's layout, so its input loading reads v in place
+// instead of copying it into the view's strides every step. Gradients as the joint graph's.
+TEST(CompiledFunction, SavedValuesKeepTheForwardsLayout) {
+  Graph g;
+  Node* x = g.placeholder("x", {16, 24});
+  Node* w = g.placeholder("w", {16, 5});
+  Node* v = g.call("permute", {g.call("tanh", {x}, {}, "y"), std::vector<int64_t>{1, 0}}, {}, "v");
+  g.output({g.call("sum", {g.call("mm", {v, w}, {}, "o")}, {}, "loss")});
+  Compiler compiler(test_config());
+  CompiledFunction f(g, {"w"}, compiler);
+  ASSERT_EQ(f.partition().saved, std::vector<std::string>{"v"});
+  std::vector<Tensor> in = random_inputs(g, 3);
+  ForwardResult r = f.forward(in);
+  const Shape saved_strides = r.ctx->saved_values().at(0).strides();
+  std::vector<Node*> bw_in = f.partition().backward.placeholders();
+  size_t k = 0;
+  while (k < bw_in.size() && bw_in[k]->name() != "v") ++k;
+  ASSERT_LT(k, bw_in.size());
+  // The case: the forward returns v in another layout than its meta's (the view's strides).
+  ASSERT_NE(saved_strides, bw_in[k]->meta().strides);
+  std::vector<Tensor> grads = f.backward(*r.ctx);
+  std::vector<Tensor> ref = f.reference(in);
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_TRUE(close(grads[0], ref[1]));
+  EXPECT_EQ(f.compiled_backward()->lowered().inputs[k]->layout().stride, saved_strides);
 }
 
 TEST(CompiledFunction, InterpreterPathIsBitwiseTheJointGraph) {

@@ -286,6 +286,42 @@ TEST(Partitioner, URuleMaterializedInBackward) {
   expect_same_numerics(j, r);
 }
 
+TEST(Partitioner, AViewOfAPrimalIsReviewedNotSaved) {
+  // A Linear as torch traces it: h = x @ permute(W) (W: [out, in]), then gelu and a second
+  // Linear. The backward reads permute(W) through views feeding its products (dX = dH @ Wᵀᵀ):
+  // case 2 would put it in U and save it, a forward output the backward's row-major placeholder
+  // copied. A chain of views of a primal is exempt: the backward takes W (held anyway) and
+  // re-views it.
+  Graph g;
+  Node* x = g.placeholder("x", {8, 16});
+  Node* w = g.placeholder("w", {32, 16});
+  Node* w2 = g.placeholder("w2", {4, 32});
+  Node* wt = g.call("permute", {w, std::vector<int64_t>{1, 0}}, {}, "wt");
+  Node* w2t = g.call("t", {g.call("view", {w2, std::vector<int64_t>{4, 32}}, {}, "w2v")}, {}, "w2t");
+  Node* h = g.call("mm", {x, wt}, {}, "h");
+  Node* z = g.call("mm", {g.call("gelu", {h}, {}, "y"), w2t}, {}, "z");
+  g.output({g.call("sum", {z}, {}, "loss")});
+  JointGraph j = build_joint_graph(g, {"x", "w", "w2"});
+  PartitionResult r = partition_min_cut(j);
+  for (const char* view : {"wt", "w2v", "w2t"}) {
+    SCOPED_TRACE(view);
+    const ValueInfo& v = info(r, view);
+    EXPECT_EQ(v.u_rules, kUNone);
+    EXPECT_FALSE(contains(r.saved, view));
+  }
+  EXPECT_TRUE(info(r, "wt").in_b);
+  EXPECT_TRUE(contains(r.recomputed, "wt"));
+  EXPECT_TRUE(contains(r.recomputed, "w2t"));
+  EXPECT_TRUE(contains(r.saved_primals, "w"));
+  EXPECT_TRUE(contains(r.saved_primals, "w2"));
+  // A view of a computed value still counts: the extern's output h is saved (case 1) and the
+  // gelu y that the second product's weight gradient reads (yᵀ @ dZ) is in U by case 2.
+  EXPECT_TRUE(contains(r.saved, "h"));
+  EXPECT_TRUE(info(r, "y").u_rules & kUMaterializedInBackward);
+  expect_min_cut_consistent(r);
+  expect_same_numerics(j, r);
+}
+
 TEST(Partitioner, URuleReductionRatio) {
   Graph g;
   Node* x = g.placeholder("x", {64, 8});

@@ -149,6 +149,19 @@ def test_gru_forward_and_gradients_match_eager():
     assert not ex.eager_ops, str(ex)
 
 
+def test_linear_weights_are_held_not_saved_as_views():
+    # A Linear reads its weight through permute (W.t()), and the backward reads that view too
+    # (dX = dY @ W). The partitioner saves no view of an input (DECISIONS 63): the backward holds
+    # the weight itself and re-views it (saved, the view was a forward output counted in the
+    # saved bytes while holding no memory of its own). The MLP saves only its ReLU; the second Linear's permuted weight (saved before) is recomputed
+    # from the weight, which joins the inputs held (beside x, for the first weight's gradient).
+    ex = _compare("mlp", train_mode=True, grads=True)
+    (part,) = ex.partitions
+    assert part.saved == ["relu"], str(ex)
+    assert any(s.startswith("permute") for s in part.recomputed), str(ex)
+    assert len(part.saved_primals) == 2, str(ex)
+
+
 def test_gpt_attention_runs_fused():
     # The causal sdpa reaches Stax decomposed (bmm, a where(tril) mask, _softmax, torch's guard,
     # bmm: Dynamo with the Core ATen decompositions); Stax's pattern matcher fuses it

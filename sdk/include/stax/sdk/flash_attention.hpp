@@ -58,6 +58,9 @@ namespace stax::sdk::attention {
 
 constexpr int64_t kKeys = 64;  // keys per block (the width of a row of scores)
 constexpr int64_t kRows = 64;  // queries per task
+// Rows per product where the causal diagonal crosses a block (Problem::sub_rows,
+// flash_attention_rows.inc's causal_sub_rows).
+constexpr int64_t kSubRows = 32;
 // The backward runs one task per batch entry (entry_grads: the probabilities of each block once)
 // from this many entries on; below it, tasks per block of keys and per block of queries (more
 // tasks than entries, each block's probabilities computed twice). Both sum every element in the
@@ -89,6 +92,9 @@ struct Problem {
   uint64_t drop_seed = 0;
   T drop_threshold = T(0);
   T drop_scale = T(1);
+  // Rows per product where the causal diagonal crosses a block (kSubRows; kRows: whole blocks,
+  // as before 2026-12-06). Any value in [1, kRows] gives the same bits; benches compare them.
+  int64_t sub_rows = kSubRows;
 };
 
 // out: [batch, l, ev] contiguous; lse: [batch, l] contiguous.
