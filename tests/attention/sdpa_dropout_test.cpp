@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/autodiff/jvp.h"
 #include "core/driver/compiled_function.h"
 #include "core/graph/decompositions.h"
 #include "core/graph/op_registry.h"
@@ -185,6 +186,48 @@ TEST(SdpaDropoutGradients, MatchFiniteDifferences) {
       }
     }
   }
+}
+
+// Forward mode (the interpreter's JVP through the decomposition, its dropout of the tangent keyed
+// like the forward's): the tangent against a central difference along (dq, dk, dv), float64.
+TEST(SdpaDropoutGradients, TangentMatchesFiniteDifferences) {
+  const Case c{"jvp", 1, 2, 24, 24, 16, 8, true, MaskKind::None, 0};
+  const DType t = DType::Float64;
+  auto g = sdpa_graph(c, t, 0.3);
+  const std::vector<std::string> wrt{"q", "k", "v"};
+  std::vector<Tensor> in = inputs_for(c, t, 21);
+  std::vector<Tensor> dir = inputs_for(c, t, 31);
+  InterpreterOptions io;
+  io.seed = 17;
+  JvpGraph j = build_jvp_graph(*g, wrt);
+  std::vector<Tensor> jin;
+  for (const Node* n : j.graph.nodes()) {
+    if (!n->is_placeholder()) continue;
+    for (size_t a = 0; a < wrt.size(); ++a) {
+      if (n->name() == wrt[a]) jin.push_back(in[a]);
+      if (n->name() == j.tangents[a]) jin.push_back(dir[a]);
+    }
+  }
+  ASSERT_EQ(jin.size(), 6u);
+  Tensor tangent = interpret(j.graph, jin, io).at(j.num_outputs);
+  const double h = 1e-6;
+  std::vector<Tensor> plus, minus;
+  for (size_t a = 0; a < 3; ++a) {
+    plus.push_back(in[a].clone());
+    minus.push_back(in[a].clone());
+    for (int64_t x = 0; x < in[a].numel(); ++x) {
+      plus[a].set_double(x, in[a].get_double(x) + h * dir[a].get_double(x));
+      minus[a].set_double(x, in[a].get_double(x) - h * dir[a].get_double(x));
+    }
+  }
+  Tensor op = interpret(*g, plus, io).at(0), om = interpret(*g, minus, io).at(0);
+  int64_t zeros = 0;
+  for (int64_t x = 0; x < tangent.numel(); ++x) {
+    const double fd = (op.get_double(x) - om.get_double(x)) / (2 * h);
+    EXPECT_NEAR(tangent.get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
+    zeros += tangent.get_double(x) == 0.0;
+  }
+  EXPECT_LT(zeros, tangent.numel() / 4);  // a real tangent, not a dropped-out one
 }
 
 // dropout_p = 0: no random node in the decomposition, the fused kernel without dropout, and the
