@@ -230,6 +230,37 @@ TEST(SdpaDropoutGradients, TangentMatchesFiniteDifferences) {
   EXPECT_LT(zeros, tangent.numel() / 4);  // a real tangent, not a dropped-out one
 }
 
+// The flash form (torch's CPU trace form) with dropout: its output is sdpa's with dropout
+// (compiled = interpreted within the bound, the mask drawn: another output than at p = 0), its
+// logsumexp the undropped one (the p = 0 form's, torch's meaning).
+TEST(SdpaDropoutForms, FlashFormTakesDropout) {
+  const Case c{"flash_form", 2, 2, 30, 30, 16, 16, false, MaskKind::None, 0};
+  const DType t = DType::Float64;
+  auto form = [&](double p) {
+    auto g = std::make_unique<Graph>();
+    Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
+    Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
+    Node* v = g->placeholder("v", {c.b, c.h, c.s, c.ev}, t);
+    Node* f = g->call("_scaled_dot_product_flash_attention_for_cpu", {q, k, v, p});
+    g->output({g->call("getitem", {f, int64_t{0}}), g->call("getitem", {f, int64_t{1}})});
+    return g;
+  };
+  auto g = form(0.25), g0 = form(0.0);
+  std::vector<Tensor> in = inputs_for(c, t, 41);
+  InterpreterOptions io;
+  io.seed = 6;
+  GraphRunOptions ro;
+  ro.seed = 6;
+  std::vector<Tensor> want = interpret(*g, in, io), undropped = interpret(*g0, in, io);
+  CompiledGraph cg = compiler(true).compile(*g);
+  EXPECT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->")) << cg.schedule().str();
+  std::vector<Tensor> got = cg.run(in, ro);
+  EXPECT_TRUE(within(got[0].contiguous(), want[0].contiguous(), dropout_bound(c, in, t, 0.25)));
+  EXPECT_TRUE(close(want[1], undropped[1], 1e-14));
+  EXPECT_TRUE(close(got[1], undropped[1], 1e-12));
+  EXPECT_FALSE(close(want[0], undropped[0], 1e-3));
+}
+
 // dropout_p = 0: no random node in the decomposition, the fused kernel without dropout, and the
 // same bits as the op called without dropout_p.
 TEST(SdpaDropoutEdges, ZeroIsTheAttentionWithoutDropout) {
