@@ -182,7 +182,8 @@ std::vector<Tensor> interpret(const Graph& g_in, const std::vector<Tensor>& inpu
       if (!kernel)
         throw Error("interpreter", where, "no interpreter kernel for op " + op + " (node " +
                                               n->name() + ")");
-      KernelContext ctx(*n, lookup, node_seed(options.seed, *n), options.reduction_order);
+      KernelContext ctx(*n, lookup, node_seed(options.seed, *n), options.reduction_order,
+                        options.seed);
       Tensor r;
       try {
         r = (*kernel)(ctx);

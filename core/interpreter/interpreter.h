@@ -30,8 +30,9 @@ enum class ReductionOrder { Sequential, Segmented };
 class KernelContext {
  public:
   KernelContext(const Node& node, const std::function<const Tensor&(const Node*)>& lookup,
-                uint64_t seed, ReductionOrder order = ReductionOrder::Sequential)
-      : node_(node), lookup_(lookup), seed_(seed), order_(order) {}
+                uint64_t seed, ReductionOrder order = ReductionOrder::Sequential,
+                uint64_t run_seed = 0)
+      : node_(node), lookup_(lookup), seed_(seed), order_(order), run_seed_(run_seed) {}
   const Node& node() const { return node_; }
   const Arg& arg(std::string_view param) const { return node_.arg(param); }
   // The tensor bound to a Tensor parameter (must not be None).
@@ -46,6 +47,10 @@ class KernelContext {
   // Seed for random ops: derived from the run's seed and the node (its "rng_seed" attr if set,
   // so that a recomputation in a backward graph reproduces the forward's numbers, §5.3 item 5).
   uint64_t seed() const { return seed_; }
+  // The run's own seed (before node_seed mixes in the node): what a kernel that interprets a
+  // nested graph of random ops (a Composite op's decomposition) gives that run, so its random
+  // nodes, keyed like the compiled decomposition's (decompose()'s rng_seed), draw the same numbers.
+  uint64_t run_seed() const { return run_seed_; }
   // The accumulation order of sum / prod / mean / amax / amin.
   ReductionOrder reduction_order() const { return order_; }
   [[noreturn]] void fail(const std::string& message) const;  // Error("interpreter", "%node", msg)
@@ -55,6 +60,7 @@ class KernelContext {
   const std::function<const Tensor&(const Node*)>& lookup_;
   uint64_t seed_;
   ReductionOrder order_;
+  uint64_t run_seed_;
 };
 
 using KernelFn = std::function<Tensor(const KernelContext&)>;

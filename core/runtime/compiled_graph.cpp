@@ -166,7 +166,7 @@ Tensor interpret_node(const Node& node, const std::vector<const Node*>& arg_node
           "fallback kernel reads %" + (n ? n->name() : "?") + ", which is not one of its inputs");
     return *it->second;
   };
-  KernelContext ctx(node, lookup, node_seed(run_seed, node));
+  KernelContext ctx(node, lookup, node_seed(run_seed, node), ReductionOrder::Sequential, run_seed);
   Tensor r;
   try {
     r = (*kernel)(ctx);

@@ -9,7 +9,11 @@ buffers returned as outputs). Each printout runs through `stax run` on the inter
 compiled; the user outputs, the buffers the training IR writes (saved by --save as updated
 inputs) and the buffer outputs of the Core ATen IR must equal torch eager's on a copy of the
 module; where the graph writes no buffer, `stax grad` too (every parameter and float input, of the
-sum of the outputs) against torch.autograd. Skips cleanly (exit 77) without torch 2.x."""
+sum of the outputs) against torch.autograd. Attention dropout (check_attention_dropout): the
+training IR keeps F.scaled_dot_product_attention(dropout_p > 0) as the aten op, whose mask is
+Stax's Philox stream, not torch's: shapes, the interpreter against the compiled graph (one mask
+for one run seed) and the keep ratio are checked, not torch's values. Skips cleanly (exit 77)
+without torch 2.x."""
 import copy
 import os
 import sys
@@ -24,6 +28,7 @@ import fxrun  # noqa: E402
 from real_modules import BasicBlock, GPT2Block, TiedLM  # noqa: E402
 
 nn = torch.nn
+F = torch.nn.functional
 stax = common.stax_binary()
 source = os.environ.get("STAX_SOURCE_DIR", os.path.join(common.HERE, "..", ".."))
 config = os.path.join(source, "configs", "cpu.yaml")
@@ -152,9 +157,105 @@ def check(name, module, xs, core, tmp, failures, waiting):
         "%d gradients" % len(wrt) if "grad" in modes else "no gradients (writes buffers)"))
 
 
+class AttentionDropoutProbe(nn.Module):
+    """F.scaled_dot_product_attention(q, k, v, dropout_p): fed q = k = 0 (every probability 1 / S)
+    and v = the identity, its output is the dropped probabilities: keep / (S (1 - p))."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)
+
+
+def export_and_run(name, module, xs, tmp, failures):
+    """Exports `module` (training IR), runs it with `stax run` on the interpreter and compiled:
+    -> (graph module, {mode: output 0}) or None after a failure."""
+    ep = torch.export.export(copy.deepcopy(module), tuple(xs))
+    gm = ep.graph_module
+    sdpa = [n for n in gm.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.OpOverload)
+            and fxrun.overload_name(n.target) == "scaled_dot_product_attention.default"]
+    if not sdpa:
+        failures.append("%s: the training IR has no scaled_dot_product_attention" % name)
+        return None
+    params, buffers = dict(module.named_parameters()), dict(module.named_buffers())
+    names, leaves, user = [], [], iter(xs)
+    for spec in ep.graph_signature.input_specs:
+        names.append(spec.arg.name)
+        leaves.append((params.get(spec.target) if spec.target in params else
+                       buffers[spec.target] if spec.target in buffers else next(user))
+                      .detach().clone())
+    work = os.path.join(tmp, name)
+    inputs = fxrun.write_case(work, gm, str(gm.graph), names, leaves)
+    outs = {}
+    for mode in ("interp", "compiled"):
+        r = fxrun.run_stax(stax, mode, work, inputs, config)
+        if r.code != 0:
+            failures.append("%s (%s): %s" % (name, mode, r.error()))
+            return None
+        outs[mode] = r.load("out0.npy")
+    return gm, outs
+
+
+def check_attention_dropout(tmp, failures):
+    import numpy as np
+    p, b, h, s = 0.3, 2, 4, 64
+    # The probe: the values, the keep ratio, one mask on the interpreter and compiled.
+    q = torch.zeros(b, h, s, 8)
+    v = torch.eye(s).expand(b, h, s, s).contiguous()
+    got = export_and_run("attention_dropout_probe", AttentionDropoutProbe(p), [q, q.clone(), v],
+                         tmp, failures)
+    if got:
+        _, outs = got
+        kept_value = np.float32(1.0 / s) * np.float32(1.0 / (1.0 - p))
+        for mode, o in outs.items():
+            if o.shape != (b, h, s, s):
+                failures.append("attention_dropout_probe (%s): shape %s" % (mode, o.shape))
+                return
+            if not np.all((o == 0) | (np.abs(o - kept_value) <= 1e-6 * kept_value)):
+                failures.append("attention_dropout_probe (%s): values other than 0 and "
+                                "1 / (S (1 - p))" % mode)
+        kept = int(np.count_nonzero(outs["interp"]))
+        n = outs["interp"].size
+        sd = (n * p * (1 - p)) ** 0.5
+        if abs(kept - n * (1 - p)) > 5 * sd:
+            failures.append("attention_dropout_probe: kept %d of %d, expected %.0f +- %.0f"
+                            % (kept, n, n * (1 - p), 5 * sd))
+        if not np.array_equal(outs["interp"] != 0, outs["compiled"] != 0):
+            failures.append("attention_dropout_probe: the compiled mask differs from the "
+                            "interpreter's")
+        print("ran attention_dropout_probe: kept %d of %d (p = %g)" % (kept, n, p))
+    # A GPT-2 block with attention dropout: torch's shape, finite values, and the compiled graph
+    # (fused on cpu_cpp) equals the interpreter (the same mask).
+    x = torch.randn(2, 8, 32)
+    block = GPT2Block(attn_dropout=0.2)
+    got = export_and_run("gpt2_block_attention_dropout", block, [x], tmp, failures)
+    if got:
+        _, outs = got
+        want_shape = tuple(block(x).shape)
+        for mode, o in outs.items():
+            if o.shape != want_shape or not np.all(np.isfinite(o)):
+                failures.append("gpt2_block_attention_dropout (%s): shape %s (torch %s) or not "
+                                "finite" % (mode, o.shape, want_shape))
+        if not np.allclose(outs["compiled"], outs["interp"], rtol=1e-4, atol=1e-5):
+            failures.append("gpt2_block_attention_dropout: compiled differs from the interpreter "
+                            "(max %g)" % np.max(np.abs(outs["compiled"] - outs["interp"])))
+        with torch.no_grad():
+            eval_like = GPT2Block()
+            eval_like.load_state_dict(block.state_dict())
+            undropped = eval_like(x).numpy()
+        if np.allclose(outs["interp"], undropped, rtol=1e-4, atol=1e-5):
+            failures.append("gpt2_block_attention_dropout: the output equals the block without "
+                            "dropout (nothing dropped)")
+        print("ran gpt2_block_attention_dropout: %s" % (want_shape,))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="stax_export_")
     failures, waiting = [], []
+    check_attention_dropout(tmp, failures)
     for base, module, xs in MODULES:
         for core, suffix in ((False, ""), (True, "+core_aten")):
             before = len(failures)

@@ -103,13 +103,21 @@ def draws_random(gm, registry):
     differ, and only shapes and dtypes can be compared): a call of a Stax random op, or of an
     in-place or out= form (category mutating, functionalized at parse time) that torch tags
     nondeterministic_seeded. F.dropout on the CPU records empty_like + bernoulli_.float, not
-    native_dropout; scaled_dot_product_attention is tagged too (for its dropout_p) but is
-    deterministic at Stax's dropout_p = 0, so the tag alone does not decide."""
+    native_dropout; scaled_dot_product_attention (and its flash form) is tagged too (for its
+    dropout_p) but is deterministic at dropout_p = 0, so the tag alone does not decide: it draws
+    when its dropout_p is not 0 (Stax's dropout in its decomposition)."""
     seeded = torch.Tag.nondeterministic_seeded
+    dropout_at = {"scaled_dot_product_attention.default": 4,
+                  "_scaled_dot_product_flash_attention_for_cpu.default": 3}
     for n in gm.graph.nodes:
         if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
             continue
         name = fxrun.overload_name(n.target)
+        if name in dropout_at:
+            i = dropout_at[name]
+            p = n.args[i] if len(n.args) > i else n.kwargs.get("dropout_p", 0.0)
+            if p != 0:
+                return True
         category = registry[name][0]
         if category == "random" or (category == "mutating" and seeded in n.target.tags):
             return True

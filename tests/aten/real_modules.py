@@ -42,9 +42,9 @@ class BasicBlock(nn.Module):
 
 
 class GPT2Block(nn.Module):
-    def __init__(self, d=32, h=4):
+    def __init__(self, d=32, h=4, attn_dropout=0.0):
         super().__init__()
-        self.h = h
+        self.h, self.attn_dropout = h, attn_dropout
         self.ln1, self.qkv, self.proj = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.ln2, self.fc, self.out = nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
@@ -52,7 +52,7 @@ class GPT2Block(nn.Module):
         b, t, c = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(c, 2)
         q, k, v = [z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v)]
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.attn_dropout)
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 

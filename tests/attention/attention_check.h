@@ -33,8 +33,8 @@ struct Case {
 
 inline std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
 
-// The graph sdpa(q, k, v, mask?, causal, scale) with the given dtype.
-inline std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
+// The graph sdpa(q, k, v, mask?, dropout_p, causal, scale) with the given dtype.
+inline std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t, double dropout_p = 0.0) {
   auto g = std::make_unique<Graph>();
   Node* q = g->placeholder("q", {c.b, c.h, c.l, c.e}, t);
   Node* k = g->placeholder("k", {c.b, c.h, c.s, c.e}, t);
@@ -44,7 +44,7 @@ inline std::unique_ptr<Graph> sdpa_graph(const Case& c, DType t) {
   if (c.mask == MaskKind::Additive) mask = g->placeholder("m", {c.h, c.l, c.s}, t);
   Kwargs kw;
   if (c.scale != 0) kw.push_back({"scale", Arg(c.scale)});
-  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, 0.0, c.causal}, kw);
+  Node* out = g->call("scaled_dot_product_attention", {q, k, v, mask, dropout_p, c.causal}, kw);
   g->output({out});
   return g;
 }
@@ -123,6 +123,16 @@ inline std::vector<double> attention_bound(const Case& c, const std::vector<Tens
       }
     }
   return bound;
+}
+
+// The bound with dropout of the probabilities: attention_bound's with the kept probabilities
+// scaled by 1 / (1 - p) (W_id = Σ_j keep_ij p_ij / (1 - p) |v_jd| <= Σ_j p_ij |v_jd| / (1 - p))
+// and one rounding more.
+inline std::vector<double> dropout_bound(const Case& c, const std::vector<Tensor>& in, DType t,
+                                         double rate) {
+  std::vector<double> b = attention_bound(c, in, t);
+  for (double& x : b) x = x / (1.0 - rate) * (1.0 + 4 * unit_roundoff_of(t));
+  return b;
 }
 
 inline ::testing::AssertionResult within(const Tensor& got, const Tensor& want, const std::vector<double>& bound) {

@@ -79,14 +79,6 @@ std::unique_ptr<Graph> build(const Case& c, DType t, Drop form, double rate, boo
   return g;
 }
 
-// The bound of the forward: attention_bound's with the kept probabilities scaled by 1 / (1 - p)
-// (W_id = Σ_j keep_ij p_ij / (1 - p) |v_jd| <= Σ_j p_ij |v_jd| / (1 - p)) and one rounding more.
-std::vector<double> dropout_bound(const Case& c, const std::vector<Tensor>& in, DType t, double rate) {
-  std::vector<double> b = attention_bound(c, in, t);
-  for (double& x : b) x = x / (1.0 - rate) * (1.0 + 4 * unit_roundoff_of(t));
-  return b;
-}
-
 struct DropCase {
   Case c;
   Drop form;

@@ -9,9 +9,13 @@
 //                                                    or (B, H, 0), philox_seed, philox_offset)
 //   *_backward                                      sdpa's VJP rule (q, k, v and the bias)
 // logsumexp is that of the scaled, masked scores over the key dim, in the computation dtype
-// (float32 for float16 / bfloat16); the efficient form's padding entries (rows L..) are +inf, and
-// its philox seed and offset are 0-d int64 zeros (dropout_p must be 0, as for sdpa, which rejects
-// any other value with a clear error).
+// (float32 for float16 / bfloat16), before any dropout (torch's meaning); the efficient form's
+// padding entries (rows L..) are +inf, and its philox seed and offset are 0-d int64 zeros.
+// dropout_p > 0 (docs/attention.md "Dropout"): the flash form's output is sdpa's with dropout
+// (Stax's Philox stream, drawn per sdpa node). The forms that would hand torch's RNG state from
+// the forward to the backward cannot: the efficient form (its philox_seed / philox_offset are
+// torch's CUDA generator state) and both backward forms (a separate node, which cannot redraw the
+// forward form's mask) refuse dropout_p > 0 with a clear error.
 // Strides are torch 2.15's (measured on its CPU kernels; the efficient forms' from its meta
 // functions), because traces rely on them: GPT-2's `y.transpose(1, 2).view(B, L, H * E)` is a
 // legal view only when y is laid out (B, L, H, E). The flash form's output is
@@ -134,7 +138,18 @@ std::vector<Node*> flash_for_cpu(Graph& g, const ExpandCall& c) {
           heads_inner(g, scores_logsumexp(g, q, k, mask, c))};
 }
 
+// The forms that cannot take dropout_p > 0 (see the top of the file).
+void refuse_dropout(const ExpandCall& c, const char* why) {
+  const double drop = c.get("dropout_p").to_double();
+  if (drop != 0.0)
+    c.fail("dropout_p = " + std::to_string(drop) + " is not supported here: " + why +
+           "; scaled_dot_product_attention (or the flash form) takes dropout_p > 0, and its "
+           "gradient comes from differentiating the forward graph");
+}
+
 std::vector<Node*> efficient(Graph& g, const ExpandCall& c) {
+  refuse_dropout(c, "the philox_seed / philox_offset outputs are torch's CUDA generator state, "
+                    "which Stax (its own Philox stream per node) does not produce");
   Node* q = c.tensor("query");
   Node* k = c.tensor("key");
   Node* v = c.tensor("value");
@@ -160,6 +175,7 @@ std::vector<Node*> efficient(Graph& g, const ExpandCall& c) {
 // The gradients of q, k, v (and of the bias when `bias_param` names one) through sdpa's VJP.
 std::vector<Node*> backward(Graph& g, const ExpandCall& c, const char* grad_param,
                             const char* mask_param, std::vector<bool> wanted) {
+  refuse_dropout(c, "a backward form cannot redraw the dropout mask of its forward form");
   Node* q = c.tensor("query");
   Node* k = c.tensor("key");
   Node* v = c.tensor("value");

@@ -17,8 +17,9 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
-// Why `n` (a sdpa call) cannot run fused, or "" when it can.
-std::string not_fusable(const Node& n) {
+// Why `n` (a sdpa call) cannot run fused, or "" when it can; `dropout`: the backend offers the
+// dropout externs.
+std::string not_fusable(const Node& n, bool dropout) {
   const Node* q = n.arg("query").node();
   const Node* k = n.arg("key").node();
   if (q->dtype() != DType::Float32 && q->dtype() != DType::Float64)
@@ -26,7 +27,8 @@ std::string not_fusable(const Node& n) {
   int64_t r = q->meta().dim();
   if (n.arg("enable_gqa").to_bool() && r >= 3 && k->shape()[r - 3] != q->shape()[r - 3])
     return "grouped-query attention (fewer key heads than query heads)";
-  if (n.arg("dropout_p").to_double() != 0.0) return "dropout";
+  if (n.arg("dropout_p").to_double() != 0.0 && !dropout)
+    return "dropout_p > 0, and the backend offers no flash_attention_dropout extern";
   return "";
 }
 
@@ -56,8 +58,23 @@ void fuse(Graph& g, Node* n) {
   Node* ke = expand_to(g, k, batch, S, E);
   Node* ve = expand_to(g, v, batch, S, Ev);
   Arg m = mask.is_node() ? Arg(expand_to(g, mask.node(), batch, L, S)) : Arg();
-  Node* packed = g.call("_stax_flash_attention", {qe, ke, ve, m, n->arg("is_causal")},
-                        {{"scale", Arg(scale)}});
+  // dropout_p > 0: the mask of sdpa's decomposition (its dropout node, keyed by decompose() with
+  // n's rng_seed attr or name: keep when u > p, kept values times 1 / (1 - p)), drawn in the kernel
+  // from the seed that key gives in this run.
+  const double drop = n->arg("dropout_p").to_double();
+  Arg seed;
+  Kwargs kw{{"scale", Arg(scale)}};
+  if (drop != 0.0) {
+    Node* sd = g.call("_stax_rng_seed", {});
+    auto it = n->attrs.find("rng_seed");
+    sd->attrs["rng_seed"] = it != n->attrs.end() ? it->second : Arg(n->name());
+    seed = Arg(sd);
+    kw.emplace_back("dropout_threshold", Arg(drop));
+    kw.emplace_back("dropout_keep_above", Arg(true));
+    kw.emplace_back("dropout_scale", Arg(1.0 / (1.0 - drop)));
+  }
+  Node* packed =
+      g.call("_stax_flash_attention", {qe, ke, ve, m, n->arg("is_causal"), seed}, std::move(kw));
   Node* flat = g.call("slice.Tensor", {packed, int64_t{0}, int64_t{0}, numel_of(out_shape)});
   Node* out = g.call("reshape", {flat, Arg(out_shape)});
   g.set_insert_point(nullptr);
@@ -98,15 +115,20 @@ AttentionFusion fuse_attention(Graph& g, bool dropout) {
   }
   for (Node* n : found) {
     std::string name = "%" + n->name();
-    std::string why = not_fusable(*n);
+    std::string why = not_fusable(*n, dropout);
     if (!why.empty()) {
       report.notes.push_back(name + ": not fused: " + why + " (decomposed: matmul, softmax, matmul)");
       continue;
     }
+    const bool drops = n->arg("dropout_p").to_double() != 0.0;
     fuse(g, n);
     ++report.fused;
-    report.notes.push_back(name + ": fused: one flash_attention extern (online softmax, no L x S "
-                                  "scores in memory); its gradient is flash_attention_backward");
+    report.notes.push_back(
+        name + (drops ? ": fused (dropout_p > 0): one flash_attention_dropout extern (online "
+                        "softmax, the mask drawn in the kernel); its gradient is "
+                        "flash_attention_dropout_backward"
+                      : ": fused: one flash_attention extern (online softmax, no L x S scores in "
+                        "memory); its gradient is flash_attention_backward"));
   }
   fuse_decomposed_attention(g, report, dropout);  // the matmul-softmax-matmul form of traces
   return report;

@@ -122,8 +122,9 @@ Tensor layer_norm_kernel(const KernelContext& ctx) {
 }  // namespace
 
 // Builds a one-node graph of ctx's call over its runtime inputs, decomposes it (composite ops
-// only) and interprets the result. For deterministic ops only: the nested run does not see the
-// outer run's seed.
+// only) and interprets the result. The nested call keeps the node's name and attrs, and the
+// nested run the outer run's seed, so a random op of the decomposition (sdpa's dropout) gets the
+// rng_seed key decompose() gives it in a compiled graph and draws the same numbers.
 namespace {
 
 Tensor decompose_and_interpret(const KernelContext& ctx, bool expand_call) {
@@ -153,6 +154,7 @@ Tensor decompose_and_interpret(const KernelContext& ctx, bool expand_call) {
   // logsumexp, norm) matches the compiled decomposition in either order.
   InterpreterOptions options;
   options.reduction_order = ctx.reduction_order();
+  options.seed = ctx.run_seed();
   return interpret(g, inputs, options).at(0);
 }
 

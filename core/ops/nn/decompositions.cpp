@@ -19,7 +19,8 @@
 //   mse_loss, smooth_l1_loss, binary_cross_entropy_with_logits -> pointwise + sum / mean
 //   cross_entropy_loss                -> log_softmax + nll_loss (class indices) or mul + sum
 //                                        (probabilities), label smoothing as torch
-//   scaled_dot_product_attention      -> matmul, mul, where (mask / causal), softmax, matmul
+//   scaled_dot_product_attention      -> matmul, mul, where (mask / causal), softmax,
+//                                        dropout (dropout_p > 0), matmul
 //                                        (float16 / bfloat16: in float32, the output rounded once)
 // Every entry keeps torch's order of floating-point operations where torch's CPU kernel has one
 // (upsampling indices and weights); pooling windows are combined in row-major kernel order.
@@ -553,6 +554,12 @@ Node* sdpa_decomp(Graph& g, const Node& n) {
                                        : g.call("add.Tensor", {scores, m});
   }
   Node* attn = g.call("softmax.int", {scores, -1});
+  // dropout_p > 0: torch's math attention drops the probabilities before P·V (keep with
+  // probability 1 - p, scale 1 / (1 - p)). An ordinary dropout node: decompose() gives it this
+  // node's rng_seed key, so the interpreter, the VJP (the same mask again) and the fused kernel
+  // (attention_fusion.cpp) all draw the one mask of this node.
+  const double drop = n.arg("dropout_p").to_double();
+  if (drop != 0.0) attn = g.call("dropout", {attn, drop, true});
   Node* out = g.call("matmul", {attn, v});
   return low ? g.call("to.dtype", {out, out_t}) : out;
 }

@@ -16,6 +16,11 @@ namespace stax {
 // "%node", ...) when an emitted op has no VJP rule.
 void vjp_by_decomposition(VjpContext& c);
 
+// Gives each random op among `fresh` (nodes a decomposition of `n` emitted) the rng_seed key
+// decompose() would: n's rng_seed attr, else n's name. So the recomputed decomposition in a
+// derivative draws the numbers of n's forward (sdpa's dropout mask), not a stream of its own.
+void key_random_nodes(const Node& n, const std::vector<Node*>& fresh);
+
 // JVP of a Composite node: emits its decomposition after the node and propagates tangents through
 // the emitted nodes with the JVP rules; returns the tangent of the decomposition's result.
 Node* jvp_by_decomposition(JvpContext& c);

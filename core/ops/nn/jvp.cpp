@@ -29,6 +29,7 @@ Node* jvp_by_decomposition(JvpContext& c) {
   std::vector<Node*> fresh;
   for (Node* m : g.nodes())
     if (!before.count(m)) fresh.push_back(m);
+  key_random_nodes(*n, fresh);
   std::unordered_set<const Node*> fresh_set(fresh.begin(), fresh.end());
   std::unordered_map<const Node*, Node*> tangent;
   auto tangent_of = [&](const Node* m) -> Node* {

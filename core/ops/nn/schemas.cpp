@@ -10,7 +10,9 @@
 //     (core/ops/mutation/rules.cpp, docs/functionalization.md). The multi-output native_batch_norm, native_group_norm,
 //     native_layer_norm, max_pool*_with_indices, nll_loss_forward are tuple-valued ops expanded
 //     into these (core/ops/multi_output/schemas.cpp); convolution_backward is not registered.
-//   * scaled_dot_product_attention supports dropout_p == 0 only.
+//   * scaled_dot_product_attention takes 0 <= dropout_p < 1: its decomposition drops the
+//     probabilities with an ordinary dropout node (Stax's Philox stream, not torch's RNG bits;
+//     docs/attention.md "Dropout"); p = 1 (everything dropped) and p outside [0, 1) are errors.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -373,8 +375,10 @@ TensorMeta sdpa_rule(const CallArgs& c) {
     kb[kb.size() - 1] = hq;
   }
   Shape batch = broadcast_shapes(qb, kb, c.where());
-  if (c.get("dropout_p").to_double() != 0.0)
-    c.fail("dropout_p must be 0 (attention dropout is not supported)");
+  const double drop = c.get("dropout_p").to_double();
+  if (!(drop >= 0.0 && drop < 1.0))
+    c.fail("dropout_p must be in [0, 1) (the probability of dropping an attention weight), got " +
+           std::to_string(drop));
   if (c.has("attn_mask")) {
     const TensorMeta& m = c.tensor("attn_mask");
     if (m.dtype != DType::Bool && m.dtype != q.dtype)

@@ -36,6 +36,14 @@ std::vector<std::string> nn_decomposed_ops() {
   return t.names();
 }
 
+void key_random_nodes(const Node& n, const std::vector<Node*>& fresh) {
+  auto it = n.attrs.find("rng_seed");
+  const Arg key = it != n.attrs.end() ? it->second : Arg(n.name());
+  for (Node* m : fresh)
+    if (m->is_call() && m->op()->category == OpCategory::Random && !m->attrs.count("rng_seed"))
+      m->attrs.emplace("rng_seed", key);
+}
+
 void vjp_by_decomposition(VjpContext& c) {
   Graph& g = c.graph();
   Node* n = c.node();
@@ -53,6 +61,7 @@ void vjp_by_decomposition(VjpContext& c) {
       m->set_phase(c.phase());
       fresh.push_back(m);
     }
+  key_random_nodes(*n, fresh);
   std::unordered_set<const Node*> local;
   for (Node* m : fresh) {
     if (!m->is_call() || !m->op()->differentiable || !is_floating(m->dtype())) continue;

@@ -19,15 +19,28 @@ from . import fx_import
 log = logging.getLogger("stax.dynamo")
 
 
+# The attention ops and where their dropout_p is (positional index).
+_ATTENTION_DROPOUT_AT = {"aten::scaled_dot_product_attention": 4,
+                         "aten::_scaled_dot_product_flash_attention_for_cpu": 3,
+                         "aten::_scaled_dot_product_efficient_attention": 5}
+
+
 def _draws_random(gm):
     """Whether the aten graph has random ops (native_dropout, rand, bernoulli ...): torch tags
-    them nondeterministic_seeded. The attention ops are tagged for their dropout_p, which Stax
-    requires to be 0: they draw nothing."""
+    them nondeterministic_seeded. The attention ops are tagged for their dropout_p: they draw
+    (Stax's dropout in their decomposition) only when it is not 0."""
     seeded = torch.Tag.nondeterministic_seeded
     for n in gm.graph.nodes:
         t = n.target
-        if (n.op == "call_function" and isinstance(t, torch._ops.OpOverload)
-                and seeded in t.tags and "scaled_dot_product" not in t.name()):
+        if not (n.op == "call_function" and isinstance(t, torch._ops.OpOverload)
+                and seeded in t.tags):
+            continue
+        if "scaled_dot_product" not in t.name():
+            return True
+        i = _ATTENTION_DROPOUT_AT.get(t.name())
+        p = (n.args[i] if i is not None and len(n.args) > i
+             else n.kwargs.get("dropout_p", 0.0))
+        if p != 0:
             return True
     return False
 

@@ -79,8 +79,21 @@ TEST(CoreAtenErrors, AttentionForms) {
   Graph g;
   Node* q = g.placeholder("q", {2, 3, 5, 4});
   Node* k = g.placeholder("k", {2, 3, 6, 4});
-  expect_error([&] { g.call("_scaled_dot_product_flash_attention_for_cpu", {q, k, k, 0.1}); },
-               "dropout_p must be 0");
+  expect_error([&] { g.call("_scaled_dot_product_flash_attention_for_cpu", {q, k, k, 1.0}); },
+               "dropout_p must be in [0, 1)");
+  expect_error([&] { g.call("_scaled_dot_product_flash_attention_for_cpu", {q, k, k, -0.1}); },
+               "dropout_p must be in [0, 1)");
+  // dropout_p > 0: the flash form runs (sdpa's dropout); the forms handing torch's RNG state on
+  // refuse it.
+  Node* fd = g.call("_scaled_dot_product_flash_attention_for_cpu", {q, k, k, 0.1});
+  EXPECT_EQ(fd->tuple_metas()[0].sizes, (Shape{2, 3, 5, 4}));
+  expect_error([&] { g.call("_scaled_dot_product_efficient_attention", {q, k, k, Arg(), true, 0.1}); },
+               "torch's CUDA generator state");
+  Node* out = g.placeholder("out", {2, 3, 5, 4});
+  Node* lse = g.placeholder("lse", {2, 3, 5});
+  expect_error([&] {
+    g.call("_scaled_dot_product_flash_attention_for_cpu_backward", {out, q, k, k, out, lse, 0.1, false});
+  }, "cannot redraw the dropout mask of its forward form");
   Node* q3 = g.placeholder("q3", {3, 5, 4});
   expect_error([&] { g.call("_scaled_dot_product_flash_attention_for_cpu", {q3, q3, q3}); },
                "4-D");

@@ -245,7 +245,7 @@ TEST(NnConvolution, BadShapesAreClearErrors) {
   EXPECT_THROW(g.call("conv2d", {x, w2, Arg(), Ints{0, 0}}), Error);           // stride 0
   EXPECT_THROW(g.call("conv2d", {x, w2, Arg(), Ints{1}, Ints{0}, Ints{9}}), Error);  // kernel > input
   EXPECT_THROW(g.call("max_pool2d", {x, Ints{2, 2}, Ints{}, Ints{2, 2}}), Error);  // pad > k/2
-  EXPECT_THROW(g.call("scaled_dot_product_attention", {x, x, x, Arg(), 0.5}), Error);
+  EXPECT_THROW(g.call("scaled_dot_product_attention", {x, x, x, Arg(), 1.0}), Error);  // dropout_p 1
 }
 
 // ---- pooling, batch_norm: direct kernels vs decompositions -----------------------------------

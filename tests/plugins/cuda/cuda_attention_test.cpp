@@ -152,6 +152,31 @@ TEST(CudaAttention, DropoutIsNotFusedWithoutTheDropoutExterns) {
   EXPECT_TRUE(close(cg.run(in, o).at(0), interpret(g, in, io).at(0), 1e-12));
 }
 
+// Stax's own sdpa op with dropout_p > 0: the same decision, the op's decomposition (softmax ->
+// dropout -> P·V, its dropout node keyed by the sdpa node) runs on the backend, and its values
+// are the interpreter's (same run seed, same mask), float32 and float64.
+TEST(CudaAttention, SdpaOpWithDropoutRunsItsDecomposition) {
+  const Case c{"sdpa_dropout", 2, 2, 20, 20, 16, 16, true, MaskKind::None, 0};
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t, 0.3);
+    std::vector<Tensor> in = inputs_for(c, t, 5);
+    CompiledGraph cg = emulated().compile(*g);
+    const std::string sched = cg.schedule().str();
+    EXPECT_FALSE(contains(sched, "extern flash_attention")) << sched;
+    EXPECT_TRUE(contains(sched, "not fused: dropout_p > 0, and the backend offers no "
+                                "flash_attention_dropout extern"))
+        << sched;
+    for (uint64_t seed : {4ull, 8ull}) {
+      GraphRunOptions o;
+      o.seed = seed;
+      InterpreterOptions io;
+      io.seed = seed;
+      EXPECT_TRUE(within(cg.run(in, o).at(0), interpret(*g, in, io).at(0), dropout_bound(c, in, t, 0.3)));
+    }
+  }
+}
+
 // The same kernels for the GPU: NVRTC compiles them to an sm_90 cubin (no device needed), every
 // entry point named in it.
 TEST(CudaAttention, KernelsCompileToACubin) {
