@@ -143,48 +143,26 @@ static inline stax_vf exp(stax_vf x) {
   y = (y * (stax_vf)((b1 + 127u) << 23)) * (stax_vf)((b - b1 + 127u) << 23);
   return select(x != x, (stax_vf)__builtin_nanf(""), y);
 }
-// exp_f32::formula_tail (erf's tail, w in [-16, 0]): exp above without the steps that do
-// nothing there (no clamp reached, no NaN, one exact scaling by 2^n): the same bits.
-static inline stax_vf exp_tail(stax_vf w) {
-  namespace E = stax_scalar::m::exp_f32;
-  stax_vf s = __builtin_elementwise_fma(w, (stax_vf)E::kLog2e, (stax_vf)E::kShift);
-  stax_vf n = s - E::kShift;
-  stax_vf r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Hi, w);
-  r = __builtin_elementwise_fma(n, (stax_vf)-E::kLn2Lo, r);
-  stax_vf p = __builtin_elementwise_fma((stax_vf)E::kP4, r, (stax_vf)E::kP3);
-  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP2);
-  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP1);
-  p = __builtin_elementwise_fma(p, r, (stax_vf)E::kP0);
-  stax_vf u = 1.0f + r;
-  stax_vf e = (1.0f - u) + r;
-  stax_vf y = u + __builtin_elementwise_fma(r * r, p, e);
-  return y * (stax_vf)(((stax_vu)s + 127u) << 23);
-}
 static inline stax_vf log1p(stax_vf x) {
   stax_vf r = Sleef_cinz_log1pf16_u10avx512fnofma(x);
   stax_vf big = Sleef_cinz_logf16_u10avx512fnofma(x);
   return canonical_nan(select(x > 1e38f, big, r));
 }
-// scalar_ops.hpp's erf(float), step for step on 16 lanes (small_q takes vectors; G by Horner in fmas
-// and exp are spelled out here, as in exp above).
+// scalar_ops.hpp's erf(float), step for step on 16 lanes (its polynomials take vectors and an fma).
 static inline stax_vf erf(stax_vf x) {
-  typedef double stax_vd16 __attribute__((ext_vector_type(16)));
+  namespace E = stax_scalar::m::erf_f32;
+  auto fma = [](stax_vf a, stax_vf b, stax_vf c) { return __builtin_elementwise_fma(a, b, c); };
   stax_vf ax = abs(x);
-  stax_vd16 xd = __builtin_convertvector(x, stax_vd16), z = xd * xd;
-  stax_vf small = __builtin_convertvector(xd + xd * stax_scalar::m::erf_f32::small_q(z), stax_vf);
-  stax_vf a = select(ax < stax_scalar::m::erf_f32::kClamp, ax, (stax_vf)stax_scalar::m::erf_f32::kClamp);
-  namespace G = stax_scalar::m::erf_f32;
-  stax_vf t = a - G::kCenter;
-  stax_vf g = __builtin_elementwise_fma((stax_vf)G::kG7, t, (stax_vf)G::kG6);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG5);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG4);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG3);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG2);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG1);
-  g = __builtin_elementwise_fma(g, t, (stax_vf)G::kG0);
-  stax_vf tail = 1.0f - exp_tail(-(a * a)) * g;
-  tail = (stax_vf)(((stax_vm)tail & 0x7fffffff) | ((stax_vm)x & (int)0x80000000));
-  return canonical_nan(select(ax >= stax_scalar::m::erf_f32::kSplit, tail, small));
+  stax_vf small = fma(x, E::small_q(fma, x * x), x);
+  stax_vf m = E::mid_m(fma, ax - E::kMidCenter);
+  stax_vf a = select(ax < E::kClamp, ax, (stax_vf)E::kClamp);
+  stax_vf t = E::tail_t(fma, a - E::kTailCenter);
+  stax_vm mid = ax < E::kMidEnd;
+  stax_vf p = select(mid, m, t);
+  stax_vf base = select(mid, (stax_vf)E::kMidBase, (stax_vf)1.0f);
+  stax_vf large = base - p;
+  large = (stax_vf)(((stax_vm)large & 0x7fffffff) | ((stax_vm)x & (int)0x80000000));
+  return canonical_nan(select(ax >= E::kSmallEnd, large, small));
 }
 static inline stax_vf sqrt(stax_vf x) { return __builtin_elementwise_sqrt(x); }
 static inline stax_vf rsqrt(stax_vf x) { return 1.0f / __builtin_elementwise_sqrt(x); }

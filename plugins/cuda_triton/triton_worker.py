@@ -79,28 +79,36 @@ def patch_libdevice():
             return np.where(r != r, dt(np.nan), r).astype(dt)
         return run
 
-    # erf over float32: Stax's own formula on exp_f32 below, scalar_ops.hpp's erf_f32 step for step
-    # (numpy rounds every operation, as the C text does with contraction off; fmas as fma_f32).
+    # erf over float32: Stax's own formula, scalar_ops.hpp's erf_f32 step for step (numpy rounds
+    # every operation, as the C text does with contraction off; fmas as fma_f32).
     def erf_f32(x):
         f = np.float32
-        xd = x.astype(np.float64)
-        z = xd * xd
-        q = np.float64(-7.57296181558286818e-06)
-        for c in (1.03938756456506409e-04, -8.33956980636207934e-04, 5.20901630173058183e-03,
-                  -2.68602475299689961e-02, 1.12836750289681126e-01, -3.76126300445629780e-01,
-                  1.28379165975432363e-01):
-            q = q * z + np.float64(c)
-        small = (xd + xd * q).astype(f)
+
+        def horner(t, coefs):  # coefs from the constant term up
+            r = np.full_like(t, f(coefs[-1]))
+            for c in reversed(coefs[:-1]):
+                r = fma_f32(r, t, f(c))
+            return r
         ax = np.abs(x)
+        z = (x * x).astype(f)
+        q = horner(z, (1.283791661e-01, -3.761263788e-01, 1.128377840e-01, -2.686474286e-02,
+                       5.216690712e-03, -8.355375030e-04, 9.461307491e-05))
+        small = fma_f32(x, q, x)
+        m = horner((ax - f(1.125)).astype(f),
+                   (-4.463823140e-02, -3.182739615e-01, 3.580582738e-01, -1.624518335e-01,
+                    -2.797647566e-02, 6.131064147e-02, -1.547973417e-02, -9.483876638e-03,
+                    5.604335573e-03))
         a = np.where(ax < f(3.95), ax, f(3.95)).astype(f)
-        t = (a - f(2.5)).astype(f)
-        g = np.full_like(t, f(-2.287990158e-04))
-        for c in (-1.163168088e-04, -9.199034176e-04, 2.546456309e-03, -7.880020645e-03,
-                  2.497221932e-02, -7.434903975e-02, 2.108053060e-01):
-            g = fma_f32(g, t, f(c))
-        e = exp_f32(-(a * a))
-        tail = np.copysign((f(1) - e * g).astype(f), x).astype(f)
-        return np.where(ax >= f(1.25), tail, small).astype(f)
+        t = horner((a - f(2.75)).astype(f),
+                   (1.006225211e-04, -5.862754188e-04, 1.612218330e-03, -2.760430332e-03,
+                    3.258619690e-03, -2.755520167e-03, 1.655136701e-03, -6.469347863e-04,
+                    9.360653348e-05, 7.264544547e-05, -6.012218728e-05, 1.466897174e-05,
+                    4.139960765e-06, -2.261292138e-06))
+        mid = ax < f(1.5)
+        p = np.where(mid, m, t).astype(f)
+        base = np.where(mid, f(0.84375), f(1)).astype(f)
+        large = np.copysign((base - p).astype(f), x).astype(f)
+        return np.where(ax >= f(0.75), large, small).astype(f)
 
     # fma over float32, rounded once like C's fmaf: a*b is exact in float64, a*b + c is rounded
     # to odd in float64 (the sum rounded to nearest, its exact error from TwoSum, and an even

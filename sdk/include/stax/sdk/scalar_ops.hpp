@@ -26,7 +26,7 @@
 // lists them). A target whose math is not SLEEF (CUDA C) defines STAX_SCALAR_MATH_F / _D before
 // this header to its own functions, and then owes its tests a bound, not bit equality.
 #ifndef STAX_SCALAR_MATH_F
-#define STAX_SCALAR_OWN_ERF_F32 1  // erf(float) is the formula below erf_f32, built on exp_f32
+#define STAX_SCALAR_OWN_ERF_F32 1  // erf(float) is the formula below erf_f32 (polynomials in fmas)
 #define STAX_SCALAR_OWN_EXP_F32 1  // exp(float) is the formula below exp_f32
 #define STAX_SCALAR_MATH_F(name) Sleef_cinz_##name##f1_u10purec
 #define STAX_SCALAR_MATH_D(name) Sleef_cinz_##name##d1_u10purec
@@ -79,7 +79,7 @@ inline float canonical_nan(float r) { return r != r ? __builtin_nanf("") : r; }
 inline double canonical_nan(double r) { return r != r ? __builtin_nan("") : r; }
 // exp over float32 is Stax's own formula, not SLEEF's expf (docs/vector_math.md, DECISIONS items
 // 37 and 38): inline, so a vectorised loop keeps its accumulators in registers instead of spilling
-// them around a call; erf_f32 below is built on it. IEEE +, -, *, fused multiply-adds (an fma
+// them around a call. IEEE +, -, *, fused multiply-adds (an fma
 // rounds once: a vfmadd, glibc's or C99's fmaf give the same bits) and bit operations in a fixed
 // order, so the scalar and the vector forms have the same bits by construction:
 //   xc = clamp(x, -104, 89)   (NaN -> -104; exp(-104) rounds to 0, exp(89) overflows)
@@ -123,22 +123,6 @@ inline float formula(float x) {
   y = (y * bits_to_float((b1 + 127u) << 23)) * bits_to_float((b - b1 + 127u) << 23);
   return x != x ? __builtin_nanf("") : y;
 }
-// formula(w) for w in [-16, 0] (erf's tail: w = -a^2, a <= 3.95), with the steps that do
-// nothing there left out, so the same bits: no clamp is reached and w is never NaN; n is in
-// [-23, 0], so 2^n is a normal float and y * 2^n (y in [0.7, 1.5)) is exact and normal, as the
-// two scalings are ((b + 127) << 23 is 2^n: the low bits of b hold n, and the constant's bits
-// shift out).
-inline float formula_tail(float w) {
-  float s = fma(w, kLog2e, kShift);
-  float n = s - kShift;
-  float r = fma(n, -kLn2Hi, w);
-  r = fma(n, -kLn2Lo, r);
-  float p = fma(fma(fma(fma(kP4, r, kP3), r, kP2), r, kP1), r, kP0);
-  float u = 1.0f + r;
-  float e = (1.0f - u) + r;
-  float y = u + fma(r * r, p, e);
-  return y * bits_to_float((__builtin_bit_cast(unsigned, s) + 127u) << 23);
-}
 }  // namespace exp_f32
 inline float exp(float x) { return exp_f32::formula(x); }
 #else
@@ -169,55 +153,73 @@ STAX_SCALAR_TRANSCENDENTAL1(cos)
 STAX_SCALAR_TRANSCENDENTAL1(tan)
 STAX_SCALAR_TRANSCENDENTAL1(tanh)
 // erf over float32 (float16 / bfloat16 through it) is Stax's own formula, not SLEEF's erff
-// (docs/vector_math.md, DECISIONS items 34 and 38): SLEEF's deterministic erff works in
+// (docs/vector_math.md, DECISIONS items 34, 38 and 62): SLEEF's deterministic erff works in
 // double-float arithmetic without FMA and costs ~6x glibc's vector erff, the largest single cost
-// of an MLP step's gelu. Built from IEEE +, -, *, fmas, conversions and exp_f32 above, inline, in
-// a fixed order, so it has the same bits in scalar form (the interpreter, kernel tails) and in
-// vector form (cpu_cpp's vectorised loops; the vector printer's erf spells the same steps), on
-// every machine (an fma rounds once; contraction is off in every build of this text).
-//   |x| < 1.25:  x + x*Q(x^2) in double, rounded once (Q: degree 7, relative error 1e-9);
-//                this covers 0, subnormals and the sign exactly.
-//   |x| >= 1.25: copysign(1 - exp(-a^2) * G(a - 2.5), x) in float, a = min(|x|, 3.95)
-//                (G ~ erfc(a) * exp(a^2): degree 7 by Horner in fmas, fitted for absolute
-//                error in erf; from 3.9192 on erf rounds to 1, and the clamp keeps exp and G
-//                finite for +-inf).
-// Measured over every float32 against glibc's double erf: at most 0.7648 ULP (at 1.27113605;
-// erf_f32_test, STAX_ERF_EXHAUSTIVE=1). NaN in: the canonical NaN out.
+// of an MLP step's gelu. Three polynomials by Horner in fused multiply-adds, inline, in a fixed
+// order, so it has the same bits in scalar form (the interpreter, kernel tails) and in vector
+// form (cpu_cpp's vectorised loops; the vector printer's erf spells the same steps), on every
+// machine (an fma rounds once; contraction is off in every build of this text). a = |x|:
+//   a < 0.75:          fma(x, Q(x^2), x)         (Q ~ erf(x)/x - 1, degree 6; exact at 0, the
+//                                               subnormals and the sign)
+//   0.75 <= a < 1.5:   0.84375 - M(a - 1.125)    (M ~ 0.84375 - erf, degree 8, |M| < 0.133)
+//   a >= 1.5:          1 - T(min(a, 3.95) - 2.75)  (T ~ erfc, degree 13, T < 0.034; returns 1
+//                                               from 3.92347 on, erf rounds to 1 from 3.9192)
+// the last two with x's sign. The reduced arguments a - 1.125 and min(a, 3.95) - 2.75 are exact
+// where they are used, and the last operation of each branch adds a small term to a constant or
+// to x, so its rounding is the one that counts. Every lane computes all three (selects, no
+// branches; 27 fmas). Fitted (Lawson's minimax, coefficients rounded to float from the highest
+// down, the rest refitted each time) against mpmath; measured over every float32 against glibc's
+// double erf: at most 0.7615 ULP (at 0.75201267; erf_f32_test, STAX_ERF_EXHAUSTIVE=1).
+// NaN in: the canonical NaN out.
 namespace erf_f32 {
-template <class D> inline D small_q(D z) {
-  return ((((((-7.57296181558286818e-06 * z + 1.03938756456506409e-04) * z +
-                -8.33956980636207934e-04) * z + 5.20901630173058183e-03) * z +
-              -2.68602475299689961e-02) * z + 1.12836750289681126e-01) * z +
-            -3.76126300445629780e-01) * z + 1.28379165975432363e-01;
+// c0 + t (c1 + t (c2 + ...)), innermost first, in fmas: fma(fma(cn, t, c(n-1)), t, ...).
+template <class V, class F> inline V horner(F, V, float c) { return V(c); }
+template <class V, class F, class... R> inline V horner(F fma, V t, float c, R... r) {
+  return fma(horner(fma, t, r...), t, V(c));
 }
-// G's coefficients, kG7 the highest; G is evaluated by Horner in fmas (tail_g below).
-constexpr float kG7 = -2.287990158e-04f, kG6 = -1.163168088e-04f, kG5 = -9.199034176e-04f,
-                kG4 = 2.546456309e-03f, kG3 = -7.880020645e-03f, kG2 = 2.497221932e-02f,
-                kG1 = -7.434903975e-02f, kG0 = 2.108053060e-01f;
+constexpr float kSmallEnd = 0.75f;      // |x| below: fma(x, Q(x^2), x)
+constexpr float kMidEnd = 1.5f;         // |x| below (from kSmallEnd): kMidBase - M(|x| - kMidCenter)
+constexpr float kMidCenter = 1.125f;
+constexpr float kMidBase = 0.84375f;
+constexpr float kClamp = 3.95f;         // erf rounds to 1 from 3.9192 on
+constexpr float kTailCenter = 2.75f;    // 1 - T(min(|x|, kClamp) - kTailCenter)
+// Q(z), z = x^2: erf(x) / x - 1 (relative error of x (1 + Q) 2.8e-9).
+template <class V, class F> inline V small_q(F fma, V z) {
+  return horner(fma, z, 1.283791661e-01f, -3.761263788e-01f, 1.128377840e-01f, -2.686474286e-02f,
+                5.216690712e-03f, -8.355375030e-04f, 9.461307491e-05f);
+}
+// M(t), t = a - kMidCenter: kMidBase - erf(a) (absolute error 2.4e-9).
+template <class V, class F> inline V mid_m(F fma, V t) {
+  return horner(fma, t, -4.463823140e-02f, -3.182739615e-01f, 3.580582738e-01f, -1.624518335e-01f,
+                -2.797647566e-02f, 6.131064147e-02f, -1.547973417e-02f, -9.483876638e-03f,
+                5.604335573e-03f);
+}
+// T(t), t = a - kTailCenter: erfc(a) (absolute error 7e-10).
+template <class V, class F> inline V tail_t(F fma, V t) {
+  return horner(fma, t, 1.006225211e-04f, -5.862754188e-04f, 1.612218330e-03f, -2.760430332e-03f,
+                3.258619690e-03f, -2.755520167e-03f, 1.655136701e-03f, -6.469347863e-04f,
+                9.360653348e-05f, 7.264544547e-05f, -6.012218728e-05f, 1.466897174e-05f,
+                4.139960765e-06f, -2.261292138e-06f);
+}
 #ifdef STAX_SCALAR_OWN_ERF_F32  // (a CUDA C target has no __builtin_fmaf, and keeps its erff)
-inline float tail_g(float t) {
-  float g = __builtin_fmaf(kG7, t, kG6);
-  g = __builtin_fmaf(g, t, kG5);
-  g = __builtin_fmaf(g, t, kG4);
-  g = __builtin_fmaf(g, t, kG3);
-  g = __builtin_fmaf(g, t, kG2);
-  g = __builtin_fmaf(g, t, kG1);
-  return __builtin_fmaf(g, t, kG0);
-}
+struct Fma {
+  float operator()(float a, float b, float c) const { return __builtin_fmaf(a, b, c); }
+};
 #endif
-constexpr float kSplit = 1.25f;   // |x| below: the double polynomial
-constexpr float kClamp = 3.95f;   // erf rounds to 1 from 3.9192 on
-constexpr float kCenter = 2.5f;   // G's variable is a - kCenter
 }  // namespace erf_f32
 #ifdef STAX_SCALAR_OWN_ERF_F32
 inline float erf(float x) {
+  erf_f32::Fma fma;
   float ax = __builtin_fabsf(x);
-  double xd = x, z = xd * xd;
-  float small = (float)(xd + xd * erf_f32::small_q(z));
+  float small = fma(x, erf_f32::small_q(fma, x * x), x);
+  float m = erf_f32::mid_m(fma, ax - erf_f32::kMidCenter);
   float a = ax < erf_f32::kClamp ? ax : erf_f32::kClamp;
-  float tail = __builtin_copysignf(
-      1.0f - exp_f32::formula_tail(-(a * a)) * erf_f32::tail_g(a - erf_f32::kCenter), x);
-  return canonical_nan(ax >= erf_f32::kSplit ? tail : small);
+  float t = erf_f32::tail_t(fma, a - erf_f32::kTailCenter);
+  bool mid = ax < erf_f32::kMidEnd;
+  float p = mid ? m : t;
+  float base = mid ? erf_f32::kMidBase : 1.0f;
+  float large = __builtin_copysignf(base - p, x);
+  return canonical_nan(ax >= erf_f32::kSmallEnd ? large : small);
 }
 #else
 // A target with its own math (CUDA C) keeps its erff: a bound, not bit equality (above).
