@@ -82,6 +82,14 @@ struct OpDef {
   // shape): an int / float / bool / Scalar argument given such a node gets this value instead
   // (bind_call folds it), so FX printouts traced with symbolic sizes bind as static graphs.
   std::function<Arg(const Node&)> static_value;
+  // Set for an op outside OpCategory::Random that draws random numbers for some of its
+  // arguments (attention with dropout_p > 0: the dropout of its decomposition): true when the
+  // node draws. Engines that must not merge or reorder draws (CSE) treat such a node as random.
+  std::function<bool(const Node&)> draws_random;
+  // Whether the node draws random numbers: a Random op, or `draws_random` says so.
+  bool draws(const Node& n) const {
+    return category == OpCategory::Random || (draws_random && draws_random(n));
+  }
   const std::string& name() const { return schema.name; }
   // Marks the kwarg-only `param` as also accepted positionally (ParamSpec::positional_compat).
   OpDef& allow_positional(const std::string& param);

@@ -60,7 +60,7 @@ void append_key(const Arg& a, std::string& k) {
 }
 
 bool never_merge(const Node& n) {
-  if (n.op()->category == OpCategory::Random) return true;
+  if (n.op()->draws(n)) return true;  // two draws stay two draws
   for (const auto& [name, value] : n.attrs)
     if (name.rfind("rng", 0) == 0) return true;
   return false;

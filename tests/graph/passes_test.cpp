@@ -162,6 +162,40 @@ TEST(CommonSubexpressionElimination, NeverMergesNodesWithRngAttributes) {
   EXPECT_EQ(g.size(), 6u);
 }
 
+// Attention with dropout_p > 0 is a Composite op that draws (the dropout of its decomposition,
+// keyed by the node): two such calls are two masks, so CSE must keep both (OpDef::draws_random).
+// Without dropout the two calls are the same function and merge.
+TEST(CommonSubexpressionElimination, NeverMergesAttentionThatDraws) {
+  if (!default_registry().find("scaled_dot_product_attention"))
+    GTEST_SKIP() << "attention not registered";
+  auto build = [](Graph& g, double p) {
+    Node* q = g.placeholder("q", {1, 2, 8, 4});
+    Node* k = g.placeholder("k", {1, 2, 8, 4});
+    Node* v = g.placeholder("v", {1, 2, 8, 4});
+    Node* a = g.call("scaled_dot_product_attention", {q, k, v, Arg(), p, false}, {}, "a");
+    Node* b = g.call("scaled_dot_product_attention", {q, k, v, Arg(), p, false}, {}, "b");
+    g.output({g.call("sub.Tensor", {a, b}, {}, "d")});
+    return a;
+  };
+  Graph drop;
+  Node* a = build(drop, 0.5);
+  EXPECT_TRUE(a->op()->draws(*a));
+  EXPECT_EQ(common_subexpression_elimination(drop), 0u);
+  EXPECT_EQ(drop.size(), 7u);
+  Graph plain;
+  Node* a0 = build(plain, 0.0);
+  EXPECT_FALSE(a0->op()->draws(*a0));
+  EXPECT_EQ(common_subexpression_elimination(plain), 1u);
+  // What would go wrong: the two masks differ, so merging the calls would turn d into zeros.
+  if (has_kernels({"sub.Tensor"})) {
+    std::vector<Tensor> in{Tensor::randn({1, 2, 8, 4}, DType::Float32, 1),
+                           Tensor::randn({1, 2, 8, 4}, DType::Float32, 2),
+                           Tensor::randn({1, 2, 8, 4}, DType::Float32, 3)};
+    auto out = interpret(drop, in);
+    EXPECT_FALSE(out[0].equal(Tensor::zeros({1, 2, 8, 4}))) << "the two calls drew one mask";
+  }
+}
+
 TEST(Passes, ResultsAreBitwiseIdenticalOnTheInterpreter) {
   if (!has_kernels({"relu.default", "mul.Scalar", "add.Tensor", "exp.default"}))
     GTEST_SKIP() << "interpreter kernels not registered yet";

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/graph/multi_output.h"
+#include "core/ops/nn/params.h"
 #include "core/ops/common/forward_vjp.h"
 #include "core/ops/registration.h"
 #include "core/support/error.h"
@@ -246,8 +247,11 @@ std::vector<AttentionForm> attention_forms() {
 }  // namespace
 
 void register_attention_form_ops(OpRegistry& r) {
-  for (auto& op : attention_forms())
-    r.add_multi(op.schema, OpCategory::Composite, infer_by_expansion(parse_schema(op.schema).name));
+  for (auto& op : attention_forms()) {
+    OpDef& def = r.add_multi(op.schema, OpCategory::Composite,
+                             infer_by_expansion(parse_schema(op.schema).name));
+    def.draws_random = nn::attention_draws_random;
+  }
 }
 
 void register_attention_form_expansions(ExpansionTable& t) {

@@ -4,6 +4,8 @@
 
 namespace stax::nn {
 
+bool attention_draws_random(const Node& n) { return n.arg("dropout_p").to_double() != 0.0; }
+
 namespace {
 
 std::string list_str(const Ints& v) {

@@ -21,6 +21,10 @@ using Ints = std::vector<int64_t>;
 Ints expand_list(const Arg& a, size_t n, const std::string& what, const std::string& where,
                  int64_t min_value = 0);
 
+// OpDef::draws_random of the attention ops (scaled_dot_product_attention and its aten forms):
+// they draw (the dropout of their decomposition) only when dropout_p is not 0.
+bool attention_draws_random(const Node& n);
+
 // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 struct ConvParams {
   Ints stride, padding, dilation, output_padding;

@@ -669,7 +669,8 @@ void add_loss_and_attention_ops(OpRegistry& r) {
   r.add("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
         "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, "
         "bool enable_gqa=False) -> Tensor",
-        K, P::None, sdpa_rule);
+        K, P::None, sdpa_rule)
+      .draws_random = nn::attention_draws_random;
 }
 
 // Composite formulas: huber / soft margin / binary cross entropy losses, dist, pixel_shuffle.
