@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -203,6 +204,62 @@ TEST(FlashAttention, OnePassAndTwoPassBackwardsAgreeBitForBit) {
       EXPECT_EQ(std::vector<float>(dv, dv + c.s * c.ev), std::vector<float>(one.data() + c.l * c.e + c.s * c.e,
                                                                             one.data() + per)) << x;
     }
+  }
+}
+
+// The kernels write every element of out, lse, dq, dk and dv whatever the buffers held: since
+// 2026-12-06 the backward sums into its outputs without filling them first (each element's first
+// term as x + 0) and fills only what no block reaches (keys no causal query sees, L < S). Buffers
+// full of NaN give the bits of zeroed ones, both backward schedules, float32 and float64.
+template <class T>
+void expect_outputs_written(const Case& c) {
+  namespace attn = sdk::attention;
+  SCOPED_TRACE(c.name + (sizeof(T) == 8 ? " float64" : " float32"));
+  const int64_t n = c.b * c.h, rows = n * c.l;
+  const DType t = sizeof(T) == 8 ? DType::Float64 : DType::Float32;
+  std::vector<Tensor> in = inputs_for(c, t, 31);
+  std::vector<int64_t> oq(n), ok(n), ov(n);
+  for (int64_t x = 0; x < n; ++x) oq[x] = x * c.l * c.e, ok[x] = x * c.s * c.e, ov[x] = x * c.s * c.ev;
+  auto fill = [&](attn::Problem<T>& p) {
+    p.batch = n, p.l = c.l, p.s = c.s, p.e = c.e, p.ev = c.ev, p.scale = T(0.3), p.causal = c.causal;
+    p.q = {in[0].data<T>(), oq.data(), c.e, 1};
+    p.k = {in[1].data<T>(), ok.data(), c.e, 1};
+    p.v = {in[2].data<T>(), ov.data(), c.ev, 1};
+  };
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  Tensor dout = Tensor::randn({rows * (c.ev + 1)}, t, 33);
+  const int64_t packed = rows * c.ev + rows, grads = rows * c.e + n * c.s * (c.e + c.ev);
+  std::vector<T> out[2], g[2];
+  for (int pass = 0; pass < 2; ++pass) {  // 0: zeroed buffers, 1: NaN
+    out[pass].assign(static_cast<size_t>(packed), pass ? nan : T(0));
+    g[pass].assign(static_cast<size_t>(grads), pass ? nan : T(0));
+    attn::Forward<T> f;
+    fill(f);
+    f.out = out[pass].data(), f.lse = out[pass].data() + rows * c.ev;
+    attn::forward(f);
+    attn::Backward<T> p;
+    fill(p);
+    p.out = out[pass].data(), p.lse = out[pass].data() + rows * c.ev;
+    p.dout = dout.data<T>(), p.dlse = dout.data<T>() + rows * c.ev;
+    p.dq = g[pass].data(), p.dk = p.dq + rows * c.e, p.dv = p.dk + n * c.s * c.e;
+    attn::backward(p);
+  }
+  EXPECT_EQ(out[0], out[1]) << "out, lse";
+  EXPECT_EQ(g[0], g[1]) << "dq, dk, dv";
+  for (size_t x = 0; x < g[1].size(); ++x) ASSERT_FALSE(std::isnan(g[1][x])) << x;
+  // Keys past the last causal query get exactly 0.
+  if (c.causal && c.s > c.l)
+    for (int64_t j = c.l; j < c.s; ++j) EXPECT_EQ(g[1][static_cast<size_t>(rows * c.e + j * c.e)], T(0)) << j;
+}
+
+TEST(FlashAttention, EveryOutputElementIsWritten) {
+  for (const Case& c : {Case{"causal_l40_s100_one_pass", 1, 8, 40, 100, 16, 24, true},
+                        Case{"causal_l40_s130_two_pass", 1, 2, 40, 130, 16, 24, true},
+                        Case{"causal_t67_one_pass", 1, 9, 67, 67, 32, 32, true},
+                        Case{"plain_l130_s70_two_pass", 1, 3, 130, 70, 32, 32, false},
+                        Case{"plain_l100_s20_one_pass", 2, 4, 100, 20, 8, 8, false}}) {
+    expect_outputs_written<float>(c);
+    expect_outputs_written<double>(c);
   }
 }
 
