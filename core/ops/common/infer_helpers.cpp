@@ -8,6 +8,13 @@
 
 namespace stax::infer {
 
+void same_dtype(const CallArgs& c, const TensorMeta& a, const TensorMeta& b, const char* an,
+                const char* bn) {
+  if (a.dtype != b.dtype)
+    c.fail(std::string(an) + " (" + std::string(dtype_name(a.dtype)) + ") and " + bn + " (" +
+           std::string(dtype_name(b.dtype)) + ") must have the same dtype");
+}
+
 TensorMeta elementwise(const CallArgs& c, const std::vector<std::string>& params, Promotion mode) {
   Shape shape;
   std::string device = "cpu";

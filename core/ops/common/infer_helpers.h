@@ -9,6 +9,16 @@
 
 namespace stax::infer {
 
+// Fails with "<an> (<dtype>) and <bn> (<dtype>) must have the same dtype" unless a and b share
+// their dtype.
+void same_dtype(const CallArgs& c, const TensorMeta& a, const TensorMeta& b, const char* an,
+                const char* bn);
+
+// c.get as a callable taking the parameter's name (for rules that hand it to a parser of params).
+inline auto getter(const CallArgs& c) {
+  return [&c](const char* p) -> const Arg& { return c.get(p); };
+}
+
 // Broadcast shape of the tensor-valued params among `params`; result dtype by `mode`.
 TensorMeta elementwise(const CallArgs& c, const std::vector<std::string>& params, Promotion mode);
 

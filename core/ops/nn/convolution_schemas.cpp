@@ -29,16 +29,8 @@ void need_conv_dtype(const CallArgs& c, const TensorMeta& x, bool transposed) {
            dt(t));
 }
 
-void same_dtype(const CallArgs& c, const TensorMeta& a, const TensorMeta& b, const char* an,
-                const char* bn) {
-  if (a.dtype != b.dtype)
-    c.fail(std::string(an) + " (" + dt(a.dtype) + ") and " + bn + " (" + dt(b.dtype) +
-           ") must have the same dtype");
-}
-
-auto getter(const CallArgs& c) {
-  return [&c](const char* p) -> const Arg& { return c.get(p); };
-}
+using infer::getter;
+using infer::same_dtype;
 
 // ---- convolution ---------------------------------------------------------------------------
 

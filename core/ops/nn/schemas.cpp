@@ -35,16 +35,8 @@ void need_floating(const CallArgs& c, const TensorMeta& m, const char* what) {
     c.fail(std::string(what) + " must have a floating dtype, got " + dt(m.dtype));
 }
 
-void same_dtype(const CallArgs& c, const TensorMeta& a, const TensorMeta& b, const char* an,
-                const char* bn) {
-  if (a.dtype != b.dtype)
-    c.fail(std::string(an) + " (" + dt(a.dtype) + ") and " + bn + " (" + dt(b.dtype) +
-           ") must have the same dtype");
-}
-
-auto getter(const CallArgs& c) {
-  return [&c](const char* p) -> const Arg& { return c.get(p); };
-}
+using infer::getter;
+using infer::same_dtype;
 
 // ---- normalization -------------------------------------------------------------------------
 
