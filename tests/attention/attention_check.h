@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <ostream>
@@ -209,6 +210,65 @@ inline void expect_gradients_close(const std::vector<Tensor>& got, const Gradien
     SCOPED_TRACE(ref.wrt[i]);
     EXPECT_TRUE(close(got[i].to(DType::Float64), ref.want[i], rel));
   }
+}
+
+// Finite differences (float64, central, step 1e-6; agreement within 1e-6 · (1 + |fd|)).
+// Gradients: grads[a] of the scalar `loss` at `in` against the central difference along element
+// x of in[a], for each a < grads.size(); `elements`: the elements checked (every one when empty).
+inline void expect_gradients_match_fd(const std::function<double(const std::vector<Tensor>&)>& loss,
+                                      const std::vector<Tensor>& in, const std::vector<Tensor>& grads,
+                                      const std::vector<std::string>& wrt,
+                                      const std::function<std::vector<int64_t>(const Tensor&)>& elements = {}) {
+  const double h = 1e-6;
+  for (size_t a = 0; a < grads.size(); ++a) {
+    SCOPED_TRACE(wrt.at(a));
+    std::vector<int64_t> xs;
+    if (elements) {
+      xs = elements(in[a]);
+    } else {
+      for (int64_t x = 0; x < in[a].numel(); ++x) xs.push_back(x);
+    }
+    for (int64_t x : xs) {
+      std::vector<Tensor> plus = in, minus = in;
+      plus[a] = in[a].clone();
+      minus[a] = in[a].clone();
+      plus[a].set_double(x, in[a].get_double(x) + h);
+      minus[a].set_double(x, in[a].get_double(x) - h);
+      const double fd = (loss(plus) - loss(minus)) / (2 * h);
+      EXPECT_NEAR(grads[a].get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
+    }
+  }
+}
+
+// Four elements of t spread over it (first, an early one, the middle, last): the gradient checks
+// whose loss is a whole compiled run.
+inline std::vector<int64_t> sample_elements(const Tensor& t) {
+  return {0, 37, t.numel() / 2 + 3, t.numel() - 1};
+}
+
+// Tangents: `tangent` (of output 0 of `f`) against (f(in + h·dir) − f(in − h·dir)) / 2h. Returns
+// how many tangent elements are exactly 0.
+inline int64_t expect_tangent_matches_fd(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                         const std::vector<Tensor>& in, const std::vector<Tensor>& dir,
+                                         const Tensor& tangent) {
+  const double h = 1e-6;
+  std::vector<Tensor> plus, minus;
+  for (size_t i = 0; i < in.size(); ++i) {
+    plus.push_back(in[i].clone());
+    minus.push_back(in[i].clone());
+    for (int64_t x = 0; x < in[i].numel(); ++x) {
+      plus[i].set_double(x, in[i].get_double(x) + h * dir[i].get_double(x));
+      minus[i].set_double(x, in[i].get_double(x) - h * dir[i].get_double(x));
+    }
+  }
+  Tensor hi = f(plus), lo = f(minus);
+  int64_t zeros = 0;
+  for (int64_t x = 0; x < tangent.numel(); ++x) {
+    const double fd = (hi.get_double(x) - lo.get_double(x)) / (2 * h);
+    EXPECT_NEAR(tangent.get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
+    zeros += tangent.get_double(x) == 0.0;
+  }
+  return zeros;
 }
 
 }  // namespace stax::attention_test

@@ -274,19 +274,7 @@ TEST(AttentionDropout, GradientsMatchFiniteDifferences) {
     for (int64_t i = 0; i < o.numel(); ++i) s += o.get_double(i) * up.get_double(i);
     return s;
   };
-  const double h = 1e-6;
-  for (size_t a = 0; a < 3; ++a) {
-    SCOPED_TRACE(wrt[a]);
-    for (int64_t x : {int64_t{0}, int64_t{37}, in[a].numel() / 2 + 3, in[a].numel() - 1}) {
-      std::vector<Tensor> plus = in, minus = in;
-      plus[a] = in[a].clone();
-      minus[a] = in[a].clone();
-      plus[a].set_double(x, in[a].get_double(x) + h);
-      minus[a].set_double(x, in[a].get_double(x) - h);
-      const double fd = (loss(plus) - loss(minus)) / (2 * h);
-      EXPECT_NEAR(grads[a].get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
-    }
-  }
+  expect_gradients_match_fd(loss, in, grads, wrt, sample_elements);
 }
 
 // The plugin decides: without the dropout externs (the GPU plugins today) the match is refused

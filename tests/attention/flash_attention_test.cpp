@@ -368,19 +368,7 @@ TEST(FlashAttention, GradientsMatchFiniteDifferences) {
       for (int64_t i = 0; i < o.numel(); ++i) s += o.get_double(i) * w.get_double(i);
       return s;
     };
-    const double h = 1e-6;
-    for (size_t a = 0; a < wrt.size(); ++a) {
-      for (int64_t x = 0; x < in[a].numel(); ++x) {
-        std::vector<Tensor> plus = in, minus = in;
-        plus[a] = in[a].clone();
-        minus[a] = in[a].clone();
-        plus[a].set_double(x, in[a].get_double(x) + h);
-        minus[a].set_double(x, in[a].get_double(x) - h);
-        double fd = (loss(plus) - loss(minus)) / (2 * h);
-        EXPECT_NEAR(grads[a].get_double(x), fd, 1e-6 * (1 + std::fabs(fd)))
-            << wrt[a] << "[" << x << "]";
-      }
-    }
+    expect_gradients_match_fd(loss, in, grads, wrt);
   }
 }
 
@@ -395,21 +383,8 @@ TEST(FlashAttention, TangentsMatchFiniteDifferences) {
     std::vector<Tensor> in = inputs_for(c, DType::Float64, 23), dir;
     for (size_t i = 0; i < in.size(); ++i) dir.push_back(Tensor::randn(in[i].sizes(), DType::Float64, 40 + i));
     Tensor tangent = jvp(*g, in, dir).tangents.at(0);
-    const double h = 1e-6;
-    std::vector<Tensor> plus, minus;
-    for (size_t i = 0; i < in.size(); ++i) {
-      plus.push_back(in[i].clone());
-      minus.push_back(in[i].clone());
-      for (int64_t x = 0; x < in[i].numel(); ++x) {
-        plus[i].set_double(x, in[i].get_double(x) + h * dir[i].get_double(x));
-        minus[i].set_double(x, in[i].get_double(x) - h * dir[i].get_double(x));
-      }
-    }
-    Tensor hi = interpret(*g, plus).at(0), lo = interpret(*g, minus).at(0);
-    for (int64_t x = 0; x < tangent.numel(); ++x) {
-      double fd = (hi.get_double(x) - lo.get_double(x)) / (2 * h);
-      EXPECT_NEAR(tangent.get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << x;
-    }
+    expect_tangent_matches_fd([&](const std::vector<Tensor>& x) { return interpret(*g, x).at(0); },
+                              in, dir, tangent);
   }
 }
 

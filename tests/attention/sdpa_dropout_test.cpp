@@ -172,19 +172,7 @@ TEST(SdpaDropoutGradients, MatchFiniteDifferences) {
       EXPECT_TRUE(contains(fused.compiled_backward()->schedule().str(),
                            "extern flash_attention_dropout_backward ->"));
     }
-    const double h = 1e-6;
-    for (size_t a = 0; a < 3; ++a) {
-      SCOPED_TRACE(wrt[a]);
-      for (int64_t x : {int64_t{0}, int64_t{37}, in[a].numel() / 2 + 3, in[a].numel() - 1}) {
-        std::vector<Tensor> plus = in, minus = in;
-        plus[a] = in[a].clone();
-        minus[a] = in[a].clone();
-        plus[a].set_double(x, in[a].get_double(x) + h);
-        minus[a].set_double(x, in[a].get_double(x) - h);
-        const double fd = (loss(plus) - loss(minus)) / (2 * h);
-        EXPECT_NEAR(grads[a].get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
-      }
-    }
+    expect_gradients_match_fd(loss, in, grads, wrt, sample_elements);
   }
 }
 
@@ -210,23 +198,8 @@ TEST(SdpaDropoutGradients, TangentMatchesFiniteDifferences) {
   }
   ASSERT_EQ(jin.size(), 6u);
   Tensor tangent = interpret(j.graph, jin, io).at(j.num_outputs);
-  const double h = 1e-6;
-  std::vector<Tensor> plus, minus;
-  for (size_t a = 0; a < 3; ++a) {
-    plus.push_back(in[a].clone());
-    minus.push_back(in[a].clone());
-    for (int64_t x = 0; x < in[a].numel(); ++x) {
-      plus[a].set_double(x, in[a].get_double(x) + h * dir[a].get_double(x));
-      minus[a].set_double(x, in[a].get_double(x) - h * dir[a].get_double(x));
-    }
-  }
-  Tensor op = interpret(*g, plus, io).at(0), om = interpret(*g, minus, io).at(0);
-  int64_t zeros = 0;
-  for (int64_t x = 0; x < tangent.numel(); ++x) {
-    const double fd = (op.get_double(x) - om.get_double(x)) / (2 * h);
-    EXPECT_NEAR(tangent.get_double(x), fd, 1e-6 * (1 + std::fabs(fd))) << "element " << x;
-    zeros += tangent.get_double(x) == 0.0;
-  }
+  const int64_t zeros = expect_tangent_matches_fd(
+      [&](const std::vector<Tensor>& x) { return interpret(*g, x, io).at(0); }, in, dir, tangent);
   EXPECT_LT(zeros, tangent.numel() / 4);  // a real tangent, not a dropped-out one
 }
 
