@@ -67,9 +67,27 @@ void fill(const std::string& name, stax_attn_params& p, const TensorView& q, con
       bad(name, "the mask must be bool or have the query's dtype");
     p.mask = operand(*mask);
   }
-  if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
   p.causal = scalars[0] != 0;
   p.scale = scalars[1];
+}
+
+// The scalars (is_causal, scale; with dropout also threshold, keep_above, drop_scale) and, with
+// dropout, the seed tensor (0-d int64, the last input) into p.
+void fill_dropout(const std::string& name, stax_attn_params& p, const TensorView* seed,
+                  const std::vector<double>& scalars) {
+  if (!seed) {
+    if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
+    return;
+  }
+  if (seed->dtype != DType::Int64 || !seed->sizes.empty() || !seed->data)
+    bad(name, "the dropout seed must be a 0-d int64 tensor");
+  if (scalars.size() != 5)
+    bad(name, "expects the scalars is_causal, scale, threshold, keep_above, drop_scale");
+  p.dropout = 1;
+  p.drop_seed = static_cast<const char*>(seed->data) + seed->offset * 8;
+  p.drop_threshold = scalars[2];
+  p.drop_keep_above = scalars[3] != 0;
+  p.drop_scale = scalars[4];
 }
 
 const void* flat(const std::string& name, const TensorView& t, int64_t want) {
@@ -86,7 +104,9 @@ unsigned grid_for(int64_t tasks) {
 }  // namespace
 
 const std::vector<std::string>& attention_externs() {
-  static const std::vector<std::string> names{"flash_attention", "flash_attention_backward"};
+  static const std::vector<std::string> names{"flash_attention", "flash_attention_backward",
+                                              "flash_attention_dropout",
+                                              "flash_attention_dropout_backward"};
   return names;
 }
 
@@ -115,9 +135,10 @@ std::vector<AttentionLaunch> attention_launches(const std::string& name,
                                                 size_t num_inputs,
                                                 const std::vector<double>& scalars,
                                                 std::vector<unsigned char>& params) {
-  const bool fwd = name == "flash_attention";
-  if (!fwd && name != "flash_attention_backward") bad(name, "unknown extern");
-  const size_t lo = fwd ? 3 : 5;
+  const bool fwd = name == "flash_attention" || name == "flash_attention_dropout";
+  const bool dropout = name == "flash_attention_dropout" || name == "flash_attention_dropout_backward";
+  if (!fwd && !dropout && name != "flash_attention_backward") bad(name, "unknown extern");
+  const size_t lo = (fwd ? 3 : 5) + (dropout ? 1 : 0);
   if (num_inputs < lo || num_inputs > lo + 1 || t.size() != num_inputs + 1)
     bad(name, "takes " + std::to_string(lo) + " or " + std::to_string(lo + 1) +
                   " inputs and 1 output, got " + std::to_string(num_inputs) + " inputs and " +
@@ -128,8 +149,12 @@ std::vector<AttentionLaunch> attention_launches(const std::string& name,
   }
   stax_attn_params p{};
   const size_t first = fwd ? 0 : 1;
+  if (scalars.size() < 2) bad(name, "expects the scalars is_causal and scale");
   fill(name, p, t[first], t[first + 1], t[first + 2], num_inputs == lo + 1 ? &t[first + 3] : nullptr,
        scalars);
+  fill_dropout(name, p, dropout ? &t[num_inputs - 1] : nullptr, scalars);
+  // The saved packed output is the last input before the seed (the backward).
+  const size_t saved = num_inputs - 1 - (dropout ? 1 : 0);
   const int64_t rows = p.batch * p.l;
   const int64_t packed = rows * p.ev + rows;
   const std::string suffix = t[first].dtype == DType::Float32 ? "_f32" : "_f64";
@@ -140,7 +165,7 @@ std::vector<AttentionLaunch> attention_launches(const std::string& name,
     launches.push_back({"stax_flash_fwd" + suffix, qgrid, kAttnRows});
   } else {
     p.dout = flat(name, t[0], packed);
-    p.saved = flat(name, t[num_inputs - 1], packed);
+    p.saved = flat(name, t[saved], packed);
     p.grads = const_cast<void*>(flat(name, t[num_inputs], rows * p.e + p.batch * p.s * (p.e + p.ev)));
     launches.push_back({"stax_flash_bwd_kv" + suffix,
                         grid_for(p.batch * ((p.s + kAttnKeys - 1) / kAttnKeys)), kAttnKeys});

@@ -4,6 +4,9 @@
 // _stax_flash_attention / _stax_flash_attention_backward pass (core/ops/nn/flash_attention.cpp):
 //   forward:  q, k, v, [mask] -> packed (out, then lse); scalars: is_causal, scale
 //   backward: grad, q, k, v, [mask], packed -> dq, dk, dv (one 1-D buffer); same scalars
+// and "flash_attention_dropout" / "flash_attention_dropout_backward" (docs/attention.md
+// "Dropout"): the same kernels with the dropout seed (a 0-d int64 tensor) as the last input and
+// the scalars is_causal, scale, threshold, keep_above, drop_scale, as cpu_cpp's externs.
 // The backend compiles the source once (NVRTC to a cubin, or the emulation's JIT) on the first
 // call and launches the kernels of attention_launches() in order on the caller's stream.
 #pragma once

@@ -29,6 +29,12 @@ struct stax_attn_params {
   const void* saved;  // backward: the forward's packed out, lse
   const void* dout;   // backward: dout [batch, l, ev], then dlse [batch, l]
   void* grads;        // backward: dq [batch, l, e], dk [batch, s, e], dv [batch, s, ev]
+  // Dropout of the probabilities (the externs flash_attention_dropout / _backward): the seed is
+  // the 0-d int64 tensor the op passes (device memory, read by the kernels), keep u > threshold
+  // (keep_above) or u < threshold, a kept probability times drop_scale.
+  const void* drop_seed;  // null: no dropout
+  int dropout, drop_keep_above;
+  double drop_threshold, drop_scale;
 };
 
 #endif

@@ -23,6 +23,16 @@
 // No atomics: every output element is written by one thread, summed in one fixed order, so the
 // results do not depend on the grid or on timing.
 //
+// Dropout (the externs flash_attention_dropout / flash_attention_dropout_backward, p.dropout):
+// the probabilities are dropped after the softmax as the unfused softmax -> dropout -> P·V does
+// and as cpu_cpp's kernel (sdk flash_attention.hpp, DROPOUT) does: element (n, i, j) draws the
+// uniform u of Philox index (n·l + i)·s + j under the seed (core/tensor/random.h's recipe for T:
+// float32 24 bits of word 0, float64 53 bits of words 0 and 1), kept when u > threshold
+// (keep_above) or u < threshold, a kept one times drop_scale. The forward's normaliser l sums
+// every probability, the accumulator the kept ones (out = acc / l · drop_scale; lse undropped);
+// the backward draws the same u again (no mask saved): dV_j += Σ_i keep p_ij drop_scale dO_i,
+// dS_ij = p_ij (keep drop_scale dO_i·v_j − D_i) · scale.
+//
 // Operands: q, k, v and the mask are strided (batch dims flattened by the host into kAttnMaxDims
 // sizes and strides, an element's address data + Σ idx_d · bstride_d + i · rs + j · cs); out,
 // lse, dout, dlse, dq, dk, dv are contiguous packed buffers (core/ops/nn/flash_attention.cpp).
@@ -57,6 +67,52 @@ __device__ inline T stax_attn_score(const stax_attn_params& p, long long mbase, 
     s = s + static_cast<const T*>(p.mask.data)[mbase + i * p.mask.rs + j * p.mask.cs];
   }
   return s;
+}
+
+// Philox-4x32-10 of counter {lo32(index), hi32(index), 0, 0} under key {lo32(seed), hi32(seed)}
+// (core/tensor/random.h's philox_words, restated for the device: this text includes nothing of
+// core), words 0 and 1.
+__device__ inline void stax_attn_philox(unsigned long long seed, unsigned long long index,
+                                        unsigned& w0, unsigned& w1) {
+  unsigned c0 = unsigned(index), c1 = unsigned(index >> 32), c2 = 0u, c3 = 0u;
+  unsigned k0 = unsigned(seed), k1 = unsigned(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const unsigned long long p0 = 0xD2511F53ull * c0;
+    const unsigned long long p1 = 0xCD9E8D57ull * c2;
+    const unsigned n0 = unsigned(p1 >> 32) ^ c1 ^ k0;
+    const unsigned n2 = unsigned(p0 >> 32) ^ c3 ^ k1;
+    c1 = unsigned(p1);
+    c3 = unsigned(p0);
+    c0 = n0;
+    c2 = n2;
+  }
+  w0 = c0;
+  w1 = c1;
+}
+
+// The dropout seed (p.dropout: the 0-d int64 tensor's value; else 0), read once per task.
+__device__ inline unsigned long long stax_attn_seed(const stax_attn_params& p) {
+  return p.dropout ? *static_cast<const unsigned long long*>(p.drop_seed) : 0ull;
+}
+
+// Whether probability (n, i, j) survives dropout: u of Philox index (n·l + i)·s + j in T's
+// precision against the threshold in T, as cpu_cpp's dropout_keep and the interpreter's rand_like.
+template <class T>
+__device__ inline bool stax_attn_keep(const stax_attn_params& p, unsigned long long seed,
+                                      long long n, long long i, long long j) {
+  unsigned w0, w1;
+  stax_attn_philox(seed, (unsigned long long)((n * p.l + i) * p.s + j), w0, w1);
+  T u;
+  if (sizeof(T) == 4)
+    u = T(w0 >> 8) * T(1.0f / 16777216.0f);
+  else
+    u = T((((unsigned long long)w0 << 32) | w1) >> 11) * T(1.1102230246251565e-16);  // 2^-53
+  const T thr = T(p.drop_threshold);
+  return p.drop_keep_above ? u > thr : u < thr;
 }
 
 // Loads rows [r0, r0 + nr) x columns [c0, c0 + nc) of one operand into tile (kAttnKeys x
@@ -96,6 +152,7 @@ __device__ void stax_flash_fwd(const stax_attn_params& p) {
     if (row)
       for (long long d = 0; d < p.ev; ++d) out[d] = T(0);
     T m = ninf, l = T(0);
+    const unsigned long long seed = stax_attn_seed(p);
     // Causal: keys past the block's last row are masked for every row of it.
     long long kend = p.s;
     if (p.causal && i0 + kAttnRows < kend) kend = i0 + kAttnRows;
@@ -130,6 +187,9 @@ __device__ void stax_flash_fwd(const stax_attn_params& p) {
         alpha = mb == ninf ? T(1) : stax_scalar::exp(m - mb);
         l = l * alpha + sum;
         m = mb;
+        if (p.dropout)  // the normaliser has every probability, the accumulator the kept ones
+          for (int jj = 0; jj < nj; ++jj)
+            if (!stax_attn_keep<T>(p, seed, n, i, j0 + jj)) s[jj] = T(0);
       }
       for (long long d0 = 0; d0 < p.ev; d0 += kAttnChunk) {
         const long long nd = p.ev - d0 < kAttnChunk ? p.ev - d0 : kAttnChunk;
@@ -143,7 +203,12 @@ __device__ void stax_flash_fwd(const stax_attn_params& p) {
       }
     }
     if (row) {
-      for (long long d = 0; d < p.ev; ++d) out[d] = out[d] / l;
+      if (p.dropout) {
+        const T ds = T(p.drop_scale);
+        for (long long d = 0; d < p.ev; ++d) out[d] = out[d] / l * ds;
+      } else {
+        for (long long d = 0; d < p.ev; ++d) out[d] = out[d] / l;
+      }
       static_cast<T*>(p.out)[p.batch * p.l * p.ev + n * p.l + i] = m + stax_scalar::log(l);
     }
   }
@@ -164,12 +229,20 @@ __device__ inline T stax_attn_lse(const stax_attn_params& p, long long n, long l
   return static_cast<const T*>(p.saved)[p.batch * p.l * p.ev + n * p.l + i];
 }
 
-// dS (into ds) and P (into pr) of one query row against one key, from the scores' dot and dO·v.
+// P (into dot: the dropped probability keep · p · drop_scale under dropout, what dV sums) and dS
+// (into dp) of query row i of entry n against key j, from the scores' dot and dO·v.
 template <class T>
-__device__ inline void stax_attn_probs(const stax_attn_params& p, long long mbase, long long i,
-                                       long long j, T lse, T delta, T& dot, T& dp) {
+__device__ inline void stax_attn_probs(const stax_attn_params& p, unsigned long long seed,
+                                       long long mbase, long long n, long long i, long long j,
+                                       T lse, T delta, T& dot, T& dp) {
   T s = stax_attn_score<T>(p, mbase, i, j, dot);
   T pr = s == stax_attn_ninf<T>() ? T(0) : stax_scalar::exp(s - lse);
+  if (p.dropout) {
+    const T kj = stax_attn_keep<T>(p, seed, n, i, j) ? T(p.drop_scale) : T(0);
+    dot = pr * kj;
+    dp = pr * (dp * kj - delta) * T(p.scale);
+    return;
+  }
   dot = pr;
   dp = pr * (dp - delta) * T(p.scale);
 }
@@ -180,6 +253,7 @@ __device__ void stax_flash_bwd_kv(const stax_attn_params& p) {
   __shared__ T stats[2 * kAttnRows];  // lse, D of the query block's rows
   const long long kblocks = (p.s + kAttnKeys - 1) / kAttnKeys;
   const T* dout = static_cast<const T*>(p.dout);
+  const unsigned long long seed = stax_attn_seed(p);
   for (long long task = blockIdx.x; task < p.batch * kblocks; task += gridDim.x) {
     const long long n = task / kblocks, j0 = (task % kblocks) * kAttnKeys;
     const long long j = j0 + threadIdx.x;
@@ -227,7 +301,8 @@ __device__ void stax_flash_bwd_kv(const stax_attn_params& p) {
       }
       if (col)
         for (int ii = 0; ii < ni; ++ii)
-          stax_attn_probs<T>(p, mbase, i0 + ii, j, stats[ii], stats[kAttnRows + ii], sc[ii], dp[ii]);
+          stax_attn_probs<T>(p, seed, mbase, n, i0 + ii, j, stats[ii], stats[kAttnRows + ii], sc[ii],
+                             dp[ii]);
       for (long long d0 = 0; d0 < p.ev; d0 += kAttnChunk) {  // dV_j += Σ_i p_ij dO_i
         const long long nd = p.ev - d0 < kAttnChunk ? p.ev - d0 : kAttnChunk;
         stax_attn_load_packed(tile, g, p.ev, i0, ni, d0, nd);
@@ -267,6 +342,7 @@ __device__ void stax_flash_bwd_q(const stax_attn_params& p) {
     const T* g = static_cast<const T*>(p.dout) + (n * p.l + (row ? i : 0)) * p.ev;
     T* dq = static_cast<T*>(p.grads) + (n * p.l + (row ? i : 0)) * p.e;
     T lse = T(0), delta = T(0);
+    const unsigned long long seed = stax_attn_seed(p);
     if (row) {
       for (long long d = 0; d < p.e; ++d) dq[d] = T(0);
       lse = stax_attn_lse<T>(p, n, i);
@@ -298,7 +374,7 @@ __device__ void stax_flash_bwd_q(const stax_attn_params& p) {
       }
       if (row)
         for (int jj = 0; jj < nj; ++jj)
-          stax_attn_probs<T>(p, mbase, i, j0 + jj, lse, delta, sc[jj], dp[jj]);
+          stax_attn_probs<T>(p, seed, mbase, n, i, j0 + jj, lse, delta, sc[jj], dp[jj]);
       for (long long d0 = 0; d0 < p.e; d0 += kAttnChunk) {  // dQ_i += Σ_j dS_ij k_j
         const long long nd = p.e - d0 < kAttnChunk ? p.e - d0 : kAttnChunk;
         stax_attn_load(tile, k, p.k.rs, p.k.cs, j0, nj, d0, nd);

@@ -277,7 +277,7 @@ TEST(AttentionDropout, GradientsMatchFiniteDifferences) {
   expect_gradients_match_fd(loss, in, grads, wrt, sample_elements);
 }
 
-// The plugin decides: without the dropout externs (the GPU plugins today) the match is refused
+// The plugin decides: without the dropout externs (a third-party plugin) the match is refused
 // with a note and the graph keeps its decomposition; with them it fuses.
 TEST(AttentionDropout, RefusedWithoutTheDropoutExterns) {
   const Case c{"refused", 1, 2, 20, 20, 16, 16, true, MaskKind::None, 0.25};

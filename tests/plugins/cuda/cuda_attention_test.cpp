@@ -7,11 +7,16 @@
 //     and not, odd T, head dims 32 / 64, L != S, bool and additive masks;
 //   * backward: CompiledFunction's forward and backward graphs run flash_attention and
 //     flash_attention_backward; the gradients of q, k, v (and of an additive mask) against the
-//     interpreter's decomposed gradients.
+//     interpreter's decomposed gradients;
+//   * dropout (flash_attention_dropout and its backward): forward and gradients against cpu_cpp's
+//     fused dropout at the same run seed, the mask exactly the decomposed form's, causal and not,
+//     odd T, p = 0.1 and 0.5.
 // Each case checks that the fused kernels ran on the backend (schedule, no fallback, one extern
 // call and no interpreter step per run), so a silent fallback to the decomposition fails it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -121,11 +126,149 @@ const Case kBackward[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedBackward, ::testing::ValuesIn(kBackward),
                          [](const auto& info) { return info.param.name; });
 
-// Dropout of the probabilities (softmax -> native_dropout's rand_like < 1 - p -> P·V): the GPU
-// plugins offer no flash_attention_dropout extern yet, so the plugin decides against the rewrite:
-// the schedule keeps the decomposition with the note saying why, and the values are the
-// interpreter's (same run seed, same mask).
-TEST(CudaAttention, DropoutIsNotFusedWithoutTheDropoutExterns) {
+// Dropout of the probabilities (docs/attention.md "Dropout"): the plugin offers
+// flash_attention_dropout and its backward, so sdpa with dropout_p > 0 fuses, drawing cpu_cpp's
+// Philox stream (element (n, i, j): Philox index (n·l + i)·s + j under the node's seed).
+struct DropoutCase {
+  Case c;
+  double p;
+};
+std::ostream& operator<<(std::ostream& os, const DropoutCase& d) { return os << d.c.name; }
+
+// The fused dropout ran on the backend: the extern in the schedule, one extern call per run, and
+// nothing else falls back but the seed node (`_stax_rng_seed`, a random op: one interpreter step).
+void expect_fused_dropout(const CompiledGraph& cg, const std::vector<Tensor>& in) {
+  const std::string sched = cg.schedule().str();
+  EXPECT_TRUE(contains(sched, "extern flash_attention_dropout ->")) << sched;
+  EXPECT_FALSE(contains(sched, "extern matmul") || contains(sched, "extern bmm")) << sched;
+  EXPECT_FALSE(contains(cg.summary(), "flash_attention_dropout (extern")) << cg.summary();
+  RunStats stats;
+  GraphRunOptions o;
+  o.stats = &stats;
+  cg.run(in, o);
+  EXPECT_TRUE(stats.on_device);
+  EXPECT_EQ(stats.extern_calls, 1u);
+}
+
+class EmulatedDropout : public ::testing::TestWithParam<DropoutCase> {};
+
+// Forward: the emulated kernel against cpu_cpp's fused kernel (same run seed, so the same mask)
+// within the bound of the reordered sums with dropout, and against the interpreter's
+// decomposition; another seed gives another output. Backward: CompiledFunction's gradients of
+// q, k, v (flash_attention_dropout_backward, redrawing the mask) against cpu_cpp's fused ones,
+// float64 to 1e-10 and float32 to 5e-5 of the largest (as without dropout).
+TEST_P(EmulatedDropout, MatchesCpuCppFusedDropout) {
+  const Case& c = GetParam().c;
+  const double rate = GetParam().p;
+  const std::vector<std::string> wrt{"q", "k", "v"};
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t, rate);
+    std::vector<Tensor> in = inputs_for(c, t, 7);
+    CompiledGraph gpu = emulated().compile(*g);
+    EXPECT_TRUE(contains(gpu.schedule().str(), "fused (dropout_p > 0): one flash_attention_dropout extern"))
+        << gpu.schedule().str();
+    expect_fused_dropout(gpu, in);
+    CompiledGraph cpu = compiler(true).compile(*g);
+    ASSERT_TRUE(contains(cpu.schedule().str(), "extern flash_attention_dropout ->"));
+    const std::vector<double> bound = dropout_bound(c, in, t, rate);
+    for (uint64_t seed : {4ull, 1234567ull}) {
+      SCOPED_TRACE(seed);
+      GraphRunOptions o;
+      o.seed = seed;
+      InterpreterOptions io;
+      io.seed = seed;
+      Tensor got = gpu.run(in, o).at(0);
+      EXPECT_TRUE(within(got, cpu.run(in, o).at(0), bound));
+      EXPECT_TRUE(within(got, interpret(*g, in, io).at(0), bound));
+    }
+    GraphRunOptions o1;
+    o1.seed = 1;
+    EXPECT_FALSE(close(gpu.run(in).at(0), gpu.run(in, o1).at(0), 1e-3));  // another mask
+
+    Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 11);
+    CompiledFunction fg(*g, wrt, emulated());
+    CompiledFunction fc(*g, wrt, compiler(true));
+    ForwardResult rg = fg.forward(in, 9), rc = fc.forward(in, 9);
+    std::vector<Tensor> gg = fg.backward(*rg.ctx, {up}), gc = fc.backward(*rc.ctx, {up});
+    ASSERT_TRUE(fg.compiled_forward() && fg.compiled_backward());
+    EXPECT_TRUE(contains(fg.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
+    EXPECT_TRUE(contains(fg.compiled_backward()->schedule().str(),
+                         "extern flash_attention_dropout_backward ->"))
+        << fg.compiled_backward()->schedule().str();
+    EXPECT_FALSE(contains(fg.compiled_backward()->summary(), "flash_attention_dropout_backward (extern"))
+        << fg.compiled_backward()->summary();
+    ASSERT_EQ(gg.size(), 3u);
+    ASSERT_EQ(gc.size(), 3u);
+    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+    for (size_t a = 0; a < 3; ++a) {
+      SCOPED_TRACE(wrt[a]);
+      EXPECT_TRUE(close(gg[a], gc[a], rel));
+    }
+  }
+}
+
+const DropoutCase kDropout[] = {
+    {{"causal_odd_t_p01", 1, 2, 67, 67, 32, 32, true}, 0.1},
+    {{"causal_odd_t_p05", 1, 2, 67, 67, 32, 32, true}, 0.5},
+    {{"plain_odd_p05", 2, 1, 37, 37, 16, 24, false}, 0.5},
+    {{"cross_l_ne_s_p01", 1, 2, 20, 70, 32, 48, false}, 0.1},
+    {{"bool_mask_p05", 1, 2, 25, 40, 16, 16, false, MaskKind::Bool}, 0.5},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, EmulatedDropout, ::testing::ValuesIn(kDropout),
+                         [](const auto& info) { return info.param.c.name; });
+
+// The mask itself: q = k = 0 makes row i's probabilities equal (1 / S, causal 1 / (i + 1)),
+// v = the identity makes the output those probabilities after dropout, so an output element is
+// non-zero exactly where the mask keeps it. The emulated kernel keeps exactly the elements the
+// interpreter's decomposition keeps (rand_like's u > p of the sdpa node's seed) and each kept
+// value is the interpreter's within a few roundings; causal and not, odd T, p = 0.1 and 0.5,
+// float32 and float64. The kept share is within 5 standard deviations of 1 - p.
+TEST(CudaAttentionDropout, MaskIsTheDecomposedFormsMask) {
+  const int64_t b = 1, h = 2, l = 67, s = 67;
+  for (bool causal : {false, true})
+    for (double rate : {0.1, 0.5})
+      for (DType t : {DType::Float64, DType::Float32}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : "") + " p=" + std::to_string(rate));
+        const Case c{"mask", b, h, l, s, 8, s, causal, MaskKind::None, 0};
+        auto g = sdpa_graph(c, t, rate);
+        std::vector<Tensor> in{Tensor::zeros({b, h, l, 8}, t), Tensor::zeros({b, h, s, 8}, t),
+                               Tensor::zeros({b, h, s, s}, t)};
+        for (int64_t n = 0; n < b * h; ++n)
+          for (int64_t j = 0; j < s; ++j) in[2].set_double((n * s + j) * s + j, 1.0);
+        CompiledGraph cg = emulated().compile(*g);
+        ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->"));
+        for (uint64_t seed : {3ull, 77ull}) {
+          SCOPED_TRACE(seed);
+          InterpreterOptions io;
+          io.seed = seed;
+          GraphRunOptions ro;
+          ro.seed = seed;
+          Tensor want = interpret(*g, in, io).at(0);
+          Tensor got = cg.run(in, ro).at(0);
+          int64_t kept = 0, seen = 0;
+          for (int64_t x = 0; x < want.numel(); ++x) {
+            const bool keep = want.get_double(x) != 0.0;
+            ASSERT_EQ(got.get_double(x) != 0.0, keep) << "element " << x;
+            if (keep) {
+              ASSERT_NEAR(got.get_double(x), want.get_double(x), 8 * unit_roundoff_of(t) * want.get_double(x));
+            }
+            const int64_t i = x / s % l, j = x % s;
+            if (!causal || j <= i) {
+              ++seen;
+              kept += keep;
+            }
+          }
+          const double sd = std::sqrt(static_cast<double>(seen) * rate * (1 - rate));
+          EXPECT_NEAR(static_cast<double>(kept), static_cast<double>(seen) * (1 - rate), 5 * sd);
+        }
+      }
+}
+
+// nanoGPT's written-out form (softmax -> native_dropout's rand_like < 1 - p -> P·V, the
+// torch.compile path) fuses too, with native_dropout's comparison (keep u < 1 - p): the values
+// are the interpreter's running it as written (same run seed, same mask).
+TEST(CudaAttentionDropout, WrittenOutNativeDropoutFuses) {
   const DType t = DType::Float64;
   const int64_t b = 1, h = 2, l = 20, e = 16;
   Graph g;
@@ -141,39 +284,14 @@ TEST(CudaAttention, DropoutIsNotFusedWithoutTheDropoutExterns) {
                          Tensor::randn({b, h, l, e}, t, 3)};
   CompiledGraph cg = emulated().compile(g);
   const std::string sched = cg.schedule().str();
-  EXPECT_FALSE(contains(sched, "extern flash_attention")) << sched;
-  EXPECT_TRUE(contains(sched, "not fused: dropout of the probabilities, and the backend offers no "
-                              "flash_attention_dropout extern"))
-      << sched;
-  GraphRunOptions o;
-  o.seed = 4;
-  InterpreterOptions io;
-  io.seed = 4;
-  EXPECT_TRUE(close(cg.run(in, o).at(0), interpret(g, in, io).at(0), 1e-12));
-}
-
-// Stax's own sdpa op with dropout_p > 0: the same decision, the op's decomposition (softmax ->
-// dropout -> P·V, its dropout node keyed by the sdpa node) runs on the backend, and its values
-// are the interpreter's (same run seed, same mask), float32 and float64.
-TEST(CudaAttention, SdpaOpWithDropoutRunsItsDecomposition) {
-  const Case c{"sdpa_dropout", 2, 2, 20, 20, 16, 16, true, MaskKind::None, 0};
-  for (DType t : {DType::Float32, DType::Float64}) {
-    SCOPED_TRACE(dtype_name(t));
-    auto g = sdpa_graph(c, t, 0.3);
-    std::vector<Tensor> in = inputs_for(c, t, 5);
-    CompiledGraph cg = emulated().compile(*g);
-    const std::string sched = cg.schedule().str();
-    EXPECT_FALSE(contains(sched, "extern flash_attention")) << sched;
-    EXPECT_TRUE(contains(sched, "not fused: dropout_p > 0, and the backend offers no "
-                                "flash_attention_dropout extern"))
-        << sched;
-    for (uint64_t seed : {4ull, 8ull}) {
-      GraphRunOptions o;
-      o.seed = seed;
-      InterpreterOptions io;
-      io.seed = seed;
-      EXPECT_TRUE(within(cg.run(in, o).at(0), interpret(*g, in, io).at(0), dropout_bound(c, in, t, 0.3)));
-    }
+  EXPECT_TRUE(contains(sched, "extern flash_attention_dropout ->")) << sched;
+  EXPECT_TRUE(contains(sched, ", dropout): one flash_attention_dropout extern")) << sched;
+  for (uint64_t seed : {4ull, 5ull}) {
+    GraphRunOptions o;
+    o.seed = seed;
+    InterpreterOptions io;
+    io.seed = seed;
+    EXPECT_TRUE(close(cg.run(in, o).at(0), interpret(g, in, io).at(0), 1e-12));
   }
 }
 
@@ -187,6 +305,27 @@ TEST(CudaAttention, KernelsCompileToACubin) {
   for (const std::string& k : cuda::attention_kernel_names()) EXPECT_TRUE(contains(cubin, k)) << k;
   // NVRTC's warnings (the prelude's unused constants) name none of the attention kernels' code.
   EXPECT_FALSE(contains(out.log, "stax_attn") || contains(out.log, "stax_flash")) << out.log;
+}
+
+// The dropout externs are offered, and a bad seed operand is a clear error.
+TEST(CudaAttentionDropout, BadSeedIsAClearError) {
+  const std::vector<std::string>& ext = cuda::attention_externs();
+  for (const char* name : {"flash_attention_dropout", "flash_attention_dropout_backward"})
+    EXPECT_NE(std::find(ext.begin(), ext.end(), name), ext.end()) << name;
+  std::vector<unsigned char> params;
+  float data[64] = {};
+  sdk::TensorView q{data, sdk::DType::Float32, {1, 2, 4}, {8, 4, 1}, 0};
+  sdk::TensorView seed{data, sdk::DType::Float32, {}, {}, 0};
+  sdk::TensorView out{data, sdk::DType::Float32, {4}, {1}, 0};
+  try {
+    cuda::attention_launches("flash_attention_dropout", {q, q, q, seed, out}, 4, {0, 1, 0.1, 1, 1.1},
+                             params);
+    FAIL() << "a float32 seed accepted";
+  } catch (const sdk::PluginError& e) {
+    EXPECT_TRUE(contains(e.what(), "extern kernel 'flash_attention_dropout': the dropout seed must be "
+                                   "a 0-d int64 tensor"))
+        << e.what();
+  }
 }
 
 // A bad call names the extern and the cause.
