@@ -17,6 +17,16 @@
 # stax_attn_bwd_kv (one program per block of keys: dV = Σ Pᵀ dO, dK = Σ dSᵀ Q over the query
 # blocks that see them) and stax_attn_bwd_q (one program per block of queries: dQ = Σ dS K).
 # No atomics: each output block is summed by one program in one order.
+#
+# Dropout (the externs flash_attention_dropout / _backward, DROP = 1: keep u > threshold, 2: keep
+# u < threshold; 0: none): the probabilities are dropped after the softmax, as the unfused
+# softmax -> dropout -> P·V and cpu_cpp's kernel (sdk flash_attention.hpp, DROPOUT) do. Element
+# (n, i, j) draws the uniform u of Philox index (n·L + i)·S + j under the seed (the 0-d int64
+# tensor Seed; core/tensor/random.h's recipe for the dtype: float32 24 bits of word 0, float64 53
+# bits of words 0 and 1; _dropout_keep). The forward's l sums every probability, acc the kept
+# ones (out = acc / l · drop scale; lse undropped); the backward draws the same u again:
+# dV = Σ (keep · P · drop scale)ᵀ dO, dS = P (keep · drop scale · dO Vᵀ − D) · scale. The threshold
+# and the drop scale travel as float64 bits (THR_BITS, DSCALE_BITS), like the scale.
 import triton
 import triton.language as tl
 
@@ -37,6 +47,49 @@ def _scale(SCALE_BITS, Q):
     """The scale, passed as the bits of a float64 (a float argument would be rounded to float32)
     and rounded to the operands' dtype, as the decomposition's multiplication rounds it."""
     return SCALE_BITS.to(tl.int64).to(tl.float64, bitcast=True).to(Q.dtype.element_ty)
+
+
+@triton.jit
+def _philox_w01(seed, idx):
+    """Words 0 and 1 of Philox-4x32-10 for counter {lo32(idx), hi32(idx), 0, 0} under key
+    {lo32(seed), hi32(seed)} (core/tensor/random.h's philox_words, restated: Triton's own philox
+    takes a 32-bit counter or the 64-bit variant, neither is Stax's stream)."""
+    c0 = (idx & 0xFFFFFFFF).to(tl.uint32)
+    c1 = ((idx >> 32) & 0xFFFFFFFF).to(tl.uint32)
+    c2 = tl.zeros_like(c0)
+    c3 = tl.zeros_like(c0)
+    k0 = (seed & 0xFFFFFFFF).to(tl.uint32)
+    k1 = ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32)
+    for r in tl.static_range(10):
+        if r > 0:
+            k0 = k0 + 0x9E3779B9
+            k1 = k1 + 0xBB67AE85
+        _c0 = c0
+        _c2 = c2
+        c0 = tl.umulhi(_c2, 0xCD9E8D57) ^ c1 ^ k0
+        c2 = tl.umulhi(_c0, 0xD2511F53) ^ c3 ^ k1
+        c1 = _c2 * 0xCD9E8D57
+        c3 = _c0 * 0xD2511F53
+    return c0, c1
+
+
+@triton.jit
+def _dropout_keep(Seed, n, rows, cols, L, S, THR_BITS, Q, DROP: tl.constexpr):
+    """Whether probability (n, row, col) survives dropout: u in Q's dtype against the threshold
+    rounded to it, as cpu_cpp's dropout_keep and the interpreter's rand_like."""
+    seed = tl.load(Seed)
+    idx = (n * L + rows[:, None].to(tl.int64)) * S + cols[None, :]
+    w0, w1 = _philox_w01(seed, idx)
+    thr = THR_BITS.to(tl.int64).to(tl.float64, bitcast=True).to(Q.dtype.element_ty)
+    if Q.dtype.element_ty == tl.float32:
+        u = (w0 >> 8).to(tl.float32) * (1.0 / 16777216.0)
+    else:
+        u = (((w0.to(tl.uint64) << 32) | w1.to(tl.uint64)) >> 11).to(tl.float64) * (2.0 ** -53)
+    if DROP == 1:
+        keep = u > thr
+    else:
+        keep = u < thr
+    return keep
 
 
 @triton.jit
@@ -62,7 +115,8 @@ def _scores(q, k, rows, cols, Mk, moff, smr, smc, L, S, scale,
 def stax_attn_fwd(Q, K, V, Mk, Out, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                   sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                   sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
-                  CAUSAL: tl.constexpr, MASK: tl.constexpr, BLOCK_M: tl.constexpr,
+                  Seed, THR_BITS, DSCALE_BITS,
+                  CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)
@@ -95,12 +149,16 @@ def stax_attn_fwd(Q, K, V, Mk, Out, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
         p = tl.where(valid, tl.exp(s - m_ref[:, None]), 0.0)
         alpha = tl.exp(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
+        if DROP != 0:  # l has every probability, acc the kept ones
+            p = tl.where(_dropout_keep(Seed, n, rows, cols, L, S, THR_BITS, Q, DROP), p, 0.0)
         v = tl.load(V + voff + cols[:, None] * svr + dv[None, :] * svc,
                     mask=(cols[:, None] < S) & (dv[None, :] < EV), other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
         m_i = m_new
     l_i = tl.where(rows < L, l_i, 1.0)  # rows past the end (not stored): no 0 / 0
     out = acc / l_i[:, None]
+    if DROP != 0:
+        out = out * _scale(DSCALE_BITS, Q)
     lse = m_i + tl.log(l_i)
     tl.store(Out + (n * L + rows[:, None]) * EV + dv[None, :], out,
              mask=(rows[:, None] < L) & (dv[None, :] < EV))
@@ -123,7 +181,8 @@ def _row_stats(Saved, Dout, n, rows, L, EV, batch, BLOCK_EV: tl.constexpr):
 def stax_attn_bwd_kv(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                      sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                      sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
-                     CAUSAL: tl.constexpr, MASK: tl.constexpr, BLOCK_M: tl.constexpr,
+                  Seed, THR_BITS, DSCALE_BITS,
+                     CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)
@@ -155,7 +214,14 @@ def stax_attn_bwd_kv(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, N
         s, valid = _scores(q, k, rows, cols, Mk, moff, smr, smc, L, S, scale, CAUSAL, MASK)
         p = tl.where(valid, tl.exp(s - lse[:, None]), 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision="ieee")
-        ds = p * (dp - delta[:, None]) * scale
+        if DROP != 0:  # p becomes the dropped probabilities (for dV), dp the gradient through them
+            kj = tl.where(_dropout_keep(Seed, n, rows, cols, L, S, THR_BITS, Q, DROP),
+                          _scale(DSCALE_BITS, Q), 0.0)
+            dp = dp * kj
+            ds = p * (dp - delta[:, None]) * scale
+            p = p * kj
+        else:
+            ds = p * (dp - delta[:, None]) * scale
         dvacc = dvacc + tl.dot(tl.trans(p), do, input_precision="ieee")
         dk = dk + tl.dot(tl.trans(ds), q, input_precision="ieee")
     kbase = batch * L * E
@@ -169,7 +235,8 @@ def stax_attn_bwd_kv(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, N
 def stax_attn_bwd_q(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                     sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                     sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
-                    CAUSAL: tl.constexpr, MASK: tl.constexpr, BLOCK_M: tl.constexpr,
+                  Seed, THR_BITS, DSCALE_BITS,
+                    CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)
@@ -200,6 +267,9 @@ def stax_attn_bwd_q(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, NB
         s, valid = _scores(q, k, rows, cols, Mk, moff, smr, smc, L, S, scale, CAUSAL, MASK)
         p = tl.where(valid, tl.exp(s - lse[:, None]), 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+        if DROP != 0:
+            dp = dp * tl.where(_dropout_keep(Seed, n, rows, cols, L, S, THR_BITS, Q, DROP),
+                               _scale(DSCALE_BITS, Q), 0.0)
         ds = p * (dp - delta[:, None]) * scale
         dq = dq + tl.dot(ds.to(k.dtype), k, input_precision="ieee")
     tl.store(Grads + (n * L + rows[:, None]) * E + de[None, :], dq,

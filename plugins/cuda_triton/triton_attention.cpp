@@ -41,13 +41,16 @@ AttentionTensor span(const std::string& name, const TensorView& t, bool written)
     else last += (t.sizes[d] - 1) * t.strides[d];
   }
   a.bytes = empty ? 0 : static_cast<size_t>((last + 1) * elt);
-  a.dtype = t.dtype == DType::Float32 ? "float32" : t.dtype == DType::Float64 ? "float64" : "uint8";
+  a.dtype = t.dtype == DType::Float32   ? "float32"
+            : t.dtype == DType::Float64 ? "float64"
+            : t.dtype == DType::Int64   ? "int64"
+                                        : "uint8";
   a.written = written;
   return a;
 }
 
 const char* signature_of(DType d) {
-  return d == DType::Float32 ? "*fp32" : d == DType::Float64 ? "*fp64" : "*u8";
+  return d == DType::Float32 ? "*fp32" : d == DType::Float64 ? "*fp64" : d == DType::Int64 ? "*i64" : "*u8";
 }
 
 // The shapes of an extern call, checked.
@@ -55,6 +58,8 @@ struct Shapes {
   bool fwd = true;
   size_t first = 0;  // index of q
   const TensorView* mask = nullptr;
+  const TensorView* seed = nullptr;  // the dropout externs: the seed (the last input)
+  size_t saved = 0;                  // the backward: index of the saved packed output
   std::vector<int64_t> batch;
   int64_t l = 0, e = 0, s = 0, ev = 0, nbatch = 1;
   int mask_kind = 0;  // 0 none, 1 bool, 2 additive
@@ -63,9 +68,10 @@ struct Shapes {
 Shapes check_operands(const std::string& name, const std::vector<TensorView>& t,
                       size_t num_inputs, const std::vector<double>& scalars) {
   Shapes sh;
-  sh.fwd = name == "flash_attention";
-  if (!sh.fwd && name != "flash_attention_backward") bad(name, "unknown extern");
-  const size_t lo = sh.fwd ? 3 : 5;
+  sh.fwd = name == "flash_attention" || name == "flash_attention_dropout";
+  const bool dropout = name == "flash_attention_dropout" || name == "flash_attention_dropout_backward";
+  if (!sh.fwd && !dropout && name != "flash_attention_backward") bad(name, "unknown extern");
+  const size_t lo = (sh.fwd ? 3 : 5) + (dropout ? 1 : 0);
   if (num_inputs < lo || num_inputs > lo + 1 || t.size() != num_inputs + 1)
     bad(name, "takes " + std::to_string(lo) + " or " + std::to_string(lo + 1) +
                   " inputs and 1 output, got " + std::to_string(num_inputs) + " inputs");
@@ -93,7 +99,16 @@ Shapes check_operands(const std::string& name, const std::vector<TensorView>& t,
     else if (sh.mask->dtype == q.dtype) sh.mask_kind = 2;
     else bad(name, "the mask must be bool or have the query's dtype");
   }
-  if (scalars.size() != 2) bad(name, "expects the scalars is_causal and scale");
+  if (dropout) {
+    sh.seed = &t[num_inputs - 1];
+    if (sh.seed->dtype != DType::Int64 || !sh.seed->sizes.empty() || !sh.seed->data)
+      bad(name, "the dropout seed must be a 0-d int64 tensor");
+    if (scalars.size() != 5)
+      bad(name, "expects the scalars is_causal, scale, threshold, keep_above, drop_scale");
+  } else if (scalars.size() != 2) {
+    bad(name, "expects the scalars is_causal and scale");
+  }
+  sh.saved = num_inputs - 1 - (dropout ? 1 : 0);
   for (int64_t d : sh.batch) sh.nbatch *= d;
   const int64_t rows = sh.nbatch * sh.l;
   const int64_t want = sh.fwd ? rows * sh.ev + rows : rows * sh.e + sh.nbatch * sh.s * (sh.e + sh.ev);
@@ -106,7 +121,9 @@ Shapes check_operands(const std::string& name, const std::vector<TensorView>& t,
 }  // namespace
 
 const std::vector<std::string>& attention_externs() {
-  static const std::vector<std::string> names{"flash_attention", "flash_attention_backward"};
+  static const std::vector<std::string> names{"flash_attention", "flash_attention_backward",
+                                              "flash_attention_dropout",
+                                              "flash_attention_dropout_backward"};
   return names;
 }
 
@@ -157,7 +174,7 @@ AttentionPlan plan_attention(const std::string& name, const std::vector<TensorVi
   if (mask) tensor_arg(first + 3, mask->dtype);
   else tensor_arg(first, q.dtype);  // never read (MASK = 0)
   if (!fwd) {
-    tensor_arg(num_inputs - 1, q.dtype);  // saved: out, lse
+    tensor_arg(sh.saved, q.dtype);  // saved: out, lse
     tensor_arg(0, q.dtype);               // dout, dlse
   }
   tensor_arg(t.size() - 1, q.dtype);
@@ -176,7 +193,18 @@ AttentionPlan plan_attention(const std::string& name, const std::vector<TensorVi
     int_arg(x->strides[r - 1]);
   }
   int_arg(nbatch);
-  base.constexprs = {{"CAUSAL", scalars[0] != 0 ? 1 : 0}, {"MASK", mask_kind},
+  // Dropout: the seed tensor, the threshold's and the drop scale's float64 bits (without dropout
+  // q stands in for the seed and the bits are 0: DROP = 0 reads none of them).
+  if (sh.seed) tensor_arg(num_inputs - 1, DType::Int64);
+  else tensor_arg(first, q.dtype);
+  for (size_t x : {size_t{2}, size_t{4}}) {
+    double d = sh.seed ? scalars[x] : 0.0;
+    int64_t bits;
+    std::memcpy(&bits, &d, sizeof d);
+    int_arg(bits);
+  }
+  const int64_t drop = !sh.seed ? 0 : scalars[3] != 0 ? 1 : 2;
+  base.constexprs = {{"CAUSAL", scalars[0] != 0 ? 1 : 0}, {"MASK", mask_kind}, {"DROP", drop},
                      {"BLOCK_M", kBlockRows},           {"BLOCK_N", kBlockKeys},
                      {"BLOCK_E", block_for(e)},          {"BLOCK_EV", block_for(ev)}};
   const int64_t qgrid = nbatch * ((l + kBlockRows - 1) / kBlockRows);

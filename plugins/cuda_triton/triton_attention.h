@@ -2,7 +2,9 @@
 // (docs/attention.md, "The GPU plugins"): the Triton kernels of flash_attention.py and, for the
 // tensors and scalars of the ops _stax_flash_attention / _stax_flash_attention_backward
 // (core/ops/nn/flash_attention.cpp), the launches: which kernel, its grid, its arguments and
-// constexprs. The backend runs them under Triton's interpreter in its workers, or compiles each
+// constexprs; and "flash_attention_dropout" / "flash_attention_dropout_backward" (docs/attention.md
+// "Dropout"): the same kernels with DROP set, the dropout seed (a 0-d int64 tensor) the last input,
+// the scalars is_causal, scale, threshold, keep_above, drop_scale, as cpu_cpp's externs. The backend runs them under Triton's interpreter in its workers, or compiles each
 // (kernel, dtype, constexprs) once to a cubin (compile_attention_kernel) and launches it.
 #pragma once
 

@@ -4,7 +4,9 @@
 // reference interpreter's decomposed attention, forward (within the bound of the reordered sums,
 // tests/attention/attention_check.h) and backward (the decomposed gradients), float32 and
 // float64, causal and not, odd T, head dims 32 / 64, L != S, masks; and the same kernels compiled
-// by Triton to sm_90 cubins in a worker. Each case checks that the fused externs ran on the
+// by Triton to sm_90 cubins in a worker. Dropout (flash_attention_dropout and its backward):
+// forward and gradients against cpu_cpp's fused dropout at the same run seed, the mask exactly
+// the decomposed form's, causal and not, odd T, p = 0.1 and 0.5; its kernels compiled too. Each case checks that the fused externs ran on the
 // backend, so a silent fallback to the decomposition fails it.
 #include <gtest/gtest.h>
 
@@ -123,6 +125,118 @@ const Case kBackward[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, TritonBackward, ::testing::ValuesIn(kBackward),
                          [](const auto& info) { return info.param.name; });
 
+// Dropout (flash_attention_dropout and its backward, DROP set): the Triton kernels draw cpu_cpp's
+// Philox stream (element (n, i, j): Philox index (n·l + i)·s + j under the node's seed).
+struct DropoutCase {
+  Case c;
+  double p;
+};
+std::ostream& operator<<(std::ostream& os, const DropoutCase& d) { return os << d.c.name; }
+
+class TritonDropout : public ::testing::TestWithParam<DropoutCase> {};
+
+// Forward: the interpreted Triton kernel against cpu_cpp's fused kernel (same run seed, same
+// mask) within the bound of the reordered sums with dropout, and against the reference
+// interpreter's decomposition; one extern call per run. Backward: the gradients of q, k, v
+// (flash_attention_dropout_backward) against cpu_cpp's fused ones, float64 to 1e-10 and float32
+// to 5e-5 of the largest.
+TEST_P(TritonDropout, MatchesCpuCppFusedDropout) {
+  REQUIRE_TRITON();
+  const Case& c = GetParam().c;
+  const double rate = GetParam().p;
+  const std::vector<std::string> wrt{"q", "k", "v"};
+  for (DType t : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto g = sdpa_graph(c, t, rate);
+    std::vector<Tensor> in = inputs_for(c, t, 7);
+    CompiledGraph gpu = interpreted().compile(*g);
+    const std::string sched = gpu.schedule().str();
+    EXPECT_TRUE(contains(sched, "extern flash_attention_dropout ->")) << sched;
+    EXPECT_TRUE(contains(sched, "fused (dropout_p > 0): one flash_attention_dropout extern")) << sched;
+    EXPECT_FALSE(contains(sched, "extern matmul")) << sched;
+    EXPECT_FALSE(contains(gpu.summary(), "flash_attention_dropout (extern")) << gpu.summary();
+    CompiledGraph cpu = compiler(true).compile(*g);
+    ASSERT_TRUE(contains(cpu.schedule().str(), "extern flash_attention_dropout ->"));
+    const std::vector<double> bound = dropout_bound(c, in, t, rate);
+    RunStats stats;
+    GraphRunOptions o;
+    o.seed = 1234567;
+    o.stats = &stats;
+    InterpreterOptions io;
+    io.seed = 1234567;
+    Tensor got = gpu.run(in, o).at(0);
+    EXPECT_EQ(stats.extern_calls, 1u);
+    o.stats = nullptr;
+    EXPECT_TRUE(within(got, cpu.run(in, o).at(0), bound));
+    EXPECT_TRUE(within(got, interpret(*g, in, io).at(0), bound));
+
+    Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 11);
+    CompiledFunction fg(*g, wrt, interpreted());
+    CompiledFunction fc(*g, wrt, compiler(true));
+    ForwardResult rg = fg.forward(in, 9), rc = fc.forward(in, 9);
+    std::vector<Tensor> gg = fg.backward(*rg.ctx, {up}), gc = fc.backward(*rc.ctx, {up});
+    ASSERT_TRUE(fg.compiled_forward() && fg.compiled_backward());
+    EXPECT_TRUE(contains(fg.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
+    EXPECT_TRUE(contains(fg.compiled_backward()->schedule().str(),
+                         "extern flash_attention_dropout_backward ->"))
+        << fg.compiled_backward()->schedule().str();
+    ASSERT_EQ(gg.size(), 3u);
+    ASSERT_EQ(gc.size(), 3u);
+    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+    for (size_t a = 0; a < 3; ++a) {
+      SCOPED_TRACE(wrt[a]);
+      EXPECT_TRUE(close(gg[a], gc[a], rel));
+    }
+  }
+}
+
+const DropoutCase kDropout[] = {
+    {{"causal_odd_t_p01", 1, 2, 67, 67, 32, 32, true}, 0.1},
+    {{"causal_odd_t_p05", 1, 1, 67, 67, 16, 16, true}, 0.5},
+    {{"cross_l_ne_s_p05", 2, 1, 20, 70, 32, 48, false}, 0.5},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, TritonDropout, ::testing::ValuesIn(kDropout),
+                         [](const auto& info) { return info.param.c.name; });
+
+// The mask itself: q = k = 0 (row i's probabilities equal), v = the identity (the output is the
+// dropped probabilities), so an output element is non-zero exactly where the mask keeps it: the
+// kernel keeps exactly the elements the interpreter's decomposition keeps (rand_like's u > p of
+// the sdpa node's seed), each kept value within a few roundings; causal and not, odd T, p = 0.1
+// and 0.5, float32 and float64.
+TEST(TritonAttentionDropout, MaskIsTheDecomposedFormsMask) {
+  REQUIRE_TRITON();
+  const int64_t b = 1, h = 2, l = 67, s = 67;
+  for (bool causal : {false, true})
+    for (double rate : {0.1, 0.5})
+      for (DType t : {DType::Float64, DType::Float32}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : "") + " p=" + std::to_string(rate));
+        const Case c{"mask", b, h, l, s, 16, s, causal, MaskKind::None, 0};
+        auto g = sdpa_graph(c, t, rate);
+        std::vector<Tensor> in{Tensor::zeros({b, h, l, 16}, t), Tensor::zeros({b, h, s, 16}, t),
+                               Tensor::zeros({b, h, s, s}, t)};
+        for (int64_t n = 0; n < b * h; ++n)
+          for (int64_t j = 0; j < s; ++j) in[2].set_double((n * s + j) * s + j, 1.0);
+        CompiledGraph cg = interpreted().compile(*g);
+        ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->"));
+        InterpreterOptions io;
+        io.seed = 77;
+        GraphRunOptions ro;
+        ro.seed = 77;
+        Tensor want = interpret(*g, in, io).at(0);
+        Tensor got = cg.run(in, ro).at(0);
+        int64_t kept = 0;
+        for (int64_t x = 0; x < want.numel(); ++x) {
+          const bool keep = want.get_double(x) != 0.0;
+          kept += keep;
+          ASSERT_EQ(got.get_double(x) != 0.0, keep) << "element " << x;
+          if (keep) {
+            ASSERT_NEAR(got.get_double(x), want.get_double(x), 8 * unit_roundoff_of(t) * want.get_double(x));
+          }
+        }
+        EXPECT_GT(kept, 0);
+      }
+}
+
 // The kernels as the device path compiles them: a worker without the interpreter compiles the
 // forward (float32, causal, additive mask) and the dK / dV kernel (float64: the most shared
 // memory) to sm_90 cubins, with a parameter per argument.
@@ -134,9 +248,12 @@ TEST(TritonAttention, KernelsCompileToCubins) {
     triton::Worker w(triton::WorkerOptions{python(), false, dir});
     std::lock_guard<std::mutex> lock(w.lock());
     for (auto [name, dt] : {std::pair{"flash_attention", sdk::DType::Float32},
-                            std::pair{"flash_attention_backward", sdk::DType::Float64}}) {
+                            std::pair{"flash_attention_backward", sdk::DType::Float64},
+                            std::pair{"flash_attention_dropout", sdk::DType::Float32},
+                            std::pair{"flash_attention_dropout_backward", sdk::DType::Float64}}) {
       SCOPED_TRACE(name);
-      const bool fwd = std::string(name) == "flash_attention";
+      const bool fwd = std::string(name).find("backward") == std::string::npos;
+      const bool dropout = std::string(name).find("dropout") != std::string::npos;
       const size_t es = dt == sdk::DType::Float32 ? 4 : 8;
       const int64_t b = 2, l = 40, s = 40, e = 32;
       std::vector<char> qkv(static_cast<size_t>(b * l * e) * es), mask(static_cast<size_t>(l * s) * es),
@@ -146,16 +263,26 @@ TEST(TritonAttention, KernelsCompileToCubins) {
       sdk::TensorView packed{out.data(), dt, {b * l * (e + 1)}, {1}, 0};
       std::vector<sdk::TensorView> t = fwd ? std::vector<sdk::TensorView>{x, x, x, m, packed}
                                            : std::vector<sdk::TensorView>{packed, x, x, x, packed};
+      int64_t seed_value = 5;  // the seed: the last input (before the forward's output)
+      if (dropout) t.insert(fwd ? t.end() - 1 : t.end(), {&seed_value, sdk::DType::Int64, {}, {}, 0});
       if (!fwd) t.push_back({out.data(), dt, {b * l * e + 2 * b * s * e}, {1}, 0});
-      triton::AttentionPlan plan = triton::plan_attention(name, t, t.size() - 1, {1, 0.125});
-      const triton::AttentionLaunch& launch = plan.launches.front();
-      w.ensure_started("test");
-      triton::load_attention_kernel(w, "attn_test" + launch.kernel, launch.kernel);
-      triton::AttentionCubin c =
-          triton::compile_attention_kernel(w, "attn_test" + launch.kernel, launch, 90);
-      EXPECT_GT(c.cubin.size(), 1000u);
-      EXPECT_TRUE(contains(c.function, launch.kernel)) << c.function;
-      EXPECT_GE(c.num_params, launch.args.size());
+      const std::vector<double> scalars = dropout ? std::vector<double>{1, 0.125, 0.9, fwd ? 0.0 : 1.0, 1 / 0.9}
+                                                  : std::vector<double>{1, 0.125};
+      triton::AttentionPlan plan = triton::plan_attention(name, t, t.size() - 1, scalars);
+      // The dropout forms: every kernel (the backward's both); the others the first.
+      const size_t kernels = dropout ? plan.launches.size() : 1;
+      for (size_t i = 0; i < kernels; ++i) {
+        const triton::AttentionLaunch& launch = plan.launches[i];
+        SCOPED_TRACE(launch.constexpr_text());
+        EXPECT_TRUE(contains(launch.constexpr_text(), dropout ? (fwd ? "DROP:2" : "DROP:1") : "DROP:0"));
+        const std::string key = "attn_test" + launch.kernel + (dropout ? "_d" : "");
+        w.ensure_started("test");
+        triton::load_attention_kernel(w, key, launch.kernel);
+        triton::AttentionCubin c = triton::compile_attention_kernel(w, key, launch, 90);
+        EXPECT_GT(c.cubin.size(), 1000u);
+        EXPECT_TRUE(contains(c.function, launch.kernel)) << c.function;
+        EXPECT_GE(c.num_params, launch.args.size());
+      }
     }
   }
   std::filesystem::remove_all(dir);
