@@ -4,7 +4,8 @@
 // gradients of the reference interpreter (tests/attention/attention_check.h). The same checks
 // run without a GPU in cuda_attention_test (emulation) and cuda_triton_attention_test
 // (Triton's interpreter); this adds the device's math (expf / logf within 2 ulp), its memory and
-// the launches themselves. scripts/gpu_check.sh runs it.
+// the launches themselves; and dropout against cpu_cpp's fused dropout (the same Philox mask).
+// scripts/gpu_check.sh runs it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,6 +68,40 @@ TEST_P(AttentionOnGpu, ForwardAndBackwardMatchTheInterpreter) {
       ForwardResult r = f.forward(in);
       std::vector<Tensor> got = f.backward(*r.ctx, {up});
       ASSERT_TRUE(contains(f.compiled_backward()->schedule().str(), "extern flash_attention_backward"));
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(close(got[i], want[i], t == DType::Float64 ? 1e-10 : 5e-5)) << wrt[i];
+    }
+  }
+}
+
+// Dropout on the device (flash_attention_dropout and its backward): the output against cpu_cpp's
+// fused dropout at the same run seed (the same Philox mask) within the bound, the gradients of
+// q, k, v against cpu_cpp's fused ones; causal odd T, p = 0.1 and 0.5, float32 and float64.
+TEST_P(AttentionOnGpu, DropoutMatchesCpuCppFusedDropout) {
+  Compiler compiler(config_for(GetParam()));
+  std::string reason = no_device_reason(compiler);
+  if (!reason.empty()) GTEST_SKIP() << "no GPU to run on: " << reason;
+  const Case c{"causal_odd_t", 2, 3, 130, 130, 64, 64, true};
+  const std::vector<std::string> wrt{"q", "k", "v"};
+  for (double rate : {0.1, 0.5}) {
+    for (DType t : {DType::Float32, DType::Float64}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " p=" + std::to_string(rate));
+      auto g = sdpa_graph(c, t, rate);
+      std::vector<Tensor> in = inputs_for(c, t, 7);
+      CompiledGraph cg = compiler.compile(*g);
+      ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->")) << cg.schedule().str();
+      GraphRunOptions o;
+      o.seed = 31;
+      EXPECT_TRUE(within(cg.run(in, o).at(0), attention_test::compiler(true).compile(*g).run(in, o).at(0),
+                         dropout_bound(c, in, t, rate)));
+      Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 99);
+      CompiledFunction ref(*g, wrt, attention_test::compiler(true));
+      ForwardResult rr = ref.forward(in, 5);
+      std::vector<Tensor> want = ref.backward(*rr.ctx, {up});
+      CompiledFunction f(*g, wrt, compiler);
+      ForwardResult r = f.forward(in, 5);
+      std::vector<Tensor> got = f.backward(*r.ctx, {up});
+      ASSERT_TRUE(contains(f.compiled_backward()->schedule().str(), "extern flash_attention_dropout_backward"));
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_TRUE(close(got[i], want[i], t == DType::Float64 ? 1e-10 : 5e-5)) << wrt[i];
     }

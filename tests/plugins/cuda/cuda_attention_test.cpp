@@ -148,6 +148,9 @@ void expect_fused_dropout(const CompiledGraph& cg, const std::vector<Tensor>& in
   cg.run(in, o);
   EXPECT_TRUE(stats.on_device);
   EXPECT_EQ(stats.extern_calls, 1u);
+  EXPECT_EQ(cg.num_fallbacks(), 1u) << cg.summary();
+  EXPECT_TRUE(contains(cg.summary(), "_stax_rng_seed")) << cg.summary();
+  EXPECT_EQ(stats.interpreter_steps, 1u);
 }
 
 class EmulatedDropout : public ::testing::TestWithParam<DropoutCase> {};
