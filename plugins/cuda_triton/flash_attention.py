@@ -116,7 +116,8 @@ def stax_attn_fwd(Q, K, V, Mk, Out, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                   sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                   sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
                   Seed, THR_BITS, DSCALE_BITS,
-                  CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
+                  CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr,
+                  BLOCK_M: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)
@@ -181,8 +182,9 @@ def _row_stats(Saved, Dout, n, rows, L, EV, batch, BLOCK_EV: tl.constexpr):
 def stax_attn_bwd_kv(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                      sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                      sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
-                  Seed, THR_BITS, DSCALE_BITS,
-                     CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
+                     Seed, THR_BITS, DSCALE_BITS,
+                     CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr,
+                     BLOCK_M: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)
@@ -235,8 +237,9 @@ def stax_attn_bwd_kv(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, N
 def stax_attn_bwd_q(Q, K, V, Mk, Saved, Dout, Grads, L, S, E, EV, SCALE_BITS, NB1, NB2, NB3,
                     sq0, sq1, sq2, sq3, sqr, sqc, sk0, sk1, sk2, sk3, skr, skc,
                     sv0, sv1, sv2, sv3, svr, svc, sm0, sm1, sm2, sm3, smr, smc, batch,
-                  Seed, THR_BITS, DSCALE_BITS,
-                    CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr, BLOCK_M: tl.constexpr,
+                    Seed, THR_BITS, DSCALE_BITS,
+                    CAUSAL: tl.constexpr, MASK: tl.constexpr, DROP: tl.constexpr,
+                    BLOCK_M: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     pid = tl.program_id(0)
     scale = _scale(SCALE_BITS, Q)

@@ -4,8 +4,9 @@
 // (core/ops/nn/flash_attention.cpp), the launches: which kernel, its grid, its arguments and
 // constexprs; and "flash_attention_dropout" / "flash_attention_dropout_backward" (docs/attention.md
 // "Dropout"): the same kernels with DROP set, the dropout seed (a 0-d int64 tensor) the last input,
-// the scalars is_causal, scale, threshold, keep_above, drop_scale, as cpu_cpp's externs. The backend runs them under Triton's interpreter in its workers, or compiles each
-// (kernel, dtype, constexprs) once to a cubin (compile_attention_kernel) and launches it.
+// the scalars is_causal, scale, threshold, keep_above, drop_scale, as cpu_cpp's externs. The
+// backend runs them under Triton's interpreter in its workers, or compiles each (kernel, dtype,
+// constexprs) once to a cubin (compile_attention_kernel) and launches it.
 #pragma once
 
 #include <cstdint>
