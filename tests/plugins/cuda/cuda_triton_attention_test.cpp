@@ -194,6 +194,7 @@ const DropoutCase kDropout[] = {
     {{"causal_odd_t_p01", 1, 2, 67, 67, 32, 32, true}, 0.1},
     {{"causal_odd_t_p05", 1, 1, 67, 67, 16, 16, true}, 0.5},
     {{"cross_l_ne_s_p05", 2, 1, 20, 70, 32, 48, false}, 0.5},
+    {{"bool_mask_p01", 1, 2, 25, 40, 16, 16, false, MaskKind::Bool}, 0.1},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, TritonDropout, ::testing::ValuesIn(kDropout),
                          [](const auto& info) { return info.param.c.name; });
