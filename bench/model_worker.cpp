@@ -25,9 +25,10 @@
 // forward + backward with the case's upstream gradients. COMPILE_MS: parse + every compile of the
 // case (the plugin and its JIT are set up when the worker starts, before `ready`:
 // Compiler::prepare); FIRST_MS: the first run. STAX_BENCH_PHASES=1 prints where COMPILE_MS went
-// on stderr (with the compiling thread's and the process's CPU time). hand: bench/hand_kernels.h (W1, W3, W4, W5, W2), outputs allocated
-// once at setup. Setup writes the outputs (forward outputs, then one gradient per wrt) to
-// DIR/out_SYSTEM_K.npy for the driver's check against torch.
+// on stderr (with the compiling thread's and the process's CPU time). hand: bench/hand_kernels.h
+// (W1, W3, W4, W5, W2), outputs allocated once at setup. Setup writes the outputs (forward
+// outputs, then one gradient per wrt) to DIR/out_SYSTEM_K.npy for the driver's check against
+// torch.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

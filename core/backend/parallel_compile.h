@@ -7,8 +7,9 @@
 // The kernels are independent: each is what Plugin::compile of its description gives, whatever
 // ran beside it (the ABI requires it), so the threads change the time, never a result. The
 // kernels estimated costliest (compile_cost) start first, so that the last one to finish is a
-// small one. STAX_COMPILE_TRACE=1 prints each kernel's thread, start, end and CPU time. Errors: every compile runs to its end, then the failure of the first kernel in the
-// given order is rethrown (the same error whatever the threads did).
+// small one. STAX_COMPILE_TRACE=1 prints each kernel's thread, start, end and CPU time. Errors:
+// every compile runs to its end, then the failure of the first kernel in the given order is
+// rethrown (the same error whatever the threads did).
 #pragma once
 
 #include <cstddef>

@@ -45,7 +45,8 @@ void check_tensor(const Tensor& t, const TensorMeta& expected, const std::string
 // of the qkv product's columns) comes out strided; a row-major placeholder made the backward's
 // input loading copy it every step, where this one reads it in place. A tensor of another layout
 // is still copied into the placeholder's (the runtime's input loading), so this only saves work.
-Graph backward_in_forward_layouts(const partition::PartitionResult& part, const LoweredGraph& fl) {
+Graph backward_in_forward_layouts(const partition::PartitionResult& part,
+                                  const LoweredGraph& fl) {
   Graph g = part.backward.clone();
   std::map<std::string, size_t> output_of;
   for (size_t i = 0; i < part.saved.size(); ++i) output_of[part.saved[i]] = part.num_forward_outputs + i;

@@ -553,7 +553,8 @@ TEST_F(KernelCacheTest, ACompilePairStoresEachKernelOnce) {
     const Graph& g2 = repeat ? first.graph : second.graph;
     fs::path dir = fresh_dir(repeat ? "pair_repeat" : "pair");
     Compiler compiler(cached_config(dir));
-    auto [a, b] = compiler.compile_pair(first.graph, [&](const LoweredGraph&) { return g2.clone(); });
+    auto [a, b] =
+        compiler.compile_pair(first.graph, [&](const LoweredGraph&) { return g2.clone(); });
     const int n = a.stats().kernels_compiled + b.stats().kernels_compiled;
     ASSERT_GE(a.stats().kernels_compiled, 1);
     EXPECT_EQ(b.stats().kernels_from_memory, repeat ? a.stats().kernels_compiled : 0);
