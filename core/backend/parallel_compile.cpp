@@ -29,10 +29,11 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Whether every load of the kernel moves by 0 or 1 element when the innermost iteration variable
-// grows by one (at the origin; an indirect index reads as 0).
+// Whether the kernel has at least 16 outputs along its innermost iteration variable (fewer are not
+// worth accumulating side by side) and every load moves by 0 or 1 element when that variable grows
+// by one (at the origin; an indirect index reads as 0).
 bool contiguous_along_innermost(const StaxKernelDesc& d) {
-  if (d.num_ranges == 0) return false;
+  if (d.num_ranges == 0 || d.ranges[d.num_ranges - 1] < 16) return false;
   const sdk::Kernel k(&d);
   std::vector<int64_t> zero_i(d.num_ranges, 0), one_i = zero_i;
   one_i.back() = 1;

@@ -146,9 +146,9 @@ TEST(ParallelCompile, AColumnReductionIsEstimatedCostlierThanARowReduction) {
   Config config = Config::default_cpu();
   config.cache = false;
   Compiler compiler(config);
-  auto cost_of = [&](const std::function<Node*(Graph&, Node*)>& body) {
+  auto cost_of = [&](const std::function<Node*(Graph&, Node*)>& body, int64_t columns = 64) {
     Graph g;
-    Node* x = g.placeholder("x", {256, 64});
+    Node* x = g.placeholder("x", {256, columns});
     g.output({body(g, x)});
     CompiledGraph cg = compiler.compile(g);
     std::vector<KernelPlan> plans = plan_kernels(cg.schedule(), cg.lowered());
@@ -165,6 +165,9 @@ TEST(ParallelCompile, AColumnReductionIsEstimatedCostlierThanARowReduction) {
   EXPECT_GE(column, row + 300) << "column " << column << ", row " << row;
   EXPECT_GT(row, pointwise);
   EXPECT_GE(pointwise, 110u);  // the fixed part of every compile
+  // A column reduction to 8 outputs: too few to accumulate side by side, no large part.
+  const size_t narrow = cost_of(sum_over(0), 8);
+  EXPECT_LT(narrow, row + 300) << "narrow " << narrow << ", row " << row;
 }
 
 TEST(ParallelCompile, CpuCppKernelsAreThoseOfASerialCompile) {
