@@ -8,7 +8,10 @@ each in a fresh process, for each compile-thread count asked. With --xla, jax.ji
 the same block's value-and-grad in a fresh process, for a ratio in the same run.
 
     .venv/bin/python bench/compile_time.py [--build build] [--threads 1,2] [--processes 3]
-                                            [--xla] [--keep DIR]
+                                            [--xla] [--keep DIR] [--job]
+
+--job: the forward and backward graphs compiled as one job (Compiler::compile_pair: their kernels
+in one parallel batch, as a CompiledFunction with compile_backward_with_forward does).
 
 Needs torch (the project's .venv); --xla needs jax. Prints /proc/loadavg: measure on an idle
 machine, or compare CPU times (bench_compile_time prints both).
@@ -100,6 +103,7 @@ def main():
     ap.add_argument("--processes", type=int, default=3)
     ap.add_argument("--xla", action="store_true", help="also time jax.jit's compile")
     ap.add_argument("--keep", help="write the printout here instead of a temporary file")
+    ap.add_argument("--job", action="store_true", help="both graphs compiled as one job")
     ap.add_argument("--shape", default="%d,%d,%d,%d" % (B, T, C, H), help="B,T,C,H")
     a = ap.parse_args()
     b, t, c, h = (int(v) for v in a.shape.split(","))
@@ -115,6 +119,8 @@ def main():
     cmd = [binary, path, "--processes", str(a.processes)]
     if a.threads:
         cmd += ["--threads", a.threads]
+    if a.job:
+        cmd += ["--job", "1"]
     sys.stdout.flush()
     rc = subprocess.call(cmd)
     if a.xla:

@@ -15,12 +15,15 @@
 // with /proc/loadavg.
 //
 //   bench_compile_time GRAPH [--wrt a,b,...] [--processes N] [--threads T,...] [--config FILE]
+//                      [--run N] [--job 1]
 //
 // --wrt defaults to every placeholder; --threads lists compile-thread counts to compare (each a
 // separate cold process; default: the machine's default only), passed as STAX_COMPILE_THREADS;
 // --processes: cached processes per thread count (median; default 3); --run N: the cold process
 // also runs the compiled forward and backward graphs N times (median wall and CPU ms of one
 // forward + backward, pseudo-random inputs): what a compile option costs or buys at run time.
+// --job 1: the two graphs compiled as one job (Compiler::compile_pair: both graphs' kernels in one
+// batch, as CompiledFunctionOptions::compile_backward_with_forward does), so only the fw+bw rows.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +70,7 @@ struct Args {
   std::vector<std::string> threads;  // STAX_COMPILE_THREADS values; "" = unset
   int processes = 3;
   int runs = 0;
+  bool job = false;  // --job 1: Compiler::compile_pair
 };
 
 // Deterministic pseudo-random inputs for a graph's placeholders (floats in [-0.5, 0.5)).
@@ -128,8 +132,23 @@ int child(const Args& a, const std::string& dir) {
                 process_cpu_ms() - cpu_setup);
     Line total{std::string(label) + " fw+bw"};
     std::vector<CompiledGraph> compiled;
+    if (a.job) {
+      const auto t = Clock::now();
+      const double cpu0 = process_cpu_ms();
+      auto [fw, bw] = compiler.compile_pair(
+          part.forward, [&](const LoweredGraph&) { return part.backward.clone(); });
+      total.wall = ms_since(t);
+      total.cpu = process_cpu_ms() - cpu0;
+      for (const CompiledGraph* cg : {&fw, &bw}) {
+        total.compiled += cg->stats().kernels_compiled;
+        total.from_disk += cg->stats().kernels_from_disk;
+      }
+      compiled.push_back(std::move(fw));
+      compiled.push_back(std::move(bw));
+    }
     for (const auto& [name, graph] : {std::pair<const char*, const Graph*>{"fw", &part.forward},
                                       {"bw", &part.backward}}) {
+      if (a.job) break;
       const auto t = Clock::now();
       const double cpu0 = process_cpu_ms();
       CompiledGraph cg = compiler.compile(*graph);
@@ -180,6 +199,7 @@ std::vector<Line> run_child(const std::string& self, const Args& a, const std::s
   }
   if (!a.config.empty()) cmd += " --config '" + a.config + "'";
   if (a.runs > 0) cmd += " --run " + std::to_string(a.runs);
+  if (a.job) cmd += " --job 1";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::vector<Line> out;
   char buf[512];
@@ -219,6 +239,7 @@ Args parse_args(int argc, char** argv, int first) {
     else if (k == "--processes") a.processes = std::max(1, std::atoi(v.c_str()));
     else if (k == "--config") a.config = v;
     else if (k == "--run") a.runs = std::max(0, std::atoi(v.c_str()));
+    else if (k == "--job") a.job = v == "1";
     else {
       std::fprintf(stderr, "bench_compile_time: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -236,7 +257,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: bench_compile_time GRAPH [--wrt a,b] [--threads 1,2] [--processes N] "
-                 "[--config FILE] [--run N]\n");
+                 "[--config FILE] [--run N] [--job 1]\n");
     return 2;
   }
   Args a = parse_args(argc, argv, 1);

@@ -19,14 +19,16 @@
 //   per forward output) | hand NAME|none
 //
 // stax: `fwd` compiles the printout with Compiler::compile (inference); `fwdbwd` builds a
-// CompiledFunction over the wrt placeholders (joint graph, min-cut partition, forward graph
-// compiled, then the backward: CompiledFunction::compile_backward) and times forward + backward
-// with the case's upstream gradients. COMPILE_MS: parse + every compile of the case (the plugin
-// and its JIT are set up when the worker starts, before `ready`: Compiler::prepare); FIRST_MS: the
-// first run. STAX_BENCH_PHASES=1 prints where COMPILE_MS went on stderr (with the compiling
-// thread's CPU time). hand: bench/hand_kernels.h (W1, W3, W4, W5, W2), outputs allocated
-// once at setup. Setup writes the outputs (forward outputs, then one gradient per wrt) to
-// DIR/out_SYSTEM_K.npy for the driver's check against torch.
+// CompiledFunction over the wrt placeholders (joint graph, min-cut partition, the forward and
+// backward graphs compiled as one job: CompiledFunctionOptions::compile_backward_with_forward;
+// STAX_BENCH_BACKWARD_APART=1: the forward, then CompiledFunction::compile_backward) and times
+// forward + backward with the case's upstream gradients. COMPILE_MS: parse + every compile of the
+// case (the plugin and its JIT are set up when the worker starts, before `ready`:
+// Compiler::prepare); FIRST_MS: the first run. STAX_BENCH_PHASES=1 prints where COMPILE_MS went
+// on stderr (with the compiling thread's and the process's CPU time). hand: bench/hand_kernels.h
+// (W1, W3, W4, W5, W2), outputs allocated once at setup. Setup writes the outputs (forward
+// outputs, then one gradient per wrt) to DIR/out_SYSTEM_K.npy for the driver's check against
+// torch.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,6 +64,13 @@ double ms_since(Clock::time_point t) {
 double thread_cpu_ms() {
   timespec ts;
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Every thread's (the compile threads too).
+double process_cpu_ms() {
+  timespec ts;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -129,6 +138,7 @@ struct Prepared {
   double compile_ms = 0, first_ms = 0;
   double parse_ms = 0;  // of compile_ms: the printout's parse
   double compile_cpu_ms = 0;  // the compiling thread's CPU time over compile_ms
+  double compile_process_cpu_ms = 0;  // the process's (every compile thread's) over compile_ms
   // Keeps what run() refers to alive.
   std::shared_ptr<void> state;
 };
@@ -152,7 +162,7 @@ Prepared prepare_stax(const CaseFile& c, Compiler& compiler) {
   }
   Prepared p;
   auto t = Clock::now();
-  const double cpu0 = thread_cpu_ms();
+  const double cpu0 = thread_cpu_ms(), process_cpu0 = process_cpu_ms();
   Graph g = parse_graph_file(path_in(c, c.graph), po);
   p.parse_ms = ms_since(t);
   std::vector<Node*> ph = g.placeholders();
@@ -163,6 +173,7 @@ Prepared prepare_stax(const CaseFile& c, Compiler& compiler) {
     auto s = std::make_shared<StaxFwd>(StaxFwd{compiler.compile(g), std::move(inputs)});
     p.compile_ms = ms_since(t);
     p.compile_cpu_ms = thread_cpu_ms() - cpu0;
+    p.compile_process_cpu_ms = process_cpu_ms() - process_cpu0;
     p.run = [s] { return s->graph.run(s->inputs); };
     p.state = s;
     return p;
@@ -170,10 +181,16 @@ Prepared prepare_stax(const CaseFile& c, Compiler& compiler) {
   std::vector<std::string> wrt;
   for (int i : c.wrt) wrt.push_back(ph.at(static_cast<size_t>(i))->name());
   auto s = std::make_shared<StaxFwdBwd>();
-  s->fn = std::make_unique<CompiledFunction>(g, wrt, compiler);
-  s->fn->compile_backward();  // here, not in the first backward(): counted as compile time
+  // Both graphs compiled here, as one job (their kernels in one batch on the compile threads),
+  // not the backward in the first backward(): counted as compile time.
+  static const bool apart = std::getenv("STAX_BENCH_BACKWARD_APART") != nullptr;
+  CompiledFunctionOptions options;
+  options.compile_backward_with_forward = !apart;
+  s->fn = std::make_unique<CompiledFunction>(g, wrt, compiler, options);
+  if (apart) s->fn->compile_backward();
   p.compile_ms = ms_since(t);
   p.compile_cpu_ms = thread_cpu_ms() - cpu0;
+  p.compile_process_cpu_ms = process_cpu_ms() - process_cpu0;
   s->inputs = std::move(inputs);
   for (const std::string& f : c.cotangents)
     s->cotangents.push_back(f == "none" ? Tensor() : load_npy(path_in(c, f)));
@@ -274,8 +291,9 @@ std::string graph_phases(const CompiledGraph& g) {
 }
 
 void print_phases(const CaseFile& c, const Prepared& p) {
-  std::fprintf(stderr, "phases %s: compile %.2f ms (cpu %.2f) = parse %.2f", c.workload.c_str(),
-               p.compile_ms, p.compile_cpu_ms, p.parse_ms);
+  std::fprintf(stderr, "phases %s: compile %.2f ms (cpu %.2f, process cpu %.2f) = parse %.2f",
+               c.workload.c_str(), p.compile_ms, p.compile_cpu_ms, p.compile_process_cpu_ms,
+               p.parse_ms);
   if (c.mode == "fwd") {
     const auto* s = static_cast<const StaxFwd*>(p.state.get());
     std::fprintf(stderr, " + graph [%s]\n", graph_phases(s->graph).c_str());

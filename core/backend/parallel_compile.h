@@ -5,10 +5,11 @@
 //   std::vector<CompileResult> r = compile_kernels(plugin, descs, compile_threads());
 //
 // The kernels are independent: each is what Plugin::compile of its description gives, whatever
-// ran beside it (the ABI requires it), so the threads change the time, never a result. Larger
-// descriptions start first (their compiles take longest), so that the last one to finish is a
-// small one. Errors: every compile runs to its end, then the failure of the first kernel in the
-// given order is rethrown (the same error whatever the threads did).
+// ran beside it (the ABI requires it), so the threads change the time, never a result. The
+// kernels estimated costliest (compile_cost) start first, so that the last one to finish is a
+// small one. STAX_COMPILE_TRACE=1 prints each kernel's thread, start, end and CPU time. Errors:
+// every compile runs to its end, then the failure of the first kernel in the given order is
+// rethrown (the same error whatever the threads did).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,11 @@ struct CompileResult {
 // The compile threads of a process: STAX_COMPILE_THREADS when set (a count >= 1; anything else
 // is an error naming it), else the CPUs this process may run on (its affinity mask), at most 64.
 size_t compile_threads();
+
+// The estimate of a kernel's compile time that orders a batch (largest first), in units of about
+// 0.15 ms of cpu_cpp's Clang: a fixed part, the bodies' ops and index expressions, and a large
+// part per reduction loop of a column reduction (parallel_compile.cpp says how it was fitted).
+size_t compile_cost(const StaxKernelDesc& desc);
 
 // Called on the compiling thread right after kernel i compiled (e.g. to store it on disk while
 // other kernels still compile); it must be safe to call from several threads at once, and what

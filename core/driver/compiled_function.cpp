@@ -45,9 +45,9 @@ void check_tensor(const Tensor& t, const TensorMeta& expected, const std::string
 // of the qkv product's columns) comes out strided; a row-major placeholder made the backward's
 // input loading copy it every step, where this one reads it in place. A tensor of another layout
 // is still copied into the placeholder's (the runtime's input loading), so this only saves work.
-Graph backward_in_forward_layouts(const partition::PartitionResult& part, const CompiledGraph& fw) {
+Graph backward_in_forward_layouts(const partition::PartitionResult& part,
+                                  const LoweredGraph& fl) {
   Graph g = part.backward.clone();
-  const LoweredGraph& fl = fw.lowered();
   std::map<std::string, size_t> output_of;
   for (size_t i = 0; i < part.saved.size(); ++i) output_of[part.saved[i]] = part.num_forward_outputs + i;
   for (Node* p : g.placeholders()) {
@@ -127,8 +127,22 @@ void CompiledFunction::init(const Graph& forward, std::vector<std::string> wrt) 
     ++stats_.num_save_all;
   }
 
-  // 3. the forward graph, compiled now; the backward waits for the first backward() (§5.6)
-  if (!options_.interpret) {
+  // 3. the forward graph, compiled now; the backward waits for the first backward() (§5.6),
+  // unless compile_backward_with_forward asks for both now, as one job
+  if (!options_.interpret && options_.compile_backward_with_forward) {
+    check(compiler_ != nullptr, "runtime", "CompiledFunction", "no compiler");
+    start = Clock::now();
+    auto [fw, bw] = compiler_->compile_pair(
+        partition_.forward,
+        [&](const LoweredGraph& fl) { return backward_in_forward_layouts(partition_, fl); },
+        cancel);
+    forward_compiled_.emplace(std::move(fw));
+    backward_compiled_.emplace(std::move(bw));
+    stats_.forward_compile_ms = ms_since(start);
+    stats_.forward_compiles = 1;
+    stats_.backward_compiles = 1;
+    stats_.backward_with_forward = true;
+  } else if (!options_.interpret) {
     check(compiler_ != nullptr, "runtime", "CompiledFunction", "no compiler");
     start = Clock::now();
     forward_compiled_.emplace(compiler_->compile(partition_.forward, cancel));
@@ -163,6 +177,8 @@ std::string CompiledFunction::stats_str() const {
                      count_str(s.num_recomputed, "value") + "; saved primals " +
                      std::to_string(s.saved_primal_bytes) + " B";
   if (options_.interpret) return text + "; interpreter (nothing compiled)";
+  if (s.backward_with_forward)
+    return text + "; forward + backward compile " + fmt_ms(s.forward_compile_ms) + " (one job)";
   text += "; forward compile " + fmt_ms(s.forward_compile_ms) + ", backward compile " +
           (s.backward_compiles ? fmt_ms(s.backward_compile_ms) : std::string("(not compiled)"));
   return text;
@@ -243,7 +259,8 @@ const CompiledGraph& CompiledFunction::ensure_backward() {
   if (!backward_compiled_) {
     auto start = Clock::now();
     Graph strided;
-    if (forward_compiled_) strided = backward_in_forward_layouts(partition_, *forward_compiled_);
+    if (forward_compiled_)
+      strided = backward_in_forward_layouts(partition_, forward_compiled_->lowered());
     backward_compiled_.emplace(compiler_->compile(forward_compiled_ ? strided : partition_.backward,
                                                   options_.cancel.get()));
     stats_.backward_compile_ms = ms_since(start);

@@ -85,6 +85,11 @@ struct CompiledFunctionOptions {
   // throw stax::Error with stage "cancelled"; a cancelled backward compile is retried by the
   // next backward(). Optional; shared so that it outlives the lazy compile.
   std::shared_ptr<const CancellationToken> cancel;
+  // Compile the backward graph in the constructor too, with the forward, as one job
+  // (Compiler::compile_pair): both graphs' kernels in one batch on the compile threads, which a
+  // forward compile followed by compile_backward() leaves idle between the two. For a caller
+  // that will run backward() anyway (a training step; the bench's cold compile).
+  bool compile_backward_with_forward = false;
 };
 
 struct BackwardOptions {
@@ -94,13 +99,16 @@ struct BackwardOptions {
 
 struct CompiledFunctionStats {
   int forward_compiles = 0;   // 1 after construction (0 on the interpreter path)
-  int backward_compiles = 0;  // 0 until the first backward(), then 1
+  int backward_compiles = 0;  // 0 until the first backward() (or compile_backward()), then 1
   int forward_calls = 0;
   int backward_calls = 0;
   double joint_ms = 0;             // build_joint_graph
   double partition_ms = 0;         // partition_min_cut
   double forward_compile_ms = 0;   // Compiler::compile of the forward graph
   double backward_compile_ms = 0;  // Compiler::compile of the backward graph (first backward)
+  // compile_backward_with_forward: both graphs compiled in the constructor as one job, whose
+  // time is forward_compile_ms (backward_compile_ms stays 0).
+  bool backward_with_forward = false;
   // Memory per training step (bytes of tensors kept from the forward to the backward):
   int64_t saved_bytes = 0;         // the partition's saved values (the forward's extra outputs)
   int64_t saved_primal_bytes = 0;  // primals the backward reads (held by the caller anyway)

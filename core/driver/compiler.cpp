@@ -41,28 +41,36 @@ std::vector<std::string> read_buffer_names(const Buffer& b) {
   return names;
 }
 
-// Compiles every kernel plan with the graph's backend through the kernel cache (the misses on up
-// to `threads` threads when the backend allows), recording sources, times and where each kernel
-// came from.
-// The kernels found on disk are linked together (KernelCache::get_all: one plugin call).
-void compile_plans(ExecutionPlan& exec, KernelCache& cache, const OptionValue& options,
-                   size_t threads, const CancellationToken* cancel) {
+// Compiles every kernel plan of `execs` (graphs on one backend, with the same options) through
+// the kernel cache in ONE batch (the misses on up to `threads` threads when the backend allows,
+// the largest first, whichever graph they belong to), recording sources, times and where each
+// kernel came from. The kernels found on disk are linked together (KernelCache::get_all: one
+// plugin call). Each graph's compile_ms is the batch's wall time.
+void compile_plans(const std::vector<ExecutionPlan*>& execs, KernelCache& cache,
+                   const OptionValue& options, size_t threads, const CancellationToken* cancel) {
   auto t = Clock::now();
   std::vector<const StaxKernelDesc*> descs;
-  for (const KernelPlan& plan : exec.plans) descs.push_back(plan.desc.get());
+  for (const ExecutionPlan* exec : execs)
+    for (const KernelPlan& plan : exec->plans) descs.push_back(plan.desc.get());
   std::vector<KernelOrigin> origins;
   std::vector<double> ms;
-  exec.compiled = cache.get_all(*exec.plugin, options, descs, &origins, &ms, threads, cancel);
-  for (size_t i = 0; i < exec.plans.size(); ++i) {
-    const KernelPlan& plan = exec.plans[i];
-    ++(origins[i] == KernelOrigin::Compiled ? exec.stats.kernels_compiled
-       : origins[i] == KernelOrigin::Memory ? exec.stats.kernels_from_memory
-                                            : exec.stats.kernels_from_disk);
-    std::string names;
-    for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
-    exec.infos.push_back({plan.name, names, {}, ms[i]});  // sources: CompiledGraph::kernels()
+  std::vector<std::shared_ptr<CompiledKernel>> compiled =
+      cache.get_all(*execs.front()->plugin, options, descs, &origins, &ms, threads, cancel);
+  const double batch_ms = ms_since(t);
+  size_t k = 0;
+  for (ExecutionPlan* exec : execs) {
+    for (size_t i = 0; i < exec->plans.size(); ++i, ++k) {
+      const KernelPlan& plan = exec->plans[i];
+      exec->compiled.push_back(std::move(compiled[k]));
+      ++(origins[k] == KernelOrigin::Compiled ? exec->stats.kernels_compiled
+         : origins[k] == KernelOrigin::Memory ? exec->stats.kernels_from_memory
+                                              : exec->stats.kernels_from_disk);
+      std::string names;
+      for (const ComputedBuffer* b : plan.buffers) names += (names.empty() ? "" : ", ") + b->name();
+      exec->infos.push_back({plan.name, names, {}, ms[k]});  // sources: CompiledGraph::kernels()
+    }
+    exec->stats.compile_ms += batch_ms;
   }
-  exec.stats.compile_ms += ms_since(t);
   cache.store_pending();
 }
 
@@ -214,69 +222,90 @@ void Compiler::prepare(const std::string& device_kind) {
   cache_->prepare(plugin, device ? device->options : OptionValue::map());
 }
 
-CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
-  // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
-  // ABI has the host serialise calls on a backend instance.
-  std::lock_guard<std::mutex> lock(session_->mutex);
+namespace {
+
+// A graph through the passes up to its kernel descriptions, and the device kind it compiles for.
+struct Staged {
+  ExecutionPlan plan;
+  std::string kind;
+  double passes_ms = 0;  // decompose to codegen
+};
+
+// compile()'s passes before the kernels' compile: decompose, lower, schedule, codegen.
+Staged plan_graph(const std::shared_ptr<BackendSession>& session, const CompileOptions& options,
+                  const Graph& source, const CancellationToken* cancel) {
   // Cancellation checkpoints: before each pass (and, in compile_plans, each kernel).
-  auto checkpoint = [&](const char* pass) { check_cancelled(cancel, options_.name, pass); };
+  auto checkpoint = [&](const char* pass) { check_cancelled(cancel, options.name, pass); };
   checkpoint("decompose");
   const auto t_start = Clock::now();
-  ExecutionPlan plan;
-  plan.session = session_;
-  const StageDumper dump(session_->registry.config().dump, options_.name);
+  Staged staged;
+  staged.plan.session = session;
+  const StageDumper dump(session->registry.config().dump, options.name);
 
   // decompose: own a copy, composite ops into base ops
-  plan.graph = std::make_unique<Graph>(source.clone());
-  Graph& g = *plan.graph;
+  staged.plan.graph = std::make_unique<Graph>(source.clone());
+  Graph& g = *staged.plan.graph;
   auto t = Clock::now();
   expand_multi_output(g);  // ops returning several tensors: one node (and buffer) per element
   // the backend serving the graph's device kind (the config's default_device for a graph on the
   // default device "cpu")
-  std::string kind = graph_device_kind(g);
-  const std::string& default_device = session_->registry.config().default_device;
+  std::string& kind = staged.kind;
+  kind = graph_device_kind(g);
+  const std::string& default_device = session->registry.config().default_device;
   if (kind == "cpu" && !default_device.empty()) kind = default_device;
-  plan.plugin = &session_->registry.backend(kind);
+  staged.plan.plugin = &session->registry.backend(kind);
   // fused attention where the backend runs it, before sdpa would decompose
   AttentionFusion attention;
-  if (options_.fuse_attention && offers_fused_attention(*plan.plugin))
-    attention = fuse_attention(g, offers_fused_attention_dropout(*plan.plugin));
-  if (options_.decompose) decompose(g);
+  if (options.fuse_attention && offers_fused_attention(*staged.plan.plugin))
+    attention = fuse_attention(g, offers_fused_attention_dropout(*staged.plan.plugin));
+  if (options.decompose) decompose(g);
   // a cat of head-merging reshapes (the backward of a qkv split) as the cat of the heads, reshaped
   // once: contiguous inner loops, the same bits (core/graph/passes.h)
   cat_before_reshape(g);
-  plan.stats.decompose_ms = ms_since(t);
+  staged.plan.stats.decompose_ms = ms_since(t);
   dump("graph", [&] { return print_graph(g); });
 
   // lower, with the policy of that backend
   checkpoint("lower");
-  const BackendPolicy policy = session_->registry.policy(kind);
+  const BackendPolicy policy = session->registry.policy(kind);
   t = Clock::now();
-  plan.lowered = lower_graph(g, {policy.thresholds, policy.split_reduction, policy.bitwise_opcodes});
-  plan.stats.lower_ms = ms_since(t);
-  dump("loop_ir", [&] { return plan.lowered.str(); });
+  staged.plan.lowered =
+      lower_graph(g, {policy.thresholds, policy.split_reduction, policy.bitwise_opcodes});
+  staged.plan.stats.lower_ms = ms_since(t);
+  dump("loop_ir", [&] { return staged.plan.lowered.str(); });
 
   // schedule: fused kernels in step order (the backend's fusion limits), the memory plan
   checkpoint("schedule");
   FusionLimits fusion = policy.fusion;
-  if (!options_.fuse) fusion.enable_fusion = false;
+  if (!options.fuse) fusion.enable_fusion = false;
   t = Clock::now();
-  plan.schedule = schedule(plan.lowered, fusion);
-  plan.memory = plan_memory(plan.lowered, plan.schedule);
-  apply_in_place(plan.schedule, plan.memory);
-  plan.stats.schedule_ms = ms_since(t);
-  plan.schedule.attention = attention.notes;
-  dump("schedule", [&] { return plan.schedule.str() + plan.memory.str(); });
-  dump("schedule", [&] { return plan.schedule.dot(plan.lowered); }, "dot");
+  staged.plan.schedule = schedule(staged.plan.lowered, fusion);
+  staged.plan.memory = plan_memory(staged.plan.lowered, staged.plan.schedule);
+  apply_in_place(staged.plan.schedule, staged.plan.memory);
+  staged.plan.stats.schedule_ms = ms_since(t);
+  staged.plan.schedule.attention = attention.notes;
+  dump("schedule", [&] { return staged.plan.schedule.str() + staged.plan.memory.str(); });
+  dump("schedule", [&] { return staged.plan.schedule.dot(staged.plan.lowered); }, "dot");
 
-  // codegen + compile: one kernel description per scheduled kernel, compiled by the plugin
+  // codegen: one kernel description per scheduled kernel (the plugin compiles them next)
   checkpoint("codegen");
   t = Clock::now();
-  plan.plans = plan_kernels(plan.schedule, plan.lowered, options_.codegen);
-  plan.stats.codegen_ms = ms_since(t);
-  const DeviceConfig* device = session_->registry.config().device(kind);
-  compile_plans(plan, *cache_, device ? device->options : OptionValue::map(),
-                options_.compile_threads ? options_.compile_threads : compile_threads(), cancel);
+  staged.plan.plans = plan_kernels(staged.plan.schedule, staged.plan.lowered, options.codegen);
+  staged.plan.stats.codegen_ms = ms_since(t);
+  staged.passes_ms = ms_since(t_start);
+  return staged;
+}
+
+// The backend options of the staged graph's device (the config subtree).
+OptionValue backend_options(const BackendSession& session, const Staged& s) {
+  const DeviceConfig* device = session.registry.config().device(s.kind);
+  return device ? device->options : OptionValue::map();
+}
+
+// compile()'s last steps once the kernels are compiled: the kernels dump and the run plan.
+CompiledGraph finish(const BackendSession& session, const CompileOptions& options,
+                     ExecutionPlan plan, double total_ms) {
+  const StageDumper dump(session.registry.config().dump, options.name);
   dump("kernels", [&] {
     std::vector<CompiledKernelInfo> infos = plan.infos;
     for (size_t i = 0; i < infos.size(); ++i) infos[i].source = plan.compiled[i]->source();
@@ -284,9 +313,49 @@ CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* ca
   });
 
   // run plan: buffer slots, step order, last uses
+  const auto t = Clock::now();
   plan_steps(plan);
-  plan.stats.total_ms = ms_since(t_start);
+  plan.stats.total_ms = total_ms + ms_since(t);
   return CompiledGraph(std::move(plan));
+}
+
+}  // namespace
+
+size_t Compiler::threads_for_kernels() const {
+  return options_.compile_threads ? options_.compile_threads : compile_threads();
+}
+
+CompiledGraph Compiler::compile(const Graph& source, const CancellationToken* cancel) {
+  // One compile at a time per Compiler: the registry creates backends lazily, and the plugin
+  // ABI has the host serialise calls on a backend instance.
+  std::lock_guard<std::mutex> lock(session_->mutex);
+  const auto t_start = Clock::now();
+  Staged s = plan_graph(session_, options_, source, cancel);
+  compile_plans({&s.plan}, *cache_, backend_options(*session_, s), threads_for_kernels(), cancel);
+  return finish(*session_, options_, std::move(s.plan), ms_since(t_start));
+}
+
+std::pair<CompiledGraph, CompiledGraph> Compiler::compile_pair(
+    const Graph& first, const std::function<Graph(const LoweredGraph&)>& second,
+    const CancellationToken* cancel) {
+  std::lock_guard<std::mutex> lock(session_->mutex);
+  Staged a = plan_graph(session_, options_, first, cancel);
+  Staged b = plan_graph(session_, options_, second(a.plan.lowered), cancel);
+  const auto t = Clock::now();
+  const OptionValue a_options = backend_options(*session_, a);
+  const OptionValue b_options = backend_options(*session_, b);
+  if (a.plan.plugin == b.plan.plugin &&
+      KernelCache::options_text(a_options) == KernelCache::options_text(b_options)) {
+    compile_plans({&a.plan, &b.plan}, *cache_, a_options, threads_for_kernels(), cancel);
+  } else {  // two backends: a batch each
+    compile_plans({&a.plan}, *cache_, a_options, threads_for_kernels(), cancel);
+    compile_plans({&b.plan}, *cache_, b_options, threads_for_kernels(), cancel);
+  }
+  // Each graph's total: its own passes and the kernels' compile (the batch, when shared).
+  const double kernels_ms = ms_since(t);
+  CompiledGraph ca = finish(*session_, options_, std::move(a.plan), a.passes_ms + kernels_ms);
+  CompiledGraph cb = finish(*session_, options_, std::move(b.plan), b.passes_ms + kernels_ms);
+  return {std::move(ca), std::move(cb)};
 }
 
 }  // namespace stax

@@ -27,8 +27,10 @@
 // source and the compiler's diagnostics).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/backend/plugin_registry.h"
 #include "core/codegen/kernel_codegen.h"
@@ -69,6 +71,18 @@ class Compiler {
   // (core/support/cancellation.h) at the next of those checkpoints.
   CompiledGraph compile(const Graph& graph, const CancellationToken* cancel = nullptr);
 
+  // Two graphs compiled as one job: `first`, then the graph `second` makes from first's lowered
+  // graph (CompiledFunction: the backward with its saved values in the layouts the forward
+  // returns them in). Each graph goes through compile()'s passes; then, when both run on one
+  // backend with the same options, their kernels compile in ONE batch on the compile threads
+  // (the largest first, whichever graph they belong to), so that no thread idles between the
+  // two graphs (the cold compile of a training step: docs/jit_compile.md). The graphs are what
+  // compile(first) and compile(second(...)) return; each one's CompileStats::compile_ms is the
+  // shared batch's time. A kernel both graphs hold (same name and description) compiles once.
+  std::pair<CompiledGraph, CompiledGraph> compile_pair(
+      const Graph& first, const std::function<Graph(const LoweredGraph&)>& second,
+      const CancellationToken* cancel = nullptr);
+
   // Sets up, now, what the first compile for `device_kind` would otherwise set up on its way:
   // the backend (its plugin library loaded, configured) and the kernel cache's key material for
   // it, which asks the plugin's cache identity (cpu_cpp: CPUID and build-time constants, no JIT:
@@ -93,6 +107,8 @@ class Compiler {
   KernelCache& kernel_cache() { return *cache_; }
 
  private:
+  size_t threads_for_kernels() const;  // CompileOptions::compile_threads, else compile_threads()
+
   std::shared_ptr<BackendSession> session_;  // shared with every CompiledGraph it builds
   CompileOptions options_;
   std::unique_ptr<KernelCache> cache_;  // config `cache_dir` / `cache:`, STAX_CACHE_DIR

@@ -4,10 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <iterator>
 #include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
 
 #include "core/backend/parallel_compile.h"
 #include "core/backend/plugin_loader.h"
@@ -18,6 +23,72 @@ namespace stax {
 namespace {
 
 constexpr const char* kFormat = "stax kernel cache v1";
+
+// The disk writes of a batch of concurrent compiles, on a thread of their own: a compile thread
+// hands its serialized kernel over and starts its next compile instead of waiting on the disk
+// (a store is three fsyncs and a scan of the directory for eviction). The destructor writes
+// what is still queued and joins, so every store is on disk when the batch returns, as before.
+// Without a thread to be had, store() writes on the calling thread.
+class DiskWriter {
+ public:
+  explicit DiskWriter(DiskCache& disk) : disk_(disk) {
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+    }
+  }
+  ~DiskWriter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+  DiskWriter(const DiskWriter&) = delete;
+  DiskWriter& operator=(const DiskWriter&) = delete;
+
+  void store(std::string key, std::string bytes, std::string source) {
+    if (!thread_.joinable()) {
+      std::lock_guard<std::mutex> lock(write_);
+      disk_.store(key, bytes, source);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({std::move(key), std::move(bytes), std::move(source)});
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  struct Entry {
+    std::string key, bytes, source;
+  };
+  void run() {
+    for (;;) {
+      Entry e;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // done, nothing left
+        e = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        disk_.store(e.key, e.bytes, e.source);
+      } catch (...) {  // a failed store leaves the kernel uncached, as a failed write does
+      }
+    }
+  }
+
+  DiskCache& disk_;
+  std::mutex mutex_, write_;
+  std::condition_variable ready_;
+  std::deque<Entry> queue_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 void append_options(const OptionValue& v, std::string& out) {
   switch (v.kind) {
@@ -150,11 +221,20 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
     std::string bytes;
   };
   std::vector<Hit> hits;
+  // A kernel that an earlier one of the batch repeats (two graphs compiled together,
+  // Compiler::compile_pair): that one's kernel, as the in-process level would give it.
+  std::unordered_map<std::string, size_t> first_of;
+  std::vector<size_t> repeats;  // indices whose kernel is first_of theirs
   // 1. The process's own kernels, then the disk entries' bytes.
   for (size_t i = 0; i < n; ++i) {
     auto t0 = Clock::now();
     const std::string canonical = canonical_kernel_bytes(*descs[i]);
     memory_keys[i] = name_of(i) + '\0' + canonical;
+    if (!first_of.emplace(memory_keys[i], i).second) {
+      (*origins)[i] = KernelOrigin::Memory;
+      repeats.push_back(i);
+      continue;
+    }
     if (auto it = e.memory.find(memory_keys[i]); it != e.memory.end()) {
       if (std::shared_ptr<CompiledKernel> k = it->second.lock()) {
         out[i] = std::move(k);
@@ -220,6 +300,7 @@ std::vector<std::shared_ptr<CompiledKernel>> KernelCache::get_all(
   // 3. The rest compiled, in parallel where the backend allows, and stored on disk.
   compile_missing(plugin, descs, keys, d != nullptr, compile_threads, cancel, &out, origins,
                   ms_out);
+  for (size_t i : repeats) out[i] = out[first_of.at(memory_keys[i])];
   for (size_t i = 0; i < n; ++i) {
     if ((*origins)[i] != KernelOrigin::Memory) e.memory[memory_keys[i]] = out[i];
     touch(out[i]);
@@ -242,16 +323,18 @@ void KernelCache::compile_missing(const Plugin& plugin,
     missing.push_back(i);
     to_compile.push_back(descs[i]);
   }
-  // A backend that compiles concurrently returns finished kernels: each is stored by the thread
-  // that compiled it, while the others still compile (a store waits on the disk: ~12 ms of
-  // fsyncs per kernel on this project's VMs). Plugin calls on the kernels take turns (the ABI
-  // lets compiles overlap, not serialize calls); the disk writes take turns too (one DiskCache
-  // per process). Others (cuda_triton compiles in the background and serialize() waits for it)
+  // A backend that compiles concurrently returns finished kernels: each is serialized by the
+  // thread that compiled it and written by the DiskWriter's thread, while the compiles go on (a
+  // store waits on the disk: ~12 ms of fsyncs per kernel on this project's VMs). Plugin calls on
+  // the kernels take turns (the ABI lets compiles overlap, not serialize calls); the disk writes
+  // are one thread's. Others (cuda_triton compiles in the background and serialize() waits for it)
   // are stored by store_pending() once every kernel is under way.
-  const bool store_now = store && plugin.properties().concurrent_compiles;
-  std::mutex plugin_calls, disk_writes;
+  const bool store_now = store && plugin.properties().concurrent_compiles && !missing.empty();
+  std::mutex plugin_calls;
+  std::optional<DiskWriter> writer;  // the disk writes, off the compile threads
   CompiledHook hook;
-  if (store_now)
+  if (store_now) {
+    writer.emplace(*disk());
     hook = [&](size_t m, const CompiledKernel& kernel) {
       std::string bytes, source;
       {
@@ -259,12 +342,12 @@ void KernelCache::compile_missing(const Plugin& plugin,
         bytes = plugin.serialize(kernel);  // a PluginCallError: not stored, as store_pending
         source = kernel.source();
       }
-      if (bytes.empty()) return;
-      std::lock_guard<std::mutex> lock(disk_writes);
-      disk()->store(keys[missing[m]], bytes, source);
+      if (!bytes.empty()) writer->store(keys[missing[m]], std::move(bytes), std::move(source));
     };
+  }
   std::vector<CompileResult> compiled =
       compile_kernels(plugin, to_compile, compile_threads, hook, cancel);
+  writer.reset();  // every store written (also when compile_kernels throws: the destructor)
   for (size_t m = 0; m < missing.size(); ++m) {
     const size_t i = missing[m];
     (*out)[i] = std::move(compiled[m].kernel);

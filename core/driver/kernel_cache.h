@@ -69,8 +69,9 @@ class KernelCache {
   // Serializes and stores on disk the kernels get() compiled since the last call. Apart from
   // get() so that a plugin that compiles asynchronously (cuda_triton: a graph's kernels in
   // parallel in its workers) is waited for once all of a graph's kernels are under way. A
-  // backend that compiles concurrently (ABI 1.6) has its kernels stored as they compile, by the
-  // compiling threads, so its disk writes overlap the other compiles; nothing is pending then.
+  // backend that compiles concurrently (ABI 1.6) has its kernels stored as they compile
+  // (serialized by the compiling thread, written by a thread of the batch's own), so its disk
+  // writes overlap the other compiles; nothing is pending then.
   void store_pending();
 
   const CacheSettings& settings() const { return settings_; }

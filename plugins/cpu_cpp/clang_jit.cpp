@@ -170,7 +170,8 @@ struct JitState {
   std::string warm_up_error;  // why the constructor's warm-up link failed; empty: it linked
 
   // Set up on first use, under setup_mutex (compiles wait for it; then read-only): the driver's
-  // cc1 arguments and, when the options have a prelude, its precompiled header.
+  // cc1 arguments and, when the options have a prelude, its precompiled header (built outside
+  // the lock by the compile that sets pch_tried; set under it once built).
   std::mutex setup_mutex;
   std::vector<std::string> cc1_args;
   std::string target_cpu;
@@ -193,18 +194,25 @@ struct JitState {
 
   // The set-up a compile of `source` needs: the cc1 arguments, and the PCH when the source
   // starts with the options' prelude (built by the first such compile; a PCH that fails to
-  // build leaves every source compiled whole, pch_error says why). Null: no PCH for it.
+  // build leaves every source compiled whole, pch_error says why). Null: no PCH for it. The PCH
+  // is built outside the lock: a compile that comes while another builds it does not wait for
+  // it but compiles its source whole (the same object: docs/jit_compile.md), so that the other
+  // compile threads of a cold batch start at once instead of after the build.
   const PreludePch* prepare(std::string_view source) {
-    std::lock_guard<std::mutex> lock(setup_mutex);
+    std::unique_lock<std::mutex> lock(setup_mutex);
     ensure_cc1();
     const std::string& prelude = options.prelude;
     if (prelude.empty() || source.substr(0, prelude.size()) != prelude) return nullptr;
-    if (!pch_tried) {
-      pch_tried = true;
-      const ClangFrontendApi& frontend = clang_frontend();
-      pch = std::unique_ptr<PreludePch, PchDeleter>(
-          frontend.build_pch(cc1_args, prelude, &pch_error), PchDeleter{&frontend});
-    }
+    if (pch_tried) return pch.get();  // null while another compile builds it
+    pch_tried = true;
+    lock.unlock();  // cc1_args no longer change
+    const ClangFrontendApi& frontend = clang_frontend();
+    std::string error;
+    std::unique_ptr<PreludePch, PchDeleter> built(frontend.build_pch(cc1_args, prelude, &error),
+                                                  PchDeleter{&frontend});
+    lock.lock();
+    pch = std::move(built);
+    pch_error = std::move(error);
     return pch.get();
   }
 

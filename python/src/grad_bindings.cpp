@@ -115,6 +115,7 @@ nb::dict stats_dict(const CompiledFunctionStats& s) {
   d["partition_ms"] = s.partition_ms;
   d["forward_compile_ms"] = s.forward_compile_ms;
   d["backward_compile_ms"] = s.backward_compile_ms;
+  d["backward_with_forward"] = s.backward_with_forward;
   d["saved_bytes"] = s.saved_bytes;
   d["saved_primal_bytes"] = s.saved_primal_bytes;
   d["save_all_bytes"] = s.save_all_bytes;
@@ -297,7 +298,8 @@ void add_partition_views(nb::class_<PyCompiledFunction>& cls) {
             if (!g) return std::nullopt;
             return wrap_compiled(*g);
           },
-          "None until the first backward() compiled it (and on the interpreter path).")
+          "None until the first backward() compiled it (stax.grad(compile_backward=True): "
+          "compiled with the forward), and on the interpreter path.")
       .def_prop_ro("interpreted",
                    [](const PyCompiledFunction& s) { return s.state->fn->interpreted(); })
       .def_prop_ro("stats",
@@ -324,9 +326,11 @@ void bind_grad(nb::module_& m) {
   m.def(
       "_grad",
       [](const PyGraph& graph, std::vector<std::string> wrt, std::optional<PyCompiler> compiler,
-         std::optional<int64_t> budget, const std::string& algorithm, uint64_t seed) {
+         std::optional<int64_t> budget, const std::string& algorithm, uint64_t seed,
+         bool compile_backward) {
         auto state = std::make_shared<GradState>();
         CompiledFunctionOptions options;
+        options.compile_backward_with_forward = compile_backward;
         if (budget) options.partition.memory_budget = *budget;
         if (algorithm == "edmonds-karp")
           options.partition.algorithm = partition::FlowAlgorithm::kEdmondsKarp;
@@ -349,7 +353,7 @@ void bind_grad(nb::module_& m) {
         return PyCompiledFunction{std::move(state)};
       },
       nb::arg("graph"), nb::arg("wrt"), nb::arg("compiler").none(), nb::arg("budget").none(),
-      nb::arg("algorithm"), nb::arg("seed"));
+      nb::arg("algorithm"), nb::arg("seed"), nb::arg("compile_backward") = false);
 }
 
 }  // namespace stax::python

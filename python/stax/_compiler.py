@@ -79,12 +79,15 @@ def _compiler_for(config, backend_options=()):
 
 
 def grad(graph, wrt, *, budget=None, config="cpu", compiler=None, interpret=False,
-         algorithm="dinic", seed=0):
+         algorithm="dinic", seed=0, compile_backward=False):
     """Forward and backward of `graph` with respect to the placeholders `wrt` (names or Nodes).
 
     Builds the joint graph (seed §5.3), partitions it with the min-cut rematerialization
     partitioner (§5.4-5.5; `budget`: at most that many bytes of saved values), compiles the
-    forward now and the backward on its first use (§5.6). Returns a stax.CompiledFunction:
+    forward now and the backward on its first use (§5.6); `compile_backward` compiles the
+    backward now too, with the forward, as one job (both graphs' kernels in one parallel batch:
+    faster than the two apart when the backward will run anyway, docs/jit_compile.md).
+    Returns a stax.CompiledFunction:
     ``cf(x, W).backward()`` gives the gradients; ``cf.saved`` / ``cf.recomputed`` /
     ``cf.partition_report`` show the partition. `interpret` runs both halves on the reference
     interpreter instead (nothing compiled).
@@ -96,4 +99,4 @@ def grad(graph, wrt, *, budget=None, config="cpu", compiler=None, interpret=Fals
     c = None
     if not interpret:
         c = (compiler if compiler is not None else _compiler_for(config))._compiler
-    return _stax._grad(g, names, c, budget, algorithm, seed)
+    return _stax._grad(g, names, c, budget, algorithm, seed, compile_backward)

@@ -201,6 +201,99 @@ TEST(CompiledFunction, BackwardCompiledUpFrontOnRequest) {
   EXPECT_TRUE(close(gb[0], eager.reference(in)[1]));
 }
 
+// compile_backward_with_forward: both graphs compiled in the constructor as one job
+// (Compiler::compile_pair, their kernels in one batch). The same kernels and the same bits as a
+// forward compile followed by compile_backward(), each compiled once (two Compilers: nothing
+// comes from another's in-process cache); the saved values keep the forward's layouts as on the
+// lazy path; gradients as the joint graph's.
+TEST(CompiledFunction, BackwardCompiledWithForwardAsOneJob) {
+  struct Case {
+    Graph g;
+    std::vector<std::string> wrt;
+  };
+  std::vector<Case> cases;
+  cases.push_back({example_5_1(), {"primals_1", "primals_2"}});
+  {
+    Graph g;  // a saved value in another layout than its meta's (SavedValuesKeepTheForwardsLayout)
+    Node* x = g.placeholder("x", {16, 24});
+    Node* w = g.placeholder("w", {16, 5});
+    Node* v =
+        g.call("permute", {g.call("tanh", {x}, {}, "y"), std::vector<int64_t>{1, 0}}, {}, "v");
+    g.output({g.call("sum", {g.call("mm", {v, w}, {}, "o")}, {}, "loss")});
+    cases.push_back({std::move(g), {"x", "w"}});
+  }
+  for (const Case& c : cases) {
+    Compiler apart_compiler(test_config()), job_compiler(test_config());
+    CompiledFunctionOptions o;
+    o.compile_backward_with_forward = true;
+    CompiledFunction apart(c.g, c.wrt, apart_compiler), job(c.g, c.wrt, job_compiler, o);
+    apart.compile_backward();
+    ASSERT_TRUE(job.backward_compiled());
+    CompiledFunctionStats s = job.stats();
+    EXPECT_EQ(s.forward_compiles, 1);
+    EXPECT_EQ(s.backward_compiles, 1);
+    EXPECT_TRUE(s.backward_with_forward);
+    EXPECT_GT(s.forward_compile_ms, 0);
+    EXPECT_NE(job.stats_str().find("forward + backward compile"), std::string::npos)
+        << job.stats_str();
+    job.compile_backward();  // a no-op
+    EXPECT_EQ(job.stats().backward_compiles, 1);
+    for (auto [a, b] : {std::pair{apart.compiled_forward(), job.compiled_forward()},
+                        std::pair{apart.compiled_backward(), job.compiled_backward()}}) {
+      EXPECT_EQ(b->stats().kernels_compiled, a->stats().kernels_compiled);
+      EXPECT_EQ(b->stats().kernels_from_memory, a->stats().kernels_from_memory);
+      ASSERT_EQ(a->kernels().size(), b->kernels().size());
+      for (size_t k = 0; k < a->kernels().size(); ++k)
+        EXPECT_EQ(a->kernels()[k].source, b->kernels()[k].source) << k;
+      ASSERT_EQ(a->lowered().inputs.size(), b->lowered().inputs.size());
+      for (size_t k = 0; k < a->lowered().inputs.size(); ++k)
+        EXPECT_EQ(a->lowered().inputs[k]->layout().stride, b->lowered().inputs[k]->layout().stride);
+    }
+    std::vector<Tensor> in = random_inputs(c.g, 11);
+    ForwardResult ra = apart.forward(in), rb = job.forward(in);
+    std::vector<Tensor> ga = apart.backward(*ra.ctx), gb = job.backward(*rb.ctx);
+    EXPECT_EQ(job.stats().backward_compiles, 1);
+    EXPECT_TRUE(bitwise(rb.outputs[0], ra.outputs[0]));
+    std::vector<Tensor> ref = job.reference(in);
+    ASSERT_EQ(gb.size(), c.wrt.size());
+    ASSERT_EQ(ga.size(), gb.size());
+    for (size_t i = 0; i < gb.size(); ++i) {
+      EXPECT_TRUE(bitwise(gb[i], ga[i])) << "gradient " << i;
+      EXPECT_TRUE(close(gb[i], ref[1 + i])) << "gradient " << i;
+    }
+  }
+}
+
+// Compiler::compile_pair of a graph with itself: the second graph's kernels are the first's
+// (compiled once, in the batch), and both run to the bits of compile().
+TEST(CompiledFunction, CompilePairCompilesAKernelBothHoldOnce) {
+  Graph g = example_5_1();
+  Compiler pair_compiler(test_config()), single(test_config());
+  auto [a, b] = pair_compiler.compile_pair(g, [&](const LoweredGraph&) { return g.clone(); });
+  CompiledGraph c = single.compile(g);
+  ASSERT_GT(c.stats().kernels_compiled, 0);
+  EXPECT_EQ(a.stats().kernels_compiled, c.stats().kernels_compiled);
+  EXPECT_EQ(b.stats().kernels_compiled, 0);
+  EXPECT_EQ(b.stats().kernels_from_memory, c.stats().kernels_compiled);
+  std::vector<Tensor> in = random_inputs(g, 5);
+  std::vector<Tensor> want = c.run(in);
+  EXPECT_TRUE(bitwise(a.run(in)[0], want[0]));
+  EXPECT_TRUE(bitwise(b.run(in)[0], want[0]));
+  EXPECT_TRUE(close(want[0], interpret(g, in)[0]));
+}
+
+// A cancelled token stops the one-job compile as it stops compile(): stage "cancelled".
+TEST(CompiledFunction, CompilePairIsCancellable) {
+  Graph g = example_5_1();
+  Compiler compiler(test_config());
+  CancellationToken token;
+  token.cancel();
+  std::string err = error_of([&] {
+    compiler.compile_pair(g, [&](const LoweredGraph&) { return g.clone(); }, &token);
+  });
+  EXPECT_NE(err.find("cancelled"), std::string::npos) << err;
+}
+
 TEST(CompiledFunction, SavedValuesReleasedUnlessRetained) {
   Graph g = example_5_1();
   Compiler compiler(test_config());

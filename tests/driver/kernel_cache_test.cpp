@@ -542,6 +542,34 @@ TEST_F(KernelCacheTest, AGraphsKernelsLinkInOneBatchAndHitsMixWithMisses) {
   EXPECT_EQ(st.kernels_from_disk, n);
 }
 
+// Compiler::compile_pair (two graphs' kernels in one batch): each kernel is stored on disk once,
+// by its compiling thread, a kernel both graphs hold once too; a later compile of either graph
+// finds every kernel on disk and runs to the same bits.
+TEST_F(KernelCacheTest, ACompilePairStoresEachKernelOnce) {
+  std::vector<Case> cs = cases();
+  const Case& first = cs[1];  // softmax (two kernels at least)
+  const Case& second = cs[2];  // the gather
+  for (bool repeat : {false, true}) {
+    const Graph& g2 = repeat ? first.graph : second.graph;
+    fs::path dir = fresh_dir(repeat ? "pair_repeat" : "pair");
+    Compiler compiler(cached_config(dir));
+    auto [a, b] =
+        compiler.compile_pair(first.graph, [&](const LoweredGraph&) { return g2.clone(); });
+    const int n = a.stats().kernels_compiled + b.stats().kernels_compiled;
+    ASSERT_GE(a.stats().kernels_compiled, 1);
+    EXPECT_EQ(b.stats().kernels_from_memory, repeat ? a.stats().kernels_compiled : 0);
+    EXPECT_EQ(static_cast<int>(files_with(dir, ".entry").size()), n);
+    std::vector<Tensor> a_out = a.run(first.inputs);
+    std::vector<Tensor> b_out = b.run(repeat ? first.inputs : second.inputs);
+    CompileStats st;
+    same_bits(a_out, compile_run(dir, first.graph, first.inputs, &st));
+    EXPECT_EQ(st.kernels_from_disk, a.stats().kernels_compiled);
+    EXPECT_EQ(st.kernels_compiled, 0);
+    same_bits(b_out, compile_run(dir, g2, repeat ? first.inputs : second.inputs, &st));
+    EXPECT_EQ(st.kernels_compiled, 0);
+  }
+}
+
 TEST_F(KernelCacheTest, CliRunsThroughTheCacheAndStaxCacheManagesIt) {
   fs::path dir = fresh_dir("cli");
   const std::string env = "STAX_CACHE_DIR='" + dir.string() + "' ";

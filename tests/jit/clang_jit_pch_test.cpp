@@ -115,6 +115,9 @@ TEST(ClangJitPch, APreludeThatFailsLeavesSourcesCompiledWhole) {
 }
 
 // Compiles of different kernels on four threads at once give the objects of serial compiles.
+// The threads start at once on a fresh ClangJit: one builds the PCH while the others compile
+// their first sources whole rather than wait for it (ClangJit's prepare); every object is the
+// serial compile's all the same, and the PCH serves the rest.
 TEST(ClangJitPch, ConcurrentCompilesGiveTheSerialObjects) {
   const int kKernels = 12, kThreads = 4;
   ClangJit serial(options(true)), parallel(options(true));
@@ -145,6 +148,7 @@ TEST(ClangJitPch, ConcurrentCompilesGiveTheSerialObjects) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
   for (int i = 0; i < kKernels; ++i) EXPECT_EQ(got[i], want[i]) << "kernel " << i;
+  EXPECT_TRUE(parallel.has_pch()) << parallel.pch_error();
 }
 
 }  // namespace

@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/backend/parallel_compile.h"
+#include "core/codegen/kernel_codegen.h"
 #include "core/config/config.h"
 #include "core/driver/compiler.h"
 #include "core/graph/parser.h"
@@ -136,6 +138,38 @@ TEST(ParallelCompile, ThreadCountFromTheEnvironment) {
 
 // cpu_cpp compiles concurrently: the transformer block's kernels compiled on 4 threads have the
 // sources of a serial compile and compute the same bits.
+// The batch's order estimate (compile_cost): a column reduction (its loads contiguous along the
+// output dimension: a vectorising backend accumulates many outputs side by side) counts a large
+// part per reduction loop over a row reduction of the same ops and a pointwise kernel, so that
+// the GPT block backward's bias gradients (the slowest compiles) start first.
+TEST(ParallelCompile, AColumnReductionIsEstimatedCostlierThanARowReduction) {
+  Config config = Config::default_cpu();
+  config.cache = false;
+  Compiler compiler(config);
+  auto cost_of = [&](const std::function<Node*(Graph&, Node*)>& body, int64_t columns = 64) {
+    Graph g;
+    Node* x = g.placeholder("x", {256, columns});
+    g.output({body(g, x)});
+    CompiledGraph cg = compiler.compile(g);
+    std::vector<KernelPlan> plans = plan_kernels(cg.schedule(), cg.lowered());
+    EXPECT_EQ(plans.size(), 1u);
+    return plans.empty() ? size_t{0} : compile_cost(*plans[0].desc.get());
+  };
+  auto sum_over = [](int64_t dim) {
+    return [dim](Graph& g, Node* x) {
+      return g.call("sum.dim_IntList", {g.call("exp", {x}), std::vector<int64_t>{dim}});
+    };
+  };
+  const size_t column = cost_of(sum_over(0)), row = cost_of(sum_over(1));
+  const size_t pointwise = cost_of([](Graph& g, Node* x) { return g.call("exp", {x}); });
+  EXPECT_GE(column, row + 300) << "column " << column << ", row " << row;
+  EXPECT_GT(row, pointwise);
+  EXPECT_GE(pointwise, 110u);  // the fixed part of every compile
+  // A column reduction to 8 outputs: too few to accumulate side by side, no large part.
+  const size_t narrow = cost_of(sum_over(0), 8);
+  EXPECT_LT(narrow, row + 300) << "narrow " << narrow << ", row " << row;
+}
+
 TEST(ParallelCompile, CpuCppKernelsAreThoseOfASerialCompile) {
   Graph g = parse_graph_file(std::string(STAX_SOURCE_DIR) + "/examples/transformer_block.stax");
   Config config = Config::default_cpu();

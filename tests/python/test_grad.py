@@ -51,6 +51,25 @@ def test_example_5_1_cf_backward_matches_torch_autograd(cpu, example_5_1):
     torch.testing.assert_close(gw, ref_gw, rtol=RTOL, atol=ATOL)
 
 
+def test_compile_backward_with_the_forward(cpu, example_5_1):
+    # compile_backward=True: both graphs compiled by stax.grad, as one job; the gradients are the
+    # bits of a backward compiled on first use, and match the joint graph on the interpreter.
+    torch = pytest.importorskip("torch")
+    lazy = stax.grad(example_5_1, wrt=["primals_1", "primals_2"], compiler=cpu)
+    now = stax.grad(example_5_1, wrt=["primals_1", "primals_2"], compiler=cpu,
+                    compile_backward=True)
+    assert lazy.compiled_backward is None and not lazy.stats["backward_with_forward"]
+    assert now.compiled_backward is not None and now.stats["backward_with_forward"]
+    assert now.stats["backward_compiles"] == 1
+    x, w = torch.randn(32, 64), torch.randn(64, 64) / 8
+    g_lazy, g_now = lazy(x, w).backward(), now(x, w).backward()
+    assert now.stats["backward_compiles"] == 1
+    _, ref = now.reference(x, w)
+    for a, b, r in zip(g_lazy, g_now, ref):
+        assert torch.equal(a, b)
+        torch.testing.assert_close(b, r, rtol=RTOL, atol=ATOL)
+
+
 def test_memory_budget(cpu, example_5_1):
     cf = stax.grad(example_5_1, wrt=["primals_2"], compiler=cpu, budget=8192)
     assert cf.saved == ["matmul"]
