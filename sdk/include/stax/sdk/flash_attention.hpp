@@ -38,7 +38,9 @@
 // interpreted fused attention agree bit for bit.
 //
 // The block loops (flash_attention_rows.inc) are compiled for AVX-512F, AVX2 + FMA and plain C++
-// and picked at run time like the GEMM's tiles.
+// and picked at run time like the GEMM's tiles. Their block products are register tiles that
+// read the blocks in place (no packing; since 2026-12-06), with the GEMM's order of operations
+// and so its bits (Problem::gemm_products runs the GEMM instead).
 #ifndef STAX_SDK_FLASH_ATTENTION_HPP
 #define STAX_SDK_FLASH_ATTENTION_HPP
 
