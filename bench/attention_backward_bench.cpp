@@ -7,13 +7,18 @@
 // Both give the same bits (tests/attention/flash_attention_test.cpp). Interleaved rounds,
 // medians in ms, the ratio two-pass / one-pass; threads by a std::thread pool per call.
 // Usage: bench_attention_backward [threads=1] [rounds=5] [reps=5] [T=256] [--once --only one|two]
-//                                 [--sub-rows A,B,...]
+//                                 [--sub-rows A,B,...] [--products tiles,gemm] [--entries N]
 // --once --only X: one call of one schedule, for `valgrind --tool=callgrind` instruction counts.
 // --sub-rows A,B: instead, the forward and the one-pass backward with Problem::sub_rows = A, B ...
 // (rows per product where the causal diagonal crosses a block; 64: whole blocks, the kernel
 // before 2026-12-06), interleaved, medians in ms.
+// --products tiles,gemm: instead, the forward and the one-pass backward with the block products
+// as register tiles reading the blocks in place (tiles, the default) and by Stax's packing GEMM
+// (gemm: Problem::gemm_products, the kernel before 2026-12-06), interleaved, medians in ms of
+// wall time and of the process's CPU time per call. --entries N: N batch entries (default 64).
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,9 +52,10 @@ struct Data {
 
 // Entries [first, first + count) of the data's backward.
 void run(Data& x, int64_t first, int64_t count, const attn::Context& c,
-         int64_t sub_rows = attn::kSubRows) {
+         int64_t sub_rows = attn::kSubRows, bool gemm_products = false) {
   attn::Backward<float> p;
   p.sub_rows = sub_rows;
+  p.gemm_products = gemm_products;
   p.batch = count, p.l = x.t, p.s = x.t, p.e = x.d, p.ev = x.d, p.causal = true;
   p.scale = 1.0f / std::sqrt(static_cast<float>(x.d));
   const int64_t* off = x.offsets.data() + first;
@@ -95,6 +101,8 @@ int main(int argc, char** argv) {
   bool once = false;
   std::string only;
   std::vector<int64_t> subs;
+  std::vector<bool> products;  // --products: gemm_products per variant
+  int64_t entries = 64;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sub-rows") == 0 && i + 1 < argc) {
       for (const char* t = argv[++i]; *t;) {
@@ -106,6 +114,23 @@ int main(int argc, char** argv) {
         }
         t = *end == ',' ? end + 1 : end;
       }
+    } else if (std::strcmp(argv[i], "--products") == 0 && i + 1 < argc) {
+      for (const char* t = argv[++i]; *t;) {
+        const char* end = std::strchr(t, ',');
+        const std::string name = end ? std::string(t, end) : std::string(t);
+        if (name != "tiles" && name != "gemm") {
+          std::fprintf(stderr, "bench_attention_backward: --products takes tiles and gemm, as tiles,gemm\n");
+          return 2;
+        }
+        products.push_back(name == "gemm");
+        t = end ? end + 1 : t + name.size();
+      }
+    } else if (std::strcmp(argv[i], "--entries") == 0 && i + 1 < argc) {
+      entries = std::atoll(argv[++i]);
+      if (entries < 1) {
+        std::fprintf(stderr, "bench_attention_backward: --entries takes a number >= 1\n");
+        return 2;
+      }
     } else if (std::strcmp(argv[i], "--once") == 0)
       once = true;
     else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
@@ -116,7 +141,7 @@ int main(int argc, char** argv) {
   const int threads = pos.size() > 0 ? std::atoi(pos[0].c_str()) : 1;
   const int rounds = once ? 1 : pos.size() > 1 ? std::atoi(pos[1].c_str()) : 5;
   const int reps = once ? 1 : pos.size() > 2 ? std::atoi(pos[2].c_str()) : 5;
-  Data x{64, pos.size() > 3 ? std::atoll(pos[3].c_str()) : 256, 32, {}, {}, {}, {}, {}, {}, {}};
+  Data x{entries, pos.size() > 3 ? std::atoll(pos[3].c_str()) : 256, 32, {}, {}, {}, {}, {}, {}, {}};
   std::mt19937 gen(1);
   std::normal_distribution<float> nd;
   auto fill = [&](std::vector<float>& v, int64_t size) {
@@ -132,9 +157,10 @@ int main(int argc, char** argv) {
   if (threads > 1) c.parallel_for = [threads](int64_t tasks, const std::function<void(int64_t)>& task) {
     parallel_for(threads, tasks, task);
   };
-  auto forward = [&](int64_t sub_rows) {  // out and lse, so the backward's probabilities are real ones
+  auto forward = [&](int64_t sub_rows, bool gemm_products = false) {  // out and lse, so the backward's probabilities are real ones
     attn::Forward<float> f;
     f.sub_rows = sub_rows;
+    f.gemm_products = gemm_products;
     f.batch = x.n, f.l = x.t, f.s = x.t, f.e = x.d, f.ev = x.d, f.causal = true;
     f.scale = 1.0f / std::sqrt(static_cast<float>(x.d));
     f.q = {x.q.data(), x.offsets.data(), x.d, 1};
@@ -144,6 +170,35 @@ int main(int argc, char** argv) {
     attn::forward(f, c);
   };
   forward(attn::kSubRows);
+  if (!products.empty()) {
+    std::printf("bench_attention_backward --products: causal, %lld entries, T=%lld, D=%lld, float32, %d thread(s)\n",
+                static_cast<long long>(x.n), static_cast<long long>(x.t), static_cast<long long>(x.d), threads);
+    std::printf("loadavg before: %s\n", loadavg().c_str());
+    auto cpu_ms = [] { return 1e3 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
+    // f(); returns {wall ms, process CPU ms}
+    auto ms = [&](auto&& f) {
+      const double c0 = cpu_ms();
+      auto start = std::chrono::steady_clock::now();
+      f();
+      const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      return std::pair<double, double>{wall, cpu_ms() - c0};
+    };
+    const size_t nv = products.size();
+    std::vector<std::vector<double>> fw(nv), bw(nv), fc(nv), bc(nv);
+    for (int r = 0; r < rounds + 1; ++r)  // round 0 warms up
+      for (int i = 0; i < reps; ++i)
+        for (size_t v = 0; v < nv; ++v) {
+          const auto f = ms([&] { forward(attn::kSubRows, products[v]); });
+          const auto b = ms([&] { run(x, 0, x.n, c, attn::kSubRows, products[v]); });
+          if (r > 0) fw[v].push_back(f.first), bw[v].push_back(b.first), fc[v].push_back(f.second), bc[v].push_back(b.second);
+        }
+    for (size_t v = 0; v < nv; ++v)
+      std::printf("%-5s: forward %.3f ms (cpu %.3f), backward %.3f ms (cpu %.3f), sum %.3f ms (cpu %.3f)\n",
+                  products[v] ? "gemm" : "tiles", median(fw[v]), median(fc[v]), median(bw[v]), median(bc[v]),
+                  median(fw[v]) + median(bw[v]), median(fc[v]) + median(bc[v]));
+    std::printf("loadavg after: %s\n", loadavg().c_str());
+    return 0;
+  }
   if (!subs.empty()) {
     std::printf("bench_attention_backward --sub-rows: causal, %lld entries, T=%lld, D=%lld, float32, %d thread(s)\n",
                 static_cast<long long>(x.n), static_cast<long long>(x.t), static_cast<long long>(x.d), threads);

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/driver/compiled_function.h"
@@ -63,6 +64,10 @@ const Case kCases[] = {
     {"causal_l_lt_s", 1, 2, 40, 100, 32, 32, true},
     {"bool_mask", 2, 2, 50, 70, 32, 32, false, MaskKind::Bool},
     {"additive_mask", 1, 3, 65, 65, 32, 32, false, MaskKind::Additive, 0.3},
+    // head dim 16, and 33 / 20 (a partial vector of the register tiles' columns)
+    {"head16_causal_odd_t", 2, 2, 75, 75, 16, 16, true},
+    {"head16_additive_mask", 1, 2, 45, 77, 16, 16, false, MaskKind::Additive},
+    {"head33_bool_mask", 1, 2, 41, 53, 33, 20, false, MaskKind::Bool},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashForward, ::testing::ValuesIn(kCases),
@@ -156,6 +161,8 @@ const Case kBackwardCases[] = {
     // b·h >= kOnePassBatch: one backward task per batch entry (entry_grads)
     {"one_pass_causal", 2, 4, 67, 67, 32, 32, true},
     {"one_pass_cross_causal", 3, 3, 40, 100, 32, 16, true},
+    {"head16_causal_odd_t", 1, 2, 75, 75, 16, 16, true},
+    {"one_pass_head33_bool_mask", 2, 4, 41, 53, 33, 20, false, MaskKind::Bool},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashBackward, ::testing::ValuesIn(kBackwardCases),
@@ -344,6 +351,127 @@ TEST(FlashAttention, CausalBlocksGiveTheBitsOfTheCausalMask) {
     }
     expect_causal_equals_masked<float>(c, DType::Float32, sdk::attention::kSubRows, true);
     expect_causal_equals_masked<double>(c, DType::Float64, sdk::attention::kSubRows, true);
+  }
+}
+
+// The block products are register tiles reading the blocks in place (since 2026-12-06; before,
+// Stax's packing GEMM, kept as Problem::gemm_products): each product element is the same chain
+// of fused multiply-adds from +0 in increasing term order, so the two give the same bits:
+// forward (out, lse) and backward (dq, dk, dv), both backward schedules, float32 and float64,
+// head dims 16 / 24 / 32 / 33 / 64 / 80 (33, 20 and 24 leave a partial vector of columns), T
+// not a multiple of the tile, L != S, causal or not, boolean and additive masks, dropout, on 3
+// threads; with the operands contiguous and in transposed layouts (Q and K stored transposed, as
+// the GPT block's Kᵀ; V rows inside a wider buffer; the additive mask transposed), so every
+// product meets both a B read in place and one transposed into the task's buffer. Each
+// instruction set (AVX-512, AVX2, portable; one the CPU lacks runs the best it has) against the
+// GEMM, and all sets against each other.
+template <class T>
+void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout, sdk::gemm::InstructionSet set,
+                                     std::vector<T>* out_tiles, std::vector<T>* grads_tiles) {
+  namespace attn = sdk::attention;
+  SCOPED_TRACE(c.name + (sizeof(T) == 8 ? " float64" : " float32") + " layout " + std::to_string(layout) +
+               (dropout ? " dropout" : "") + " set " + sdk::gemm::instruction_set_name(set));
+  const DType t = sizeof(T) == 8 ? DType::Float64 : DType::Float32;
+  const int64_t n = c.b * c.h, rows = n * c.l, vpad = layout ? c.ev + 5 : c.ev;
+  Tensor qt = Tensor::randn({n * c.l * c.e}, t, 41), kt = Tensor::randn({n * c.s * c.e}, t, 42);
+  Tensor vt = Tensor::randn({n * c.s * vpad}, t, 43), mt = Tensor::randn({c.l * c.s}, t, 44);
+  std::vector<uint8_t> mb(static_cast<size_t>(c.l * c.s));
+  for (int64_t i = 0; i < c.l; ++i)
+    for (int64_t j = 0; j < c.s; ++j) mb[static_cast<size_t>(i * c.s + j)] = j == 0 || (i * 7 + j * 3) % 3 != 0;
+  std::vector<int64_t> oq(n), ok(n), ov(n), om(n, 0);
+  for (int64_t x = 0; x < n; ++x) oq[x] = x * c.l * c.e, ok[x] = x * c.s * c.e, ov[x] = x * c.s * vpad;
+  auto fill = [&](attn::Problem<T>& p, bool gemm) {
+    p.batch = n, p.l = c.l, p.s = c.s, p.e = c.e, p.ev = c.ev, p.scale = T(0.3), p.causal = c.causal;
+    p.gemm_products = gemm;
+    if (layout == 0) {
+      p.q = {qt.data<T>(), oq.data(), c.e, 1};
+      p.k = {kt.data<T>(), ok.data(), c.e, 1};
+    } else {
+      p.q = {qt.data<T>(), oq.data(), 1, c.l};
+      p.k = {kt.data<T>(), ok.data(), 1, c.s};
+    }
+    p.v = {vt.data<T>(), ov.data(), vpad, 1};
+    if (c.mask == MaskKind::Bool) p.mask_bool = {mb.data(), om.data(), c.s, 1};
+    if (c.mask == MaskKind::Additive)
+      p.mask_add = layout ? attn::Operand<T>{mt.data<T>(), om.data(), 1, c.l} : attn::Operand<T>{mt.data<T>(), om.data(), c.s, 1};
+    if (dropout) p.dropout = true, p.drop_seed = 77, p.drop_threshold = T(0.25), p.drop_scale = T(1 / 0.75);
+  };
+  attn::Context ctx;
+  ctx.instruction_set = set;
+  ctx.parallel_for = [](int64_t tasks, const std::function<void(int64_t)>& task) {
+    std::vector<std::thread> pool;
+    for (int w = 0; w < 3; ++w)
+      pool.emplace_back([&, w] {
+        for (int64_t x = w; x < tasks; x += 3) task(x);
+      });
+    for (std::thread& th : pool) th.join();
+  };
+  const int64_t packed = rows * c.ev + rows, grads = rows * c.e + n * c.s * (c.e + c.ev);
+  std::vector<T> out[2], g[2];
+  for (int gemm = 0; gemm < 2; ++gemm) {
+    out[gemm].assign(static_cast<size_t>(packed), std::numeric_limits<T>::quiet_NaN());
+    attn::Forward<T> f;
+    fill(f, gemm);
+    f.out = out[gemm].data(), f.lse = f.out + rows * c.ev;
+    attn::forward(f, ctx);
+  }
+  EXPECT_EQ(out[0], out[1]) << "forward: out, lse";
+  Tensor dout = Tensor::randn({packed}, t, 45);
+  for (int gemm = 0; gemm < 2; ++gemm) {
+    g[gemm].assign(static_cast<size_t>(grads), std::numeric_limits<T>::quiet_NaN());
+    attn::Backward<T> p;
+    fill(p, gemm);
+    p.out = out[1].data(), p.lse = out[1].data() + rows * c.ev;
+    p.dout = dout.data<T>(), p.dlse = dout.data<T>() + rows * c.ev;
+    p.dq = g[gemm].data(), p.dk = p.dq + rows * c.e, p.dv = p.dk + n * c.s * c.e;
+    attn::backward(p, ctx);
+  }
+  EXPECT_EQ(std::vector<T>(g[0].begin(), g[0].begin() + rows * c.e),
+            std::vector<T>(g[1].begin(), g[1].begin() + rows * c.e)) << "dq";
+  EXPECT_EQ(std::vector<T>(g[0].begin() + rows * c.e, g[0].end()),
+            std::vector<T>(g[1].begin() + rows * c.e, g[1].end())) << "dk, dv";
+  // Real values: finite, and not all zero.
+  size_t nonzero = 0;
+  for (T x : g[0]) {
+    ASSERT_TRUE(std::isfinite(x));
+    nonzero += x != T(0);
+  }
+  EXPECT_GT(nonzero, g[0].size() / 2);
+  *out_tiles = out[0];
+  *grads_tiles = g[0];
+}
+
+template <class T>
+void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout) {
+  using sdk::gemm::InstructionSet;
+  std::vector<T> out[3], grads[3];
+  const InstructionSet sets[] = {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable};
+  for (int x = 0; x < 3; ++x) expect_tiles_give_the_gemm_bits<T>(c, layout, dropout, sets[x], &out[x], &grads[x]);
+  for (int x = 1; x < 3; ++x) {
+    EXPECT_EQ(out[x], out[0]) << c.name << " set " << x << " forward";
+    EXPECT_EQ(grads[x], grads[0]) << c.name << " set " << x << " backward";
+  }
+}
+
+TEST(FlashAttention, RegisterTileProductsGiveTheGemmBits) {
+  const Case cases[] = {
+      {"gpt_t64_one_pass", 2, 4, 64, 64, 32, 32, true},
+      {"t64_two_pass", 1, 2, 64, 64, 32, 32, true},
+      {"t67_d16_one_pass", 1, 9, 67, 67, 16, 16, true},
+      {"t130_d64_bool_two_pass", 1, 2, 130, 130, 64, 64, false, MaskKind::Bool},
+      {"l70_s100_d80_additive", 1, 3, 70, 100, 80, 80, false, MaskKind::Additive},
+      {"t37_d33_ev20_causal_bool", 1, 8, 37, 37, 33, 20, true, MaskKind::Bool},
+      {"l100_s45_causal_d24_ev40", 1, 8, 100, 45, 24, 40, true},
+      {"t1_d32", 1, 2, 1, 1, 32, 32, true},
+      {"l5_s200_d16_additive", 1, 8, 5, 200, 16, 16, false, MaskKind::Additive},
+  };
+  int x = 0;
+  for (const Case& c : cases) {
+    for (int layout : {0, 1}) {
+      const bool dropout = (x++ % 3) == 1;
+      expect_tiles_give_the_gemm_bits<float>(c, layout, dropout);
+      expect_tiles_give_the_gemm_bits<double>(c, layout, dropout);
+    }
   }
 }
 

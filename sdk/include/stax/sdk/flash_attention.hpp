@@ -38,7 +38,9 @@
 // interpreted fused attention agree bit for bit.
 //
 // The block loops (flash_attention_rows.inc) are compiled for AVX-512F, AVX2 + FMA and plain C++
-// and picked at run time like the GEMM's tiles.
+// and picked at run time like the GEMM's tiles. Their block products are register tiles that
+// read the blocks in place (no packing; since 2026-12-06), with the GEMM's order of operations
+// and so its bits (Problem::gemm_products runs the GEMM instead).
 #ifndef STAX_SDK_FLASH_ATTENTION_HPP
 #define STAX_SDK_FLASH_ATTENTION_HPP
 
@@ -96,6 +98,10 @@ struct Problem {
   // Rows per product where the causal diagonal crosses a block (kSubRows; kRows: whole blocks,
   // as before 2026-12-06). Any value in [1, kRows] gives the same bits; benches compare them.
   int64_t sub_rows = kSubRows;
+  // The block products by Stax's packing GEMM (true: as before 2026-12-06) instead of register
+  // tiles reading the blocks in place (flash_attention_rows.inc's product): the same fma chains,
+  // the same bits; tests and benches compare them.
+  bool gemm_products = false;
 };
 
 // out: [batch, l, ev] contiguous; lse: [batch, l] contiguous.
@@ -121,6 +127,9 @@ struct Backward : Problem<T> {
 // How the tasks run (gemm::Context's parallel_for: without it, on the calling thread).
 struct Context {
   std::function<void(int64_t tasks, const std::function<void(int64_t)>& task)> parallel_for;
+  // The best set the CPU has by default; a set it lacks is replaced by the best it has (tests
+  // ask for the others: every set gives the same bits).
+  gemm::InstructionSet instruction_set = gemm::InstructionSet::Avx512;
 };
 
 // The element offsets of each batch entry of a tensor of `sizes` / `strides` whose last two dims
@@ -162,6 +171,61 @@ inline double exp_of(double x) { return std::exp(x); }
 #pragma GCC optimize("O3")  // the loop vectoriser at its full cost model
 #endif
 namespace stax::sdk::attention::avx512 {
+// The register tiles of the block products (flash_attention_rows.inc's block_tile): the set's
+// vector of T (kLanes lanes) and its operations, masked loads and stores for a last partial
+// vector of columns, and the tile shapes: at most kMaxVectors vectors of columns, rows(NV) rows of
+// accumulators. (Not gemm::avx512::Isa: its functions' target adds prfchw, so GCC would not
+// inline them here.)
+template <class T>
+struct Vectors;
+template <>
+struct Vectors<float> {
+  using V = __m512;
+  using M = __mmask16;
+};
+template <>
+struct Vectors<double> {
+  using V = __m512d;
+  using M = __mmask8;
+};
+template <class T>
+struct BlockIsa {
+  static constexpr bool kFloat = sizeof(T) == 4;
+  using V = typename Vectors<T>::V;
+  using M = typename Vectors<T>::M;
+  static constexpr int kLanes = kFloat ? 16 : 8;
+  static constexpr int kMaxVectors = 4;
+  static constexpr int rows(int nv) { return nv == 4 ? 6 : 8; }  // 24 / 24 / 16 / 8 of 32 zmm
+  static V zero() {
+    if constexpr (kFloat) return _mm512_setzero_ps(); else return _mm512_setzero_pd();
+  }
+  static V load(const T* p) {
+    if constexpr (kFloat) return _mm512_loadu_ps(p); else return _mm512_loadu_pd(p);
+  }
+  static void store(T* p, V v) {
+    if constexpr (kFloat) _mm512_storeu_ps(p, v); else _mm512_storeu_pd(p, v);
+  }
+  static V broadcast(const T* p) {
+    if constexpr (kFloat) return _mm512_set1_ps(*p); else return _mm512_set1_pd(*p);
+  }
+  static V fma(V a, V b, V c) {
+    if constexpr (kFloat) return _mm512_fmadd_ps(a, b, c); else return _mm512_fmadd_pd(a, b, c);
+  }
+  static V load_first(const T* p, int n) {
+    const M m = static_cast<M>((1u << n) - 1u);
+    if constexpr (kFloat) return _mm512_maskz_loadu_ps(m, p); else return _mm512_maskz_loadu_pd(m, p);
+  }
+  static void store_first(T* p, V v, int n) {
+    const M m = static_cast<M>((1u << n) - 1u);
+    if constexpr (kFloat) _mm512_mask_storeu_ps(p, m, v); else _mm512_mask_storeu_pd(p, m, v);
+  }
+  // dst[c * ds + r] = src[r * ss + c] for r, c < 16, in registers (float: the GEMM's packing
+  // transpose); kTranspose16 false: none.
+  static constexpr bool kTranspose16 = kFloat;
+  static void transpose16(const T* src, int64_t ss, T* dst, int64_t ds) {
+    if constexpr (kFloat) gemm::avx512::transpose16(src, ss, dst, ds);
+  }
+};
 #include "stax/sdk/flash_attention_rows.inc"
 }  // namespace stax::sdk::attention::avx512
 #if defined(__clang__)
@@ -178,6 +242,54 @@ namespace stax::sdk::attention::avx512 {
 #pragma GCC optimize("O3")  // the loop vectoriser at its full cost model
 #endif
 namespace stax::sdk::attention::avx2 {
+template <class T>
+struct Vectors;
+template <>
+struct Vectors<float> {
+  using V = __m256;
+};
+template <>
+struct Vectors<double> {
+  using V = __m256d;
+};
+template <class T>
+struct BlockIsa {
+  static constexpr bool kFloat = sizeof(T) == 4;
+  using V = typename Vectors<T>::V;
+  static constexpr int kLanes = kFloat ? 8 : 4;
+  static constexpr int kMaxVectors = 2;
+  static constexpr int rows(int nv) { return nv == 2 ? 6 : 8; }  // 12 / 8 of 16 ymm
+  static V zero() {
+    if constexpr (kFloat) return _mm256_setzero_ps(); else return _mm256_setzero_pd();
+  }
+  static V load(const T* p) {
+    if constexpr (kFloat) return _mm256_loadu_ps(p); else return _mm256_loadu_pd(p);
+  }
+  static void store(T* p, V v) {
+    if constexpr (kFloat) _mm256_storeu_ps(p, v); else _mm256_storeu_pd(p, v);
+  }
+  static V broadcast(const T* p) {
+    if constexpr (kFloat) return _mm256_broadcast_ss(p); else return _mm256_broadcast_sd(p);
+  }
+  static V fma(V a, V b, V c) {
+    if constexpr (kFloat) return _mm256_fmadd_ps(a, b, c); else return _mm256_fmadd_pd(a, b, c);
+  }
+  // Lanes [0, n) set: the mask of vmaskmov.
+  static __m256i first(int n) {
+    if constexpr (kFloat)
+      return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    else
+      return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+  }
+  static V load_first(const T* p, int n) {
+    if constexpr (kFloat) return _mm256_maskload_ps(p, first(n)); else return _mm256_maskload_pd(p, first(n));
+  }
+  static void store_first(T* p, V v, int n) {
+    if constexpr (kFloat) _mm256_maskstore_ps(p, first(n), v); else _mm256_maskstore_pd(p, first(n), v);
+  }
+  static constexpr bool kTranspose16 = false;
+  static void transpose16(const T*, int64_t, T*, int64_t) {}
+};
 #include "stax/sdk/flash_attention_rows.inc"
 }  // namespace stax::sdk::attention::avx2
 #if defined(__clang__)
@@ -188,6 +300,22 @@ namespace stax::sdk::attention::avx2 {
 #endif  // STAX_GEMM_X86
 
 namespace stax::sdk::attention::portable {
+template <class T>
+struct BlockIsa {  // one lane: no partial vectors
+  using V = T;
+  static constexpr int kLanes = 1;
+  static constexpr int kMaxVectors = 4;
+  static constexpr int rows(int) { return 4; }
+  static T zero() { return T(0); }
+  static T load(const T* p) { return *p; }
+  static void store(T* p, T v) { *p = v; }
+  static T broadcast(const T* p) { return *p; }
+  static T fma(T a, T b, T c) { return std::fma(a, b, c); }
+  static T load_first(const T* p, int) { return *p; }
+  static void store_first(T* p, T v, int) { *p = v; }
+  static constexpr bool kTranspose16 = false;
+  static void transpose16(const T*, int64_t, T*, int64_t) {}
+};
 #include "stax/sdk/flash_attention_rows.inc"
 }  // namespace stax::sdk::attention::portable
 
@@ -215,7 +343,11 @@ inline void run_tasks(const Context& c, int64_t tasks, const std::function<void(
   if (error) std::rethrow_exception(error);
 }
 
-inline gemm::InstructionSet isa() { return gemm::detect_instruction_set(); }
+// The context's set, or the best the CPU has where it lacks it (the enum lists the best first).
+inline gemm::InstructionSet isa(const Context& c) {
+  const gemm::InstructionSet best = gemm::detect_instruction_set();
+  return static_cast<int>(c.instruction_set) < static_cast<int>(best) ? best : c.instruction_set;
+}
 
 }  // namespace detail
 
@@ -224,7 +356,7 @@ template <class T>
 void forward(const Forward<T>& p, const Context& c = {}) {
   if (p.batch == 0 || p.l == 0) return;
   const int64_t blocks = (p.l + kRows - 1) / kRows;
-  const gemm::InstructionSet set = detail::isa();
+  const gemm::InstructionSet set = detail::isa(c);
   detail::run_tasks(c, p.batch * blocks, [&](int64_t t) {
     const int64_t n = t / blocks, i0 = (t % blocks) * kRows, i1 = std::min(p.l, i0 + kRows);
 #if STAX_GEMM_X86
@@ -242,7 +374,7 @@ void backward(const Backward<T>& p, const Context& c = {}) {
   if (p.batch == 0) return;
   // D_i = Σ_e dO_ie O_ie - dlse_i, per row.
   std::vector<T> delta(static_cast<size_t>(p.batch * p.l));
-  const gemm::InstructionSet set = detail::isa();
+  const gemm::InstructionSet set = detail::isa(c);
   (void)set;
   [&] {
 #if STAX_GEMM_X86
