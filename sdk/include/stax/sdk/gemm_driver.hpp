@@ -19,6 +19,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -154,6 +155,12 @@ struct Blocking {
   int64_t row_blocks = 1;  // blocks of whole tile rows, as equal as they can be
   int64_t k_blocks = 0;    // ceil(k / kc)
   int64_t panels = 0;    // ceil(n / tile.nr)
+  // On several threads: column groups (the panels split in this many ranges), and whether each
+  // group is one task (a lane) that runs every row block of its columns in order, packing its own
+  // panels of B (a short, wide product: few rows, B the larger operand); otherwise the tasks are
+  // (row block, column group) pairs that share B's packing.
+  int64_t col_groups = 1;
+  bool lanes = false;
   // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
   void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
   // Strided rows copied into zero-padded rows of a given width (avx512::copy_rows), or null.
@@ -190,14 +197,26 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   b.m = p.m;
   b.tile_rows = (p.m + mr - 1) / mr;
   int64_t blocks = (b.tile_rows + most - 1) / most;
-  if (threads > 1) {
+  b.k_blocks = (p.k + b.kc - 1) / b.kc;
+  b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+  if (threads > 1 && b.panels >= threads && p.n >= p.m && b.tile_rows <= 2 * most) {
+    // Few rows (at most two blocks of A) and at least as many columns (the GPT block's weight
+    // gradients: 128 x 384 x 512, 128 x 512 x 512 with Aᵀ): one column group per thread, each a
+    // lane over the row blocks that L2 asks for. Each thread packs and reads only its panels of
+    // B, the larger operand, and no thread waits for another's packing; A's rows are read (or
+    // packed) by every lane. Row blocks of 5-6 tile rows shared B and left one thread 12 tile
+    // rows of 22 to the other's 10.
+    b.col_groups = threads;
+    b.lanes = true;
+  } else if (threads > 1) {
     blocks = std::max(blocks, std::min(2 * threads, b.tile_rows / std::min<int64_t>(most, 4)));
     blocks = (blocks + threads - 1) / threads * threads;
   }
   b.row_blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, b.tile_rows));
   b.mc = (b.tile_rows + b.row_blocks - 1) / b.row_blocks * mr;
-  b.k_blocks = (p.k + b.kc - 1) / b.kc;
-  b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+  if (threads > 1 && !b.lanes)  // too few row blocks for the threads: column groups too
+    b.col_groups = std::clamp<int64_t>((2 * threads + b.row_blocks - 1) / b.row_blocks, 1,
+                                       b.panels);
 #if STAX_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
     if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512) {
@@ -397,7 +416,35 @@ void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, 
   }
 }
 
-// One entry spread over the threads: B packed in parallel, then (row block, column group) tasks.
+// Waits for a flag that another running task sets (it claimed the work before this task looked).
+inline void wait_for(const std::atomic<uint32_t>& flag) {
+  for (int spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
+    if (spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      std::this_thread::yield();  // the packer may have been descheduled (a loaded machine)
+    }
+  }
+}
+
+// Row block of the t-th row task (row_blocks a multiple of threads): every other round of
+// `threads` tasks in reverse, so that a thread that drew a smaller block (the blocks differ by a
+// tile row) draws a larger one next: 22 tile rows in blocks of 5, 6, 5, 6 on 2 threads gave one
+// thread 12 and the other 10 (tasks are claimed in order, the first thread done takes the next).
+inline int64_t snake_row_block(int64_t t, int64_t row_blocks, int64_t threads) {
+  if (row_blocks % threads != 0) return t;
+  const int64_t round = t / threads, i = t % threads;
+  return round * threads + (round % 2 ? threads - 1 - i : i);
+}
+
+// One entry spread over the threads in one parallel region. Tasks are column lanes (a task per
+// column group, its row blocks in order: Blocking::lanes) or (row block, column group) pairs. B's
+// packing is part of the tasks: each column group's panels are cut into units (term block, run of
+// panels) that the group's tasks claim from a counter, pack, and flag; a task computes once every
+// unit of its group is flagged. (Before: B was packed by a parallel_for of its own, a second
+// region with its wake-up and barrier per product.)
 template <class T>
 void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp,
                     const Context& ctx, const RowsDone& done, const T*& packed_from) {
@@ -406,30 +453,53 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   T* c = p.c + p.c_offset(e);
   const int64_t threads = std::max(1, ctx.threads);
   const T* packed = bp;
+  bool pack = false;
   if (b_is_packed(p, bl)) {
     packed = b;
   } else if (b != packed_from) {
     packed_from = b;
-    const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
-    ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
-      const int64_t kb = t / pack_groups, g = t % pack_groups;
-      pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
-    });
+    pack = true;
   }
-  const int64_t row_blocks = bl.row_blocks;
-  const int64_t groups =
-      std::clamp<int64_t>((2 * threads + row_blocks - 1) / row_blocks, 1, bl.panels);
+  const int64_t row_blocks = bl.row_blocks, groups = bl.col_groups;
+  const int64_t tasks = bl.lanes ? groups : row_blocks * groups;
+  // Pack units per group: runs of the group's panels (2 per thread in all), per term block.
+  const int64_t runs = std::max<int64_t>(1, (2 * threads + groups - 1) / groups);
+  const int64_t units = bl.k_blocks * runs;
   std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[row_blocks]);
   for (int64_t r = 0; r < row_blocks; ++r) left[r].store(groups, std::memory_order_relaxed);
+  std::unique_ptr<std::atomic<int64_t>[]> next_unit;
+  std::unique_ptr<std::atomic<uint32_t>[]> packed_unit;
+  if (pack) {
+    next_unit.reset(new std::atomic<int64_t>[groups]);
+    packed_unit.reset(new std::atomic<uint32_t>[groups * units]);
+    for (int64_t g = 0; g < groups; ++g) next_unit[g].store(0, std::memory_order_relaxed);
+    for (int64_t u = 0; u < groups * units; ++u) packed_unit[u].store(0, std::memory_order_relaxed);
+  }
   FirstError error;
-  ctx.parallel_for(row_blocks * groups, [&](int64_t t) {
+  ctx.parallel_for(tasks, [&](int64_t t) {
     error.run([&] {
-      const int64_t rb = t / groups, g = t % groups;
-      const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
+      const int64_t g = bl.lanes ? t : t % groups;
+      const int64_t jp0 = bl.panels * g / groups, jp1 = bl.panels * (g + 1) / groups;
+      if (pack) {  // help pack the group's panels, then wait for the units others claimed
+        for (int64_t u; (u = next_unit[g].fetch_add(1, std::memory_order_relaxed)) < units;) {
+          const int64_t kb = u / runs, i = u % runs;
+          pack_b(p, b, bl, kb, jp0 + (jp1 - jp0) * i / runs, jp0 + (jp1 - jp0) * (i + 1) / runs,
+                 bp);
+          packed_unit[g * units + u].store(1, std::memory_order_release);
+        }
+        for (int64_t u = 0; u < units; ++u) wait_for(packed_unit[g * units + u]);
+      }
       Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
-      compute_block(p, a, packed, c, bl, r0, r1, bl.panels * g / groups,
-                    bl.panels * (g + 1) / groups, ap.get());
-      if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
+      auto rows = [&](int64_t rb) {
+        const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
+        compute_block(p, a, packed, c, bl, r0, r1, jp0, jp1, ap.get());
+        if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
+      };
+      if (bl.lanes) {
+        for (int64_t rb = 0; rb < row_blocks; ++rb) rows(rb);
+      } else {
+        rows(groups == 1 ? snake_row_block(t, row_blocks, threads) : t / groups);
+      }
     });
   });
   error.rethrow();
