@@ -269,6 +269,9 @@ TEST(GemmKernel, ColumnLanesAndOneRegionSplitsKeepTheBits) {
     EXPECT_EQ(bl.mc * bl.row_blocks >= p.m, true);
   }
   EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).lanes);
+  if (stax::sdk::gemm::detect_instruction_set() == InstructionSet::Avx512)
+    EXPECT_FALSE(plan(p, InstructionSet::Avx512, 4).lanes)  // 6 panels of 64: 2, 1, 2, 1
+        << "uneven lanes";
   p.m = 512;
   p.n = 128;  // taller than wide: row blocks, a multiple of the threads
   auto rows = plan(p, InstructionSet::Avx512, 2);
@@ -311,6 +314,27 @@ TEST(GemmKernel, ColumnLanesAndOneRegionSplitsKeepTheBits) {
       // The GPT block's dW of 128 x 128 x 512: a panel per lane on 2 threads, row blocks on 3.
       check_case<float>(1, 128, 128, 512, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
                         ctx, 407);
+    }
+  // A pool whose other threads never run (descheduled): the tasks of a 2- or 3-thread plan run
+  // one after another on the caller, first to last or last to first. The first lane to run
+  // computes its own row blocks, then packs and computes every other lane's (the path that takes
+  // over a descheduled thread's lane); the later lanes find nothing left.
+  for (bool reversed : {false, true})
+    for (int threads : {2, 3}) {
+      Context ctx;
+      ctx.threads = threads;
+      ctx.workspace = &ws;
+      ctx.parallel_for = [reversed](int64_t n, const std::function<void(int64_t)>& f) {
+        for (int64_t i = 0; i < n; ++i) f(reversed ? n - 1 - i : i);
+      };
+      check_case<float>(1, 128, 384, 512, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                        ctx, 410);
+      check_case<float>(1, 61, 389, 1030, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 411);
+      check_case<double>(1, 50, 300, 1100, Layout::Transposed, Layout::Padded, Layout::RowMajor,
+                         ctx, 412);
+      check_case<float>(1, 523, 130, 257, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 413);
     }
 }
 

@@ -199,15 +199,23 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   int64_t blocks = (b.tile_rows + most - 1) / most;
   b.k_blocks = (p.k + b.kc - 1) / b.kc;
   b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
-  if (threads > 1 && b.panels >= threads && p.n >= p.m && b.tile_rows <= 2 * most) {
+  // Panels per lane as even as they can be: the fullest lane at most 1/8 above the mean (6
+  // panels on 4 threads, 2 against 1.5, are row blocks instead).
+  const int64_t lane_panels = (b.panels + threads - 1) / threads;
+  const bool even_lanes = (lane_panels * threads - b.panels) * 8 <= b.panels;
+  if (threads > 1 && b.panels >= threads && even_lanes && p.n >= p.m &&
+      b.tile_rows <= 2 * most) {
     // Few rows (at most two blocks of A) and at least as many columns (the GPT block's weight
     // gradients: 128 x 384 x 512, 128 x 512 x 512 with Aᵀ): one column group per thread, each a
-    // lane over the row blocks that L2 asks for. Each thread packs and reads only its panels of
-    // B, the larger operand, and no thread waits for another's packing; A's rows are read (or
-    // packed) by every lane. Row blocks of 5-6 tile rows shared B and left one thread 12 tile
-    // rows of 22 to the other's 10.
+    // lane over its row blocks. Each thread packs and reads only its panels of B, the larger
+    // operand, and no thread waits for another's packing; A's rows are read (or packed) by every
+    // lane. Row blocks of 5-6 tile rows shared B and left one thread 12 tile rows of 22 to the
+    // other's 10. The lane's row blocks are of ~4 tile rows (a B panel streams from L2 for each
+    // tile whatever the block), so that a thread done with its lane can take the rest of a lane
+    // whose thread the OS descheduled (a loaded machine).
     b.col_groups = threads;
     b.lanes = true;
+    blocks = std::max(blocks, (b.tile_rows + 3) / 4);
   } else if (threads > 1) {
     blocks = std::max(blocks, std::min(2 * threads, b.tile_rows / std::min<int64_t>(most, 4)));
     blocks = (blocks + threads - 1) / threads * threads;
@@ -440,11 +448,13 @@ inline int64_t snake_row_block(int64_t t, int64_t row_blocks, int64_t threads) {
 }
 
 // One entry spread over the threads in one parallel region. Tasks are column lanes (a task per
-// column group, its row blocks in order: Blocking::lanes) or (row block, column group) pairs. B's
-// packing is part of the tasks: each column group's panels are cut into units (term block, run of
-// panels) that the group's tasks claim from a counter, pack, and flag; a task computes once every
-// unit of its group is flagged. (Before: B was packed by a parallel_for of its own, a second
-// region with its wake-up and barrier per product.)
+// column group: Blocking::lanes) or (row block, column group) pairs. B's packing is part of the
+// tasks: each column group's panels are cut into units (term block, run of panels) that the
+// group's tasks claim from a counter, pack, and flag; a task computes once every unit of its
+// group is flagged. (Before: B was packed by a parallel_for of its own, a second region with its
+// wake-up and barrier per product.) A lane claims its row blocks from its group's counter, then
+// takes what is left of the other lanes (packing their units if their threads have not started:
+// a descheduled thread holds back at most the row block it is computing).
 template <class T>
 void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp,
                     const Context& ctx, const RowsDone& done, const T*& packed_from) {
@@ -467,38 +477,55 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   const int64_t units = bl.k_blocks * runs;
   std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[row_blocks]);
   for (int64_t r = 0; r < row_blocks; ++r) left[r].store(groups, std::memory_order_relaxed);
-  std::unique_ptr<std::atomic<int64_t>[]> next_unit;
+  std::unique_ptr<std::atomic<int64_t>[]> next_unit(new std::atomic<int64_t>[groups]);
+  std::unique_ptr<std::atomic<int64_t>[]> next_rows(new std::atomic<int64_t>[groups]);
+  for (int64_t g = 0; g < groups; ++g) {
+    next_unit[g].store(0, std::memory_order_relaxed);
+    next_rows[g].store(0, std::memory_order_relaxed);
+  }
   std::unique_ptr<std::atomic<uint32_t>[]> packed_unit;
   if (pack) {
-    next_unit.reset(new std::atomic<int64_t>[groups]);
     packed_unit.reset(new std::atomic<uint32_t>[groups * units]);
-    for (int64_t g = 0; g < groups; ++g) next_unit[g].store(0, std::memory_order_relaxed);
     for (int64_t u = 0; u < groups * units; ++u) packed_unit[u].store(0, std::memory_order_relaxed);
   }
+  auto panels_of = [&](int64_t g, int64_t* jp0, int64_t* jp1) {
+    *jp0 = bl.panels * g / groups;
+    *jp1 = bl.panels * (g + 1) / groups;
+  };
+  // Helps pack group g's panels, then waits for the units that other tasks claimed.
+  auto ensure_packed = [&](int64_t g) {
+    if (!pack) return;
+    int64_t jp0, jp1;
+    panels_of(g, &jp0, &jp1);
+    for (int64_t u; (u = next_unit[g].fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int64_t kb = u / runs, i = u % runs;
+      pack_b(p, b, bl, kb, jp0 + (jp1 - jp0) * i / runs, jp0 + (jp1 - jp0) * (i + 1) / runs, bp);
+      packed_unit[g * units + u].store(1, std::memory_order_release);
+    }
+    for (int64_t u = 0; u < units; ++u) wait_for(packed_unit[g * units + u]);
+  };
   FirstError error;
   ctx.parallel_for(tasks, [&](int64_t t) {
     error.run([&] {
-      const int64_t g = bl.lanes ? t : t % groups;
-      const int64_t jp0 = bl.panels * g / groups, jp1 = bl.panels * (g + 1) / groups;
-      if (pack) {  // help pack the group's panels, then wait for the units others claimed
-        for (int64_t u; (u = next_unit[g].fetch_add(1, std::memory_order_relaxed)) < units;) {
-          const int64_t kb = u / runs, i = u % runs;
-          pack_b(p, b, bl, kb, jp0 + (jp1 - jp0) * i / runs, jp0 + (jp1 - jp0) * (i + 1) / runs,
-                 bp);
-          packed_unit[g * units + u].store(1, std::memory_order_release);
-        }
-        for (int64_t u = 0; u < units; ++u) wait_for(packed_unit[g * units + u]);
-      }
       Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
-      auto rows = [&](int64_t rb) {
+      auto rows = [&](int64_t g, int64_t rb) {
+        int64_t jp0, jp1;
+        panels_of(g, &jp0, &jp1);
         const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
         compute_block(p, a, packed, c, bl, r0, r1, jp0, jp1, ap.get());
         if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
       };
-      if (bl.lanes) {
-        for (int64_t rb = 0; rb < row_blocks; ++rb) rows(rb);
-      } else {
-        rows(groups == 1 ? snake_row_block(t, row_blocks, threads) : t / groups);
+      if (!bl.lanes) {
+        const int64_t g = t % groups;
+        ensure_packed(g);
+        return rows(g, groups == 1 ? snake_row_block(t, row_blocks, threads) : t / groups);
+      }
+      for (int64_t i = 0; i < groups; ++i) {  // its own lane, then what is left of the others
+        const int64_t g = (t + i) % groups;
+        if (next_rows[g].load(std::memory_order_relaxed) >= row_blocks) continue;
+        ensure_packed(g);
+        for (int64_t rb; (rb = next_rows[g].fetch_add(1, std::memory_order_relaxed)) < row_blocks;)
+          rows(g, rb);
       }
     });
   });
