@@ -2,10 +2,12 @@
 // register tiles of gemm_tiles.hpp.
 //
 // For one product: B is packed once (K x N in blocks of KC terms, each block in panels of NR
-// columns, zero-padded), shared by every task; a task takes a block of at most MC rows (the row
-// blocks are of equal size, within a tile row, and a multiple of the thread count, so the threads
-// finish together; when there are too few row blocks for the threads, a group of column panels),
-// packs its rows of A per KC block into panels of MR rows (or reads them in place), and runs the
+// columns, zero-padded) by the tasks that read it, in the product's one parallel region; a task
+// takes a block of at most MC rows (the row blocks are of equal size, within a tile row, and a
+// multiple of the thread count, so the threads finish together; when there are too few row
+// blocks for the threads, a group of column panels; a short, wide product runs as one column
+// lane per thread instead: entry_parallel), packs its rows of A per KC block into panels of MR
+// rows (or reads them in place), and runs the
 // tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
 // block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
