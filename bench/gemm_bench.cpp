@@ -3,7 +3,7 @@
 // count (interleaved rounds, a process each: the libraries' symbols clash) next to torch and XLA
 // (bench/gemm_peers.py) and prints the table of docs/gemm.md.
 //
-//   bench_gemm --lib NAME [--threads T] [--reps R] [--shapes square,tall,bmm_qk,bmm_pv]
+//   bench_gemm --lib NAME [--threads T] [--reps R] [--shapes square,tall,bmm_qk,bmm_pv|gpt]
 //   bench_gemm --peak             the core's float32 FMA peak (GFLOP/s, one thread)
 //
 // The process is pinned to its first T CPUs (libraries that size their pools from the affinity
@@ -43,8 +43,36 @@ const std::vector<GemmShape>& all_shapes() {
       {"tall", 1, 2048, 256, 768, false},      // M x N x K = 2048 x 256 x 768
       {"bmm_qk", 64, 256, 256, 32, true},      // attention scores Q @ K^T, 64 heads x batches
       {"bmm_pv", 64, 256, 32, 256, false},     // attention output P @ V
+      // The GPT block's products (bench/torch_backend.py "gpt": d = 128, MLP 512, 8 x 64 tokens),
+      // M x N x K with the layouts its training step passes (at: A read transposed, the weight
+      // gradients' Xᵀ and the input gradient through a transposed view; bt: B transposed, a
+      // Linear's weight). `--shapes gpt` selects them all.
+      {"gpt_512x128x512_at", 1, 512, 128, 512, false, true},  // mm (512,512)ᵀ-view x (512,128)
+      {"gpt_128x384x512_at", 1, 128, 384, 512, false, true},  // dW of the qkv projection
+      {"gpt_128x512x512_at", 1, 128, 512, 512, false, true},  // dW of the MLP's first Linear
+      {"gpt_128x128x512_at", 1, 128, 128, 512, false, true},  // dW of the MLP's second Linear
+      {"gpt_512x384x128_bt", 1, 512, 384, 128, true, false},  // addmm: the qkv projection
+      {"gpt_512x512x128_bt", 1, 512, 512, 128, true, false},  // addmm: the MLP's first Linear
+      {"gpt_512x128x512_bt", 1, 512, 128, 512, true, false},  // addmm: the MLP's second Linear
+      {"gpt_512x512x128", 1, 512, 512, 128, false, false},    // dX of the MLP's second Linear
+      {"gpt_512x128x512", 1, 512, 128, 512, false, false},    // dX of the MLP's first Linear
+      {"gpt_512x128x384", 1, 512, 128, 384, false, false},    // dX of the qkv projection
   };
   return shapes;
+}
+
+// The names of --shapes, a set ("gpt": every gpt_* shape) expanded.
+std::vector<std::string> expand_sets(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& n : names) {
+    if (n != "gpt") {
+      out.push_back(n);
+      continue;
+    }
+    for (const GemmShape& s : all_shapes())
+      if (s.name.rfind("gpt_", 0) == 0) out.push_back(s.name);
+  }
+  return out;
 }
 
 double process_cpu_seconds() {
@@ -115,7 +143,8 @@ double check(const GemmShape& s, const std::vector<float>& a, const std::vector<
         double mag = 0;
         for (int64_t q = 0; q < s.k; ++q) {
           float bv = s.b_transposed ? b[e * s.k * s.n + j * s.k + q] : b[e * s.k * s.n + q * s.n + j];
-          mag += std::fabs(static_cast<double>(a[e * s.m * s.k + i * s.k + q]) * bv);
+          float av = s.a_transposed ? a[e * s.m * s.k + q * s.m + i] : a[e * s.m * s.k + i * s.k + q];
+          mag += std::fabs(static_cast<double>(av) * bv);
         }
         const size_t at = static_cast<size_t>(e * s.m * s.n + i * s.n + j);
         double d = std::fabs(static_cast<double>(c[at]) - ref[at]);
@@ -140,7 +169,10 @@ int run(const std::string& lib_name, int threads, int reps, const std::vector<st
               lib->describe().c_str());
   auto stax_ref = stax::bench::load_gemm_library("stax", 1, &why);
   for (const GemmShape& s : all_shapes()) {
-    if (!want.empty() && std::find(want.begin(), want.end(), s.name) == want.end()) continue;
+    // No --shapes: the four of docs/gemm.md's table (not the gpt set).
+    if (want.empty() ? s.name.rfind("gpt_", 0) == 0
+                     : std::find(want.begin(), want.end(), s.name) == want.end())
+      continue;
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<float> a(static_cast<size_t>(s.batch * s.m * s.k)),
@@ -201,7 +233,7 @@ int main(int argc, char** argv) {
     if (arg == "--lib") lib = value();
     else if (arg == "--threads") threads = std::atoi(value().c_str());
     else if (arg == "--reps") reps = std::atoi(value().c_str());
-    else if (arg == "--shapes") shapes = split(value());
+    else if (arg == "--shapes") shapes = expand_sets(split(value()));
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm --lib NAME [--threads T] [--reps R] [--shapes a,b] | "

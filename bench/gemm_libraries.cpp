@@ -54,14 +54,19 @@ std::function<void(int64_t, const std::function<void(int64_t)>&)> loop_of(cpu::T
 
 class StaxGemm : public GemmLibrary {
  public:
-  explicit StaxGemm(int threads) {
-    if (threads > 1) pool_ = std::make_unique<cpu::ThreadPool>(threads);
+  // team: run the tasks on that OpenMP runtime's team (the torch backend's pool), not on Stax's
+  // own threads.
+  explicit StaxGemm(int threads, const cpu::OpenMpTeam* team = nullptr) {
+    if (threads > 1)
+      pool_ = team ? std::make_unique<cpu::ThreadPool>(threads, *team)
+                   : std::make_unique<cpu::ThreadPool>(threads);
     ctx_.threads = threads;
     ctx_.parallel_for = loop_of(pool_.get());
     ctx_.workspace = &workspace_;
   }
   std::string describe() const override {
-    return std::string("stax::sdk::gemm (") + sdk::gemm::instruction_set() + ")";
+    std::string pool = pool_ && !pool_->team_path().empty() ? ", OpenMP team " + pool_->team_path() : "";
+    return std::string("stax::sdk::gemm (") + sdk::gemm::instruction_set() + pool + ")";
   }
   std::string batch_mode() const override { return "one call"; }
   void multiply(const GemmShape& s, const float* a, const float* b, float* c) override {
@@ -71,8 +76,8 @@ class StaxGemm : public GemmLibrary {
     p.n = s.n;
     p.k = s.k;
     p.a = a;
-    p.a_rs = s.k;
-    p.a_cs = 1;
+    p.a_rs = s.a_transposed ? 1 : s.k;
+    p.a_cs = s.a_transposed ? s.m : 1;
     p.a_bs = s.m * s.k;
     p.b = b;
     p.b_rs = s.b_transposed ? 1 : s.n;
@@ -135,13 +140,14 @@ class CblasGemm : public GemmLibrary {
   void multiply(const GemmShape& s, const float* a, const float* b, float* c) override {
     const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
     const int tb = s.b_transposed ? kTrans : kNoTrans, ldb = s.b_transposed ? k : n;
+    const int ta = s.a_transposed ? kTrans : kNoTrans, lda = s.a_transposed ? m : k;
     if (s.batch > 1 && batch_)
-      return batch_(kRowMajor, kNoTrans, tb, m, n, k, 1.0f, a, k, m * k, b, ldb, k * n, 0.0f, c, n,
+      return batch_(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, m * k, b, ldb, k * n, 0.0f, c, n,
                     m * n, static_cast<int>(s.batch));
     auto rows = [&](int64_t e, int64_t r0, int64_t r1) {
-      sgemm_(kRowMajor, kNoTrans, tb, static_cast<int>(r1 - r0), n, k, 1.0f,
-             a + e * s.m * s.k + r0 * s.k, k, b + e * s.k * s.n, ldb, 0.0f,
-             c + e * s.m * s.n + r0 * s.n, n);
+      sgemm_(kRowMajor, ta, tb, static_cast<int>(r1 - r0), n, k, 1.0f,
+             a + e * s.m * s.k + r0 * (s.a_transposed ? 1 : s.k), lda, b + e * s.k * s.n, ldb,
+             0.0f, c + e * s.m * s.n + r0 * s.n, n);
     };
     if (!pool_) {
       for (int64_t e = 0; e < s.batch; ++e) rows(e, 0, s.m);
@@ -206,9 +212,10 @@ class OneDnnGemm : public GemmLibrary {
   }
   void multiply(const GemmShape& s, const float* a, const float* b, float* c) override {
     if (s.batch > 1 && matmul_create_) return batched(s, a, b, c);
-    const char tb = s.b_transposed ? 'T' : 'N';
+    const char tb = s.b_transposed ? 'T' : 'N', ta = s.a_transposed ? 'T' : 'N';
     for (int64_t e = 0; e < s.batch; ++e)
-      sgemm_('N', tb, s.m, s.n, s.k, 1.0f, a + e * s.m * s.k, s.k, b + e * s.k * s.n,
+      sgemm_(ta, tb, s.m, s.n, s.k, 1.0f, a + e * s.m * s.k, s.a_transposed ? s.m : s.k,
+             b + e * s.k * s.n,
              s.b_transposed ? s.k : s.n, 0.0f, c + e * s.m * s.n, s.n);
   }
 
@@ -245,7 +252,8 @@ class OneDnnGemm : public GemmLibrary {
       auto md_create = symbol<MdCreate>(handle_, "dnnl_memory_desc_create_with_strides");
       auto prim_create = symbol<PrimCreate>(handle_, "dnnl_primitive_create");
       auto mem_create = symbol<MemCreate>(handle_, "dnnl_memory_create");
-      const int64_t src_dims[3] = {s.batch, s.m, s.k}, src_strides[3] = {s.m * s.k, s.k, 1};
+      const int64_t src_dims[3] = {s.batch, s.m, s.k};
+      const int64_t src_strides[3] = {s.m * s.k, s.a_transposed ? 1 : s.k, s.a_transposed ? s.m : 1};
       const int64_t w_dims[3] = {s.batch, s.k, s.n};
       const int64_t w_strides[3] = {s.k * s.n, s.b_transposed ? 1 : s.n, s.b_transposed ? s.k : 1};
       const int64_t d_dims[3] = {s.batch, s.m, s.n}, d_strides[3] = {s.m * s.n, s.n, 1};
@@ -280,7 +288,7 @@ class OneDnnGemm : public GemmLibrary {
 }  // namespace
 
 const std::vector<std::string>& gemm_library_names() {
-  static const std::vector<std::string> names = {"stax", "openblas", "openblas-serial",
+  static const std::vector<std::string> names = {"stax", "stax-gomp", "openblas", "openblas-serial",
                                                  "openblas-pypi", "blis", "mkl",
                                                  "onednn-debian", "onednn-pypi"};
   return names;
@@ -288,13 +296,19 @@ const std::vector<std::string>& gemm_library_names() {
 
 std::unique_ptr<GemmLibrary> load_gemm_library(const std::string& name, int threads,
                                                std::string* why) {
+  const std::string lib = kDebianLib;
   if (name == "stax") return std::make_unique<StaxGemm>(threads);
+  if (name == "stax-gomp") {  // as the torch backend runs it: on torch's libgomp team
+    const std::string path = lib + "libgomp.so.1";
+    if (!open_library(path, why)) return nullptr;  // loaded after the pinning: its team fits it
+    cpu::OpenMpTeam team = cpu::OpenMpTeam::find(path);
+    return std::make_unique<StaxGemm>(threads, &team);
+  }
   struct Cblas {
     const char* name;
     std::string path, prefix;
     bool in_pool;
   };
-  const std::string lib = kDebianLib;
   const Cblas cblas[] = {
       {"openblas", lib + "openblas-pthread/libopenblas.so.0", "", false},
       {"openblas-serial", lib + "openblas-serial/libopenblas.so.0", "", true},

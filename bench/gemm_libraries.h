@@ -3,6 +3,8 @@
 //
 //   stax             stax::sdk::gemm::multiply (the default of cpu_cpp and of the interpreter)
 //                    on cpu_cpp's thread pool
+//   stax-gomp        the same on a GNU OpenMP team (Debian's libgomp), as the torch backend runs
+//                    it on torch's (cpu_cpp's openmp_runtime)
 //   openblas         Debian's OpenBLAS 0.3.21, its own pthreads (libopenblas0-pthread)
 //   openblas-serial  Debian's serial OpenBLAS 0.3.21 called per row block from Stax's pool
 //   openblas-pypi    OpenBLAS 0.3.3x from PyPI's scipy-openblas32 (symbols prefixed scipy_)
@@ -23,12 +25,13 @@
 namespace stax::bench {
 
 // One product or a batch of equal products with uniform batch strides; A is row-major
-// (a_rs = k, a_cs = 1); B is row-major, or transposed (b_rs = 1, b_cs = k: B^T row-major);
-// C is row-major.
+// (a_rs = k, a_cs = 1), or transposed (a_rs = 1, a_cs = m: A^T row-major, a weight gradient's
+// X^T); B is row-major, or transposed (b_rs = 1, b_cs = k: B^T row-major); C is row-major.
 struct GemmShape {
   std::string name;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool b_transposed = false;
+  bool a_transposed = false;
 };
 
 class GemmLibrary {

@@ -13,12 +13,20 @@ import sys
 import time
 
 SHAPES = {
-    # name: (batch, m, n, k, b_transposed), as bench/gemm_bench.cpp
-    "square": (1, 1024, 1024, 1024, False),
-    "tall": (1, 2048, 256, 768, False),
-    "bmm_qk": (64, 256, 256, 32, True),
-    "bmm_pv": (64, 256, 32, 256, False),
+    # name: (batch, m, n, k, b_transposed, a_transposed), as bench/gemm_bench.cpp
+    "square": (1, 1024, 1024, 1024, False, False),
+    "tall": (1, 2048, 256, 768, False, False),
+    "bmm_qk": (64, 256, 256, 32, True, False),
+    "bmm_pv": (64, 256, 32, 256, False, False),
 }
+DEFAULT_SHAPES = list(SHAPES)
+# The GPT block's products (`--shapes gpt`): A or B read through a transposed view, as its
+# training step passes them (gpt_MxNxK_at: mm(X.t(), dY); _bt: addmm's weight.t()).
+for _m, _n, _k, _t in [(512, 128, 512, "at"), (128, 384, 512, "at"), (128, 512, 512, "at"),
+                       (128, 128, 512, "at"), (512, 384, 128, "bt"), (512, 512, 128, "bt"),
+                       (512, 128, 512, "bt"), (512, 512, 128, ""), (512, 128, 512, ""),
+                       (512, 128, 384, "")]:
+    SHAPES[f"gpt_{_m}x{_n}x{_k}" + (f"_{_t}" if _t else "")] = (1, _m, _n, _k, _t == "bt", _t == "at")
 
 
 def pin(threads):
@@ -40,9 +48,9 @@ def timed(call, reps):
     return best_wall, best_cpu
 
 
-def operands(np, batch, m, n, k, bt):
+def operands(np, batch, m, n, k, bt, at=False):
     rng = np.random.default_rng(7)
-    a = rng.uniform(-1, 1, (batch, m, k)).astype(np.float32)
+    a = rng.uniform(-1, 1, (batch, k, m) if at else (batch, m, k)).astype(np.float32)
     b = rng.uniform(-1, 1, (batch, n, k) if bt else (batch, k, n)).astype(np.float32)
     return a, b
 
@@ -54,11 +62,13 @@ def torch_calls(threads, shapes):
     torch.set_num_threads(threads)
     yield "version", "torch " + torch.__version__
     for name in shapes:
-        batch, m, n, k, bt = SHAPES[name]
-        a, b = operands(np, batch, m, n, k, bt)
+        batch, m, n, k, bt, at = SHAPES[name]
+        a, b = operands(np, batch, m, n, k, bt, at)
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
         if bt:
             tb = tb.transpose(1, 2)  # a view: K^T, as attention reads it
+        if at:
+            ta = ta.transpose(1, 2)  # a view: X^T, as a weight gradient reads it
         if batch == 1:
             ta, tb = ta[0], tb[0]
             out = torch.empty(m, n)
@@ -75,10 +85,16 @@ def xla_calls(threads, shapes):
 
     yield "version", "jax " + jax.__version__ + " (XLA CPU)"
     for name in shapes:
-        batch, m, n, k, bt = SHAPES[name]
-        a, b = operands(np, batch, m, n, k, bt)
+        batch, m, n, k, bt, at = SHAPES[name]
+        a, b = operands(np, batch, m, n, k, bt, at)
         ja, jb = jax.device_put(a), jax.device_put(b)
-        if bt:
+        if at:  # XLA picks its own layouts: the transpose is part of the jitted dot
+            ja, jb = ja[0], jb[0]
+            f = jax.jit((lambda x, y: x.T @ y.T) if bt else (lambda x, y: x.T @ y))
+        elif bt and batch == 1:
+            ja, jb = ja[0], jb[0]
+            f = jax.jit(lambda x, y: x @ y.T)
+        elif bt:
             f = jax.jit(lambda x, y: jnp.einsum("bmk,bnk->bmn", x, y))
         elif batch == 1:
             ja, jb = ja[0], jb[0]
@@ -93,9 +109,17 @@ def main():
     ap.add_argument("--peer", required=True, choices=["torch", "xla"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--shapes", default=",".join(DEFAULT_SHAPES),
+                    help="comma-separated names; gpt: every gpt_* shape")
     args = ap.parse_args()
-    shapes = [s for s in args.shapes.split(",") if s]
+    shapes = []
+    for s in args.shapes.split(","):
+        if s == "gpt":
+            shapes += [n for n in SHAPES if n.startswith("gpt_")]
+        elif s in SHAPES:
+            shapes.append(s)
+        elif s:
+            ap.error(f"unknown shape {s!r} (one of {', '.join(SHAPES)}, gpt)")
     if not pin(args.threads):
         print(f"SKIP lib={args.peer} threads={args.threads}: fewer CPUs in the affinity mask")
         return 0

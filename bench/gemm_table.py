@@ -18,6 +18,13 @@ SHAPES = {  # name: (flops, label), as bench/gemm_bench.cpp
     "bmm_qk": (2 * 64 * 256 * 256 * 32, "64× 256×256×32, Bᵀ"),
     "bmm_pv": (2 * 64 * 256 * 32 * 256, "64× 256×32×256"),
 }
+# The GPT block's products (SHAPES=gpt scripts/bench_gemm.sh): gpt_MxNxK[_at|_bt].
+for _m, _n, _k, _t in [(512, 128, 512, "at"), (128, 384, 512, "at"), (128, 512, 512, "at"),
+                       (128, 128, 512, "at"), (512, 384, 128, "bt"), (512, 512, 128, "bt"),
+                       (512, 128, 512, "bt"), (512, 512, 128, ""), (512, 128, 512, ""),
+                       (512, 128, 384, "")]:
+    SHAPES[f"gpt_{_m}x{_n}x{_k}" + (f"_{_t}" if _t else "")] = (
+        2 * _m * _n * _k, f"{_m}×{_n}×{_k}" + {"at": ", Aᵀ", "bt": ", Bᵀ", "": ""}[_t])
 FIELD = re.compile(r'(\w+)=("[^"]*"|\S+)')
 
 

@@ -9,13 +9,15 @@
 # the 1-thread "by process CPU time" table means anything. Libraries that are not installed are
 # listed as skipped with the file looked for (scripts/setup.sh does not install them: apt-get
 # install libopenblas0-serial libblis4-pthread libdnnl2; .venv/bin/pip install mkl onednn
-# scipy-openblas32 'jax[cpu]'). BUILD (default build) is the build directory.
+# scipy-openblas32 'jax[cpu]'). BUILD (default build) is the build directory; SHAPES (default: the
+# table's four) is bench_gemm's --shapes, e.g. SHAPES=gpt for the GPT block's products.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
 THREADS=${2:-1,2}
 LIBS=${3:-stax,xla,torch,mkl,onednn-debian,onednn-pypi,openblas-pypi,blis,openblas,openblas-serial}
 BUILD=${BUILD:-build}
+SHAPES=${SHAPES:-}
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 cmake --build "$BUILD" --target bench_gemm >/dev/null
@@ -30,6 +32,7 @@ for round in $(seq "$ROUNDS"); do
         torch | xla) cmd=("$PY" bench/gemm_peers.py --peer "$lib" --threads "$t") ;;
         *) cmd=("$BUILD/bin/bench_gemm" --lib "$lib" --threads "$t") ;;
       esac
+      [ -z "$SHAPES" ] || cmd+=(--shapes "$SHAPES")
       # PyPI's oneDNN finds its runtime (SYCL, SVML) in the venv's lib directory.
       if ! LD_LIBRARY_PATH=$PWD/.venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         timeout 600 "${cmd[@]}" >>"$OUT" 2>/dev/null; then

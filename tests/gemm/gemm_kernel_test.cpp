@@ -249,6 +249,95 @@ TEST(GemmKernel, AttentionShapesAndBalancedRowBlocksKeepTheBits) {
     }
 }
 
+TEST(GemmKernel, ColumnLanesAndOneRegionSplitsKeepTheBits) {
+  // The parallel plan of one entry: a short, wide product (few rows, at least as many columns:
+  // the GPT block's weight gradients) runs as one column lane per thread, each packing its own
+  // panels of B; others as row blocks (in snake order) that pack B together inside the same
+  // parallel region, each unit of panels flagged when packed.
+  using stax::sdk::gemm::detail::plan;
+  using stax::sdk::gemm::detail::snake_row_block;
+  Problem<float> p;
+  p.m = 128;
+  p.n = 384;
+  p.k = 512;
+  p.a_rs = 1;
+  p.a_cs = 128;
+  for (int threads : {2, 3}) {
+    auto bl = plan(p, InstructionSet::Avx512, threads);
+    EXPECT_TRUE(bl.lanes) << threads;
+    EXPECT_EQ(bl.col_groups, threads);
+    EXPECT_EQ(bl.mc * bl.row_blocks >= p.m, true);
+  }
+  EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).lanes);
+  if (stax::sdk::gemm::detect_instruction_set() == InstructionSet::Avx512)
+    EXPECT_FALSE(plan(p, InstructionSet::Avx512, 4).lanes)  // 6 panels of 64: 2, 1, 2, 1
+        << "uneven lanes";
+  p.m = 512;
+  p.n = 128;  // taller than wide: row blocks, a multiple of the threads
+  auto rows = plan(p, InstructionSet::Avx512, 2);
+  EXPECT_FALSE(rows.lanes);
+  EXPECT_EQ(rows.col_groups, 1);
+  EXPECT_EQ(rows.row_blocks % 2, 0);
+  // Snake order: a permutation, every other round of `threads` tasks reversed.
+  const int64_t four_on_two[] = {0, 1, 3, 2}, six_on_three[] = {0, 1, 2, 5, 4, 3};
+  for (int64_t t = 0; t < 4; ++t) EXPECT_EQ(snake_row_block(t, 4, 2), four_on_two[t]);
+  for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(snake_row_block(t, 6, 3), six_on_three[t]);
+  for (int64_t t = 0; t < 5; ++t) EXPECT_EQ(snake_row_block(t, 5, 2), t);  // not a multiple
+
+  // Values: the reference's bits, every row reported once and final. Lanes with a partial tile
+  // row and a partial panel, two term blocks (each lane packs both), Aᵀ and A row-major, Bᵀ
+  // (transposes) and B row-major or padded; a lane over two row blocks (300 rows); strided A and
+  // C (C through the edge buffer); doubles (term blocks of 256: five per lane); row blocks in
+  // snake order with both transposes (523 rows: 4 blocks on 2 threads, 6 on 3). Float on
+  // AVX-512 (6 x 64 tiles) is the GPT block's case; AVX2 and scalar tiles split differently
+  // (more panels; the (row block, column group) grid where there are few tile rows).
+  stax::sdk::gemm::Workspace ws;
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      check_case<float>(1, 61, 389, 1030, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                        ctx, 400);
+      check_case<float>(1, 61, 389, 1030, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 401);
+      check_case<float>(1, 300, 400, 96, Layout::Transposed, Layout::Transposed, Layout::RowMajor,
+                        ctx, 402);
+      check_case<float>(1, 37, 200, 300, Layout::Strided, Layout::Padded, Layout::RowMajor, ctx,
+                        403);
+      check_case<float>(1, 40, 500, 64, Layout::RowMajor, Layout::RowMajor, Layout::Transposed,
+                        ctx, 404);
+      check_case<double>(1, 50, 300, 1100, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                         ctx, 405);
+      check_case<float>(1, 523, 130, 257, Layout::Transposed, Layout::Transposed,
+                        Layout::RowMajor, ctx, 406);
+      // The GPT block's dW of 128 x 128 x 512: a panel per lane on 2 threads, row blocks on 3.
+      check_case<float>(1, 128, 128, 512, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                        ctx, 407);
+    }
+  // A pool whose other threads never run (descheduled): the tasks of a 2- or 3-thread plan run
+  // one after another on the caller, first to last or last to first. The first lane to run
+  // computes its own row blocks, then packs and computes every other lane's (the path that takes
+  // over a descheduled thread's lane); the later lanes find nothing left.
+  for (bool reversed : {false, true})
+    for (int threads : {2, 3}) {
+      Context ctx;
+      ctx.threads = threads;
+      ctx.workspace = &ws;
+      ctx.parallel_for = [reversed](int64_t n, const std::function<void(int64_t)>& f) {
+        for (int64_t i = 0; i < n; ++i) f(reversed ? n - 1 - i : i);
+      };
+      check_case<float>(1, 128, 384, 512, Layout::Transposed, Layout::RowMajor, Layout::RowMajor,
+                        ctx, 410);
+      check_case<float>(1, 61, 389, 1030, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 411);
+      check_case<double>(1, 50, 300, 1100, Layout::Transposed, Layout::Padded, Layout::RowMajor,
+                         ctx, 412);
+      check_case<float>(1, 523, 130, 257, Layout::RowMajor, Layout::Transposed, Layout::RowMajor,
+                        ctx, 413);
+    }
+}
+
 TEST(GemmKernel, EntriesSharingTheirBKeepTheBits) {
   // A weight broadcast over a batch (bmm(x, W.expand(B, K, N)): every entry's B at one offset)
   // is packed once for consecutive entries that share it; entries whose B changes and comes back

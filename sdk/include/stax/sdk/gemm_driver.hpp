@@ -2,10 +2,12 @@
 // register tiles of gemm_tiles.hpp.
 //
 // For one product: B is packed once (K x N in blocks of KC terms, each block in panels of NR
-// columns, zero-padded), shared by every task; a task takes a block of at most MC rows (the row
-// blocks are of equal size, within a tile row, and a multiple of the thread count, so the threads
-// finish together; when there are too few row blocks for the threads, a group of column panels),
-// packs its rows of A per KC block into panels of MR rows (or reads them in place), and runs the
+// columns, zero-padded) by the tasks that read it, in the product's one parallel region; a task
+// takes a block of at most MC rows (the row blocks are of equal size, within a tile row, and a
+// multiple of the thread count, so the threads finish together; when there are too few row
+// blocks for the threads, a group of column panels; a short, wide product runs as one column
+// lane per thread instead: entry_parallel), packs its rows of A per KC block into panels of MR
+// rows (or reads them in place), and runs the
 // tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
 // block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
@@ -19,6 +21,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -154,6 +157,12 @@ struct Blocking {
   int64_t row_blocks = 1;  // blocks of whole tile rows, as equal as they can be
   int64_t k_blocks = 0;    // ceil(k / kc)
   int64_t panels = 0;    // ceil(n / tile.nr)
+  // On several threads: column groups (the panels split in this many ranges), and whether each
+  // group is one task (a lane) that runs every row block of its columns in order, packing its own
+  // panels of B (a short, wide product: few rows, B the larger operand); otherwise the tasks are
+  // (row block, column group) pairs that share B's packing.
+  int64_t col_groups = 1;
+  bool lanes = false;
   // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
   void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
   // Strided rows copied into zero-padded rows of a given width (avx512::copy_rows), or null.
@@ -190,14 +199,34 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   b.m = p.m;
   b.tile_rows = (p.m + mr - 1) / mr;
   int64_t blocks = (b.tile_rows + most - 1) / most;
-  if (threads > 1) {
+  b.k_blocks = (p.k + b.kc - 1) / b.kc;
+  b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+  // Panels per lane as even as they can be: the fullest lane at most 1/8 above the mean (6
+  // panels on 4 threads, 2 against 1.5, are row blocks instead).
+  const int64_t lane_panels = (b.panels + threads - 1) / threads;
+  const bool even_lanes = (lane_panels * threads - b.panels) * 8 <= b.panels;
+  if (threads > 1 && b.panels >= threads && even_lanes && p.n >= p.m &&
+      b.tile_rows <= 2 * most) {
+    // Few rows (at most two blocks of A) and at least as many columns (the GPT block's weight
+    // gradients: 128 x 384 x 512, 128 x 512 x 512 with Aᵀ): one column group per thread, each a
+    // lane over its row blocks. Each thread packs and reads only its panels of B, the larger
+    // operand, and no thread waits for another's packing; A's rows are read (or packed) by every
+    // lane. Row blocks of 5-6 tile rows shared B and left one thread 12 tile rows of 22 to the
+    // other's 10. The lane's row blocks are of ~4 tile rows (a B panel streams from L2 for each
+    // tile whatever the block), so that a thread done with its lane can take the rest of a lane
+    // whose thread the OS descheduled (a loaded machine).
+    b.col_groups = threads;
+    b.lanes = true;
+    blocks = std::max(blocks, (b.tile_rows + 3) / 4);
+  } else if (threads > 1) {
     blocks = std::max(blocks, std::min(2 * threads, b.tile_rows / std::min<int64_t>(most, 4)));
     blocks = (blocks + threads - 1) / threads * threads;
   }
   b.row_blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, b.tile_rows));
   b.mc = (b.tile_rows + b.row_blocks - 1) / b.row_blocks * mr;
-  b.k_blocks = (p.k + b.kc - 1) / b.kc;
-  b.panels = (p.n + b.tile.nr - 1) / b.tile.nr;
+  if (threads > 1 && !b.lanes)  // too few row blocks for the threads: column groups too
+    b.col_groups = std::clamp<int64_t>((2 * threads + b.row_blocks - 1) / b.row_blocks, 1,
+                                       b.panels);
 #if STAX_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
     if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512) {
@@ -397,7 +426,37 @@ void entry_serial(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp, 
   }
 }
 
-// One entry spread over the threads: B packed in parallel, then (row block, column group) tasks.
+// Waits for a flag that another running task sets (it claimed the work before this task looked).
+inline void wait_for(const std::atomic<uint32_t>& flag) {
+  for (int spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
+    if (spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      std::this_thread::yield();  // the packer may have been descheduled (a loaded machine)
+    }
+  }
+}
+
+// Row block of the t-th row task (row_blocks a multiple of threads): every other round of
+// `threads` tasks in reverse, so that a thread that drew a smaller block (the blocks differ by a
+// tile row) draws a larger one next: 22 tile rows in blocks of 5, 6, 5, 6 on 2 threads gave one
+// thread 12 and the other 10 (tasks are claimed in order, the first thread done takes the next).
+inline int64_t snake_row_block(int64_t t, int64_t row_blocks, int64_t threads) {
+  if (row_blocks % threads != 0) return t;
+  const int64_t round = t / threads, i = t % threads;
+  return round * threads + (round % 2 ? threads - 1 - i : i);
+}
+
+// One entry spread over the threads in one parallel region. Tasks are column lanes (a task per
+// column group: Blocking::lanes) or (row block, column group) pairs. B's packing is part of the
+// tasks: each column group's panels are cut into units (term block, run of panels) that the
+// group's tasks claim from a counter, pack, and flag; a task computes once every unit of its
+// group is flagged. (Before: B was packed by a parallel_for of its own, a second region with its
+// wake-up and barrier per product.) A lane claims its row blocks from its group's counter, then
+// takes what is left of the other lanes (packing their units if their threads have not started:
+// a descheduled thread holds back at most the row block it is computing).
 template <class T>
 void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp,
                     const Context& ctx, const RowsDone& done, const T*& packed_from) {
@@ -406,30 +465,70 @@ void entry_parallel(const Problem<T>& p, const Blocking<T>& bl, int64_t e, T* bp
   T* c = p.c + p.c_offset(e);
   const int64_t threads = std::max(1, ctx.threads);
   const T* packed = bp;
+  bool pack = false;
   if (b_is_packed(p, bl)) {
     packed = b;
   } else if (b != packed_from) {
     packed_from = b;
-    const int64_t pack_groups = std::min<int64_t>(bl.panels, 2 * threads);
-    ctx.parallel_for(bl.k_blocks * pack_groups, [&](int64_t t) {
-      const int64_t kb = t / pack_groups, g = t % pack_groups;
-      pack_b(p, b, bl, kb, bl.panels * g / pack_groups, bl.panels * (g + 1) / pack_groups, bp);
-    });
+    pack = true;
   }
-  const int64_t row_blocks = bl.row_blocks;
-  const int64_t groups =
-      std::clamp<int64_t>((2 * threads + row_blocks - 1) / row_blocks, 1, bl.panels);
+  const int64_t row_blocks = bl.row_blocks, groups = bl.col_groups;
+  const int64_t tasks = bl.lanes ? groups : row_blocks * groups;
+  // Pack units per group: runs of the group's panels (2 per thread in all), per term block.
+  const int64_t runs = std::max<int64_t>(1, (2 * threads + groups - 1) / groups);
+  const int64_t units = bl.k_blocks * runs;
   std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[row_blocks]);
   for (int64_t r = 0; r < row_blocks; ++r) left[r].store(groups, std::memory_order_relaxed);
+  std::unique_ptr<std::atomic<int64_t>[]> next_unit(new std::atomic<int64_t>[groups]);
+  std::unique_ptr<std::atomic<int64_t>[]> next_rows(new std::atomic<int64_t>[groups]);
+  for (int64_t g = 0; g < groups; ++g) {
+    next_unit[g].store(0, std::memory_order_relaxed);
+    next_rows[g].store(0, std::memory_order_relaxed);
+  }
+  std::unique_ptr<std::atomic<uint32_t>[]> packed_unit;
+  if (pack) {
+    packed_unit.reset(new std::atomic<uint32_t>[groups * units]);
+    for (int64_t u = 0; u < groups * units; ++u) packed_unit[u].store(0, std::memory_order_relaxed);
+  }
+  auto panels_of = [&](int64_t g, int64_t* jp0, int64_t* jp1) {
+    *jp0 = bl.panels * g / groups;
+    *jp1 = bl.panels * (g + 1) / groups;
+  };
+  // Helps pack group g's panels, then waits for the units that other tasks claimed.
+  auto ensure_packed = [&](int64_t g) {
+    if (!pack) return;
+    int64_t jp0, jp1;
+    panels_of(g, &jp0, &jp1);
+    for (int64_t u; (u = next_unit[g].fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int64_t kb = u / runs, i = u % runs;
+      pack_b(p, b, bl, kb, jp0 + (jp1 - jp0) * i / runs, jp0 + (jp1 - jp0) * (i + 1) / runs, bp);
+      packed_unit[g * units + u].store(1, std::memory_order_release);
+    }
+    for (int64_t u = 0; u < units; ++u) wait_for(packed_unit[g * units + u]);
+  };
   FirstError error;
-  ctx.parallel_for(row_blocks * groups, [&](int64_t t) {
+  ctx.parallel_for(tasks, [&](int64_t t) {
     error.run([&] {
-      const int64_t rb = t / groups, g = t % groups;
-      const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
       Scratch<T> ap(ctx.workspace, bl.packed_a_elems(), "gemm: packed rows of A");
-      compute_block(p, a, packed, c, bl, r0, r1, bl.panels * g / groups,
-                    bl.panels * (g + 1) / groups, ap.get());
-      if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
+      auto rows = [&](int64_t g, int64_t rb) {
+        int64_t jp0, jp1;
+        panels_of(g, &jp0, &jp1);
+        const int64_t r0 = bl.row_begin(rb), r1 = bl.row_begin(rb + 1);
+        compute_block(p, a, packed, c, bl, r0, r1, jp0, jp1, ap.get());
+        if (left[rb].fetch_sub(1, std::memory_order_acq_rel) == 1 && done) done(e, r0, r1);
+      };
+      if (!bl.lanes) {
+        const int64_t g = t % groups;
+        ensure_packed(g);
+        return rows(g, groups == 1 ? snake_row_block(t, row_blocks, threads) : t / groups);
+      }
+      for (int64_t i = 0; i < groups; ++i) {  // its own lane, then what is left of the others
+        const int64_t g = (t + i) % groups;
+        if (next_rows[g].load(std::memory_order_relaxed) >= row_blocks) continue;
+        ensure_packed(g);
+        for (int64_t rb; (rb = next_rows[g].fetch_add(1, std::memory_order_relaxed)) < row_blocks;)
+          rows(g, rb);
+      }
     });
   });
   error.rethrow();
