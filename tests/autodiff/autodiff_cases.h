@@ -360,6 +360,19 @@ inline std::vector<Case> extern_cases() {
                  op3("addmm", {}, {{"beta", 0.5}, {"alpha", 2}})});
   out.push_back(
       {"addmm_beta0", {U({3, 2}), U({3, 4}), U({4, 2})}, op3("addmm", {}, {{"beta", 0}})});
+  // Operands read transposed (nn.Linear's addmm(b, x, t(W))): the rules compute the transposed
+  // product then, so that W's gradient comes out row-major (core/ops/extern/vjp.cpp).
+  out.push_back({"addmm_weight_permuted",
+                 {U({2}), U({3, 4}), U({2, 4})},
+                 [](Graph& g, const std::vector<Node*>& x) {
+                   Node* wt = g.call("permute", {x[2], std::vector<int64_t>{1, 0}});
+                   return g.call("addmm", {x[0], x[1], wt});
+                 }});
+  out.push_back({"mm_both_transposed",
+                 {U({4, 3}), U({2, 4})},
+                 [](Graph& g, const std::vector<Node*>& x) {
+                   return g.call("mm", {g.call("t", {x[0]}), g.call("transpose.int", {x[1], 0, 1})});
+                 }});
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <unordered_map>
 
 #include "core/graph/decompositions.h"
@@ -49,11 +50,50 @@ void matmul_vjp(VjpContext& c) {
   }
 }
 
+// Whether the 2-D operand `x` is a transpose (t, or a permute / transpose of a 2-D tensor's two
+// dims): nn.Linear's weight is read so, addmm(b, x, t(W)).
+bool is_transpose_2d(const Node* x) {
+  if (!x || !x->is_call() || x->meta().dim() != 2) return false;
+  const std::string& op = x->target();
+  if (op == "t.default") return true;
+  if (op == "permute.default") {
+    std::vector<int64_t> d = x->arg("dims").to_int_list();
+    return d.size() == 2 && (d[0] == 1 || d[0] == -1);
+  }
+  if (op == "transpose.int") {
+    int64_t d0 = x->arg("dim0").to_int(), d1 = x->arg("dim1").to_int();
+    return ((d0 % 2) + 2) % 2 != ((d1 % 2) + 2) % 2;
+  }
+  return false;
+}
+
+// The gradients of a 2-D product's operands, g C̄: mat1's g bᵀ, mat2's aᵀ g. For an operand that
+// is a transpose of a row-major tensor W, the transpose of the transposed product ((b gᵀ)ᵀ,
+// (gᵀ a)ᵀ), laid out row-major, so that W's gradient (that one transposed back) comes out
+// row-major too. Else torch would get a column-major weight gradient, which its AccumulateGrad
+// adds into W.grad across the rows (GPT block: ~200 µs a step, docs/torch_backend.md "Per-step
+// overhead") or clones. Same products either way; torch's mm_mat2_backward picks its layout so.
+Node* mat1_grad(VjpContext& c, Node* a, Node* b, Node* g) {
+  if (is_transpose_2d(a)) return c.mT(c.call("mm", {b, c.mT(g)}));
+  return c.call("mm", {g, c.mT(b)});
+}
+
+Node* mat2_grad(VjpContext& c, Node* a, Node* b, Node* g) {
+  if (is_transpose_2d(b)) return c.mT(c.call("mm", {c.mT(g), a}));
+  return c.call("mm", {c.mT(a), g});
+}
+
 // mm / bmm: C̄ Bᵀ and Aᵀ C̄ with the same op.
 VjpFn product_vjp(const char* op) {
-  return [op](VjpContext& c) {
+  const bool mm = std::string(op) == "mm";
+  return [op, mm](VjpContext& c) {
     Node* a = c.in("self");
     Node* b = c.in("mat2");
+    if (mm) {
+      if (c.needs(a)) c.give(a, mat1_grad(c, a, b, c.grad()));
+      if (c.needs(b)) c.give(b, mat2_grad(c, a, b, c.grad()));
+      return;
+    }
     if (c.needs(a)) c.give(a, c.call(op, {c.grad(), c.mT(b)}));
     if (c.needs(b)) c.give(b, c.call(op, {c.mT(a), c.grad()}));
   };
@@ -67,8 +107,10 @@ void addmm_vjp(VjpContext& c) {
   auto scaled = [&](Node* x, const Arg& s) { return s.to_double() == 1.0 ? x : c.mul(x, s); };
   if (c.needs("self") && beta.to_double() != 0.0)
     c.give("self", c.sum_to_shape(scaled(g, beta), c.in("self")->shape()));
-  if (c.needs("mat1")) c.give("mat1", scaled(c.call("mm", {g, c.mT(c.in("mat2"))}), alpha));
-  if (c.needs("mat2")) c.give("mat2", scaled(c.call("mm", {c.mT(c.in("mat1")), g}), alpha));
+  Node* m1 = c.in("mat1");
+  Node* m2 = c.in("mat2");
+  if (c.needs(m1)) c.give(m1, scaled(mat1_grad(c, m1, m2, g), alpha));
+  if (c.needs(m2)) c.give(m2, scaled(mat2_grad(c, m1, m2, g), alpha));
 }
 
 }  // namespace

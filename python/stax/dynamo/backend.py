@@ -117,8 +117,15 @@ class _Eager:
 
 
 def _key(args):
-    return tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor)
-                 else (type(a).__name__, a) for a in args)
+    """The input signature a runner is looked up by, on every call: torch.Size and torch.device
+    as they are (hashable, no copies; a list comprehension, not a generator: half the time)."""
+    return tuple([(a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor)
+                  else (type(a).__name__, a) for a in args])
+
+
+def _shown(key):
+    """The signature as stax.explain shows it: (shape tuple, dtype, device type) per tensor."""
+    return tuple((tuple(k[0]), k[1], k[2].type) if len(k) == 3 else k for k in key)
 
 
 class StaxGraph:
@@ -153,7 +160,7 @@ class StaxGraph:
         return _Eager(self.gm)
 
     def _build(self, args, key):
-        record = explain.GraphRecord(len(args), key)
+        record = explain.GraphRecord(len(args), _shown(key))
         self.records.append(record)
         devices = {a.device.type for a in args if isinstance(a, torch.Tensor)}
         if devices - {"cpu"}:

@@ -94,10 +94,11 @@ class _Entry:
 
 
 def _signature(inputs, training):
-    sig = tuple((tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else ("value", t)
-                for t in inputs)
-    grads = tuple(bool(isinstance(t, torch.Tensor) and t.requires_grad
-                       and t.is_floating_point()) for t in inputs) if training else ()
+    # Looked up on every call: torch.Size as it is (hashable, no copy), a list comprehension.
+    sig = tuple([(t.shape, t.dtype) if isinstance(t, torch.Tensor) else ("value", t)
+                 for t in inputs])
+    grads = tuple([isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()
+                   for t in inputs]) if training else ()
     return sig, grads
 
 

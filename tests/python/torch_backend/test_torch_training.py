@@ -162,3 +162,46 @@ def test_a_training_step_frees_its_outputs_and_saved_values():
     assert len(set(ptrs[1:])) < len(ptrs) - 1  # later steps land in storage earlier ones used
     assert sum(p.calls for p in stax.explain(cm).partitions) == 4
     torch.testing.assert_close(block.qkv.weight.grad.abs().sum() > 0, torch.tensor(True))
+
+
+class _TransposedOperands(nn.Module):
+    """Weights read transposed as either operand of a 2-D product: nn.Linear's addmm(b, x, W.t())
+    (the second), W2.t() @ h (the first), and an mm with the transpose second (x @ W3.t())."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 6)
+        self.w2 = nn.Parameter(torch.randn(6, 5) / 3)
+        self.w3 = nn.Parameter(torch.randn(4, 5) / 3)
+
+    def forward(self, x):
+        h = F.gelu(self.lin(x))                      # (3, 6): addmm(b, x, W.t())
+        h = torch.mm(self.w2.t(), h.t()).t()         # (3, 5): mm(t(W2), t(h))
+        return torch.mm(h, self.w3.t())              # (3, 4): mm(h, t(W3))
+
+
+@pytest.mark.parametrize("make", [lambda: (modules.GPTBlock(d=16, heads=2), torch.randn(2, 8, 16)),
+                                  lambda: (_TransposedOperands(), torch.randn(3, 8))],
+                         ids=["gpt_block", "transposed_operands"])
+def test_weight_gradients_come_back_in_the_weights_layout(make):
+    """A weight read transposed by a product (nn.Linear's W.t()) gets its gradient row-major, as
+    the weight is (the VJP computes the transposed product, as torch's mm_mat2_backward does):
+    torch's AccumulateGrad can then take it as W.grad (no copy), and later steps add it row by
+    row. Before, it came back column-major (the transpose of the product's row-major result):
+    cloned into W.grad, and added across the rows in every later step. Values as eager's."""
+    torch.manual_seed(0)
+    model, x = make()
+    ref = copy.deepcopy(model)
+    cm = stax.compile(model)
+    seen = {}
+    for name, p in model.named_parameters():
+        p.register_hook(lambda g, name=name: seen.__setitem__(name, g))
+    cm(x).pow(2).mean().backward()
+    ref(x).pow(2).mean().backward()
+    weights = [n for n, p in model.named_parameters() if p.dim() == 2]
+    assert len(weights) >= 3
+    for name, p in model.named_parameters():
+        assert seen[name].stride() == p.stride(), (name, seen[name].stride(), p.stride())
+        torch.testing.assert_close(p.grad, dict(ref.named_parameters())[name].grad,
+                                   rtol=1e-4, atol=1e-5)
+    assert [p.mode for p in stax.explain(cm).partitions] == ["training"]  # Stax ran it
