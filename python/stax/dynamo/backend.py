@@ -33,17 +33,25 @@ class Options:
         torch.get_num_threads(): one pool in the process, not Stax's next to torch's spinning
         one) or "stax" (Stax's own threads, the config's `threads`). A config that sets cpu_cpp's
         `openmp_runtime` itself keeps it.
+    backward: "with_forward" (a training partition compiles its backward with its forward, at
+        the first call, as one job: both graphs' kernels in one parallel batch, as AOTAutograd
+        compiles the backward ahead of time) or "on_first_use" (the backward compiles at the
+        first backward(): no backward compile for a forward that never runs one).
     """
 
-    KEYS = ("config", "device", "budget", "fallback", "pool")
+    KEYS = ("config", "device", "budget", "fallback", "pool", "backward")
 
-    def __init__(self, config="cpu", device=None, budget=None, fallback="eager", pool="torch"):
+    def __init__(self, config="cpu", device=None, budget=None, fallback="eager", pool="torch",
+                 backward="with_forward"):
         if fallback not in ("eager", "error"):
             raise ValueError(f"stax backend: fallback={fallback!r} (expected 'eager' or 'error')")
         if pool not in ("torch", "stax"):
             raise ValueError(f"stax backend: pool={pool!r} (expected 'torch' or 'stax')")
+        if backward not in ("with_forward", "on_first_use"):
+            raise ValueError(f"stax backend: backward={backward!r} "
+                             "(expected 'with_forward' or 'on_first_use')")
         self.config, self.device, self.budget, self.fallback = config, device, budget, fallback
-        self.pool = pool
+        self.pool, self.backward = pool, backward
         self._compiler = None
         self._lock = threading.Lock()
 

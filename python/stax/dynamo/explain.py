@@ -24,6 +24,7 @@ class PartitionRecord:
         self.saved = []
         self.saved_primals = []
         self.recomputed = []
+        self.backward_with_forward = False  # training: the backward compiled with the forward
         self.saved_bytes = 0
         self.num_kernels = 0
         self.compiles = 0
@@ -45,6 +46,7 @@ class PartitionRecord:
             self.saved, self.saved_primals = list(fn.saved), list(fn.saved_primals)
             self.recomputed, self.saved_bytes = list(fn.recomputed), fn.saved_bytes
             self.num_kernels = fn.compiled_forward.num_kernels
+            self.backward_with_forward = bool(fn.stats["backward_with_forward"])
         else:
             self.num_kernels = fn.num_kernels
 
@@ -62,6 +64,9 @@ class PartitionRecord:
             lines.append(f"    saved for backward: {self.saved} ({self.saved_bytes} bytes), "
                          f"inputs held: {self.saved_primals}")
             lines.append(f"    recomputed in backward: {self.recomputed}")
+            lines.append("    backward compiled: " + ("with the forward, as one job"
+                                                     if self.backward_with_forward
+                                                     else "on its first use"))
         return "\n".join(lines)
 
 

@@ -124,7 +124,8 @@ class StaxPartition(torch.nn.Module):
             wrt_positions = [i for i, g in enumerate(grads) if g]
             wrt = [imported.input_names[i] for i in wrt_positions]
             fn = _compiler.grad(imported.graph, wrt, budget=self.options.budget,
-                                compiler=self.options.compiler())
+                                compiler=self.options.compiler(),
+                                compile_backward=self.options.backward == "with_forward")
             entry = _Entry(imported, fn, "training", wrt_positions, len(inputs))
         else:
             fn = self.options.compiler().compile(imported.graph)

@@ -205,3 +205,31 @@ def test_weight_gradients_come_back_in_the_weights_layout(make):
         torch.testing.assert_close(p.grad, dict(ref.named_parameters())[name].grad,
                                    rtol=1e-4, atol=1e-5)
     assert [p.mode for p in stax.explain(cm).partitions] == ["training"]  # Stax ran it
+
+
+def test_a_training_partition_compiles_its_backward_with_the_forward():
+    """backward="with_forward" (the default): the first training call compiles the partition's
+    backward with its forward, as one job (both graphs' kernels in one parallel batch), as
+    AOTAutograd compiles its backward ahead of time; backward="on_first_use" compiles it at the
+    first backward(). The gradients are the same bits either way, and eager's values."""
+    torch.manual_seed(0)
+    block = modules.GPTBlock(d=16, heads=2)
+    x = torch.randn(2, 8, 16)
+    grads = {}
+    for backward in ("with_forward", "on_first_use"):
+        model = copy.deepcopy(block)
+        cm = stax.compile(model, backward=backward)
+        out = cm(x)
+        (part,) = stax.explain(cm).partitions
+        assert part.mode == "training"
+        assert part.backward_with_forward == (backward == "with_forward")
+        assert ("with the forward" in str(stax.explain(cm))) == (backward == "with_forward")
+        out.pow(2).mean().backward()
+        grads[backward] = {n: p.grad for n, p in model.named_parameters()}
+    ref = copy.deepcopy(block)
+    ref(x).pow(2).mean().backward()
+    for name, p in ref.named_parameters():
+        assert torch.equal(grads["with_forward"][name], grads["on_first_use"][name]), name
+        torch.testing.assert_close(grads["with_forward"][name], p.grad, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="backward='later'"):
+        stax.compile(block, backward="later")(x)
