@@ -80,6 +80,49 @@ TEST(ThreadPool, ConcurrentCallersTakeTurns) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Affinity (thread_pool.h): a batch's tasks are cut into one contiguous home range per thread,
+// each claimed in order, and a thread takes its own range before it steals from the others'. So
+// in the sequence of tasks a thread ran, the tasks of its home range come first and in increasing
+// order; once it ran a task of another range (its own was used up), none of its own follows.
+// `runs`: (thread's home range, task) in the order they ran; 2 threads, 8 tasks: homes 0..3, 4..7.
+// (Before, one counter over all tasks: a worker ran e.g. 1, 3, 5, 7, which fails here.)
+void expect_home_ranges_first(const std::vector<std::pair<int, int64_t>>& runs, int batch) {
+  for (int home = 0; home < 2; ++home) {
+    bool stole = false;
+    int64_t last = -1;
+    for (const auto& [k, t] : runs) {
+      if (k != home) continue;
+      const bool own = t / 4 == home;
+      if (!own) {
+        stole = true;
+        continue;
+      }
+      ASSERT_FALSE(stole) << "batch " << batch << ": thread " << home << " ran task " << t
+                          << " of its own range after stealing";
+      ASSERT_GT(t, last) << "batch " << batch << ": thread " << home << "'s range out of order";
+      last = t;
+    }
+  }
+}
+
+TEST(ThreadPool, EachThreadStartsWithItsHomeRange) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int batch = 0; batch < 300; ++batch) {
+    std::mutex m;
+    std::vector<std::pair<int, int64_t>> runs;
+    pool.parallel_for(8, [&](int64_t t) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        runs.emplace_back(std::this_thread::get_id() == caller ? 0 : 1, t);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // both threads take part
+    });
+    ASSERT_EQ(runs.size(), 8u);
+    expect_home_ranges_first(runs, batch);
+  }
+}
+
 TEST(ThreadPool, BadTaskCountsAreClearErrors) {
   ThreadPool pool(2);
   int calls = 0;
@@ -151,6 +194,31 @@ TEST(ThreadPoolOpenMp, TasksRunOnceOnTheTeamsThreadsAndNoThreadOfItsOwn) {
   EXPECT_EQ(one, std::set<std::thread::id>{std::this_thread::get_id()});
   set_threads(8);
   EXPECT_EQ(pool.threads(), 4);  // capped by `threads`
+}
+
+// The same affinity on an OpenMP team: team thread k's home range is range k (its
+// omp_get_thread_num()).
+TEST(ThreadPoolOpenMp, EachTeamThreadStartsWithItsHomeRange) {
+  void* gomp = load_libgomp();
+  if (!gomp) GTEST_SKIP() << "no libgomp.so.1 on this machine, or a TSan build";
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(gomp, "omp_set_num_threads"));
+  auto thread_num = reinterpret_cast<int (*)()>(dlsym(gomp, "omp_get_thread_num"));
+  ASSERT_TRUE(set_threads && thread_num);
+  set_threads(2);
+  ThreadPool pool(2, OpenMpTeam::find("libgomp.so.1"));
+  for (int batch = 0; batch < 300; ++batch) {
+    std::mutex m;
+    std::vector<std::pair<int, int64_t>> runs;
+    pool.parallel_for(8, [&](int64_t t) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        runs.emplace_back(thread_num(), t);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+    ASSERT_EQ(runs.size(), 8u);
+    expect_home_ranges_first(runs, batch);
+  }
 }
 
 // Issue 25: on an OpenMP team whose width changes between calls (torch.set_num_threads), Stax's
