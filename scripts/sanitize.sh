@@ -11,8 +11,10 @@
 #                                             the plugins and TSAN_CI_TESTS in build-tsan and runs
 #                                             them (concurrent compiles on one Compiler, concurrent
 #                                             runs of one CompiledGraph with and without a thread
-#                                             pool, the cpu_cpp pool, the JIT from two threads,
-#                                             the kernel cache from several processes).
+#                                             pool, the cpu_cpp pool, the JIT from two threads
+#                                             and its PCH built while others compile,
+#                                             parallel compile batches, the kernel cache
+#                                             from several processes).
 # A report fails the test that produced it. Sanitizer builds multiply every ctest TIMEOUT
 # (cmake/SanitizerTests.cmake). CI runs a bounded ASan+UBSan part (scripts/fuzz.sh builds it
 # with the fuzz targets) and `thread-ci`; docs/testing.md says which.
@@ -49,10 +51,13 @@ case "$kind" in
     # The whole of each binary (the concurrency tests are Hardening.Concurrent*,
     # CpuCpp.ThreadsGiveTheSameBits, ClangJit.ConcurrentCompilesFromTwoThreads, KernelCache's
     # cross-process tests, the thread pool's own tests, CompiledThreads' 1-3-thread kernels and
-    # CudaResident's concurrent runs on their own streams (host emulation); the rest of each
-    # binary comes almost free once it is built).
+    # CudaResident's concurrent runs on their own streams (host emulation), ClangJitPch's
+    # compiles on four threads while one of them builds the prelude's PCH outside the JIT's
+    # set-up lock, ParallelCompile's cost-ordered batches on cpu_cpp's compile threads with the
+    # disk writer's thread; the rest of each binary comes almost free once it is built).
     TSAN_CI_TESTS=(hardening_test cpu_cpp_test clang_jit_test kernel_cache_test thread_pool_test
-                   compiled_threads_test cuda_resident_test)
+                   compiled_threads_test cuda_resident_test clang_jit_pch_test
+                   parallel_compile_test)
     configure_tsan
     # cuda_resident_test exists only where the CUDA toolkit was found.
     targets=()

@@ -48,8 +48,10 @@ bool spin_until(std::chrono::microseconds spin, Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads, int64_t spin_us) : spin_(std::max<int64_t>(0, spin_us)) {
+  slot_count_ = std::max(1, threads);
+  slots_ = std::make_unique<Slot[]>(static_cast<size_t>(slot_count_));
   try {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
   } catch (const std::system_error& e) {
     // No room for another thread (its stack under `ulimit -v`, or the process's thread limit):
     // the ones started stop before the error leaves, so that no joinable thread is destroyed.
@@ -74,6 +76,7 @@ OpenMpTeam OpenMpTeam::find(const std::string& library) {
   OpenMpTeam team;
   team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(handle, "GOMP_parallel"));
   team.max_threads = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_max_threads"));
+  team.thread_num = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_thread_num"));
   if (!team.parallel || !team.max_threads)
     throw std::runtime_error("OpenMP runtime '" + library +
                              "' lacks GOMP_parallel or omp_get_max_threads (not a GNU libgomp "
@@ -89,6 +92,8 @@ ThreadPool::ThreadPool(int threads, OpenMpTeam team)
     : team_(std::move(team)), team_width_(std::max(1, threads)) {
   if (!team_.parallel || !team_.max_threads)
     throw std::invalid_argument("ThreadPool: an OpenMP team without its entry points");
+  slot_count_ = team_width_;
+  slots_ = std::make_unique<Slot[]>(static_cast<size_t>(slot_count_));
 }
 
 ThreadPool::~ThreadPool() { stop(); }
@@ -100,26 +105,53 @@ int ThreadPool::threads() const {
 
 namespace {
 
+// The first task of home range `slot` of `slots` over `tasks` tasks (equal contiguous ranges,
+// as OpenMP's static schedule cuts them).
+int64_t range_begin(int64_t tasks, int64_t slots, int64_t slot) { return tasks * slot / slots; }
+
+// A team's batch: the task, and the team threads' home ranges in the pool's slots (a word each:
+// end of the range in bits 32..63, next task to claim in 0..31; no generation: the batch lives
+// as long as the region).
 struct TeamBatch {
   const std::function<void(int64_t)>* task;
-  int64_t tasks;
-  alignas(64) std::atomic<int64_t> next{0};
+  int width;
+  int (*thread_num)();
+  std::atomic<uint64_t>* (*slot)(void* pool, int i);
+  void* pool;
 };
 
-// Runs on every thread of the OpenMP team (the caller is its thread 0): claims tasks until none
-// is left. The region's end is the team's barrier, so every task has returned when
-// GOMP_parallel returns.
+// Runs on every thread of the OpenMP team (the caller is its thread 0): claims the tasks of its
+// home range, then those left in the others', until none is left. The region's end is the team's
+// barrier, so every task has returned when GOMP_parallel returns.
 void team_region(void* data) {
   auto* batch = static_cast<TeamBatch*>(data);
-  for (int64_t t; (t = batch->next.fetch_add(1, std::memory_order_relaxed)) < batch->tasks;)
-    (*batch->task)(t);
+  const int self = batch->thread_num ? std::clamp(batch->thread_num(), 0, batch->width - 1) : 0;
+  for (int i = 0; i < batch->width; ++i) {
+    std::atomic<uint64_t>& range = *batch->slot(batch->pool, (self + i) % batch->width);
+    for (uint64_t w = range.load(std::memory_order_relaxed);;) {
+      if ((w & 0xffffffffu) >= (w >> 32)) break;
+      if (range.compare_exchange_weak(w, w + 1, std::memory_order_relaxed,
+                                      std::memory_order_relaxed))
+        (*batch->task)(static_cast<int64_t>(w & 0xffffffffu));
+    }
+  }
 }
 
 }  // namespace
 
 void ThreadPool::run_on_team(int64_t tasks, int width, const std::function<void(int64_t)>& task) {
-  TeamBatch batch{&task, tasks};
-  team_.parallel(&team_region, &batch, static_cast<unsigned>(std::min<int64_t>(width, tasks)), 0);
+  width = static_cast<int>(std::min<int64_t>({width, tasks, slot_count_}));
+  for (int s = 0; s < width; ++s)
+    slots_[static_cast<size_t>(s)].word.store(
+        static_cast<uint64_t>(range_begin(tasks, width, s + 1)) << 32 |
+            static_cast<uint64_t>(range_begin(tasks, width, s)),
+        std::memory_order_relaxed);
+  auto slot = [](void* pool, int i) {
+    return &static_cast<ThreadPool*>(pool)->slots_[static_cast<size_t>(i)].word;
+  };
+  TeamBatch batch{&task, width, team_.thread_num, slot, this};
+  // GOMP_parallel's start publishes the stores above to the team's threads.
+  team_.parallel(&team_region, &batch, static_cast<unsigned>(width), 0);
 }
 
 void ThreadPool::stop() {
@@ -130,27 +162,30 @@ void ThreadPool::stop() {
   workers_.clear();
 }
 
-void ThreadPool::drain() {
-  for (;;) {
-    uint64_t s = state_.load(std::memory_order_acquire);
-    uint64_t t, tasks;
+void ThreadPool::drain(int self) {
+  const uint64_t batch = state_.load(std::memory_order_acquire);
+  const uint64_t gen = generation(batch);
+  const uint64_t tasks = task_count(batch);
+  for (int i = 0; i < slot_count_; ++i) {
+    std::atomic<uint64_t>& slot = slots_[static_cast<size_t>((self + i) % slot_count_)].word;
     for (;;) {
-      t = next_task(s);
-      tasks = task_count(s);
-      if (t >= tasks) return;
-      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
-                                       std::memory_order_acquire))
-        break;
+      // A slot of another batch (this thread woke late, or the batch has ended): nothing of
+      // this batch is left there.
+      uint64_t s = slot.load(std::memory_order_acquire);
+      if (generation(s) != gen || next_task(s) >= task_count(s)) break;
+      if (!slot.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+        continue;
+      // The batch cannot end (nor task_ change) before this claimed task is counted below.
+      (*task_)(static_cast<int64_t>(next_task(s)));
+      if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks &&
+          caller_sleeping_.load(std::memory_order_seq_cst))
+        finished_.notify_all();
     }
-    // The batch cannot end (nor task_ change) before this claimed task is counted below.
-    (*task_)(static_cast<int64_t>(t));
-    if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks &&
-        caller_sleeping_.load(std::memory_order_seq_cst))
-      finished_.notify_all();
   }
 }
 
-void ThreadPool::work() {
+void ThreadPool::work(int self) {
   uint64_t seen = 0;  // the generation of the last batch this worker looked at
   for (;;) {
     auto fresh = [&] {
@@ -170,7 +205,7 @@ void ThreadPool::work() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation(state_.load(std::memory_order_acquire));
-    drain();
+    drain(self);
   }
 }
 
@@ -194,11 +229,17 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
   caller_sleeping_.store(0, std::memory_order_relaxed);
   const uint64_t g = (generation(state_.load(std::memory_order_relaxed)) + 1) & kGenerationMask;
   // Publishes task_ and the reset counters with the batch (seq_cst: see work()).
+  for (int s = 0; s < slot_count_; ++s)
+    slots_[static_cast<size_t>(s)].word.store(
+        g << kGenerationShift |
+            static_cast<uint64_t>(range_begin(tasks, slot_count_, s + 1)) << kTaskBits |
+            static_cast<uint64_t>(range_begin(tasks, slot_count_, s)),
+        std::memory_order_relaxed);
   state_.store(g << kGenerationShift | static_cast<uint64_t>(tasks) << kTaskBits,
                std::memory_order_seq_cst);
   wake_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_.notify_all();
-  drain();
+  drain(0);
   const uint32_t all = static_cast<uint32_t>(tasks);
   if (!spin_until(spin_, [&] { return finished_.load(std::memory_order_acquire) == all; })) {
     caller_sleeping_.store(1, std::memory_order_seq_cst);

@@ -364,7 +364,9 @@ TEST(FlashAttention, CausalBlocksGiveTheBitsOfTheCausalMask) {
 // the GPT block's Kᵀ; V rows inside a wider buffer; the additive mask transposed), so every
 // product meets both a B read in place and one transposed into the task's buffer. Each
 // instruction set (AVX-512, AVX2, portable; one the CPU lacks runs the best it has) against the
-// GEMM, and all sets against each other.
+// GEMM, and all sets against each other. The operands are copied into buffers of their exact
+// size (a Tensor's storage is rounded up to 64 bytes), so that under ASan a tile's load or store
+// past a partial vector of columns or the last row reaches the allocation's redzone.
 template <class T>
 void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout, sdk::gemm::InstructionSet set,
                                      std::vector<T>* out_tiles, std::vector<T>* grads_tiles) {
@@ -373,8 +375,11 @@ void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout, sd
                (dropout ? " dropout" : "") + " set " + sdk::gemm::instruction_set_name(set));
   const DType t = sizeof(T) == 8 ? DType::Float64 : DType::Float32;
   const int64_t n = c.b * c.h, rows = n * c.l, vpad = layout ? c.ev + 5 : c.ev;
-  Tensor qt = Tensor::randn({n * c.l * c.e}, t, 41), kt = Tensor::randn({n * c.s * c.e}, t, 42);
-  Tensor vt = Tensor::randn({n * c.s * vpad}, t, 43), mt = Tensor::randn({c.l * c.s}, t, 44);
+  auto exact = [](const Tensor& x) { return std::vector<T>(x.data<T>(), x.data<T>() + x.numel()); };
+  const std::vector<T> qt = exact(Tensor::randn({n * c.l * c.e}, t, 41));
+  const std::vector<T> kt = exact(Tensor::randn({n * c.s * c.e}, t, 42));
+  const std::vector<T> vt = exact(Tensor::randn({n * c.s * vpad}, t, 43));
+  const std::vector<T> mt = exact(Tensor::randn({c.l * c.s}, t, 44));
   std::vector<uint8_t> mb(static_cast<size_t>(c.l * c.s));
   for (int64_t i = 0; i < c.l; ++i)
     for (int64_t j = 0; j < c.s; ++j) mb[static_cast<size_t>(i * c.s + j)] = j == 0 || (i * 7 + j * 3) % 3 != 0;
@@ -384,16 +389,16 @@ void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout, sd
     p.batch = n, p.l = c.l, p.s = c.s, p.e = c.e, p.ev = c.ev, p.scale = T(0.3), p.causal = c.causal;
     p.gemm_products = gemm;
     if (layout == 0) {
-      p.q = {qt.data<T>(), oq.data(), c.e, 1};
-      p.k = {kt.data<T>(), ok.data(), c.e, 1};
+      p.q = {qt.data(), oq.data(), c.e, 1};
+      p.k = {kt.data(), ok.data(), c.e, 1};
     } else {
-      p.q = {qt.data<T>(), oq.data(), 1, c.l};
-      p.k = {kt.data<T>(), ok.data(), 1, c.s};
+      p.q = {qt.data(), oq.data(), 1, c.l};
+      p.k = {kt.data(), ok.data(), 1, c.s};
     }
-    p.v = {vt.data<T>(), ov.data(), vpad, 1};
+    p.v = {vt.data(), ov.data(), vpad, 1};
     if (c.mask == MaskKind::Bool) p.mask_bool = {mb.data(), om.data(), c.s, 1};
     if (c.mask == MaskKind::Additive)
-      p.mask_add = layout ? attn::Operand<T>{mt.data<T>(), om.data(), 1, c.l} : attn::Operand<T>{mt.data<T>(), om.data(), c.s, 1};
+      p.mask_add = layout ? attn::Operand<T>{mt.data(), om.data(), 1, c.l} : attn::Operand<T>{mt.data(), om.data(), c.s, 1};
     if (dropout) p.dropout = true, p.drop_seed = 77, p.drop_threshold = T(0.25), p.drop_scale = T(1 / 0.75);
   };
   attn::Context ctx;
@@ -416,13 +421,13 @@ void expect_tiles_give_the_gemm_bits(const Case& c, int layout, bool dropout, sd
     attn::forward(f, ctx);
   }
   EXPECT_EQ(out[0], out[1]) << "forward: out, lse";
-  Tensor dout = Tensor::randn({packed}, t, 45);
+  const std::vector<T> dout = exact(Tensor::randn({packed}, t, 45));
   for (int gemm = 0; gemm < 2; ++gemm) {
     g[gemm].assign(static_cast<size_t>(grads), std::numeric_limits<T>::quiet_NaN());
     attn::Backward<T> p;
     fill(p, gemm);
     p.out = out[1].data(), p.lse = out[1].data() + rows * c.ev;
-    p.dout = dout.data<T>(), p.dlse = dout.data<T>() + rows * c.ev;
+    p.dout = dout.data(), p.dlse = dout.data() + rows * c.ev;
     p.dq = g[gemm].data(), p.dk = p.dq + rows * c.e, p.dv = p.dk + n * c.s * c.e;
     attn::backward(p, ctx);
   }

@@ -2,7 +2,8 @@
 // every batch runs exactly once, on batches of any size, back to back (workers spinning) and after
 // the workers went to sleep, from several calling threads at once; misuse is a clear error. No
 // timing is asserted. On an OpenMP team, Stax's GEMM (gemm_library.cpp, compiled in too) plans
-// for the team's width at each call.
+// for the team's width at each call. A team of instrumented std::threads (ThreadPoolTeam) runs
+// the team path under TSan too, where libgomp's tests skip.
 #include "plugins/cpu_cpp/thread_pool.h"
 
 #include <dlfcn.h>
@@ -80,6 +81,49 @@ TEST(ThreadPool, ConcurrentCallersTakeTurns) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Affinity (thread_pool.h): a batch's tasks are cut into one contiguous home range per thread,
+// each claimed in order, and a thread takes its own range before it steals from the others'. So
+// in the sequence of tasks a thread ran, the tasks of its home range come first and in increasing
+// order; once it ran a task of another range (its own was used up), none of its own follows.
+// `runs`: (thread's home range, task) in the order they ran; 2 threads, 8 tasks: homes 0..3, 4..7.
+// (Before, one counter over all tasks: a worker ran e.g. 1, 3, 5, 7, which fails here.)
+void expect_home_ranges_first(const std::vector<std::pair<int, int64_t>>& runs, int batch) {
+  for (int home = 0; home < 2; ++home) {
+    bool stole = false;
+    int64_t last = -1;
+    for (const auto& [k, t] : runs) {
+      if (k != home) continue;
+      const bool own = t / 4 == home;
+      if (!own) {
+        stole = true;
+        continue;
+      }
+      ASSERT_FALSE(stole) << "batch " << batch << ": thread " << home << " ran task " << t
+                          << " of its own range after stealing";
+      ASSERT_GT(t, last) << "batch " << batch << ": thread " << home << "'s range out of order";
+      last = t;
+    }
+  }
+}
+
+TEST(ThreadPool, EachThreadStartsWithItsHomeRange) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int batch = 0; batch < 300; ++batch) {
+    std::mutex m;
+    std::vector<std::pair<int, int64_t>> runs;
+    pool.parallel_for(8, [&](int64_t t) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        runs.emplace_back(std::this_thread::get_id() == caller ? 0 : 1, t);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // both threads take part
+    });
+    ASSERT_EQ(runs.size(), 8u);
+    expect_home_ranges_first(runs, batch);
+  }
+}
+
 TEST(ThreadPool, BadTaskCountsAreClearErrors) {
   ThreadPool pool(2);
   int calls = 0;
@@ -151,6 +195,31 @@ TEST(ThreadPoolOpenMp, TasksRunOnceOnTheTeamsThreadsAndNoThreadOfItsOwn) {
   EXPECT_EQ(one, std::set<std::thread::id>{std::this_thread::get_id()});
   set_threads(8);
   EXPECT_EQ(pool.threads(), 4);  // capped by `threads`
+}
+
+// The same affinity on an OpenMP team: team thread k's home range is range k (its
+// omp_get_thread_num()).
+TEST(ThreadPoolOpenMp, EachTeamThreadStartsWithItsHomeRange) {
+  void* gomp = load_libgomp();
+  if (!gomp) GTEST_SKIP() << "no libgomp.so.1 on this machine, or a TSan build";
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(gomp, "omp_set_num_threads"));
+  auto thread_num = reinterpret_cast<int (*)()>(dlsym(gomp, "omp_get_thread_num"));
+  ASSERT_TRUE(set_threads && thread_num);
+  set_threads(2);
+  ThreadPool pool(2, OpenMpTeam::find("libgomp.so.1"));
+  for (int batch = 0; batch < 300; ++batch) {
+    std::mutex m;
+    std::vector<std::pair<int, int64_t>> runs;
+    pool.parallel_for(8, [&](int64_t t) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        runs.emplace_back(thread_num(), t);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+    ASSERT_EQ(runs.size(), 8u);
+    expect_home_ranges_first(runs, batch);
+  }
 }
 
 // Issue 25: on an OpenMP team whose width changes between calls (torch.set_num_threads), Stax's
@@ -240,6 +309,95 @@ TEST(ThreadPoolOpenMp, ARuntimeNotLoadedOrNotOpenMpIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("lacks GOMP_parallel"), std::string::npos) << e.what();
   }
+}
+
+// ---- a team of instrumented threads ------------------------------------------------------------
+
+// An OpenMP runtime's entry points played by std::threads: GOMP_parallel runs the region on the
+// caller (team thread 0) and on `members - 1` threads it starts and joins, as a team's fork and
+// closing barrier do; a runtime may give a region fewer threads than asked (nested, dynamic), so
+// `members` can be less than num_threads. Unlike libgomp these threads are instrumented: under
+// TSan (where the libgomp tests above skip) this checks run_on_team's hand-over of a batch (the
+// home ranges stored before the region, claimed and stolen by the team), and in every build that
+// each task runs once, home ranges first.
+namespace test_team {
+thread_local int member = 0;
+std::atomic<int> max_width{3};
+std::atomic<int> members_cap{64};  // threads a region really gets, at most
+void parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned) {
+  const int members = std::min(static_cast<int>(num_threads), members_cap.load());
+  std::vector<std::thread> team;
+  for (int k = 1; k < members; ++k)
+    team.emplace_back([fn, data, k] {
+      member = k;
+      fn(data);
+    });
+  member = 0;
+  fn(data);
+  for (std::thread& t : team) t.join();
+}
+int max_threads() { return max_width.load(); }
+int thread_num() { return member; }
+OpenMpTeam team() {
+  OpenMpTeam t;
+  t.parallel = &parallel;
+  t.max_threads = &max_threads;
+  t.thread_num = &thread_num;
+  t.path = "test team";
+  return t;
+}
+}  // namespace test_team
+
+TEST(ThreadPoolTeam, InstrumentedTeamRunsEachTaskOnceHomeRangesFirst) {
+  test_team::max_width = 3;
+  test_team::members_cap = 64;
+  ThreadPool pool(4, test_team::team());
+  EXPECT_EQ(pool.threads(), 3);  // the runtime's width, under the cap of 4
+  for (int batch = 0; batch < 300; ++batch)
+    expect_each_once(pool, 1 + (batch * 7919) % 37, "team batch " + std::to_string(batch));
+  test_team::max_width = 2;
+  for (int batch = 0; batch < 100; ++batch) {
+    std::mutex m;
+    std::vector<std::pair<int, int64_t>> runs;
+    pool.parallel_for(8, [&](int64_t t) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        runs.emplace_back(test_team::thread_num(), t);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+    ASSERT_EQ(runs.size(), 8u);
+    expect_home_ranges_first(runs, batch);
+  }
+  // A region given fewer threads than asked (here the caller alone): the others' home ranges
+  // are stolen, every task still runs once.
+  test_team::max_width = 4;
+  test_team::members_cap = 1;
+  for (int batch = 0; batch < 50; ++batch)
+    expect_each_once(pool, 2 + batch % 23, "team of one, batch " + std::to_string(batch));
+  test_team::members_cap = 64;
+}
+
+// Several callers on one team pool take turns (run_mutex_), the home-range words reused by each.
+TEST(ThreadPoolTeam, ConcurrentCallersOnATeamTakeTurns) {
+  test_team::max_width = 3;
+  test_team::members_cap = 64;
+  ThreadPool pool(3, test_team::team());
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&, c] {
+      for (int batch = 0; batch < 100; ++batch) {
+        const int64_t tasks = 1 + (batch + c) % 9;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
+        for (auto& h : hits) h.store(0);
+        pool.parallel_for(tasks, [&](int64_t t) { hits[static_cast<size_t>(t)].fetch_add(1); });
+        for (auto& h : hits)
+          if (h.load() != 1) failures.fetch_add(1);
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 }  // namespace
