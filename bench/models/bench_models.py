@@ -9,9 +9,11 @@ then compile time, cold and cached, of the model blocks for Stax, Inductor and X
 How it runs (bench/README.md says more):
   1. Each case's inputs (seeded numpy), its upstream gradients and the make_fx printout of its
      torch function (tracing.py) go into a case directory (casefile.py).
-  2. Per thread count T, three worker processes are started under `taskset -c` on T cores: the
-     Stax + hand worker (bench/model_worker.cpp, cpu_cpp `threads: T`), the torch worker (eager and
-     Inductor, torch.set_num_threads(T)) and the JAX worker (XLA); OMP_NUM_THREADS=T for all.
+  2. Per thread count T, four worker processes are started under `taskset -c` on T cores: the
+     Stax worker (bench/model_worker.cpp, cpu_cpp `threads: T`), the hand worker (the same
+     program, its hand kernels only: their OpenMP team is not in Stax's process), the torch worker
+     (eager and Inductor, torch.set_num_threads(T)) and the JAX worker (XLA); OMP_NUM_THREADS=T
+     for all.
   3. Per case: every system compiles and runs it once, and its outputs are checked against torch
      eager's (max |out - eager| / max |eager| per output, at most --tolerance); then --rounds
      rounds, each running every system --reps times in turn (the order rotates per round, with a
@@ -43,7 +45,11 @@ import report  # noqa: E402
 from workloads import cases as all_cases  # noqa: E402
 
 SYSTEMS = ["stax", "hand", "eager", "inductor", "xla"]
-WORKER_OF = {"stax": "stax", "hand": "stax", "eager": "torch", "inductor": "torch", "xla": "jax"}
+# hand runs in a C++ worker of its own: its OpenMP team spins after each region (libgomp's
+# default wait policy), and in Stax's process it took a core from Stax's pool in the repetitions
+# that followed (W4 4096² on 2 threads: Stax 2.11 ms with hand's team spinning beside it, 1.84
+# with OMP_WAIT_POLICY=PASSIVE; bench/README.md, phase 11).
+WORKER_OF = {"stax": "stax", "hand": "hand", "eager": "torch", "inductor": "torch", "xla": "jax"}
 COMPILED = ["stax", "inductor", "xla"]  # the systems whose compile time is measured
 
 
@@ -130,7 +136,7 @@ class Bench:
 
     # ---- workers -------------------------------------------------------------------------
     def worker_argv(self, kind, threads):
-        if kind == "stax":
+        if kind in ("stax", "hand"):  # the same C++ worker, one process per system
             return [self.args.worker, str(threads)]
         return [sys.executable, os.path.join(HERE, "peer_worker.py"), kind, str(threads)]
 
@@ -141,7 +147,7 @@ class Bench:
 
     def start_all(self, threads):
         caches = os.path.join(self.work, "cache-%d" % threads)
-        env = {"stax": {"STAX_CACHE_DIR": os.path.join(caches, "stax")},
+        env = {"stax": {"STAX_CACHE_DIR": os.path.join(caches, "stax")}, "hand": {},
                "torch": {"TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")},
                "jax": {}}
         workers = {}
@@ -303,11 +309,12 @@ class Bench:
         self.bandwidth, self.blas = {}, ""
         for threads in a.threads:
             workers = self.start_all(threads)
-            if "stax" in workers and not self.blas:
-                self.blas = workers["stax"].ask("blas")[0]
+            native = workers.get("stax") or workers.get("hand")  # the C++ worker
+            if native and not self.blas:
+                self.blas = native.ask("blas")[0]
                 print(report.blas_line(self.blas), flush=True)
-            if "stax" in workers and a.rounds:
-                self.bandwidth[threads] = float(workers["stax"].ask("probe")[0])
+            if native and a.rounds:
+                self.bandwidth[threads] = float(native.ask("probe")[0])
                 print("read bandwidth, %d thread%s: %.1f GB/s" % (
                     threads, "" if threads == 1 else "s", self.bandwidth[threads]), flush=True)
             for case in self.cases:
