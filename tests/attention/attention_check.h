@@ -19,6 +19,7 @@
 #include "core/graph/graph.h"
 #include "core/tensor/tensor.h"
 #include "tests/support/compiled_check.h"
+#include "tests/support/strings.h"
 
 namespace stax::attention_test {
 
@@ -269,6 +270,83 @@ inline int64_t expect_tangent_matches_fd(const std::function<Tensor(const std::v
     zeros += tangent.get_double(x) == 0.0;
   }
   return zeros;
+}
+
+// The gradients of q, k, v through sdpa graph g (case c, dtype t, dropout_p > 0) compiled by
+// `gpu` (its backward runs flash_attention_dropout_backward, redrawing the mask) against cpu_cpp's
+// fused ones from the same forward seed: float64 to 1e-10, float32 to 5e-5 of the largest (the
+// GPU plugins' dropout tests).
+inline void expect_dropout_gradients_match_cpu_cpp(const Graph& g, const Case& c, DType t,
+                                                   const std::vector<Tensor>& in, Compiler& gpu) {
+  const std::vector<std::string> wrt{"q", "k", "v"};
+  Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 11);
+  CompiledFunction fg(g, wrt, gpu);
+  CompiledFunction fc(g, wrt, compiler(true));
+  ForwardResult rg = fg.forward(in, 9), rc = fc.forward(in, 9);
+  std::vector<Tensor> gg = fg.backward(*rg.ctx, {up}), gc = fc.backward(*rc.ctx, {up});
+  ASSERT_TRUE(fg.compiled_forward() && fg.compiled_backward());
+  EXPECT_TRUE(test::contains(fg.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
+  EXPECT_TRUE(test::contains(fg.compiled_backward()->schedule().str(),
+                       "extern flash_attention_dropout_backward ->"))
+      << fg.compiled_backward()->schedule().str();
+  EXPECT_FALSE(test::contains(fg.compiled_backward()->summary(), "flash_attention_dropout_backward (extern"))
+      << fg.compiled_backward()->summary();
+  ASSERT_EQ(gg.size(), 3u);
+  ASSERT_EQ(gc.size(), 3u);
+  const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
+  for (size_t a = 0; a < 3; ++a) {
+    SCOPED_TRACE(wrt[a]);
+    EXPECT_TRUE(close(gg[a], gc[a], rel));
+  }
+}
+
+// The dropout mask itself, on `gpu`: q = k = 0 makes row i's probabilities equal (1 / S, causal
+// 1 / (i + 1)), v = the identity makes the output those probabilities after dropout, so an output
+// element is non-zero exactly where the mask keeps it. The kernel keeps exactly the elements the
+// interpreter's decomposition keeps (rand_like's u > p under the sdpa node's seed), each kept
+// value is the interpreter's within a few roundings, and the kept share is within 5 standard
+// deviations of 1 - p; causal and not, odd T (67), p = 0.1 and 0.5, float32 and float64, head
+// dim e, each of `seeds`.
+inline void expect_dropout_mask_is_the_interpreters(Compiler& gpu, int64_t e,
+                                                    const std::vector<uint64_t>& seeds) {
+  const int64_t b = 1, h = 2, l = 67, s = 67;
+  for (bool causal : {false, true})
+    for (double rate : {0.1, 0.5})
+      for (DType t : {DType::Float64, DType::Float32}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : "") + " p=" + std::to_string(rate));
+        const Case c{"mask", b, h, l, s, e, s, causal, MaskKind::None, 0};
+        auto g = sdpa_graph(c, t, rate);
+        std::vector<Tensor> in{Tensor::zeros({b, h, l, e}, t), Tensor::zeros({b, h, s, e}, t),
+                               Tensor::zeros({b, h, s, s}, t)};
+        for (int64_t n = 0; n < b * h; ++n)
+          for (int64_t j = 0; j < s; ++j) in[2].set_double((n * s + j) * s + j, 1.0);
+        CompiledGraph cg = gpu.compile(*g);
+        ASSERT_TRUE(test::contains(cg.schedule().str(), "extern flash_attention_dropout ->"));
+        for (uint64_t seed : seeds) {
+          SCOPED_TRACE(seed);
+          InterpreterOptions io;
+          io.seed = seed;
+          GraphRunOptions ro;
+          ro.seed = seed;
+          Tensor want = interpret(*g, in, io).at(0);
+          Tensor got = cg.run(in, ro).at(0);
+          int64_t kept = 0, seen = 0;
+          for (int64_t x = 0; x < want.numel(); ++x) {
+            const bool keep = want.get_double(x) != 0.0;
+            ASSERT_EQ(got.get_double(x) != 0.0, keep) << "element " << x;
+            if (keep) {
+              ASSERT_NEAR(got.get_double(x), want.get_double(x), 8 * unit_roundoff_of(t) * want.get_double(x));
+            }
+            const int64_t i = x / s % l, j = x % s;
+            if (!causal || j <= i) {
+              ++seen;
+              kept += keep;
+            }
+          }
+          const double sd = std::sqrt(static_cast<double>(seen) * rate * (1 - rate));
+          EXPECT_NEAR(static_cast<double>(kept), static_cast<double>(seen) * (1 - rate), 5 * sd);
+        }
+      }
 }
 
 }  // namespace stax::attention_test

@@ -163,7 +163,6 @@ class EmulatedDropout : public ::testing::TestWithParam<DropoutCase> {};
 TEST_P(EmulatedDropout, MatchesCpuCppFusedDropout) {
   const Case& c = GetParam().c;
   const double rate = GetParam().p;
-  const std::vector<std::string> wrt{"q", "k", "v"};
   for (DType t : {DType::Float32, DType::Float64}) {
     SCOPED_TRACE(dtype_name(t));
     auto g = sdpa_graph(c, t, rate);
@@ -189,25 +188,7 @@ TEST_P(EmulatedDropout, MatchesCpuCppFusedDropout) {
     o1.seed = 1;
     EXPECT_FALSE(close(gpu.run(in).at(0), gpu.run(in, o1).at(0), 1e-3));  // another mask
 
-    Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 11);
-    CompiledFunction fg(*g, wrt, emulated());
-    CompiledFunction fc(*g, wrt, compiler(true));
-    ForwardResult rg = fg.forward(in, 9), rc = fc.forward(in, 9);
-    std::vector<Tensor> gg = fg.backward(*rg.ctx, {up}), gc = fc.backward(*rc.ctx, {up});
-    ASSERT_TRUE(fg.compiled_forward() && fg.compiled_backward());
-    EXPECT_TRUE(contains(fg.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
-    EXPECT_TRUE(contains(fg.compiled_backward()->schedule().str(),
-                         "extern flash_attention_dropout_backward ->"))
-        << fg.compiled_backward()->schedule().str();
-    EXPECT_FALSE(contains(fg.compiled_backward()->summary(), "flash_attention_dropout_backward (extern"))
-        << fg.compiled_backward()->summary();
-    ASSERT_EQ(gg.size(), 3u);
-    ASSERT_EQ(gc.size(), 3u);
-    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
-    for (size_t a = 0; a < 3; ++a) {
-      SCOPED_TRACE(wrt[a]);
-      EXPECT_TRUE(close(gg[a], gc[a], rel));
-    }
+    expect_dropout_gradients_match_cpu_cpp(*g, c, t, in, emulated());
   }
 }
 
@@ -221,51 +202,10 @@ const DropoutCase kDropout[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedDropout, ::testing::ValuesIn(kDropout),
                          [](const auto& info) { return info.param.c.name; });
 
-// The mask itself: q = k = 0 makes row i's probabilities equal (1 / S, causal 1 / (i + 1)),
-// v = the identity makes the output those probabilities after dropout, so an output element is
-// non-zero exactly where the mask keeps it. The emulated kernel keeps exactly the elements the
-// interpreter's decomposition keeps (rand_like's u > p of the sdpa node's seed) and each kept
-// value is the interpreter's within a few roundings; causal and not, odd T, p = 0.1 and 0.5,
-// float32 and float64. The kept share is within 5 standard deviations of 1 - p.
+// The mask itself (attention_check.h expect_dropout_mask_is_the_interpreters): the emulated
+// kernel keeps exactly the interpreter's elements, two seeds.
 TEST(CudaAttentionDropout, MaskIsTheDecomposedFormsMask) {
-  const int64_t b = 1, h = 2, l = 67, s = 67;
-  for (bool causal : {false, true})
-    for (double rate : {0.1, 0.5})
-      for (DType t : {DType::Float64, DType::Float32}) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : "") + " p=" + std::to_string(rate));
-        const Case c{"mask", b, h, l, s, 8, s, causal, MaskKind::None, 0};
-        auto g = sdpa_graph(c, t, rate);
-        std::vector<Tensor> in{Tensor::zeros({b, h, l, 8}, t), Tensor::zeros({b, h, s, 8}, t),
-                               Tensor::zeros({b, h, s, s}, t)};
-        for (int64_t n = 0; n < b * h; ++n)
-          for (int64_t j = 0; j < s; ++j) in[2].set_double((n * s + j) * s + j, 1.0);
-        CompiledGraph cg = emulated().compile(*g);
-        ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->"));
-        for (uint64_t seed : {3ull, 77ull}) {
-          SCOPED_TRACE(seed);
-          InterpreterOptions io;
-          io.seed = seed;
-          GraphRunOptions ro;
-          ro.seed = seed;
-          Tensor want = interpret(*g, in, io).at(0);
-          Tensor got = cg.run(in, ro).at(0);
-          int64_t kept = 0, seen = 0;
-          for (int64_t x = 0; x < want.numel(); ++x) {
-            const bool keep = want.get_double(x) != 0.0;
-            ASSERT_EQ(got.get_double(x) != 0.0, keep) << "element " << x;
-            if (keep) {
-              ASSERT_NEAR(got.get_double(x), want.get_double(x), 8 * unit_roundoff_of(t) * want.get_double(x));
-            }
-            const int64_t i = x / s % l, j = x % s;
-            if (!causal || j <= i) {
-              ++seen;
-              kept += keep;
-            }
-          }
-          const double sd = std::sqrt(static_cast<double>(seen) * rate * (1 - rate));
-          EXPECT_NEAR(static_cast<double>(kept), static_cast<double>(seen) * (1 - rate), 5 * sd);
-        }
-      }
+  expect_dropout_mask_is_the_interpreters(emulated(), 8, {3, 77});
 }
 
 // nanoGPT's written-out form (softmax -> native_dropout's rand_like < 1 - p -> P·V, the

@@ -144,7 +144,6 @@ TEST_P(TritonDropout, MatchesCpuCppFusedDropout) {
   REQUIRE_TRITON();
   const Case& c = GetParam().c;
   const double rate = GetParam().p;
-  const std::vector<std::string> wrt{"q", "k", "v"};
   for (DType t : {DType::Float32, DType::Float64}) {
     SCOPED_TRACE(dtype_name(t));
     auto g = sdpa_graph(c, t, rate);
@@ -170,23 +169,7 @@ TEST_P(TritonDropout, MatchesCpuCppFusedDropout) {
     EXPECT_TRUE(within(got, cpu.run(in, o).at(0), bound));
     EXPECT_TRUE(within(got, interpret(*g, in, io).at(0), bound));
 
-    Tensor up = Tensor::randn({c.b, c.h, c.l, c.ev}, t, 11);
-    CompiledFunction fg(*g, wrt, interpreted());
-    CompiledFunction fc(*g, wrt, compiler(true));
-    ForwardResult rg = fg.forward(in, 9), rc = fc.forward(in, 9);
-    std::vector<Tensor> gg = fg.backward(*rg.ctx, {up}), gc = fc.backward(*rc.ctx, {up});
-    ASSERT_TRUE(fg.compiled_forward() && fg.compiled_backward());
-    EXPECT_TRUE(contains(fg.compiled_forward()->schedule().str(), "extern flash_attention_dropout ->"));
-    EXPECT_TRUE(contains(fg.compiled_backward()->schedule().str(),
-                         "extern flash_attention_dropout_backward ->"))
-        << fg.compiled_backward()->schedule().str();
-    ASSERT_EQ(gg.size(), 3u);
-    ASSERT_EQ(gc.size(), 3u);
-    const double rel = t == DType::Float64 ? 1e-10 : 5e-5;
-    for (size_t a = 0; a < 3; ++a) {
-      SCOPED_TRACE(wrt[a]);
-      EXPECT_TRUE(close(gg[a], gc[a], rel));
-    }
+    expect_dropout_gradients_match_cpu_cpp(*g, c, t, in, interpreted());
   }
 }
 
@@ -199,43 +182,11 @@ const DropoutCase kDropout[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, TritonDropout, ::testing::ValuesIn(kDropout),
                          [](const auto& info) { return info.param.c.name; });
 
-// The mask itself: q = k = 0 (row i's probabilities equal), v = the identity (the output is the
-// dropped probabilities), so an output element is non-zero exactly where the mask keeps it: the
-// kernel keeps exactly the elements the interpreter's decomposition keeps (rand_like's u > p of
-// the sdpa node's seed), each kept value within a few roundings; causal and not, odd T, p = 0.1
-// and 0.5, float32 and float64.
+// The mask itself (attention_check.h expect_dropout_mask_is_the_interpreters): the interpreted
+// Triton kernel keeps exactly the interpreter's elements, one seed (the interpreter is slow).
 TEST(TritonAttentionDropout, MaskIsTheDecomposedFormsMask) {
   REQUIRE_TRITON();
-  const int64_t b = 1, h = 2, l = 67, s = 67;
-  for (bool causal : {false, true})
-    for (double rate : {0.1, 0.5})
-      for (DType t : {DType::Float64, DType::Float32}) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : "") + " p=" + std::to_string(rate));
-        const Case c{"mask", b, h, l, s, 16, s, causal, MaskKind::None, 0};
-        auto g = sdpa_graph(c, t, rate);
-        std::vector<Tensor> in{Tensor::zeros({b, h, l, 16}, t), Tensor::zeros({b, h, s, 16}, t),
-                               Tensor::zeros({b, h, s, s}, t)};
-        for (int64_t n = 0; n < b * h; ++n)
-          for (int64_t j = 0; j < s; ++j) in[2].set_double((n * s + j) * s + j, 1.0);
-        CompiledGraph cg = interpreted().compile(*g);
-        ASSERT_TRUE(contains(cg.schedule().str(), "extern flash_attention_dropout ->"));
-        InterpreterOptions io;
-        io.seed = 77;
-        GraphRunOptions ro;
-        ro.seed = 77;
-        Tensor want = interpret(*g, in, io).at(0);
-        Tensor got = cg.run(in, ro).at(0);
-        int64_t kept = 0;
-        for (int64_t x = 0; x < want.numel(); ++x) {
-          const bool keep = want.get_double(x) != 0.0;
-          kept += keep;
-          ASSERT_EQ(got.get_double(x) != 0.0, keep) << "element " << x;
-          if (keep) {
-            ASSERT_NEAR(got.get_double(x), want.get_double(x), 8 * unit_roundoff_of(t) * want.get_double(x));
-          }
-        }
-        EXPECT_GT(kept, 0);
-      }
+  expect_dropout_mask_is_the_interpreters(interpreted(), 16, {77});
 }
 
 // The kernels as the device path compiles them: a worker without the interpreter compiles the
