@@ -18,7 +18,10 @@ How it runs (bench/README.md says more):
      eager's (max |out - eager| / max |eager| per output, at most --tolerance); then --rounds
      rounds, each running every system --reps times in turn (the order rotates per round, with a
      short idle gap before each system so that spinning worker threads of the previous one sleep).
-     The table shows medians over all rounds.
+     The table shows each system's median over all rounds, and each ratio as the median over
+     the rounds of the two systems' ratio within the round (both measured seconds apart, so a
+     drift of the machine's memory bandwidth, which on a 2-vCPU VM moves 2-thread memory-bound
+     times by up to 30% within a minute, hits both), with the lowest and highest round's.
   4. Compile time: per model case and system, a fresh worker with empty caches (cold), then
      another fresh worker on the caches the first filled (cached).
 The load average is printed before and after, with the read bandwidth per thread count; figures
@@ -29,6 +32,7 @@ installed (jax) is left out with the reason instead.
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,6 +130,7 @@ class Bench:
                       if not args.cases or any(c.id == p or c.id.startswith(p + "_")
                                                for p in args.cases)]
         self.times = {}  # (case id, threads, system) -> [ms]
+        self.round_ms = {}  # (case id, threads, system) -> [the median of each round's reps]
         self.errors = {}  # (case id, threads, system) -> message
         self.worst = {}  # (case id, threads, system) -> relative error vs eager
         self.compile = {}  # (case id, system, "cold"|"cached") -> ms
@@ -248,7 +253,9 @@ class Bench:
             self.failed = True
             return False
         if record:
-            self.times.setdefault(key, []).extend(float(m) for m in ms)
+            ms = [float(m) for m in ms]
+            self.times.setdefault(key, []).extend(ms)
+            self.round_ms.setdefault(key, []).append(statistics.median(ms))
         return True
 
     def check(self, case, c, threads, live):

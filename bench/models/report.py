@@ -104,14 +104,50 @@ def _cell(bench, key):
     return _ms(median(bench.times[key])) if key in bench.times else None
 
 
+def round_ratios(bench, case, t, num, den):
+    """num / den per round: the two systems' medians of the same round, a few seconds apart.
+
+    On a VM the memory bandwidth of two vCPUs drifts over seconds (the host places them), by up
+    to 30% on a 2-thread memory-bound kernel; a ratio of times taken in the same round sees the
+    same drift on both sides, a ratio of the all-round medians does not."""
+    a, b = (bench.round_ms.get((case.id, t, s), []) for s in (num, den))
+    return [x / y for x, y in zip(a, b) if x and y]
+
+
+def _fmt(r):
+    return "%.2f" % r if 0.1 <= r < 100 else "%.2g" % r
+
+
 def _ratio(bench, case, t, num, den):
-    a, b = (median(bench.times.get((case.id, t, s), [])) for s in (num, den))
+    """The median of the per-round ratios (round_ratios)."""
     if (case.id, t, num) in bench.errors or (case.id, t, den) in bench.errors:
         return "fail"
-    if not (a and b):
+    rs = round_ratios(bench, case, t, num, den)
+    return _fmt(median(rs)) if rs else None
+
+
+def _spread(bench, case, t, num, den):
+    """The per-round ratios' lowest and highest, 'lo-hi'."""
+    rs = round_ratios(bench, case, t, num, den)
+    if len(rs) < 2:
         return None
-    r = a / b
-    return "%.2f" % r if 0.1 <= r < 100 else "%.2g" % r
+    return "%s-%s" % (_fmt(min(rs)), _fmt(max(rs)))
+
+
+def spread_table(bench):
+    rows = ["| workload | threads | rounds | Stax / hand | Inductor / Stax | XLA / Stax |",
+            "|---|---|---|---|---|---|"]
+    for case in bench.cases:
+        n = max((len(v) for k, v in bench.round_ms.items() if k[0] == case.id), default=0)
+        if n < 2:
+            continue
+        cells = [case.label, " / ".join(str(t) for t in bench.args.threads), str(n)]
+        cells.append(_per_thread(bench, lambda t: _spread(bench, case, t, "stax", "hand"))
+                     if case.spec.hand else "—")
+        for peer in ("inductor", "xla"):
+            cells.append(_per_thread(bench, lambda t: _spread(bench, case, t, peer, "stax")))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) if len(rows) > 2 else ""
 
 
 def main_table(bench):
@@ -177,9 +213,15 @@ def tables(bench):
                 for key, msg in sorted(bench.errors.items(), key=str)]
         return "\n".join(out)
     out = ["", "Times: Stax's median; Stax / hand (above 1: Stax is slower); peer / Stax "
-           "(below 1: the peer is faster). max err: the largest relative error of any system "
-           "against torch eager.", "", main_table(bench), "", "Medians (ms):", "",
-           medians_table(bench), "", check_summary(bench)]
+           "(below 1: the peer is faster): the median over the rounds of the ratio of the two "
+           "systems' times in the same round. max err: the largest relative error of any "
+           "system against torch eager.", "", main_table(bench), "", "Medians (ms):", "",
+           medians_table(bench)]
+    spread = spread_table(bench)
+    if spread:
+        out += ["", "The ratios' lowest and highest round (how far the machine moved them):", "",
+                spread]
+    out += ["", check_summary(bench)]
     if bench.compile:
         out += ["", "Compile time (fresh process; cold: empty caches, cached: the caches the "
                 "cold run filled):", "", compile_table(bench)]
