@@ -52,7 +52,7 @@ SYSTEMS = ["stax", "hand", "eager", "inductor", "xla"]
 # hand runs in a C++ worker of its own: its OpenMP team spins after each region (libgomp's
 # default wait policy), and in Stax's process it took a core from Stax's pool in the repetitions
 # that followed (W4 4096² on 2 threads: Stax 2.11 ms with hand's team spinning beside it, 1.84
-# with OMP_WAIT_POLICY=PASSIVE; bench/README.md, phase 11).
+# with OMP_WAIT_POLICY=PASSIVE; bench/RECORDS.md, phase 11).
 WORKER_OF = {"stax": "stax", "hand": "hand", "eager": "torch", "inductor": "torch", "xla": "jax"}
 COMPILED = ["stax", "inductor", "xla"]  # the systems whose compile time is measured
 

@@ -14,7 +14,7 @@
 //                            cut into chunks claimed dynamically by the pool's threads; kernels
 //                            with fewer than kParallelMinPoints points run on the calling thread.
 //                            Default: the physical cores the process may run on (machine_threads;
-//                            docs/cpu_kernels.md, docs/measurements.md: why).
+//                            docs/cpu_kernels.md, bench/RECORDS.md: why).
 //   native_cpu: true         -march=native (false: the baseline x86-64 target)
 //   strict_order: false      false: reductions accumulate in the fixed segmented order
 //                            (stax/sdk/reduction_order.hpp: 16 vector chains and a tree; the
@@ -155,7 +155,7 @@ constexpr const char kEntry[] = "stax_entry";
 // Below this many iteration points (times the reduction length) a kernel runs on the calling
 // thread and wakes nobody: ~20 us of streaming work on one core, against a parallel_for that costs
 // 0.4 us with the workers spinning and 3-8 us with them asleep (measured on the 2-vCPU guest at
-// loadavg 9; docs/measurements.md "Threads"). At 2^16 points 2 threads only broke even there.
+// loadavg 9; bench/RECORDS.md, cpu_cpp kernels, "Threads"). At 2^16 points 2 threads only broke even there.
 constexpr int64_t kParallelMinPoints = 1 << 17;
 // Larger kernels are cut into up to kChunksPerThread chunks per thread of at least
 // kMinChunkPoints points, claimed dynamically (thread_pool.h): a thread the OS deschedules holds
