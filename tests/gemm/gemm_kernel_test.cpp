@@ -338,6 +338,121 @@ TEST(GemmKernel, ColumnLanesAndOneRegionSplitsKeepTheBits) {
     }
 }
 
+// Runs one entry on the calling thread with the given plan, on C = `c0` (its initial values).
+template <class T>
+std::vector<T> run_entry(const Problem<T>& p, const stax::sdk::gemm::detail::Blocking<T>& bl,
+                         const std::vector<T>& c0) {
+  std::vector<T> c = c0, bp(static_cast<size_t>(bl.packed_b_elems(p.k))),
+                 ap(static_cast<size_t>(bl.packed_a_elems()));
+  Problem<T> q = p;
+  q.c = c.data();
+  const T* packed_from = nullptr;
+  stax::sdk::gemm::detail::entry_serial(q, bl, 0, bp.data(), ap.data(), {}, packed_from);
+  return c;
+}
+
+template <class T>
+void check_transposed_a_both_ways(int64_t m, int64_t n, int64_t k, Layout lb, InstructionSet set,
+                                  uint32_t seed) {
+  std::mt19937 rng(seed);
+  Mat<T> a(m, k, Layout::Transposed, rng), b(k, n, lb, rng), c(m, n, Layout::RowMajor, rng);
+  Problem<T> p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a.data.data();
+  p.a_rs = a.rs;
+  p.a_cs = a.cs;
+  p.b = b.data.data();
+  p.b_rs = b.rs;
+  p.b_cs = b.cs;
+  p.c_rs = c.rs;
+  p.c_cs = c.cs;
+  std::vector<T> want = c.data;
+  Problem<T> ref = p;
+  ref.c = want.data();
+  stax::sdk::gemm::reference(ref);
+  auto bl = stax::sdk::gemm::detail::plan(p, set, 1);
+  SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k << " B layout "
+                                    << int(lb) << " set "
+                                    << stax::sdk::gemm::instruction_set_name(set));
+  ASSERT_TRUE(bl.a_in_place);
+  const std::vector<T> in_place = run_entry(p, bl, c.data);
+  bl.a_in_place = false;  // the packed panels (the path before)
+  const std::vector<T> packed = run_entry(p, bl, c.data);
+  expect_same_bits(in_place, packed, "C read in place against C packed");
+  expect_same_bits(in_place, want, "C read in place");
+}
+
+TEST(GemmKernel, TransposedAReadInPlaceKeepsTheBits) {
+  // A transposed A (the weight gradient dW = Xᵀ·dY, dX through a transposed view) whose tile
+  // reads span at most 1 MB of it (terms of a block x Aᵀ's row stride) is read where it is: each
+  // term's MR rows are contiguous in a row of Aᵀ. A wider one (768 terms, 8 KB apart: a page or
+  // more per term) is still packed, as is a strided A.
+  using stax::sdk::gemm::detail::plan;
+  Problem<float> p;
+  p.m = 128;
+  p.n = 384;
+  p.k = 512;
+  p.a_rs = 1;
+  p.a_cs = 128;
+  for (int threads : {1, 2, 3}) EXPECT_TRUE(plan(p, InstructionSet::Avx512, threads).a_in_place);
+  p.m = 512;
+  p.n = 128;
+  p.a_cs = 512;  // 512 terms 2 KB apart
+  EXPECT_TRUE(plan(p, InstructionSet::Avx512, 2).a_in_place);
+  p.m = 2048;
+  p.n = 256;
+  p.k = 768;
+  p.a_cs = 2048;
+  EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+  p.k = 64;  // 64 terms 8 KB apart: 512 KB
+  EXPECT_TRUE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+  p.a_rs = 2;  // strided
+  EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+  p.a_rs = 64;
+  p.a_cs = 1;  // row-major: in place as always
+  EXPECT_TRUE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+  Problem<double> d;
+  d.m = 600;
+  d.n = 64;
+  d.k = 1000;
+  d.a_rs = 1;
+  d.a_cs = 600;  // blocks of 256 terms x 4.8 KB
+  EXPECT_FALSE(plan(d, InstructionSet::Avx512, 1).a_in_place);
+  d.a_cs = d.m = 500;  // x 4 KB: 1 MB
+  EXPECT_TRUE(plan(d, InstructionSet::Avx512, 1).a_in_place);
+
+  // The tiles reading Aᵀ in place and the packed panels give the same bits (and the reference's):
+  // the GPT block's dW, a partial tile row with one term block (the block's last MR rows computed
+  // again) and with two (that panel packed), fewer rows than a tile, a partial panel of columns,
+  // B row-major and transposed, doubles (term blocks of 256).
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Portable})
+    for (Layout lb : {Layout::RowMajor, Layout::Transposed}) {
+      check_transposed_a_both_ways<float>(128, 384, 512, lb, set, 500);
+      check_transposed_a_both_ways<float>(131, 100, 517, lb, set, 501);
+      check_transposed_a_both_ways<float>(61, 389, 1030, lb, set, 502);
+      check_transposed_a_both_ways<float>(5, 70, 40, lb, set, 503);
+      check_transposed_a_both_ways<double>(50, 300, 1100, lb, set, 504);
+      check_transposed_a_both_ways<double>(37, 64, 200, lb, set, 505);
+    }
+  // And through multiply() on 1, 2 and 3 threads (column lanes, row blocks in snake order).
+  stax::sdk::gemm::Workspace ws;
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2})
+    for (int threads : {1, 2, 3}) {
+      Context ctx = with_threads(threads);
+      ctx.workspace = &ws;
+      ctx.instruction_set = set;
+      for (Layout lb : {Layout::RowMajor, Layout::Transposed}) {
+        check_case<float>(1, 128, 128, 512, Layout::Transposed, lb, Layout::RowMajor, ctx, 510);
+        check_case<float>(1, 131, 389, 517, Layout::Transposed, lb, Layout::RowMajor, ctx, 511);
+        check_case<float>(1, 515, 130, 509, Layout::Transposed, lb, Layout::RowMajor, ctx, 512);
+        check_case<float>(1, 61, 389, 1030, Layout::Transposed, lb, Layout::Strided, ctx, 513);
+        check_case<double>(1, 50, 300, 1100, Layout::Transposed, lb, Layout::RowMajor, ctx, 514);
+      }
+    }
+}
+
 TEST(GemmKernel, EntriesSharingTheirBKeepTheBits) {
   // A weight broadcast over a batch (bmm(x, W.expand(B, K, N)): every entry's B at one offset)
   // is packed once for consecutive entries that share it; entries whose B changes and comes back

@@ -7,8 +7,8 @@
 // multiple of the thread count, so the threads finish together; when there are too few row
 // blocks for the threads, a group of column panels; a short, wide product runs as one column
 // lane per thread instead: entry_parallel), packs its rows of A per KC block into panels of MR
-// rows (or reads them in place), and runs the
-// tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
+// rows (or reads them in place: a row-major A, or a transposed one of moderate row stride), and
+// runs the tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
 // block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
 // order. A batch of small products runs one entry per task instead.
@@ -42,6 +42,9 @@ constexpr int64_t kSmallPanelsBytes = int64_t{64} << 10;
 // stores wait on C's misses (Q @ Kᵀ 1.07-1.4x faster, A/B-interleaved); with 256 terms and more
 // they are under 1% of the tile's time, and the prefetches only compete with A's stream (P @ V).
 constexpr int64_t kPrefetchCTerms = 128;
+// A transposed A whose tile reads span at most this many bytes (a term block's terms x Aᵀ's row
+// stride) is read in place by the tiles instead of packed (plan).
+constexpr int64_t kAtInPlaceBytes = int64_t{1} << 20;
 // A batch whose entries are smaller than this is spread over its entries.
 constexpr int64_t kSmallEntryTerms = int64_t{1} << 24;
 
@@ -163,6 +166,9 @@ struct Blocking {
   // (row block, column group) pairs that share B's packing.
   int64_t col_groups = 1;
   bool lanes = false;
+  // Whether the tiles read A where it is (row-major A; a transposed A of moderate row stride:
+  // plan) instead of packed panels.
+  bool a_in_place = false;
   // 16 x 16 transposes for packing a transposed B (float on AVX-512), or null.
   void (*transpose16)(const T*, int64_t, T*, int64_t) = nullptr;
   // Strided rows copied into zero-padded rows of a given width (avx512::copy_rows), or null.
@@ -210,9 +216,9 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
     // Few rows (at most two blocks of A) and at least as many columns (the GPT block's weight
     // gradients: 128 x 384 x 512, 128 x 512 x 512 with Aᵀ): one column group per thread, each a
     // lane over its row blocks. Each thread packs and reads only its panels of B, the larger
-    // operand, and no thread waits for another's packing; A's rows are read (or packed) by every
-    // lane. Row blocks of 5-6 tile rows shared B and left one thread 12 tile rows of 22 to the
-    // other's 10. The lane's row blocks are of ~4 tile rows (a B panel streams from L2 for each
+    // operand, and no thread waits for another's packing; A is read by every lane (in place, or
+    // packed where it is transposed with long rows). Row blocks of 5-6 tile rows shared B and
+    // left one thread 12 tile rows of 22 to the other's 10. The lane's row blocks are of ~4 tile rows (a B panel streams from L2 for each
     // tile whatever the block), so that a thread done with its lane can take the rest of a lane
     // whose thread the OS descheduled (a loaded machine).
     b.col_groups = threads;
@@ -227,6 +233,13 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   if (threads > 1 && !b.lanes)  // too few row blocks for the threads: column groups too
     b.col_groups = std::clamp<int64_t>((2 * threads + b.row_blocks - 1) / b.row_blocks, 1,
                                        b.panels);
+  // A transposed A is read in place too (each term's MR rows are contiguous, the next term's a row
+  // of Aᵀ away) while a tile's terms span at most kAtInPlaceBytes of it: no lane or row block
+  // packs it (on 2 threads every lane packed all of it), and the GPT block's Aᵀ products take
+  // 0.86-0.97x the time on 1 thread, 0.68-0.90x on 2 (docs/gemm.md "Aᵀ read in place"). Spans of
+  // 2 MB and more (1024 terms 2-4 KB apart, 8 KB rows) were 1.0-1.1x: those stay packed.
+  b.a_in_place = p.a_cs == 1 || (p.a_rs == 1 && p.a_cs > 1 &&
+                                 b.kc * p.a_cs * static_cast<int64_t>(sizeof(T)) <= kAtInPlaceBytes);
 #if STAX_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
     if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512) {
@@ -329,7 +342,8 @@ void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, 
 
 // C rows [r0, r1) x column panels [jp0, jp1) of one entry, every term block, from its packed B;
 // ap is scratch for mc x kc elements. Rows of a row-major A are read in place (six streams the
-// prefetchers follow; packing them cost ~10% at 1024^3); other layouts, and a last panel of
+// prefetchers follow; packing them cost ~10% at 1024^3), and so is a transposed A when
+// Blocking::a_in_place (one stream, a row of Aᵀ per term); other layouts, and a last panel of
 // fewer than mr rows, are packed. With a single term block, a last panel of fewer than mr rows
 // read in place is instead the block's last mr rows: the rows it shares with the panel before
 // are computed again, to the same bits, and stored again before the block is reported (the
@@ -338,7 +352,7 @@ template <class T>
 void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blocking<T>& bl,
                    int64_t r0, int64_t r1, int64_t jp0, int64_t jp1, T* ap) {
   const int64_t mr = bl.tile.mr, nr = bl.tile.nr;
-  const bool in_place = p.a_cs == 1;
+  const bool in_place = bl.a_in_place;
   const int64_t full_end = in_place ? r1 - (r1 - r0) % mr : r1;  // in place: rows below it
   const bool overlap = in_place && full_end < r1 && r1 - r0 >= mr && bl.k_blocks == 1;
   // The first row of the tile for rows from i0 (the last mr rows for a partial one, above).
@@ -360,8 +374,8 @@ void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blo
       const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
       const int64_t h = std::min(mr, r1 - i0);
       T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
-      const T* ar = in_place && i0 + mr <= r1 ? a + i0 * p.a_rs + q0 : nullptr;
-      const int64_t ars = ar ? p.a_rs : 1, acs = ar ? 1 : mr;
+      const T* ar = in_place && i0 + mr <= r1 ? a + i0 * p.a_rs + q0 * p.a_cs : nullptr;
+      const int64_t ars = ar ? p.a_rs : 1, acs = ar ? p.a_cs : mr;
       if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
       if (h == mr && w == nr && p.c_cs == 1) {
         const bool prefetch = kcb <= kPrefetchCTerms && next_jp >= 0 && whole(next_jp, next_i0);
