@@ -453,6 +453,43 @@ TEST(GemmKernel, TransposedAReadInPlaceKeepsTheBits) {
     }
 }
 
+TEST(GemmKernel, PartialTileRowsRunATileOfTheirRows) {
+  // A row block's last tile row of h < MR rows runs the tile of h rows (rows[h] of AVX-512's 6 x
+  // 64 and 6 x 32 tiles), reading A in place (row-major, or transposed within the span) or from
+  // the packed panel, and writing C directly (or through the edge buffer for a partial column
+  // panel or strided C), one and two term blocks; the 8-row tiles (N = 48, 16) and the other
+  // sets still compute a whole tile (the block's last MR rows again, or a zero-padded panel).
+  // Every h of every AVX-512 shape against the reference bit for bit.
+  if (stax::sdk::gemm::detect_instruction_set() == InstructionSet::Avx512) {
+    for (int64_t n : {128, 32}) {
+      auto shape = stax::sdk::gemm::pick_tile<float>(InstructionSet::Avx512, n);
+      ASSERT_NE(shape.rows, nullptr) << n;
+      for (int h = 1; h < shape.mr; ++h) EXPECT_NE(shape.rows[h], nullptr) << n << " " << h;
+    }
+    EXPECT_EQ(stax::sdk::gemm::pick_tile<float>(InstructionSet::Avx512, 48).rows, nullptr);
+  }
+  EXPECT_EQ(stax::sdk::gemm::pick_tile<float>(InstructionSet::Portable, 64).rows, nullptr);
+  stax::sdk::gemm::Workspace ws;
+  uint32_t seed = 600;
+  for (int threads : {1, 2, 3}) {
+    Context ctx = with_threads(threads);
+    ctx.workspace = &ws;
+    for (int64_t n : {128, 48, 32, 16})
+      for (int64_t h = 0; h < 8; ++h)
+        for (Layout la : {Layout::RowMajor, Layout::Transposed, Layout::Strided}) {
+          check_case<float>(1, 16 + h, n, 40, la, Layout::RowMajor, Layout::RowMajor, ctx, seed++);
+          if (h % 3 == 1) {
+            check_case<float>(1, 16 + h, n + 5, 1030, la, Layout::Transposed, Layout::RowMajor,
+                              ctx, seed++);
+            check_case<float>(1, 16 + h, n, 40, la, Layout::RowMajor, Layout::Strided, ctx,
+                              seed++);
+            check_case<double>(1, 16 + h, n, 300, la, Layout::RowMajor, Layout::RowMajor, ctx,
+                               seed++);
+          }
+        }
+  }
+}
+
 TEST(GemmKernel, EntriesSharingTheirBKeepTheBits) {
   // A weight broadcast over a batch (bmm(x, W.expand(B, K, N)): every entry's B at one offset)
   // is packed once for consecutive entries that share it; entries whose B changes and comes back

@@ -343,17 +343,23 @@ void pack_a(const Problem<T>& p, const T* a, const Blocking<T>& bl, int64_t kb, 
 // C rows [r0, r1) x column panels [jp0, jp1) of one entry, every term block, from its packed B;
 // ap is scratch for mc x kc elements. Rows of a row-major A are read in place (six streams the
 // prefetchers follow; packing them cost ~10% at 1024^3), and so is a transposed A when
-// Blocking::a_in_place (one stream, a row of Aᵀ per term); other layouts, and a last panel of
-// fewer than mr rows, are packed. With a single term block, a last panel of fewer than mr rows
-// read in place is instead the block's last mr rows: the rows it shares with the panel before
-// are computed again, to the same bits, and stored again before the block is reported (the
-// partial panel through the edge buffer and its packing took ~6% of attention's Q @ Kᵀ).
+// Blocking::a_in_place (one stream, a row of Aᵀ per term); other layouts are packed. A last
+// panel of h < mr rows runs the tile of h rows where the set has one (TileShape::rows: AVX-512's
+// 6-row tiles), from A in place or packed, straight into C. Without one it is packed (a zero-
+// padded panel through the edge buffer), or, read in place with a single term block, it is the
+// block's last mr rows: the rows it shares with the panel before are computed again, to the
+// same bits, and stored again before the block is reported (the partial panel through the edge
+// buffer and its packing took ~6% of attention's Q @ Kᵀ; the 4 rows computed again were 3% of a
+// 128-row product, which the tile of h rows saves: 0.92-0.99x the time of the GPT block's dW).
 template <class T>
 void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blocking<T>& bl,
                    int64_t r0, int64_t r1, int64_t jp0, int64_t jp1, T* ap) {
   const int64_t mr = bl.tile.mr, nr = bl.tile.nr;
   const bool in_place = bl.a_in_place;
-  const int64_t full_end = in_place ? r1 - (r1 - r0) % mr : r1;  // in place: rows below it
+  // The tile for a partial last tile row of h = (r1 - r0) % mr rows, if the set has one.
+  const int64_t part = (r1 - r0) % mr;
+  const TileFn<T> part_fn = part > 0 && bl.tile.rows ? bl.tile.rows[part] : nullptr;
+  const int64_t full_end = in_place && !part_fn ? r1 - part : r1;  // in place: rows below it
   const bool overlap = in_place && full_end < r1 && r1 - r0 >= mr && bl.k_blocks == 1;
   // The first row of the tile for rows from i0 (the last mr rows for a partial one, above).
   auto first_row = [&](int64_t i0) { return overlap && i0 == full_end ? r1 - mr : i0; };
@@ -374,19 +380,21 @@ void compute_block(const Problem<T>& p, const T* a, const T* bp, T* c, const Blo
       const int64_t j0 = jp * nr, w = std::min(nr, p.n - j0);
       const int64_t h = std::min(mr, r1 - i0);
       T* cp = c + i0 * p.c_rs + j0 * p.c_cs;
-      const T* ar = in_place && i0 + mr <= r1 ? a + i0 * p.a_rs + q0 * p.a_cs : nullptr;
+      const TileFn<T> fn = h < mr && part_fn ? part_fn : bl.tile.fn;  // h rows, or all mr
+      const T* ar =
+          in_place && (i0 + mr <= r1 || part_fn) ? a + i0 * p.a_rs + q0 * p.a_cs : nullptr;
       const int64_t ars = ar ? p.a_rs : 1, acs = ar ? p.a_cs : mr;
       if (!ar) ar = ap + (in_place ? 0 : (i0 - r0) / mr * kcb * mr);
-      if (h == mr && w == nr && p.c_cs == 1) {
+      if ((h == mr || part_fn) && w == nr && p.c_cs == 1) {
         const bool prefetch = kcb <= kPrefetchCTerms && next_jp >= 0 && whole(next_jp, next_i0);
         const T* next = prefetch ? c + next_i0 * p.c_rs + next_jp * nr : nullptr;
-        return bl.tile.fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate, next);
+        return fn(kcb, ar, ars, acs, bpanel, cp, p.c_rs, accumulate, next);
       }
       alignas(64) T edge[kMaxTileElems];  // the tile through a buffer: partial or strided C
       if (accumulate)
         for (int64_t i = 0; i < h; ++i)
           for (int64_t j = 0; j < w; ++j) edge[i * nr + j] = cp[i * p.c_rs + j * p.c_cs];
-      bl.tile.fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate, nullptr);
+      fn(kcb, ar, ars, acs, bpanel, edge, nr, accumulate, nullptr);
       for (int64_t i = 0; i < h; ++i)
         for (int64_t j = 0; j < w; ++j) cp[i * p.c_rs + j * p.c_cs] = edge[i * nr + j];
     };

@@ -35,6 +35,8 @@ template <class T>
 struct TileShape {
   int mr = 1, nr = 1;
   TileFn<T> fn = nullptr;
+  // rows[h] for 0 < h < mr: the tile of h rows (a row block's last, partial tile row), or null.
+  const TileFn<T>* rows = nullptr;
 };
 
 #if STAX_GEMM_X86
@@ -220,10 +222,15 @@ TileShape<T> pick_tile(InstructionSet set, int64_t n) {
 #if STAX_GEMM_X86
   if (set == InstructionSet::Avx512) {
     constexpr int L = avx512::Isa<T>::kLanes;
-    static const TileShape<T> shapes[] = {{6, 4 * L, &avx512::tile<T, 6, 4>},
-                                          {8, 3 * L, &avx512::tile<T, 8, 3>},
-                                          {6, 2 * L, &avx512::tile<T, 6, 2>},
-                                          {8, L, &avx512::tile<T, 8, 1>}};
+    using avx512::tile;
+    static const TileFn<T> rows6x4[] = {nullptr,         &tile<T, 1, 4>, &tile<T, 2, 4>,
+                                        &tile<T, 3, 4>, &tile<T, 4, 4>, &tile<T, 5, 4>};
+    static const TileFn<T> rows6x2[] = {nullptr,         &tile<T, 1, 2>, &tile<T, 2, 2>,
+                                        &tile<T, 3, 2>, &tile<T, 4, 2>, &tile<T, 5, 2>};
+    static const TileShape<T> shapes[] = {{6, 4 * L, &tile<T, 6, 4>, rows6x4},
+                                          {8, 3 * L, &tile<T, 8, 3>},
+                                          {6, 2 * L, &tile<T, 6, 2>, rows6x2},
+                                          {8, L, &tile<T, 8, 1>}};
     return choose(shapes, 4, L);
   }
   if (set == InstructionSet::Avx2) {
