@@ -415,13 +415,31 @@ TEST(GemmKernel, TransposedAReadInPlaceKeepsTheBits) {
   EXPECT_TRUE(plan(p, InstructionSet::Avx512, 1).a_in_place);
   Problem<double> d;
   d.m = 600;
-  d.n = 64;
+  d.n = 200;
   d.k = 1000;
   d.a_rs = 1;
   d.a_cs = 600;  // blocks of 256 terms x 4.8 KB
   EXPECT_FALSE(plan(d, InstructionSet::Avx512, 1).a_in_place);
   d.a_cs = d.m = 500;  // x 4 KB: 1 MB
   EXPECT_TRUE(plan(d, InstructionSet::Avx512, 1).a_in_place);
+  if (stax::sdk::gemm::detect_instruction_set() == InstructionSet::Avx512) {
+    // Beyond 1 MB, at most 2 column panels (of 64 floats) and term blocks of at most 2 KB: in
+    // place (the packed panels would be read once or twice); with 1024 terms, packed.
+    p = Problem<float>();
+    p.m = p.a_cs = 2048;
+    p.n = 128;
+    p.k = 512;
+    p.a_rs = 1;
+    EXPECT_TRUE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+    p.n = 192;  // 3 panels
+    EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+    p.n = 64;
+    p.k = 2048;  // blocks of 1024 terms
+    EXPECT_FALSE(plan(p, InstructionSet::Avx512, 1).a_in_place);
+    d.m = d.a_cs = 2048;
+    d.n = 64;  // 2 panels of 32 doubles, blocks of 256 terms
+    EXPECT_TRUE(plan(d, InstructionSet::Avx512, 1).a_in_place);
+  }
 
   // The tiles reading Aᵀ in place and the packed panels give the same bits (and the reference's):
   // the GPT block's dW, a partial tile row with one term block (the block's last MR rows computed
@@ -435,6 +453,12 @@ TEST(GemmKernel, TransposedAReadInPlaceKeepsTheBits) {
       check_transposed_a_both_ways<float>(5, 70, 40, lb, set, 503);
       check_transposed_a_both_ways<double>(50, 300, 1100, lb, set, 504);
       check_transposed_a_both_ways<double>(37, 64, 200, lb, set, 505);
+      if (set == InstructionSet::Avx512 &&
+          stax::sdk::gemm::detect_instruction_set() == InstructionSet::Avx512) {
+        // 1.3 MB of Aᵀ per term block, one column panel (float), two (double)
+        check_transposed_a_both_ways<float>(1100, 64, 300, lb, set, 506);
+        check_transposed_a_both_ways<double>(1100, 60, 300, lb, set, 507);
+      }
     }
   // And through multiply() on 1, 2 and 3 threads (column lanes, row blocks in snake order).
   stax::sdk::gemm::Workspace ws;
@@ -449,6 +473,7 @@ TEST(GemmKernel, TransposedAReadInPlaceKeepsTheBits) {
         check_case<float>(1, 515, 130, 509, Layout::Transposed, lb, Layout::RowMajor, ctx, 512);
         check_case<float>(1, 61, 389, 1030, Layout::Transposed, lb, Layout::Strided, ctx, 513);
         check_case<double>(1, 50, 300, 1100, Layout::Transposed, lb, Layout::RowMajor, ctx, 514);
+        check_case<float>(1, 1100, 100, 300, Layout::Transposed, lb, Layout::RowMajor, ctx, 515);
       }
     }
 }

@@ -45,6 +45,9 @@ constexpr int64_t kPrefetchCTerms = 128;
 // A transposed A whose tile reads span at most this many bytes (a term block's terms x Aᵀ's row
 // stride) is read in place by the tiles instead of packed (plan).
 constexpr int64_t kAtInPlaceBytes = int64_t{1} << 20;
+// ... or whose term blocks are at most this many bytes of a row when there are at most 2 column
+// panels.
+constexpr int64_t kAtFewPanelsTermBytes = 2048;
 // A batch whose entries are smaller than this is spread over its entries.
 constexpr int64_t kSmallEntryTerms = int64_t{1} << 24;
 
@@ -237,9 +240,14 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
   // of Aᵀ away) while a tile's terms span at most kAtInPlaceBytes of it: no lane or row block
   // packs it (on 2 threads every lane packed all of it), and the GPT block's Aᵀ products take
   // 0.86-0.97x the time on 1 thread, 0.68-0.90x on 2 (docs/gemm.md "Aᵀ read in place"). Spans of
-  // 2 MB and more (1024 terms 2-4 KB apart, 8 KB rows) were 1.0-1.1x: those stay packed.
-  b.a_in_place = p.a_cs == 1 || (p.a_rs == 1 && p.a_cs > 1 &&
-                                 b.kc * p.a_cs * static_cast<int64_t>(sizeof(T)) <= kAtInPlaceBytes);
+  // 2 MB and more (1024 terms 2-4 KB apart, 8 KB rows) were 1.0-1.1x: those stay packed, unless
+  // there are at most 2 column panels and term blocks of at most 2 KB (512 floats): the packed
+  // panels are then read once or twice, and packing costs more than the strided reads
+  // (1024-4096 x 64-128 x 256-512: 0.66-0.88x; with 1024 terms 1.06-1.30x).
+  const int64_t elem = static_cast<int64_t>(sizeof(T));
+  const bool at_in_place = b.kc * p.a_cs * elem <= kAtInPlaceBytes ||
+                           (b.panels <= 2 && b.kc * elem <= kAtFewPanelsTermBytes);
+  b.a_in_place = p.a_cs == 1 || (p.a_rs == 1 && p.a_cs > 1 && at_in_place);
 #if STAX_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
     if (std::max(set, detect_instruction_set()) == InstructionSet::Avx512) {
