@@ -8,8 +8,8 @@
 // blocks for the threads, a group of column panels; a short, wide product runs as one column
 // lane per thread instead: entry_parallel), packs its rows of A per KC block into panels of MR
 // rows (or reads them in place: a row-major A, or a transposed one of moderate row stride), and
-// runs the tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while the MC x KC
-// block of A streams from L2), each tile prefetching the next one's C. Every term block
+// runs the tiles with the column panel outermost (the KC x NR panel of B stays in L1 / L2 while
+// the MC x KC block of A streams from L2), each tile prefetching the next one's C. Every term block
 // accumulates onto the C tile the previous one stored, so each element still sees its terms in
 // order. A batch of small products runs one entry per task instead.
 #ifndef STAX_SDK_GEMM_DRIVER_HPP
@@ -221,9 +221,10 @@ Blocking<T> plan(const Problem<T>& p, InstructionSet set, int64_t threads) {
     // lane over its row blocks. Each thread packs and reads only its panels of B, the larger
     // operand, and no thread waits for another's packing; A is read by every lane (in place, or
     // packed where it is transposed with long rows). Row blocks of 5-6 tile rows shared B and
-    // left one thread 12 tile rows of 22 to the other's 10. The lane's row blocks are of ~4 tile rows (a B panel streams from L2 for each
-    // tile whatever the block), so that a thread done with its lane can take the rest of a lane
-    // whose thread the OS descheduled (a loaded machine).
+    // left one thread 12 tile rows of 22 to the other's 10. The lane's row blocks are of ~4 tile
+    // rows (a B panel streams from L2 for each tile whatever the block), so that a thread done
+    // with its lane can take the rest of a lane whose thread the OS descheduled (a loaded
+    // machine).
     b.col_groups = threads;
     b.lanes = true;
     blocks = std::max(blocks, (b.tile_rows + 3) / 4);
