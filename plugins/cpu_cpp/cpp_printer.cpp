@@ -10,6 +10,7 @@
 
 #include "plugins/cpu_cpp/embedded_text.h"
 #include "plugins/cpu_cpp/row_division.h"
+#include "plugins/cpu_cpp/streaming_store.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/cstyle_printer.hpp"
 #include "stax/sdk/reduction_order.hpp"
@@ -164,7 +165,39 @@ class CppPrinter : public sdk::CStylePrinter {
     return a + " = " + op_call(combine_.at(acc), {a, b}) + ";";
   }
 
+  // Streaming stores (streaming_store.h), while a block of 16 is printed (the blocked variable
+  // reads as (v + stax_seg) through set_lane / set_segment): a store into a buffer of `streamed`
+  // writes element stax_seg of a block array `stax_st<n>` instead; after the block loop,
+  // stax_stream16(<its address at stax_seg = 0>, stax_st<n>) stores the 16 elements. null: off.
+  struct StreamStore {
+    std::string array, address;
+  };
+  void set_streaming(const std::vector<bool>* streamed) {
+    streamed_ = streamed;
+    stream_stores_.clear();
+  }
+  const std::vector<StreamStore>& stream_stores() const { return stream_stores_; }
+  void store(const sdk::Buffer& b, const sdk::Expr& index, std::string value) override {
+    if (!streamed_ || !(*streamed_)[static_cast<size_t>(b.index())]) {
+      sdk::CStylePrinter::store(b, index, value);
+      return;
+    }
+    std::string lane = lane_offset_, segment = segment_offset_;  // the address of element 0
+    lane_offset_.clear();
+    segment_offset_.clear();
+    std::string idx = format_index(index);
+    lane_offset_ = lane;
+    segment_offset_ = segment;
+    if (b.offset() != 0) idx = std::to_string(b.offset()) + " + " + idx;
+    StreamStore st{"stax_st" + std::to_string(stream_count_++), buffer_name(b) + " + (" + idx + ")"};
+    out().lines.push_back(st.array + "[stax_seg] = " + value + ";");
+    stream_stores_.push_back(st);
+  }
+
  private:
+  const std::vector<bool>* streamed_ = nullptr;
+  std::vector<StreamStore> stream_stores_;
+  int stream_count_ = 0;
   int32_t lane_dim_ = -1;
   std::string lane_offset_;
   int32_t segment_dim_ = -1;
@@ -342,6 +375,38 @@ void emit_segment_tree(SourceWriter& w, const CppPrinter& p,
     if (lanes > 0) w.close();
     w.close();
   }
+}
+
+// The loop over `v` (declared here) from lo to hi in blocks of 16 for streaming stores
+// (streaming_store.h): a block runs `block` (its statements printed with v reading as
+// (v + stax_seg), each streamed store writing element stax_seg of a block array) in a segment
+// loop that Clang turns into one vector operation per statement (the arrays stay in registers),
+// then stores each array with stax_stream16; the elements left over run `rest` (the same
+// statements printed plainly, normal stores) one at a time (`rest_needed`: false when the
+// bounds are constants 16 apart). Every element is computed by the same statements as in the
+// plain loop: the same bits.
+void emit_stream_loop(SourceWriter& w, const std::string& ix, const std::string& v,
+                      const std::string& lo, const std::string& hi, bool rest_needed,
+                      const std::vector<CppPrinter::StreamStore>& stores,
+                      const std::function<void()>& block, const std::function<void()>& rest) {
+  const std::string k = std::to_string(kSegments);
+  const int depth = w.depth();
+  w.open("{");
+  w.line(ix + " " + v + " = " + lo + ";");
+  w.open("for (; " + v + " <= " + hi + " - " + k + "; " + v + " += " + k + ") {");
+  for (const CppPrinter::StreamStore& st : stores) w.line("float " + st.array + "[" + k + "];");
+  w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");
+  w.open(segment_loop(ix, kSegments));
+  block();
+  w.close();
+  for (const CppPrinter::StreamStore& st : stores)
+    w.line("stax_stream16(" + st.address + ", " + st.array + ");");
+  w.close();
+  if (rest_needed) {
+    w.open("for (; " + v + " < " + hi + "; ++" + v + ") {  // the rest: normal stores");
+    rest();
+  }
+  while (w.depth() > depth) w.close();
 }
 
 // One reduction-loop body in the segmented order: accumulators `T acc[kSegments]`; with
@@ -572,6 +637,28 @@ int64_t wide_lanes(const sdk::Kernel& k) {
 // Whether the vector printer prints body b.
 bool fused_vector(const VectorPlan& plan, size_t b) { return b < plan.body.size() && plan.body[b]; }
 
+// The buffers whose stores stream (streaming_store.h): none in lane-interleaved kernels (wide
+// lanes, row chains: their stores are per output).
+std::vector<bool> streamed_buffers(const sdk::Kernel& k, const PrintOptions& options) {
+  if (options.streaming_store_bytes <= 0 || wide_lanes(k) > 0)
+    return std::vector<bool>(k.num_buffers(), false);
+  return streaming_store_buffers(k, options.streaming_store_bytes);
+}
+
+bool any_streamed(const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); }
+
+// Whether the scalar printer prints pointwise kernel k's innermost loop in blocks of 16 for its
+// streaming stores (emit_stream_loop): a kernel without reduction loops and without indirect
+// indices (a bounds check's return would keep the block from vectorising), not printed by the
+// vector printer, with a streamed store.
+bool scalar_stream_pointwise(const sdk::Kernel& k, const PrintOptions& options,
+                             const std::vector<bool>& streamed) {
+  if (k.ranges().empty() || !any_streamed(streamed)) return false;
+  for (size_t b = 0; b < k.num_bodies(); ++b)
+    if (k.body(b).is_reduction_loop() || has_indirect(k.body(b))) return false;
+  return !(options.vector_printer && vector_plan(k, options.strict_order).pointwise);
+}
+
 }  // namespace
 
 int32_t chunked_dim(const sdk::Kernel& k) {
@@ -584,9 +671,12 @@ int32_t chunked_dim(const sdk::Kernel& k) {
 int64_t outer_chunk_alignment(const sdk::Kernel& k, const PrintOptions& options) {
   int64_t lanes = wide_lanes(k);
   // The vector printer's pointwise loop: chunks of whole vectors (only the last one masked).
-  if (options.vector_printer && lanes == 0 && !k.ranges().empty() &&
+  // And the scalar printer's blocks of streaming stores: whole blocks, 64-byte aligned when the
+  // rows are.
+  if (lanes == 0 && !k.ranges().empty() &&
       chunked_dim(k) == static_cast<int32_t>(k.ranges().size()) - 1 &&
-      vector_plan(k, options.strict_order).pointwise)
+      ((options.vector_printer && vector_plan(k, options.strict_order).pointwise) ||
+       scalar_stream_pointwise(k, options, streamed_buffers(k, options))))
     return kVectorLanes;
   return lanes > 0 && chunked_dim(k) == static_cast<int32_t>(k.ranges().size()) - 1 ? lanes : 1;
 }
@@ -651,9 +741,12 @@ Layout plan_layout(const sdk::Kernel& k, const PrintOptions& options) {
 class FunctionPrinter {
  public:
   FunctionPrinter(const sdk::Kernel& k, const PrintOptions& options)
-      : k_(k), options_(options), layout_(plan_layout(k, options)), p_(k) {
+      : k_(k), options_(options), layout_(plan_layout(k, options)), p_(k),
+        streamed_(streamed_buffers(k, options)) {
     if (layout_.any_tiled) tp_ = std::make_unique<VectorPrinter>(k);
-    if (layout_.vplan.any()) vp_ = std::make_unique<VectorPrinter>(k);
+    if (layout_.vplan.any()) vp_ = std::make_unique<VectorPrinter>(k, streamed_);
+    stream_pointwise_ = layout_.lanes == 0 && !layout_.vplan.pointwise &&
+                        scalar_stream_pointwise(k, options, streamed_);
     const bool narrow = k.index_bits() == 32;
     ix_ = p_.index_type();
     begin_ = narrow ? "(" + ix_ + ")stax_begin" : "stax_begin";
@@ -666,13 +759,20 @@ class FunctionPrinter {
     const Layout& l = layout_;
     if (l.vplan.pointwise)
       emit_vector_pointwise();
+    else if (stream_pointwise_)
+      emit_stream_pointwise();
     else if (l.lanes == 0)
       emit_scalar_bodies();
     else
       emit_lane_blocks();
     while (w_.depth() > 0) w_.close();
+    streams_ = streams_ || (vp_ && vp_->streamed());
     emit_entry_point();
-    return l.vplan.any() || l.any_tiled ? vector_prelude() + w_.take() : w_.take();
+    std::string out;
+    if (streams_) out += streaming_prelude();
+    if (l.vplan.any() || l.any_tiled) out += vector_prelude();
+    if (streams_) out += stream_note();
+    return out + w_.take();
   }
 
  private:
@@ -701,6 +801,52 @@ class FunctionPrinter {
       for (const std::string& line : bodies_.back().lines)
         if (line.rfind(p_.tables().check_macro + "(", 0) == 0) checks_ = true;
     }
+    print_stream_bodies();
+  }
+
+  // Streaming stores (streaming_store.h) in the scalar printer: the block variants (the blocked
+  // variable reading as (v + stax_seg), the streamed stores into block arrays) of a streaming
+  // pointwise kernel's bodies, and of each reduction-loop body that only stores, prints as a
+  // plain loop (emit_body, not row division) and stores a streamed buffer.
+  void print_stream_bodies() {
+    const Layout& l = layout_;
+    sdk::Span<int64_t> rranges = k_.reduction_ranges();
+    stream_bodies_.resize(k_.num_bodies());
+    stream_stores_.resize(k_.num_bodies());
+    stream_body_.assign(k_.num_bodies(), false);
+    if (!any_streamed(streamed_) || l.lanes > 0) return;
+    for (size_t b = 0; b < k_.num_bodies(); ++b) {
+      sdk::LoopBody body = k_.body(b);
+      if (stream_pointwise_) {
+        p_.set_lane(static_cast<int32_t>(k_.ranges().size()) - 1, "stax_seg");
+      } else {
+        if (!body.is_reduction_loop() || fused_vector(l.vplan, b) || fused_[b] ||
+            l.segmented[b] || rranges.empty())
+          continue;
+        if (rranges.size() == 1 && find_row_division(bodies_[b], p_.reduce_loop_var(0))) continue;
+        p_.set_segment(static_cast<int32_t>(rranges.size()) - 1, "stax_seg");
+      }
+      p_.set_streaming(&streamed_);
+      sdk::PrintedBody pb = p_.print(body);
+      stream_stores_[b] = p_.stream_stores();
+      p_.set_streaming(nullptr);
+      p_.set_lane(-1, "");
+      p_.set_segment(-1, "");
+      if (!stream_pointwise_ && stream_stores_[b].empty()) continue;  // nothing streams here
+      stream_bodies_[b] = std::move(pb);
+      stream_body_[b] = true;
+    }
+  }
+
+  // "// streaming stores (above N bytes): out_ptr2 (M bytes), ...": what the dump shows.
+  std::string stream_note() const {
+    std::string note = "// streaming stores (non-temporal where 64-byte aligned; buffers above " +
+                       std::to_string(options_.streaming_store_bytes) + " bytes):";
+    for (size_t i = 0; i < k_.num_buffers(); ++i)
+      if (streamed_[i])
+        note += " " + p_.buffer_name(k_.buffer(i)) + " (" +
+                std::to_string(k_.buffer(i).numel() * 4) + " bytes)";
+    return note + "\n";
   }
 
   // The body function's head and the iteration loops around the bodies. The body takes the
@@ -731,7 +877,9 @@ class FunctionPrinter {
     // 32-bit indices (the host proved they fit): loop variables are int; the chunk bounds stay
     // long long at the ABI and are narrowed here.
     const Layout& l = layout_;
-    const size_t loops = l.lanes == 0 && !l.vplan.pointwise ? ranges.size() : ranges.size() - 1;
+    const size_t loops = l.lanes == 0 && !l.vplan.pointwise && !stream_pointwise_
+                             ? ranges.size()
+                             : ranges.size() - 1;
     const size_t chunk = static_cast<size_t>(chunked_dim(k_));  // [stax_begin, stax_end)
     for (size_t d = 0; d < loops; ++d) {
       std::string v = p_.loop_var(static_cast<int32_t>(d));
@@ -753,6 +901,8 @@ class FunctionPrinter {
         for (const std::string& l : vp_->reduction_body(b)) w_.line(l);
       } else if (fused_[b]) {
         w_.line("// (runs in the next body's loop)");
+      } else if (stream_body_[b]) {
+        emit_stream_body(b);
       } else if (layout_.segmented[b]) {
         emit_segmented_body(w_, p_, bodies_[b], rranges,
                             b > 0 && fused_[b - 1] ? &bodies_[b - 1] : nullptr,
@@ -761,6 +911,52 @@ class FunctionPrinter {
         emit_body(w_, p_, bodies_[b], rranges, body.is_reduction_loop());
       }
     }
+  }
+
+  // A reduction-loop body that only stores, its innermost reduction loop in blocks of 16 with
+  // streaming stores (emit_stream_loop): the hoisted statements of both printings, the outer
+  // reduction loops, the blocked loop, the rest one element at a time.
+  void emit_stream_body(size_t b) {
+    sdk::Span<int64_t> rranges = k_.reduction_ranges();
+    const sdk::PrintedBody &blocked = stream_bodies_[b], &plain = bodies_[b];
+    for (const std::string& l : blocked.prologue) w_.line(l);
+    for (const std::string& l : blocked.hoisted) w_.line(l);
+    for (const std::string& l : plain.hoisted) w_.line(l);
+    const int outer = w_.depth();
+    const size_t last = rranges.size() - 1;
+    open_reduction_loops(w_, p_, rranges, last);
+    emit_stream_loop(
+        w_, ix_, p_.reduce_loop_var(static_cast<int32_t>(last)), "0",
+        extent(rranges[last], k_.index_bits() == 32), rranges[last] % kSegments != 0,
+        stream_stores_[b],
+        [&] { for (const std::string& l : blocked.lines) w_.line(l); },
+        [&] { for (const std::string& l : plain.lines) w_.line(l); });
+    while (w_.depth() > outer) w_.close();
+    for (const std::string& l : blocked.epilogue) w_.line(l);
+    streams_ = true;
+  }
+
+  // A pointwise kernel's innermost loop in blocks of 16 with streaming stores (emit_stream_loop),
+  // all bodies in it.
+  void emit_stream_pointwise() {
+    sdk::Span<int64_t> ranges = k_.ranges();
+    const size_t d = ranges.size() - 1;
+    const bool chunked = d == static_cast<size_t>(chunked_dim(k_));
+    std::vector<CppPrinter::StreamStore> stores;
+    for (const auto& s : stream_stores_) stores.insert(stores.end(), s.begin(), s.end());
+    auto all = [&](const std::vector<sdk::PrintedBody>& bodies) {
+      for (size_t b = 0; b < k_.num_bodies(); ++b) {
+        if (!k_.body(b).name().empty()) w_.line("// " + k_.body(b).name());
+        const sdk::PrintedBody& pb = bodies[b];
+        for (const auto* part : {&pb.prologue, &pb.hoisted, &pb.lines, &pb.epilogue})
+          for (const std::string& l : *part) w_.line(l);
+      }
+    };
+    emit_stream_loop(w_, ix_, p_.loop_var(static_cast<int32_t>(d)), chunked ? begin_ : "0",
+                     chunked ? end_ : extent(ranges[d], k_.index_bits() == 32),
+                     chunked || ranges[d] % kSegments != 0, stores,
+                     [&] { all(stream_bodies_); }, [&] { all(bodies_); });
+    streams_ = !stores.empty();
   }
 
   // The vector printer's pointwise loop over the innermost iteration dimension.
@@ -836,6 +1032,9 @@ class FunctionPrinter {
     std::string call = k_.name() + "_body(";
     for (size_t i = 0; i < args_.size(); ++i) call += (i ? ", " : "") + args_[i];
     w_.line(call + ");");
+    // Streaming stores are weakly ordered: this thread's are made globally visible before the
+    // chunk returns to whoever signals its completion (streaming_store.h).
+    if (streams_) w_.line("stax_stream_fence();");
     w_.close();
   }
 
@@ -848,6 +1047,12 @@ class FunctionPrinter {
   std::string ix_, begin_, end_;       // index type, the chunk's bounds in it
   std::vector<sdk::PrintedBody> bodies_, lane_bodies_;
   std::vector<bool> fused_;  // per body: runs in the next body's segmented loop
+  std::vector<bool> streamed_;  // per buffer: its store streams (streamed_buffers)
+  bool stream_pointwise_ = false;  // the scalar pointwise loop in blocks of streaming stores
+  std::vector<sdk::PrintedBody> stream_bodies_;  // per body: its block variant (or empty)
+  std::vector<std::vector<CppPrinter::StreamStore>> stream_stores_;  // per body
+  std::vector<bool> stream_body_;  // per body: printed by emit_stream_body
+  bool streams_ = false;           // a streaming store was printed
   bool checks_ = false;      // some body has a bounds check
   std::vector<std::string> args_;  // the entry point's arguments to the body function
   SourceWriter w_;

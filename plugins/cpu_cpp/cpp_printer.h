@@ -49,6 +49,11 @@
 // index (PrintOptions::fuse_bodies); and a float max / min accumulation runs as `acc = acc > x ?
 // acc : x` with a NaN flag per segment, the exact NaN-propagating loop running again for a row
 // only when the flag is set (stax_scalar::maximum's NaN tests made a 5-6 cycle dependency chain).
+// Streaming stores (PrintOptions::streaming_store_bytes, streaming_store.h): a float32 output above
+// the threshold that the kernel does not read back is stored 16 elements at a time with
+// `stax_stream16` (non-temporal where 64-byte aligned): the scalar printer runs its loop in blocks
+// of 16 into a 16-float array, the vector printer streams its full vectors; the entry point then
+// ends with `stax_stream_fence()` (sfence), and a comment above the kernel names those buffers.
 // Index arithmetic is long long, or int when the host proved every index fits int32
 // (Kernel::index_bits() == 32, ABI 1.1): then loop variables are int (`for (int i0 =
 // (int)stax_begin; i0 < (int)stax_end; ++i0)`, bounds without LL) and an indirect index is
@@ -83,11 +88,17 @@ struct PrintOptions {
   // row_tile_body; the same bits as the 8 scalar row chains). Needs AVX-512 (the backend turns
   // it on by default where it has it).
   bool row_tiles = false;
+  // Streaming stores (streaming_store.h, DECISIONS 71): a float32 output of more than this many
+  // bytes that the kernel does not read back is stored 16 elements at a time with non-temporal
+  // stores where 64-byte aligned (pointwise kernels, and reduction-loop bodies that only store,
+  // e.g. layer_norm's last pass), and the kernel's entry point ends with an sfence. 0: off. The
+  // backend's `streaming_store_bytes` (auto: the last-level cache).
+  int64_t streaming_store_bytes = 0;
 };
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 6;  // 6: row divisions in fmas (row_division.h)
+inline constexpr int kPrinterRevision = 7;  // 7: streaming stores (streaming_store.h)
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";

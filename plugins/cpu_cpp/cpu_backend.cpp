@@ -32,6 +32,13 @@
 //                            lanes over 16 x 16 tiles transposed in registers (the same bits
 //                            as the 8 scalar row chains of false); needs native_cpu and
 //                            AVX-512, else ignored
+//   streaming_store_bytes: auto
+//                            a float32 kernel output of more than this many bytes that the
+//                            kernel does not read back is written with streaming
+//                            (non-temporal) stores where 64-byte aligned: no read of each line
+//                            before it is written (streaming_store.h, DECISIONS 71; the same
+//                            bits). auto: the last-level cache's size (sysfs, else CPUID; off if
+//                            unknown); 0: off; N: a byte count
 //   blas: stax               the GEMM library of the float32 / float64 products and
 //                            convolutions: stax (Stax's own, the interpreter's bits), openblas,
 //                            blis, mkl, onednn (gemm_library.h; loaded when named, run
@@ -87,6 +94,7 @@
 #include "plugins/cpu_cpp/object_check.h"
 #include "plugins/cpu_cpp/object_loader.h"
 #include "plugins/cpu_cpp/thread_pool.h"
+#include "plugins/cpu_cpp/streaming_store.h"
 #include "plugins/cpu_cpp/vector_printer.h"
 #include "stax/sdk/plugin.hpp"
 #include "stax/sdk/reduction_order.hpp"
@@ -366,7 +374,7 @@ class CpuCppBackend : public sdk::Backend {
 
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
-                   "fuse_bodies", "row_tiles", "blas", "blas_library", "epilogues",
+                   "fuse_bodies", "row_tiles", "streaming_store_bytes", "blas", "blas_library", "epilogues",
                    "pool_spin_us", "openmp_runtime", "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
@@ -378,6 +386,7 @@ class CpuCppBackend : public sdk::Backend {
         o.get_bool("vector_printer", kVectorPrinterDefault) && native_cpu_ && simd_bytes() >= 64;
     print_.fuse_bodies = o.get_bool("fuse_bodies", true);
     print_.row_tiles = o.get_bool("row_tiles", true) && native_cpu_ && simd_bytes() >= 64;
+    print_.streaming_store_bytes = streaming_store_option(o);
     dump_source_ = o.get_bool("dump_source", false);
     inject_ = o.get_string("test_inject_source", "");
     const int64_t spin_us = o.get_int("pool_spin_us", ThreadPool::kDefaultSpinMicros);
@@ -459,10 +468,12 @@ class CpuCppBackend : public sdk::Backend {
     return make_kernel(k, jit_module(api, module), std::move(source));
   }
 
-  // A digest of the prelude texts (scalar_ops.hpp and the vector ops, embedded at build time):
+  // A digest of the prelude texts (scalar_ops.hpp, the vector ops and the streaming stores,
+  // embedded at build time):
   // a change of the scalar semantics (an op's formula) never lets a cached object through.
   static size_t prelude_digest() {
-    static const size_t d = std::hash<std::string>{}(kernel_prelude() + vector_prelude());
+    static const size_t d = std::hash<std::string>{}(kernel_prelude() + vector_prelude() +
+                                                          streaming_prelude());
     return d;
   }
 
@@ -473,7 +484,8 @@ class CpuCppBackend : public sdk::Backend {
            (print_.strict_order ? "1" : "0") + "; vector_printer " +
            (print_.vector_printer ? "1" : "0") + "; fuse_bodies " +
            (print_.fuse_bodies ? "1" : "0") + "; row_tiles " +
-           (print_.row_tiles ? "1" : "0") + "; printer " + std::to_string(kPrinterRevision) +
+           (print_.row_tiles ? "1" : "0") + "; streaming_store_bytes " +
+           std::to_string(print_.streaming_store_bytes) + "; printer " + std::to_string(kPrinterRevision) +
            "; preludes " + std::to_string(prelude_digest()) + "; inject " +
            std::to_string(inject_.size()) + "; " + const_cast<CpuCppBackend*>(this)->jit_key();
   }
@@ -581,6 +593,18 @@ class CpuCppBackend : public sdk::Backend {
                 << out.source << "\n";
     }
     return out;
+  }
+
+  // `streaming_store_bytes: auto | 0 | N` (streaming_store.h): the threshold in bytes, 0 = off.
+  static int64_t streaming_store_option(const sdk::Options& o) {
+    if (!o.has("streaming_store_bytes")) return last_level_cache_bytes();
+    sdk::OptionNode n = o.at("streaming_store_bytes");
+    if (!n.is_scalar()) n.fail("must be auto, 0 (off) or a byte count");
+    const std::string v = n.as_string();
+    if (v == "auto") return last_level_cache_bytes();
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 18)
+      n.fail("must be auto, 0 (off) or a byte count (a nonnegative integer), got " + sdk::option_excerpt(v));
+    return std::stoll(v);
   }
 
   // `blas:` and `blas_library:` (gemm_library.h): the library is loaded here, so a config that

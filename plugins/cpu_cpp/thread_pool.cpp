@@ -122,7 +122,8 @@ struct TeamBatch {
 
 // Runs on every thread of the OpenMP team (the caller is its thread 0): claims the tasks of its
 // home range, then those left in the others', until none is left. The region's end is the team's
-// barrier, so every task has returned when GOMP_parallel returns.
+// barrier, so every task has returned when GOMP_parallel returns (and a kernel's streaming
+// stores were fenced by the kernel itself before it returned: streaming_store.h).
 void team_region(void* data) {
   auto* batch = static_cast<TeamBatch*>(data);
   const int self = batch->thread_num ? std::clamp(batch->thread_num(), 0, batch->width - 1) : 0;
@@ -177,6 +178,9 @@ void ThreadPool::drain(int self) {
                                       std::memory_order_acquire))
         continue;
       // The batch cannot end (nor task_ change) before this claimed task is counted below.
+      // A kernel that used streaming (non-temporal) stores has fenced them (sfence) before
+      // returning from the task (streaming_store.h): they are globally visible before this
+      // count, which a plain release would not guarantee for them.
       (*task_)(static_cast<int64_t>(next_task(s)));
       if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks &&
           caller_sleeping_.load(std::memory_order_seq_cst))

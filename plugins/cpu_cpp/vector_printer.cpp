@@ -660,9 +660,18 @@ class VectorOps : public sdk::CStylePrinter {
 
   void store(const sdk::Buffer& b, const Expr& index, std::string value) override {
     forget_loads(b);
+    // Streaming stores (streaming_store.h): full vectors only (the masked tail stays normal).
+    if (!tail_ && !rows_ && static_cast<size_t>(b.index()) < streamed_.size() &&
+        streamed_[static_cast<size_t>(b.index())]) {
+      out().lines.push_back("stax_stream16(" + address(b, index) + ", " + value + ");");
+      streamed_any_ = true;
+      return;
+    }
     out().lines.push_back("stax_vec::store(" + address(b, index) + ", " + value +
                           (tail_ ? ", stax_m" : "") + ");");
   }
+  void set_streamed(std::vector<bool> streamed) { streamed_ = std::move(streamed); }
+  bool streamed_any() const { return streamed_any_; }
   void store_reduction(const sdk::Buffer& b, const Expr& index, std::string value) override {
     forget_loads(b);
     if (rows_) {  // lane l is row l's result
@@ -741,6 +750,8 @@ class VectorOps : public sdk::CStylePrinter {
   }
 
   VectorVar var_{ExprKind::IterVar, -1};
+  std::vector<bool> streamed_;  // per buffer: its stores stream (streaming_store.h)
+  bool streamed_any_ = false;
   bool tail_ = false;
   bool lane_index_ = false;
   bool used_iota_ = false;
@@ -764,7 +775,9 @@ void indent(std::vector<std::string>& out, const std::vector<std::string>& lines
 }  // namespace
 
 struct VectorPrinter::Impl {
-  explicit Impl(const sdk::Kernel& k) : kernel(k), ops(k) {}
+  Impl(const sdk::Kernel& k, std::vector<bool> streamed) : kernel(k), ops(k) {
+    ops.set_streamed(std::move(streamed));
+  }
   sdk::Kernel kernel;
   VectorOps ops;
 
@@ -802,8 +815,10 @@ struct VectorPrinter::Impl {
   }
 };
 
-VectorPrinter::VectorPrinter(const sdk::Kernel& k) : impl_(std::make_unique<Impl>(k)) {}
+VectorPrinter::VectorPrinter(const sdk::Kernel& k, std::vector<bool> streamed)
+    : impl_(std::make_unique<Impl>(k, std::move(streamed))) {}
 VectorPrinter::~VectorPrinter() = default;
+bool VectorPrinter::streamed() const { return impl_->ops.streamed_any(); }
 
 std::vector<std::string> VectorPrinter::pointwise_loop(const std::string& lo,
                                                        const std::string& hi, bool tail_needed) {

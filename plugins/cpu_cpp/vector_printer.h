@@ -70,7 +70,10 @@ const std::string& vector_prelude();
 // Lines carry their indentation relative to where they go (two spaces a level).
 class VectorPrinter {
  public:
-  explicit VectorPrinter(const sdk::Kernel& k);
+  // `streamed`: per buffer, whether its full-vector stores are streaming stores
+  // (streaming_store.h: `stax_stream16`, non-temporal where 64-byte aligned; the masked tail
+  // stays a normal store). The caller prints streaming_prelude() and the fence when streamed().
+  explicit VectorPrinter(const sdk::Kernel& k, std::vector<bool> streamed = {});
   ~VectorPrinter();
   VectorPrinter(const VectorPrinter&) = delete;
   VectorPrinter& operator=(const VectorPrinter&) = delete;
@@ -89,6 +92,8 @@ class VectorPrinter {
   // adds row l's elements in the interpreter's sequential order; the last, partial tile loads
   // masked rows and runs its columns in order. The stores write the 16 rows' results.
   std::vector<std::string> row_tile_body(size_t b);
+  // Whether a streaming store was printed.
+  bool streamed() const;
 
  private:
   struct Impl;
