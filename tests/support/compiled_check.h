@@ -42,10 +42,14 @@ inline const char* order_name(Order o) { return o == Order::Strict ? "strict_ord
 // cpu_cpp options for `order` (`strict_order: true` for Order::Strict), plus `threads` when > 0.
 // STAX_TEST_VECTOR_PRINTER=true|false sets cpu_cpp's `vector_printer` (the ctest entries
 // *_vector_test run the compiled suites with it on; unset: the plugin's default).
+// STAX_TEST_STREAMING_STORE_BYTES=N sets `streaming_store_bytes` (compiled_fuzz_stream_test: 64,
+// so that nearly every output the printers can stream does).
 inline OptionValue cpu_options(Order order, int threads = 0) {
   OptionValue o = OptionValue::map();
   if (const char* v = std::getenv("STAX_TEST_VECTOR_PRINTER"); v && *v)
     o.set("vector_printer", OptionValue::make_scalar(v));
+  if (const char* v = std::getenv("STAX_TEST_STREAMING_STORE_BYTES"); v && *v)
+    o.set("streaming_store_bytes", OptionValue::make_scalar(v));
   if (order == Order::Strict) o.set("strict_order", OptionValue::make_scalar("true"));
   if (threads > 0) o.set("threads", OptionValue::make_scalar(std::to_string(threads)));
   return o;
