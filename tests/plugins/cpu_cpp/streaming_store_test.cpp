@@ -6,10 +6,11 @@
 // threads, for odd row lengths (a scalar / masked tail, rows that start misaligned and keep normal
 // stores), offset slices as inputs, pointwise kernels and a row reduction's last pass
 // (layer_norm); outputs read back by their kernel (softmax's in-place division) never stream; a
-// producer's streamed output is read by other threads (an extern product on the pool) and by the
-// calling thread (a fallback) in the next steps; the printed source streams above the threshold
+// producer's streamed output is read by other threads (an extern product on the pool, and on a
+// libgomp team) and by the calling thread (a fallback) in the next steps; the printed source streams above the threshold
 // and not at or below it; bad option values are clear errors. (TSan cannot see the weak ordering
 // of non-temporal stores: the argument that the fence is enough is in streaming_store.h.)
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -147,31 +148,68 @@ TEST(StreamingStores, OutputsReadBackByTheirKernelDoNotStream) {
   expect_same_bits(g, false, "softmax");
 }
 
-TEST(StreamingStores, ProducersOutputIsReadByOtherThreadsInTheNextSteps) {
-  // The pointwise kernel streams y on the pool's threads; the product reads it on the pool's
-  // threads (other rows than each thread wrote: the product's blocks are not the kernel's
-  // chunks), the fallback cumsum on the calling thread. Run several times: a missing fence would
-  // show as stale values in some run.
+// A producer / consumer pair: a pointwise kernel streams y; a product reads it (on the pool's or
+// the team's threads: other rows than each thread wrote, the product's blocks are not the
+// kernel's chunks) and the fallback cumsum reads it on the calling thread.
+Graph producer_and_consumers() {
   Graph g;
   Node* x = g.placeholder("x", {512, 272});
   Node* y = g.call("exp", {g.call("mul.Scalar", {x, 0.25})});
   Node* m = g.call("mm", {y, g.placeholder("w", {272, 40})});
   Node* c = g.call("cumsum", {y, 0});
   g.output({y, m, c});
+  return g;
+}
+
+// Runs cg 5 times (a missing fence would show as stale values in some run): the interpreter's bits.
+void expect_runs_match(CompiledGraph& cg, const std::vector<Tensor>& in,
+                       const std::vector<Tensor>& want) {
+  EXPECT_GT(count(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
+  for (int run = 0; run < 5; ++run) {
+    std::vector<Tensor> got = cg.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "output " << i << " run " << run;
+  }
+}
+
+TEST(StreamingStores, ProducersOutputIsReadByOtherThreadsInTheNextSteps) {
+  Graph g = producer_and_consumers();
   std::vector<Tensor> in = test::random_inputs(g, 9);
   std::vector<Tensor> want;
   for (int threads : {2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     CompiledGraph cg = compiler("64", threads, false).compile(g);
     if (want.empty()) want = test::reference(cg.graph(), in);
-    EXPECT_GT(count(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
-    for (int run = 0; run < 5; ++run) {
-      std::vector<Tensor> got = cg.run(in);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "output " << i << " run " << run;
-    }
+    expect_runs_match(cg, in, want);
   }
+}
+
+// The same on a host program's OpenMP team (`openmp_runtime`: the system's libgomp, loaded here
+// as torch would have loaded it): the kernel's fence precedes the team's barrier. Skips without
+// libgomp, and under TSan (libgomp is not instrumented: thread_pool_test's reason).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STAX_TEST_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define STAX_TEST_UNDER_TSAN 1
+#endif
+TEST(StreamingStores, ProducersOutputIsReadOnAnOpenMpTeam) {
+#ifdef STAX_TEST_UNDER_TSAN
+  GTEST_SKIP() << "libgomp is not instrumented for TSan";
+#else
+  if (!dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL)) GTEST_SKIP() << "no libgomp.so.1";
+  OptionValue o = test::cpu_options(test::Order::Segmented, 2);
+  o.set("streaming_store_bytes", OptionValue::make_scalar("64"));
+  o.set("openmp_runtime", OptionValue::make_scalar("libgomp.so.1"));
+  Compiler team(test::cpu_config(o));
+  Graph g = producer_and_consumers();
+  std::vector<Tensor> in = test::random_inputs(g, 9);
+  CompiledGraph cg = team.compile(g);
+  expect_runs_match(cg, in, test::reference(cg.graph(), in));
+#endif
 }
 
 TEST(StreamingStores, OnlyBuffersAboveTheThresholdStream) {
