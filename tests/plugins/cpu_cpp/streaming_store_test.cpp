@@ -2,8 +2,8 @@
 // DECISIONS 71): a float32 output above the threshold that its kernel does not read back is
 // written 16 elements at a time with non-temporal stores where 64-byte aligned, the kernel's
 // entry point ending with an sfence. Nothing is computed differently: every result is bit for bit
-// the normal stores' and the interpreter's, with the scalar and the vector printer, on 1, 2 and 3
-// threads, for odd row lengths (a scalar / masked tail, rows that start misaligned and keep normal
+// the normal stores' and the interpreter's, with the scalar and the vector printer (and for the
+// baseline x86-64 target), on 1, 2 and 3 threads, for odd row lengths (a scalar / masked tail, rows that start misaligned and keep normal
 // stores), offset slices as inputs, pointwise kernels and a row reduction's last pass
 // (layer_norm); outputs read back by their kernel (softmax's in-place division) never stream; a
 // producer's streamed output is read by other threads (an extern product on the pool, and on a
@@ -136,6 +136,29 @@ TEST(StreamingStores, LayerNormsLastPassStreams) {
     g.output({g.call("layer_norm", {x, std::vector<int64_t>{cols}, g.placeholder("w", {cols}),
                                     g.placeholder("b", {cols})})});
     expect_same_bits(g, true, "layer_norm " + std::to_string(rows) + "x" + std::to_string(cols));
+  }
+}
+
+TEST(StreamingStores, TheBaselineTargetGivesTheSameBits) {
+  // native_cpu: false (x86-64 without AVX: a 16-float block is four 128-bit non-temporal stores).
+  OptionValue o = test::cpu_options(test::Order::Segmented, 2);
+  o.set("streaming_store_bytes", OptionValue::make_scalar("64"));
+  o.set("native_cpu", OptionValue::make_scalar("false"));
+  Compiler baseline(test::cpu_config(o));
+  for (int64_t cols : {4099, 512}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    Graph g;
+    Node* x = g.placeholder("x", {33, cols});
+    g.output({pointwise(g, x, g.placeholder("y", {33, cols})),
+              g.call("layer_norm", {x, std::vector<int64_t>{cols}, g.placeholder("w", {cols}),
+                                    g.placeholder("b", {cols})})});
+    std::vector<Tensor> in = test::random_inputs(g, 6);
+    CompiledGraph cg = baseline.compile(g);
+    EXPECT_GT(count(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
+    std::vector<Tensor> got = cg.run(in), want = test::reference(cg.graph(), in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(got[i], want[i])) << "output " << i;
   }
 }
 
