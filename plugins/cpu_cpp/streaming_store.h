@@ -18,8 +18,9 @@
 // (core/tensor/tensor.h, kAlignment), so rows of a multiple of 16 floats are aligned throughout;
 // other rows and misaligned views (an offset slice) keep normal stores, with the same bits.
 //
-// Ordering: streaming stores are weakly ordered, not ordered by a later plain store (a release)
-// nor, on every x86, by a locked instruction. A kernel that printed one calls
+// Ordering: streaming stores are weakly ordered: a later plain store (a release) does not order
+// them, and the fence makes the guarantee explicit instead of resting on what a vendor's locked
+// instructions happen to order. A kernel that printed one calls
 // stax_stream_fence() (sfence) at the end of its entry point, on the thread that ran the chunk,
 // before it returns to whoever signals completion (thread_pool.cpp's finished_ counter, the
 // OpenMP team's barrier, the serial caller, an extern product's epilogue block): every streamed
