@@ -189,7 +189,8 @@ class CppPrinter : public sdk::CStylePrinter {
     lane_offset_ = lane;
     segment_offset_ = segment;
     if (b.offset() != 0) idx = std::to_string(b.offset()) + " + " + idx;
-    StreamStore st{"stax_st" + std::to_string(stream_count_++), buffer_name(b) + " + (" + idx + ")"};
+    StreamStore st{"stax_st" + std::to_string(stream_count_++),
+                   buffer_name(b) + " + (" + idx + ")"};
     out().lines.push_back(st.array + "[stax_seg] = " + value + ";");
     stream_stores_.push_back(st);
   }
@@ -645,7 +646,9 @@ std::vector<bool> streamed_buffers(const sdk::Kernel& k, const PrintOptions& opt
   return streaming_store_buffers(k, options.streaming_store_bytes);
 }
 
-bool any_streamed(const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); }
+bool any_streamed(const std::vector<bool>& v) {
+  return std::find(v.begin(), v.end(), true) != v.end();
+}
 
 // Whether the scalar printer prints pointwise kernel k's innermost loop in blocks of 16 for its
 // streaming stores (emit_stream_loop): a kernel without reduction loops and without indirect

@@ -374,8 +374,8 @@ class CpuCppBackend : public sdk::Backend {
 
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
-                   "fuse_bodies", "row_tiles", "streaming_store_bytes", "blas", "blas_library", "epilogues",
-                   "pool_spin_us", "openmp_runtime", "dump_source", "test_inject_source"});
+                   "fuse_bodies", "row_tiles", "streaming_store_bytes", "blas", "blas_library",
+                   "epilogues", "pool_spin_us", "openmp_runtime", "dump_source", "test_inject_source"});
     opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
@@ -485,7 +485,8 @@ class CpuCppBackend : public sdk::Backend {
            (print_.vector_printer ? "1" : "0") + "; fuse_bodies " +
            (print_.fuse_bodies ? "1" : "0") + "; row_tiles " +
            (print_.row_tiles ? "1" : "0") + "; streaming_store_bytes " +
-           std::to_string(print_.streaming_store_bytes) + "; printer " + std::to_string(kPrinterRevision) +
+           std::to_string(print_.streaming_store_bytes) + "; printer " +
+           std::to_string(kPrinterRevision) +
            "; preludes " + std::to_string(prelude_digest()) + "; inject " +
            std::to_string(inject_.size()) + "; " + const_cast<CpuCppBackend*>(this)->jit_key();
   }
@@ -603,7 +604,8 @@ class CpuCppBackend : public sdk::Backend {
     const std::string v = n.as_string();
     if (v == "auto") return last_level_cache_bytes();
     if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 18)
-      n.fail("must be auto, 0 (off) or a byte count (a nonnegative integer), got " + sdk::option_excerpt(v));
+      n.fail("must be auto, 0 (off) or a byte count (a nonnegative integer), got " +
+             sdk::option_excerpt(v));
     return std::stoll(v);
   }
 

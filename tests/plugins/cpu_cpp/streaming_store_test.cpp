@@ -3,13 +3,14 @@
 // written 16 elements at a time with non-temporal stores where 64-byte aligned, the kernel's
 // entry point ending with an sfence. Nothing is computed differently: every result is bit for bit
 // the normal stores' and the interpreter's, with the scalar and the vector printer (and for the
-// baseline x86-64 target), on 1, 2 and 3 threads, for odd row lengths (a scalar / masked tail, rows that start misaligned and keep normal
-// stores), offset slices as inputs, pointwise kernels and a row reduction's last pass
-// (layer_norm); outputs read back by their kernel (softmax's in-place division) never stream; a
-// producer's streamed output is read by other threads (an extern product on the pool, and on a
-// libgomp team) and by the calling thread (a fallback) in the next steps; the printed source streams above the threshold
-// and not at or below it; bad option values are clear errors. (TSan cannot see the weak ordering
-// of non-temporal stores: the argument that the fence is enough is in streaming_store.h.)
+// baseline x86-64 target), on 1, 2 and 3 threads, for odd row lengths (a scalar / masked tail,
+// rows that start misaligned and keep normal stores), offset slices as inputs, pointwise kernels
+// and a row reduction's last pass (layer_norm); outputs read back by their kernel (softmax's
+// in-place division) never stream; a producer's streamed output is read by other threads (an
+// extern product on the pool, and on a libgomp team) and by the calling thread (a fallback) in
+// the next steps; the printed source streams above the threshold and not at or below it; bad
+// option values are clear errors. (TSan cannot see the weak ordering of non-temporal stores: the
+// argument that the fence is enough is in streaming_store.h.)
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -130,7 +131,8 @@ TEST(StreamingStores, OffsetSliceInputsGiveTheInterpretersBits) {
 
 TEST(StreamingStores, LayerNormsLastPassStreams) {
   // A row reduction and its pointwise last pass (a reduction-loop body that only stores).
-  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{64, 4099}, {33, 512}, {7, 16}}) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 4099}, {33, 512}, {7, 16}};
+  for (auto [rows, cols] : shapes) {
     Graph g;
     Node* x = g.placeholder("x", {rows, cols});
     g.output({g.call("layer_norm", {x, std::vector<int64_t>{cols}, g.placeholder("w", {cols}),
