@@ -375,7 +375,8 @@ class CpuCppBackend : public sdk::Backend {
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "streaming_store_bytes", "blas", "blas_library",
-                   "epilogues", "pool_spin_us", "openmp_runtime", "dump_source", "test_inject_source"});
+                   "epilogues", "pool_spin_us", "openmp_runtime", "dump_source",
+                   "test_inject_source"});
     opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
     threads_ = o.get_int("threads", machine_threads());
