@@ -171,6 +171,10 @@ class CppPrinter : public sdk::CStylePrinter {
   // stax_stream16(<its address at stax_seg = 0>, stax_st<n>) stores the 16 elements. null: off.
   struct StreamStore {
     std::string array, address;
+    // Every block of this store starts 64 bytes from the last (the index's constant, the buffer
+    // offset and every other variable's coefficient are multiples of 16 elements): aligned
+    // throughout when the buffer is. Else the printer peels elements to its 64-byte boundary.
+    bool aligned_rows = false;
   };
   void set_streaming(const std::vector<bool>* streamed) {
     streamed_ = streamed;
@@ -191,11 +195,31 @@ class CppPrinter : public sdk::CStylePrinter {
     if (b.offset() != 0) idx = std::to_string(b.offset()) + " + " + idx;
     StreamStore st{"stax_st" + std::to_string(stream_count_++),
                    buffer_name(b) + " + (" + idx + ")"};
+    st.aligned_rows = aligned_rows(b, index);
     out().lines.push_back(st.array + "[stax_seg] = " + value + ";");
     stream_stores_.push_back(st);
   }
 
  private:
+  // StreamStore::aligned_rows for a store at `index` (affine: streaming_store_buffers).
+  bool aligned_rows(const sdk::Buffer& b, const sdk::Expr& index) const {
+    sdk::Span<int64_t> ranges = kernel().ranges(), rranges = kernel().reduction_ranges();
+    std::vector<int64_t> iv(ranges.size() + 1, 0), rv(rranges.size() + 1, 0);
+    const int64_t at0 = sdk::evaluate(index, iv.data(), rv.data());
+    if ((at0 + b.offset()) % kVectorLanes != 0) return false;
+    auto coefficient_ok = [&](std::vector<int64_t>& vars, size_t k) {
+      vars[k] = 1;
+      const int64_t c = sdk::evaluate(index, iv.data(), rv.data()) - at0;
+      vars[k] = 0;
+      return c % kVectorLanes == 0;
+    };
+    for (size_t k = 0; k < ranges.size(); ++k)
+      if (static_cast<int32_t>(k) != lane_dim_ && !coefficient_ok(iv, k)) return false;
+    for (size_t k = 0; k < rranges.size(); ++k)
+      if (static_cast<int32_t>(k) != segment_dim_ && !coefficient_ok(rv, k)) return false;
+    return true;
+  }
+
   const std::vector<bool>* streamed_ = nullptr;
   std::vector<StreamStore> stream_stores_;
   int stream_count_ = 0;
@@ -384,8 +408,11 @@ void emit_segment_tree(SourceWriter& w, const CppPrinter& p,
 // loop that Clang turns into one vector operation per statement (the arrays stay in registers),
 // then stores each array with stax_stream16; the elements left over run `rest` (the same
 // statements printed plainly, normal stores) one at a time (`rest_needed`: false when the
-// bounds are constants 16 apart). Every element is computed by the same statements as in the
-// plain loop: the same bits.
+// bounds are constants 16 apart). When the first streamed store's blocks are not known to be
+// 64-byte aligned (StreamStore::aligned_rows: a row of 4099 floats, an offset view), elements
+// run one at a time first until its address is (at most 15): peeling changes no value, since a
+// streamed body accumulates nothing (streaming_store.h). Every element is computed by the same
+// statements as in the plain loop: the same bits.
 void emit_stream_loop(SourceWriter& w, const std::string& ix, const std::string& v,
                       const std::string& lo, const std::string& hi, bool rest_needed,
                       const std::vector<CppPrinter::StreamStore>& stores,
@@ -394,6 +421,13 @@ void emit_stream_loop(SourceWriter& w, const std::string& ix, const std::string&
   const int depth = w.depth();
   w.open("{");
   w.line(ix + " " + v + " = " + lo + ";");
+  if (!stores.empty() && !stores[0].aligned_rows) {
+    w.open("for (; " + v + " < " + hi + " && ((unsigned long long)(" + stores[0].address +
+           ") & 63) != 0; ++" + v + ") {  // to a 64-byte boundary: normal stores");
+    rest();
+    w.close();
+    rest_needed = true;
+  }
   w.open("for (; " + v + " <= " + hi + " - " + k + "; " + v + " += " + k + ") {");
   for (const CppPrinter::StreamStore& st : stores) w.line("float " + st.array + "[" + k + "];");
   w.line("#pragma clang loop unroll(disable) vectorize(enable) vectorize_width(" + k + ")");

@@ -98,7 +98,7 @@ struct PrintOptions {
 
 // Bump when the printed code of a kernel changes: part of the backend's cache identity, so that a
 // kernel cache never hands back an object printed by an older printer.
-inline constexpr int kPrinterRevision = 7;  // 7: streaming stores (streaming_store.h)
+inline constexpr int kPrinterRevision = 8;  // 8: streaming stores (streaming_store.h)
 
 // The line separating the prelude from the kernel function.
 inline constexpr const char* kKernelMarker = "// ---- stax kernel ----";

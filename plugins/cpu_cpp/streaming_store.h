@@ -12,11 +12,13 @@
 // body without indirect indices (whose bounds checks would stop the vectorised block), with at
 // least 16 elements along that loop. The printers then store 16 elements at a time with
 // stax_stream16 (streaming_prelude()): non-temporal when the address is 64-byte aligned, the
-// instruction's requirement, else a normal store; the masked / scalar tail stays normal. No
-// peeling to alignment: a segmented body's vector lanes follow the reduction index (the vector
-// printer keeps that layout for every body), and tensor storage starts 64-byte aligned
-// (core/tensor/tensor.h, kAlignment), so rows of a multiple of 16 floats are aligned throughout;
-// other rows and misaligned views (an offset slice) keep normal stores, with the same bits.
+// instruction's requirement, else a normal store; the masked / scalar tail stays normal. Tensor
+// storage starts 64-byte aligned (core/tensor/tensor.h, kAlignment), so rows of a multiple of 16
+// floats are aligned throughout. Where that is not known from the index (a row of 4099 floats, an
+// offset view), the scalar printer peels up to 15 elements (normal stores) to the first streamed
+// store's 64-byte boundary: a streamed body accumulates nothing, so where its blocks start changes
+// no value. The vector printer does not peel (its loops start at the chunk or at 0, as its
+// accumulating bodies' lanes must); its misaligned blocks store normally. Same bits either way.
 //
 // Ordering: streaming stores are weakly ordered: a later plain store (a release) does not order
 // them, and the fence makes the guarantee explicit instead of resting on what a vendor's locked
