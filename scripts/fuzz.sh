@@ -23,10 +23,12 @@ targets=(parse_graph config npy compile_compare)
 # plugin (LeakSanitizer caught NVRTC's pool lost on unload there); then the compiled function
 # (backward compiled on first use), device-resident runs on the emulated CUDA device (concurrent
 # runs, streams) and the grid emulator's fibers, compiled index bounds, device memory and the
-# backend configuration (each under 15 s under ASan on a loaded 2-core machine).
+# backend configuration (each under 15 s under ASan on a loaded 2-core machine); cpu_cpp's
+# streaming stores (the option's parsing, the alignment peel, a streamed output read by other
+# threads of the pool and of an OpenMP team).
 SANITIZER_TESTS=(hardening_test parser_test config_test npy_test tensor_test cpu_cpp_test
   cli_compile_test compiled_function_test cuda_resident_test cuda_emulator_test index_bounds_test
-  device_memory_test compiler_config_test flash_attention_test)
+  device_memory_test compiler_config_test flash_attention_test streaming_store_test)
 # A part of a binary whose whole would not fit (a gtest filter; the others run whole): of
 # flash_attention_test, the tests that call the SDK's attention kernels in the test binary itself
 # (instrumented; the JIT-compiled copies in a compiled graph are not): the register tiles' masked
