@@ -41,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,17 @@ Config stax_config(int threads) {
   cpu.backend = "cpu_cpp";
   cpu.options = OptionValue::map();
   cpu.options.set("threads", OptionValue::make_scalar(std::to_string(threads)));
+  // STAX_BENCH_CPU_OPTIONS="key=value,key=value": more cpu_cpp options, to compare settings
+  // (e.g. pool_spin_us=2000, openmp_runtime=libgomp.so.1: the hand kernels' team).
+  if (const char* extra = std::getenv("STAX_BENCH_CPU_OPTIONS")) {
+    std::istringstream items(extra);
+    for (std::string item; std::getline(items, item, ',');) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw std::runtime_error("STAX_BENCH_CPU_OPTIONS: '" + item + "' is not key=value");
+      cpu.options.set(item.substr(0, eq), OptionValue::make_scalar(item.substr(eq + 1)));
+    }
+  }
   c.devices["cpu"] = std::move(cpu);
   return c;
 }

@@ -52,6 +52,10 @@
 //   pool_spin_us: 100        how long the pool's idle threads spin for the next kernel before
 //                            they sleep (a sleeping thread costs a futex wake-up; spinning costs
 //                            its core while nothing runs)
+//   chunk_points: 262144     a large kernel's outer loop is cut into chunks of about this many
+//                            iteration points (times the reduction length; at most 32 per
+//                            thread, at least 4 per thread of 2^15 points), claimed by the
+//                            threads from their home ranges, then stolen (the same bits)
 //   openmp_runtime: ""       run the parallel loops on the team of this OpenMP runtime (a path
 //                            or soname the process has already loaded, e.g. torch's libgomp;
 //                            thread_pool.h) instead of the pool's own threads: one pool, not
@@ -171,6 +175,17 @@ constexpr int64_t kParallelMinPoints = 1 << 17;
 // own order, so the chunking never changes a bit.
 constexpr int64_t kChunksPerThread = 4;
 constexpr int64_t kMinChunkPoints = 1 << 15;
+// A large kernel is cut finer still, into chunks of about `chunk_points` (the option; default
+// kDefaultChunkPoints, ~60 us of streaming on one core), up to kMaxChunksPerThread per thread. The
+// threads then finish a launch within about one such chunk of each other, so a thread done early
+// still spins (pool_spin_us) when the next launch comes instead of sleeping: with 4 chunks per
+// thread a W1 4096² launch (16 MB per chunk) left one thread up to ~0.5 ms of the other's last
+// chunk to wait, it went to sleep, and every launch paid a futex wake-up of a halted vCPU (1.10x
+// hand C++'s time on 2 threads, 0.95x with 64 chunks or with the threads of an OpenMP team, whose
+// threads spin for milliseconds; bench/RECORDS.md, phase 12). Claiming a chunk costs one
+// compare-and-swap; the home ranges (thread_pool.h) keep each thread on the same rows.
+constexpr int64_t kDefaultChunkPoints = 1 << 18;
+constexpr int64_t kMaxChunksPerThread = 32;
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -251,7 +266,7 @@ class CpuKernel : public sdk::CompiledKernel {
  public:
   CpuKernel(LinkedCode code, std::string source, std::string names,
             std::string name, size_t num_buffers, int64_t outer, int64_t points, int64_t align,
-            std::shared_ptr<ThreadPool> pool)
+            std::shared_ptr<ThreadPool> pool, int64_t chunk_points)
       : code_(std::move(code)),
         fn_(code_.fn),
         source_(std::move(source)),
@@ -261,7 +276,8 @@ class CpuKernel : public sdk::CompiledKernel {
         outer_(outer),
         points_(points),
         align_(std::max<int64_t>(1, align)),
-        pool_(std::move(pool)) {}
+        pool_(std::move(pool)),
+        chunk_points_(std::max<int64_t>(1, chunk_points)) {}
 
   const std::string& source() const override { return source_; }
 
@@ -341,6 +357,7 @@ class CpuKernel : public sdk::CompiledKernel {
     const int64_t threads = pool_->threads();
     const int64_t units = (outer_ + align_ - 1) / align_;
     int64_t chunks = std::min(threads * kChunksPerThread, points_ / kMinChunkPoints);
+    chunks = std::max(chunks, std::min(threads * kMaxChunksPerThread, points_ / chunk_points_));
     chunks = std::max(chunks, threads);
     return std::max<int64_t>(1, std::min(chunks, units));
   }
@@ -365,6 +382,7 @@ class CpuKernel : public sdk::CompiledKernel {
   int64_t points_;  // iteration points times reduction length: the parallelism cut-off
   int64_t align_;   // chunk bounds are multiples of it (the printer's wide lanes along i0)
   std::shared_ptr<ThreadPool> pool_;
+  int64_t chunk_points_;  // cpu_cpp's chunk_points: the finer cut of a large kernel
 };
 
 class CpuCppBackend : public sdk::Backend {
@@ -375,7 +393,7 @@ class CpuCppBackend : public sdk::Backend {
   void configure(const sdk::Options& o) override {
     o.check_known({"opt_level", "threads", "native_cpu", "strict_order", "vector_printer",
                    "fuse_bodies", "row_tiles", "streaming_store_bytes", "blas", "blas_library",
-                   "epilogues", "pool_spin_us", "openmp_runtime", "dump_source",
+                   "epilogues", "pool_spin_us", "chunk_points", "openmp_runtime", "dump_source",
                    "test_inject_source"});
     opt_level_ = o.get_int("opt_level", kDefaultOptLevel);
     if (opt_level_ < 0 || opt_level_ > 3) o.at("opt_level").fail("must be 0..3");
@@ -392,6 +410,9 @@ class CpuCppBackend : public sdk::Backend {
     inject_ = o.get_string("test_inject_source", "");
     const int64_t spin_us = o.get_int("pool_spin_us", ThreadPool::kDefaultSpinMicros);
     if (spin_us < 0 || spin_us > 1000000) o.at("pool_spin_us").fail("must be 0..1000000");
+    chunk_points_ = o.get_int("chunk_points", kDefaultChunkPoints);
+    if (chunk_points_ < 1024 || chunk_points_ > (int64_t{1} << 40))
+      o.at("chunk_points").fail("must be 1024..2^40");
     const std::string openmp = o.get_string("openmp_runtime", "");
     if (!openmp.empty() && threads_ > 1) {
       try {
@@ -637,7 +658,7 @@ class CpuCppBackend : public sdk::Backend {
     int64_t points = k.numel() * std::max<int64_t>(1, k.reduction_numel());
     return std::make_unique<CpuKernel>(std::move(code), std::move(source), names_key(k),
                                        k.name(), k.num_buffers(), outer, points,
-                                       outer_chunk_alignment(k, print_), pool_);
+                                       outer_chunk_alignment(k, print_), pool_, chunk_points_);
   }
 
   ClangJitOptions jit_options() const {
@@ -740,6 +761,7 @@ class CpuCppBackend : public sdk::Backend {
 
   int64_t opt_level_ = kDefaultOptLevel;
   int64_t threads_ = 1;
+  int64_t chunk_points_ = kDefaultChunkPoints;  // chunk_points
   bool native_cpu_ = true;
   bool dump_source_ = false;
   std::string inject_;

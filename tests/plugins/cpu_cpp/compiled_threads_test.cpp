@@ -96,5 +96,56 @@ TEST(CompiledThreads, LongReductionsGiveTheSameBitsOnAnyThreadCount) {
   }
 }
 
+// cpu_cpp's chunk_points cuts a large kernel's outer loop into up to 32 chunks per thread: at its
+// smallest (1024 points) every kernel here above the parallel cut-off runs as 64 / 96 chunks of a
+// few rows, uneven ones included (1031 rows, a 4099-wide row reduction), claimed from the home
+// ranges and stolen; at 2^40 as the 4 chunks per thread of before. The same bits as the
+// interpreter either way, on 2 and 3 threads.
+TEST(CompiledThreads, FineChunksGiveTheSameBits) {
+  Graph g;
+  Node* x = g.placeholder("x", {1031, 4099});
+  Node* y = g.placeholder("y", {1031, 4099});
+  Node* r = g.call("relu", {g.call("add.Tensor", {x, y})});
+  g.output({g.call("sum.dim_IntList", {g.call("mul.Scalar", {r, 2.0}), std::vector<int64_t>{-1}}),
+            g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{-1}}),
+            g.call("amax", {y, std::vector<int64_t>{0}}),         // a column reduction
+            g.call("mul.Tensor", {g.call("exp", {x}), y})});      // pointwise, 4.2 M points
+  std::vector<Tensor> in = random_inputs(g, 23);
+  const std::vector<Tensor> want = test::reference(g, in);
+  for (const char* points : {"1024", "65536", "1099511627776"}) {
+    for (int threads : {2, 3}) {
+      OptionValue o = test::cpu_options(test::Order::Segmented, threads);
+      o.set("chunk_points", OptionValue::make_scalar(points));
+      Compiler compiler(test::cpu_config(o));
+      CompiledGraph cg = compiler.compile(g);
+      for (int rep = 0; rep < 2; ++rep) {
+        std::vector<Tensor> got = cg.run(in);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_TRUE(bitwise_equal(got[i], want[i]))
+              << "chunk_points " << points << ", " << threads << " threads, output " << i;
+      }
+    }
+  }
+}
+
+TEST(CompiledThreads, BadChunkPointsAreClearErrors) {
+  for (const char* bad : {"0", "1023", "-5", "lots", "1099511627777"}) {
+    OptionValue o = test::cpu_options(test::Order::Segmented, 2);
+    o.set("chunk_points", OptionValue::make_scalar(bad));
+    std::string what;
+    try {
+      Compiler compiler(test::cpu_config(o));
+      Graph g;
+      g.output({g.call("relu", {g.placeholder("x", {4, 4})})});
+      compiler.compile(g);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("option 'chunk_points' of backend 'cpu_cpp'"), std::string::npos)
+        << bad << ": " << what;
+  }
+}
+
 }  // namespace
 }  // namespace stax
