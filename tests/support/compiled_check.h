@@ -55,6 +55,17 @@ inline OptionValue cpu_options(Order order, int threads = 0) {
   return o;
 }
 
+// The kernel functions of cg's kernels (from each source's kernel marker on, past the prelude),
+// concatenated: what a printer test looks for.
+inline std::string kernel_functions(const CompiledGraph& cg) {
+  std::string out;
+  for (const auto& k : cg.kernels()) {
+    size_t at = k.source.find("// ---- stax kernel ----");
+    out += at == std::string::npos ? k.source : k.source.substr(at);
+  }
+  return out;
+}
+
 // One Compiler per order and test binary (the JIT's cold start is paid once per order); the
 // default options give Order::Segmented.
 inline Compiler& cpu_compiler(Order order = Order::Segmented) {

@@ -17,9 +17,13 @@
 #include <vector>
 
 #include "tests/support/compiled_check.h"
+#include "tests/support/strings.h"
 
 namespace stax {
 namespace {
+
+using test::count_of;
+using test::kernel_functions;
 
 using test::bitwise_equal;
 
@@ -35,21 +39,6 @@ Compiler& compiler(bool fuse, int threads, test::Order order = test::Order::Segm
 }
 
 // Occurrences of `what` in s.
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
-  return n;
-}
-
-// The kernel functions of cg (after the prelude), concatenated.
-std::string kernel_functions(const CompiledGraph& cg) {
-  std::string out;
-  for (const auto& k : cg.kernels()) {
-    size_t at = k.source.find("// ---- stax kernel ----");
-    out += at == std::string::npos ? k.source : k.source.substr(at);
-  }
-  return out;
-}
 
 const char* kFusedNote = "// (runs in the next body's loop)";
 
@@ -69,14 +58,14 @@ size_t expect_same_bits(const Graph& g, const std::string& what, uint64_t seed =
       CompiledGraph off = compiler(false, threads, order).compile(g);
       if (want.empty()) want = test::reference(on.graph(), in, order);
       std::string on_src = kernel_functions(on), off_src = kernel_functions(off);
-      EXPECT_EQ(count(off_src, kFusedNote), 0u);
-      size_t fused = count(on_src, kFusedNote);
+      EXPECT_EQ(count_of(off_src, kFusedNote), 0u);
+      size_t fused = count_of(on_src, kFusedNote);
       if (order == test::Order::Strict) {
         EXPECT_EQ(fused, 0u) << on_src;
       }
       if (order == test::Order::Segmented) fused_bodies = fused;
       // Each fused body's own reduction loop is gone.
-      EXPECT_EQ(count(on_src, "for ("), count(off_src, "for (") - fused) << on_src;
+      EXPECT_EQ(count_of(on_src, "for ("), count_of(off_src, "for (") - fused) << on_src;
       std::vector<Tensor> a = on.run(in), b = off.run(in);
       EXPECT_EQ(a.size(), want.size());
       EXPECT_EQ(b.size(), want.size());
@@ -143,7 +132,7 @@ TEST(FusedBodies, TheFusedLoop) {
   ASSERT_EQ(cg.kernels().size(), 1u);
   std::string src = kernel_functions(cg);
   if (std::getenv("STAX_TEST_PRINT_SOURCE")) std::cout << src;
-  EXPECT_EQ(count(src, kFusedNote), 1u) << src;
+  EXPECT_EQ(count_of(src, kFusedNote), 1u) << src;
   size_t note = src.find(kFusedNote);
   ASSERT_NE(note, std::string::npos);
   // After the note: the sum's vector loop, whose segment loop computes exp, stores it and adds
@@ -158,9 +147,9 @@ TEST(FusedBodies, TheFusedLoop) {
   EXPECT_LT(acc, tree) << src;
   // The 16-wide main loops over the row: max (its fast form, and the exact one run again only
   // when a NaN was seen), exp + sum; the division is a plain loop.
-  EXPECT_EQ(count(src, "r0_0 <= 100 - 16"), 3u) << src;
-  EXPECT_EQ(count(src, "stax_scalar::maximum(acc0[stax_seg], tmp0)"), 2u) << src;  // exact loops
-  EXPECT_EQ(count(src, "acc0[stax_seg] = acc0[stax_seg] > tmp0 ? acc0[stax_seg] : tmp0;"), 2u)
+  EXPECT_EQ(count_of(src, "r0_0 <= 100 - 16"), 3u) << src;
+  EXPECT_EQ(count_of(src, "stax_scalar::maximum(acc0[stax_seg], tmp0)"), 2u) << src;  // exact loops
+  EXPECT_EQ(count_of(src, "acc0[stax_seg] = acc0[stax_seg] > tmp0 ? acc0[stax_seg] : tmp0;"), 2u)
       << src;
 }
 

@@ -20,9 +20,13 @@
 #include <vector>
 
 #include "tests/support/compiled_check.h"
+#include "tests/support/strings.h"
 
 namespace stax {
 namespace {
+
+using test::count_of;
+using test::kernel_functions;
 
 using test::bitwise_equal;
 
@@ -35,22 +39,6 @@ Compiler& compiler(bool tiles, int threads) {
     c = std::make_unique<Compiler>(test::cpu_config(o));
   }
   return *c;
-}
-
-// The kernel functions of cg (after the prelude), concatenated.
-std::string kernel_functions(const CompiledGraph& cg) {
-  std::string out;
-  for (const auto& k : cg.kernels()) {
-    size_t at = k.source.find("// ---- stax kernel ----");
-    out += at == std::string::npos ? k.source : k.source.substr(at);
-  }
-  return out;
-}
-
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
-  return n;
 }
 
 // Whether this machine runs the tiles (the backend needs AVX-512 for them).
@@ -75,8 +63,8 @@ size_t expect_same_bits(const Graph& g, const std::vector<Tensor>& in, const std
     if (want.empty()) want = test::reference(on.graph(), in, test::Order::Strict);
     std::string on_src = kernel_functions(on), off_src = kernel_functions(off);
     if (std::getenv("STAX_TEST_PRINT_SOURCE") && threads == 1) std::cout << on_src;
-    EXPECT_EQ(count(off_src, "transpose16("), 0u);
-    if (threads == 1) tiled = count(on_src, "stax_vec::transpose16(stax_tile0)");
+    EXPECT_EQ(count_of(off_src, "transpose16("), 0u);
+    if (threads == 1) tiled = count_of(on_src, "stax_vec::transpose16(stax_tile0)");
     std::vector<Tensor> a = on.run(in), b = threads == 1 ? off.run(in) : want;
     EXPECT_EQ(a.size(), want.size());
     EXPECT_EQ(b.size(), want.size());
@@ -228,9 +216,9 @@ TEST(RowTiles, TheTiledKernel) {
   g.output({g.call("sum.dim_IntList", {g.call("mul.Tensor", {x, x}), std::vector<int64_t>{-1}})});
   std::string src = kernel_functions(compiler(true, 1).compile(g));
   if (std::getenv("STAX_TEST_PRINT_SOURCE")) std::cout << src;
-  EXPECT_EQ(count(src, "stax_vec::load_rows(stax_tile0, "), 2u) << src;  // full and partial
-  EXPECT_EQ(count(src, "stax_vec::tail_mask(stax_rem)"), 1u) << src;
-  EXPECT_EQ(count(src, "stax_tile1"), 0u) << src;  // x loaded once per tile
+  EXPECT_EQ(count_of(src, "stax_vec::load_rows(stax_tile0, "), 2u) << src;  // full and partial
+  EXPECT_EQ(count_of(src, "stax_vec::tail_mask(stax_rem)"), 1u) << src;
+  EXPECT_EQ(count_of(src, "stax_tile1"), 0u) << src;  // x loaded once per tile
   EXPECT_NE(src.find("stax_vec::mul("), std::string::npos) << src;
   EXPECT_NE(src.find("stax_vec::store("), std::string::npos) << src;  // 16 results at once
   EXPECT_NE(src.find("rows' sequential chains"), std::string::npos) << src;  // rows left over

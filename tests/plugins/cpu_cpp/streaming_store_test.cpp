@@ -25,9 +25,14 @@
 #include <vector>
 
 #include "tests/support/compiled_check.h"
+#include "tests/support/sanitizers.h"
+#include "tests/support/strings.h"
 
 namespace stax {
 namespace {
+
+using test::count_of;
+using test::kernel_functions;
 
 using test::bitwise_equal;
 
@@ -47,22 +52,6 @@ Compiler& compiler(const std::string& bytes, int threads, bool vector_printer) {
   return *c;
 }
 
-// The kernel functions of cg (from the kernel marker on), concatenated.
-std::string kernel_functions(const CompiledGraph& cg) {
-  std::string out;
-  for (const auto& k : cg.kernels()) {
-    size_t at = k.source.find("// ---- stax kernel ----");
-    out += at == std::string::npos ? k.source : k.source.substr(at);
-  }
-  return out;
-}
-
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
-  return n;
-}
-
 // Compiles g with a tiny threshold (64 bytes: every output above it may stream) and with
 // streaming off, with either printer, on 1, 2 and 3 threads: every output the interpreter's bits
 // (segmented order). `streams`: whether the tiny threshold's source must stream (and fence), else
@@ -80,14 +69,14 @@ void expect_same_bits(const Graph& g, bool streams, const std::string& what, uin
       if (want.empty()) want = test::reference(on.graph(), in);
       const std::string on_src = kernel_functions(on), off_src = kernel_functions(off);
       if (std::getenv("STAX_TEST_PRINT_SOURCE") && threads == 1) std::cout << on_src;
-      EXPECT_EQ(count(off_src, kStream), 0u);
-      EXPECT_EQ(count(off_src, kFence), 0u);
+      EXPECT_EQ(count_of(off_src, kStream), 0u);
+      EXPECT_EQ(count_of(off_src, kFence), 0u);
       if (streams) {
-        EXPECT_GT(count(on_src, kStream), 0u) << on_src;
-        EXPECT_GT(count(on_src, kFence), 0u) << on_src;
+        EXPECT_GT(count_of(on_src, kStream), 0u) << on_src;
+        EXPECT_GT(count_of(on_src, kFence), 0u) << on_src;
       } else {
-        EXPECT_EQ(count(on_src, kStream), 0u) << on_src;
-        EXPECT_EQ(count(on_src, kFence), 0u) << on_src;
+        EXPECT_EQ(count_of(on_src, kStream), 0u) << on_src;
+        EXPECT_EQ(count_of(on_src, kFence), 0u) << on_src;
       }
       std::vector<Tensor> a = on.run(in), b = off.run(in);
       ASSERT_EQ(a.size(), want.size());
@@ -141,7 +130,7 @@ TEST(StreamingStores, LayerNormsLastPassStreams) {
     // The scalar printer peels a row of 4099 floats to its first 64-byte boundary (then every
     // block streams); a row of a multiple of 16 floats needs no peeling.
     const std::string src = kernel_functions(compiler("64", 1, false).compile(g));
-    EXPECT_EQ(count(src, "to a 64-byte boundary"), cols % 16 == 0 ? 0u : 1u) << src;
+    EXPECT_EQ(count_of(src, "to a 64-byte boundary"), cols % 16 == 0 ? 0u : 1u) << src;
   }
 }
 
@@ -160,7 +149,7 @@ TEST(StreamingStores, TheBaselineTargetGivesTheSameBits) {
                                     g.placeholder("b", {cols})})});
     std::vector<Tensor> in = test::random_inputs(g, 6);
     CompiledGraph cg = baseline.compile(g);
-    EXPECT_GT(count(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
+    EXPECT_GT(count_of(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
     std::vector<Tensor> got = cg.run(in), want = test::reference(cg.graph(), in);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i)
@@ -193,7 +182,7 @@ Graph producer_and_consumers() {
 // Runs cg 5 times (a missing fence would show as stale values in some run): the interpreter's bits.
 void expect_runs_match(CompiledGraph& cg, const std::vector<Tensor>& in,
                        const std::vector<Tensor>& want) {
-  EXPECT_GT(count(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
+  EXPECT_GT(count_of(kernel_functions(cg), kStream), 0u) << kernel_functions(cg);
   for (int run = 0; run < 5; ++run) {
     std::vector<Tensor> got = cg.run(in);
     ASSERT_EQ(got.size(), want.size());
@@ -217,16 +206,8 @@ TEST(StreamingStores, ProducersOutputIsReadByOtherThreadsInTheNextSteps) {
 // The same on a host program's OpenMP team (`openmp_runtime`: the system's libgomp, loaded here
 // as torch would have loaded it): the kernel's fence precedes the team's barrier. Skips without
 // libgomp, and under TSan (libgomp is not instrumented: thread_pool_test's reason).
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STAX_TEST_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define STAX_TEST_UNDER_TSAN 1
-#endif
 TEST(StreamingStores, ProducersOutputIsReadOnAnOpenMpTeam) {
-#ifdef STAX_TEST_UNDER_TSAN
+#ifdef STAX_TEST_TSAN
   GTEST_SKIP() << "libgomp is not instrumented for TSan";
 #else
   if (!dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL)) GTEST_SKIP() << "no libgomp.so.1";
@@ -256,10 +237,10 @@ TEST(StreamingStores, OnlyBuffersAboveTheThresholdStream) {
       CompiledGraph cg = compiler(bytes, 2, vp).compile(g);
       const std::string src = kernel_functions(cg);
       if (std::string(bytes) == "1049343") {
-        EXPECT_GT(count(src, kStream), 0u) << src;
+        EXPECT_GT(count_of(src, kStream), 0u) << src;
         EXPECT_TRUE(src.find("(1049344 bytes)") != std::string::npos) << src;  // the dump says so
       } else if (std::string(bytes) != "auto") {
-        EXPECT_EQ(count(src, kStream), 0u) << src;
+        EXPECT_EQ(count_of(src, kStream), 0u) << src;
       }
       EXPECT_TRUE(bitwise_equal(cg.run(in)[0], want[0]));
     }

@@ -12,6 +12,7 @@
 
 #include "plugins/cpu_cpp/gemm_library.h"
 #include "stax/sdk/gemm.hpp"
+#include "tests/support/sanitizers.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,16 +146,8 @@ TEST(ThreadPool, BadTaskCountsAreClearErrors) {
 // skips where the machine has none.
 // Under TSan it skips too: libgomp is not instrumented, so the hand-over of a region's data
 // through its barriers is invisible to TSan and would read as a race.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STAX_TEST_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define STAX_TEST_UNDER_TSAN 1
-#endif
 void* load_libgomp() {
-#ifdef STAX_TEST_UNDER_TSAN
+#ifdef STAX_TEST_TSAN
   return nullptr;
 #else
   return dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL);
