@@ -8,6 +8,7 @@
 #include <regex>
 #include <vector>
 
+#include "plugins/cpu_cpp/body_queries.h"
 #include "plugins/cpu_cpp/embedded_text.h"
 #include "plugins/cpu_cpp/row_division.h"
 #include "plugins/cpu_cpp/streaming_store.h"
@@ -245,25 +246,6 @@ bool segmentable(const sdk::LoopBody& body) {
     any = true;
   }
   return any;
-}
-
-// Whether expression e is affine (sums and products of constants and variables: no indirect
-// value, floordiv, mod, min or max).
-bool affine(const sdk::Expr& e) {
-  switch (e.kind()) {
-    case sdk::ExprKind::Const:
-    case sdk::ExprKind::IterVar:
-    case sdk::ExprKind::ReduceVar: return true;
-    case sdk::ExprKind::Add:
-    case sdk::ExprKind::Mul: return affine(e.lhs()) && affine(e.rhs());
-    default: return false;
-  }
-}
-
-bool has_indirect(const sdk::LoopBody& body) {
-  for (size_t i = 0; i < body.num_exprs(); ++i)
-    if (body.expr(static_cast<int32_t>(i)).kind() == sdk::ExprKind::Indirect) return true;
-  return false;
 }
 
 bool is_load(const sdk::OpNode& op) {

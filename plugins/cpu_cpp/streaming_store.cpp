@@ -1,5 +1,7 @@
 #include "plugins/cpu_cpp/streaming_store.h"
 
+#include "plugins/cpu_cpp/body_queries.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -10,26 +12,6 @@
 namespace stax::cpu {
 
 namespace {
-
-using sdk::ExprKind;
-
-// Whether e is affine (sums and products of constants and variables only).
-bool affine_index(const sdk::Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::Const:
-    case ExprKind::IterVar:
-    case ExprKind::ReduceVar: return true;
-    case ExprKind::Add:
-    case ExprKind::Mul: return affine_index(e.lhs()) && affine_index(e.rhs());
-    default: return false;
-  }
-}
-
-bool has_indirect(const sdk::LoopBody& body) {
-  for (size_t i = 0; i < body.num_exprs(); ++i)
-    if (body.expr(static_cast<int32_t>(i)).kind() == ExprKind::Indirect) return true;
-  return false;
-}
 
 // Whether store `op` of `body` can stream: the body runs its loop in blocks of 16 (a pointwise
 // kernel's innermost iteration loop; a reduction-loop body that accumulates nothing: its innermost
@@ -54,7 +36,7 @@ bool store_streams(const sdk::Kernel& k, const sdk::LoopBody& body, const sdk::O
   }
   if (extent < 16) return false;
   sdk::Expr e = body.index_of(op);
-  if (!affine_index(e)) return false;
+  if (!affine(e)) return false;
   const int64_t at0 = sdk::evaluate(e, iv.data(), rv.data());
   *var = 1;
   return sdk::evaluate(e, iv.data(), rv.data()) - at0 == 1;
