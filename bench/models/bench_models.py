@@ -13,7 +13,8 @@ How it runs (bench/README.md says more):
      Stax worker (bench/model_worker.cpp, cpu_cpp `threads: T`), the hand worker (the same
      program, its hand kernels only: their OpenMP team is not in Stax's process), the torch worker
      (eager and Inductor, torch.set_num_threads(T)) and the JAX worker (XLA); OMP_NUM_THREADS=T
-     for all.
+     for all. --processes N starts N of each (a system's round is then the mean of its
+     processes' medians).
   3. Per case: every system compiles and runs it once, and its outputs are checked against torch
      eager's (max |out - eager| / max |eager| per output, at most --tolerance); then --rounds
      rounds, each running every system --reps times in turn (the order rotates per round, with a
@@ -155,12 +156,14 @@ class Bench:
         env = {"stax": {"STAX_CACHE_DIR": os.path.join(caches, "stax")}, "hand": {},
                "torch": {"TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")},
                "jax": {}}
-        workers = {}
+        workers = {}  # kind -> [Worker]: --processes of them
         for kind in sorted({WORKER_OF[s] for s in self.systems + ["eager"]}):
             if kind == "jax" and not self.jax_available():
                 continue
             try:
-                workers[kind] = self.start(kind, threads, env[kind], "t%d" % threads)
+                workers[kind] = [self.start(kind, threads, env[kind],
+                                            "t%d" % threads + ("-p%d" % p if p else ""))
+                                 for p in range(self.args.processes)]
             except WorkerError as e:
                 self.notes.append(str(e))
                 self.failed = True
@@ -220,9 +223,10 @@ class Bench:
         live = []
         for s in self.case_systems(case, workers):
             key = (case.id, threads, s)
-            try:
-                words = workers[WORKER_OF[s]].ask("setup %s %s %s" % (case.id, s, c.dir))
-                self.setup_ms[key] = float(words[0])
+            try:  # every process of the system sets it up; the last one's outputs are checked
+                for w in workers[WORKER_OF[s]]:
+                    words = w.ask("setup %s %s %s" % (case.id, s, c.dir))
+                    self.setup_ms.setdefault(key, float(words[0]))
                 live.append(s)
             except WorkerError as e:
                 self.errors[key] = str(e)
@@ -230,33 +234,43 @@ class Bench:
         self.check(case, c, threads, live)
         live = [s for s in live if s in self.systems]  # eager only as the reference: not timed
         if self.args.rounds:
-            live = [s for s in live if self.time(case, threads, s, workers, 1, record=False)]
+            live = [s for s in live
+                    if all(self.time(case, threads, s, w, 1) for w in workers[WORKER_OF[s]])]
+        # One turn per system and process; the order rotates per round.
+        turns = [(s, p) for p in range(self.args.processes) for s in live]
         for r in range(self.args.rounds if live else 0):
-            for s in live[r % len(live):] + live[:r % len(live)]:  # the order rotates
+            per_process = {}
+            for s, p in turns[r % len(turns):] + turns[:r % len(turns)]:
                 time.sleep(self.args.gap)
-                self.time(case, threads, s, workers, self.args.reps)
+                ms = self.time(case, threads, s, workers[WORKER_OF[s]][p], self.args.reps)
+                if ms:
+                    per_process.setdefault(s, []).append(statistics.median(ms))
+                    self.times.setdefault((case.id, threads, s), []).extend(ms)
+            # A system's round: the mean of its processes' medians (each process's pages and
+            # placement weigh the same).
+            for s, meds in per_process.items():
+                if len(meds) == self.args.processes:
+                    self.round_ms.setdefault((case.id, threads, s), []).append(
+                        sum(meds) / len(meds))
         for kind in {WORKER_OF[s] for s in live}:
-            try:
-                workers[kind].ask("drop %s" % case.id)
-            except WorkerError as e:
-                self.notes.append("%s worker, drop %s: %s" % (kind, case.id, e))
+            for w in workers[kind]:
+                try:
+                    w.ask("drop %s" % case.id)
+                except WorkerError as e:
+                    self.notes.append("%s worker, drop %s: %s" % (kind, case.id, e))
 
-    def time(self, case, threads, system, workers, reps, record=True):
-        """Runs `reps` timed calls; False (and the error recorded) when the worker fails."""
+    def time(self, case, threads, system, worker, reps):
+        """Runs `reps` timed calls in `worker` -> their times (ms); [] (and the error recorded)
+        when the worker fails."""
         key = (case.id, threads, system)
         if key in self.errors:
-            return False
+            return []
         try:
-            ms = workers[WORKER_OF[system]].ask("time %s %s %d" % (case.id, system, reps))
+            return [float(m) for m in worker.ask("time %s %s %d" % (case.id, system, reps))]
         except WorkerError as e:
             self.errors[key] = str(e)
             self.failed = True
-            return False
-        if record:
-            ms = [float(m) for m in ms]
-            self.times.setdefault(key, []).extend(ms)
-            self.round_ms.setdefault(key, []).append(statistics.median(ms))
-        return True
+            return []
 
     def check(self, case, c, threads, live):
         if "eager" not in live:  # its failure is recorded: nothing to check against
@@ -316,7 +330,7 @@ class Bench:
         self.bandwidth, self.blas = {}, ""
         for threads in a.threads:
             workers = self.start_all(threads)
-            native = workers.get("stax") or workers.get("hand")  # the C++ worker
+            native = (workers.get("stax") or workers.get("hand") or [None])[0]  # a C++ worker
             if native and not self.blas:
                 self.blas = native.ask("blas")[0]
                 print(report.blas_line(self.blas), flush=True)
@@ -327,8 +341,9 @@ class Bench:
             for case in self.cases:
                 self.run_case(case, prepared[case.id], threads, workers)
                 print(report.progress(self, case, threads), flush=True)
-            for w in workers.values():
-                w.close()
+            for ws in workers.values():
+                for w in ws:
+                    w.close()
         if a.compile_time:
             for case in self.cases:
                 if case.model and (not a.quick or case.id == "gpt_fwdbwd"):
@@ -370,6 +385,12 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=None, help="default 3 (--quick 1)")
     p.add_argument("--reps", type=int, default=None, help="reps per round (default 5, --quick 2)")
     p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each system")
+    p.add_argument("--processes", type=int, default=1,
+                   help="worker processes per system (default 1): each round times every "
+                        "system in each of its processes, and a system's round is the mean of "
+                        "its processes' medians. Two processes of the same program differ by "
+                        "up to ~2%% on the memory-bound W1 / W4 (their pages' placement): with "
+                        "2 or more, that difference is averaged instead of charged to a system")
     # Legitimate differences (summation orders, XLA's exp / tanh) measured at most 2.5e-6; a JAX
     # GPT block with erf GELU instead of tanh GELU differs from torch's by 9e-5.
     p.add_argument("--tolerance", type=float, default=2e-5,
@@ -390,6 +411,8 @@ def parse_args(argv):
     a.sizes = [int(s) for s in a.sizes.split(",") if s]
     a.rounds = a.rounds if a.rounds is not None else (1 if a.quick else 3)
     a.reps = a.reps if a.reps is not None else (2 if a.quick else 5)
+    if a.processes < 1:
+        p.error("--processes must be at least 1")
     if a.check_only:
         a.rounds, a.compile_time = 0, False
     unknown = set(a.systems) - set(SYSTEMS)

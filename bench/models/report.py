@@ -4,6 +4,7 @@ side by side as `1 / 2`), the medians of every system, and compile time cold and
 import datetime
 import os
 import platform
+import random
 import statistics
 import subprocess
 
@@ -126,12 +127,25 @@ def _ratio(bench, case, t, num, den):
     return _fmt(median(rs)) if rs else None
 
 
+def median_interval(ratios, level=0.9, resamples=2000):
+    """The `level` bootstrap interval of the median of `ratios` (seeded: the same rounds give the
+    same interval): where the median ratio lies given the rounds' scatter."""
+    rng = random.Random(0)
+    meds = sorted(median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    cut = int(resamples * (1 - level) / 2)
+    return meds[cut], meds[resamples - 1 - cut]
+
+
 def _spread(bench, case, t, num, den):
-    """The per-round ratios' lowest and highest, 'lo-hi'."""
+    """The per-round ratios' lowest and highest, and from 5 rounds on the 90% interval of their
+    median: 'lo-hi (a-b)'."""
     rs = round_ratios(bench, case, t, num, den)
     if len(rs) < 2:
         return None
-    return "%s-%s" % (_fmt(min(rs)), _fmt(max(rs)))
+    cell = "%s-%s" % (_fmt(min(rs)), _fmt(max(rs)))
+    if len(rs) >= 5:
+        cell += " (%s-%s)" % tuple(_fmt(x) for x in median_interval(rs))
+    return cell
 
 
 def spread_table(bench):
@@ -219,8 +233,9 @@ def tables(bench):
            medians_table(bench)]
     spread = spread_table(bench)
     if spread:
-        out += ["", "The ratios' lowest and highest round (how far the machine moved them):", "",
-                spread]
+        out += ["", "The ratios' lowest and highest round (how far the machine moved them) and, "
+                "from 5 rounds on, in parentheses the 90% bootstrap interval of their median:",
+                "", spread]
     out += ["", check_summary(bench)]
     if bench.compile:
         out += ["", "Compile time (fresh process; cold: empty caches, cached: the caches the "
