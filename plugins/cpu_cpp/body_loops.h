@@ -45,8 +45,9 @@ void emit_body(sdk::SourceWriter& w, const CppPrinter& p, const sdk::PrintedBody
 
 // One reduction-loop body in the segmented order: accumulators `T acc[kSegments]`; with
 // vector_segments() the innermost reduction loop steps by kSegments over `stax_seg` (the body was
-// printed with that variable reading as (r + stax_seg)) and a tail loop finishes it, else a running
-// counter `stax_seg` follows the flat reduction index; then the tree, and the stores read segment 0.
+// printed with that variable reading as (r + stax_seg)) and a tail loop finishes it, else a
+// running counter `stax_seg` follows the flat reduction index; then the tree, and the stores read
+// segment 0.
 // `before` (optional): a store-only body fused into this loop (fusable_into_next): its hoisted
 // statements go before the loop, its statements before this body's in every iteration.
 // `no_stores`: the body stores nothing inside its loop (then its max / min accumulations may take
