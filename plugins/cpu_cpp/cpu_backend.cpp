@@ -108,7 +108,7 @@ namespace stax::cpu {
 namespace {
 
 // What a failed STAX_CHECK leaves (the layout of the prelude's `struct stax_fault`,
-// cpp_printer.cpp): a fixed message, and for an indirect index out of bounds the index as loaded
+// cpp_op_printer.cpp): a fixed message, and for an indirect index out of bounds the index as loaded
 // and the size of the dimension it indexes.
 struct KernelFault {
   const char* message;

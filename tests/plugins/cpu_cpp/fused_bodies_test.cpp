@@ -153,7 +153,7 @@ TEST(FusedBodies, TheFusedLoop) {
       << src;
 }
 
-// ---- the fast form of max / min accumulations (fast_min_max in cpp_printer.cpp) ---------------
+// ---- the fast form of max / min accumulations (fast_min_max in body_loops.cpp) ----------------
 
 float nan_with(uint32_t payload, bool negative) {
   return std::bit_cast<float>((negative ? 0xFF800000u : 0x7F800000u) | 0x00400000u | payload);
